@@ -1,0 +1,1 @@
+//! Redisson-compatible distributed locks (skeleton; filled in by the lock-library issue).
