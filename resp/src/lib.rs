@@ -1,1 +1,16 @@
-//! placeholder
+//! RESP2/RESP3 for Locksmith: one [`Frame`] type, an incremental decoder for replies and
+//! frames ([`FrameDecoder`]), Redis's request parser for servers ([`RequestDecoder`]: multibulk
+//! and inline commands with Redis's limits and error texts), an encoder that downgrades RESP3
+//! replies for RESP2 clients as Redis does, and a tokio-util codec ([`RespCodec`]).
+
+mod codec;
+mod decode;
+mod encode;
+mod error;
+mod frame;
+
+pub use codec::RespCodec;
+pub use decode::{FrameDecoder, Limits, RequestDecoder, PROTO_INLINE_MAX_SIZE, PROTO_MAX_BULK_LEN};
+pub use encode::{encode, encode_to_vec, format_double};
+pub use error::DecodeError;
+pub use frame::{Frame, Version};

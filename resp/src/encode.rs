@@ -1,0 +1,201 @@
+//! Frame → bytes, for RESP2 or RESP3 peers. RESP3-only types are downgraded for RESP2 the way
+//! Redis's `addReply*` functions do (maps flatten, doubles become bulk strings, booleans become
+//! integers, attributes are dropped).
+
+use crate::{Frame, Version};
+use bytes::{BufMut, BytesMut};
+
+/// Formats a double the way Redis 7.0 replies with it: C's `%.17g`, with `inf`/`-inf`.
+pub fn format_double(d: f64) -> String {
+    if d.is_nan() {
+        return if d.is_sign_negative() { "-nan" } else { "nan" }.to_string();
+    }
+    if d.is_infinite() {
+        return if d > 0.0 { "inf" } else { "-inf" }.to_string();
+    }
+    if d == 0.0 {
+        return if d.is_sign_negative() { "-0" } else { "0" }.to_string();
+    }
+    const PRECISION: i32 = 17;
+    let sci = format!("{:.*e}", (PRECISION - 1) as usize, d);
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if !(-4..PRECISION).contains(&exp) {
+        let mantissa = strip_fraction_zeros(mantissa);
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exp.abs())
+    } else {
+        let fixed = format!("{:.*}", (PRECISION - 1 - exp) as usize, d);
+        strip_fraction_zeros(&fixed).to_string()
+    }
+}
+
+fn strip_fraction_zeros(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    }
+}
+
+/// Encodes `frame` for a peer speaking `version`, appending to `out`.
+pub fn encode(frame: &Frame, version: Version, out: &mut BytesMut) {
+    let resp3 = version == Version::Resp3;
+    match frame {
+        Frame::Simple(s) => line(out, b'+', s),
+        Frame::Error(s) => line(out, b'-', s),
+        Frame::Integer(i) => header(out, b':', *i),
+        Frame::Bulk(b) => bulk(out, b),
+        Frame::Null if resp3 => out.put_slice(b"_\r\n"),
+        Frame::NullArray if resp3 => out.put_slice(b"_\r\n"),
+        Frame::Null => out.put_slice(b"$-1\r\n"),
+        Frame::NullArray => out.put_slice(b"*-1\r\n"),
+        Frame::Array(items) => aggregate(out, b'*', items, version),
+        Frame::Set(items) => aggregate(out, if resp3 { b'~' } else { b'*' }, items, version),
+        Frame::Push(items) => aggregate(out, if resp3 { b'>' } else { b'*' }, items, version),
+        Frame::Map(pairs) => {
+            if resp3 {
+                header(out, b'%', pairs.len() as i64);
+            } else {
+                header(out, b'*', pairs.len() as i64 * 2);
+            }
+            for (k, v) in pairs {
+                encode(k, version, out);
+                encode(v, version, out);
+            }
+        }
+        Frame::Double(d) => {
+            let text = format_double(*d);
+            if resp3 {
+                line(out, b',', text.as_bytes());
+            } else {
+                bulk(out, text.as_bytes());
+            }
+        }
+        Frame::Boolean(b) if resp3 => out.put_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),
+        Frame::Boolean(b) => header(out, b':', i64::from(*b)),
+        Frame::BigNumber(n) if resp3 => line(out, b'(', n),
+        Frame::BigNumber(n) => bulk(out, n),
+        Frame::Verbatim { format, text } if resp3 => {
+            header(out, b'=', (text.len() + 4) as i64);
+            out.put_slice(format);
+            out.put_u8(b':');
+            out.put_slice(text);
+            out.put_slice(b"\r\n");
+        }
+        Frame::Verbatim { text, .. } => bulk(out, text),
+        Frame::Attribute { attrs, frame } => {
+            if resp3 {
+                header(out, b'|', attrs.len() as i64);
+                for (k, v) in attrs {
+                    encode(k, version, out);
+                    encode(v, version, out);
+                }
+            }
+            encode(frame, version, out);
+        }
+    }
+}
+
+/// Encodes `frame` into a fresh byte vector.
+pub fn encode_to_vec(frame: &Frame, version: Version) -> Vec<u8> {
+    let mut out = BytesMut::new();
+    encode(frame, version, &mut out);
+    out.to_vec()
+}
+
+/// A one-line frame; CR and LF inside are replaced by spaces, as Redis does for error and
+/// status replies, so a reply can never break the framing.
+fn line(out: &mut BytesMut, kind: u8, body: &[u8]) {
+    out.put_u8(kind);
+    if body.iter().any(|&b| b == b'\r' || b == b'\n') {
+        out.extend(
+            body.iter()
+                .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
+        );
+    } else {
+        out.put_slice(body);
+    }
+    out.put_slice(b"\r\n");
+}
+
+fn header(out: &mut BytesMut, kind: u8, n: i64) {
+    out.put_u8(kind);
+    out.put_slice(itoa::Buffer::new().format(n).as_bytes());
+    out.put_slice(b"\r\n");
+}
+
+fn bulk(out: &mut BytesMut, data: &[u8]) {
+    header(out, b'$', data.len() as i64);
+    out.put_slice(data);
+    out.put_slice(b"\r\n");
+}
+
+fn aggregate(out: &mut BytesMut, kind: u8, items: &[Frame], version: Version) {
+    header(out, kind, items.len() as i64);
+    for item in items {
+        encode(item, version, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doubles_format_like_percent_17g() {
+        for (d, want) in [
+            (1.5, "1.5"),
+            (0.1, "0.10000000000000001"),
+            (3.0, "3"),
+            (-2.25, "-2.25"),
+            (1e20, "1e+20"),
+            (1.0e-5, "1.0000000000000001e-05"),
+            (123456789012345680.0, "1.2345678901234568e+17"),
+            (0.0001, "0.0001"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (10.5, "10.5"),
+            (12345678901234567.0, "12345678901234568"),
+        ] {
+            assert_eq!(format_double(d), want, "{d}");
+        }
+    }
+
+    #[test]
+    fn resp3_types_downgrade_for_resp2() {
+        let map = Frame::Map(vec![(Frame::bulk("a"), Frame::Integer(1))]);
+        assert_eq!(
+            encode_to_vec(&map, Version::Resp2),
+            b"*2\r\n$1\r\na\r\n:1\r\n"
+        );
+        assert_eq!(
+            encode_to_vec(&map, Version::Resp3),
+            b"%1\r\n$1\r\na\r\n:1\r\n"
+        );
+        assert_eq!(
+            encode_to_vec(&Frame::Boolean(true), Version::Resp2),
+            b":1\r\n"
+        );
+        assert_eq!(
+            encode_to_vec(&Frame::Double(1.5), Version::Resp2),
+            b"$3\r\n1.5\r\n"
+        );
+        assert_eq!(
+            encode_to_vec(&Frame::Double(1.5), Version::Resp3),
+            b",1.5\r\n"
+        );
+        assert_eq!(encode_to_vec(&Frame::Null, Version::Resp2), b"$-1\r\n");
+        assert_eq!(encode_to_vec(&Frame::NullArray, Version::Resp2), b"*-1\r\n");
+        assert_eq!(encode_to_vec(&Frame::NullArray, Version::Resp3), b"_\r\n");
+    }
+
+    #[test]
+    fn error_lines_never_break_framing() {
+        let frame = Frame::error("ERR bad\r\nthing");
+        assert_eq!(
+            encode_to_vec(&frame, Version::Resp2),
+            b"-ERR bad  thing\r\n"
+        );
+    }
+}
