@@ -51,7 +51,7 @@ impl Default for Limits {
 }
 
 /// Redis's `string2ll`: optional `-`, no `+`, no leading zeros, no spaces, must fit an i64.
-fn parse_strict_i64(digits: &[u8]) -> Option<i64> {
+pub(crate) fn parse_strict_i64(digits: &[u8]) -> Option<i64> {
     let (neg, rest) = match digits.split_first() {
         Some((b'-', rest)) => (true, rest),
         Some(_) => (false, digits),

@@ -14,3 +14,9 @@ pub use decode::{FrameDecoder, Limits, RequestDecoder, PROTO_INLINE_MAX_SIZE, PR
 pub use encode::{encode, encode_to_vec, format_double};
 pub use error::DecodeError;
 pub use frame::{Frame, Version};
+
+/// Redis's `string2ll`: parses a strict decimal i64 (optional `-`, no `+`, no leading zeros,
+/// no spaces). Servers use it for every integer argument, as Redis does.
+pub fn parse_integer(text: &[u8]) -> Option<i64> {
+    decode::parse_strict_i64(text)
+}

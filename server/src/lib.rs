@@ -1,1 +1,29 @@
-//! placeholder
+//! A Redis-compatible in-memory server: RESP2/RESP3, the data types and commands distributed
+//! locks touch, key expiry on a per-node clock, and (in later modules) Lua scripting, pub/sub
+//! and a fault-injecting harness.
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! let server = locksmith_server::Server::builder().start().await?;
+//! println!("listening on {}", server.url());
+//! server.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+
+// Parts of the shared core are used by subsystems that land in later commits.
+#![allow(dead_code)]
+
+mod client;
+mod clock;
+mod cmd;
+mod config;
+mod connection;
+mod db;
+mod notify;
+mod server;
+mod shared;
+
+pub use clock::Clock;
+pub use config::Config;
+pub use server::{Server, ServerBuilder, ServerHandle};

@@ -1,0 +1,223 @@
+//! Per-connection client state ([`ClientState`], owned by the connection task) and the shared
+//! view of every client ([`ClientHandle`] in the [`ClientRegistry`]) that `CLIENT LIST|KILL`
+//! and pub/sub delivery use.
+
+use bytes::Bytes;
+use locksmith_resp::{Frame, Version};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::{mpsc, Notify};
+
+/// Mutable details other clients can see (`CLIENT LIST`, `CLIENT INFO`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ClientInfo {
+    /// `CLIENT SETNAME`.
+    pub(crate) name: Option<Bytes>,
+    /// `CLIENT SETINFO LIB-NAME`.
+    pub(crate) lib_name: Option<Bytes>,
+    /// `CLIENT SETINFO LIB-VER`.
+    pub(crate) lib_ver: Option<Bytes>,
+    /// Selected database.
+    pub(crate) db: usize,
+    /// Last command name (lowercase).
+    pub(crate) last_cmd: String,
+    /// Node-clock ms of the last command.
+    pub(crate) last_interaction_ms: u64,
+    /// Protocol version.
+    pub(crate) resp: u8,
+    /// Channel subscriptions.
+    pub(crate) sub: usize,
+    /// Pattern subscriptions.
+    pub(crate) psub: usize,
+    /// Shard-channel subscriptions.
+    pub(crate) ssub: usize,
+    /// In MULTI: queued commands, else -1.
+    pub(crate) multi: i64,
+    /// Flags as `CLIENT LIST` shows them (`N` normal, `P` pubsub, `x` multi, `b` blocked…).
+    pub(crate) flags: String,
+}
+
+/// The shared handle of one connected client.
+#[derive(Debug)]
+pub(crate) struct ClientHandle {
+    /// Unique, increasing id (`CLIENT ID`).
+    pub(crate) id: u64,
+    /// Peer address.
+    pub(crate) addr: SocketAddr,
+    /// Local address.
+    pub(crate) laddr: SocketAddr,
+    /// Node-clock ms when connected.
+    pub(crate) created_ms: u64,
+    /// Details other clients read.
+    pub(crate) info: Mutex<ClientInfo>,
+    /// Out-of-band frames for this client (pub/sub messages, MONITOR lines, wake-ups).
+    pub(crate) outbox: Outbox,
+    /// Set by `CLIENT KILL` or a full output buffer; the connection closes.
+    pub(crate) killed: AtomicBool,
+    /// Wakes the connection task when killed.
+    pub(crate) kill_notify: Notify,
+}
+
+impl ClientHandle {
+    /// Asks the connection to close.
+    pub(crate) fn kill(&self) {
+        self.killed.store(true, Ordering::Release);
+        self.kill_notify.notify_one();
+    }
+
+    /// Whether the client was killed.
+    pub(crate) fn is_killed(&self) -> bool {
+        self.killed.load(Ordering::Acquire)
+    }
+
+    /// A copy of the visible details.
+    pub(crate) fn info(&self) -> ClientInfo {
+        self.info.lock().map(|i| i.clone()).unwrap_or_default()
+    }
+
+    /// Updates the visible details.
+    pub(crate) fn update(&self, f: impl FnOnce(&mut ClientInfo)) {
+        if let Ok(mut info) = self.info.lock() {
+            f(&mut info);
+        }
+    }
+}
+
+/// A client's queue of out-of-band frames, with the bytes pending in it counted so a
+/// subscriber that does not read can be disconnected (`client-output-buffer-limit`).
+#[derive(Debug)]
+pub(crate) struct Outbox {
+    tx: mpsc::UnboundedSender<Frame>,
+    /// Approximate bytes queued and not yet written.
+    pub(crate) pending: Arc<AtomicUsize>,
+}
+
+impl Outbox {
+    /// A new outbox and its receiving end.
+    pub(crate) fn new() -> (Outbox, OutboxReceiver) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let pending = Arc::new(AtomicUsize::new(0));
+        (
+            Outbox {
+                tx,
+                pending: pending.clone(),
+            },
+            OutboxReceiver { rx, pending },
+        )
+    }
+
+    /// Queues `frame` of about `size` bytes; returns the bytes now pending.
+    pub(crate) fn send(&self, frame: Frame, size: usize) -> usize {
+        let now = self.pending.fetch_add(size, Ordering::AcqRel) + size;
+        if self.tx.send(frame).is_err() {
+            self.pending.fetch_sub(size, Ordering::AcqRel);
+        }
+        now
+    }
+}
+
+/// The connection's end of its [`Outbox`].
+#[derive(Debug)]
+pub(crate) struct OutboxReceiver {
+    rx: mpsc::UnboundedReceiver<Frame>,
+    pending: Arc<AtomicUsize>,
+}
+
+impl OutboxReceiver {
+    /// Waits for the next frame.
+    pub(crate) async fn recv(&mut self) -> Option<Frame> {
+        self.rx.recv().await
+    }
+
+    /// The next frame if one is queued.
+    pub(crate) fn try_recv(&mut self) -> Option<Frame> {
+        self.rx.try_recv().ok()
+    }
+
+    /// Marks `size` bytes as written.
+    pub(crate) fn written(&self, size: usize) {
+        let _ = self
+            .pending
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |p| {
+                Some(p.saturating_sub(size))
+            });
+    }
+}
+
+/// Every connected client, by id (ordered, so `CLIENT LIST` is stable).
+#[derive(Debug, Default)]
+pub(crate) struct ClientRegistry {
+    clients: Mutex<BTreeMap<u64, Arc<ClientHandle>>>,
+}
+
+impl ClientRegistry {
+    /// Adds a client.
+    pub(crate) fn insert(&self, handle: Arc<ClientHandle>) {
+        if let Ok(mut map) = self.clients.lock() {
+            map.insert(handle.id, handle);
+        }
+    }
+
+    /// Removes a client.
+    pub(crate) fn remove(&self, id: u64) {
+        if let Ok(mut map) = self.clients.lock() {
+            map.remove(&id);
+        }
+    }
+
+    /// The client with `id`.
+    pub(crate) fn get(&self, id: u64) -> Option<Arc<ClientHandle>> {
+        self.clients.lock().ok()?.get(&id).cloned()
+    }
+
+    /// All clients, by id.
+    pub(crate) fn all(&self) -> Vec<Arc<ClientHandle>> {
+        self.clients
+            .lock()
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Number of connected clients.
+    pub(crate) fn len(&self) -> usize {
+        self.clients.lock().map(|m| m.len()).unwrap_or(0)
+    }
+}
+
+/// State of one connection, owned by its task and lent to commands through `Ctx`.
+#[derive(Debug)]
+pub(crate) struct ClientState {
+    /// The shared handle.
+    pub(crate) handle: Arc<ClientHandle>,
+    /// Selected database.
+    pub(crate) db: usize,
+    /// Protocol version (`HELLO`).
+    pub(crate) resp: Version,
+    /// Whether `AUTH` succeeded (or no password is required).
+    pub(crate) authenticated: bool,
+    /// Close the connection once the current replies are written (`QUIT`).
+    pub(crate) close_after_reply: bool,
+    /// The command runs inside a script (`redis.call`).
+    pub(crate) in_script: bool,
+}
+
+impl ClientState {
+    /// State for a new connection.
+    pub(crate) fn new(handle: Arc<ClientHandle>, authenticated: bool) -> Self {
+        ClientState {
+            handle,
+            db: 0,
+            resp: Version::Resp2,
+            authenticated,
+            close_after_reply: false,
+            in_script: false,
+        }
+    }
+
+    /// The client id.
+    pub(crate) fn id(&self) -> u64 {
+        self.handle.id
+    }
+}

@@ -1,0 +1,417 @@
+//! The command table and dispatch.
+//!
+//! One [`CommandSpec`] per command (name, arity, flags, key positions, handler) drives lookup
+//! (case-insensitive), the arity error, `COMMAND`/`COMMAND INFO`, script key checks and
+//! replication. Each family module exports a `COMMANDS` table; [`table`] joins them.
+//! Handlers are synchronous: they run against a [`Ctx`] under the state lock and return the
+//! reply, so `MULTI`/`EXEC`, `redis.call` and replication reuse the same code.
+
+mod connection;
+mod error;
+mod keys;
+mod parse;
+mod string;
+
+pub(crate) use error::{lossy, CmdResult, CommandError};
+pub(crate) use parse::{parse_f64, parse_i64, Args};
+
+use crate::client::ClientState;
+use crate::db::{Db, Entry, Value};
+use crate::shared::{Effects, Node, State};
+use bytes::Bytes;
+use locksmith_resp::Frame;
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+/// Command flags, named as `COMMAND INFO` reports them.
+pub(crate) mod flags {
+    /// May modify the keyspace.
+    pub(crate) const WRITE: u32 = 1 << 0;
+    /// Only reads.
+    pub(crate) const READONLY: u32 = 1 << 1;
+    /// May grow memory.
+    pub(crate) const DENYOOM: u32 = 1 << 2;
+    /// Administrative.
+    pub(crate) const ADMIN: u32 = 1 << 3;
+    /// Pub/sub command.
+    pub(crate) const PUBSUB: u32 = 1 << 4;
+    /// Refused inside scripts.
+    pub(crate) const NOSCRIPT: u32 = 1 << 5;
+    /// May block the client.
+    pub(crate) const BLOCKING: u32 = 1 << 6;
+    /// Allowed while loading.
+    pub(crate) const LOADING: u32 = 1 << 7;
+    /// Allowed on a stale replica.
+    pub(crate) const STALE: u32 = 1 << 8;
+    /// Not shown to MONITOR.
+    pub(crate) const SKIP_MONITOR: u32 = 1 << 9;
+    /// O(1) or O(log N).
+    pub(crate) const FAST: u32 = 1 << 10;
+    /// Allowed before AUTH.
+    pub(crate) const NO_AUTH: u32 = 1 << 11;
+    /// May replicate even though not a write.
+    pub(crate) const MAY_REPLICATE: u32 = 1 << 12;
+    /// Refused inside MULTI.
+    pub(crate) const NO_MULTI: u32 = 1 << 13;
+    /// Served while a script is busy.
+    pub(crate) const ALLOW_BUSY: u32 = 1 << 14;
+    /// Keys are found by parsing arguments.
+    pub(crate) const MOVABLE_KEYS: u32 = 1 << 15;
+    /// Runs Lua: executed off the reactor thread (not a Redis flag; never shown).
+    pub(crate) const RUNS_SCRIPT: u32 = 1 << 16;
+
+    /// (flag, name) in the order Redis lists them.
+    pub(crate) const NAMES: &[(u32, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (PUBSUB, "pubsub"),
+        (NOSCRIPT, "noscript"),
+        (BLOCKING, "blocking"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (SKIP_MONITOR, "skip_monitor"),
+        (FAST, "fast"),
+        (NO_AUTH, "no_auth"),
+        (MAY_REPLICATE, "may_replicate"),
+        (NO_MULTI, "no_multi"),
+        (ALLOW_BUSY, "allow_busy"),
+        (MOVABLE_KEYS, "movablekeys"),
+    ];
+}
+
+/// A command handler.
+pub(crate) type Handler = fn(&mut Ctx<'_>, &mut Args<'_>) -> CmdResult;
+
+/// One entry of the command table.
+#[derive(Debug)]
+pub(crate) struct CommandSpec {
+    /// Lowercase name.
+    pub(crate) name: &'static str,
+    /// Redis arity: N = exactly N arguments (name included), -N = at least N.
+    pub(crate) arity: i32,
+    /// [`flags`] bits.
+    pub(crate) flags: u32,
+    /// Index of the first key (0 = no keys).
+    pub(crate) first_key: i32,
+    /// Index of the last key (-1 = last argument, -2 = one before it…).
+    pub(crate) last_key: i32,
+    /// Step between keys.
+    pub(crate) step: i32,
+    /// ACL category/group for `COMMAND DOCS` (`string`, `generic`, `connection`…).
+    pub(crate) group: &'static str,
+    /// One-line summary for `COMMAND DOCS`.
+    pub(crate) summary: &'static str,
+    /// The handler (for a container, runs when no subcommand is given or matched).
+    pub(crate) handler: Handler,
+    /// Subcommands (`CONFIG GET`…); empty for plain commands.
+    pub(crate) subcommands: &'static [CommandSpec],
+}
+
+impl CommandSpec {
+    /// A plain command with no keys; chain the `keys`/`flags`/`doc` setters.
+    pub(crate) const fn new(name: &'static str, arity: i32, handler: Handler) -> Self {
+        CommandSpec {
+            name,
+            arity,
+            flags: 0,
+            first_key: 0,
+            last_key: 0,
+            step: 0,
+            group: "generic",
+            summary: "",
+            handler,
+            subcommands: &[],
+        }
+    }
+
+    /// Sets the flags.
+    pub(crate) const fn flags(mut self, flags: u32) -> Self {
+        self.flags = flags;
+        self
+    }
+
+    /// Sets the key positions.
+    pub(crate) const fn keys(mut self, first: i32, last: i32, step: i32) -> Self {
+        self.first_key = first;
+        self.last_key = last;
+        self.step = step;
+        self
+    }
+
+    /// Sets the group and summary.
+    pub(crate) const fn doc(mut self, group: &'static str, summary: &'static str) -> Self {
+        self.group = group;
+        self.summary = summary;
+        self
+    }
+
+    /// Sets the subcommands.
+    pub(crate) const fn subs(mut self, subs: &'static [CommandSpec]) -> Self {
+        self.subcommands = subs;
+        self
+    }
+
+    /// Whether `argc` arguments satisfy the arity.
+    pub(crate) fn arity_ok(&self, argc: usize) -> bool {
+        let argc = argc as i64;
+        let arity = i64::from(self.arity);
+        if arity >= 0 {
+            argc == arity
+        } else {
+            argc >= -arity
+        }
+    }
+
+    /// Whether the command has `flag`.
+    pub(crate) fn has(&self, flag: u32) -> bool {
+        self.flags & flag != 0
+    }
+
+    /// The key arguments of `argv` according to the key positions.
+    pub(crate) fn key_indexes(&self, argc: usize) -> Vec<usize> {
+        if self.first_key <= 0 {
+            return Vec::new();
+        }
+        let first = self.first_key as usize;
+        let last = if self.last_key < 0 {
+            argc as i64 + i64::from(self.last_key)
+        } else {
+            i64::from(self.last_key)
+        };
+        let step = self.step.max(1) as usize;
+        (first..)
+            .step_by(step)
+            .take_while(|&i| (i as i64) <= last && i < argc)
+            .collect()
+    }
+}
+
+/// Every command family's table.
+fn families() -> [&'static [CommandSpec]; 3] {
+    [connection::COMMANDS, keys::COMMANDS, string::COMMANDS]
+}
+
+static TABLE: LazyLock<HashMap<&'static str, &'static CommandSpec>> = LazyLock::new(|| {
+    families()
+        .into_iter()
+        .flatten()
+        .map(|spec| (spec.name, spec))
+        .collect()
+});
+
+/// The command table.
+pub(crate) fn table() -> &'static HashMap<&'static str, &'static CommandSpec> {
+    &TABLE
+}
+
+/// Looks a command up by name, ignoring ASCII case.
+pub(crate) fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
+    let mut buf = [0u8; 32];
+    let lower = buf.get_mut(..name.len())?;
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    TABLE.get(std::str::from_utf8(lower).ok()?).copied()
+}
+
+/// Looks up the spec `argv` names: the subcommand's spec for a container command.
+///
+/// # Errors
+///
+/// Unknown command or subcommand, or the arity check failing, with Redis's texts.
+pub(crate) fn resolve(argv: &[Bytes]) -> Result<Resolved, CommandError> {
+    let name = argv.first().ok_or(CommandError::Syntax)?;
+    let spec = lookup(name).ok_or_else(|| CommandError::unknown_command(argv))?;
+    if !spec.subcommands.is_empty() && argv.len() >= 2 {
+        let sub = argv
+            .get(1)
+            .map(|s| s.to_ascii_lowercase())
+            .unwrap_or_default();
+        let found = spec
+            .subcommands
+            .iter()
+            .find(|s| s.name.as_bytes() == sub.as_slice());
+        return match found {
+            Some(sub_spec) if sub_spec.arity_ok(argv.len()) => Ok(Resolved {
+                spec: sub_spec,
+                first_arg: 2,
+            }),
+            Some(sub_spec) => Err(CommandError::WrongArity(format!(
+                "{}|{}",
+                spec.name, sub_spec.name
+            ))),
+            None => Err(CommandError::UnknownSubcommand {
+                container: spec.name.to_ascii_uppercase(),
+                sub: lossy(argv.get(1).map(|b| &b[..]).unwrap_or_default(), 128),
+            }),
+        };
+    }
+    if !spec.arity_ok(argv.len()) {
+        return Err(CommandError::WrongArity(spec.name.to_string()));
+    }
+    Ok(Resolved { spec, first_arg: 1 })
+}
+
+/// A command line matched to its spec.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Resolved {
+    /// The spec to run (a subcommand's for container commands).
+    pub(crate) spec: &'static CommandSpec,
+    /// Index of the first argument after the command (and subcommand) name.
+    pub(crate) first_arg: usize,
+}
+
+/// Everything a handler may touch while it runs.
+pub(crate) struct Ctx<'a> {
+    /// The keyspace and mutable server state.
+    pub(crate) state: &'a mut State,
+    /// The node (clock, clients, lock-free parts).
+    pub(crate) node: &'a Node,
+    /// The calling client.
+    pub(crate) client: &'a mut ClientState,
+    /// Node-clock ms at the start of the command (frozen for a script, as Redis 7 does).
+    pub(crate) now: u64,
+    /// Side effects to apply after the command.
+    pub(crate) effects: &'a mut Effects,
+}
+
+impl Ctx<'_> {
+    /// The selected database.
+    pub(crate) fn db(&mut self) -> &mut Db {
+        let index = self.client.db;
+        // The selected index is always validated by SELECT/SWAPDB against `databases`.
+        &mut self.state.dbs[index]
+    }
+
+    /// Reclaims `key` if its TTL ran out (with the expiry side effects).
+    pub(crate) fn expire_if_needed(&mut self, key: &Bytes) {
+        let db = self.client.db;
+        let expired = self
+            .state
+            .dbs
+            .get(db)
+            .and_then(|d| d.get(key, u64::MAX))
+            .and_then(|e| e.expire_at)
+            .is_some_and(|at| at <= self.now);
+        if expired {
+            self.state.expire_key(db, key, self.effects);
+        }
+    }
+
+    /// Reads `key` (lazy expiry, hit/miss stats).
+    pub(crate) fn lookup(&mut self, key: &Bytes) -> Option<&Entry> {
+        self.lookup_mut(key).map(|e| &*e)
+    }
+
+    /// Reads `key` for writing (lazy expiry, hit/miss stats).
+    pub(crate) fn lookup_mut(&mut self, key: &Bytes) -> Option<&mut Entry> {
+        self.expire_if_needed(key);
+        let now = self.now;
+        let db = self.client.db;
+        let found = self.state.dbs.get_mut(db)?.lookup_mut(key, now);
+        if found.is_some() {
+            self.state.stats.keyspace_hits += 1;
+        } else {
+            self.state.stats.keyspace_misses += 1;
+        }
+        found
+    }
+
+    /// The string at `key`: `Ok(None)` if absent, `WRONGTYPE` if another type.
+    pub(crate) fn get_string(&mut self, key: &Bytes) -> Result<Option<Bytes>, CommandError> {
+        match self.lookup(key).map(|e| &e.value) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(CommandError::WrongType),
+        }
+    }
+
+    /// Stores `value` at `key` with `expire_at`, replacing what was there.
+    pub(crate) fn set(&mut self, key: Bytes, value: Value, expire_at: Option<u64>) {
+        let now = self.now;
+        self.db().insert(key.clone(), value, expire_at, now);
+        self.modified(&key);
+    }
+
+    /// Deletes `key`; returns whether it existed (expired keys count as absent).
+    pub(crate) fn delete(&mut self, key: &Bytes) -> bool {
+        self.expire_if_needed(key);
+        let removed = self.db().remove(key).is_some();
+        if removed {
+            self.modified(key);
+        }
+        removed
+    }
+
+    /// Records that `key` in the selected db was written (WATCH, blocked clients, dirty).
+    pub(crate) fn modified(&mut self, key: &Bytes) {
+        self.state.dirty += 1;
+        self.effects.modified.push((self.client.db, key.clone()));
+    }
+
+    /// Raises keyspace event `event` of `class` for `key` in the selected db.
+    pub(crate) fn notify(&mut self, class: u32, event: &'static str, key: &Bytes) {
+        self.effects
+            .keyspace_event(self.client.db, class, event, key);
+    }
+
+    /// Replicates `argv` instead of the command as sent (e.g. `SET k v PXAT abs` for `EX`).
+    pub(crate) fn propagate(&mut self, argv: Vec<Bytes>) {
+        self.effects.propagate.push((self.client.db, argv));
+    }
+}
+
+/// Runs one command for `client` under the state lock and returns its reply. Errors become
+/// error replies. Write commands that changed data and did not propagate explicitly are
+/// propagated as sent.
+pub(crate) fn execute(
+    state: &mut State,
+    node: &Node,
+    client: &mut ClientState,
+    argv: &[Bytes],
+    now: u64,
+    effects: &mut Effects,
+) -> Frame {
+    match resolve(argv) {
+        Ok(resolved) => execute_resolved(resolved, state, node, client, argv, now, effects),
+        Err(e) => e.into(),
+    }
+}
+
+/// Runs an already-resolved command (see [`execute`]).
+pub(crate) fn execute_resolved(
+    Resolved { spec, first_arg }: Resolved,
+    state: &mut State,
+    node: &Node,
+    client: &mut ClientState,
+    argv: &[Bytes],
+    now: u64,
+    effects: &mut Effects,
+) -> Frame {
+    if !client.authenticated && !spec.has(flags::NO_AUTH) {
+        return CommandError::NoAuth.into();
+    }
+    let dirty_before = state.dirty;
+    let propagated_before = effects.propagate.len();
+    state.stats.commands += 1;
+    let db = client.db;
+    let mut args = Args::new(argv, first_arg);
+    let reply = {
+        let mut ctx = Ctx {
+            state,
+            node,
+            client,
+            now,
+            effects,
+        };
+        (spec.handler)(&mut ctx, &mut args)
+    };
+    if state.dirty != dirty_before
+        && effects.propagate.len() == propagated_before
+        && spec.has(flags::WRITE)
+    {
+        effects.propagate.push((db, argv.to_vec()));
+    }
+    reply.unwrap_or_else(Frame::from)
+}

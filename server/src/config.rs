@@ -1,0 +1,42 @@
+//! Server settings: the start-up [`Config`] a user builds, and the values `CONFIG GET|SET`
+//! read and change at run time.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+/// Start-up settings of one server node. Defaults are Redis's where Redis has one, except the
+/// port: an embedded server listens on port 0 (a free port) unless told otherwise; the binary
+/// defaults to 6379.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Config {
+    /// Address to listen on (`--bind`, default 127.0.0.1).
+    pub bind: IpAddr,
+    /// Port to listen on (0 = pick a free one).
+    pub port: u16,
+    /// `requirepass`: clients must `AUTH` first when set.
+    pub requirepass: Option<String>,
+    /// Number of databases (`databases`, default 16).
+    pub databases: usize,
+    /// `busy-reply-threshold` (alias `lua-time-limit`): a script running longer makes other
+    /// clients get `BUSY` (default 5000 ms).
+    pub busy_reply_threshold: Duration,
+    /// `maxclients` (default 10000).
+    pub maxclients: usize,
+    /// Seed for every random choice the node makes (RANDOMKEY, SPOP, run id…).
+    pub seed: Option<u64>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            bind: IpAddr::from([127, 0, 0, 1]),
+            port: 0,
+            requirepass: None,
+            databases: 16,
+            busy_reply_threshold: Duration::from_millis(5000),
+            maxclients: 10_000,
+            seed: None,
+        }
+    }
+}

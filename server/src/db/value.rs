@@ -1,0 +1,90 @@
+//! Values stored under keys.
+
+use bytes::Bytes;
+use indexmap::IndexMap;
+use std::collections::{HashSet, VecDeque};
+
+/// A sorted set: member → score, plus members ordered by (score, member).
+pub(crate) use super::zset::ZSet;
+
+/// A hash keeps insertion order, as Redis's listpack encoding does for small hashes, so
+/// `HGETALL` on a small hash answers in the same order as Redis.
+pub(crate) type HashValue = IndexMap<Bytes, Bytes>;
+
+/// One stored value.
+#[derive(Debug, Clone)]
+pub(crate) enum Value {
+    /// A string (also integers and floats, stored as their text).
+    String(Bytes),
+    /// A list.
+    List(VecDeque<Bytes>),
+    /// A hash.
+    Hash(HashValue),
+    /// A set.
+    Set(HashSet<Bytes>),
+    /// A sorted set.
+    ZSet(ZSet),
+}
+
+impl Value {
+    /// The name `TYPE` replies with.
+    pub(crate) fn type_name(&self) -> &'static str {
+        match self {
+            Value::String(_) => "string",
+            Value::List(_) => "list",
+            Value::Hash(_) => "hash",
+            Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
+        }
+    }
+
+    /// Whether an aggregate is empty (Redis deletes empty aggregates).
+    pub(crate) fn is_empty_aggregate(&self) -> bool {
+        match self {
+            Value::String(_) => false,
+            Value::List(l) => l.is_empty(),
+            Value::Hash(h) => h.is_empty(),
+            Value::Set(s) => s.is_empty(),
+            Value::ZSet(z) => z.is_empty(),
+        }
+    }
+
+    /// The encoding `OBJECT ENCODING` reports, following Redis 7.0's thresholds.
+    pub(crate) fn encoding(&self) -> &'static str {
+        match self {
+            Value::String(s) => {
+                if s.len() <= 20 && resp::parse_integer(s).is_some() {
+                    "int"
+                } else if s.len() <= 44 {
+                    "embstr"
+                } else {
+                    "raw"
+                }
+            }
+            Value::List(_) => "quicklist",
+            Value::Hash(h) => {
+                if h.len() <= 128 && h.iter().all(|(k, v)| k.len() <= 64 && v.len() <= 64) {
+                    "listpack"
+                } else {
+                    "hashtable"
+                }
+            }
+            Value::Set(s) => {
+                if s.len() <= 512 && s.iter().all(|m| resp::parse_integer(m).is_some()) {
+                    "intset"
+                } else {
+                    "hashtable"
+                }
+            }
+            Value::ZSet(z) => {
+                if z.len() <= 128 {
+                    "listpack"
+                } else {
+                    "skiplist"
+                }
+            }
+        }
+    }
+}
+
+use locksmith_resp as resp;

@@ -1,0 +1,79 @@
+//! Sorted set storage: member → score map plus an ordered index by (score, member).
+
+use bytes::Bytes;
+use std::cmp::Ordering;
+use std::collections::{BTreeSet, HashMap};
+
+/// A score with a total order (scores are never NaN: commands reject NaN before storing).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Score(pub(crate) f64);
+
+impl Eq for Score {}
+
+impl PartialOrd for Score {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Score {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+/// A sorted set ordered like Redis's skiplist: by score, then by member bytes.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ZSet {
+    scores: HashMap<Bytes, f64>,
+    order: BTreeSet<(Score, Bytes)>,
+}
+
+impl ZSet {
+    /// Number of members.
+    pub(crate) fn len(&self) -> usize {
+        self.scores.len()
+    }
+
+    /// Whether there are no members.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.scores.is_empty()
+    }
+
+    /// The score of `member`.
+    pub(crate) fn score(&self, member: &[u8]) -> Option<f64> {
+        self.scores.get(member).copied()
+    }
+
+    /// Sets `member`'s score; returns the previous score.
+    pub(crate) fn insert(&mut self, member: Bytes, score: f64) -> Option<f64> {
+        let old = self.scores.insert(member.clone(), score);
+        if let Some(old) = old {
+            self.order.remove(&(Score(old), member.clone()));
+        }
+        self.order.insert((Score(score), member));
+        old
+    }
+
+    /// Removes `member`; returns its score.
+    pub(crate) fn remove(&mut self, member: &[u8]) -> Option<f64> {
+        let (member, score) = self.scores.remove_entry(member)?;
+        self.order.remove(&(Score(score), member));
+        Some(score)
+    }
+
+    /// Members in ascending (score, member) order.
+    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = (&Bytes, f64)> + '_ {
+        self.order.iter().map(|(s, m)| (m, s.0))
+    }
+
+    /// 0-based ascending rank of `member`.
+    pub(crate) fn rank(&self, member: &[u8]) -> Option<usize> {
+        let score = self.score(member)?;
+        Some(
+            self.order
+                .range(..(Score(score), Bytes::copy_from_slice(member)))
+                .count(),
+        )
+    }
+}

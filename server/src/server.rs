@@ -1,0 +1,265 @@
+//! Starting and stopping a node: the accept loop, the connection limit, the active expiry
+//! task and graceful shutdown (the shape of mini-redis `server.rs`).
+
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::connection;
+use crate::shared::{Effects, Node, State};
+use rand::{Rng, SeedableRng};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{broadcast, mpsc, Mutex, Semaphore};
+use tokio::task::JoinHandle;
+
+/// Redis's active expiry runs `hz` (10) times a second.
+const ACTIVE_EXPIRE_PERIOD: Duration = Duration::from_millis(100);
+/// Keys reclaimed per database per active expiry pass at most.
+const ACTIVE_EXPIRE_BUDGET: usize = 1000;
+
+/// Entry point: `Server::builder()…start().await`, or [`Server::start`] with a [`Config`].
+#[derive(Debug)]
+pub struct Server;
+
+impl Server {
+    /// A builder with Redis's defaults and port 0 (a free port).
+    pub fn builder() -> ServerBuilder {
+        ServerBuilder::default()
+    }
+
+    /// Starts a node with `config` on the current tokio runtime.
+    ///
+    /// # Errors
+    ///
+    /// When the listener cannot be bound.
+    pub async fn start(config: Config) -> io::Result<ServerHandle> {
+        ServerBuilder {
+            config,
+            clock: None,
+        }
+        .start()
+        .await
+    }
+}
+
+/// Builds and starts a server node.
+#[derive(Debug, Default)]
+pub struct ServerBuilder {
+    config: Config,
+    clock: Option<Clock>,
+}
+
+impl ServerBuilder {
+    /// Port to listen on (0 = a free port).
+    pub fn port(mut self, port: u16) -> Self {
+        self.config.port = port;
+        self
+    }
+
+    /// Address to listen on.
+    pub fn bind(mut self, addr: std::net::IpAddr) -> Self {
+        self.config.bind = addr;
+        self
+    }
+
+    /// Requires clients to `AUTH` with `password`.
+    pub fn requirepass(mut self, password: impl Into<String>) -> Self {
+        self.config.requirepass = Some(password.into());
+        self
+    }
+
+    /// Number of databases.
+    pub fn databases(mut self, n: usize) -> Self {
+        self.config.databases = n.max(1);
+        self
+    }
+
+    /// `busy-reply-threshold`.
+    pub fn busy_reply_threshold(mut self, d: Duration) -> Self {
+        self.config.busy_reply_threshold = d;
+        self
+    }
+
+    /// Seed for the node's random choices.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.config.seed = Some(seed);
+        self
+    }
+
+    /// Uses `clock` as the node's clock (e.g. one the harness shifts).
+    pub fn clock(mut self, clock: Clock) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// The configuration so far.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Binds the listener and starts serving on the current tokio runtime.
+    ///
+    /// # Errors
+    ///
+    /// When the listener cannot be bound.
+    pub async fn start(self) -> io::Result<ServerHandle> {
+        let listener = TcpListener::bind((self.config.bind, self.config.port)).await?;
+        let addr = listener.local_addr()?;
+        let clock = self.clock.unwrap_or_default();
+        let seed = self.config.seed.unwrap_or_else(rand::random);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5eed);
+        let run_id: String = (0..40)
+            .map(|_| char::from_digit(rng.random_range(0..16), 16).unwrap_or('0'))
+            .collect();
+        let config = self.config;
+        let node = Arc::new(Node {
+            busy_threshold_ms: AtomicU64::new(config.busy_reply_threshold.as_millis() as u64),
+            auth_required: AtomicBool::new(config.requirepass.is_some()),
+            last_client_id: AtomicU64::new(0),
+            started_ms: clock.now_ms(),
+            state: Arc::new(Mutex::new(State::new(config.clone(), seed))),
+            clock,
+            clients: Default::default(),
+            addr,
+            run_id,
+            script: Default::default(),
+            connections_received: AtomicU64::new(0),
+        });
+        tracing::info!(%addr, seed, "locksmith server ready to accept connections");
+        let (shutdown_tx, _) = broadcast::channel(1);
+        let (done_tx, done_rx) = mpsc::channel::<()>(1);
+        let limit = Arc::new(Semaphore::new(config.maxclients));
+        let accept = tokio::spawn(accept_loop(
+            listener,
+            node.clone(),
+            limit,
+            shutdown_tx.clone(),
+            done_tx.clone(),
+        ));
+        let expire = tokio::spawn(active_expire_loop(
+            node.clone(),
+            shutdown_tx.subscribe(),
+            done_tx,
+        ));
+        Ok(ServerHandle {
+            addr,
+            node,
+            shutdown_tx,
+            done_rx: Some(done_rx),
+            tasks: vec![accept, expire],
+        })
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    node: Arc<Node>,
+    limit: Arc<Semaphore>,
+    shutdown: broadcast::Sender<()>,
+    done: mpsc::Sender<()>,
+) {
+    let mut stop = shutdown.subscribe();
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = stop.recv() => return,
+        };
+        let socket = match accepted {
+            Ok((socket, _)) => socket,
+            Err(e) => {
+                // Too many open files and the like: back off instead of spinning.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        node.connections_received
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let Ok(permit) = limit.clone().try_acquire_owned() else {
+            tokio::spawn(refuse(socket));
+            continue;
+        };
+        let node = node.clone();
+        let stop = shutdown.subscribe();
+        let done = done.clone();
+        tokio::spawn(async move {
+            connection::serve(node, socket, stop).await;
+            drop(permit);
+            drop(done);
+        });
+    }
+}
+
+/// Redis answers a client over `maxclients` with this error and closes.
+async fn refuse(mut socket: TcpStream) {
+    use tokio::io::AsyncWriteExt;
+    let _ = socket
+        .write_all(b"-ERR max number of clients reached\r\n")
+        .await;
+}
+
+async fn active_expire_loop(
+    node: Arc<Node>,
+    mut stop: broadcast::Receiver<()>,
+    done: mpsc::Sender<()>,
+) {
+    let mut effects = Effects::default();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(ACTIVE_EXPIRE_PERIOD) => {}
+            _ = stop.recv() => break,
+        }
+        let mut state = node.state.lock().await;
+        let now = node.clock.now_ms();
+        state.active_expire(now, ACTIVE_EXPIRE_BUDGET, &mut effects);
+        state.finish_effects(&node, &mut effects);
+    }
+    drop(done);
+}
+
+/// A running node. Dropping it asks the node to stop; [`ServerHandle::shutdown`] also waits.
+#[derive(Debug)]
+pub struct ServerHandle {
+    addr: SocketAddr,
+    node: Arc<Node>,
+    shutdown_tx: broadcast::Sender<()>,
+    done_rx: Option<mpsc::Receiver<()>>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl ServerHandle {
+    /// The address the node listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `redis://host:port/` for clients.
+    pub fn url(&self) -> String {
+        format!("redis://{}/", self.addr)
+    }
+
+    /// The node's clock (shift it to simulate a clock jump).
+    pub fn clock(&self) -> &Clock {
+        &self.node.clock
+    }
+
+    /// Stops accepting, closes every connection and waits (at most 5 s) for them to finish.
+    pub async fn shutdown(mut self) {
+        let _ = self.shutdown_tx.send(());
+        for task in self.tasks.drain(..) {
+            let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+        }
+        if let Some(mut done) = self.done_rx.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(5), done.recv()).await;
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        let _ = self.shutdown_tx.send(());
+    }
+}
