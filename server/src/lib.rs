@@ -20,6 +20,7 @@ mod cmd;
 mod config;
 mod connection;
 mod db;
+mod glob;
 mod notify;
 mod server;
 mod shared;
