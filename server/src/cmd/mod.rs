@@ -10,7 +10,9 @@ mod connection;
 mod error;
 mod keys;
 mod parse;
+pub(crate) mod pubsub;
 mod string;
+mod transaction;
 
 pub(crate) use error::{lossy, CmdResult, CommandError};
 pub(crate) use parse::{parse_f64, parse_i64, Args};
@@ -189,8 +191,14 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 3] {
-    [connection::COMMANDS, keys::COMMANDS, string::COMMANDS]
+fn families() -> [&'static [CommandSpec]; 5] {
+    [
+        connection::COMMANDS,
+        keys::COMMANDS,
+        string::COMMANDS,
+        pubsub::COMMANDS,
+        transaction::COMMANDS,
+    ]
 }
 
 static TABLE: LazyLock<HashMap<&'static str, &'static CommandSpec>> = LazyLock::new(|| {
