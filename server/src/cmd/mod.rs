@@ -295,11 +295,12 @@ impl Ctx<'_> {
     /// Reclaims `key` if its TTL ran out (with the expiry side effects).
     pub(crate) fn expire_if_needed(&mut self, key: &Bytes) {
         let db = self.client.db;
+        // `get(key, 0)` sees the stored entry whatever its deadline (every deadline is > 0).
         let expired = self
             .state
             .dbs
             .get(db)
-            .and_then(|d| d.get(key, u64::MAX))
+            .and_then(|d| d.get(key, 0))
             .and_then(|e| e.expire_at)
             .is_some_and(|at| at <= self.now);
         if expired {
