@@ -187,3 +187,179 @@ async fn a_disconnected_subscriber_is_forgotten() {
     }
     assert_eq!(left, vec![b":0\r\n".to_vec()]);
 }
+
+/// Our server started with `notify-keyspace-events` = `flags` and a real one configured alike.
+async fn notifying_twins(
+    flags: &str,
+) -> (locksmith_server::ServerHandle, Option<support::RealRedis>) {
+    let ours = locksmith_server::Server::builder()
+        .notify_keyspace_events(flags)
+        .start()
+        .await
+        .unwrap();
+    let real = support::RealRedis::start_with(&["--notify-keyspace-events", flags]);
+    (ours, real)
+}
+
+async fn twin(ours: &locksmith_server::ServerHandle, real: &Option<support::RealRedis>) -> Twin {
+    Twin {
+        ours: Wire::connect(ours.addr()).await,
+        real: match real {
+            Some(r) => Some(Wire::connect(r.addr()).await),
+            None => None,
+        },
+    }
+}
+
+#[tokio::test]
+async fn keyspace_notifications_for_set_del_and_expire_match_redis() {
+    let (ours, real) = notifying_twins("KEA").await;
+    let mut sub = twin(&ours, &real).await;
+    let mut events = twin(&ours, &real).await;
+    let mut writer = twin(&ours, &real).await;
+    sub.same(&[&["PSUBSCRIBE", "__key*__:*"]], 1).await;
+    events
+        .same(&[&["SUBSCRIBE", "__keyevent@0__:del"]], 1)
+        .await;
+    writer
+        .same(
+            &[
+                &["SET", "k", "v"],
+                &["SET", "k", "v", "EX", "100"],
+                &["DEL", "k", "missing"],
+                &["SET", "other", "1", "PX", "100000"],
+                &["SELECT", "3"],
+                &["DEL", "nothing"],
+                &["SET", "in3", "v"],
+                &["DEL", "in3"],
+            ],
+            8,
+        )
+        .await;
+    // set: 2 frames; set+expire: 4; del: 2; set+expire: 4; db 3 set: 2; db 3 del: 2.
+    let got = sub.expect(16).await;
+    assert!(text(&got).contains("__keyspace@3__:in3"));
+    events.expect(1).await;
+}
+
+#[tokio::test]
+async fn only_enabled_classes_and_channels_are_notified() {
+    let (ours, real) = notifying_twins("Eg").await;
+    let mut sub = twin(&ours, &real).await;
+    let mut writer = twin(&ours, &real).await;
+    sub.same(&[&["PSUBSCRIBE", "__key*__:*"]], 1).await;
+    writer
+        .same(&[&["SET", "k", "v", "EX", "100"], &["DEL", "k"]], 2)
+        .await;
+    // `$` is off (no `set`), `K` is off: `expire` and `del` on the keyevent channels only.
+    let got = sub.expect(2).await;
+    assert!(text(&got).contains("__keyevent@0__:expire"));
+    assert!(text(&got).contains("__keyevent@0__:del"));
+    sub.same(&[&["PING"]], 1).await;
+}
+
+#[tokio::test]
+async fn notifications_and_messages_from_a_transaction_arrive_in_order_after_it() {
+    let (ours, real) = notifying_twins("KEA").await;
+    let mut sub = twin(&ours, &real).await;
+    let mut writer = twin(&ours, &real).await;
+    sub.same(&[&["PSUBSCRIBE", "*"]], 1).await;
+    writer
+        .same(
+            &[
+                &["MULTI"],
+                &["SET", "a", "1"],
+                &["PUBLISH", "ch", "between"],
+                &["DEL", "a"],
+                &["PUBLISH", "ch", "last"],
+                &["EXEC"],
+            ],
+            6,
+        )
+        .await;
+    let got = sub.expect(6).await;
+    let order: Vec<&str> = [
+        "__keyspace@0__:a",
+        "__keyevent@0__:set",
+        "between",
+        "__keyspace@0__:a",
+        "__keyevent@0__:del",
+        "last",
+    ]
+    .to_vec();
+    for (frame, want) in got.iter().zip(order) {
+        assert!(String::from_utf8_lossy(frame).contains(want), "{want}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn expired_keys_raise_expired_events_on_the_node_clock() {
+    let server = locksmith_server::Server::builder()
+        .notify_keyspace_events("Ex")
+        .start()
+        .await
+        .unwrap();
+    let mut sub = Wire::connect(server.addr()).await;
+    sub.call(&[&["SUBSCRIBE", "__keyevent@0__:expired"]], 1)
+        .await;
+    let mut writer = Wire::connect(server.addr()).await;
+    writer
+        .call(
+            &[
+                &["SET", "first", "v", "PX", "100"],
+                &["SET", "second", "v", "PX", "200"],
+            ],
+            2,
+        )
+        .await;
+    tokio::time::advance(std::time::Duration::from_millis(150)).await;
+    // Lazy expiry (a read of an expired key) or the active cycle: either raises the event.
+    writer.call(&[&["GET", "first"]], 1).await;
+    tokio::time::advance(std::time::Duration::from_millis(100)).await;
+    writer.call(&[&["GET", "second"]], 1).await;
+    let got = sub.frames(2).await;
+    assert_eq!(
+        text(&got),
+        "*3\r\n$7\r\nmessage\r\n$22\r\n__keyevent@0__:expired\r\n$5\r\nfirst\r\n\
+         *3\r\n$7\r\nmessage\r\n$22\r\n__keyevent@0__:expired\r\n$6\r\nsecond\r\n"
+    );
+}
+
+#[tokio::test]
+async fn a_subscriber_that_stops_reading_is_disconnected_and_memory_stays_bounded() {
+    const MESSAGE: usize = 1 << 20;
+    const COUNT: usize = 96;
+    let pair = Pair::start().await;
+    let mut targets = vec![(pair.ours.addr(), pair.ours.url())];
+    if let Some(real) = &pair.real {
+        targets.push((real.addr(), real.url()));
+    }
+    for (addr, url) in targets {
+        let mut sub = Wire::connect(addr).await;
+        sub.call(&[&["SUBSCRIBE", "slow"]], 1).await;
+        // From here on the subscriber reads nothing.
+        let mut publisher = support::conn(&url).await;
+        let payload = vec![b'x'; MESSAGE];
+        for _ in 0..COUNT {
+            let _: i64 = redis::cmd("PUBLISH")
+                .arg("slow")
+                .arg(&payload)
+                .query_async(&mut publisher)
+                .await
+                .unwrap();
+        }
+        // Past the 32mb hard limit the server closes the connection: the subscriber sees
+        // EOF after what was already on the wire, far less than everything published.
+        let received = sub
+            .drain_to_eof(std::time::Duration::from_secs(30))
+            .await
+            .expect("the slow subscriber was not disconnected");
+        assert!(
+            received < COUNT * MESSAGE * 2 / 3,
+            "{addr}: received {received} bytes of {}",
+            COUNT * MESSAGE
+        );
+        let numsub = support::run(&mut publisher, &["PUBSUB", "NUMSUB", "slow"]).await;
+        assert!(numsub.ends_with("int(0)])"), "{addr}: {numsub}");
+    }
+}
