@@ -100,6 +100,12 @@ impl Registry {
             task: None,
             lost_tx: watch::channel(None).0,
         });
+        if e.lost_tx.borrow().is_some() {
+            // The previous hold was lost; this acquisition starts a new one with a fresh signal
+            // (existing subscribers keep seeing the loss).
+            e.holds = 0;
+            e.lost_tx = watch::channel(None).0;
+        }
         e.holds += 1;
         if let Some(t) = e.task.take() {
             t.abort();

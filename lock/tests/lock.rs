@@ -378,3 +378,19 @@ async fn fifteen_concurrent_tasks_each_get_the_lock_once() {
         assert_eq!(counter.load(std::sync::atomic::Ordering::SeqCst), 15);
     }
 }
+
+#[tokio::test]
+async fn reacquiring_after_a_loss_starts_a_fresh_lost_signal() {
+    for b in backends().await {
+        let c = b.client().await;
+        let n = name("relost");
+        let lock = c.lock(&n);
+        lock.lock_with_lease(MS(150)).await.unwrap();
+        let mut first = lock.lost_signal().unwrap();
+        assert_eq!(first.lost().await, Some(LostReason::LeaseExpired));
+        lock.lock().await.unwrap();
+        let second = lock.lost_signal().unwrap();
+        assert!(!second.is_lost());
+        lock.unlock().await.unwrap();
+    }
+}
