@@ -248,7 +248,10 @@ impl RequestDecoder {
     /// Decodes the next complete request from `buf`, consuming its bytes.
     ///
     /// Returns `Ok(None)` when more bytes are needed. Empty requests (`*0`, `*-1`, blank inline
-    /// lines) are skipped, as Redis skips them.
+    /// lines) are skipped, as Redis skips them. As in Redis, the two bytes after a header's CR
+    /// and after a bulk payload are skipped without being checked, and a NUL byte in an inline
+    /// or header line hides the line's end (Redis uses `strchr`), so such a request only ends
+    /// in a "too big" error once more than `max_inline_len` bytes are buffered.
     ///
     /// # Errors
     ///
