@@ -118,7 +118,7 @@ fn write<'c>(ctx: &'c mut Ctx<'_>, key: &Bytes) -> Result<&'c mut HashValue, Com
 /// (field, value) pairs of HSET/HMSET, or the arity error.
 fn field_values<'a>(args: &mut Args<'a>, name: &str) -> Result<&'a [Bytes], CommandError> {
     let rest = args.rest();
-    if rest.len() % 2 != 0 {
+    if !rest.len().is_multiple_of(2) {
         return Err(CommandError::WrongArity(name.into()));
     }
     Ok(rest)

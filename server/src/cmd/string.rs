@@ -470,7 +470,7 @@ fn mget(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// The (key, value) pairs of MSET/MSETNX, or the arity error.
 fn pairs<'a>(args: &mut Args<'a>, name: &str) -> Result<&'a [Bytes], CommandError> {
     let rest = args.rest();
-    if rest.len() % 2 != 0 {
+    if !rest.len().is_multiple_of(2) {
         return Err(CommandError::WrongArity(name.into()));
     }
     Ok(rest)
