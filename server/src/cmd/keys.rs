@@ -146,7 +146,8 @@ fn del(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn exists(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let mut count = 0;
     for key in args.rest() {
-        if ctx.lookup(key).is_some() {
+        // Redis's EXISTS looks up with LOOKUP_NOTOUCH.
+        if peek(ctx, key).is_some() {
             count += 1;
         }
     }

@@ -7,6 +7,8 @@
 //! reply, so `MULTI`/`EXEC`, `redis.call` and replication reuse the same code.
 
 mod connection;
+#[cfg(test)]
+mod effects_tests;
 mod error;
 mod expire;
 mod hash;
