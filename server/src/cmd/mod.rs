@@ -7,9 +7,15 @@
 //! reply, so `MULTI`/`EXEC`, `redis.call` and replication reuse the same code.
 
 mod connection;
+#[cfg(test)]
+mod effects_tests;
 mod error;
+mod expire;
+mod hash;
 mod keys;
+mod ldouble;
 mod parse;
+mod scan;
 mod string;
 
 pub(crate) use error::{lossy, CmdResult, CommandError};
@@ -189,8 +195,14 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 3] {
-    [connection::COMMANDS, keys::COMMANDS, string::COMMANDS]
+fn families() -> [&'static [CommandSpec]; 5] {
+    [
+        connection::COMMANDS,
+        keys::COMMANDS,
+        string::COMMANDS,
+        expire::COMMANDS,
+        hash::COMMANDS,
+    ]
 }
 
 static TABLE: LazyLock<HashMap<&'static str, &'static CommandSpec>> = LazyLock::new(|| {
@@ -291,7 +303,7 @@ impl Ctx<'_> {
             .state
             .dbs
             .get(db)
-            .and_then(|d| d.get(key, u64::MAX))
+            .and_then(|d| d.raw(key))
             .and_then(|e| e.expire_at)
             .is_some_and(|at| at <= self.now);
         if expired {
