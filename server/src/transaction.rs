@@ -181,13 +181,12 @@ impl Watches {
     }
 }
 
-/// Whether `key` in `db` is physically present but past its TTL at `now` (`get(key, 0)` sees
-/// the stored entry whatever its deadline).
+/// Whether `key` in `db` is physically present but past its TTL at `now`.
 pub(crate) fn key_is_expired(state: &State, db: usize, key: &[u8], now: u64) -> bool {
     state
         .dbs
         .get(db)
-        .and_then(|d| d.get(key, 0))
+        .and_then(|d| d.raw(key))
         .and_then(|e| e.expire_at)
         .is_some_and(|at| at <= now)
 }
@@ -203,7 +202,7 @@ pub(crate) fn touch_watched(state: &mut State, node: &Node, modified: &[(usize, 
         let Some(ids) = state.watches.keys.get(&(*db, key.clone())) else {
             continue;
         };
-        let present = state.dbs.get(*db).is_some_and(|d| d.get(key, 0).is_some());
+        let present = state.dbs.get(*db).is_some_and(|d| d.raw(key).is_some());
         for id in ids.clone() {
             let watches = &mut state.watches;
             if let Some(w) = watches

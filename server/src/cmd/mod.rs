@@ -7,10 +7,16 @@
 //! reply, so `MULTI`/`EXEC`, `redis.call` and replication reuse the same code.
 
 mod connection;
+#[cfg(test)]
+mod effects_tests;
 mod error;
+mod expire;
+mod hash;
 mod keys;
+mod ldouble;
 mod parse;
 pub(crate) mod pubsub;
+mod scan;
 mod string;
 mod transaction;
 
@@ -191,11 +197,13 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 5] {
+fn families() -> [&'static [CommandSpec]; 7] {
     [
         connection::COMMANDS,
         keys::COMMANDS,
         string::COMMANDS,
+        expire::COMMANDS,
+        hash::COMMANDS,
         pubsub::COMMANDS,
         transaction::COMMANDS,
     ]
@@ -295,12 +303,11 @@ impl Ctx<'_> {
     /// Reclaims `key` if its TTL ran out (with the expiry side effects).
     pub(crate) fn expire_if_needed(&mut self, key: &Bytes) {
         let db = self.client.db;
-        // `get(key, 0)` sees the stored entry whatever its deadline (every deadline is > 0).
         let expired = self
             .state
             .dbs
             .get(db)
-            .and_then(|d| d.get(key, 0))
+            .and_then(|d| d.raw(key))
             .and_then(|e| e.expire_at)
             .is_some_and(|at| at <= self.now);
         if expired {
