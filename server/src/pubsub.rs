@@ -347,14 +347,23 @@ fn message_frame(channel: &Bytes, message: &Bytes) -> Frame {
     ])
 }
 
-/// About how many bytes `frame` takes once encoded (headers plus payloads).
-fn frame_size(frame: &Frame) -> usize {
+/// The bytes `frame` takes once encoded, exactly for the frames pub/sub sends (bulks,
+/// integers, pushes/arrays of them; a push is `>` in RESP3 and `*` in RESP2, the same size),
+/// so the outbox's pending count, raised by this and lowered by what the connection writes,
+/// does not drift. A null counts as its shorter RESP3 form: any error undercounts and never
+/// accumulates into a false disconnection.
+pub(crate) fn frame_size(frame: &Frame) -> usize {
+    fn digits(n: usize) -> usize {
+        n.checked_ilog10().map_or(1, |d| d as usize + 1)
+    }
     match frame {
         Frame::Push(items) | Frame::Array(items) => {
-            16 + items.iter().map(frame_size).sum::<usize>()
+            3 + digits(items.len()) + items.iter().map(frame_size).sum::<usize>()
         }
-        Frame::Bulk(b) | Frame::Simple(b) | Frame::Error(b) => b.len() + 16,
-        _ => 16,
+        Frame::Bulk(b) => 5 + digits(b.len()) + b.len(),
+        Frame::Simple(b) | Frame::Error(b) => 3 + b.len(),
+        Frame::Integer(i) => 3 + digits(i.unsigned_abs() as usize) + usize::from(*i < 0),
+        _ => 3,
     }
 }
 
@@ -429,6 +438,28 @@ pub(crate) fn keyspace_messages(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn frame_size_is_the_encoded_length() {
+        let frames = [
+            message_frame(&Bytes::from_static(b"ch"), &Bytes::from(vec![b'x'; 1234])),
+            Frame::Push(vec![
+                Frame::Bulk(Bytes::from_static(b"subscribe")),
+                Frame::Bulk(Bytes::from_static(b"a")),
+                Frame::Integer(-12),
+            ]),
+        ];
+        for frame in &frames {
+            for version in [
+                locksmith_resp::Version::Resp2,
+                locksmith_resp::Version::Resp3,
+            ] {
+                let mut out = BytesMut::new();
+                locksmith_resp::encode(frame, version, &mut out);
+                assert_eq!(frame_size(frame), out.len());
+            }
+        }
+    }
 
     #[test]
     fn hard_limit_disconnects_at_once() {

@@ -202,3 +202,37 @@ async fn multi_queueing_replies_match_redis_byte_for_byte() {
     // QUIT inside MULTI is not queued: it closes the connection.
     t.same(&[&["MULTI"], &["QUIT"]], 2).await;
 }
+
+#[tokio::test]
+async fn runtime_errors_do_not_stop_the_other_queued_commands() {
+    let mut pair = Pair::start().await;
+    pair.all_same(&[
+        &["SET", "s", "text"],
+        &["HSET", "h", "f", "1"],
+        &["MULTI"],
+        &["INCR", "s"],
+        &["HSET", "s", "f", "v"],
+        &["HINCRBY", "h", "f", "2"],
+        &["GET", "h"],
+        &["EXPIRE", "s", "100"],
+        &["INCRBY", "counter", "5"],
+        &["EXEC"],
+        &["HGET", "h", "f"],
+        &["GET", "counter"],
+        &["TTL", "s"],
+    ])
+    .await;
+}
+
+#[tokio::test]
+async fn swapdb_and_rename_invalidate_watchers_of_the_keys_they_move() {
+    let mut pair = Pair::start().await;
+    let mut others = other(&pair).await;
+    pair.all_same(&[&["SET", "k", "1"], &["WATCH", "k"]]).await;
+    same_on(&mut others, &["SWAPDB", "0", "1"]).await;
+    pair.all_same(&[&["MULTI"], &["PING"], &["EXEC"]]).await;
+    pair.all_same(&[&["SET", "src", "1"], &["WATCH", "dst"]])
+        .await;
+    same_on(&mut others, &["RENAME", "src", "dst"]).await;
+    pair.all_same(&[&["MULTI"], &["PING"], &["EXEC"]]).await;
+}

@@ -98,7 +98,8 @@ fn confirmation(kind: &'static str, name: Frame, count: usize) -> Frame {
 fn reply_many(ctx: &mut Ctx<'_>, mut frames: Vec<Frame>) -> Frame {
     let last = frames.pop().unwrap_or(Frame::Null);
     for frame in frames {
-        ctx.client.handle.outbox.send(frame, 64);
+        let size = pubsub::frame_size(&frame);
+        ctx.client.handle.outbox.send(frame, size);
     }
     last
 }
