@@ -127,6 +127,7 @@ impl ServerBuilder {
             run_id,
             script: Default::default(),
             connections_received: AtomicU64::new(0),
+            harness: Default::default(),
         });
         tracing::info!(%addr, seed, "locksmith server ready to accept connections");
         let (shutdown_tx, _) = broadcast::channel(1);
@@ -239,6 +240,11 @@ impl ServerHandle {
     /// `redis://host:port/` for clients.
     pub fn url(&self) -> String {
         format!("redis://{}/", self.addr)
+    }
+
+    /// The node's shared state (for the harness).
+    pub(crate) fn node(&self) -> &Arc<Node> {
+        &self.node
     }
 
     /// The node's clock (shift it to simulate a clock jump).

@@ -27,6 +27,8 @@ pub(crate) struct State {
     pub(crate) rng: StdRng,
     /// Counters for `INFO stats`.
     pub(crate) stats: Stats,
+    /// Replication role, offset and the feeds to replicas.
+    pub(crate) repl: crate::replication::ReplState,
 }
 
 /// Counters reported by `INFO`.
@@ -51,6 +53,7 @@ impl State {
             dirty: 0,
             rng: StdRng::seed_from_u64(seed),
             stats: Stats::default(),
+            repl: crate::replication::ReplState::new(seed),
         }
     }
 
@@ -72,6 +75,10 @@ impl State {
     /// One pass of the active expiry cycle: reclaims keys whose deadline passed at `now`
     /// (at most `budget` per database, as Redis bounds each cycle).
     pub(crate) fn active_expire(&mut self, now: u64, budget: usize, effects: &mut Effects) {
+        // Replicas do not expire keys themselves: they wait for the master's DEL (as Redis).
+        if self.repl.is_replica() {
+            return;
+        }
         for db in 0..self.dbs.len() {
             let keys = self.dbs.get(db).map(|d| d.expired_keys(now, budget));
             for key in keys.unwrap_or_default() {
@@ -157,6 +164,8 @@ pub(crate) struct Node {
     pub(crate) auth_required: AtomicBool,
     /// The last client id handed out.
     pub(crate) last_client_id: AtomicU64,
+    /// Set when the node belongs to a harness topology (admin commands, REPLICAOF).
+    pub(crate) harness: std::sync::OnceLock<crate::harness::Membership>,
 }
 
 impl Node {
@@ -188,6 +197,7 @@ impl State {
     /// subscribers, written keys invalidate WATCHes and wake blocked clients, and write effects
     /// go to replicas. Each subsystem adds its part here.
     pub(crate) fn finish_effects(&mut self, _node: &Node, effects: &mut Effects) {
+        crate::replication::feed(&mut self.repl, &effects.propagate);
         effects.events.clear();
         effects.publishes.clear();
         effects.modified.clear();

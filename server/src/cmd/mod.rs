@@ -189,8 +189,13 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 3] {
-    [connection::COMMANDS, keys::COMMANDS, string::COMMANDS]
+fn families() -> [&'static [CommandSpec]; 4] {
+    [
+        connection::COMMANDS,
+        keys::COMMANDS,
+        string::COMMANDS,
+        crate::replication::COMMANDS,
+    ]
 }
 
 static TABLE: LazyLock<HashMap<&'static str, &'static CommandSpec>> = LazyLock::new(|| {
@@ -391,6 +396,9 @@ pub(crate) fn execute_resolved(
 ) -> Frame {
     if !client.authenticated && !spec.has(flags::NO_AUTH) {
         return CommandError::NoAuth.into();
+    }
+    if spec.has(flags::WRITE) && state.repl.refuses_write_from(client) {
+        return CommandError::Raw(crate::replication::READONLY_ERROR.into()).into();
     }
     let dirty_before = state.dirty;
     let propagated_before = effects.propagate.len();
