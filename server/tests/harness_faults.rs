@@ -18,7 +18,12 @@ async fn topology(replicas: usize) -> Topology {
 
 #[tokio::test(start_paused = true)]
 async fn a_killed_node_refuses_clients_and_restarts_empty_on_the_same_address() {
-    let t = Topology::builder().masters(3).seed(3).build().await.unwrap();
+    let t = Topology::builder()
+        .masters(3)
+        .seed(3)
+        .build()
+        .await
+        .unwrap();
     let n1 = t.node("n1").unwrap();
     let mut c = conn(&t.url(n1)).await;
     let _: () = run(&mut c, &["SET", "k", "v"]).await.unwrap();
@@ -89,7 +94,8 @@ async fn an_isolated_node_black_holes_its_clients() {
     let m = t.master();
     let mut c = conn(&t.url(m)).await;
     let guard = t.isolate(m).unwrap();
-    let reply = tokio::time::timeout(Duration::from_secs(5), run::<String>(&mut c, &["PING"])).await;
+    let reply =
+        tokio::time::timeout(Duration::from_secs(5), run::<String>(&mut c, &["PING"])).await;
     assert!(reply.is_err(), "no answer while isolated");
     drop(guard);
     let mut c = conn(&t.url(m)).await;
@@ -99,7 +105,12 @@ async fn an_isolated_node_black_holes_its_clients() {
 
 #[tokio::test(start_paused = true)]
 async fn a_clock_jump_moves_that_nodes_ttls_only() {
-    let t = Topology::builder().masters(2).seed(8).build().await.unwrap();
+    let t = Topology::builder()
+        .masters(2)
+        .seed(8)
+        .build()
+        .await
+        .unwrap();
     let (a, b) = (t.node("n0").unwrap(), t.node("n1").unwrap());
     let mut ca = conn(&t.url(a)).await;
     let mut cb = conn(&t.url(b)).await;
@@ -204,11 +215,18 @@ async fn admin_commands_drive_the_topology_over_the_wire() {
     let mut front = conn(&t.front_url()).await;
     let topo: redis::Value = run(&mut front, &["LOCKSMITH.TOPOLOGY"]).await.unwrap();
     let text = format!("{topo:?}");
-    assert!(text.contains("n0") && text.contains("master") && text.contains("replica"), "{text}");
+    assert!(
+        text.contains("n0") && text.contains("master") && text.contains("replica"),
+        "{text}"
+    );
 
-    let ok: String = run(&mut front, &["LOCKSMITH.REPLDELAY", "5000"]).await.unwrap();
+    let ok: String = run(&mut front, &["LOCKSMITH.REPLDELAY", "5000"])
+        .await
+        .unwrap();
     assert_eq!(ok, "OK");
-    let _: () = run(&mut front, &["SET", "lock", "a", "NX", "PX", "30000"]).await.unwrap();
+    let _: () = run(&mut front, &["SET", "lock", "a", "NX", "PX", "30000"])
+        .await
+        .unwrap();
     // Sent to a replica: the master is killed and the freshest replica promoted.
     let mut r1 = conn(&t.url(t.node("n1").unwrap())).await;
     let new: String = run(&mut r1, &["LOCKSMITH.FAILOVER"]).await.unwrap();
@@ -219,40 +237,68 @@ async fn admin_commands_drive_the_topology_over_the_wire() {
 
     let ok: String = run(&mut front, &["LOCKSMITH.RESTART", "n0"]).await.unwrap();
     assert_eq!(ok, "OK");
-    let shift: i64 = run(&mut front, &["LOCKSMITH.CLOCK", "n2", "-1500"]).await.unwrap();
+    let shift: i64 = run(&mut front, &["LOCKSMITH.CLOCK", "n2", "-1500"])
+        .await
+        .unwrap();
     assert_eq!(shift, -1500);
-    let ok: String = run(&mut front, &["LOCKSMITH.PARTITION", "n1", "n2"]).await.unwrap();
+    let ok: String = run(&mut front, &["LOCKSMITH.PARTITION", "n1", "n2"])
+        .await
+        .unwrap();
     assert_eq!(ok, "OK");
-    let ok: String = run(&mut front, &["LOCKSMITH.LATENCY", "n2", "10"]).await.unwrap();
+    let ok: String = run(&mut front, &["LOCKSMITH.LATENCY", "n2", "10"])
+        .await
+        .unwrap();
     assert_eq!(ok, "OK");
     let ok: String = run(&mut front, &["LOCKSMITH.HEAL"]).await.unwrap();
     assert_eq!(ok, "OK");
-    let ok: String = run(&mut front, &["LOCKSMITH.PAUSE", "n0", "100"]).await.unwrap();
+    let ok: String = run(&mut front, &["LOCKSMITH.PAUSE", "n0", "100"])
+        .await
+        .unwrap();
     assert_eq!(ok, "OK");
     let ok: String = run(&mut front, &["LOCKSMITH.KILL", "n2"]).await.unwrap();
     assert_eq!(ok, "OK");
     assert_eq!(t.nodes_info()[2].role, NodeRole::Down);
 
-    let err = run::<String>(&mut front, &["LOCKSMITH.KILL"]).await.unwrap_err();
+    let err = run::<String>(&mut front, &["LOCKSMITH.KILL"])
+        .await
+        .unwrap_err();
     assert_eq!(
         err.detail(),
         Some("wrong number of arguments for 'locksmith.kill' command")
     );
-    let err = run::<String>(&mut front, &["LOCKSMITH.KILL", "n9"]).await.unwrap_err();
+    let err = run::<String>(&mut front, &["LOCKSMITH.KILL", "n9"])
+        .await
+        .unwrap_err();
     assert_eq!(err.detail(), Some("no such node: n9"));
-    let err = run::<String>(&mut front, &["LOCKSMITH.NOPE"]).await.unwrap_err();
-    assert!(err.detail().unwrap().starts_with("unknown command 'LOCKSMITH.NOPE'"));
+    let err = run::<String>(&mut front, &["LOCKSMITH.NOPE"])
+        .await
+        .unwrap_err();
+    assert!(err
+        .detail()
+        .unwrap()
+        .starts_with("unknown command 'LOCKSMITH.NOPE'"));
     let help: Vec<String> = run(&mut front, &["LOCKSMITH.HELP"]).await.unwrap();
     assert!(help.len() > 10);
 
     let labels: Vec<String> = t.history().faults().into_iter().map(|f| f.label).collect();
-    assert!(labels.iter().any(|l| l == "fail_master n0 -> n1"), "{labels:?}");
-    assert!(labels.iter().any(|l| l == "clock n2 -1500 ms"), "{labels:?}");
+    assert!(
+        labels.iter().any(|l| l == "fail_master n0 -> n1"),
+        "{labels:?}"
+    );
+    assert!(
+        labels.iter().any(|l| l == "clock n2 -1500 ms"),
+        "{labels:?}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_node_killed_by_its_own_admin_command_stays_down() {
-    let t = Topology::builder().masters(2).seed(5).build().await.unwrap();
+    let t = Topology::builder()
+        .masters(2)
+        .seed(5)
+        .build()
+        .await
+        .unwrap();
     let mut c = conn(&t.url(t.node("n1").unwrap())).await;
     // The reply cannot arrive: the connection that carried it is reset with the node.
     let _ = run::<String>(&mut c, &["LOCKSMITH.KILL", "n1"]).await;
@@ -263,7 +309,9 @@ async fn a_node_killed_by_its_own_admin_command_stays_down() {
 async fn admin_commands_are_unknown_outside_a_topology() {
     let server = locksmith_server::Server::builder().start().await.unwrap();
     let mut c = conn(&server.url()).await;
-    let err = run::<String>(&mut c, &["LOCKSMITH.TOPOLOGY"]).await.unwrap_err();
+    let err = run::<String>(&mut c, &["LOCKSMITH.TOPOLOGY"])
+        .await
+        .unwrap_err();
     assert!(err.detail().unwrap().starts_with("unknown command"));
     server.shutdown().await;
 }

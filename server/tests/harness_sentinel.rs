@@ -35,23 +35,36 @@ fn sentinel_client(t: &Topology) -> SentinelClient {
 async fn sentinel_commands_describe_the_topology() {
     let t = topology().await;
     let mut s = conn(&format!("redis://{}/", t.sentinel_addr().unwrap())).await;
-    let addr: Vec<String> = run(&mut s, &["SENTINEL", "get-master-addr-by-name", "mymaster"]).await.unwrap();
+    let addr: Vec<String> = run(&mut s, &["SENTINEL", "get-master-addr-by-name", "mymaster"])
+        .await
+        .unwrap();
     let m = t.addr(t.master());
     assert_eq!(addr, [m.ip().to_string(), m.port().to_string()]);
-    let none: redis::Value = run(&mut s, &["SENTINEL", "get-master-addr-by-name", "nope"]).await.unwrap();
+    let none: redis::Value = run(&mut s, &["SENTINEL", "get-master-addr-by-name", "nope"])
+        .await
+        .unwrap();
     assert_eq!(none, redis::Value::Nil);
-    let masters: Vec<HashMap<String, String>> = run(&mut s, &["SENTINEL", "MASTERS"]).await.unwrap();
+    let masters: Vec<HashMap<String, String>> =
+        run(&mut s, &["SENTINEL", "MASTERS"]).await.unwrap();
     assert_eq!(masters[0]["name"], "mymaster");
     assert_eq!(masters[0]["flags"], "master");
     assert_eq!(masters[0]["num-slaves"], "2");
-    let replicas: Vec<HashMap<String, String>> = run(&mut s, &["SENTINEL", "REPLICAS", "mymaster"]).await.unwrap();
+    let replicas: Vec<HashMap<String, String>> = run(&mut s, &["SENTINEL", "REPLICAS", "mymaster"])
+        .await
+        .unwrap();
     assert_eq!(replicas.len(), 2);
     assert_eq!(replicas[0]["master-link-status"], "ok");
-    let sentinels: Vec<String> = run(&mut s, &["SENTINEL", "SENTINELS", "mymaster"]).await.unwrap();
+    let sentinels: Vec<String> = run(&mut s, &["SENTINEL", "SENTINELS", "mymaster"])
+        .await
+        .unwrap();
     assert!(sentinels.is_empty());
-    let q: String = run(&mut s, &["SENTINEL", "CKQUORUM", "mymaster"]).await.unwrap();
+    let q: String = run(&mut s, &["SENTINEL", "CKQUORUM", "mymaster"])
+        .await
+        .unwrap();
     assert!(q.starts_with("OK 1 usable Sentinels"));
-    let err = run::<String>(&mut s, &["SENTINEL", "MASTER", "nope"]).await.unwrap_err();
+    let err = run::<String>(&mut s, &["SENTINEL", "MASTER", "nope"])
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), Some("IDONTKNOW"));
     let role: redis::Role = run(&mut s, &["ROLE"]).await.unwrap();
     assert!(matches!(role, redis::Role::Sentinel { .. }));
@@ -78,7 +91,13 @@ async fn a_sentinel_client_follows_switch_master_after_fail_master() {
     let n = t.addr(new);
     assert_eq!(
         payload,
-        format!("mymaster {} {} {} {}", old.ip(), old.port(), n.ip(), n.port())
+        format!(
+            "mymaster {} {} {} {}",
+            old.ip(),
+            old.port(),
+            n.ip(),
+            n.port()
+        )
     );
     // The old connection died with the old master; the client asks Sentinel again.
     assert!(run::<String>(&mut con, &["PING"]).await.is_err());
@@ -95,10 +114,15 @@ async fn sentinel_failover_promotes_without_killing() {
     let t = topology().await;
     let mut s = conn(&format!("redis://{}/", t.sentinel_addr().unwrap())).await;
     let old = t.master();
-    let ok: String = run(&mut s, &["SENTINEL", "FAILOVER", "mymaster"]).await.unwrap();
+    let ok: String = run(&mut s, &["SENTINEL", "FAILOVER", "mymaster"])
+        .await
+        .unwrap();
     assert_eq!(ok, "OK");
     assert_ne!(t.master(), old);
     let mut o = conn(&t.url(old)).await;
     let role: redis::Role = run(&mut o, &["ROLE"]).await.unwrap();
-    assert!(matches!(role, redis::Role::Replica { .. }), "the old master now replicates");
+    assert!(
+        matches!(role, redis::Role::Replica { .. }),
+        "the old master now replicates"
+    );
 }

@@ -47,6 +47,31 @@ pub struct Event {
     pub end_ms: u64,
     /// The fencing token it carried, if any.
     pub token: Option<u64>,
+    /// Recording order (set by [`History::record`]): orders events that share a millisecond,
+    /// as they do under virtual time.
+    pub seq: u64,
+}
+
+impl Event {
+    /// An event to [`History::record`] (its `seq` is assigned when recorded).
+    pub fn new(
+        client: impl Into<String>,
+        resource: impl Into<String>,
+        kind: EventKind,
+        start_ms: u64,
+        end_ms: u64,
+        token: Option<u64>,
+    ) -> Self {
+        Event {
+            client: client.into(),
+            resource: resource.into(),
+            kind,
+            start_ms,
+            end_ms,
+            token,
+            seq: 0,
+        }
+    }
 }
 
 /// A fault as the topology applied it (a plain data record).
@@ -119,9 +144,10 @@ impl History {
         }
     }
 
-    /// Records a complete event.
-    pub fn record(&self, event: Event) {
+    /// Records a complete event (its `seq` is assigned here).
+    pub fn record(&self, mut event: Event) {
         if let Ok(mut log) = self.log.lock() {
+            event.seq = log.events.len() as u64;
             log.events.push(event);
         }
     }
@@ -189,6 +215,7 @@ impl Pending {
             start_ms: self.start_ms,
             end_ms,
             token,
+            seq: 0,
         });
     }
 
@@ -234,6 +261,10 @@ pub struct Hold {
     pub open: bool,
     /// The fencing token of the acquire.
     pub token: Option<u64>,
+    /// Recording order of the acquire (breaks ties between equal times).
+    pub from_seq: u64,
+    /// Recording order of the release or loss (`u64::MAX` while open).
+    pub to_seq: u64,
 }
 
 /// Two holders of the same resource at the same time (a plain data record).
@@ -313,7 +344,7 @@ impl Checker {
         let mut open: BTreeMap<(String, String), Hold> = BTreeMap::new();
         let mut holds = Vec::new();
         let mut ordered: Vec<&Event> = events.iter().collect();
-        ordered.sort_by_key(|e| (e.end_ms, e.start_ms));
+        ordered.sort_by_key(|e| (e.end_ms, e.seq));
         for e in ordered {
             let key = (e.resource.clone(), e.client.clone());
             match e.kind {
@@ -326,11 +357,14 @@ impl Checker {
                         to_ms: end,
                         open: true,
                         token: e.token,
+                        from_seq: e.seq,
+                        to_seq: u64::MAX,
                     });
                 }
                 EventKind::Released | EventKind::Lost => {
                     if let Some(mut hold) = open.remove(&key) {
                         hold.to_ms = e.start_ms.max(hold.from_ms);
+                        hold.to_seq = e.seq;
                         hold.open = false;
                         holds.push(hold);
                     }
@@ -345,7 +379,9 @@ impl Checker {
         holds
     }
 
-    /// Every pair of different clients whose holds of one resource overlap.
+    /// Every pair of different clients whose holds of one resource overlap: the later acquire
+    /// happened before the earlier hold ended (by time, then by recording order, so overlaps
+    /// within one millisecond of virtual time count too).
     pub fn check(history: &History) -> Vec<Violation> {
         let holds = Self::holds(history);
         let faults = history.faults();
@@ -355,16 +391,16 @@ impl Checker {
                 if a.resource != b.resource || a.client == b.client {
                     continue;
                 }
-                let from = a.from_ms.max(b.from_ms);
-                let to = a.to_ms.min(b.to_ms);
-                if to <= from {
-                    continue;
-                }
-                let (first, second) = if (a.from_ms, &a.client) <= (b.from_ms, &b.client) {
+                let (first, second) = if (a.from_ms, a.from_seq) <= (b.from_ms, b.from_seq) {
                     (a, b)
                 } else {
                     (b, a)
                 };
+                if (second.from_ms, second.from_seq) >= (first.to_ms, first.to_seq) {
+                    continue;
+                }
+                let from = second.from_ms;
+                let to = first.to_ms.min(second.to_ms).max(from);
                 let labels = faults
                     .iter()
                     .filter(|f| f.start_ms <= to && f.end_ms.is_none_or(|e| e >= first.from_ms))
@@ -400,6 +436,7 @@ mod tests {
             start_ms: start,
             end_ms: end,
             token,
+            seq: 0,
         }
     }
 
@@ -413,6 +450,23 @@ mod tests {
         h.record(ev("b", EventKind::Released, 9, 9, None));
         assert!(Checker::check(&h).is_empty());
         assert_eq!(Checker::holds(&h).len(), 2);
+    }
+
+    #[test]
+    fn an_acquire_recorded_before_a_release_in_the_same_millisecond_overlaps() {
+        let h = History::new();
+        h.record(ev("a", EventKind::Acquired, 0, 0, None));
+        h.record(ev("b", EventKind::Acquired, 5, 5, None));
+        h.record(ev("a", EventKind::Released, 5, 5, None));
+        let v = Checker::check(&h);
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].overlap_ms(), 0);
+        // The other order is a hand-over, not an overlap.
+        let h = History::new();
+        h.record(ev("a", EventKind::Acquired, 0, 0, None));
+        h.record(ev("a", EventKind::Released, 5, 5, None));
+        h.record(ev("b", EventKind::Acquired, 5, 5, None));
+        assert!(Checker::check(&h).is_empty());
     }
 
     #[test]

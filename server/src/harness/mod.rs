@@ -67,6 +67,11 @@ use tokio_util::sync::CancellationToken;
 pub struct NodeId(usize);
 
 impl NodeId {
+    /// The node with index `i` (`n<i>`; a topology may not have it).
+    pub fn from_index(i: usize) -> Self {
+        NodeId(i)
+    }
+
     /// The node's index.
     pub fn index(self) -> usize {
         self.0
