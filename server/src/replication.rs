@@ -559,7 +559,7 @@ pub(crate) async fn run_async_command(node: &Node, client: &ClientState, argv: &
         return CommandError::Syntax.into();
     };
     if crate::harness::is_admin_command(name) {
-        return crate::harness::run_admin(node, argv).await;
+        return crate::harness::run_admin(node, client.handle.addr, argv).await;
     }
     if let Err(e) = cmd::resolve(argv) {
         return e.into();

@@ -292,7 +292,7 @@ async fn admin_commands_drive_the_topology_over_the_wire() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_node_killed_by_its_own_admin_command_stays_down() {
+async fn an_admin_command_that_kills_its_own_node_still_replies() {
     let t = Topology::builder()
         .masters(2)
         .seed(5)
@@ -300,9 +300,22 @@ async fn a_node_killed_by_its_own_admin_command_stays_down() {
         .await
         .unwrap();
     let mut c = conn(&t.url(t.node("n1").unwrap())).await;
-    // The reply cannot arrive: the connection that carried it is reset with the node.
-    let _ = run::<String>(&mut c, &["LOCKSMITH.KILL", "n1"]).await;
+    // Its reply still gets out; then the connection closes with the node.
+    let ok: String = run(&mut c, &["LOCKSMITH.KILL", "n1"]).await.unwrap();
+    assert_eq!(ok, "OK");
     assert_eq!(t.nodes_info()[1].role, NodeRole::Down);
+    assert!(run::<String>(&mut c, &["PING"]).await.is_err());
+    // Through the front address too.
+    let t = Topology::builder()
+        .replicas(1)
+        .seed(6)
+        .build()
+        .await
+        .unwrap();
+    let mut front = conn(&t.front_url()).await;
+    let new: String = run(&mut front, &["LOCKSMITH.FAILOVER"]).await.unwrap();
+    assert_eq!(new, "n1");
+    assert!(run::<String>(&mut front, &["PING"]).await.is_err());
 }
 
 #[tokio::test]

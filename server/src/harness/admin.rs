@@ -8,6 +8,7 @@ use crate::cmd::{lossy, parse_i64, CommandError};
 use crate::shared::Node;
 use bytes::Bytes;
 use locksmith_resp::Frame;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,10 +41,10 @@ pub(crate) fn is_admin_command(name: &[u8]) -> bool {
         .is_some_and(|p| p.eq_ignore_ascii_case(PREFIX))
 }
 
-/// Runs a `LOCKSMITH.*` command received by `node`.
-pub(crate) async fn run_admin(node: &Node, argv: &[Bytes]) -> Frame {
+/// Runs a `LOCKSMITH.*` command received by `node` from the client at `origin`.
+pub(crate) async fn run_admin(node: &Node, origin: SocketAddr, argv: &[Bytes]) -> Frame {
     match node.harness.get().and_then(|m| m.topology.upgrade()) {
-        Some(inner) => execute(inner, argv.to_vec()).await,
+        Some(inner) => execute(inner, argv.to_vec(), Some(origin)).await,
         None => CommandError::unknown_command(argv).into(),
     }
 }
@@ -111,11 +112,12 @@ fn ms_arg(argv: &[Bytes], i: usize) -> Result<u64, CommandError> {
 pub(crate) fn execute(
     inner: Arc<Inner>,
     argv: Vec<Bytes>,
+    origin: Option<SocketAddr>,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Frame> + Send + 'static>> {
-    Box::pin(execute_inner(inner, argv))
+    Box::pin(execute_inner(inner, argv, origin))
 }
 
-async fn execute_inner(inner: Arc<Inner>, argv: Vec<Bytes>) -> Frame {
+async fn execute_inner(inner: Arc<Inner>, argv: Vec<Bytes>, origin: Option<SocketAddr>) -> Frame {
     let name = argv
         .first()
         .and_then(|n| n.get(PREFIX.len()..))
@@ -128,7 +130,17 @@ async fn execute_inner(inner: Arc<Inner>, argv: Vec<Bytes>) -> Frame {
     if (arity >= 0 && argc != arity) || (arity < 0 && argc < -arity) {
         return CommandError::WrongArity(format!("locksmith.{name}")).into();
     }
-    let task = tokio::spawn(async move { dispatch(&inner, &name, &argv).await });
+    let task = tokio::spawn(async move {
+        let _ops = inner.ops.lock().await;
+        if let Ok(mut spare) = inner.spare.lock() {
+            *spare = origin.into_iter().collect();
+        }
+        let reply = dispatch(&inner, &name, &argv).await;
+        if let Ok(mut spare) = inner.spare.lock() {
+            spare.clear();
+        }
+        reply
+    });
     match task.await {
         Ok(Ok(frame)) => frame,
         Ok(Err(e)) => e.into(),
@@ -150,19 +162,16 @@ async fn dispatch(inner: &Arc<Inner>, name: &str, argv: &[Bytes]) -> Result<Fram
     match name {
         "failover" => {
             let target = if argv.len() > 1 { Some(node(1)?) } else { None };
-            let _ops = inner.ops.lock().await;
             let new = inner.failover(target, true).await.map_err(harness_err)?;
             Ok(Frame::bulk(new.to_string()))
         }
         "kill" => {
             let n = node(1)?;
-            let _ops = inner.ops.lock().await;
             inner.kill(n).await.map_err(harness_err)?;
             Ok(Frame::ok())
         }
         "restart" => {
             let n = node(1)?;
-            let _ops = inner.ops.lock().await;
             inner.restart(n).await.map_err(harness_err)?;
             Ok(Frame::ok())
         }
@@ -265,7 +274,6 @@ async fn dispatch(inner: &Arc<Inner>, name: &str, argv: &[Bytes]) -> Result<Fram
         "replicaof" => {
             let n = node(1)?;
             let target = arg(argv, 2);
-            let _ops = inner.ops.lock().await;
             if target.eq_ignore_ascii_case("no-one") {
                 inner.make_master(n).await.map_err(harness_err)?;
             } else {

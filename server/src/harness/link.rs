@@ -66,11 +66,20 @@ where
     }
 }
 
+/// One proxied connection.
+struct ConnEntry {
+    cancel: CancellationToken,
+    /// The client's address as this proxy sees it.
+    downstream: SocketAddr,
+    /// Our side of the upstream connection (the client address the upstream sees).
+    upstream_local: Option<SocketAddr>,
+}
+
 #[derive(Default)]
 struct Shared {
     upstream: Mutex<Option<SocketAddr>>,
     rules: Mutex<BTreeMap<u64, Arc<dyn LinkRule>>>,
-    conns: Mutex<BTreeMap<u64, CancellationToken>>,
+    conns: Mutex<BTreeMap<u64, ConnEntry>>,
     next: AtomicU64,
 }
 
@@ -130,16 +139,28 @@ impl Proxy {
 
     /// Resets every open connection; returns how many there were.
     pub(crate) fn reset_all(&self) -> usize {
-        let conns = self
-            .shared
-            .conns
-            .lock()
-            .map(|mut c| std::mem::take(&mut *c))
-            .unwrap_or_default();
-        for token in conns.values() {
-            token.cancel();
+        self.reset_except(&[]).0
+    }
+
+    /// Resets every open connection except those whose upstream side is in `spare` (the
+    /// connection carrying the admin command that asked for the reset, so its reply gets
+    /// out); returns how many were reset and the client addresses of the spared ones.
+    pub(crate) fn reset_except(&self, spare: &[SocketAddr]) -> (usize, Vec<SocketAddr>) {
+        let mut reset = 0;
+        let mut kept = Vec::new();
+        if let Ok(mut conns) = self.shared.conns.lock() {
+            conns.retain(|_, c| {
+                if c.upstream_local.is_some_and(|a| spare.contains(&a)) {
+                    kept.push(c.downstream);
+                    true
+                } else {
+                    c.cancel.cancel();
+                    reset += 1;
+                    false
+                }
+            });
         }
-        conns.len()
+        (reset, kept)
     }
 
     /// Adds a rule after the existing ones; returns its id.
@@ -185,8 +206,8 @@ impl Drop for Proxy {
 
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     loop {
-        let socket = match listener.accept().await {
-            Ok((socket, _)) => socket,
+        let (socket, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
             Err(e) => {
                 tracing::warn!(error = %e, "proxy accept failed");
                 tokio::time::sleep(Duration::from_millis(10)).await;
@@ -196,7 +217,14 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         let id = shared.next.fetch_add(1, Ordering::Relaxed);
         let token = CancellationToken::new();
         if let Ok(mut conns) = shared.conns.lock() {
-            conns.insert(id, token.clone());
+            conns.insert(
+                id,
+                ConnEntry {
+                    cancel: token.clone(),
+                    downstream: peer,
+                    upstream_local: None,
+                },
+            );
         }
         let shared = shared.clone();
         tokio::spawn(async move {
@@ -243,6 +271,11 @@ async fn serve(mut client: TcpStream, shared: &Shared, id: u64, cancel: Cancella
         }
     };
     let _ = server.set_nodelay(true);
+    if let (Ok(local), Ok(mut conns)) = (server.local_addr(), shared.conns.lock()) {
+        if let Some(c) = conns.get_mut(&id) {
+            c.upstream_local = Some(local);
+        }
+    }
     let end = {
         let (mut cr, mut cw) = client.split();
         let (mut sr, mut sw) = server.split();

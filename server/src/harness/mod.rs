@@ -345,6 +345,7 @@ impl TopologyBuilder {
                 jitter: self.jitter,
             }),
             wire_guards: Mutex::new(Vec::new()),
+            spare: Mutex::new(Vec::new()),
             rng: Mutex::new(StdRng::seed_from_u64(seed)),
         });
         {
@@ -462,6 +463,9 @@ pub(crate) struct Inner {
     net: Mutex<Net>,
     /// Faults applied over the wire (undone by HEAL).
     wire_guards: Mutex<Vec<FaultGuard>>,
+    /// Connections not to reset while an admin command runs: the one carrying it (as the
+    /// node saw it) and its hops through the proxies, so its reply gets out before it closes.
+    spare: Mutex<Vec<SocketAddr>>,
     rng: Mutex<StdRng>,
 }
 
@@ -528,6 +532,16 @@ impl Inner {
         self.history.fault(label)
     }
 
+    /// Resets the open client connections of `proxy`, sparing the admin command's own.
+    fn reset_proxy(&self, proxy: &Proxy) -> usize {
+        let spare = self.spare.lock().map(|s| s.clone()).unwrap_or_default();
+        let (reset, kept) = proxy.reset_except(&spare);
+        if let Ok(mut s) = self.spare.lock() {
+            s.extend(kept);
+        }
+        reset
+    }
+
     fn publish(&self, channel: &str, message: String) {
         if let Some(s) = self.sentinel.get() {
             s.publish(channel, &message);
@@ -564,7 +578,7 @@ impl Inner {
     async fn stop_node(&self, i: usize) -> Result<(), HarnessError> {
         let slot = self.slot(i)?;
         slot.proxy.set_upstream(None);
-        slot.proxy.reset_all();
+        self.reset_proxy(&slot.proxy);
         let server = slot.live.lock().ok().and_then(|mut live| {
             live.node = None;
             live.replica_of = None;
@@ -733,7 +747,7 @@ impl Inner {
         self.route_front();
         // Clients of the front address that still talk to the old master are cut, as a VIP
         // move would leave them talking to nothing.
-        self.front.reset_all();
+        self.reset_proxy(&self.front);
         let (o, n) = (self.slot(old)?.addr, self.slot(new)?.addr);
         self.publish(
             "+switch-master",
@@ -782,7 +796,7 @@ impl Inner {
         self.publish_sdown(i, true);
         if i == self.master_index() {
             self.route_front();
-            self.front.reset_all();
+            self.reset_proxy(&self.front);
         }
         self.fault(format!("kill n{i}"));
         Ok(())

@@ -475,7 +475,7 @@ async fn command(shared: &Shared, conn: &mut Conn, argv: &[Bytes]) -> Vec<Frame>
             }
             .into(),
         },
-        n if super::is_admin_command(n) => super::admin::execute(t, argv.to_vec()).await,
+        n if super::is_admin_command(n) => super::admin::execute(t, argv.to_vec(), None).await,
         _ => CommandError::unknown_command(argv).into(),
     }]
 }
