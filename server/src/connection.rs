@@ -191,6 +191,14 @@ impl Connection {
         argv: &[Bytes],
         effects: &mut Effects,
     ) -> Frame {
+        // WAIT, REPLICAOF and the harness's LOCKSMITH.* commands wait on other tasks or nodes:
+        // they run without the state lock.
+        if crate::replication::is_async_command(&self.node, argv) {
+            if let Some(mut state) = guard.take() {
+                state.finish_effects(&self.node, effects);
+            }
+            return crate::replication::run_async_command(&self.node, &self.client, argv).await;
+        }
         let resolved = match cmd::resolve(argv) {
             Ok(resolved) => resolved,
             Err(e) => {

@@ -21,12 +21,18 @@ mod config;
 mod connection;
 mod db;
 mod glob;
+pub mod harness;
 mod notify;
 mod pubsub;
+mod replication;
 mod server;
 mod shared;
 mod transaction;
 
 pub use clock::Clock;
 pub use config::Config;
+pub use harness::{
+    Checker, FaultGuard, HarnessError, History, NodeId, Timeline, Topology, TopologyBuilder,
+    Violation,
+};
 pub use server::{Server, ServerBuilder, ServerHandle};

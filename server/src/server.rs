@@ -122,19 +122,7 @@ impl ServerBuilder {
             .map(|_| char::from_digit(rng.random_range(0..16), 16).unwrap_or('0'))
             .collect();
         let config = self.config;
-        let node = Arc::new(Node {
-            busy_threshold_ms: AtomicU64::new(config.busy_reply_threshold.as_millis() as u64),
-            auth_required: AtomicBool::new(config.requirepass.is_some()),
-            last_client_id: AtomicU64::new(0),
-            started_ms: clock.now_ms(),
-            state: Arc::new(Mutex::new(State::new(config.clone(), seed))),
-            clock,
-            clients: Default::default(),
-            addr,
-            run_id,
-            script: Default::default(),
-            connections_received: AtomicU64::new(0),
-        });
+        let node = Arc::new(Node::new(&config, clock, addr, run_id, seed));
         tracing::info!(%addr, seed, "locksmith server ready to accept connections");
         let (shutdown_tx, _) = broadcast::channel(1);
         let (done_tx, done_rx) = mpsc::channel::<()>(1);
@@ -246,6 +234,11 @@ impl ServerHandle {
     /// `redis://host:port/` for clients.
     pub fn url(&self) -> String {
         format!("redis://{}/", self.addr)
+    }
+
+    /// The node's shared state (for the harness).
+    pub(crate) fn node(&self) -> &Arc<Node> {
+        &self.node
     }
 
     /// The node's clock (shift it to simulate a clock jump).

@@ -33,6 +33,8 @@ pub(crate) struct State {
     pub(crate) watches: crate::transaction::Watches,
     /// `notify-keyspace-events` as [`crate::notify`] flags (0 = off, Redis's default).
     pub(crate) notify_flags: u32,
+    /// Replication role, offset and the feeds to replicas.
+    pub(crate) repl: crate::replication::ReplState,
 }
 
 /// Counters reported by `INFO`.
@@ -56,6 +58,7 @@ impl State {
             dirty: 0,
             rng: StdRng::seed_from_u64(seed),
             stats: Stats::default(),
+            repl: crate::replication::ReplState::new(seed),
             pubsub: Default::default(),
             watches: Default::default(),
             notify_flags: crate::notify::parse_flags(config.notify_keyspace_events.as_bytes())
@@ -97,6 +100,10 @@ impl State {
     /// One pass of the active expiry cycle: reclaims keys whose deadline passed at `now`
     /// (at most `budget` per database, as Redis bounds each cycle).
     pub(crate) fn active_expire(&mut self, now: u64, budget: usize, effects: &mut Effects) {
+        // Replicas do not expire keys themselves: they wait for the master's DEL (as Redis).
+        if self.repl.is_replica() {
+            return;
+        }
         for db in 0..self.dbs.len() {
             let keys = self.dbs.get(db).map(|d| d.expired_keys(now, budget));
             for key in keys.unwrap_or_default() {
@@ -189,9 +196,35 @@ pub(crate) struct Node {
     pub(crate) auth_required: AtomicBool,
     /// The last client id handed out.
     pub(crate) last_client_id: AtomicU64,
+    /// Set when the node belongs to a harness topology (admin commands, REPLICAOF).
+    pub(crate) harness: std::sync::OnceLock<crate::harness::Membership>,
 }
 
 impl Node {
+    /// A node with fresh state for `config`, reading time from `clock`.
+    pub(crate) fn new(
+        config: &Config,
+        clock: Clock,
+        addr: SocketAddr,
+        run_id: String,
+        seed: u64,
+    ) -> Node {
+        Node {
+            busy_threshold_ms: AtomicU64::new(config.busy_reply_threshold.as_millis() as u64),
+            auth_required: AtomicBool::new(config.requirepass.is_some()),
+            last_client_id: AtomicU64::new(0),
+            started_ms: clock.now_ms(),
+            state: Arc::new(Mutex::new(State::new(config.clone(), seed))),
+            clock,
+            clients: Default::default(),
+            addr,
+            run_id,
+            script: Default::default(),
+            connections_received: AtomicU64::new(0),
+            harness: Default::default(),
+        }
+    }
+
     /// A fresh, increasing client id.
     pub(crate) fn next_client_id(&self) -> u64 {
         self.last_client_id.fetch_add(1, Ordering::Relaxed) + 1
@@ -223,6 +256,7 @@ impl State {
         let now = node.clock.now_ms();
         crate::transaction::touch_watched(self, node, &effects.modified);
         crate::pubsub::deliver(self, effects, now);
+        crate::replication::feed(&mut self.repl, &effects.propagate);
         effects.modified.clear();
         effects.propagate.clear();
     }

@@ -1,7 +1,7 @@
 //! `locksmith-server`: the Redis-compatible server as a binary. Flags mirror redis-server's.
 
 use clap::Parser;
-use locksmith_server::{Config, Server};
+use locksmith_server::{Config, Server, Topology};
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -34,6 +34,64 @@ struct Args {
     /// Seed for random choices (logged at start).
     #[arg(long)]
     seed: Option<u64>,
+    /// Start a harness topology: one master with this many replicas behind a front address
+    /// on --port (each node on its own port; LOCKSMITH.* admin commands enabled).
+    #[arg(long, default_value_t = 0)]
+    replicas: usize,
+    /// Start a harness topology of this many independent masters (RedLock).
+    #[arg(long, default_value_t = 1)]
+    masters: usize,
+    /// Replication delay of every link, in milliseconds.
+    #[arg(long = "replication-delay-ms", default_value_t = 0)]
+    replication_delay_ms: u64,
+    /// Random extra replication delay, up to this many milliseconds (seeded).
+    #[arg(long = "replication-jitter-ms", default_value_t = 0)]
+    replication_jitter_ms: u64,
+    /// Start a Sentinel endpoint on this port (0 = a free port).
+    #[arg(long = "sentinel-port")]
+    sentinel_port: Option<u16>,
+    /// The master name the Sentinel endpoint reports.
+    #[arg(long = "master-name", default_value = "mymaster")]
+    master_name: String,
+    /// Ports of the topology's nodes: this one and the next ones (default: free ports).
+    #[arg(long = "node-port")]
+    node_port: Option<u16>,
+}
+
+/// Starts a harness topology and prints where everything listens.
+#[allow(clippy::print_stdout)]
+async fn run_topology(args: &Args) -> Result<Topology, Box<dyn std::error::Error>> {
+    let mut builder = Topology::builder();
+    builder
+        .masters(args.masters)
+        .replicas(args.replicas)
+        .replication_delay(Duration::from_millis(args.replication_delay_ms))
+        .replication_jitter(Duration::from_millis(args.replication_jitter_ms))
+        .master_name(args.master_name.clone())
+        .front_port(args.port)
+        .bind(args.bind);
+    if let Some(seed) = args.seed {
+        builder.seed(seed);
+    }
+    if let Some(port) = args.sentinel_port {
+        builder.sentinel(port);
+    }
+    if let Some(port) = args.node_port {
+        builder.node_ports(port);
+    }
+    let topology = builder.build().await?;
+    println!("seed {}", topology.seed());
+    println!(
+        "front {} (routes to the current master)",
+        topology.front_addr()
+    );
+    for info in topology.nodes_info() {
+        println!("node {} {} {:?}", info.id, info.addr, info.role);
+    }
+    if let Some(addr) = topology.sentinel_addr() {
+        println!("sentinel {addr} (master name {})", topology.master_name());
+    }
+    Ok(topology)
 }
 
 fn tracing_filter(level: &str) -> String {
@@ -59,18 +117,30 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut config = Config::default();
     config.port = args.port;
     config.bind = args.bind;
-    config.requirepass = args.requirepass;
+    config.requirepass = args.requirepass.clone();
     config.databases = args.databases.max(1);
     config.busy_reply_threshold = Duration::from_millis(args.busy_reply_threshold);
     config.seed = args.seed;
-    let server = Server::start(config).await?;
-    tracing::info!(addr = %server.addr(), "Ready to accept connections tcp");
+    let topology = args.replicas > 0 || args.masters > 1 || args.sentinel_port.is_some();
+    let (server, topology) = if topology {
+        (None, Some(run_topology(&args).await?))
+    } else {
+        (Some(Server::start(config).await?), None)
+    };
+    if let Some(server) = &server {
+        tracing::info!(addr = %server.addr(), "Ready to accept connections tcp");
+    }
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
     }
     tracing::info!("shutting down");
-    server.shutdown().await;
+    if let Some(server) = server {
+        server.shutdown().await;
+    }
+    if let Some(topology) = topology {
+        topology.shutdown().await;
+    }
     Ok(())
 }

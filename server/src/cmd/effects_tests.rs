@@ -39,19 +39,13 @@ impl Harness {
             killed: Default::default(),
             kill_notify: Default::default(),
         });
-        let node = Node {
-            state: Arc::new(tokio::sync::Mutex::new(State::new(Config::default(), 1))),
-            clock: Clock::starting_at(1_000_000),
-            clients: Default::default(),
+        let node = Node::new(
+            &Config::default(),
+            Clock::starting_at(1_000_000),
             addr,
-            run_id: String::new(),
-            started_ms: 0,
-            script: Default::default(),
-            connections_received: Default::default(),
-            busy_threshold_ms: Default::default(),
-            auth_required: Default::default(),
-            last_client_id: Default::default(),
-        };
+            String::new(),
+            1,
+        );
         Harness {
             state: State::new(Config::default(), 1),
             node,

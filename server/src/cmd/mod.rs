@@ -197,7 +197,7 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 7] {
+fn families() -> [&'static [CommandSpec]; 8] {
     [
         connection::COMMANDS,
         keys::COMMANDS,
@@ -206,6 +206,7 @@ fn families() -> [&'static [CommandSpec]; 7] {
         hash::COMMANDS,
         pubsub::COMMANDS,
         transaction::COMMANDS,
+        crate::replication::COMMANDS,
     ]
 }
 
@@ -407,6 +408,9 @@ pub(crate) fn execute_resolved(
 ) -> Frame {
     if !client.authenticated && !spec.has(flags::NO_AUTH) {
         return CommandError::NoAuth.into();
+    }
+    if spec.has(flags::WRITE) && state.repl.refuses_write_from(client) {
+        return CommandError::Raw(crate::replication::READONLY_ERROR.into()).into();
     }
     let dirty_before = state.dirty;
     let propagated_before = effects.propagate.len();

@@ -24,7 +24,7 @@ pub(crate) struct Entry {
 }
 
 /// One numbered database.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Db {
     entries: HashMap<Bytes, Entry>,
     /// (deadline, key) for every volatile key, for the active expiry cycle.

@@ -1,0 +1,669 @@
+//! Replication: a master's stream of write effects to its replicas, the offsets `WAIT` counts,
+//! and the `ROLE`, `WAIT` and `REPLICAOF` commands.
+//!
+//! Every write a node executes leaves `(db, argv)` entries in [`Effects::propagate`] (commands
+//! as executed, scripts as the writes they made, relative expiries as absolute ones, expiries as
+//! `DEL`). [`feed`] appends them, under the state lock and in execution order, to the master's
+//! stream: each entry advances `master_repl_offset` by its RESP-encoded length (a `SELECT` is
+//! emitted when the database changes), as Redis counts its backlog, and the batch goes to every
+//! replica link. A link ([`run_link`]) applies its delay, jitter or stall on tokio's clock, then
+//! executes the batch on the replica's state as the master's client (the only client a replica
+//! accepts writes from) and acknowledges the offset. `WAIT` answers from those acknowledgements.
+
+use crate::client::{ClientHandle, ClientInfo, ClientState, Outbox};
+use crate::cmd::{self, flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use crate::shared::{Effects, Node};
+use bytes::Bytes;
+use locksmith_resp::Frame;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+/// Client id of the pseudo-client a replica executes its master's stream as.
+pub(crate) const MASTER_CLIENT_ID: u64 = u64::MAX;
+
+/// What a replica answers a normal client's write.
+pub(crate) const READONLY_ERROR: &str = "READONLY You can't write against a read only replica.";
+
+/// `WAIT` on a replica.
+const WAIT_ON_REPLICA: &str = "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.";
+
+/// The replication commands' table.
+pub(crate) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("role", 1, role)
+        .flags(NOSCRIPT | LOADING | STALE | FAST)
+        .doc("server", "Returns the replication role."),
+    CommandSpec::new("wait", 3, wait_now)
+        .flags(NOSCRIPT)
+        .doc(
+            "generic",
+            "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.",
+        ),
+    CommandSpec::new("replicaof", 3, replicaof_standalone)
+        .flags(ADMIN | NOSCRIPT | STALE)
+        .doc("server", "Configures a server as replica of another, or promotes it to a master."),
+    CommandSpec::new("slaveof", 3, replicaof_standalone)
+        .flags(ADMIN | NOSCRIPT | STALE)
+        .doc("server", "Sets a Redis server as a replica of another, or promotes it to being a master."),
+];
+
+/// A node's replication role.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// Accepts writes and feeds its replicas.
+    Master,
+    /// Applies the stream of the master at this (advertised) address; read-only for clients.
+    Replica {
+        /// The master's advertised address.
+        master: SocketAddr,
+    },
+}
+
+/// One batch of the stream: the commands one atomic unit (a command, `EXEC` or script) wrote.
+#[derive(Debug)]
+pub(crate) struct Batch {
+    commands: Arc<Vec<Vec<Bytes>>>,
+    end_offset: u64,
+    sent_at: Instant,
+}
+
+/// The master's end of one replica link.
+#[derive(Debug)]
+struct Feed {
+    link: u64,
+    addr: SocketAddr,
+    tx: mpsc::UnboundedSender<Batch>,
+    ack: Arc<AtomicU64>,
+}
+
+/// Replication state of one node, kept in [`crate::shared::State`].
+#[derive(Debug)]
+pub(crate) struct ReplState {
+    role: Role,
+    replid: String,
+    /// `master_repl_offset` (master) or the applied offset (replica).
+    offset: u64,
+    /// `offset`, readable without the state lock.
+    mirror: Arc<AtomicU64>,
+    /// Whether a backlog exists (a replica attached once), as Redis only counts offsets then.
+    backlog: bool,
+    /// The database the stream last selected.
+    stream_db: Option<usize>,
+    feeds: Vec<Feed>,
+    /// Bumped on every acknowledgement, so `WAIT` can sleep until one arrives.
+    acked: Arc<watch::Sender<u64>>,
+    rng: StdRng,
+}
+
+impl ReplState {
+    /// A standalone master.
+    pub(crate) fn new(seed: u64) -> Self {
+        let mut rng = StdRng::seed_from_u64(seed ^ 0x7e91_1ca7);
+        ReplState {
+            role: Role::Master,
+            replid: random_id(&mut rng),
+            offset: 0,
+            mirror: Arc::new(AtomicU64::new(0)),
+            backlog: false,
+            stream_db: None,
+            feeds: Vec::new(),
+            acked: Arc::new(watch::channel(0).0),
+            rng,
+        }
+    }
+
+    /// Whether the node is a replica.
+    pub(crate) fn is_replica(&self) -> bool {
+        matches!(self.role, Role::Replica { .. })
+    }
+
+    /// The role.
+    pub(crate) fn role(&self) -> &Role {
+        &self.role
+    }
+
+    /// The replication offset.
+    pub(crate) fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The offset, readable without the state lock.
+    pub(crate) fn offset_mirror(&self) -> Arc<AtomicU64> {
+        self.mirror.clone()
+    }
+
+    /// Whether a write from `client` must be refused (`READONLY`): on a replica, from anyone
+    /// but the master's stream.
+    pub(crate) fn refuses_write_from(&self, client: &ClientState) -> bool {
+        self.is_replica() && client.id() != MASTER_CLIENT_ID
+    }
+
+    fn set_offset(&mut self, offset: u64) {
+        self.offset = offset;
+        self.mirror.store(offset, Ordering::Release);
+    }
+
+    /// Makes the node a replica of `master` whose stream is at `offset` with id `replid`; the
+    /// caller installs the master's dataset in the same critical section.
+    pub(crate) fn become_replica(&mut self, master: SocketAddr, offset: u64, replid: String) {
+        self.role = Role::Replica { master };
+        self.replid = replid;
+        self.feeds.clear();
+        self.stream_db = None;
+        self.backlog = true;
+        self.set_offset(offset);
+    }
+
+    /// Makes the node a master (after `REPLICAOF NO ONE` or a promotion): a new replication id,
+    /// the offset carried on, as Redis's PSYNC2 does.
+    pub(crate) fn become_master(&mut self) {
+        if self.is_replica() {
+            self.role = Role::Master;
+            self.replid = random_id(&mut self.rng);
+            self.stream_db = None;
+        }
+    }
+
+    /// Registers a replica link fed from now on; returns (offset, replid, ack notifier).
+    fn add_feed(&mut self, feed: Feed) -> (u64, String, Arc<watch::Sender<u64>>) {
+        feed.ack.store(self.offset, Ordering::Release);
+        self.feeds.push(feed);
+        self.backlog = true;
+        // The next write selects its database again, as Redis resets `slaveseldb`.
+        self.stream_db = None;
+        (self.offset, self.replid.clone(), self.acked.clone())
+    }
+
+    /// Forgets the link `link` (its replica died, was re-pointed or the link was cut).
+    pub(crate) fn remove_feed(&mut self, link: u64) {
+        self.feeds.retain(|f| f.link != link);
+    }
+}
+
+fn random_id(rng: &mut StdRng) -> String {
+    (0..40)
+        .map(|_| char::from_digit(rng.random_range(0..16), 16).unwrap_or('0'))
+        .collect()
+}
+
+/// Bytes of `argv` as a RESP array of bulk strings (what Redis adds to its backlog).
+fn encoded_len(argv: &[Bytes]) -> u64 {
+    let digits = |n: usize| n.to_string().len() as u64;
+    let mut len = 1 + digits(argv.len()) + 2;
+    for arg in argv {
+        len += 1 + digits(arg.len()) + 2 + arg.len() as u64 + 2;
+    }
+    len
+}
+
+/// Appends the write effects of one atomic unit to the master's stream and sends them to every
+/// replica link. Called from [`crate::shared::State::finish_effects`] under the state lock, so
+/// the stream order is the execution order. Replicas ignore their own effects: their offset is
+/// the master's, set when a batch is applied.
+pub(crate) fn feed(repl: &mut ReplState, propagate: &[(usize, Vec<Bytes>)]) {
+    if propagate.is_empty() || repl.is_replica() || !repl.backlog {
+        return;
+    }
+    let mut commands = Vec::with_capacity(propagate.len() + 1);
+    let mut offset = repl.offset;
+    for (db, argv) in propagate {
+        if repl.stream_db != Some(*db) {
+            let select = vec![Bytes::from_static(b"SELECT"), Bytes::from(db.to_string())];
+            offset += encoded_len(&select);
+            commands.push(select);
+            repl.stream_db = Some(*db);
+        }
+        offset += encoded_len(argv);
+        commands.push(argv.clone());
+    }
+    repl.set_offset(offset);
+    let commands = Arc::new(commands);
+    let sent_at = Instant::now();
+    repl.feeds.retain(|f| {
+        f.tx.send(Batch {
+            commands: commands.clone(),
+            end_offset: offset,
+            sent_at,
+        })
+        .is_ok()
+    });
+}
+
+/// Delay, jitter and stall of one replica link, changed at run time by the harness.
+#[derive(Debug)]
+pub(crate) struct LinkControl {
+    delay_ms: AtomicU64,
+    jitter_ms: AtomicU64,
+    /// Stalled or partitioned: nothing is delivered until it is false again.
+    blocked: watch::Sender<bool>,
+    /// Whether the replica side is up (for `ROLE`'s link state).
+    pub(crate) up: AtomicBool,
+}
+
+impl LinkControl {
+    /// A link delivering after `delay` plus up to `jitter`.
+    pub(crate) fn new(delay: Duration, jitter: Duration, blocked: bool) -> Self {
+        LinkControl {
+            delay_ms: AtomicU64::new(delay.as_millis() as u64),
+            jitter_ms: AtomicU64::new(jitter.as_millis() as u64),
+            blocked: watch::channel(blocked).0,
+            up: AtomicBool::new(true),
+        }
+    }
+
+    /// Sets the delay and jitter for batches not yet delivered.
+    pub(crate) fn set_delay(&self, delay: Duration, jitter: Duration) {
+        self.delay_ms
+            .store(delay.as_millis() as u64, Ordering::Relaxed);
+        self.jitter_ms
+            .store(jitter.as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// Stops (true) or resumes (false) delivery.
+    pub(crate) fn set_blocked(&self, blocked: bool) {
+        self.blocked.send_if_modified(|b| {
+            let changed = *b != blocked;
+            *b = blocked;
+            changed
+        });
+    }
+
+    /// Whether delivery is stopped.
+    pub(crate) fn is_blocked(&self) -> bool {
+        *self.blocked.borrow()
+    }
+}
+
+/// A started link: the task that feeds `replica` and the id the master knows it by.
+#[derive(Debug)]
+pub(crate) struct Link {
+    /// Link id (unique per process).
+    pub(crate) id: u64,
+    /// The delivery task.
+    pub(crate) task: tokio::task::JoinHandle<()>,
+}
+
+static NEXT_LINK: AtomicU64 = AtomicU64::new(1);
+
+/// Attaches `replica` (advertised as `replica_addr`) to `master` (advertised as `master_addr`):
+/// a full synchronisation (the replica's data is replaced by a copy of the master's, taken
+/// atomically with registering the feed), then a task that applies the stream through `ctl`.
+pub(crate) async fn attach(
+    master: &Arc<Node>,
+    master_addr: SocketAddr,
+    replica: &Arc<Node>,
+    replica_addr: SocketAddr,
+    ctl: Arc<LinkControl>,
+    seed: u64,
+) -> Link {
+    let id = NEXT_LINK.fetch_add(1, Ordering::Relaxed);
+    let (tx, rx) = mpsc::unbounded_channel();
+    let ack = Arc::new(AtomicU64::new(0));
+    let (snapshot, offset, replid, acked) = {
+        let mut state = master.state.lock().await;
+        let snapshot = state.dbs.clone();
+        let (offset, replid, acked) = state.repl.add_feed(Feed {
+            link: id,
+            addr: replica_addr,
+            tx,
+            ack: ack.clone(),
+        });
+        (snapshot, offset, replid, acked)
+    };
+    {
+        let mut state = replica.state.lock().await;
+        state.dbs = snapshot;
+        state.repl.become_replica(master_addr, offset, replid);
+    }
+    let task = tokio::spawn(run_link(
+        rx,
+        replica.clone(),
+        ctl,
+        ack,
+        acked,
+        StdRng::seed_from_u64(seed),
+    ));
+    Link { id, task }
+}
+
+/// The pseudo-client a replica executes its master's stream as.
+fn master_client(node: &Node) -> ClientState {
+    let (outbox, _) = Outbox::new();
+    let handle = Arc::new(ClientHandle {
+        id: MASTER_CLIENT_ID,
+        addr: node.addr,
+        laddr: node.addr,
+        created_ms: node.clock.now_ms(),
+        info: std::sync::Mutex::new(ClientInfo {
+            flags: "M".into(),
+            multi: -1,
+            resp: 2,
+            ..Default::default()
+        }),
+        outbox,
+        killed: Default::default(),
+        kill_notify: Default::default(),
+    });
+    ClientState::new(handle, true)
+}
+
+/// Delivers batches in order, each no earlier than its send time plus the link's delay and a
+/// seeded jitter, never while the link is blocked; applies each atomically on the replica and
+/// acknowledges its offset.
+async fn run_link(
+    mut rx: mpsc::UnboundedReceiver<Batch>,
+    replica: Arc<Node>,
+    ctl: Arc<LinkControl>,
+    ack: Arc<AtomicU64>,
+    acked: Arc<watch::Sender<u64>>,
+    mut rng: StdRng,
+) {
+    let mut client = master_client(&replica);
+    let mut blocked = ctl.blocked.subscribe();
+    let mut last = Instant::now();
+    while let Some(batch) = rx.recv().await {
+        let jitter = ctl.jitter_ms.load(Ordering::Relaxed);
+        let extra = if jitter > 0 {
+            rng.random_range(0..=jitter)
+        } else {
+            0
+        };
+        let delay = ctl.delay_ms.load(Ordering::Relaxed) + extra;
+        // FIFO: a batch never overtakes the one before it, whatever its jitter.
+        let at = (batch.sent_at + Duration::from_millis(delay)).max(last);
+        tokio::time::sleep_until(at).await;
+        last = at;
+        if blocked.wait_for(|b| !*b).await.is_err() {
+            return;
+        }
+        {
+            let mut state = replica.state.lock().await;
+            let mut effects = Effects::default();
+            let now = replica.clock.now_ms();
+            for argv in batch.commands.iter() {
+                let reply =
+                    cmd::execute(&mut state, &replica, &mut client, argv, now, &mut effects);
+                if let Frame::Error(e) = reply {
+                    tracing::warn!(error = %String::from_utf8_lossy(&e), "replica failed to apply a command");
+                }
+            }
+            state.repl.set_offset(batch.end_offset);
+            state.finish_effects(&replica, &mut effects);
+        }
+        ack.store(batch.end_offset, Ordering::Release);
+        acked.send_modify(|n| *n = n.wrapping_add(1));
+    }
+}
+
+/// ```text
+/// ROLE
+/// ```
+fn role(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    let repl = &ctx.state.repl;
+    Ok(match &repl.role {
+        Role::Master => Frame::Array(vec![
+            Frame::bulk("master"),
+            Frame::Integer(repl.offset as i64),
+            Frame::Array(
+                repl.feeds
+                    .iter()
+                    .map(|f| {
+                        Frame::bulk_array([
+                            f.addr.ip().to_string(),
+                            f.addr.port().to_string(),
+                            f.ack.load(Ordering::Acquire).to_string(),
+                        ])
+                    })
+                    .collect(),
+            ),
+        ]),
+        Role::Replica { master } => Frame::Array(vec![
+            Frame::bulk("slave"),
+            Frame::bulk(master.ip().to_string()),
+            Frame::Integer(i64::from(master.port())),
+            Frame::bulk("connected"),
+            Frame::Integer(repl.offset as i64),
+        ]),
+    })
+}
+
+/// Parses `WAIT numreplicas timeout` as Redis does.
+fn wait_args(args: &mut Args<'_>) -> Result<(i64, u64), CommandError> {
+    let n = args.i64()?;
+    let timeout = args.i64()?;
+    if timeout < 0 {
+        return Err(CommandError::err("timeout is negative"));
+    }
+    Ok((n, timeout as u64))
+}
+
+fn acked_count(acks: &[Arc<AtomicU64>], target: u64) -> i64 {
+    acks.iter()
+        .filter(|a| a.load(Ordering::Acquire) >= target)
+        .count() as i64
+}
+
+/// ```text
+/// WAIT numreplicas timeout
+/// ```
+///
+/// The non-blocking form, used where a client cannot block (inside `MULTI`): the number of
+/// replicas that acknowledged the stream so far, as Redis answers there.
+fn wait_now(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    wait_args(args)?;
+    let repl = &ctx.state.repl;
+    if repl.is_replica() {
+        return Err(CommandError::Raw(WAIT_ON_REPLICA.into()));
+    }
+    let acks: Vec<_> = repl.feeds.iter().map(|f| f.ack.clone()).collect();
+    Ok(Frame::Integer(acked_count(&acks, repl.offset)))
+}
+
+/// `WAIT numreplicas timeout`, blocking: waits (without the state lock) until `numreplicas`
+/// replicas acknowledged the stream up to the offset when `WAIT` was called, or `timeout` ms
+/// (0 = forever) passed, and answers how many did. The target is the master's offset at the
+/// time of the call, which covers every write this client made before it.
+async fn wait_blocking(node: &Node, argv: &[Bytes]) -> Frame {
+    let mut args = Args::new(argv, 1);
+    let (n, timeout) = match wait_args(&mut args) {
+        Ok(v) => v,
+        Err(e) => return e.into(),
+    };
+    let (target, acks, mut changes) = {
+        let state = node.state.lock().await;
+        if state.repl.is_replica() {
+            return Frame::error(WAIT_ON_REPLICA);
+        }
+        let acks: Vec<_> = state.repl.feeds.iter().map(|f| f.ack.clone()).collect();
+        (state.repl.offset, acks, state.repl.acked.subscribe())
+    };
+    let deadline = (timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout));
+    loop {
+        let count = acked_count(&acks, target);
+        if count >= n {
+            return Frame::Integer(count);
+        }
+        let sleep = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            changed = changes.changed() => if changed.is_err() {
+                return Frame::Integer(acked_count(&acks, target));
+            },
+            _ = sleep => return Frame::Integer(acked_count(&acks, target)),
+        }
+    }
+}
+
+/// Checks `REPLICAOF host port` arguments as Redis does; `None` means `NO ONE`.
+pub(crate) fn replicaof_args(argv: &[Bytes]) -> Result<Option<(String, u16)>, CommandError> {
+    let host = argv.get(1).ok_or(CommandError::Syntax)?;
+    let port = argv.get(2).ok_or(CommandError::Syntax)?;
+    if host.eq_ignore_ascii_case(b"no") && port.eq_ignore_ascii_case(b"one") {
+        return Ok(None);
+    }
+    let port = cmd::parse_i64(port)
+        .ok()
+        .and_then(|p| u16::try_from(p).ok())
+        .filter(|p| *p > 0)
+        .ok_or_else(|| CommandError::err("Invalid master port"))?;
+    Ok(Some((String::from_utf8_lossy(host).into_owned(), port)))
+}
+
+/// ```text
+/// REPLICAOF host port | NO ONE
+/// ```
+///
+/// On a node outside a harness topology: `NO ONE` (it already is a master); a master address
+/// is refused, since the node can only replicate from nodes of its topology.
+fn replicaof_standalone(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    match replicaof_args(args.argv())? {
+        None => {
+            ctx.state.repl.become_master();
+            Ok(Frame::ok())
+        }
+        Some(_) => Err(CommandError::err(
+            "this node replicates only from nodes of its locksmith topology",
+        )),
+    }
+}
+
+/// Whether `argv` is a command the connection runs through [`run_async_command`].
+pub(crate) fn is_async_command(node: &Node, argv: &[Bytes]) -> bool {
+    let Some(name) = argv.first() else {
+        return false;
+    };
+    if name.eq_ignore_ascii_case(b"wait") {
+        return true;
+    }
+    node.harness.get().is_some()
+        && (name.eq_ignore_ascii_case(b"replicaof")
+            || name.eq_ignore_ascii_case(b"slaveof")
+            || crate::harness::is_admin_command(name))
+}
+
+/// Runs a command that waits on other tasks (see [`is_async_command`]) without the state lock.
+pub(crate) async fn run_async_command(node: &Node, client: &ClientState, argv: &[Bytes]) -> Frame {
+    if !client.authenticated {
+        return CommandError::NoAuth.into();
+    }
+    let Some(name) = argv.first() else {
+        return CommandError::Syntax.into();
+    };
+    if crate::harness::is_admin_command(name) {
+        return crate::harness::run_admin(node, client.handle.addr, argv).await;
+    }
+    if let Err(e) = cmd::resolve(argv) {
+        return e.into();
+    }
+    if name.eq_ignore_ascii_case(b"wait") {
+        return wait_blocking(node, argv).await;
+    }
+    crate::harness::run_replicaof(node, argv).await
+}
+
+/// The `# Replication` section of `INFO`, from the node's real role and offsets.
+pub(crate) fn replication_info(repl: &ReplState) -> String {
+    use std::fmt::Write;
+    let mut s = String::from("# Replication\r\n");
+    let offset = repl.offset;
+    match &repl.role {
+        Role::Master => {
+            let _ = write!(
+                s,
+                "role:master\r\nconnected_slaves:{}\r\n",
+                repl.feeds.len()
+            );
+            for (i, f) in repl.feeds.iter().enumerate() {
+                let ack = f.ack.load(Ordering::Acquire);
+                let _ = write!(
+                    s,
+                    "slave{i}:ip={},port={},state=online,offset={ack},lag=0\r\n",
+                    f.addr.ip(),
+                    f.addr.port()
+                );
+            }
+        }
+        Role::Replica { master } => {
+            let _ = write!(
+                s,
+                "role:slave\r\nmaster_host:{}\r\nmaster_port:{}\r\nmaster_link_status:up\r\n\
+                 master_last_io_seconds_ago:0\r\nmaster_sync_in_progress:0\r\n\
+                 slave_read_repl_offset:{offset}\r\nslave_repl_offset:{offset}\r\n\
+                 slave_priority:100\r\nslave_read_only:1\r\nreplica_announced:1\r\n\
+                 connected_slaves:0\r\n",
+                master.ip(),
+                master.port()
+            );
+        }
+    }
+    let (first, histlen) = if repl.backlog { (1, offset) } else { (0, 0) };
+    let _ = write!(
+        s,
+        "master_failover_state:no-failover\r\nmaster_replid:{}\r\n\
+         master_replid2:0000000000000000000000000000000000000000\r\n\
+         master_repl_offset:{offset}\r\nsecond_repl_offset:-1\r\n\
+         repl_backlog_active:{}\r\nrepl_backlog_size:1048576\r\n\
+         repl_backlog_first_byte_offset:{first}\r\nrepl_backlog_histlen:{histlen}\r\n",
+        repl.replid,
+        u8::from(repl.backlog),
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_count_resp_encoded_bytes() {
+        let argv = vec![
+            Bytes::from_static(b"SET"),
+            Bytes::from_static(b"k"),
+            Bytes::from_static(b"v"),
+        ];
+        // *3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n
+        assert_eq!(encoded_len(&argv), 27);
+    }
+
+    #[test]
+    fn feed_selects_the_db_once_and_advances_the_offset() {
+        let mut repl = ReplState::new(1);
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        repl.add_feed(Feed {
+            link: 1,
+            addr: SocketAddr::from(([127, 0, 0, 1], 1)),
+            tx,
+            ack: Arc::new(AtomicU64::new(0)),
+        });
+        let set = vec![
+            Bytes::from_static(b"SET"),
+            Bytes::from_static(b"k"),
+            Bytes::from_static(b"v"),
+        ];
+        feed(&mut repl, &[(0, set.clone()), (0, set.clone())]);
+        let batch = rx.try_recv().unwrap();
+        assert_eq!(batch.commands.len(), 3);
+        assert_eq!(batch.commands[0][0], Bytes::from_static(b"SELECT"));
+        // *2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n = 23 bytes
+        assert_eq!(repl.offset(), 23 + 27 + 27);
+        feed(&mut repl, &[(0, set)]);
+        assert_eq!(rx.try_recv().unwrap().commands.len(), 1);
+    }
+
+    #[test]
+    fn replication_info_of_a_standalone_master() {
+        let repl = ReplState::new(7);
+        let info = replication_info(&repl);
+        assert!(info.starts_with("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"));
+        assert!(info.contains("master_repl_offset:0\r\n"));
+    }
+}
