@@ -7,7 +7,7 @@
 //! [`Topology::restart`], [`Topology::partition`], [`Topology::isolate`], [`Topology::heal`],
 //! [`Topology::clock_jump`], [`Topology::pause`], replication delay and stall, and client-link
 //! rules. Temporary ones return a [`FaultGuard`] that undoes them on drop. The same faults are
-//! `LOCKSMITH.*` commands on the wire (see `README-section.md`).
+//! `LOCKSMITH.*` commands on the wire (listed in the README, "Admin commands").
 //!
 //! Every fault is recorded in the topology's [`History`], where clients record what they
 //! observed; the [`Checker`] reports mutual-exclusion violations and a [`Timeline`] draws them.
