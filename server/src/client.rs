@@ -201,6 +201,10 @@ pub(crate) struct ClientState {
     pub(crate) close_after_reply: bool,
     /// The command runs inside a script (`redis.call`).
     pub(crate) in_script: bool,
+    /// The command runs inside `EXEC` (blocking commands do not block there).
+    pub(crate) in_exec: bool,
+    /// Set by a blocking command that found nothing: the connection blocks the client.
+    pub(crate) block: Option<crate::blocking::BlockRequest>,
 }
 
 impl ClientState {
@@ -213,6 +217,8 @@ impl ClientState {
             authenticated,
             close_after_reply: false,
             in_script: false,
+            in_exec: false,
+            block: None,
         }
     }
 

@@ -27,6 +27,8 @@ pub(crate) struct State {
     pub(crate) rng: StdRng,
     /// Counters for `INFO stats`.
     pub(crate) stats: Stats,
+    /// Clients blocked on keys (BLPOP, BZPOPMIN…).
+    pub(crate) blocked: crate::blocking::Blocked,
 }
 
 /// Counters reported by `INFO`.
@@ -51,6 +53,7 @@ impl State {
             dirty: 0,
             rng: StdRng::seed_from_u64(seed),
             stats: Stats::default(),
+            blocked: Default::default(),
         }
     }
 
@@ -187,7 +190,9 @@ impl State {
     /// other client's command: keyspace events become publishes, publishes are fanned out to
     /// subscribers, written keys invalidate WATCHes and wake blocked clients, and write effects
     /// go to replicas. Each subsystem adds its part here.
-    pub(crate) fn finish_effects(&mut self, _node: &Node, effects: &mut Effects) {
+    pub(crate) fn finish_effects(&mut self, node: &Node, effects: &mut Effects) {
+        // First, so the pops of served clients join the events and propagation below.
+        crate::blocking::serve_ready(self, node, effects);
         effects.events.clear();
         effects.publishes.clear();
         effects.modified.clear();
@@ -196,5 +201,12 @@ impl State {
 
     /// Forgets everything held for client `id` (subscriptions, watched keys, blocked waits)
     /// when its connection closes.
-    pub(crate) fn client_gone(&mut self, _id: u64) {}
+    pub(crate) fn client_gone(&mut self, id: u64) {
+        self.blocked.remove(id);
+    }
+
+    /// Number of clients blocked on keys (`INFO clients` `blocked_clients`).
+    pub(crate) fn blocked_clients(&self) -> usize {
+        self.blocked.len()
+    }
 }

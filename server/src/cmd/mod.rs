@@ -9,6 +9,7 @@
 mod connection;
 mod error;
 mod keys;
+mod list;
 mod parse;
 mod string;
 
@@ -189,8 +190,13 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 3] {
-    [connection::COMMANDS, keys::COMMANDS, string::COMMANDS]
+fn families() -> [&'static [CommandSpec]; 4] {
+    [
+        connection::COMMANDS,
+        keys::COMMANDS,
+        string::COMMANDS,
+        list::COMMANDS,
+    ]
 }
 
 static TABLE: LazyLock<HashMap<&'static str, &'static CommandSpec>> = LazyLock::new(|| {
