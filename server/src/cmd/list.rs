@@ -732,7 +732,13 @@ fn bpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>, end: End) -> CmdResult {
             Frame::Bulk(key),
             elems.pop().map_or(Frame::Null, Frame::Bulk),
         ])),
-        None => blocking::block(ctx, keys.to_vec(), timeout, BlockKind::List, Frame::NullArray),
+        None => blocking::block(
+            ctx,
+            keys.to_vec(),
+            timeout,
+            BlockKind::List,
+            Frame::NullArray,
+        ),
     }
 }
 

@@ -7,10 +7,16 @@
 //! reply, so `MULTI`/`EXEC`, `redis.call` and replication reuse the same code.
 
 mod connection;
+#[cfg(test)]
+mod effects_tests;
 mod error;
+mod expire;
+mod hash;
 mod keys;
+mod ldouble;
 mod list;
 mod parse;
+mod scan;
 mod string;
 
 pub(crate) use error::{lossy, CmdResult, CommandError};
@@ -190,11 +196,13 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 4] {
+fn families() -> [&'static [CommandSpec]; 6] {
     [
         connection::COMMANDS,
         keys::COMMANDS,
         string::COMMANDS,
+        expire::COMMANDS,
+        hash::COMMANDS,
         list::COMMANDS,
     ]
 }
@@ -297,7 +305,7 @@ impl Ctx<'_> {
             .state
             .dbs
             .get(db)
-            .and_then(|d| d.get(key, u64::MAX))
+            .and_then(|d| d.raw(key))
             .and_then(|e| e.expire_at)
             .is_some_and(|at| at <= self.now);
         if expired {
