@@ -193,8 +193,7 @@ pub(crate) fn parse_timeout(arg: &[u8], now: u64) -> Result<Option<Duration>, Co
     let ms = seconds * 1000.0;
     // C's (long long) cast of an out-of-range long double yields LLONG_MIN on x86-64, which
     // Redis then reports as a negative timeout.
-    if !ms.is_finite() || ms >= 9.223_372_036_854_775_807e18 || ms <= -9.223_372_036_854_775_807e18
-    {
+    if !ms.is_finite() || ms >= i64::MAX as f64 || ms <= i64::MIN as f64 {
         return Err(CommandError::err("timeout is negative"));
     }
     let ms = ms.trunc() as i64;

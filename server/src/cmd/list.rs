@@ -628,7 +628,7 @@ struct Mpop {
     count: usize,
 }
 
-fn parse_mpop(args: &mut Args<'_>, cmd: &str) -> Result<Mpop, CommandError> {
+fn parse_mpop(args: &mut Args<'_>) -> Result<Mpop, CommandError> {
     let numkeys = match args.next().map(|a| parse_i64(a)) {
         Some(Ok(n)) if n > 0 => n as usize,
         _ => return Err(CommandError::err("numkeys should be greater than 0")),
@@ -689,7 +689,7 @@ fn mpop_reply(key: Bytes, elems: Vec<Bytes>) -> Frame {
 /// LMPOP numkeys key [key ...] <LEFT | RIGHT> [COUNT count]
 /// ```
 fn lmpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
-    let m = parse_mpop(args, "lmpop")?;
+    let m = parse_mpop(args)?;
     Ok(match pop_first(ctx, &m.keys, m.end, m.count, false)? {
         Some((key, elems)) => mpop_reply(key, elems),
         None => Frame::NullArray,
@@ -701,7 +701,7 @@ fn lmpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn blmpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let timeout_arg = args.bytes()?;
-    let m = parse_mpop(args, "blmpop")?;
+    let m = parse_mpop(args)?;
     let timeout = blocking::parse_timeout(&timeout_arg, ctx.now)?;
     match pop_first(ctx, &m.keys, m.end, m.count, false)? {
         Some((key, elems)) => Ok(mpop_reply(key, elems)),

@@ -18,6 +18,7 @@ mod list;
 mod parse;
 mod scan;
 mod string;
+mod zset;
 
 pub(crate) use error::{lossy, CmdResult, CommandError};
 pub(crate) use parse::{parse_f64, parse_i64, Args};
@@ -196,7 +197,7 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 6] {
+fn families() -> [&'static [CommandSpec]; 7] {
     [
         connection::COMMANDS,
         keys::COMMANDS,
@@ -204,6 +205,7 @@ fn families() -> [&'static [CommandSpec]; 6] {
         expire::COMMANDS,
         hash::COMMANDS,
         list::COMMANDS,
+        zset::COMMANDS,
     ]
 }
 
