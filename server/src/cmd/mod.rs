@@ -17,6 +17,7 @@ mod ldouble;
 mod list;
 mod parse;
 mod scan;
+mod set;
 mod string;
 mod zset;
 
@@ -197,7 +198,7 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 7] {
+fn families() -> [&'static [CommandSpec]; 8] {
     [
         connection::COMMANDS,
         keys::COMMANDS,
@@ -206,6 +207,7 @@ fn families() -> [&'static [CommandSpec]; 7] {
         hash::COMMANDS,
         list::COMMANDS,
         zset::COMMANDS,
+        set::COMMANDS,
     ]
 }
 
