@@ -254,3 +254,243 @@ pub(crate) fn serve_ready(state: &mut State, node: &Node, effects: &mut Effects)
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::Outbox;
+    use crate::clock::Clock;
+    use crate::config::Config;
+    use std::net::SocketAddr;
+
+    struct Harness {
+        state: State,
+        node: Node,
+        clients: Vec<ClientState>,
+    }
+
+    fn client(id: u64) -> ClientState {
+        let addr = SocketAddr::from(([127, 0, 0, 1], 1));
+        let (outbox, _rx) = Outbox::new();
+        let handle = Arc::new(ClientHandle {
+            id,
+            addr,
+            laddr: addr,
+            created_ms: 0,
+            info: Default::default(),
+            outbox,
+            killed: Default::default(),
+            kill_notify: Default::default(),
+        });
+        ClientState::new(handle, true)
+    }
+
+    impl Harness {
+        fn new() -> Self {
+            let addr = SocketAddr::from(([127, 0, 0, 1], 1));
+            let node = Node {
+                state: Arc::new(tokio::sync::Mutex::new(State::new(Config::default(), 1))),
+                clock: Clock::starting_at(1_000_000),
+                clients: Default::default(),
+                addr,
+                run_id: String::new(),
+                started_ms: 0,
+                script: Default::default(),
+                connections_received: Default::default(),
+                busy_threshold_ms: Default::default(),
+                auth_required: Default::default(),
+                last_client_id: Default::default(),
+            };
+            Harness {
+                state: State::new(Config::default(), 1),
+                node,
+                clients: (1..=3).map(client).collect(),
+            }
+        }
+
+        /// Runs `args` as client `c` the way the connection does (finish_effects after);
+        /// returns the reply, whether it asked to block, and the propagated commands.
+        fn run(&mut self, c: usize, args: &[&str]) -> (Frame, Option<BlockRequest>, Vec<String>) {
+            let argv: Vec<Bytes> = args.iter().map(|a| Bytes::from(a.to_string())).collect();
+            let mut effects = Effects::default();
+            let client = &mut self.clients[c];
+            let reply = cmd::execute(
+                &mut self.state,
+                &self.node,
+                client,
+                &argv,
+                1_000_000,
+                &mut effects,
+            );
+            let block = client.block.take();
+            crate::blocking::serve_ready(&mut self.state, &self.node, &mut effects);
+            let propagated = effects
+                .propagate
+                .iter()
+                .map(|(_, argv)| {
+                    argv.iter()
+                        .map(|a| String::from_utf8_lossy(a).into_owned())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .collect();
+            (reply, block, propagated)
+        }
+
+        fn block(&mut self, c: usize, args: &[&str]) -> oneshot::Receiver<Frame> {
+            let argv: Vec<Bytes> = args.iter().map(|a| Bytes::from(a.to_string())).collect();
+            let (_, request, _) = self.run(c, args);
+            let request = request.expect("the command blocks");
+            self.state
+                .blocked
+                .register(&self.clients[c], &argv, &request)
+        }
+    }
+
+    fn bulk(s: &str) -> Frame {
+        Frame::Bulk(Bytes::copy_from_slice(s.as_bytes()))
+    }
+
+    #[test]
+    fn timeouts_parse_as_redis() {
+        assert_eq!(parse_timeout(b"0", 0), Ok(None));
+        assert_eq!(parse_timeout(b"0.0001", 0), Ok(None));
+        assert_eq!(
+            parse_timeout(b"1.5", 0),
+            Ok(Some(Duration::from_millis(1500)))
+        );
+        let negative = Err(CommandError::err("timeout is negative"));
+        assert_eq!(parse_timeout(b"-1", 0), negative);
+        assert_eq!(parse_timeout(b"inf", 0), negative);
+        assert_eq!(parse_timeout(b"1e30", 0), negative);
+        let bad = Err(CommandError::err("timeout is not a float or out of range"));
+        assert_eq!(parse_timeout(b"abc", 0), bad);
+        assert_eq!(parse_timeout(b"nan", 0), bad);
+        assert_eq!(parse_timeout(b"", 0), bad);
+    }
+
+    #[test]
+    fn blocking_commands_inside_exec_or_a_script_answer_the_timeout_reply_at_once() {
+        let mut h = Harness::new();
+        h.clients[0].in_exec = true;
+        for (args, expected) in [
+            (&["BLPOP", "k", "0"][..], Frame::NullArray),
+            (&["BRPOP", "k", "0"], Frame::NullArray),
+            (&["BLMPOP", "0", "1", "k", "LEFT"], Frame::NullArray),
+            (&["BZPOPMIN", "z", "0"], Frame::NullArray),
+            (&["BZMPOP", "0", "1", "z", "MIN"], Frame::NullArray),
+            (&["BLMOVE", "k", "d", "LEFT", "LEFT", "0"], Frame::Null),
+            (&["BRPOPLPUSH", "k", "d", "0"], Frame::Null),
+        ] {
+            let (reply, block, _) = h.run(0, args);
+            assert_eq!(reply, expected, "{args:?}");
+            assert!(block.is_none(), "{args:?} must not block");
+        }
+        h.clients[0].in_exec = false;
+        h.clients[0].in_script = true;
+        let (reply, block, _) = h.run(0, &["BLPOP", "k", "0"]);
+        assert_eq!((reply, block.is_none()), (Frame::NullArray, true));
+    }
+
+    #[test]
+    fn blocking_pops_propagate_as_their_plain_forms() {
+        let mut h = Harness::new();
+        h.run(0, &["RPUSH", "k", "a", "b", "c", "d", "e"]);
+        assert_eq!(h.run(0, &["BLPOP", "k", "0"]).2, ["LPOP k"]);
+        assert_eq!(h.run(0, &["BRPOP", "k", "0"]).2, ["RPOP k"]);
+        assert_eq!(
+            h.run(0, &["BLMPOP", "0", "1", "k", "LEFT", "COUNT", "9"]).2,
+            ["LPOP k 3"]
+        );
+        h.run(0, &["RPUSH", "k", "a", "b"]);
+        assert_eq!(
+            h.run(0, &["BLMOVE", "k", "d", "LEFT", "RIGHT", "0"]).2,
+            ["LMOVE k d LEFT RIGHT"]
+        );
+        assert_eq!(
+            h.run(0, &["BRPOPLPUSH", "k", "d", "0"]).2,
+            ["RPOPLPUSH k d"]
+        );
+        h.run(0, &["ZADD", "z", "1", "a", "2", "b", "3", "c"]);
+        assert_eq!(h.run(0, &["BZPOPMIN", "z", "0"]).2, ["ZPOPMIN z"]);
+        assert_eq!(
+            h.run(0, &["BZMPOP", "0", "1", "z", "MAX", "COUNT", "5"]).2,
+            ["ZPOPMAX z 2"]
+        );
+        h.run(0, &["SADD", "s", "a", "b", "c"]);
+        let (reply, _, propagated) = h.run(0, &["SPOP", "s"]);
+        assert_eq!(propagated.len(), 1);
+        let member = match reply {
+            Frame::Bulk(m) => String::from_utf8_lossy(&m).into_owned(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(propagated[0], format!("SREM s {member}"));
+        assert_eq!(h.run(0, &["SPOP", "s", "5"]).2, ["DEL s"]);
+    }
+
+    #[test]
+    fn a_push_serves_blocked_clients_first_come_first_served() {
+        let mut h = Harness::new();
+        let mut first = h.block(0, &["BLPOP", "k", "0"]);
+        let mut second = h.block(1, &["BRPOP", "other", "k", "0"]);
+        assert_eq!(h.state.blocked.len(), 2);
+        let (reply, _, propagated) = h.run(2, &["RPUSH", "k", "a", "b", "c"]);
+        assert_eq!(reply, Frame::Integer(3));
+        assert_eq!(propagated, ["RPUSH k a b c", "LPOP k", "RPOP k"]);
+        assert_eq!(
+            first.try_recv(),
+            Ok(Frame::Array(vec![bulk("k"), bulk("a")]))
+        );
+        assert_eq!(
+            second.try_recv(),
+            Ok(Frame::Array(vec![bulk("k"), bulk("c")]))
+        );
+        assert!(h.state.blocked.is_empty());
+    }
+
+    #[test]
+    fn waiters_stay_blocked_when_the_data_is_gone_or_of_another_type() {
+        let mut h = Harness::new();
+        let mut first = h.block(0, &["BLPOP", "k", "0"]);
+        let mut second = h.block(1, &["BZPOPMIN", "k", "0"]);
+        h.run(2, &["RPUSH", "k", "a"]);
+        assert_eq!(
+            first.try_recv(),
+            Ok(Frame::Array(vec![bulk("k"), bulk("a")]))
+        );
+        assert!(second.try_recv().is_err(), "a list does not serve BZPOPMIN");
+        assert!(h.state.blocked.contains(2));
+        h.run(2, &["ZADD", "k", "5", "m"]);
+        assert_eq!(
+            second.try_recv(),
+            Ok(Frame::Array(vec![bulk("k"), bulk("m"), Frame::Double(5.0)]))
+        );
+    }
+
+    #[test]
+    fn a_served_blmove_wakes_the_waiters_of_its_destination() {
+        let mut h = Harness::new();
+        let mut mover = h.block(0, &["BLMOVE", "a", "b", "LEFT", "LEFT", "0"]);
+        let mut popper = h.block(1, &["BLPOP", "b", "0"]);
+        let (_, _, propagated) = h.run(2, &["LPUSH", "a", "x"]);
+        assert_eq!(mover.try_recv(), Ok(bulk("x")));
+        assert_eq!(
+            popper.try_recv(),
+            Ok(Frame::Array(vec![bulk("b"), bulk("x")]))
+        );
+        assert_eq!(propagated, ["LPUSH a x", "LMOVE a b LEFT LEFT", "LPOP b"]);
+    }
+
+    #[test]
+    fn a_gone_client_no_longer_waits() {
+        let mut h = Harness::new();
+        let _rx = h.block(0, &["BLPOP", "k", "0"]);
+        let mut second = h.block(1, &["BLPOP", "k", "0"]);
+        h.state.client_gone(1);
+        h.run(2, &["RPUSH", "k", "v"]);
+        assert_eq!(
+            second.try_recv(),
+            Ok(Frame::Array(vec![bulk("k"), bulk("v")]))
+        );
+    }
+}
