@@ -39,6 +39,25 @@ pub(crate) struct ClientInfo {
     pub(crate) flags: String,
 }
 
+impl ClientInfo {
+    /// Sets or clears one `CLIENT LIST` flag letter, keeping Redis's order of letters
+    /// (`catClientInfoString`) and its `N` when no other flag is set.
+    pub(crate) fn set_flag(&mut self, flag: char, on: bool) {
+        const ORDER: &str = "OSMPxbtRBdcuAUre";
+        let mut present: Vec<char> = self.flags.chars().filter(|&c| c != 'N').collect();
+        present.retain(|&c| c != flag);
+        if on {
+            present.push(flag);
+        }
+        present.sort_by_key(|c| ORDER.find(*c).unwrap_or(ORDER.len()));
+        self.flags = if present.is_empty() {
+            "N".into()
+        } else {
+            present.into_iter().collect()
+        };
+    }
+}
+
 /// The shared handle of one connected client.
 #[derive(Debug)]
 pub(crate) struct ClientHandle {
@@ -201,7 +220,12 @@ pub(crate) struct ClientState {
     pub(crate) close_after_reply: bool,
     /// The command runs inside a script (`redis.call`).
     pub(crate) in_script: bool,
-    /// The command runs inside `EXEC` (blocking commands do not block there).
+    /// Subscriptions of every kind (channels, patterns, shard channels); in RESP2 a client
+    /// with any is in subscribed mode.
+    pub(crate) subscriptions: usize,
+    /// `MULTI` state: the queued commands, or `None` outside a transaction.
+    pub(crate) multi: Option<crate::transaction::MultiState>,
+    /// `EXEC` is running this client's queued commands (blocking commands must not block).
     pub(crate) in_exec: bool,
     /// Set by a blocking command that found nothing: the connection blocks the client.
     pub(crate) block: Option<crate::blocking::BlockRequest>,
@@ -217,6 +241,8 @@ impl ClientState {
             authenticated,
             close_after_reply: false,
             in_script: false,
+            subscriptions: 0,
+            multi: None,
             in_exec: false,
             block: None,
         }
@@ -225,5 +251,24 @@ impl ClientState {
     /// The client id.
     pub(crate) fn id(&self) -> u64 {
         self.handle.id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_keep_redis_order_and_fall_back_to_n() {
+        let mut info = ClientInfo {
+            flags: "N".into(),
+            ..Default::default()
+        };
+        info.set_flag('x', true);
+        info.set_flag('P', true);
+        assert_eq!(info.flags, "Px");
+        info.set_flag('P', false);
+        info.set_flag('x', false);
+        assert_eq!(info.flags, "N");
     }
 }

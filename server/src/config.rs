@@ -23,6 +23,9 @@ pub struct Config {
     pub busy_reply_threshold: Duration,
     /// `maxclients` (default 10000).
     pub maxclients: usize,
+    /// `notify-keyspace-events` at start (flag letters as Redis takes them, e.g. `KEA`;
+    /// default empty: no keyspace notifications).
+    pub notify_keyspace_events: String,
     /// Seed for every random choice the node makes (RANDOMKEY, SPOP, run id…).
     pub seed: Option<u64>,
 }
@@ -37,6 +40,7 @@ impl Default for Config {
             busy_reply_threshold: Duration::from_millis(5000),
             maxclients: 10_000,
             seed: None,
+            notify_keyspace_events: String::new(),
         }
     }
 }

@@ -9,8 +9,9 @@
 
 use crate::blocking::BlockRequest;
 use crate::client::{ClientHandle, ClientInfo, ClientState, Outbox, OutboxReceiver};
-use crate::cmd::{self, flags, CommandError, Resolved};
+use crate::cmd::{self, CommandError, Resolved};
 use crate::shared::{Effects, Node, State};
+use crate::transaction;
 use bytes::{Bytes, BytesMut};
 use locksmith_resp::{encode, Frame, Limits, RequestDecoder};
 use std::sync::atomic::Ordering;
@@ -64,6 +65,7 @@ pub(crate) async fn serve(
         wbuf: BytesMut::with_capacity(16 * 1024),
         decoder,
         outbox_rx,
+        out_of_band: 0,
     };
     if let Err(e) = conn.run(&mut shutdown).await {
         tracing::debug!(client = id, error = %e, "connection closed");
@@ -80,6 +82,9 @@ struct Connection {
     wbuf: BytesMut,
     decoder: RequestDecoder,
     outbox_rx: OutboxReceiver,
+    /// Bytes of out-of-band frames in `wbuf`, still counted as pending in the outbox (so a
+    /// subscriber whose socket does not drain stays accountable for them) until flushed.
+    out_of_band: usize,
 }
 
 impl Connection {
@@ -116,14 +121,35 @@ impl Connection {
     fn push_out_of_band(&mut self, frame: Frame) {
         let before = self.wbuf.len();
         encode(&frame, self.client.resp, &mut self.wbuf);
-        self.outbox_rx.written(self.wbuf.len() - before);
+        self.out_of_band += self.wbuf.len() - before;
     }
 
+    /// Moves every queued out-of-band frame (pub/sub messages, extra subscribe
+    /// confirmations) into the write buffer, so they precede the reply being written.
+    fn drain_outbox(&mut self) {
+        while let Some(frame) = self.outbox_rx.try_recv() {
+            self.push_out_of_band(frame);
+        }
+    }
+
+    /// Writes the buffer out. A killed client (e.g. a subscriber past its output-buffer
+    /// limit whose socket no longer drains) stops waiting at once.
     async fn flush(&mut self) -> std::io::Result<()> {
         if !self.wbuf.is_empty() {
-            self.socket.write_all(&self.wbuf).await?;
+            let handle = self.client.handle.clone();
+            tokio::select! {
+                written = self.socket.write_all(&self.wbuf) => written?,
+                _ = handle.kill_notify.notified() => {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::ConnectionAborted,
+                        "client killed",
+                    ));
+                }
+            }
             self.wbuf.clear();
         }
+        self.outbox_rx
+            .written(std::mem::take(&mut self.out_of_band));
         Ok(())
     }
 
@@ -149,6 +175,8 @@ impl Connection {
                             }
                         }
                     }
+                    // Messages this command sent to the client itself come first, as in Redis.
+                    self.drain_outbox();
                     encode(&reply, self.client.resp, &mut self.wbuf);
                     if self.client.close_after_reply {
                         keep_open = false;
@@ -178,9 +206,15 @@ impl Connection {
     ) -> Frame {
         let resolved = match cmd::resolve(argv) {
             Ok(resolved) => resolved,
-            Err(e) => return e.into(),
+            Err(e) => {
+                transaction::flag_error(&mut self.client);
+                return e.into();
+            }
         };
-        if resolved.spec.has(flags::RUNS_SCRIPT) {
+        if let Some(reply) = transaction::admit(resolved, &mut self.client, argv) {
+            return reply;
+        }
+        if transaction::runs_script(resolved, &self.client) {
             if let Some(mut state) = guard.take() {
                 state.finish_effects(&self.node, effects);
             }

@@ -23,8 +23,10 @@ mod connection;
 mod db;
 mod glob;
 mod notify;
+mod pubsub;
 mod server;
 mod shared;
+mod transaction;
 
 pub use clock::Clock;
 pub use config::Config;

@@ -95,6 +95,13 @@ impl ServerBuilder {
         self
     }
 
+    /// `notify-keyspace-events` at start (e.g. `"KEA"`); unknown letters are ignored as a whole
+    /// (no notifications), as an invalid value is refused by Redis.
+    pub fn notify_keyspace_events(mut self, flags: impl Into<String>) -> Self {
+        self.config.notify_keyspace_events = flags.into();
+        self
+    }
+
     /// The configuration so far.
     pub fn config(&self) -> &Config {
         &self.config

@@ -29,6 +29,12 @@ pub(crate) struct State {
     pub(crate) stats: Stats,
     /// Clients blocked on keys (BLPOP, BZPOPMIN…).
     pub(crate) blocked: crate::blocking::Blocked,
+    /// Pub/sub subscriptions and the subscribers' output limit.
+    pub(crate) pubsub: crate::pubsub::PubSub,
+    /// WATCHed keys and which clients' transactions they invalidated.
+    pub(crate) watches: crate::transaction::Watches,
+    /// `notify-keyspace-events` as [`crate::notify`] flags (0 = off, Redis's default).
+    pub(crate) notify_flags: u32,
 }
 
 /// Counters reported by `INFO`.
@@ -49,12 +55,31 @@ impl State {
     pub(crate) fn new(config: Config, seed: u64) -> Self {
         State {
             dbs: (0..config.databases).map(|_| Db::default()).collect(),
-            config,
             dirty: 0,
             rng: StdRng::seed_from_u64(seed),
             stats: Stats::default(),
             blocked: Default::default(),
+            pubsub: Default::default(),
+            watches: Default::default(),
+            notify_flags: crate::notify::parse_flags(config.notify_keyspace_events.as_bytes())
+                .unwrap_or(0),
+            config,
         }
+    }
+
+    /// Sets `notify-keyspace-events` (flags from [`crate::notify::parse_flags`]).
+    pub(crate) fn set_notify_flags(&mut self, flags: u32) {
+        self.notify_flags = flags;
+    }
+
+    /// Sets `client-output-buffer-limit pubsub <hard> <soft> <soft-seconds>` (bytes, bytes,
+    /// seconds; 0 disables a limit).
+    pub(crate) fn set_pubsub_output_limit(&mut self, hard: u64, soft: u64, soft_seconds: u64) {
+        self.pubsub.limit = crate::pubsub::OutputLimit {
+            hard_bytes: hard,
+            soft_bytes: soft,
+            soft_seconds,
+        };
     }
 
     /// Removes `key` from `db` because its TTL ran out, with Redis's side effects: the
@@ -89,6 +114,11 @@ impl State {
 pub(crate) struct Effects {
     /// Pub/sub messages to deliver, in publish order: (channel, message).
     pub(crate) publishes: Vec<(Bytes, Bytes)>,
+    /// Shard-channel messages (`SPUBLISH`) to deliver, in order: (channel, message).
+    pub(crate) shard_publishes: Vec<(Bytes, Bytes)>,
+    /// For each entry of `events`, how many `publishes` preceded it, so keyspace
+    /// notifications and `PUBLISH`ed messages reach subscribers in the order they happened.
+    pub(crate) event_marks: Vec<usize>,
     /// Keyspace events raised: (db, class flag, event, key); turned into publishes according to
     /// `notify-keyspace-events`.
     pub(crate) events: Vec<(usize, u32, &'static str, Bytes)>,
@@ -108,11 +138,13 @@ impl Effects {
         key: &Bytes,
     ) {
         self.events.push((db, class, event, key.clone()));
+        self.event_marks.push(self.publishes.len());
     }
 
     /// Whether nothing was recorded.
     pub(crate) fn is_empty(&self) -> bool {
         self.publishes.is_empty()
+            && self.shard_publishes.is_empty()
             && self.events.is_empty()
             && self.modified.is_empty()
             && self.propagate.is_empty()
@@ -191,10 +223,11 @@ impl State {
     /// subscribers, written keys invalidate WATCHes and wake blocked clients, and write effects
     /// go to replicas. Each subsystem adds its part here.
     pub(crate) fn finish_effects(&mut self, node: &Node, effects: &mut Effects) {
-        // First, so the pops of served clients join the events and propagation below.
+        // First, so the pops of served clients join the events, WATCH and propagation below.
         crate::blocking::serve_ready(self, node, effects);
-        effects.events.clear();
-        effects.publishes.clear();
+        let now = node.clock.now_ms();
+        crate::transaction::touch_watched(self, node, &effects.modified);
+        crate::pubsub::deliver(self, effects, now);
         effects.modified.clear();
         effects.propagate.clear();
     }
@@ -203,6 +236,8 @@ impl State {
     /// when its connection closes.
     pub(crate) fn client_gone(&mut self, id: u64) {
         self.blocked.remove(id);
+        self.pubsub.remove_client(id);
+        self.watches.remove_client(id);
     }
 
     /// Number of clients blocked on keys (`INFO clients` `blocked_clients`).

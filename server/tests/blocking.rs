@@ -295,3 +295,69 @@ async fn a_blocking_sequence_matches_redis() {
         assert_eq!(ours, real, "left: ours, right: redis");
     }
 }
+
+#[tokio::test]
+async fn blocking_commands_inside_multi_answer_at_once_like_redis() {
+    let ours = support::start().await;
+    let real = support::RealRedis::start();
+    let mut addrs = vec![ours.addr()];
+    if let Some(r) = &real {
+        addrs.push(r.addr());
+    }
+    let mut transcripts = Vec::new();
+    for addr in addrs {
+        let mut c = Raw::connect(addr).await;
+        let mut log = vec![c.call(&["MULTI"]).await];
+        for args in [
+            &["BLPOP", "k", "0"][..],
+            &["BLMOVE", "k", "k2", "LEFT", "LEFT", "0"],
+            &["BRPOPLPUSH", "k", "k2", "0"],
+            &["BZPOPMIN", "z", "0"],
+            &["BLMPOP", "0", "1", "k", "LEFT"],
+            &["BZMPOP", "0", "1", "z", "MIN"],
+            &["RPUSH", "k", "a"],
+            &["BLPOP", "k", "0"],
+        ] {
+            log.push(c.call(args).await);
+        }
+        log.push(c.call(&["EXEC"]).await);
+        transcripts.push(log);
+    }
+    assert_eq!(
+        transcripts[0].last(),
+        Some(&Frame::Array(vec![
+            Frame::NullArray,
+            Frame::Null,
+            Frame::Null,
+            Frame::NullArray,
+            Frame::NullArray,
+            Frame::NullArray,
+            Frame::Integer(1),
+            Frame::Array(vec![bulk("k"), bulk("a")]),
+        ]))
+    );
+    if let [ours, real] = &transcripts[..] {
+        assert_eq!(ours, real, "left: ours, right: redis");
+    }
+}
+
+#[tokio::test]
+async fn a_push_inside_exec_wakes_a_blocked_client_after_the_transaction() {
+    let server = support::start().await;
+    let mut waiter = Raw::connect(server.addr()).await;
+    let mut writer = Raw::connect(server.addr()).await;
+    waiter.send(&["BLPOP", "k", "0"]).await;
+    until_blocked(&server, 1).await;
+    writer.call(&["MULTI"]).await;
+    writer.call(&["RPUSH", "k", "a", "b"]).await;
+    writer.call(&["LPOP", "k"]).await;
+    assert_eq!(
+        writer.call(&["EXEC"]).await,
+        Frame::Array(vec![Frame::Integer(2), bulk("a")])
+    );
+    // The waiter sees the state after EXEC: "a" was popped inside the transaction.
+    assert_eq!(
+        waiter.reply().await,
+        Frame::Array(vec![bulk("k"), bulk("b")])
+    );
+}

@@ -22,7 +22,18 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
 /// ```text
 /// PING [message]
 /// ```
-fn ping(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+fn ping(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    if args.remaining() <= 1
+        && ctx.client.subscriptions > 0
+        && ctx.client.resp == locksmith_resp::Version::Resp2
+    {
+        // RESP2 subscribed mode: `["pong", message or ""]`, as Redis's pingCommand.
+        let message = args.next().cloned().unwrap_or_default();
+        return Ok(Frame::Array(vec![
+            Frame::Bulk(bytes::Bytes::from_static(b"pong")),
+            Frame::Bulk(message),
+        ]));
+    }
     match args.remaining() {
         0 => Ok(Frame::simple("PONG")),
         1 => Ok(Frame::Bulk(args.bytes()?)),

@@ -16,9 +16,11 @@ mod keys;
 mod ldouble;
 mod list;
 mod parse;
+pub(crate) mod pubsub;
 mod scan;
 mod set;
 mod string;
+mod transaction;
 mod zset;
 
 pub(crate) use error::{lossy, CmdResult, CommandError};
@@ -198,13 +200,15 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 8] {
+fn families() -> [&'static [CommandSpec]; 10] {
     [
         connection::COMMANDS,
         keys::COMMANDS,
         string::COMMANDS,
         expire::COMMANDS,
         hash::COMMANDS,
+        pubsub::COMMANDS,
+        transaction::COMMANDS,
         list::COMMANDS,
         zset::COMMANDS,
         set::COMMANDS,

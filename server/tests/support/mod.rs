@@ -221,6 +221,188 @@ impl Pair {
     }
 }
 
+/// A raw RESP connection that writes commands and reads whole reply frames, so tests can
+/// compare exact bytes (pushes, confirmations) between servers.
+pub struct Wire {
+    stream: tokio::net::TcpStream,
+    buf: bytes::BytesMut,
+}
+
+/// The length of the complete RESP2/RESP3 frame at the start of `buf`, if it is all there.
+pub fn frame_len(buf: &[u8]) -> Option<usize> {
+    let nl = buf.windows(2).position(|w| w == b"\r\n")?;
+    let line = std::str::from_utf8(buf.get(1..nl)?).ok()?;
+    let head = nl + 2;
+    match buf.first()? {
+        b'$' | b'!' | b'=' => {
+            let n: i64 = line.parse().ok()?;
+            if n < 0 {
+                return Some(head);
+            }
+            let end = head + n as usize + 2;
+            (buf.len() >= end).then_some(end)
+        }
+        b'*' | b'~' | b'>' | b'%' | b'|' => {
+            let n: i64 = line.parse().ok()?;
+            let items = match buf[0] {
+                b'%' | b'|' => n.max(0) * 2,
+                _ => n.max(0),
+            };
+            let mut at = head;
+            for _ in 0..items {
+                at += frame_len(buf.get(at..)?)?;
+            }
+            // An attribute is followed by the frame it describes.
+            if buf[0] == b'|' {
+                at += frame_len(buf.get(at..)?)?;
+            }
+            Some(at)
+        }
+        _ => Some(head),
+    }
+}
+
+impl Wire {
+    pub async fn connect(addr: SocketAddr) -> Wire {
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream.set_nodelay(true).unwrap();
+        Wire {
+            stream,
+            buf: bytes::BytesMut::new(),
+        }
+    }
+
+    /// Sends each command as a multibulk request, in one write.
+    pub async fn send(&mut self, cmds: &[&[&str]]) {
+        let cmds: Vec<Vec<&[u8]>> = cmds
+            .iter()
+            .map(|c| c.iter().map(|a| a.as_bytes()).collect())
+            .collect();
+        let refs: Vec<&[&[u8]]> = cmds.iter().map(|c| c.as_slice()).collect();
+        self.send_bytes(&refs).await;
+    }
+
+    /// Like [`Wire::send`] with binary arguments.
+    pub async fn send_bytes(&mut self, cmds: &[&[&[u8]]]) {
+        use tokio::io::AsyncWriteExt;
+        let mut out = Vec::new();
+        for cmd in cmds {
+            out.extend_from_slice(format!("*{}\r\n", cmd.len()).as_bytes());
+            for arg in cmd.iter() {
+                out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+                out.extend_from_slice(arg);
+                out.extend_from_slice(b"\r\n");
+            }
+        }
+        self.stream.write_all(&out).await.unwrap();
+    }
+
+    /// The raw bytes of the next frame (waits at most 10 s).
+    pub async fn frame(&mut self) -> Vec<u8> {
+        tokio::time::timeout(Duration::from_secs(10), self.next_frame())
+            .await
+            .expect("no reply frame within 10 s")
+            .expect("connection closed before a reply")
+    }
+
+    /// The raw bytes of the next `n` frames.
+    pub async fn frames(&mut self, n: usize) -> Vec<Vec<u8>> {
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            out.push(self.frame().await);
+        }
+        out
+    }
+
+    /// The next frame, or None at EOF.
+    pub async fn next_frame(&mut self) -> Option<Vec<u8>> {
+        use tokio::io::AsyncReadExt;
+        loop {
+            if let Some(len) = frame_len(&self.buf) {
+                return Some(self.buf.split_to(len).to_vec());
+            }
+            if self.stream.read_buf(&mut self.buf).await.unwrap_or(0) == 0 {
+                return None;
+            }
+        }
+    }
+
+    /// Sends the commands and returns the raw bytes of the next `n` frames.
+    pub async fn call(&mut self, cmds: &[&[&str]], n: usize) -> Vec<Vec<u8>> {
+        self.send(cmds).await;
+        self.frames(n).await
+    }
+
+    /// Reads and discards everything until the peer closes (at most `limit` wall-clock time);
+    /// returns the bytes read, or None if the connection was still open at the deadline.
+    pub async fn drain_to_eof(&mut self, limit: Duration) -> Option<usize> {
+        use tokio::io::AsyncReadExt;
+        let mut total = self.buf.len();
+        self.buf.clear();
+        let mut chunk = vec![0u8; 256 * 1024];
+        let read_all = async {
+            loop {
+                match self.stream.read(&mut chunk).await {
+                    Ok(0) | Err(_) => return total,
+                    Ok(n) => total += n,
+                }
+            }
+        };
+        tokio::time::timeout(limit, read_all).await.ok()
+    }
+}
+
+/// The same raw exchange on our server and (when available) real Redis.
+pub struct Twin {
+    pub ours: Wire,
+    pub real: Option<Wire>,
+}
+
+impl Twin {
+    pub async fn connect(pair: &Pair) -> Twin {
+        Twin {
+            ours: Wire::connect(pair.ours.addr()).await,
+            real: match &pair.real {
+                Some(r) => Some(Wire::connect(r.addr()).await),
+                None => None,
+            },
+        }
+    }
+
+    /// Sends `cmds` to both and asserts the next `n` frames are byte-identical; returns ours.
+    pub async fn same(&mut self, cmds: &[&[&str]], n: usize) -> Vec<Vec<u8>> {
+        self.send(cmds).await;
+        self.expect(n).await
+    }
+
+    /// Sends `cmds` to both without reading.
+    pub async fn send(&mut self, cmds: &[&[&str]]) {
+        self.ours.send(cmds).await;
+        if let Some(real) = &mut self.real {
+            real.send(cmds).await;
+        }
+    }
+
+    /// Reads `n` frames from both and asserts they are byte-identical; returns ours.
+    pub async fn expect(&mut self, n: usize) -> Vec<Vec<u8>> {
+        let ours = self.ours.frames(n).await;
+        if let Some(real) = &mut self.real {
+            let theirs = real.frames(n).await;
+            let show = |f: &Vec<Vec<u8>>| {
+                f.iter()
+                    .map(|b| String::from_utf8_lossy(b).into_owned())
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(
+                show(&ours),
+                show(&theirs),
+                "frames differ (left: ours, right: redis)"
+            );
+        }
+        ours
+    }
+}
+
 /// RESP3 connections (`?protocol=resp3`) to our server and, when available, a real one, fed
 /// the same commands. `None` (with a printed notice) while our server refuses `HELLO 3`.
 pub struct Resp3Pair {

@@ -1,0 +1,143 @@
+//! Transaction commands: MULTI, EXEC, DISCARD, WATCH, UNWATCH. Queueing itself is a
+//! connection mode (see [`crate::transaction::admit`]); `EXEC` runs the queue here, atomically
+//! under the one state lock.
+
+use super::{flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use crate::transaction::{self, EXECABORT};
+use bytes::Bytes;
+use locksmith_resp::Frame;
+
+/// The transaction family's table.
+pub(crate) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("multi", 1, multi)
+        .flags(NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY)
+        .doc("transactions", "Starts a transaction."),
+    CommandSpec::new("exec", 1, exec)
+        .flags(NOSCRIPT | LOADING | STALE)
+        .doc("transactions", "Executes all commands in a transaction."),
+    CommandSpec::new("discard", 1, discard)
+        .flags(NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY)
+        .doc("transactions", "Discards a transaction."),
+    CommandSpec::new("watch", -2, watch)
+        .flags(NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY)
+        .keys(1, -1, 1)
+        .doc(
+            "transactions",
+            "Monitors changes to keys to determine the execution of a transaction.",
+        ),
+    CommandSpec::new("unwatch", 1, unwatch)
+        .flags(NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY)
+        .doc(
+            "transactions",
+            "Forgets about watched keys of a transaction.",
+        ),
+];
+
+/// ```text
+/// MULTI
+/// ```
+fn multi(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    if ctx.client.multi.is_some() {
+        // Not a queueing error: the transaction stays valid (Redis's multiCommand).
+        return Err(CommandError::err("MULTI calls can not be nested"));
+    }
+    ctx.client.multi = Some(Default::default());
+    ctx.client.handle.update(|info| {
+        info.multi = 0;
+        info.set_flag('x', true);
+    });
+    Ok(Frame::ok())
+}
+
+/// ```text
+/// EXEC
+/// ```
+///
+/// Runs the queued commands in order and replies with their replies (errors included, one per
+/// command); `EXECABORT` when a command was refused while queueing; a null array when a
+/// WATCHed key was written or expired since it was watched.
+fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    let Some(multi) = ctx.client.multi.take() else {
+        return Err(CommandError::err("EXEC without MULTI"));
+    };
+    let id = ctx.client.id();
+    let invalidated = transaction::exec_invalidated(ctx.state, id, ctx.now);
+    // EXEC always ends the transaction and its watches, whatever the outcome.
+    transaction::discard(ctx.state, ctx.client);
+    if multi.aborted {
+        return Err(CommandError::Raw(EXECABORT.into()));
+    }
+    if invalidated {
+        return Ok(Frame::NullArray);
+    }
+    let propagated_before = ctx.effects.propagate.len();
+    ctx.client.in_exec = true;
+    let mut replies = Vec::with_capacity(multi.queue.len());
+    for (resolved, argv) in &multi.queue {
+        replies.push(super::execute_resolved(
+            *resolved,
+            ctx.state,
+            ctx.node,
+            ctx.client,
+            argv,
+            ctx.now,
+            ctx.effects,
+        ));
+    }
+    ctx.client.in_exec = false;
+    // Replicas get several writes as one MULTI/EXEC block, as Redis propagates them.
+    let propagated = ctx.effects.propagate.len() - propagated_before;
+    if propagated > 1 {
+        let db = ctx
+            .effects
+            .propagate
+            .get(propagated_before)
+            .map_or(ctx.client.db, |(db, _)| *db);
+        ctx.effects
+            .propagate
+            .insert(propagated_before, (db, vec![Bytes::from_static(b"MULTI")]));
+        let last_db = ctx.effects.propagate.last().map_or(db, |(db, _)| *db);
+        ctx.effects
+            .propagate
+            .push((last_db, vec![Bytes::from_static(b"EXEC")]));
+    }
+    Ok(Frame::Array(replies))
+}
+
+/// ```text
+/// DISCARD
+/// ```
+fn discard(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    if ctx.client.multi.is_none() {
+        return Err(CommandError::err("DISCARD without MULTI"));
+    }
+    transaction::discard(ctx.state, ctx.client);
+    Ok(Frame::ok())
+}
+
+/// ```text
+/// WATCH key [key ...]
+/// ```
+fn watch(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    if ctx.client.multi.is_some() {
+        // Refused without failing the transaction, as Redis's watchCommand.
+        return Err(CommandError::err("WATCH inside MULTI is not allowed"));
+    }
+    let (id, db, now) = (ctx.client.id(), ctx.client.db, ctx.now);
+    for key in args.rest() {
+        let expired = transaction::key_is_expired(ctx.state, db, key, now);
+        ctx.state.watches.watch(id, db, key, expired);
+    }
+    Ok(Frame::ok())
+}
+
+/// ```text
+/// UNWATCH
+/// ```
+fn unwatch(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    let id = ctx.client.id();
+    ctx.state.watches.unwatch_all(id);
+    ctx.state.watches.clear_dirty(id);
+    ctx.client.handle.update(|info| info.set_flag('d', false));
+    Ok(Frame::ok())
+}
