@@ -227,6 +227,8 @@ pub(crate) struct ClientState {
     pub(crate) multi: Option<crate::transaction::MultiState>,
     /// `EXEC` is running this client's queued commands (blocking commands must not block).
     pub(crate) in_exec: bool,
+    /// Set by a blocking command that found nothing: the connection blocks the client.
+    pub(crate) block: Option<crate::blocking::BlockRequest>,
 }
 
 impl ClientState {
@@ -242,12 +244,34 @@ impl ClientState {
             subscriptions: 0,
             multi: None,
             in_exec: false,
+            block: None,
         }
     }
 
     /// The client id.
     pub(crate) fn id(&self) -> u64 {
         self.handle.id
+    }
+}
+
+#[cfg(test)]
+impl ClientState {
+    /// An authenticated client with `id` on a loopback address, for unit tests that run
+    /// commands without a socket (its outbox receiver is dropped).
+    pub(crate) fn for_tests(id: u64) -> ClientState {
+        let addr = SocketAddr::from(([127, 0, 0, 1], 1));
+        let (outbox, _rx) = Outbox::new();
+        let handle = Arc::new(ClientHandle {
+            id,
+            addr,
+            laddr: addr,
+            created_ms: 0,
+            info: Default::default(),
+            outbox,
+            killed: Default::default(),
+            kill_notify: Default::default(),
+        });
+        ClientState::new(handle, true)
     }
 }
 

@@ -7,6 +7,7 @@
 //! (`spawn_blocking`) holding the state lock; while one runs past `busy-reply-threshold`,
 //! other clients get `BUSY` instead of waiting.
 
+use crate::blocking::BlockRequest;
 use crate::client::{ClientHandle, ClientInfo, ClientState, Outbox, OutboxReceiver};
 use crate::cmd::{self, CommandError, Resolved};
 use crate::shared::{Effects, Node, State};
@@ -107,7 +108,7 @@ impl Connection {
                     if read? == 0 {
                         return Ok(());
                     }
-                    let keep_open = self.process_input().await;
+                    let keep_open = self.process_input(shutdown).await;
                     self.flush().await?;
                     if !keep_open {
                         return Ok(());
@@ -154,14 +155,26 @@ impl Connection {
 
     /// Executes every complete request in the read buffer; false when the connection must
     /// close (protocol error, QUIT, killed).
-    async fn process_input(&mut self) -> bool {
+    async fn process_input(&mut self, shutdown: &mut broadcast::Receiver<()>) -> bool {
         let mut guard: Option<OwnedMutexGuard<State>> = None;
         let mut effects = Effects::default();
         let mut keep_open = true;
         loop {
             match self.decoder.decode(&mut self.rbuf) {
                 Ok(Some(argv)) => {
-                    let reply = self.run_command(&mut guard, &argv, &mut effects).await;
+                    let mut reply = self.run_command(&mut guard, &argv, &mut effects).await;
+                    if let Some(request) = self.client.block.take() {
+                        match self
+                            .wait_blocked(&mut guard, &mut effects, &argv, request, shutdown)
+                            .await
+                        {
+                            Some(served) => reply = served,
+                            None => {
+                                keep_open = false;
+                                break;
+                            }
+                        }
+                    }
                     // Messages this command sent to the client itself come first, as in Redis.
                     self.drain_outbox();
                     encode(&reply, self.client.resp, &mut self.wbuf);
@@ -239,6 +252,54 @@ impl Connection {
             state.finish_effects(&self.node, effects);
         }
         reply
+    }
+
+    /// Blocks the client (a blocking command found nothing): registers the wait, releases the
+    /// state lock, writes the replies of earlier pipelined commands, then waits for a write
+    /// to serve it (the reply comes over a oneshot) or for its timeout (tokio time, so paused
+    /// clocks work). `None` when the connection must close meanwhile (peer gone, killed,
+    /// shutdown); input arriving meanwhile is buffered and runs after the reply.
+    async fn wait_blocked(
+        &mut self,
+        guard: &mut Option<OwnedMutexGuard<State>>,
+        effects: &mut Effects,
+        argv: &[Bytes],
+        request: BlockRequest,
+        shutdown: &mut broadcast::Receiver<()>,
+    ) -> Option<Frame> {
+        let Some(mut state) = guard.take() else {
+            return Some(Frame::NullArray);
+        };
+        let mut served = state.blocked.register(&self.client, argv, &request);
+        state.finish_effects(&self.node, effects);
+        drop(state);
+        self.flush().await.ok()?;
+        let handle = self.client.handle.clone();
+        let timeout = async {
+            match request.timeout {
+                Some(d) => tokio::time::sleep(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(timeout);
+        loop {
+            tokio::select! {
+                reply = &mut served => return Some(reply.unwrap_or(Frame::NullArray)),
+                _ = &mut timeout => break,
+                _ = handle.kill_notify.notified() => return None,
+                _ = shutdown.recv() => return None,
+                read = self.socket.read_buf(&mut self.rbuf) => match read {
+                    Ok(0) | Err(_) => return None,
+                    Ok(_) => {}
+                },
+            }
+        }
+        // Timed out: stop waiting, unless a write served the client just now.
+        let mut state = self.node.state.clone().lock_owned().await;
+        state.blocked.remove(self.client.id());
+        let reply = served.try_recv().unwrap_or(Frame::NullArray);
+        *guard = Some(state);
+        Some(reply)
     }
 
     fn note_command(&self, resolved: Resolved, now: u64) {

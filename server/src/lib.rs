@@ -14,6 +14,7 @@
 // Parts of the shared core are used by subsystems that land in later commits.
 #![allow(dead_code, unused_imports)]
 
+mod blocking;
 mod client;
 mod clock;
 mod cmd;

@@ -246,6 +246,11 @@ impl ServerHandle {
         &self.node.clock
     }
 
+    /// Number of clients blocked on keys (`BLPOP` and friends) right now.
+    pub async fn blocked_clients(&self) -> usize {
+        self.node.state.lock().await.blocked_clients()
+    }
+
     /// Stops accepting, closes every connection and waits (at most 5 s) for them to finish.
     pub async fn shutdown(mut self) {
         let _ = self.shutdown_tx.send(());

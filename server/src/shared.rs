@@ -27,6 +27,8 @@ pub(crate) struct State {
     pub(crate) rng: StdRng,
     /// Counters for `INFO stats`.
     pub(crate) stats: Stats,
+    /// Clients blocked on keys (BLPOP, BZPOPMIN…).
+    pub(crate) blocked: crate::blocking::Blocked,
     /// Pub/sub subscriptions and the subscribers' output limit.
     pub(crate) pubsub: crate::pubsub::PubSub,
     /// WATCHed keys and which clients' transactions they invalidated.
@@ -59,6 +61,7 @@ impl State {
             rng: StdRng::seed_from_u64(seed),
             stats: Stats::default(),
             repl: crate::replication::ReplState::new(seed),
+            blocked: Default::default(),
             pubsub: Default::default(),
             watches: Default::default(),
             notify_flags: crate::notify::parse_flags(config.notify_keyspace_events.as_bytes())
@@ -253,6 +256,8 @@ impl State {
     /// subscribers, written keys invalidate WATCHes and wake blocked clients, and write effects
     /// go to replicas. Each subsystem adds its part here.
     pub(crate) fn finish_effects(&mut self, node: &Node, effects: &mut Effects) {
+        // First, so the pops of served clients join the events, WATCH and propagation below.
+        crate::blocking::serve_ready(self, node, effects);
         let now = node.clock.now_ms();
         crate::transaction::touch_watched(self, node, &effects.modified);
         crate::pubsub::deliver(self, effects, now);
@@ -264,7 +269,29 @@ impl State {
     /// Forgets everything held for client `id` (subscriptions, watched keys, blocked waits)
     /// when its connection closes.
     pub(crate) fn client_gone(&mut self, id: u64) {
+        self.blocked.remove(id);
         self.pubsub.remove_client(id);
         self.watches.remove_client(id);
     }
+
+    /// Number of clients blocked on keys (`INFO clients` `blocked_clients`).
+    pub(crate) fn blocked_clients(&self) -> usize {
+        self.blocked.len()
+    }
 }
+
+#[cfg(test)]
+impl Node {
+    /// A node with default config whose clock reads 1 000 000 ms, not listening anywhere,
+    /// for unit tests that run commands without a server.
+    pub(crate) fn for_tests() -> Node {
+        Node::new(
+            &Config::default(),
+            Clock::starting_at(1_000_000),
+            SocketAddr::from(([127, 0, 0, 1], 1)),
+            String::new(),
+            1,
+        )
+    }
+}
+

@@ -27,29 +27,11 @@ type Observed = (
 
 impl Harness {
     fn new() -> Self {
-        let addr = SocketAddr::from(([127, 0, 0, 1], 1));
-        let (outbox, _rx) = Outbox::new();
-        let handle = Arc::new(ClientHandle {
-            id: 1,
-            addr,
-            laddr: addr,
-            created_ms: 0,
-            info: Default::default(),
-            outbox,
-            killed: Default::default(),
-            kill_notify: Default::default(),
-        });
-        let node = Node::new(
-            &Config::default(),
-            Clock::starting_at(1_000_000),
-            addr,
-            String::new(),
-            1,
-        );
+        let node = Node::for_tests();
         Harness {
             state: State::new(Config::default(), 1),
             node,
-            client: ClientState::new(handle, true),
+            client: ClientState::for_tests(1),
             now: 1_000_000,
         }
     }

@@ -14,11 +14,14 @@ mod expire;
 mod hash;
 mod keys;
 mod ldouble;
+mod list;
 mod parse;
 pub(crate) mod pubsub;
 mod scan;
+mod set;
 mod string;
 mod transaction;
+mod zset;
 
 pub(crate) use error::{lossy, CmdResult, CommandError};
 pub(crate) use parse::{parse_f64, parse_i64, Args};
@@ -197,7 +200,7 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 8] {
+fn families() -> [&'static [CommandSpec]; 11] {
     [
         connection::COMMANDS,
         keys::COMMANDS,
@@ -207,6 +210,9 @@ fn families() -> [&'static [CommandSpec]; 8] {
         pubsub::COMMANDS,
         transaction::COMMANDS,
         crate::replication::COMMANDS,
+        list::COMMANDS,
+        zset::COMMANDS,
+        set::COMMANDS,
     ]
 }
 

@@ -18,7 +18,8 @@ impl PartialOrd for Score {
 
 impl Ord for Score {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.0.total_cmp(&other.0)
+        // Plain `<` as Redis's skiplist compares: -0 and 0 are equal (members then decide).
+        self.0.partial_cmp(&other.0).unwrap_or(Ordering::Equal)
     }
 }
 
@@ -75,5 +76,24 @@ impl ZSet {
                 .range(..(Score(score), Bytes::copy_from_slice(member)))
                 .count(),
         )
+    }
+
+    /// 0-based descending rank of `member`.
+    pub(crate) fn rev_rank(&self, member: &[u8]) -> Option<usize> {
+        self.rank(member).map(|r| self.len() - 1 - r)
+    }
+
+    /// The member at ascending rank `rank`.
+    pub(crate) fn at(&self, rank: usize) -> Option<(&Bytes, f64)> {
+        self.iter().nth(rank)
+    }
+
+    /// Members in ascending order if `!rev`, else descending.
+    pub(crate) fn ordered(&self, rev: bool) -> Box<dyn Iterator<Item = (&Bytes, f64)> + '_> {
+        if rev {
+            Box::new(self.iter().rev())
+        } else {
+            Box::new(self.iter())
+        }
     }
 }

@@ -402,3 +402,57 @@ impl Twin {
         ours
     }
 }
+
+/// RESP3 connections (`?protocol=resp3`) to our server and, when available, a real one, fed
+/// the same commands. `None` (with a printed notice) while our server refuses `HELLO 3`.
+pub struct Resp3Pair {
+    pub ours: ServerHandle,
+    pub real: Option<RealRedis>,
+    pub ours_con: redis::aio::MultiplexedConnection,
+    pub real_con: Option<redis::aio::MultiplexedConnection>,
+}
+
+impl Resp3Pair {
+    pub async fn start() -> Option<Resp3Pair> {
+        let ours = start().await;
+        let url = format!("{}?protocol=resp3", ours.url());
+        let ours_con = match client(&url).get_multiplexed_async_connection().await {
+            Ok(con) => con,
+            Err(e) => {
+                eprintln!("our server refuses RESP3 ({e}): skipping the RESP3 comparison");
+                return None;
+            }
+        };
+        let real = RealRedis::start();
+        let real_con = match &real {
+            Some(r) => Some(conn(&format!("{}?protocol=resp3", r.url())).await),
+            None => None,
+        };
+        Some(Resp3Pair {
+            ours,
+            real,
+            ours_con,
+            real_con,
+        })
+    }
+
+    /// Runs `args` on both; asserts equal replies; returns ours.
+    pub async fn same(&mut self, args: &[&str]) -> String {
+        let ours = run(&mut self.ours_con, args).await;
+        if let Some(real_con) = &mut self.real_con {
+            let real = run(real_con, args).await;
+            assert_eq!(
+                ours, real,
+                "RESP3 reply to {args:?} differs (left: ours, right: redis)"
+            );
+        }
+        ours
+    }
+
+    /// Runs every command of `script` on both and asserts equal replies.
+    pub async fn all_same(&mut self, script: &[&[&str]]) {
+        for args in script {
+            self.same(args).await;
+        }
+    }
+}

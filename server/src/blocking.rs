@@ -1,0 +1,471 @@
+//! Clients blocked on keys (`BLPOP`, `BRPOP`, `BLMOVE`, `BRPOPLPUSH`, `BLMPOP`, `BZPOPMIN`,
+//! `BZPOPMAX`, `BZMPOP`).
+//!
+//! A blocking command that finds nothing asks to block by setting [`ClientState::block`]
+//! (through [`block`]); the connection then registers the wait here ([`Blocked::register`]),
+//! releases the state lock and waits for the reply on a oneshot channel or for its timeout.
+//! When a command, `EXEC` or script writes a key some client waits for, [`serve_ready`]
+//! (called from `State::finish_effects`, still under the lock) re-executes the waiting
+//! clients' commands on their behalf in the order they blocked, as Redis serves blocked
+//! clients first-come first-served, and sends each reply to its connection. A client whose
+//! command still finds nothing stays blocked.
+
+use crate::client::{ClientHandle, ClientState};
+use crate::cmd::{self, CmdResult, CommandError, Ctx};
+use crate::db::Value;
+use crate::shared::{Effects, Node, State};
+use bytes::Bytes;
+use locksmith_resp::{Frame, Version};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::oneshot;
+
+/// The type of value a blocked command pops from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BlockKind {
+    /// A list (`BLPOP`, `BLMOVE`…).
+    List,
+    /// A sorted set (`BZPOPMIN`…).
+    ZSet,
+}
+
+impl BlockKind {
+    fn matches(self, value: &Value) -> bool {
+        matches!(
+            (self, value),
+            (BlockKind::List, Value::List(_)) | (BlockKind::ZSet, Value::ZSet(_))
+        )
+    }
+}
+
+/// What a blocking command asks of its connection when it found nothing.
+#[derive(Debug, Clone)]
+pub(crate) struct BlockRequest {
+    /// The keys to wait for, in the command's order.
+    pub(crate) keys: Vec<Bytes>,
+    /// How long to wait; `None` = forever (timeout 0).
+    pub(crate) timeout: Option<Duration>,
+    /// The value type that serves the wait.
+    pub(crate) kind: BlockKind,
+}
+
+/// One blocked client.
+#[derive(Debug)]
+struct Waiter {
+    handle: Arc<ClientHandle>,
+    db: usize,
+    resp: Version,
+    argv: Vec<Bytes>,
+    keys: Vec<Bytes>,
+    kind: BlockKind,
+    reply: oneshot::Sender<Frame>,
+}
+
+/// Every blocked client of a node, with a FIFO queue of client ids per (db, key).
+#[derive(Debug, Default)]
+pub(crate) struct Blocked {
+    waiters: HashMap<u64, Waiter>,
+    queues: HashMap<(usize, Bytes), VecDeque<u64>>,
+}
+
+impl Blocked {
+    /// Number of blocked clients (`INFO clients` `blocked_clients`).
+    pub(crate) fn len(&self) -> usize {
+        self.waiters.len()
+    }
+
+    /// Whether no client is blocked.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.waiters.is_empty()
+    }
+
+    /// Whether client `id` is blocked.
+    pub(crate) fn contains(&self, id: u64) -> bool {
+        self.waiters.contains_key(&id)
+    }
+
+    /// Blocks `client` (which just ran `argv`) on `request.keys`; the reply arrives on the
+    /// returned channel when a write serves it.
+    pub(crate) fn register(
+        &mut self,
+        client: &ClientState,
+        argv: &[Bytes],
+        request: &BlockRequest,
+    ) -> oneshot::Receiver<Frame> {
+        let (tx, rx) = oneshot::channel();
+        let id = client.id();
+        self.remove(id);
+        let mut keys: Vec<Bytes> = Vec::with_capacity(request.keys.len());
+        for key in &request.keys {
+            if !keys.contains(key) {
+                keys.push(key.clone());
+                self.queues
+                    .entry((client.db, key.clone()))
+                    .or_default()
+                    .push_back(id);
+            }
+        }
+        self.waiters.insert(
+            id,
+            Waiter {
+                handle: client.handle.clone(),
+                db: client.db,
+                resp: client.resp,
+                argv: argv.to_vec(),
+                keys,
+                kind: request.kind,
+                reply: tx,
+            },
+        );
+        rx
+    }
+
+    /// Forgets client `id`'s wait (timeout, disconnect); returns whether it was blocked.
+    pub(crate) fn remove(&mut self, id: u64) -> bool {
+        self.take(id).is_some()
+    }
+
+    fn take(&mut self, id: u64) -> Option<Waiter> {
+        let waiter = self.waiters.remove(&id)?;
+        for key in &waiter.keys {
+            let slot = (waiter.db, key.clone());
+            if let Some(queue) = self.queues.get_mut(&slot) {
+                queue.retain(|&c| c != id);
+                if queue.is_empty() {
+                    self.queues.remove(&slot);
+                }
+            }
+        }
+        Some(waiter)
+    }
+
+    /// The clients blocked on (`db`, `key`), in blocking order.
+    fn queue(&self, db: usize, key: &Bytes) -> Vec<u64> {
+        self.queues
+            .get(&(db, key.clone()))
+            .map(|q| q.iter().copied().collect())
+            .unwrap_or_default()
+    }
+}
+
+/// Called by a blocking command that found nothing to pop: inside `MULTI`/`EXEC` or a script
+/// it answers `timeout_reply` at once (Redis's `CLIENT_DENY_BLOCKING`), otherwise it asks the
+/// connection to block the client on `keys`.
+pub(crate) fn block(
+    ctx: &mut Ctx<'_>,
+    keys: Vec<Bytes>,
+    timeout: Option<Duration>,
+    kind: BlockKind,
+    timeout_reply: Frame,
+) -> CmdResult {
+    if ctx.client.in_script || ctx.client.in_exec {
+        return Ok(timeout_reply);
+    }
+    ctx.client.block = Some(BlockRequest {
+        keys,
+        timeout,
+        kind,
+    });
+    Ok(Frame::NullArray)
+}
+
+/// Parses a blocking timeout in seconds as Redis's `getTimeoutFromObjectOrReply` does
+/// (fractions allowed, 0 = forever); `now` is the node-clock ms of the command.
+///
+/// # Errors
+///
+/// `ERR timeout is not a float or out of range`, `ERR timeout is negative`,
+/// `ERR timeout is out of range`.
+pub(crate) fn parse_timeout(arg: &[u8], now: u64) -> Result<Option<Duration>, CommandError> {
+    let not_float = || CommandError::err("timeout is not a float or out of range");
+    let text = std::str::from_utf8(arg).map_err(|_| not_float())?;
+    let text = text.trim_start();
+    let lower = text.to_ascii_lowercase();
+    let seconds = match lower.as_str() {
+        "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
+        "-inf" | "-infinity" => f64::NEG_INFINITY,
+        _ if lower.contains("nan") || lower.contains("inf") || text.is_empty() => {
+            return Err(not_float())
+        }
+        _ => text.parse::<f64>().map_err(|_| not_float())?,
+    };
+    let ms = seconds * 1000.0;
+    // C's (long long) cast of an out-of-range long double yields LLONG_MIN on x86-64, which
+    // Redis then reports as a negative timeout.
+    if !ms.is_finite() || ms >= i64::MAX as f64 || ms <= i64::MIN as f64 {
+        return Err(CommandError::err("timeout is negative"));
+    }
+    let ms = ms.trunc() as i64;
+    if ms < 0 {
+        return Err(CommandError::err("timeout is negative"));
+    }
+    if ms == 0 {
+        return Ok(None);
+    }
+    if ms > i64::MAX - now as i64 {
+        return Err(CommandError::err("timeout is out of range"));
+    }
+    Ok(Some(Duration::from_millis(ms as u64)))
+}
+
+/// Serves clients blocked on the keys written so far in `effects.modified` (and on keys the
+/// served commands write in turn), in blocking order, re-executing each one's command on its
+/// behalf; each reply goes to its connection. Runs under the state lock.
+pub(crate) fn serve_ready(state: &mut State, node: &Node, effects: &mut Effects) {
+    let mut next = 0;
+    while next < effects.modified.len() {
+        if state.blocked.is_empty() {
+            return;
+        }
+        let Some((db, key)) = effects.modified.get(next).cloned() else {
+            return;
+        };
+        next += 1;
+        for id in state.blocked.queue(db, &key) {
+            let Some(kind) = state.blocked.waiters.get(&id).map(|w| w.kind) else {
+                continue;
+            };
+            let now = node.clock.now_ms();
+            let serves = match state.dbs.get(db).and_then(|d| d.get(&key, now)) {
+                // The data is gone: everyone behind stays blocked.
+                None => break,
+                Some(entry) => kind.matches(&entry.value),
+            };
+            if !serves {
+                continue;
+            }
+            let Some(waiter) = state.blocked.waiters.get(&id) else {
+                continue;
+            };
+            let mut client = ClientState::new(waiter.handle.clone(), true);
+            client.db = waiter.db;
+            client.resp = waiter.resp;
+            let argv = waiter.argv.clone();
+            let reply = cmd::execute(state, node, &mut client, &argv, now, effects);
+            if client.block.is_some() {
+                // Nothing to pop after all: it stays blocked, and so do the ones behind it.
+                break;
+            }
+            if let Some(waiter) = state.blocked.take(id) {
+                // The connection may be gone; the pop is then lost, as in Redis.
+                let _ = waiter.reply.send(reply);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::Outbox;
+    use crate::clock::Clock;
+    use crate::config::Config;
+    use std::net::SocketAddr;
+
+    struct Harness {
+        state: State,
+        node: Node,
+        clients: Vec<ClientState>,
+    }
+
+    fn client(id: u64) -> ClientState {
+        ClientState::for_tests(id)
+    }
+
+    impl Harness {
+        fn new() -> Self {
+            let node = Node::for_tests();
+            Harness {
+                state: State::new(Config::default(), 1),
+                node,
+                clients: (1..=3).map(client).collect(),
+            }
+        }
+
+        /// Runs `args` as client `c` the way the connection does (finish_effects after);
+        /// returns the reply, whether it asked to block, and the propagated commands.
+        fn run(&mut self, c: usize, args: &[&str]) -> (Frame, Option<BlockRequest>, Vec<String>) {
+            let argv: Vec<Bytes> = args.iter().map(|a| Bytes::from(a.to_string())).collect();
+            let mut effects = Effects::default();
+            let client = &mut self.clients[c];
+            let reply = cmd::execute(
+                &mut self.state,
+                &self.node,
+                client,
+                &argv,
+                1_000_000,
+                &mut effects,
+            );
+            let block = client.block.take();
+            crate::blocking::serve_ready(&mut self.state, &self.node, &mut effects);
+            let propagated = effects
+                .propagate
+                .iter()
+                .map(|(_, argv)| {
+                    argv.iter()
+                        .map(|a| String::from_utf8_lossy(a).into_owned())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .collect();
+            (reply, block, propagated)
+        }
+
+        fn block(&mut self, c: usize, args: &[&str]) -> oneshot::Receiver<Frame> {
+            let argv: Vec<Bytes> = args.iter().map(|a| Bytes::from(a.to_string())).collect();
+            let (_, request, _) = self.run(c, args);
+            let request = request.expect("the command blocks");
+            self.state
+                .blocked
+                .register(&self.clients[c], &argv, &request)
+        }
+    }
+
+    fn bulk(s: &str) -> Frame {
+        Frame::Bulk(Bytes::copy_from_slice(s.as_bytes()))
+    }
+
+    #[test]
+    fn timeouts_parse_as_redis() {
+        assert_eq!(parse_timeout(b"0", 0), Ok(None));
+        assert_eq!(parse_timeout(b"0.0001", 0), Ok(None));
+        assert_eq!(
+            parse_timeout(b"1.5", 0),
+            Ok(Some(Duration::from_millis(1500)))
+        );
+        let negative = Err(CommandError::err("timeout is negative"));
+        assert_eq!(parse_timeout(b"-1", 0), negative);
+        assert_eq!(parse_timeout(b"inf", 0), negative);
+        assert_eq!(parse_timeout(b"1e30", 0), negative);
+        let bad = Err(CommandError::err("timeout is not a float or out of range"));
+        assert_eq!(parse_timeout(b"abc", 0), bad);
+        assert_eq!(parse_timeout(b"nan", 0), bad);
+        assert_eq!(parse_timeout(b"", 0), bad);
+    }
+
+    #[test]
+    fn blocking_commands_inside_exec_or_a_script_answer_the_timeout_reply_at_once() {
+        let mut h = Harness::new();
+        h.clients[0].in_exec = true;
+        for (args, expected) in [
+            (&["BLPOP", "k", "0"][..], Frame::NullArray),
+            (&["BRPOP", "k", "0"], Frame::NullArray),
+            (&["BLMPOP", "0", "1", "k", "LEFT"], Frame::NullArray),
+            (&["BZPOPMIN", "z", "0"], Frame::NullArray),
+            (&["BZMPOP", "0", "1", "z", "MIN"], Frame::NullArray),
+            (&["BLMOVE", "k", "d", "LEFT", "LEFT", "0"], Frame::Null),
+            (&["BRPOPLPUSH", "k", "d", "0"], Frame::Null),
+        ] {
+            let (reply, block, _) = h.run(0, args);
+            assert_eq!(reply, expected, "{args:?}");
+            assert!(block.is_none(), "{args:?} must not block");
+        }
+        h.clients[0].in_exec = false;
+        h.clients[0].in_script = true;
+        let (reply, block, _) = h.run(0, &["BLPOP", "k", "0"]);
+        assert_eq!((reply, block.is_none()), (Frame::NullArray, true));
+    }
+
+    #[test]
+    fn blocking_pops_propagate_as_their_plain_forms() {
+        let mut h = Harness::new();
+        h.run(0, &["RPUSH", "k", "a", "b", "c", "d", "e"]);
+        assert_eq!(h.run(0, &["BLPOP", "k", "0"]).2, ["LPOP k"]);
+        assert_eq!(h.run(0, &["BRPOP", "k", "0"]).2, ["RPOP k"]);
+        assert_eq!(
+            h.run(0, &["BLMPOP", "0", "1", "k", "LEFT", "COUNT", "9"]).2,
+            ["LPOP k 3"]
+        );
+        h.run(0, &["RPUSH", "k", "a", "b"]);
+        assert_eq!(
+            h.run(0, &["BLMOVE", "k", "d", "LEFT", "RIGHT", "0"]).2,
+            ["LMOVE k d LEFT RIGHT"]
+        );
+        assert_eq!(
+            h.run(0, &["BRPOPLPUSH", "k", "d", "0"]).2,
+            ["RPOPLPUSH k d"]
+        );
+        h.run(0, &["ZADD", "z", "1", "a", "2", "b", "3", "c"]);
+        assert_eq!(h.run(0, &["BZPOPMIN", "z", "0"]).2, ["ZPOPMIN z"]);
+        assert_eq!(
+            h.run(0, &["BZMPOP", "0", "1", "z", "MAX", "COUNT", "5"]).2,
+            ["ZPOPMAX z 2"]
+        );
+        h.run(0, &["SADD", "s", "a", "b", "c"]);
+        let (reply, _, propagated) = h.run(0, &["SPOP", "s"]);
+        assert_eq!(propagated.len(), 1);
+        let member = match reply {
+            Frame::Bulk(m) => String::from_utf8_lossy(&m).into_owned(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(propagated[0], format!("SREM s {member}"));
+        assert_eq!(h.run(0, &["SPOP", "s", "5"]).2, ["DEL s"]);
+    }
+
+    #[test]
+    fn a_push_serves_blocked_clients_first_come_first_served() {
+        let mut h = Harness::new();
+        let mut first = h.block(0, &["BLPOP", "k", "0"]);
+        let mut second = h.block(1, &["BRPOP", "other", "k", "0"]);
+        assert_eq!(h.state.blocked.len(), 2);
+        let (reply, _, propagated) = h.run(2, &["RPUSH", "k", "a", "b", "c"]);
+        assert_eq!(reply, Frame::Integer(3));
+        assert_eq!(propagated, ["RPUSH k a b c", "LPOP k", "RPOP k"]);
+        assert_eq!(
+            first.try_recv(),
+            Ok(Frame::Array(vec![bulk("k"), bulk("a")]))
+        );
+        assert_eq!(
+            second.try_recv(),
+            Ok(Frame::Array(vec![bulk("k"), bulk("c")]))
+        );
+        assert!(h.state.blocked.is_empty());
+    }
+
+    #[test]
+    fn waiters_stay_blocked_when_the_data_is_gone_or_of_another_type() {
+        let mut h = Harness::new();
+        let mut first = h.block(0, &["BLPOP", "k", "0"]);
+        let mut second = h.block(1, &["BZPOPMIN", "k", "0"]);
+        h.run(2, &["RPUSH", "k", "a"]);
+        assert_eq!(
+            first.try_recv(),
+            Ok(Frame::Array(vec![bulk("k"), bulk("a")]))
+        );
+        assert!(second.try_recv().is_err(), "a list does not serve BZPOPMIN");
+        assert!(h.state.blocked.contains(2));
+        h.run(2, &["ZADD", "k", "5", "m"]);
+        assert_eq!(
+            second.try_recv(),
+            Ok(Frame::Array(vec![bulk("k"), bulk("m"), Frame::Double(5.0)]))
+        );
+    }
+
+    #[test]
+    fn a_served_blmove_wakes_the_waiters_of_its_destination() {
+        let mut h = Harness::new();
+        let mut mover = h.block(0, &["BLMOVE", "a", "b", "LEFT", "LEFT", "0"]);
+        let mut popper = h.block(1, &["BLPOP", "b", "0"]);
+        let (_, _, propagated) = h.run(2, &["LPUSH", "a", "x"]);
+        assert_eq!(mover.try_recv(), Ok(bulk("x")));
+        assert_eq!(
+            popper.try_recv(),
+            Ok(Frame::Array(vec![bulk("b"), bulk("x")]))
+        );
+        assert_eq!(propagated, ["LPUSH a x", "LMOVE a b LEFT LEFT", "LPOP b"]);
+    }
+
+    #[test]
+    fn a_gone_client_no_longer_waits() {
+        let mut h = Harness::new();
+        let _rx = h.block(0, &["BLPOP", "k", "0"]);
+        let mut second = h.block(1, &["BLPOP", "k", "0"]);
+        h.state.client_gone(1);
+        h.run(2, &["RPUSH", "k", "v"]);
+        assert_eq!(
+            second.try_recv(),
+            Ok(Frame::Array(vec![bulk("k"), bulk("v")]))
+        );
+    }
+}

@@ -1,0 +1,813 @@
+//! List commands: pushes and pops (also blocking: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP),
+//! ranges, indexes, LINSERT, LREM, LTRIM, LPOS, LMOVE, LMPOP.
+
+use super::{flags::*, parse_i64, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use crate::blocking::{self, BlockKind};
+use crate::db::Value;
+use crate::notify;
+use bytes::Bytes;
+use locksmith_resp::Frame;
+use std::collections::VecDeque;
+
+/// The list family's table.
+pub(crate) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("lpush", -3, lpush)
+        .flags(WRITE | DENYOOM | FAST)
+        .keys(1, 1, 1)
+        .doc("list", "Prepends one or more elements to a list. Creates the key if it doesn't exist."),
+    CommandSpec::new("rpush", -3, rpush)
+        .flags(WRITE | DENYOOM | FAST)
+        .keys(1, 1, 1)
+        .doc("list", "Appends one or more elements to a list. Creates the key if it doesn't exist."),
+    CommandSpec::new("lpushx", -3, lpushx)
+        .flags(WRITE | DENYOOM | FAST)
+        .keys(1, 1, 1)
+        .doc("list", "Prepends one or more elements to a list only when the list exists."),
+    CommandSpec::new("rpushx", -3, rpushx)
+        .flags(WRITE | DENYOOM | FAST)
+        .keys(1, 1, 1)
+        .doc("list", "Appends an element to a list only when the list exists."),
+    CommandSpec::new("lpop", -2, lpop)
+        .flags(WRITE | FAST)
+        .keys(1, 1, 1)
+        .doc("list", "Returns the first elements in a list after removing it. Deletes the list if the last element was popped."),
+    CommandSpec::new("rpop", -2, rpop)
+        .flags(WRITE | FAST)
+        .keys(1, 1, 1)
+        .doc("list", "Returns and removes the last elements of a list. Deletes the list if the last element was popped."),
+    CommandSpec::new("llen", 2, llen)
+        .flags(READONLY | FAST)
+        .keys(1, 1, 1)
+        .doc("list", "Returns the length of a list."),
+    CommandSpec::new("lrange", 4, lrange)
+        .flags(READONLY)
+        .keys(1, 1, 1)
+        .doc("list", "Returns a range of elements from a list."),
+    CommandSpec::new("lindex", 3, lindex)
+        .flags(READONLY)
+        .keys(1, 1, 1)
+        .doc("list", "Returns an element from a list by its index."),
+    CommandSpec::new("lset", 4, lset)
+        .flags(WRITE | DENYOOM)
+        .keys(1, 1, 1)
+        .doc("list", "Sets the value of an element in a list by its index."),
+    CommandSpec::new("linsert", 5, linsert)
+        .flags(WRITE | DENYOOM)
+        .keys(1, 1, 1)
+        .doc("list", "Inserts an element before or after another element in a list."),
+    CommandSpec::new("lrem", 4, lrem)
+        .flags(WRITE)
+        .keys(1, 1, 1)
+        .doc("list", "Removes elements from a list. Deletes the list if the last element was removed."),
+    CommandSpec::new("ltrim", 4, ltrim)
+        .flags(WRITE)
+        .keys(1, 1, 1)
+        .doc("list", "Removes elements from both ends a list. Deletes the list if all elements were trimmed."),
+    CommandSpec::new("lpos", -3, lpos)
+        .flags(READONLY)
+        .keys(1, 1, 1)
+        .doc("list", "Returns the index of matching elements in a list."),
+    CommandSpec::new("lmove", 5, lmove)
+        .flags(WRITE | DENYOOM)
+        .keys(1, 2, 1)
+        .doc("list", "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved."),
+    CommandSpec::new("rpoplpush", 3, rpoplpush)
+        .flags(WRITE | DENYOOM)
+        .keys(1, 2, 1)
+        .doc("list", "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped."),
+    CommandSpec::new("lmpop", -4, lmpop)
+        .flags(WRITE | MOVABLE_KEYS)
+        .doc("list", "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped."),
+    CommandSpec::new("blpop", -3, blpop)
+        .flags(WRITE | NOSCRIPT | BLOCKING)
+        .keys(1, -2, 1)
+        .doc("list", "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped."),
+    CommandSpec::new("brpop", -3, brpop)
+        .flags(WRITE | NOSCRIPT | BLOCKING)
+        .keys(1, -2, 1)
+        .doc("list", "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped."),
+    CommandSpec::new("blmove", 6, blmove)
+        .flags(WRITE | DENYOOM | NOSCRIPT | BLOCKING)
+        .keys(1, 2, 1)
+        .doc("list", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved."),
+    CommandSpec::new("brpoplpush", 4, brpoplpush)
+        .flags(WRITE | DENYOOM | NOSCRIPT | BLOCKING)
+        .keys(1, 2, 1)
+        .doc("list", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped."),
+    CommandSpec::new("blmpop", -5, blmpop)
+        .flags(WRITE | BLOCKING | MOVABLE_KEYS)
+        .doc("list", "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped."),
+];
+
+/// Which end of a list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    Left,
+    Right,
+}
+
+impl End {
+    fn parse(arg: Option<&Bytes>) -> Result<End, CommandError> {
+        match arg {
+            Some(a) if a.eq_ignore_ascii_case(b"left") => Ok(End::Left),
+            Some(a) if a.eq_ignore_ascii_case(b"right") => Ok(End::Right),
+            _ => Err(CommandError::Syntax),
+        }
+    }
+
+    fn pop_event(self) -> &'static str {
+        match self {
+            End::Left => "lpop",
+            End::Right => "rpop",
+        }
+    }
+
+    fn push_event(self) -> &'static str {
+        match self {
+            End::Left => "lpush",
+            End::Right => "rpush",
+        }
+    }
+
+    fn pop_command(self) -> Bytes {
+        Bytes::from_static(match self {
+            End::Left => b"LPOP",
+            End::Right => b"RPOP",
+        })
+    }
+
+    fn word(self) -> Bytes {
+        Bytes::from_static(match self {
+            End::Left => b"LEFT",
+            End::Right => b"RIGHT",
+        })
+    }
+}
+
+/// The list at `key` for writing: `Ok(None)` if absent, `WRONGTYPE` if another type.
+fn list_mut<'c>(
+    ctx: &'c mut Ctx<'_>,
+    key: &Bytes,
+) -> Result<Option<&'c mut VecDeque<Bytes>>, CommandError> {
+    match ctx.lookup_mut(key).map(|e| &mut e.value) {
+        None => Ok(None),
+        Some(Value::List(l)) => Ok(Some(l)),
+        Some(_) => Err(CommandError::WrongType),
+    }
+}
+
+/// Whether `key` holds something other than a list.
+fn check_list(ctx: &mut Ctx<'_>, key: &Bytes) -> Result<bool, CommandError> {
+    Ok(list_mut(ctx, key)?.is_some())
+}
+
+/// Deletes `key` if its list became empty (with the `del` event) and marks it modified.
+fn written(ctx: &mut Ctx<'_>, key: &Bytes) {
+    let empty = matches!(ctx.lookup(key).map(|e| &e.value), Some(Value::List(l)) if l.is_empty());
+    if empty {
+        ctx.db().remove(key);
+        ctx.notify(notify::GENERIC, "del", key);
+    }
+    ctx.modified(key);
+}
+
+/// Pushes `elems` at `end` of the list at `key` (created unless `existing_only`); the new
+/// length, or `None` when `existing_only` and the key is absent.
+fn push_elems(
+    ctx: &mut Ctx<'_>,
+    key: &Bytes,
+    elems: &[Bytes],
+    end: End,
+    existing_only: bool,
+) -> Result<Option<usize>, CommandError> {
+    let len = match list_mut(ctx, key)? {
+        Some(list) => {
+            for e in elems {
+                match end {
+                    End::Left => list.push_front(e.clone()),
+                    End::Right => list.push_back(e.clone()),
+                }
+            }
+            list.len()
+        }
+        None if existing_only => return Ok(None),
+        None => {
+            let mut list = VecDeque::with_capacity(elems.len());
+            for e in elems {
+                match end {
+                    End::Left => list.push_front(e.clone()),
+                    End::Right => list.push_back(e.clone()),
+                }
+            }
+            let len = list.len();
+            let now = ctx.now;
+            ctx.db().insert(key.clone(), Value::List(list), None, now);
+            len
+        }
+    };
+    ctx.notify(notify::LIST, end.push_event(), key);
+    ctx.modified(key);
+    Ok(Some(len))
+}
+
+/// Pops up to `count` elements from `end` of the existing list at `key`, with the events.
+fn pop_elems(ctx: &mut Ctx<'_>, key: &Bytes, end: End, count: usize) -> Vec<Bytes> {
+    let popped = match list_mut(ctx, key) {
+        Ok(Some(list)) => {
+            let n = count.min(list.len());
+            match end {
+                End::Left => list.drain(..n).collect(),
+                End::Right => {
+                    let mut tail: Vec<Bytes> = list.drain(list.len() - n..).collect();
+                    tail.reverse();
+                    tail
+                }
+            }
+        }
+        _ => Vec::new(),
+    };
+    if !popped.is_empty() {
+        ctx.notify(notify::LIST, end.pop_event(), key);
+        written(ctx, key);
+    }
+    popped
+}
+
+fn bulk_array(items: Vec<Bytes>) -> Frame {
+    Frame::Array(items.into_iter().map(Frame::Bulk).collect())
+}
+
+/// ```text
+/// LPUSH key element [element ...]
+/// ```
+fn lpush(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    push_command(ctx, args, End::Left, false)
+}
+
+/// ```text
+/// RPUSH key element [element ...]
+/// ```
+fn rpush(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    push_command(ctx, args, End::Right, false)
+}
+
+/// ```text
+/// LPUSHX key element [element ...]
+/// ```
+fn lpushx(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    push_command(ctx, args, End::Left, true)
+}
+
+/// ```text
+/// RPUSHX key element [element ...]
+/// ```
+fn rpushx(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    push_command(ctx, args, End::Right, true)
+}
+
+fn push_command(ctx: &mut Ctx<'_>, args: &mut Args<'_>, end: End, xx: bool) -> CmdResult {
+    let key = args.bytes()?;
+    let elems = args.rest();
+    let len = push_elems(ctx, &key, elems, end, xx)?.unwrap_or(0);
+    Ok(Frame::Integer(len as i64))
+}
+
+/// ```text
+/// LPOP key [count]
+/// ```
+fn lpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    pop_command(ctx, args, End::Left)
+}
+
+/// ```text
+/// RPOP key [count]
+/// ```
+fn rpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    pop_command(ctx, args, End::Right)
+}
+
+fn pop_command(ctx: &mut Ctx<'_>, args: &mut Args<'_>, end: End) -> CmdResult {
+    if args.remaining() > 2 {
+        let name = args.argv().first().map(|n| n.to_ascii_lowercase());
+        let name = String::from_utf8_lossy(name.as_deref().unwrap_or_default()).into_owned();
+        return Err(CommandError::WrongArity(name));
+    }
+    let key = args.bytes()?;
+    let count = match args.next() {
+        None => None,
+        Some(arg) => match parse_i64(arg) {
+            Ok(n) if n >= 0 => Some(n as usize),
+            _ => return Err(CommandError::err("value is out of range, must be positive")),
+        },
+    };
+    if !check_list(ctx, &key)? {
+        return Ok(if count.is_some() {
+            Frame::NullArray
+        } else {
+            Frame::Null
+        });
+    }
+    match count {
+        None => Ok(pop_elems(ctx, &key, end, 1)
+            .pop()
+            .map_or(Frame::Null, Frame::Bulk)),
+        Some(0) => Ok(Frame::Array(Vec::new())),
+        Some(n) => Ok(bulk_array(pop_elems(ctx, &key, end, n))),
+    }
+}
+
+/// ```text
+/// LLEN key
+/// ```
+fn llen(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    Ok(Frame::Integer(
+        list_mut(ctx, &key)?.map_or(0, |l| l.len() as i64),
+    ))
+}
+
+/// Redis's clamping of a `start`/`stop` range over `len` elements; `None` when empty.
+fn clamp_range(start: i64, stop: i64, len: usize) -> Option<(usize, usize)> {
+    let len = len as i64;
+    let mut start = if start < 0 { start + len } else { start };
+    let mut stop = if stop < 0 { stop + len } else { stop };
+    if start < 0 {
+        start = 0;
+    }
+    if start > stop || start >= len {
+        return None;
+    }
+    if stop >= len {
+        stop = len - 1;
+    }
+    Some((start as usize, stop as usize))
+}
+
+/// ```text
+/// LRANGE key start stop
+/// ```
+fn lrange(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let start = args.i64()?;
+    let stop = args.i64()?;
+    let Some(list) = list_mut(ctx, &key)? else {
+        return Ok(Frame::Array(Vec::new()));
+    };
+    let items = match clamp_range(start, stop, list.len()) {
+        Some((a, b)) => list.range(a..=b).cloned().map(Frame::Bulk).collect(),
+        None => Vec::new(),
+    };
+    Ok(Frame::Array(items))
+}
+
+/// The position of `index` (negative counts from the tail) in a list of `len`.
+fn list_index(index: i64, len: usize) -> Option<usize> {
+    let i = if index < 0 { index + len as i64 } else { index };
+    (0..len as i64).contains(&i).then_some(i as usize)
+}
+
+/// ```text
+/// LINDEX key index
+/// ```
+fn lindex(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let index = args.i64()?;
+    let Some(list) = list_mut(ctx, &key)? else {
+        return Ok(Frame::Null);
+    };
+    Ok(list_index(index, list.len())
+        .and_then(|i| list.get(i).cloned())
+        .map_or(Frame::Null, Frame::Bulk))
+}
+
+/// ```text
+/// LSET key index element
+/// ```
+fn lset(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let index = args.i64()?;
+    let element = args.bytes()?;
+    let Some(list) = list_mut(ctx, &key)? else {
+        return Err(CommandError::NoSuchKey);
+    };
+    let slot = list_index(index, list.len())
+        .and_then(|i| list.get_mut(i))
+        .ok_or_else(|| CommandError::err("index out of range"))?;
+    *slot = element;
+    ctx.notify(notify::LIST, "lset", &key);
+    ctx.modified(&key);
+    Ok(Frame::ok())
+}
+
+/// ```text
+/// LINSERT key <BEFORE | AFTER> pivot element
+/// ```
+fn linsert(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let after = match args.next() {
+        Some(a) if a.eq_ignore_ascii_case(b"after") => true,
+        Some(a) if a.eq_ignore_ascii_case(b"before") => false,
+        _ => return Err(CommandError::Syntax),
+    };
+    let pivot = args.bytes()?;
+    let element = args.bytes()?;
+    let Some(list) = list_mut(ctx, &key)? else {
+        return Ok(Frame::Integer(0));
+    };
+    let Some(pos) = list.iter().position(|e| *e == pivot) else {
+        return Ok(Frame::Integer(-1));
+    };
+    list.insert(if after { pos + 1 } else { pos }, element);
+    let len = list.len();
+    ctx.notify(notify::LIST, "linsert", &key);
+    ctx.modified(&key);
+    Ok(Frame::Integer(len as i64))
+}
+
+/// ```text
+/// LREM key count element
+/// ```
+fn lrem(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let count = args.i64()?;
+    let element = args.bytes()?;
+    let Some(list) = list_mut(ctx, &key)? else {
+        return Ok(Frame::Integer(0));
+    };
+    let limit = if count == 0 {
+        usize::MAX
+    } else {
+        count.unsigned_abs().min(usize::MAX as u64) as usize
+    };
+    let mut removed = 0usize;
+    if count >= 0 {
+        let mut i = 0;
+        while i < list.len() && removed < limit {
+            if list.get(i) == Some(&element) {
+                list.remove(i);
+                removed += 1;
+            } else {
+                i += 1;
+            }
+        }
+    } else {
+        let mut i = list.len();
+        while i > 0 && removed < limit {
+            i -= 1;
+            if list.get(i) == Some(&element) {
+                list.remove(i);
+                removed += 1;
+            }
+        }
+    }
+    if removed > 0 {
+        ctx.notify(notify::LIST, "lrem", &key);
+        written(ctx, &key);
+    }
+    Ok(Frame::Integer(removed as i64))
+}
+
+/// ```text
+/// LTRIM key start stop
+/// ```
+fn ltrim(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let start = args.i64()?;
+    let stop = args.i64()?;
+    let Some(list) = list_mut(ctx, &key)? else {
+        return Ok(Frame::ok());
+    };
+    match clamp_range(start, stop, list.len()) {
+        Some((a, b)) => {
+            list.truncate(b + 1);
+            list.drain(..a);
+        }
+        None => list.clear(),
+    }
+    ctx.notify(notify::LIST, "ltrim", &key);
+    written(ctx, &key);
+    Ok(Frame::ok())
+}
+
+/// ```text
+/// LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len]
+/// ```
+fn lpos(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let element = args.bytes()?;
+    let (mut rank, mut count, mut maxlen) = (1i64, None::<i64>, 0i64);
+    while let Some(opt) = args.next() {
+        let value = if args.is_empty() {
+            return Err(CommandError::Syntax);
+        } else {
+            args.i64()
+        };
+        if opt.eq_ignore_ascii_case(b"rank") {
+            rank = value?;
+            if rank == 0 {
+                return Err(CommandError::err(
+                    "RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list",
+                ));
+            }
+        } else if opt.eq_ignore_ascii_case(b"count") {
+            let c = value?;
+            if c < 0 {
+                return Err(CommandError::err("COUNT can't be negative"));
+            }
+            count = Some(c);
+        } else if opt.eq_ignore_ascii_case(b"maxlen") {
+            maxlen = value?;
+            if maxlen < 0 {
+                return Err(CommandError::err("MAXLEN can't be negative"));
+            }
+        } else {
+            return Err(CommandError::Syntax);
+        }
+    }
+    let empty = || {
+        if count.is_some() {
+            Frame::Array(Vec::new())
+        } else {
+            Frame::Null
+        }
+    };
+    let Some(list) = list_mut(ctx, &key)? else {
+        return Ok(empty());
+    };
+    let len = list.len();
+    let want = match count {
+        Some(0) => usize::MAX,
+        Some(c) => c as usize,
+        None => 1,
+    };
+    let scan = if maxlen == 0 {
+        len
+    } else {
+        (maxlen as usize).min(len)
+    };
+    let mut skip = rank.unsigned_abs().saturating_sub(1);
+    let mut found = Vec::new();
+    let indexes: Box<dyn Iterator<Item = usize>> = if rank > 0 {
+        Box::new(0..len)
+    } else {
+        Box::new((0..len).rev())
+    };
+    for i in indexes.take(scan) {
+        if list.get(i) == Some(&element) {
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            found.push(Frame::Integer(i as i64));
+            if found.len() >= want {
+                break;
+            }
+        }
+    }
+    Ok(match count {
+        Some(_) => Frame::Array(found),
+        None => found.pop().unwrap_or(Frame::Null),
+    })
+}
+
+/// Moves one element from `src`'s `from` end to `dst`'s `to` end; `Ok(None)` when `src` is
+/// absent. Events as Redis's `lmoveGenericCommand`: the push on `dst`, then the pop on `src`.
+fn move_elem(
+    ctx: &mut Ctx<'_>,
+    src: &Bytes,
+    dst: &Bytes,
+    from: End,
+    to: End,
+) -> Result<Option<Bytes>, CommandError> {
+    if !check_list(ctx, src)? {
+        return Ok(None);
+    }
+    check_list(ctx, dst)?;
+    let Some(value) = pop_raw(ctx, src, from) else {
+        return Ok(None);
+    };
+    push_elems(ctx, dst, std::slice::from_ref(&value), to, false)?;
+    ctx.notify(notify::LIST, from.pop_event(), src);
+    written(ctx, src);
+    Ok(Some(value))
+}
+
+/// Pops one element without events or deletion.
+fn pop_raw(ctx: &mut Ctx<'_>, key: &Bytes, end: End) -> Option<Bytes> {
+    let list = list_mut(ctx, key).ok()??;
+    match end {
+        End::Left => list.pop_front(),
+        End::Right => list.pop_back(),
+    }
+}
+
+/// ```text
+/// LMOVE source destination <LEFT | RIGHT> <LEFT | RIGHT>
+/// ```
+fn lmove(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let src = args.bytes()?;
+    let dst = args.bytes()?;
+    let from = End::parse(args.next())?;
+    let to = End::parse(args.next())?;
+    Ok(move_elem(ctx, &src, &dst, from, to)?.map_or(Frame::Null, Frame::Bulk))
+}
+
+/// ```text
+/// RPOPLPUSH source destination
+/// ```
+fn rpoplpush(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let src = args.bytes()?;
+    let dst = args.bytes()?;
+    Ok(move_elem(ctx, &src, &dst, End::Right, End::Left)?.map_or(Frame::Null, Frame::Bulk))
+}
+
+/// Parsed `numkeys key [key ...] <LEFT | RIGHT> [COUNT count]`.
+struct Mpop {
+    keys: Vec<Bytes>,
+    end: End,
+    count: usize,
+}
+
+fn parse_mpop(args: &mut Args<'_>) -> Result<Mpop, CommandError> {
+    let numkeys = match args.next().map(|a| parse_i64(a)) {
+        Some(Ok(n)) if n > 0 => n as usize,
+        _ => return Err(CommandError::err("numkeys should be greater than 0")),
+    };
+    if numkeys >= args.remaining() {
+        return Err(CommandError::Syntax);
+    }
+    let keys: Vec<Bytes> = (0..numkeys).filter_map(|_| args.next().cloned()).collect();
+    let end = End::parse(args.next())?;
+    let mut count = None;
+    while let Some(opt) = args.next() {
+        if count.is_none() && opt.eq_ignore_ascii_case(b"count") && !args.is_empty() {
+            match args.next().map(|a| parse_i64(a)) {
+                Some(Ok(n)) if n > 0 => count = Some(n as usize),
+                _ => return Err(CommandError::err("count should be greater than 0")),
+            }
+        } else {
+            return Err(CommandError::Syntax);
+        }
+    }
+    Ok(Mpop {
+        keys,
+        end,
+        count: count.unwrap_or(1),
+    })
+}
+
+/// Pops from the first non-empty list of `keys` (WRONGTYPE stops at the first wrong key):
+/// the key and the elements; propagated as `LPOP|RPOP key n` (or without `n` if `single`).
+fn pop_first(
+    ctx: &mut Ctx<'_>,
+    keys: &[Bytes],
+    end: End,
+    count: usize,
+    single: bool,
+) -> Result<Option<(Bytes, Vec<Bytes>)>, CommandError> {
+    for key in keys {
+        let len = match list_mut(ctx, key)? {
+            Some(l) if !l.is_empty() => l.len(),
+            _ => continue,
+        };
+        let popped = pop_elems(ctx, key, end, count);
+        let mut argv = vec![end.pop_command(), key.clone()];
+        if !single {
+            argv.push(Bytes::from(count.min(len).to_string()));
+        }
+        ctx.propagate(argv);
+        return Ok(Some((key.clone(), popped)));
+    }
+    Ok(None)
+}
+
+fn mpop_reply(key: Bytes, elems: Vec<Bytes>) -> Frame {
+    Frame::Array(vec![Frame::Bulk(key), bulk_array(elems)])
+}
+
+/// ```text
+/// LMPOP numkeys key [key ...] <LEFT | RIGHT> [COUNT count]
+/// ```
+fn lmpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let m = parse_mpop(args)?;
+    Ok(match pop_first(ctx, &m.keys, m.end, m.count, false)? {
+        Some((key, elems)) => mpop_reply(key, elems),
+        None => Frame::NullArray,
+    })
+}
+
+/// ```text
+/// BLMPOP timeout numkeys key [key ...] <LEFT | RIGHT> [COUNT count]
+/// ```
+fn blmpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let timeout_arg = args.bytes()?;
+    let m = parse_mpop(args)?;
+    let timeout = blocking::parse_timeout(&timeout_arg, ctx.now)?;
+    match pop_first(ctx, &m.keys, m.end, m.count, false)? {
+        Some((key, elems)) => Ok(mpop_reply(key, elems)),
+        None => blocking::block(ctx, m.keys, timeout, BlockKind::List, Frame::NullArray),
+    }
+}
+
+/// ```text
+/// BLPOP key [key ...] timeout
+/// ```
+fn blpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    bpop(ctx, args, End::Left)
+}
+
+/// ```text
+/// BRPOP key [key ...] timeout
+/// ```
+fn brpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    bpop(ctx, args, End::Right)
+}
+
+fn bpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>, end: End) -> CmdResult {
+    let rest = args.rest();
+    let (timeout_arg, keys) = rest.split_last().ok_or(CommandError::Syntax)?;
+    let timeout = blocking::parse_timeout(timeout_arg, ctx.now)?;
+    match pop_first(ctx, keys, end, 1, true)? {
+        Some((key, mut elems)) => Ok(Frame::Array(vec![
+            Frame::Bulk(key),
+            elems.pop().map_or(Frame::Null, Frame::Bulk),
+        ])),
+        None => blocking::block(
+            ctx,
+            keys.to_vec(),
+            timeout,
+            BlockKind::List,
+            Frame::NullArray,
+        ),
+    }
+}
+
+/// ```text
+/// BLMOVE source destination <LEFT | RIGHT> <LEFT | RIGHT> timeout
+/// ```
+fn blmove(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let src = args.bytes()?;
+    let dst = args.bytes()?;
+    let from = End::parse(args.next())?;
+    let to = End::parse(args.next())?;
+    let timeout = blocking::parse_timeout(&args.bytes()?, ctx.now)?;
+    let argv = vec![
+        Bytes::from_static(b"LMOVE"),
+        src.clone(),
+        dst.clone(),
+        from.word(),
+        to.word(),
+    ];
+    blocking_move(ctx, src, dst, from, to, timeout, argv)
+}
+
+/// ```text
+/// BRPOPLPUSH source destination timeout
+/// ```
+fn brpoplpush(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let src = args.bytes()?;
+    let dst = args.bytes()?;
+    let timeout = blocking::parse_timeout(&args.bytes()?, ctx.now)?;
+    let argv = vec![Bytes::from_static(b"RPOPLPUSH"), src.clone(), dst.clone()];
+    blocking_move(ctx, src, dst, End::Right, End::Left, timeout, argv)
+}
+
+fn blocking_move(
+    ctx: &mut Ctx<'_>,
+    src: Bytes,
+    dst: Bytes,
+    from: End,
+    to: End,
+    timeout: Option<std::time::Duration>,
+    propagate_as: Vec<Bytes>,
+) -> CmdResult {
+    match move_elem(ctx, &src, &dst, from, to)? {
+        Some(value) => {
+            ctx.propagate(propagate_as);
+            Ok(Frame::Bulk(value))
+        }
+        // Inside MULTI/EXEC or a script an empty source answers a null bulk, as Redis.
+        None => blocking::block(ctx, vec![src], timeout, BlockKind::List, Frame::Null),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clamp_range_follows_redis() {
+        assert_eq!(clamp_range(0, -1, 3), Some((0, 2)));
+        assert_eq!(clamp_range(-100, 100, 3), Some((0, 2)));
+        assert_eq!(clamp_range(2, 1, 3), None);
+        assert_eq!(clamp_range(3, 5, 3), None);
+        assert_eq!(clamp_range(0, 0, 0), None);
+    }
+
+    #[test]
+    fn list_index_counts_from_both_ends() {
+        assert_eq!(list_index(-1, 3), Some(2));
+        assert_eq!(list_index(3, 3), None);
+        assert_eq!(list_index(-4, 3), None);
+    }
+}

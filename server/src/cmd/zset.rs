@@ -1,0 +1,1316 @@
+//! Sorted set commands: ZADD (NX/XX/GT/LT/CH/INCR), ZINCRBY, ZREM, scores, ranks, counts,
+//! ranges by rank/score/lex (ZRANGE and its older forms, ZRANGESTORE), removals by range,
+//! pops (also blocking: BZPOPMIN, BZPOPMAX, BZMPOP), ZSCAN, and the set operations
+//! ZUNION/ZINTER/ZDIFF with their STORE forms.
+
+use super::{
+    flags::*, parse_f64, parse_i64, scan, Args, CmdResult, CommandError, CommandSpec, Ctx,
+};
+use crate::blocking::{self, BlockKind};
+use crate::db::{Value, ZSet};
+use crate::notify;
+use bytes::Bytes;
+use locksmith_resp::{Frame, Version};
+use std::collections::HashSet;
+
+/// The sorted set family's table.
+pub(crate) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("zadd", -4, zadd)
+        .flags(WRITE | DENYOOM | FAST)
+        .keys(1, 1, 1)
+        .doc("sorted_set", "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist."),
+    CommandSpec::new("zincrby", 4, zincrby)
+        .flags(WRITE | DENYOOM | FAST)
+        .keys(1, 1, 1)
+        .doc("sorted_set", "Increments the score of a member in a sorted set."),
+    CommandSpec::new("zrem", -3, zrem)
+        .flags(WRITE | FAST)
+        .keys(1, 1, 1)
+        .doc("sorted_set", "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed."),
+    CommandSpec::new("zscore", 3, zscore)
+        .flags(READONLY | FAST)
+        .keys(1, 1, 1)
+        .doc("sorted_set", "Returns the score of a member in a sorted set."),
+    CommandSpec::new("zmscore", -3, zmscore)
+        .flags(READONLY | FAST)
+        .keys(1, 1, 1)
+        .doc("sorted_set", "Returns the score of one or more members in a sorted set."),
+    CommandSpec::new("zcard", 2, zcard)
+        .flags(READONLY | FAST)
+        .keys(1, 1, 1)
+        .doc("sorted_set", "Returns the number of members in a sorted set."),
+    CommandSpec::new("zcount", 4, zcount)
+        .flags(READONLY | FAST)
+        .keys(1, 1, 1)
+        .doc("sorted_set", "Returns the count of members in a sorted set that have scores within a range."),
+    CommandSpec::new("zlexcount", 4, zlexcount)
+        .flags(READONLY | FAST)
+        .keys(1, 1, 1)
+        .doc("sorted_set", "Returns the number of members in a sorted set within a lexicographical range."),
+    CommandSpec::new("zrank", 3, zrank)
+        .flags(READONLY | FAST)
+        .keys(1, 1, 1)
+        .doc("sorted_set", "Returns the index of a member in a sorted set ordered by ascending scores."),
+    CommandSpec::new("zrevrank", 3, zrevrank)
+        .flags(READONLY | FAST)
+        .keys(1, 1, 1)
+        .doc("sorted_set", "Returns the index of a member in a sorted set ordered by descending scores."),
+    CommandSpec::new("zrange", -4, zrange)
+        .flags(READONLY)
+        .keys(1, 1, 1)
+        .doc("sorted_set", "Returns members in a sorted set within a range of indexes."),
+    CommandSpec::new("zrangestore", -5, zrangestore)
+        .flags(WRITE | DENYOOM)
+        .keys(1, 2, 1)
+        .doc("sorted_set", "Stores a range of members from sorted set in a key."),
+    CommandSpec::new("zrevrange", -4, zrevrange)
+        .flags(READONLY)
+        .keys(1, 1, 1)
+        .doc("sorted_set", "Returns members in a sorted set within a range of indexes in reverse order."),
+    CommandSpec::new("zrangebyscore", -4, zrangebyscore)
+        .flags(READONLY)
+        .keys(1, 1, 1)
+        .doc("sorted_set", "Returns members in a sorted set within a range of scores."),
+    CommandSpec::new("zrevrangebyscore", -4, zrevrangebyscore)
+        .flags(READONLY)
+        .keys(1, 1, 1)
+        .doc("sorted_set", "Returns members in a sorted set within a range of scores in reverse order."),
+    CommandSpec::new("zrangebylex", -4, zrangebylex)
+        .flags(READONLY)
+        .keys(1, 1, 1)
+        .doc("sorted_set", "Returns members in a sorted set within a lexicographical range."),
+    CommandSpec::new("zrevrangebylex", -4, zrevrangebylex)
+        .flags(READONLY)
+        .keys(1, 1, 1)
+        .doc("sorted_set", "Returns members in a sorted set within a lexicographical range in reverse order."),
+    CommandSpec::new("zremrangebyscore", 4, zremrangebyscore)
+        .flags(WRITE)
+        .keys(1, 1, 1)
+        .doc("sorted_set", "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed."),
+    CommandSpec::new("zremrangebyrank", 4, zremrangebyrank)
+        .flags(WRITE)
+        .keys(1, 1, 1)
+        .doc("sorted_set", "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed."),
+    CommandSpec::new("zremrangebylex", 4, zremrangebylex)
+        .flags(WRITE)
+        .keys(1, 1, 1)
+        .doc("sorted_set", "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed."),
+    CommandSpec::new("zpopmin", -2, zpopmin)
+        .flags(WRITE | FAST)
+        .keys(1, 1, 1)
+        .doc("sorted_set", "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped."),
+    CommandSpec::new("zpopmax", -2, zpopmax)
+        .flags(WRITE | FAST)
+        .keys(1, 1, 1)
+        .doc("sorted_set", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped."),
+    CommandSpec::new("zmpop", -4, zmpop)
+        .flags(WRITE | MOVABLE_KEYS)
+        .doc("sorted_set", "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped."),
+    CommandSpec::new("bzpopmin", -3, bzpopmin)
+        .flags(WRITE | NOSCRIPT | FAST | BLOCKING)
+        .keys(1, -2, 1)
+        .doc("sorted_set", "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped."),
+    CommandSpec::new("bzpopmax", -3, bzpopmax)
+        .flags(WRITE | NOSCRIPT | FAST | BLOCKING)
+        .keys(1, -2, 1)
+        .doc("sorted_set", "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped."),
+    CommandSpec::new("bzmpop", -5, bzmpop)
+        .flags(WRITE | BLOCKING | MOVABLE_KEYS)
+        .doc("sorted_set", "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped."),
+    CommandSpec::new("zscan", -3, zscan)
+        .flags(READONLY)
+        .keys(1, 1, 1)
+        .doc("sorted_set", "Iterates over members and scores of a sorted set."),
+    CommandSpec::new("zunionstore", -4, zunionstore)
+        .flags(WRITE | DENYOOM | MOVABLE_KEYS)
+        .keys(1, 1, 1)
+        .doc("sorted_set", "Stores the union of multiple sorted sets in a key."),
+    CommandSpec::new("zinterstore", -4, zinterstore)
+        .flags(WRITE | DENYOOM | MOVABLE_KEYS)
+        .keys(1, 1, 1)
+        .doc("sorted_set", "Stores the intersect of multiple sorted sets in a key."),
+    CommandSpec::new("zdiffstore", -4, zdiffstore)
+        .flags(WRITE | DENYOOM | MOVABLE_KEYS)
+        .keys(1, 1, 1)
+        .doc("sorted_set", "Stores the difference of multiple sorted sets in a key."),
+    CommandSpec::new("zunion", -3, zunion)
+        .flags(READONLY | MOVABLE_KEYS)
+        .doc("sorted_set", "Returns the union of multiple sorted sets."),
+    CommandSpec::new("zinter", -3, zinter)
+        .flags(READONLY | MOVABLE_KEYS)
+        .doc("sorted_set", "Returns the intersect of multiple sorted sets."),
+    CommandSpec::new("zdiff", -3, zdiff)
+        .flags(READONLY | MOVABLE_KEYS)
+        .doc("sorted_set", "Returns the difference between multiple sorted sets."),
+];
+
+/// The sorted set at `key`: `Ok(None)` if absent, `WRONGTYPE` if another type.
+fn zset_mut<'c>(ctx: &'c mut Ctx<'_>, key: &Bytes) -> Result<Option<&'c mut ZSet>, CommandError> {
+    match ctx.lookup_mut(key).map(|e| &mut e.value) {
+        None => Ok(None),
+        Some(Value::ZSet(z)) => Ok(Some(z)),
+        Some(_) => Err(CommandError::WrongType),
+    }
+}
+
+/// Deletes `key` if its sorted set became empty (with the `del` event); marks it modified.
+fn written(ctx: &mut Ctx<'_>, key: &Bytes) {
+    let empty = matches!(ctx.lookup(key).map(|e| &e.value), Some(Value::ZSet(z)) if z.is_empty());
+    if empty {
+        ctx.db().remove(key);
+        ctx.notify(notify::GENERIC, "del", key);
+    }
+    ctx.modified(key);
+}
+
+/// A score argument (`ERR value is not a valid float` otherwise).
+fn score_arg(arg: &[u8]) -> Result<f64, CommandError> {
+    parse_f64(arg).ok_or(CommandError::NotFloat)
+}
+
+/// `members` with their scores as Redis replies them: RESP3 pairs `[member, score]`, RESP2
+/// a flat array; plain members without scores.
+fn members_reply(items: Vec<(Bytes, f64)>, withscores: bool, resp: Version) -> Frame {
+    let mut out = Vec::with_capacity(items.len() * if withscores { 2 } else { 1 });
+    for (m, s) in items {
+        if !withscores {
+            out.push(Frame::Bulk(m));
+        } else if resp == Version::Resp3 {
+            out.push(Frame::Array(vec![Frame::Bulk(m), Frame::Double(s)]));
+        } else {
+            out.push(Frame::Bulk(m));
+            out.push(Frame::Double(s));
+        }
+    }
+    Frame::Array(out)
+}
+
+/// ```text
+/// ZADD key [NX | XX] [GT | LT] [CH] [INCR] score member [score member ...]
+/// ```
+fn zadd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let (mut nx, mut xx, mut gt, mut lt, mut ch, mut incr) =
+        (false, false, false, false, false, false);
+    loop {
+        if args.eat("nx") {
+            nx = true;
+        } else if args.eat("xx") {
+            xx = true;
+        } else if args.eat("gt") {
+            gt = true;
+        } else if args.eat("lt") {
+            lt = true;
+        } else if args.eat("ch") {
+            ch = true;
+        } else if args.eat("incr") {
+            incr = true;
+        } else {
+            break;
+        }
+    }
+    let rest = args.rest();
+    if rest.is_empty() || !rest.len().is_multiple_of(2) {
+        return Err(CommandError::Syntax);
+    }
+    if nx && xx {
+        return Err(CommandError::err(
+            "XX and NX options at the same time are not compatible",
+        ));
+    }
+    if ((gt || lt) && nx) || (gt && lt) {
+        return Err(CommandError::err(
+            "GT, LT, and/or NX options at the same time are not compatible",
+        ));
+    }
+    if incr && rest.len() > 2 {
+        return Err(CommandError::err(
+            "INCR option supports a single increment-element pair",
+        ));
+    }
+    let mut pairs = Vec::with_capacity(rest.len() / 2);
+    for pair in rest.chunks(2) {
+        if let [score, member] = pair {
+            pairs.push((score_arg(score)?, member.clone()));
+        }
+    }
+    let exists = zset_mut(ctx, &key)?.is_some();
+    if !exists {
+        if xx {
+            return Ok(if incr { Frame::Null } else { Frame::Integer(0) });
+        }
+        let now = ctx.now;
+        ctx.db()
+            .insert(key.clone(), Value::ZSet(ZSet::default()), None, now);
+    }
+    let (mut added, mut updated) = (0i64, 0i64);
+    let mut incr_result = None;
+    let mut failure = None;
+    if let Some(z) = zset_mut(ctx, &key)? {
+        for (score, member) in pairs {
+            match z.score(&member) {
+                Some(cur) => {
+                    if nx {
+                        continue;
+                    }
+                    let new = if incr { cur + score } else { score };
+                    if new.is_nan() {
+                        failure = Some(CommandError::err("resulting score is not a number (NaN)"));
+                        break;
+                    }
+                    if (lt && new >= cur) || (gt && new <= cur) {
+                        continue;
+                    }
+                    incr_result = Some(new);
+                    if new != cur {
+                        z.insert(member, new);
+                        updated += 1;
+                    }
+                }
+                None => {
+                    if xx {
+                        continue;
+                    }
+                    z.insert(member, score);
+                    incr_result = Some(score);
+                    added += 1;
+                }
+            }
+        }
+    }
+    if added + updated > 0 {
+        ctx.notify(notify::ZSET, if incr { "zincr" } else { "zadd" }, &key);
+    }
+    if added + updated > 0 || !exists {
+        written(ctx, &key);
+    }
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    Ok(if incr {
+        incr_result.map_or(Frame::Null, Frame::Double)
+    } else {
+        Frame::Integer(if ch { added + updated } else { added })
+    })
+}
+
+/// ```text
+/// ZINCRBY key increment member
+/// ```
+fn zincrby(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let incr = score_arg(&args.bytes()?)?;
+    let member = args.bytes()?;
+    let exists = zset_mut(ctx, &key)?.is_some();
+    let cur = zset_mut(ctx, &key)?.and_then(|z| z.score(&member));
+    let new = cur.unwrap_or(0.0) + incr;
+    if new.is_nan() {
+        return Err(CommandError::err("resulting score is not a number (NaN)"));
+    }
+    if !exists {
+        let now = ctx.now;
+        ctx.db()
+            .insert(key.clone(), Value::ZSet(ZSet::default()), None, now);
+    }
+    if let Some(z) = zset_mut(ctx, &key)? {
+        z.insert(member, new);
+    }
+    ctx.notify(notify::ZSET, "zincr", &key);
+    ctx.modified(&key);
+    Ok(Frame::Double(new))
+}
+
+/// ```text
+/// ZREM key member [member ...]
+/// ```
+fn zrem(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let members = args.rest();
+    let Some(z) = zset_mut(ctx, &key)? else {
+        return Ok(Frame::Integer(0));
+    };
+    let removed = members.iter().filter(|m| z.remove(m).is_some()).count();
+    if removed > 0 {
+        ctx.notify(notify::ZSET, "zrem", &key);
+        written(ctx, &key);
+    }
+    Ok(Frame::Integer(removed as i64))
+}
+
+/// ```text
+/// ZSCORE key member
+/// ```
+fn zscore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let member = args.bytes()?;
+    Ok(zset_mut(ctx, &key)?
+        .and_then(|z| z.score(&member))
+        .map_or(Frame::Null, Frame::Double))
+}
+
+/// ```text
+/// ZMSCORE key member [member ...]
+/// ```
+fn zmscore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let members = args.rest();
+    let z = zset_mut(ctx, &key)?;
+    Ok(Frame::Array(
+        members
+            .iter()
+            .map(|m| {
+                z.as_ref()
+                    .and_then(|z| z.score(m))
+                    .map_or(Frame::Null, Frame::Double)
+            })
+            .collect(),
+    ))
+}
+
+/// ```text
+/// ZCARD key
+/// ```
+fn zcard(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    Ok(Frame::Integer(
+        zset_mut(ctx, &key)?.map_or(0, |z| z.len() as i64),
+    ))
+}
+
+/// A score range (Redis's `zrangespec`).
+#[derive(Debug, Clone, Copy)]
+struct ScoreRange {
+    min: f64,
+    max: f64,
+    minex: bool,
+    maxex: bool,
+}
+
+impl ScoreRange {
+    /// Parses `min max` as Redis's `zslParseRange` (`(` = exclusive, `-inf`/`+inf`).
+    fn parse(min: &[u8], max: &[u8]) -> Result<ScoreRange, CommandError> {
+        let bound = |arg: &[u8]| -> Option<(f64, bool)> {
+            let (text, ex) = match arg.strip_prefix(b"(") {
+                Some(rest) => (rest, true),
+                None => (arg, false),
+            };
+            // strtod skips leading spaces and accepts an empty string as 0.
+            let start = text
+                .iter()
+                .position(|b| !b.is_ascii_whitespace())
+                .unwrap_or(text.len());
+            let text = text.get(start..).unwrap_or_default();
+            if text.is_empty() {
+                return Some((0.0, ex));
+            }
+            parse_f64(text).map(|v| (v, ex))
+        };
+        match (bound(min), bound(max)) {
+            (Some((min, minex)), Some((max, maxex))) => Ok(ScoreRange {
+                min,
+                max,
+                minex,
+                maxex,
+            }),
+            _ => Err(CommandError::err("min or max is not a float")),
+        }
+    }
+
+    fn gte_min(&self, s: f64) -> bool {
+        if self.minex {
+            s > self.min
+        } else {
+            s >= self.min
+        }
+    }
+
+    fn lte_max(&self, s: f64) -> bool {
+        if self.maxex {
+            s < self.max
+        } else {
+            s <= self.max
+        }
+    }
+
+    fn contains(&self, s: f64) -> bool {
+        self.gte_min(s) && self.lte_max(s)
+    }
+}
+
+/// One end of a lex range.
+#[derive(Debug, Clone)]
+enum LexBound {
+    /// `-`
+    Min,
+    /// `+`
+    Max,
+    /// `[x` (true) or `(x` (false).
+    Value(Bytes, bool),
+}
+
+/// A lex range (Redis's `zlexrangespec`).
+#[derive(Debug, Clone)]
+struct LexRange {
+    min: LexBound,
+    max: LexBound,
+}
+
+impl LexRange {
+    fn parse(min: &Bytes, max: &Bytes) -> Result<LexRange, CommandError> {
+        let item = |arg: &Bytes| -> Option<LexBound> {
+            match arg.first() {
+                Some(b'+') if arg.len() == 1 => Some(LexBound::Max),
+                Some(b'-') if arg.len() == 1 => Some(LexBound::Min),
+                Some(b'[') => Some(LexBound::Value(arg.slice(1..), true)),
+                Some(b'(') => Some(LexBound::Value(arg.slice(1..), false)),
+                _ => None,
+            }
+        };
+        match (item(min), item(max)) {
+            (Some(min), Some(max)) => Ok(LexRange { min, max }),
+            _ => Err(CommandError::err("min or max not valid string range item")),
+        }
+    }
+
+    fn gte_min(&self, m: &[u8]) -> bool {
+        match &self.min {
+            LexBound::Min => true,
+            LexBound::Max => false,
+            LexBound::Value(v, true) => m >= &v[..],
+            LexBound::Value(v, false) => m > &v[..],
+        }
+    }
+
+    fn lte_max(&self, m: &[u8]) -> bool {
+        match &self.max {
+            LexBound::Min => false,
+            LexBound::Max => true,
+            LexBound::Value(v, true) => m <= &v[..],
+            LexBound::Value(v, false) => m < &v[..],
+        }
+    }
+
+    fn contains(&self, m: &[u8]) -> bool {
+        self.gte_min(m) && self.lte_max(m)
+    }
+}
+
+/// ```text
+/// ZCOUNT key min max
+/// ```
+fn zcount(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let range = ScoreRange::parse(&args.bytes()?, &args.bytes()?)?;
+    let Some(z) = zset_mut(ctx, &key)? else {
+        return Ok(Frame::Integer(0));
+    };
+    Ok(Frame::Integer(
+        z.iter().filter(|(_, s)| range.contains(*s)).count() as i64,
+    ))
+}
+
+/// ```text
+/// ZLEXCOUNT key min max
+/// ```
+fn zlexcount(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let range = LexRange::parse(&args.bytes()?, &args.bytes()?)?;
+    let Some(z) = zset_mut(ctx, &key)? else {
+        return Ok(Frame::Integer(0));
+    };
+    Ok(Frame::Integer(
+        z.iter().filter(|(m, _)| range.contains(m)).count() as i64,
+    ))
+}
+
+/// ```text
+/// ZRANK key member
+/// ```
+fn zrank(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    rank_command(ctx, args, false)
+}
+
+/// ```text
+/// ZREVRANK key member
+/// ```
+fn zrevrank(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    rank_command(ctx, args, true)
+}
+
+fn rank_command(ctx: &mut Ctx<'_>, args: &mut Args<'_>, rev: bool) -> CmdResult {
+    let key = args.bytes()?;
+    let member = args.bytes()?;
+    let rank = zset_mut(ctx, &key)?.and_then(|z| {
+        if rev {
+            z.rev_rank(&member)
+        } else {
+            z.rank(&member)
+        }
+    });
+    Ok(rank.map_or(Frame::Null, |r| Frame::Integer(r as i64)))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RangeType {
+    Auto,
+    Rank,
+    Score,
+    Lex,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    Auto,
+    Forward,
+    Reverse,
+}
+
+/// Redis's `zrangeGenericCommand`: `<src> <min> <max> [BYSCORE | BYLEX] [REV] [WITHSCORES]
+/// [LIMIT offset count]`, for ZRANGE, ZRANGESTORE (`store` = the destination) and the older
+/// Z[REV]RANGE[BYSCORE|BYLEX] forms (fixed `rangetype`/`direction`).
+fn zrange_generic(
+    ctx: &mut Ctx<'_>,
+    args: &mut Args<'_>,
+    store: Option<Bytes>,
+    mut rangetype: RangeType,
+    mut direction: Direction,
+) -> CmdResult {
+    let key = args.bytes()?;
+    let mut min = args.bytes()?;
+    let mut max = args.bytes()?;
+    let mut withscores = false;
+    let (mut offset, mut limit) = (0i64, -1i64);
+    while let Some(opt) = args.next() {
+        let left = args.remaining();
+        if store.is_none() && opt.eq_ignore_ascii_case(b"withscores") {
+            withscores = true;
+        } else if opt.eq_ignore_ascii_case(b"limit") && left >= 2 {
+            offset = args.i64()?;
+            limit = args.i64()?;
+        } else if direction == Direction::Auto && opt.eq_ignore_ascii_case(b"rev") {
+            direction = Direction::Reverse;
+        } else if rangetype == RangeType::Auto && opt.eq_ignore_ascii_case(b"bylex") {
+            rangetype = RangeType::Lex;
+        } else if rangetype == RangeType::Auto && opt.eq_ignore_ascii_case(b"byscore") {
+            rangetype = RangeType::Score;
+        } else {
+            return Err(CommandError::Syntax);
+        }
+    }
+    if direction == Direction::Auto {
+        direction = Direction::Forward;
+    }
+    if rangetype == RangeType::Auto {
+        rangetype = RangeType::Rank;
+    }
+    if limit != -1 && rangetype == RangeType::Rank {
+        return Err(CommandError::err(
+            "syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
+        ));
+    }
+    if withscores && rangetype == RangeType::Lex {
+        return Err(CommandError::err(
+            "syntax error, WITHSCORES not supported in combination with BYLEX",
+        ));
+    }
+    let rev = direction == Direction::Reverse;
+    if rev && rangetype != RangeType::Rank {
+        std::mem::swap(&mut min, &mut max);
+    }
+    enum Spec {
+        Rank(i64, i64),
+        Score(ScoreRange),
+        Lex(LexRange),
+    }
+    let spec = match rangetype {
+        RangeType::Score => Spec::Score(ScoreRange::parse(&min, &max)?),
+        RangeType::Lex => Spec::Lex(LexRange::parse(&min, &max)?),
+        _ => Spec::Rank(parse_i64(&min)?, parse_i64(&max)?),
+    };
+    let items: Vec<(Bytes, f64)> = match zset_mut(ctx, &key)? {
+        None => Vec::new(),
+        Some(z) => match &spec {
+            Spec::Rank(start, stop) => match clamp_rank(*start, *stop, z.len()) {
+                Some((a, b)) => z
+                    .ordered(rev)
+                    .skip(a)
+                    .take(b - a + 1)
+                    .map(|(m, s)| (m.clone(), s))
+                    .collect(),
+                None => Vec::new(),
+            },
+            Spec::Score(range) => {
+                let first = z.ordered(rev).skip_while(|(_, s)| {
+                    if rev {
+                        !range.lte_max(*s)
+                    } else {
+                        !range.gte_min(*s)
+                    }
+                });
+                limited(first, offset, limit)
+                    .take_while(|(_, s)| {
+                        if rev {
+                            range.gte_min(*s)
+                        } else {
+                            range.lte_max(*s)
+                        }
+                    })
+                    .map(|(m, s)| (m.clone(), s))
+                    .collect()
+            }
+            Spec::Lex(range) => {
+                let first = z.ordered(rev).skip_while(|(m, _)| {
+                    if rev {
+                        !range.lte_max(m)
+                    } else {
+                        !range.gte_min(m)
+                    }
+                });
+                limited(first, offset, limit)
+                    .take_while(|(m, _)| {
+                        if rev {
+                            range.gte_min(m)
+                        } else {
+                            range.lte_max(m)
+                        }
+                    })
+                    .map(|(m, s)| (m.clone(), s))
+                    .collect()
+            }
+        },
+    };
+    match store {
+        Some(dst) => Ok(Frame::Integer(store_result(
+            ctx,
+            &dst,
+            items,
+            "zrangestore",
+        ))),
+        None => Ok(members_reply(items, withscores, ctx.client.resp)),
+    }
+}
+
+/// Applies `LIMIT offset count` as Redis does: a negative offset gives nothing, a negative
+/// count means all.
+fn limited<'a, I>(
+    iter: I,
+    offset: i64,
+    limit: i64,
+) -> Box<dyn Iterator<Item = (&'a Bytes, f64)> + 'a>
+where
+    I: Iterator<Item = (&'a Bytes, f64)> + 'a,
+{
+    if offset < 0 {
+        return Box::new(std::iter::empty());
+    }
+    let iter = iter.skip(offset as usize);
+    if limit < 0 {
+        Box::new(iter)
+    } else {
+        Box::new(iter.take(limit as usize))
+    }
+}
+
+/// Redis's clamping of rank `start`/`stop` over `len` members; `None` when empty.
+fn clamp_rank(start: i64, stop: i64, len: usize) -> Option<(usize, usize)> {
+    let len = len as i64;
+    let mut start = if start < 0 { start + len } else { start };
+    let mut stop = if stop < 0 { stop + len } else { stop };
+    if start < 0 {
+        start = 0;
+    }
+    if start > stop || start >= len {
+        return None;
+    }
+    if stop >= len {
+        stop = len - 1;
+    }
+    Some((start as usize, stop as usize))
+}
+
+/// Stores `items` as the sorted set `dst` (or deletes `dst` when empty) with `event`;
+/// returns the count.
+fn store_result(
+    ctx: &mut Ctx<'_>,
+    dst: &Bytes,
+    items: Vec<(Bytes, f64)>,
+    event: &'static str,
+) -> i64 {
+    let count = items.len() as i64;
+    if items.is_empty() {
+        if ctx.delete(dst) {
+            ctx.notify(notify::GENERIC, "del", dst);
+        }
+        return 0;
+    }
+    let mut z = ZSet::default();
+    for (m, s) in items {
+        z.insert(m, s);
+    }
+    ctx.set(dst.clone(), Value::ZSet(z), None);
+    ctx.notify(notify::ZSET, event, dst);
+    count
+}
+
+/// ```text
+/// ZRANGE key start stop [BYSCORE | BYLEX] [REV] [LIMIT offset count] [WITHSCORES]
+/// ```
+fn zrange(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    zrange_generic(ctx, args, None, RangeType::Auto, Direction::Auto)
+}
+
+/// ```text
+/// ZRANGESTORE dst src min max [BYSCORE | BYLEX] [REV] [LIMIT offset count]
+/// ```
+fn zrangestore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let dst = args.bytes()?;
+    zrange_generic(ctx, args, Some(dst), RangeType::Auto, Direction::Auto)
+}
+
+/// ```text
+/// ZREVRANGE key start stop [WITHSCORES]
+/// ```
+fn zrevrange(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    zrange_generic(ctx, args, None, RangeType::Rank, Direction::Reverse)
+}
+
+/// ```text
+/// ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count]
+/// ```
+fn zrangebyscore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    zrange_generic(ctx, args, None, RangeType::Score, Direction::Forward)
+}
+
+/// ```text
+/// ZREVRANGEBYSCORE key max min [WITHSCORES] [LIMIT offset count]
+/// ```
+fn zrevrangebyscore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    zrange_generic(ctx, args, None, RangeType::Score, Direction::Reverse)
+}
+
+/// ```text
+/// ZRANGEBYLEX key min max [LIMIT offset count]
+/// ```
+fn zrangebylex(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    zrange_generic(ctx, args, None, RangeType::Lex, Direction::Forward)
+}
+
+/// ```text
+/// ZREVRANGEBYLEX key max min [LIMIT offset count]
+/// ```
+fn zrevrangebylex(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    zrange_generic(ctx, args, None, RangeType::Lex, Direction::Reverse)
+}
+
+/// Removes the members `select` picks (given rank, member, score); the event and deletion.
+fn remove_where(
+    ctx: &mut Ctx<'_>,
+    key: &Bytes,
+    event: &'static str,
+    select: impl Fn(usize, &Bytes, f64) -> bool,
+) -> CmdResult {
+    let Some(z) = zset_mut(ctx, key)? else {
+        return Ok(Frame::Integer(0));
+    };
+    let doomed: Vec<Bytes> = z
+        .iter()
+        .enumerate()
+        .filter(|(i, (m, s))| select(*i, m, *s))
+        .map(|(_, (m, _))| m.clone())
+        .collect();
+    for m in &doomed {
+        z.remove(m);
+    }
+    if !doomed.is_empty() {
+        ctx.notify(notify::ZSET, event, key);
+        written(ctx, key);
+    }
+    Ok(Frame::Integer(doomed.len() as i64))
+}
+
+/// ```text
+/// ZREMRANGEBYSCORE key min max
+/// ```
+fn zremrangebyscore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let range = ScoreRange::parse(&args.bytes()?, &args.bytes()?)?;
+    remove_where(ctx, &key, "zremrangebyscore", |_, _, s| range.contains(s))
+}
+
+/// ```text
+/// ZREMRANGEBYLEX key min max
+/// ```
+fn zremrangebylex(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let range = LexRange::parse(&args.bytes()?, &args.bytes()?)?;
+    remove_where(ctx, &key, "zremrangebylex", |_, m, _| range.contains(m))
+}
+
+/// ```text
+/// ZREMRANGEBYRANK key start stop
+/// ```
+fn zremrangebyrank(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let start = args.i64()?;
+    let stop = args.i64()?;
+    let len = zset_mut(ctx, &key)?.map_or(0, |z| z.len());
+    let Some((a, b)) = clamp_rank(start, stop, len) else {
+        return Ok(Frame::Integer(0));
+    };
+    remove_where(ctx, &key, "zremrangebyrank", |i, _, _| (a..=b).contains(&i))
+}
+
+/// Pops up to `count` members from the min (or max) end of the existing sorted set `key`,
+/// with the `zpopmin`/`zpopmax` event and deletion.
+fn pop_members(ctx: &mut Ctx<'_>, key: &Bytes, max: bool, count: usize) -> Vec<(Bytes, f64)> {
+    let popped: Vec<(Bytes, f64)> = match zset_mut(ctx, key) {
+        Ok(Some(z)) => {
+            let picked: Vec<(Bytes, f64)> = z
+                .ordered(max)
+                .take(count)
+                .map(|(m, s)| (m.clone(), s))
+                .collect();
+            for (m, _) in &picked {
+                z.remove(m);
+            }
+            picked
+        }
+        _ => Vec::new(),
+    };
+    if !popped.is_empty() {
+        ctx.notify(notify::ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
+        written(ctx, key);
+    }
+    popped
+}
+
+/// ```text
+/// ZPOPMIN key [count]
+/// ```
+fn zpopmin(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    zpop_command(ctx, args, false)
+}
+
+/// ```text
+/// ZPOPMAX key [count]
+/// ```
+fn zpopmax(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    zpop_command(ctx, args, true)
+}
+
+fn zpop_command(ctx: &mut Ctx<'_>, args: &mut Args<'_>, max: bool) -> CmdResult {
+    if args.remaining() > 2 {
+        return Err(CommandError::Syntax);
+    }
+    let key = args.bytes()?;
+    let count = match args.next() {
+        None => None,
+        Some(arg) => match parse_i64(arg) {
+            Ok(n) if n >= 0 => Some(n as usize),
+            _ => return Err(CommandError::err("value is out of range, must be positive")),
+        },
+    };
+    if zset_mut(ctx, &key)?.is_none() || count == Some(0) {
+        return Ok(Frame::Array(Vec::new()));
+    }
+    let popped = pop_members(ctx, &key, max, count.unwrap_or(1));
+    // RESP3 nests [member, score] pairs only when a count was given.
+    let resp = if count.is_some() {
+        ctx.client.resp
+    } else {
+        Version::Resp2
+    };
+    Ok(members_reply(popped, true, resp))
+}
+
+/// A key and the members popped from it.
+type Popped = (Bytes, Vec<(Bytes, f64)>);
+
+/// Pops from the first non-empty sorted set of `keys` (WRONGTYPE at the first wrong key),
+/// propagated as `ZPOPMIN|ZPOPMAX key [n]`.
+fn pop_first(
+    ctx: &mut Ctx<'_>,
+    keys: &[Bytes],
+    max: bool,
+    count: Option<usize>,
+) -> Result<Option<Popped>, CommandError> {
+    for key in keys {
+        let len = match zset_mut(ctx, key)? {
+            Some(z) if !z.is_empty() => z.len(),
+            _ => continue,
+        };
+        let popped = pop_members(ctx, key, max, count.unwrap_or(1));
+        let name: &'static [u8] = if max { b"ZPOPMAX" } else { b"ZPOPMIN" };
+        let mut argv = vec![Bytes::from_static(name), key.clone()];
+        if let Some(n) = count {
+            argv.push(Bytes::from(n.min(len).to_string()));
+        }
+        ctx.propagate(argv);
+        return Ok(Some((key.clone(), popped)));
+    }
+    Ok(None)
+}
+
+/// ```text
+/// BZPOPMIN key [key ...] timeout
+/// ```
+fn bzpopmin(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    bzpop(ctx, args, false)
+}
+
+/// ```text
+/// BZPOPMAX key [key ...] timeout
+/// ```
+fn bzpopmax(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    bzpop(ctx, args, true)
+}
+
+fn bzpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>, max: bool) -> CmdResult {
+    let rest = args.rest();
+    let (timeout_arg, keys) = rest.split_last().ok_or(CommandError::Syntax)?;
+    let timeout = blocking::parse_timeout(timeout_arg, ctx.now)?;
+    match pop_first(ctx, keys, max, None)? {
+        Some((key, popped)) => {
+            let mut out = vec![Frame::Bulk(key)];
+            for (m, s) in popped {
+                out.push(Frame::Bulk(m));
+                out.push(Frame::Double(s));
+            }
+            Ok(Frame::Array(out))
+        }
+        None => blocking::block(
+            ctx,
+            keys.to_vec(),
+            timeout,
+            BlockKind::ZSet,
+            Frame::NullArray,
+        ),
+    }
+}
+
+/// Parsed `numkeys key [key ...] <MIN | MAX> [COUNT count]`.
+struct Mpop {
+    keys: Vec<Bytes>,
+    max: bool,
+    count: usize,
+}
+
+fn parse_mpop(args: &mut Args<'_>) -> Result<Mpop, CommandError> {
+    let numkeys = match args.next().map(|a| parse_i64(a)) {
+        Some(Ok(n)) if n > 0 => n as usize,
+        _ => return Err(CommandError::err("numkeys should be greater than 0")),
+    };
+    if numkeys >= args.remaining() {
+        return Err(CommandError::Syntax);
+    }
+    let keys: Vec<Bytes> = (0..numkeys).filter_map(|_| args.next().cloned()).collect();
+    let max = match args.next() {
+        Some(a) if a.eq_ignore_ascii_case(b"min") => false,
+        Some(a) if a.eq_ignore_ascii_case(b"max") => true,
+        _ => return Err(CommandError::Syntax),
+    };
+    let mut count = None;
+    while let Some(opt) = args.next() {
+        if count.is_none() && opt.eq_ignore_ascii_case(b"count") && !args.is_empty() {
+            match args.next().map(|a| parse_i64(a)) {
+                Some(Ok(n)) if n > 0 => count = Some(n as usize),
+                _ => return Err(CommandError::err("count should be greater than 0")),
+            }
+        } else {
+            return Err(CommandError::Syntax);
+        }
+    }
+    Ok(Mpop {
+        keys,
+        max,
+        count: count.unwrap_or(1),
+    })
+}
+
+fn mpop_reply(key: Bytes, popped: Vec<(Bytes, f64)>) -> Frame {
+    Frame::Array(vec![
+        Frame::Bulk(key),
+        members_reply(popped, true, Version::Resp3),
+    ])
+}
+
+/// ```text
+/// ZMPOP numkeys key [key ...] <MIN | MAX> [COUNT count]
+/// ```
+fn zmpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let m = parse_mpop(args)?;
+    Ok(match pop_first(ctx, &m.keys, m.max, Some(m.count))? {
+        Some((key, popped)) => mpop_reply(key, popped),
+        None => Frame::NullArray,
+    })
+}
+
+/// ```text
+/// BZMPOP timeout numkeys key [key ...] <MIN | MAX> [COUNT count]
+/// ```
+fn bzmpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let timeout_arg = args.bytes()?;
+    let m = parse_mpop(args)?;
+    let timeout = blocking::parse_timeout(&timeout_arg, ctx.now)?;
+    match pop_first(ctx, &m.keys, m.max, Some(m.count))? {
+        Some((key, popped)) => Ok(mpop_reply(key, popped)),
+        None => blocking::block(ctx, m.keys, timeout, BlockKind::ZSet, Frame::NullArray),
+    }
+}
+
+/// ```text
+/// ZSCAN key cursor [MATCH pattern] [COUNT count]
+/// ```
+fn zscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let cursor = scan::parse_cursor(&args.bytes()?)?;
+    let Some(z) = zset_mut(ctx, &key)? else {
+        return Ok(Frame::Array(vec![
+            Frame::Bulk(Bytes::from_static(b"0")),
+            Frame::Array(Vec::new()),
+        ]));
+    };
+    let opts = scan::ScanOptions::parse(args, false)?;
+    // A small (listpack) sorted set is returned whole in one call, in order, as Redis does.
+    let (next, items): (u64, Vec<(&Bytes, f64)>) = if z.len() <= 128 {
+        (0, z.iter().collect())
+    } else {
+        scan::step(z.iter(), cursor, opts.count)
+    };
+    let mut out = Vec::new();
+    for (m, s) in items {
+        if opts.matches(m) {
+            out.push(Frame::Bulk(m.clone()));
+            out.push(Frame::Double(s));
+        }
+    }
+    Ok(Frame::Array(vec![
+        Frame::Bulk(Bytes::from(next.to_string())),
+        Frame::Array(out),
+    ]))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SetOp {
+    Union,
+    Inter,
+    Diff,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Aggregate {
+    Sum,
+    Min,
+    Max,
+}
+
+impl Aggregate {
+    fn apply(self, acc: f64, v: f64) -> f64 {
+        match self {
+            Aggregate::Sum => {
+                let s = acc + v;
+                // Redis: +inf + -inf is NaN; it stores 0 instead.
+                if s.is_nan() {
+                    0.0
+                } else {
+                    s
+                }
+            }
+            Aggregate::Min => acc.min(v),
+            Aggregate::Max => acc.max(v),
+        }
+    }
+}
+
+/// Redis's `zunionInterDiffGenericCommand` for ZUNION[STORE], ZINTER[STORE], ZDIFF[STORE].
+fn setop(ctx: &mut Ctx<'_>, args: &mut Args<'_>, op: SetOp, store: bool) -> CmdResult {
+    let name = args
+        .argv()
+        .first()
+        .map(|n| String::from_utf8_lossy(n).to_ascii_lowercase())
+        .unwrap_or_default();
+    let dst = if store { Some(args.bytes()?) } else { None };
+    let numkeys = args.i64()?;
+    if numkeys < 1 {
+        return Err(CommandError::err(format!(
+            "at least 1 input key is needed for '{name}' command"
+        )));
+    }
+    let numkeys = numkeys as usize;
+    if numkeys > args.remaining() {
+        return Err(CommandError::Syntax);
+    }
+    let keys: Vec<Bytes> = (0..numkeys).filter_map(|_| args.next().cloned()).collect();
+    // Inputs: sorted sets, or plain sets whose members score 1.
+    let mut inputs: Vec<Vec<(Bytes, f64)>> = Vec::with_capacity(numkeys);
+    for key in &keys {
+        let input = match ctx.lookup(key).map(|e| &e.value) {
+            None => Vec::new(),
+            Some(Value::ZSet(z)) => z.iter().map(|(m, s)| (m.clone(), s)).collect(),
+            Some(Value::Set(s)) => s.iter().map(|m| (m.clone(), 1.0)).collect(),
+            Some(_) => return Err(CommandError::WrongType),
+        };
+        inputs.push(input);
+    }
+    let mut weights = vec![1.0f64; numkeys];
+    let mut aggregate = Aggregate::Sum;
+    let mut withscores = false;
+    while let Some(opt) = args.next() {
+        let remaining = args.remaining();
+        if op != SetOp::Diff && remaining >= numkeys && opt.eq_ignore_ascii_case(b"weights") {
+            for w in weights.iter_mut() {
+                let arg = args.next().ok_or(CommandError::Syntax)?;
+                *w = parse_f64(arg)
+                    .ok_or_else(|| CommandError::err("weight value is not a float"))?;
+            }
+        } else if op != SetOp::Diff && remaining >= 1 && opt.eq_ignore_ascii_case(b"aggregate") {
+            let which = args.next().ok_or(CommandError::Syntax)?;
+            aggregate = if which.eq_ignore_ascii_case(b"sum") {
+                Aggregate::Sum
+            } else if which.eq_ignore_ascii_case(b"min") {
+                Aggregate::Min
+            } else if which.eq_ignore_ascii_case(b"max") {
+                Aggregate::Max
+            } else {
+                return Err(CommandError::Syntax);
+            };
+        } else if !store && opt.eq_ignore_ascii_case(b"withscores") {
+            withscores = true;
+        } else {
+            return Err(CommandError::Syntax);
+        }
+    }
+    let weighted = |s: f64, w: f64| {
+        let v = s * w;
+        if v.is_nan() {
+            0.0
+        } else {
+            v
+        }
+    };
+    let mut result = ZSet::default();
+    match op {
+        SetOp::Union => {
+            for (input, &w) in inputs.iter().zip(&weights) {
+                for (m, s) in input {
+                    let v = weighted(*s, w);
+                    let new = match result.score(m) {
+                        Some(acc) => aggregate.apply(acc, v),
+                        None => v,
+                    };
+                    result.insert(m.clone(), new);
+                }
+            }
+        }
+        SetOp::Inter => {
+            if let Some((first, rest)) = inputs.split_first() {
+                let lookups: Vec<std::collections::HashMap<&Bytes, f64>> = rest
+                    .iter()
+                    .map(|i| i.iter().map(|(m, s)| (m, *s)).collect())
+                    .collect();
+                let w0 = weights.first().copied().unwrap_or(1.0);
+                'member: for (m, s) in first {
+                    let mut acc = weighted(*s, w0);
+                    for (other, &w) in lookups.iter().zip(weights.iter().skip(1)) {
+                        match other.get(m) {
+                            Some(&os) => acc = aggregate.apply(acc, weighted(os, w)),
+                            None => continue 'member,
+                        }
+                    }
+                    result.insert(m.clone(), acc);
+                }
+            }
+        }
+        SetOp::Diff => {
+            if let Some((first, rest)) = inputs.split_first() {
+                let others: HashSet<&Bytes> =
+                    rest.iter().flat_map(|i| i.iter().map(|(m, _)| m)).collect();
+                for (m, s) in first {
+                    if !others.contains(m) {
+                        result.insert(m.clone(), *s);
+                    }
+                }
+            }
+        }
+    }
+    let items: Vec<(Bytes, f64)> = result.iter().map(|(m, s)| (m.clone(), s)).collect();
+    match dst {
+        Some(dst) => {
+            let event = match op {
+                SetOp::Union => "zunionstore",
+                SetOp::Inter => "zinterstore",
+                SetOp::Diff => "zdiffstore",
+            };
+            Ok(Frame::Integer(store_result(ctx, &dst, items, event)))
+        }
+        None => Ok(members_reply(items, withscores, ctx.client.resp)),
+    }
+}
+
+/// ```text
+/// ZUNIONSTORE destination numkeys key [key ...] [WEIGHTS weight [weight ...]]
+///   [AGGREGATE <SUM | MIN | MAX>]
+/// ```
+fn zunionstore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    setop(ctx, args, SetOp::Union, true)
+}
+
+/// ```text
+/// ZINTERSTORE destination numkeys key [key ...] [WEIGHTS weight [weight ...]]
+///   [AGGREGATE <SUM | MIN | MAX>]
+/// ```
+fn zinterstore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    setop(ctx, args, SetOp::Inter, true)
+}
+
+/// ```text
+/// ZDIFFSTORE destination numkeys key [key ...]
+/// ```
+fn zdiffstore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    setop(ctx, args, SetOp::Diff, true)
+}
+
+/// ```text
+/// ZUNION numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE <SUM | MIN | MAX>]
+///   [WITHSCORES]
+/// ```
+fn zunion(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    setop(ctx, args, SetOp::Union, false)
+}
+
+/// ```text
+/// ZINTER numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE <SUM | MIN | MAX>]
+///   [WITHSCORES]
+/// ```
+fn zinter(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    setop(ctx, args, SetOp::Inter, false)
+}
+
+/// ```text
+/// ZDIFF numkeys key [key ...] [WITHSCORES]
+/// ```
+fn zdiff(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    setop(ctx, args, SetOp::Diff, false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn score_ranges_parse_as_redis() {
+        let r = ScoreRange::parse(b"(1", b"+inf").unwrap();
+        assert!(!r.contains(1.0) && r.contains(1.5) && r.contains(f64::INFINITY));
+        assert!(ScoreRange::parse(b"x", b"1").is_err());
+        assert!(ScoreRange::parse(b"nan", b"1").is_err());
+        assert!(ScoreRange::parse(b"(", b"1").unwrap().contains(0.5));
+    }
+
+    #[test]
+    fn lex_ranges_parse_as_redis() {
+        let r = LexRange::parse(&Bytes::from("[b"), &Bytes::from("(d")).unwrap();
+        assert!(r.contains(b"b") && r.contains(b"c") && !r.contains(b"d") && !r.contains(b"a"));
+        assert!(LexRange::parse(&Bytes::from("b"), &Bytes::from("+")).is_err());
+        assert!(LexRange::parse(&Bytes::from("-x"), &Bytes::from("+")).is_err());
+    }
+}
