@@ -457,6 +457,81 @@ mod tests {
     }
 
     #[test]
+    fn resp3_replies_are_encoded_as_redis_7_0_sends_them() {
+        let mut h = Harness::new();
+        h.clients[0].resp = Version::Resp3;
+        fn check(h: &mut Harness, args: &[&str], expected: &[u8]) {
+            let (reply, _, _) = h.run(0, args);
+            let bytes = locksmith_resp::encode_to_vec(&reply, Version::Resp3);
+            assert_eq!(
+                String::from_utf8_lossy(&bytes),
+                String::from_utf8_lossy(expected),
+                "{args:?}"
+            );
+        }
+        // Captured from redis-server 7.0.15 with HELLO 3.
+        check(&mut h, &["ZADD", "z", "0.1", "a", "2", "b"], b":2\r\n");
+        check(&mut h, &["ZSCORE", "z", "a"], b",0.10000000000000001\r\n");
+        check(
+            &mut h,
+            &["ZRANGE", "z", "0", "-1", "WITHSCORES"],
+            b"*2\r\n*2\r\n$1\r\na\r\n,0.10000000000000001\r\n*2\r\n$1\r\nb\r\n,2\r\n",
+        );
+        check(
+            &mut h,
+            &["ZPOPMIN", "z"],
+            b"*2\r\n$1\r\na\r\n,0.10000000000000001\r\n",
+        );
+        check(&mut h, &["ZADD", "z", "0.1", "a"], b":1\r\n");
+        check(
+            &mut h,
+            &["ZPOPMIN", "z", "1"],
+            b"*1\r\n*2\r\n$1\r\na\r\n,0.10000000000000001\r\n",
+        );
+        check(&mut h, &["ZADD", "z", "0.1", "a"], b":1\r\n");
+        check(
+            &mut h,
+            &["ZMPOP", "1", "z", "MIN"],
+            b"*2\r\n$1\r\nz\r\n*1\r\n*2\r\n$1\r\na\r\n,0.10000000000000001\r\n",
+        );
+        check(&mut h, &["ZADD", "z", "0.1", "a"], b":1\r\n");
+        check(
+            &mut h,
+            &["BZPOPMIN", "z", "0"],
+            b"*3\r\n$1\r\nz\r\n$1\r\na\r\n,0.10000000000000001\r\n",
+        );
+        check(&mut h, &["ZUNION", "1", "missing", "WITHSCORES"], b"*0\r\n");
+        check(&mut h, &["ZADD", "z", "0.1", "a"], b":1\r\n");
+        check(
+            &mut h,
+            &["ZSCAN", "z", "0"],
+            b"*2\r\n$1\r\n0\r\n*4\r\n$1\r\na\r\n$19\r\n0.10000000000000001\r\n$1\r\nb\r\n$1\r\n2\r\n",
+        );
+        check(&mut h, &["SADD", "s", "1", "2"], b":2\r\n");
+        check(&mut h, &["SMEMBERS", "s"], b"~2\r\n$1\r\n1\r\n$1\r\n2\r\n");
+        check(&mut h, &["SPOP", "nos", "1"], b"~0\r\n");
+        h.clients[0].in_exec = true;
+        check(&mut h, &["BLPOP", "nol", "0.01"], b"_\r\n");
+        h.clients[0].in_exec = false;
+        check(&mut h, &["LPOP", "nol", "1"], b"_\r\n");
+        check(
+            &mut h,
+            &["ZADD", "z", "INCR", "1", "a"],
+            b",1.1000000000000001\r\n",
+        );
+        check(
+            &mut h,
+            &["ZINCRBY", "z", "1", "a"],
+            b",2.1000000000000001\r\n",
+        );
+        check(
+            &mut h,
+            &["ZMSCORE", "z", "a", "b"],
+            b"*2\r\n,2.1000000000000001\r\n,2\r\n",
+        );
+    }
+
+    #[test]
     fn a_gone_client_no_longer_waits() {
         let mut h = Harness::new();
         let _rx = h.block(0, &["BLPOP", "k", "0"]);

@@ -361,3 +361,94 @@ async fn a_push_inside_exec_wakes_a_blocked_client_after_the_transaction() {
         Frame::Array(vec![bulk("k"), bulk("b")])
     );
 }
+
+/// Every frame a subscriber receives up to (and including) the message on `marker`.
+async fn frames_until_marker(sub: &mut support::Wire) -> Vec<String> {
+    let mut out = Vec::new();
+    for _ in 0..1000 {
+        let frame = String::from_utf8_lossy(&sub.frame().await).into_owned();
+        let done = frame.contains("marker");
+        out.push(frame);
+        if done {
+            return out;
+        }
+    }
+    panic!("no marker message among 1000 frames");
+}
+
+#[tokio::test]
+async fn keyspace_events_of_list_set_and_zset_commands_match_redis() {
+    let ours = locksmith_server::Server::builder()
+        .notify_keyspace_events("EA")
+        .start()
+        .await
+        .unwrap();
+    let real = support::RealRedis::start_with(&["--notify-keyspace-events", "EA"]);
+    let mut addrs = vec![ours.addr()];
+    if let Some(r) = &real {
+        addrs.push(r.addr());
+    }
+    let mut transcripts = Vec::new();
+    for addr in addrs {
+        let mut sub = support::Wire::connect(addr).await;
+        sub.call(&[&["SUBSCRIBE", "marker"]], 1).await;
+        sub.call(&[&["PSUBSCRIBE", "__keyevent@0__:*"]], 1).await;
+        let mut writer = Raw::connect(addr).await;
+        for args in [
+            &["LPUSH", "l", "a", "b"][..],
+            &["RPUSH", "l", "c"],
+            &["LPOP", "l"],
+            &["RPOP", "l", "5"],
+            &["LPUSHX", "l", "x"],
+            &["RPUSH", "src", "1"],
+            &["LMOVE", "src", "dst", "LEFT", "RIGHT"],
+            &["LSET", "dst", "0", "z"],
+            &["LINSERT", "dst", "BEFORE", "z", "y"],
+            &["LREM", "dst", "1", "y"],
+            &["LTRIM", "dst", "0", "0"],
+            &["BLPOP", "dst", "0"],
+            &["SADD", "s", "a"],
+            &["SADD", "s", "b"],
+            &["SREM", "s", "a"],
+            &["SPOP", "s"],
+            &["SADD", "s2", "1", "2"],
+            &["SMOVE", "s2", "s3", "1"],
+            &["SINTERSTORE", "s4", "s2", "s3"],
+            &["SUNIONSTORE", "s4", "s2", "s3"],
+            &["SINTERSTORE", "s4", "s2", "s3"],
+            &["ZADD", "z", "1", "a"],
+            &["ZADD", "z", "INCR", "1", "a"],
+            &["ZINCRBY", "z", "1", "a"],
+            &["ZREM", "z", "a"],
+            &["ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d"],
+            &["ZREMRANGEBYSCORE", "z", "1", "1"],
+            &["ZREMRANGEBYRANK", "z", "0", "0"],
+            &["ZREMRANGEBYLEX", "z", "[c", "[c"],
+            &["ZADD", "z", "5", "e"],
+            &["ZPOPMIN", "z"],
+            &["ZRANGESTORE", "z2", "z", "0", "-1"],
+            &["ZUNIONSTORE", "z3", "2", "z", "z2"],
+            &["ZINTERSTORE", "z3", "1", "missing"],
+            &["BZPOPMAX", "z", "0"],
+            &["PUBLISH", "marker", "done"],
+        ] {
+            writer.call(args).await;
+        }
+        transcripts.push(frames_until_marker(&mut sub).await);
+    }
+    let all = transcripts[0].concat();
+    for event in [
+        "lpush",
+        "ltrim",
+        "spop",
+        "sunionstore",
+        "zincr",
+        "zrangestore",
+        "del",
+    ] {
+        assert!(all.contains(event), "no {event} event in {all}");
+    }
+    if let [ours, real] = &transcripts[..] {
+        assert_eq!(ours, real, "left: ours, right: redis");
+    }
+}

@@ -268,7 +268,7 @@ async fn set_operations_match_redis() {
 async fn zscan_of_a_small_sorted_set_matches_redis() {
     let mut pair = support::Pair::start().await;
     pair.all_same(&[
-        &["ZADD", "z", "1", "a", "2", "b", "3", "c"],
+        &["ZADD", "z", "1", "a", "2", "b", "3", "c", "0.1", "d"],
         &["ZSCAN", "z", "0"],
         &["ZSCAN", "z", "0", "MATCH", "b*"],
         &["ZSCAN", "missing", "0"],

@@ -1081,7 +1081,8 @@ fn zscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     for (m, s) in items {
         if opts.matches(m) {
             out.push(Frame::Bulk(m.clone()));
-            out.push(Frame::Double(s));
+            // Scores come back as the strings the encoding holds (bulk even in RESP3).
+            out.push(Frame::Bulk(Bytes::from(locksmith_resp::format_double(s))));
         }
     }
     Ok(Frame::Array(vec![
