@@ -27,6 +27,13 @@ pub(crate) struct State {
     pub(crate) rng: StdRng,
     /// Counters for `INFO stats`.
     pub(crate) stats: Stats,
+    /// Every `CONFIG GET|SET` parameter's run-time value.
+    pub(crate) settings: crate::config_table::Settings,
+    /// `notify-keyspace-events` as [`crate::notify`] flags.
+    pub(crate) notify_flags: u32,
+    /// Unix seconds of the last save (`LASTSAVE`, `rdb_last_save_time`): the start time, as
+    /// we never save.
+    pub(crate) last_save_unix: u64,
 }
 
 /// Counters reported by `INFO`.
@@ -47,10 +54,13 @@ impl State {
     pub(crate) fn new(config: Config, seed: u64) -> Self {
         State {
             dbs: (0..config.databases).map(|_| Db::default()).collect(),
+            settings: crate::config_table::Settings::new(&config),
             config,
             dirty: 0,
             rng: StdRng::seed_from_u64(seed),
             stats: Stats::default(),
+            notify_flags: 0,
+            last_save_unix: 0,
         }
     }
 
@@ -157,6 +167,8 @@ pub(crate) struct Node {
     pub(crate) auth_required: AtomicBool,
     /// The last client id handed out.
     pub(crate) last_client_id: AtomicU64,
+    /// Limits, counters and `CLIENT PAUSE`, readable without the state lock.
+    pub(crate) live: crate::live::Live,
 }
 
 impl Node {

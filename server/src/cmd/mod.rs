@@ -6,10 +6,12 @@
 //! Handlers are synchronous: they run against a [`Ctx`] under the state lock and return the
 //! reply, so `MULTI`/`EXEC`, `redis.call` and replication reuse the same code.
 
+mod client;
 mod connection;
 mod error;
 mod keys;
 mod parse;
+mod server;
 mod string;
 
 pub(crate) use error::{lossy, CmdResult, CommandError};
@@ -189,8 +191,14 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 3] {
-    [connection::COMMANDS, keys::COMMANDS, string::COMMANDS]
+fn families() -> [&'static [CommandSpec]; 5] {
+    [
+        connection::COMMANDS,
+        keys::COMMANDS,
+        string::COMMANDS,
+        client::COMMANDS,
+        server::COMMANDS,
+    ]
 }
 
 static TABLE: LazyLock<HashMap<&'static str, &'static CommandSpec>> = LazyLock::new(|| {
@@ -236,6 +244,7 @@ pub(crate) fn resolve(argv: &[Bytes]) -> Result<Resolved, CommandError> {
             Some(sub_spec) if sub_spec.arity_ok(argv.len()) => Ok(Resolved {
                 spec: sub_spec,
                 first_arg: 2,
+                parent: Some(spec),
             }),
             Some(sub_spec) => Err(CommandError::WrongArity(format!(
                 "{}|{}",
@@ -250,7 +259,11 @@ pub(crate) fn resolve(argv: &[Bytes]) -> Result<Resolved, CommandError> {
     if !spec.arity_ok(argv.len()) {
         return Err(CommandError::WrongArity(spec.name.to_string()));
     }
-    Ok(Resolved { spec, first_arg: 1 })
+    Ok(Resolved {
+        spec,
+        first_arg: 1,
+        parent: None,
+    })
 }
 
 /// A command line matched to its spec.
@@ -260,6 +273,8 @@ pub(crate) struct Resolved {
     pub(crate) spec: &'static CommandSpec,
     /// Index of the first argument after the command (and subcommand) name.
     pub(crate) first_arg: usize,
+    /// The container command for a subcommand (`client` for `CLIENT LIST`).
+    pub(crate) parent: Option<&'static CommandSpec>,
 }
 
 /// Everything a handler may touch while it runs.
@@ -381,7 +396,9 @@ pub(crate) fn execute(
 
 /// Runs an already-resolved command (see [`execute`]).
 pub(crate) fn execute_resolved(
-    Resolved { spec, first_arg }: Resolved,
+    Resolved {
+        spec, first_arg, ..
+    }: Resolved,
     state: &mut State,
     node: &Node,
     client: &mut ClientState,
