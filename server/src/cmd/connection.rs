@@ -15,7 +15,7 @@ const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is dis
 /// The connection family's table.
 pub(crate) static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("ping", -1, ping)
-        .flags(FAST | STALE | LOADING)
+        .flags(FAST)
         .doc("connection", "Returns the server's liveliness response."),
     CommandSpec::new("echo", 2, echo)
         .flags(FAST | STALE | LOADING)
@@ -179,7 +179,7 @@ fn hello(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     if !ctx.client.authenticated {
         return Err(CommandError::Raw(
             "NOAUTH HELLO must be called with the client already authenticated, otherwise the \
-             HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and \
+             HELLO AUTH <user> <pass> option can be used to authenticate the client and \
              select the RESP protocol version at the same time"
                 .into(),
         ));

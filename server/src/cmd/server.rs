@@ -56,7 +56,7 @@ static COMMAND_SUBCOMMANDS: &[CommandSpec] = &[
     CommandSpec::new("list", -2, command_list)
         .flags(LOADING | STALE)
         .doc("server", "Returns a list of command names."),
-    CommandSpec::new("getkeys", -3, command_getkeys)
+    CommandSpec::new("getkeys", -4, command_getkeys)
         .flags(LOADING | STALE)
         .doc(
             "server",
