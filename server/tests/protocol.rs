@@ -206,7 +206,10 @@ async fn a_client_sending_garbage_does_not_affect_others() {
     ] {
         // Either an error and a close, or (a NUL-led inline line) nothing at all.
         let bad = exchange(server.addr(), one(garbage)).await;
-        assert!(bad.reply.is_empty() || bad.reply.starts_with('-'), "{bad:?}");
+        assert!(
+            bad.reply.is_empty() || bad.reply.starts_with('-'),
+            "{bad:?}"
+        );
         let v: String = support::cmd(&["GET", "k"])
             .query_async(&mut good)
             .await

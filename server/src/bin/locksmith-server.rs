@@ -69,6 +69,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
+        // A client sent SHUTDOWN.
+        _ = server.stopped() => {}
     }
     tracing::info!("shutting down");
     server.shutdown().await;
