@@ -1,1 +1,51 @@
-//! Redisson-compatible distributed locks (skeleton; filled in by the lock-library issue).
+//! Redisson-compatible distributed locks for Rust, on the `redis` crate and tokio.
+//!
+//! Locks taken here and locks taken by Java Redisson contend for the same keys: same hash
+//! layout, owner fields (`"<client-uuid>:<owner-id>"`), channels, messages and Lua scripts.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), locksmith_lock::LockError> {
+//! let client = locksmith_lock::Client::open("redis://127.0.0.1:6379/").await?;
+//! let lock = client.lock("orders");
+//! lock.lock().await?;            // watchdog renews every 10 s until unlock
+//! // ... critical section ...
+//! lock.unlock().await?;
+//! # Ok(()) }
+//! ```
+
+mod client;
+mod core;
+mod error;
+mod lock;
+mod multi;
+mod options;
+mod owner;
+mod scripts;
+mod simple;
+mod waiter;
+mod watchdog;
+
+pub use client::{Client, MetricsSnapshot};
+pub use error::{LockError, LostReason, Result};
+pub use lock::{FairLock, FencedLock, Lock, ReadLock, ReadWriteLock, SpinLock, WriteLock};
+pub use multi::{MultiLock, NodeOutcome, QuorumOutcome, RedLock};
+pub use options::{Backoff, ClientOptions, ReplicaSync};
+pub use owner::Owner;
+pub use simple::SimpleLock;
+pub use watchdog::LostSignal;
+
+/// Source text of the Redisson scripts this crate runs, for tests and tools that want to run
+/// them by hand (for example to act as a Java client would).
+pub mod script_sources {
+    /// `RedissonLock` acquire. KEYS: name. ARGV: lease ms, owner field.
+    pub const LOCK_ACQUIRE: &str = crate::scripts::LOCK_ACQUIRE_SRC;
+    /// `RedissonLock` release with unlock latch. KEYS: name, channel, latch. ARGV: message,
+    /// lease ms, owner field, publish command, latch timeout ms.
+    pub const LOCK_RELEASE: &str = crate::scripts::LOCK_RELEASE_SRC;
+    /// `RedissonFairLock` acquire (queueing variant).
+    pub const FAIR_ACQUIRE: &str = crate::scripts::FAIR_ACQUIRE_SRC;
+    /// `RedissonReadLock` acquire.
+    pub const READ_ACQUIRE: &str = crate::scripts::READ_ACQUIRE_SRC;
+    /// `RedissonWriteLock` acquire.
+    pub const WRITE_ACQUIRE: &str = crate::scripts::WRITE_ACQUIRE_SRC;
+}

@@ -77,6 +77,30 @@ pub(crate) fn parse_strict_i64(digits: &[u8]) -> Option<i64> {
     Some(value)
 }
 
+/// Where a search for a request line's terminator stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scan {
+    /// The terminator's index.
+    Found(usize),
+    /// No terminator yet; resume the search at this index.
+    Missing(usize),
+}
+
+/// Redis finds request line terminators with `strchr`, which stops at a NUL byte: a terminator
+/// after a NUL is never seen, and the request can only end in a "too big" error once enough
+/// bytes have piled up. The search resumes at the NUL, so it stays stuck without rescanning.
+fn c_strchr(buf: &[u8], from: usize, needle: u8) -> Scan {
+    let hit = buf
+        .get(from..)
+        .and_then(|rest| rest.iter().position(|&b| b == needle || b == 0))
+        .map(|i| i + from);
+    match hit {
+        Some(i) if buf.get(i) == Some(&needle) => Scan::Found(i),
+        Some(nul) => Scan::Missing(nul),
+        None => Scan::Missing(buf.len()),
+    }
+}
+
 fn find_byte(buf: &[u8], from: usize, needle: u8) -> Option<usize> {
     buf.get(from..)?
         .iter()
@@ -224,7 +248,10 @@ impl RequestDecoder {
     /// Decodes the next complete request from `buf`, consuming its bytes.
     ///
     /// Returns `Ok(None)` when more bytes are needed. Empty requests (`*0`, `*-1`, blank inline
-    /// lines) are skipped, as Redis skips them.
+    /// lines) are skipped, as Redis skips them. As in Redis, the two bytes after a header's CR
+    /// and after a bulk payload are skipped without being checked, and a NUL byte in an inline
+    /// or header line hides the line's end (Redis uses `strchr`), so such a request only ends
+    /// in a "too big" error once more than `max_inline_len` bytes are buffered.
     ///
     /// # Errors
     ///
@@ -242,30 +269,26 @@ impl RequestDecoder {
                         other => return Ok(other),
                     }
                 }
-                let Some(cr) = find_byte(buf, self.scanned.max(1), b'\r') else {
-                    if buf.len() > self.limits.max_inline_len {
-                        return Err(DecodeError::TooBigMultibulkCount);
-                    }
-                    self.scanned = buf.len();
+                let Some(cr) = self.header_line(buf, DecodeError::TooBigMultibulkCount)? else {
                     return Ok(None);
                 };
-                if cr + 2 > buf.len() {
-                    self.scanned = cr;
-                    return Ok(None);
-                }
+                // string2ll, then `ll > INT_MAX` is "invalid multibulk length"; our own
+                // `max_multibulk_len` only ever tightens that.
                 let count = buf
                     .get(1..cr)
                     .and_then(parse_strict_i64)
-                    .filter(|&n| n <= i64::from(i32::MAX))
+                    .filter(|&n| {
+                        n <= i64::from(i32::MAX)
+                            && (n <= 0 || n as u64 <= self.limits.max_multibulk_len as u64)
+                    })
                     .ok_or(DecodeError::InvalidMultibulkLength)?;
-                if count > self.limits.max_multibulk_len as i64 {
-                    return Err(DecodeError::InvalidMultibulkLength);
-                }
                 if count > 10 && self.auth_required {
                     return Err(DecodeError::UnauthenticatedMultibulkLength);
                 }
+                // The byte after the CR is skipped unchecked, as Redis does.
                 buf.advance(cr + 2);
                 self.scanned = 0;
+                // `*0` and any negative count are an empty request that Redis skips.
                 if count <= 0 {
                     continue;
                 }
@@ -275,17 +298,9 @@ impl RequestDecoder {
                 let len = match self.bulk_len {
                     Some(len) => len,
                     None => {
-                        let Some(cr) = find_byte(buf, self.scanned, b'\r') else {
-                            if buf.len() > self.limits.max_inline_len {
-                                return Err(DecodeError::TooBigBulkCount);
-                            }
-                            self.scanned = buf.len();
+                        let Some(cr) = self.header_line(buf, DecodeError::TooBigBulkCount)? else {
                             return Ok(None);
                         };
-                        if cr + 2 > buf.len() {
-                            self.scanned = cr;
-                            return Ok(None);
-                        }
                         match buf.first() {
                             Some(b'$') => {}
                             Some(&other) => return Err(DecodeError::ExpectedBulk(other)),
@@ -306,7 +321,7 @@ impl RequestDecoder {
                         len
                     }
                 };
-                if buf.len() < len + 2 {
+                if buf.len() < len.saturating_add(2) {
                     return Ok(None);
                 }
                 self.args.push(buf.split_to(len).freeze());
@@ -319,14 +334,47 @@ impl RequestDecoder {
         }
     }
 
-    fn decode_inline(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, DecodeError> {
-        let Some(nl) = find_byte(buf, self.scanned, b'\n') else {
-            if buf.len() > self.limits.max_inline_len {
-                return Err(DecodeError::TooBigInlineRequest);
+    /// Finds the CR ending the `*`/`$` header line at the front of `buf`, as
+    /// `processMultibulkBuffer` does: `Some(cr)` once the byte after the CR has arrived too.
+    fn header_line(
+        &mut self,
+        buf: &BytesMut,
+        too_big: DecodeError,
+    ) -> Result<Option<usize>, DecodeError> {
+        // Redis searches from the type byte itself, so a bulk header that is a bare CR is
+        // "expected '$', got '\r'", not a longer line.
+        match c_strchr(buf, self.scanned, b'\r') {
+            // "Buffer should also contain \n": wait for the byte after the CR.
+            Scan::Found(cr) if cr + 2 <= buf.len() => Ok(Some(cr)),
+            Scan::Found(cr) => {
+                self.scanned = cr;
+                Ok(None)
             }
-            self.scanned = buf.len();
-            return Ok(None);
+            Scan::Missing(resume) => {
+                // Redis: more than PROTO_INLINE_MAX_SIZE bytes without a CR is "too big mbulk
+                // count string" / "too big bulk count string".
+                if buf.len() > self.limits.max_inline_len {
+                    return Err(too_big);
+                }
+                self.scanned = resume;
+                Ok(None)
+            }
+        }
+    }
+
+    fn decode_inline(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, DecodeError> {
+        let nl = match c_strchr(buf, self.scanned, b'\n') {
+            Scan::Found(nl) => nl,
+            Scan::Missing(resume) => {
+                // Redis: more than PROTO_INLINE_MAX_SIZE bytes without a newline.
+                if buf.len() > self.limits.max_inline_len {
+                    return Err(DecodeError::TooBigInlineRequest);
+                }
+                self.scanned = resume;
+                return Ok(None);
+            }
         };
+        // "Handle the \r\n case": one CR before the LF is part of the terminator.
         let mut end = nl;
         if end > 0 && buf.get(end - 1) == Some(&b'\r') {
             end -= 1;
@@ -409,7 +457,10 @@ impl FrameDecoder {
     /// is complete.
     fn complete(&mut self, mut frame: Frame) -> Option<Frame> {
         loop {
-            let top = self.stack.last_mut()?;
+            let Some(top) = self.stack.last_mut() else {
+                // Nothing open: this is the top-level frame.
+                return Some(frame);
+            };
             top.items.push(frame);
             top.remaining -= 1;
             if top.remaining > 0 {
@@ -441,7 +492,7 @@ impl FrameDecoder {
     /// Reads one scalar frame, or consumes one aggregate or bulk header.
     fn step(&mut self, buf: &mut BytesMut) -> Result<Step, DecodeError> {
         if let Some((kind, len)) = self.bulk {
-            if buf.len() < len + 2 {
+            if buf.len() < len.saturating_add(2) {
                 return Ok(Step::NeedMore);
             }
             let payload = buf.split_to(len).freeze();
@@ -466,6 +517,14 @@ impl FrameDecoder {
                 _ => Frame::Bulk(payload),
             }));
         }
+        // Reject an unknown type byte at once instead of waiting for a line that may never come.
+        match buf.first() {
+            None => return Ok(Step::NeedMore),
+            Some(&kind) if !FRAME_TYPES.contains(&kind) => {
+                return Err(DecodeError::InvalidType(kind))
+            }
+            Some(_) => {}
+        }
         let Some(nl) = find_byte(buf, self.scanned.max(1), b'\n') else {
             if buf.len() > self.limits.max_bulk_len {
                 return Err(DecodeError::TooBigInlineRequest);
@@ -483,7 +542,9 @@ impl FrameDecoder {
             b'+' => Some(Frame::Simple(Bytes::copy_from_slice(line))),
             b'-' => Some(Frame::Error(Bytes::copy_from_slice(line))),
             b':' => Some(Frame::Integer(integer("integer")?)),
-            b'_' => Some(Frame::Null),
+            // hiredis: "Bad nil value" unless the line is empty.
+            b'_' if line.is_empty() => Some(Frame::Null),
+            b'_' => return Err(DecodeError::InvalidValue("null")),
             b'#' => Some(Frame::Boolean(match line {
                 b"t" => true,
                 b"f" => false,
@@ -514,24 +575,31 @@ impl FrameDecoder {
                     Some(Frame::NullArray)
                 } else if n < 0 || n as u64 > self.limits.max_multibulk_len as u64 {
                     return Err(DecodeError::InvalidMultibulkLength);
-                } else if n == 0 {
+                } else if n == 0 && kind != b'|' {
                     Some(match kind {
                         b'*' => Frame::Array(Vec::new()),
                         b'~' => Frame::Set(Vec::new()),
                         b'>' => Frame::Push(Vec::new()),
-                        b'%' => Frame::Map(Vec::new()),
-                        _ => return Err(DecodeError::InvalidValue("attribute")),
+                        _ => Frame::Map(Vec::new()),
                     })
                 } else {
                     if self.stack.len() >= self.limits.max_depth {
                         return Err(DecodeError::TooDeep);
                     }
+                    let n = n as usize;
+                    // Keys and values are separate elements; a count too large to double
+                    // cannot be a real map under any limit.
+                    let pairs_len = n
+                        .checked_mul(2)
+                        .ok_or(DecodeError::InvalidMultibulkLength)?;
                     let (kind, remaining) = match kind {
-                        b'*' => (AggregateKind::Array, n as usize),
-                        b'~' => (AggregateKind::Set, n as usize),
-                        b'>' => (AggregateKind::Push, n as usize),
-                        b'%' => (AggregateKind::Map, n as usize * 2),
-                        _ => (AggregateKind::Attribute, n as usize * 2),
+                        b'*' => (AggregateKind::Array, n),
+                        b'~' => (AggregateKind::Set, n),
+                        b'>' => (AggregateKind::Push, n),
+                        b'%' => (AggregateKind::Map, pairs_len),
+                        // `|0` still describes the frame that follows it.
+                        _ if n == 0 => (AggregateKind::Attributed, 1),
+                        _ => (AggregateKind::Attribute, pairs_len),
                     };
                     self.stack.push(Partial {
                         kind,
@@ -553,6 +621,9 @@ impl FrameDecoder {
     }
 }
 
+/// Every RESP2 and RESP3 type byte.
+const FRAME_TYPES: &[u8] = b"+-:$*_#,(!=%~>|";
+
 /// What one decoding step achieved.
 enum Step {
     NeedMore,
@@ -563,12 +634,896 @@ enum Step {
 
 fn parse_double(line: &[u8]) -> Result<f64, DecodeError> {
     let text = std::str::from_utf8(line).map_err(|_| DecodeError::InvalidValue("double"))?;
-    match text {
-        "inf" | "+inf" => Ok(f64::INFINITY),
-        "-inf" => Ok(f64::NEG_INFINITY),
-        "nan" | "-nan" => Ok(f64::NAN),
+    let d = match text {
+        "inf" | "+inf" => f64::INFINITY,
+        "-inf" => f64::NEG_INFINITY,
         _ => text
             .parse::<f64>()
-            .map_err(|_| DecodeError::InvalidValue("double")),
+            .map_err(|_| DecodeError::InvalidValue("double"))?,
+    };
+    // One NaN: `str::parse` keeps the sign of `-NaN`, which would re-encode as `-nan` and then
+    // decode differently. A NaN's sign means nothing in a reply.
+    Ok(if d.is_nan() { f64::NAN } else { d })
+}
+
+#[cfg(test)]
+mod tests {
+    //! Table-driven decoder cases in the style of redis-protocol.rs `src/resp2/decode.rs`: each
+    //! case is decoded alone, with trailing bytes appended (checking the consumed length), and one
+    //! byte at a time. Request-parser errors and behaviours were checked against redis-server
+    //! 7.0.15 by sending the raw bytes and reading the reply.
+
+    use super::*;
+
+    const TRAILING: &[u8] = b"*1\r\n$4\r\nPING\r\n";
+
+    fn b(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    fn bulk(s: &str) -> Frame {
+        Frame::Bulk(b(s))
+    }
+
+    fn args(items: &[&str]) -> Vec<Bytes> {
+        items.iter().map(|s| b(s)).collect()
+    }
+
+    fn raw(items: &[&[u8]]) -> Vec<Bytes> {
+        items.iter().map(|s| Bytes::copy_from_slice(s)).collect()
+    }
+
+    /// Decodes `input` with a fresh decoder; returns the result and the bytes consumed.
+    fn frame_once(input: &[u8]) -> (Result<Option<Frame>, DecodeError>, usize) {
+        let mut buf = BytesMut::from(input);
+        let result = FrameDecoder::default().decode(&mut buf);
+        (result, input.len() - buf.len())
+    }
+
+    /// Feeds `input` one byte at a time; returns the first non-`Ok(None)` result and the number
+    /// of bytes fed when it came.
+    fn frame_bytewise(input: &[u8]) -> (Result<Option<Frame>, DecodeError>, usize) {
+        let mut decoder = FrameDecoder::default();
+        let mut buf = BytesMut::new();
+        for (i, &byte) in input.iter().enumerate() {
+            buf.extend_from_slice(&[byte]);
+            match decoder.decode(&mut buf) {
+                Ok(None) => {}
+                other => return (other, i + 1),
+            }
+        }
+        (Ok(None), input.len())
+    }
+
+    fn request_once(
+        input: &[u8],
+        auth_required: bool,
+    ) -> (Result<Option<Vec<Bytes>>, DecodeError>, usize) {
+        let mut decoder = RequestDecoder::default();
+        decoder.set_auth_required(auth_required);
+        let mut buf = BytesMut::from(input);
+        let result = decoder.decode(&mut buf);
+        (result, input.len() - buf.len())
+    }
+
+    fn request_bytewise(
+        input: &[u8],
+        auth_required: bool,
+    ) -> (Result<Option<Vec<Bytes>>, DecodeError>, usize) {
+        let mut decoder = RequestDecoder::default();
+        decoder.set_auth_required(auth_required);
+        let mut buf = BytesMut::new();
+        for (i, &byte) in input.iter().enumerate() {
+            buf.extend_from_slice(&[byte]);
+            match decoder.decode(&mut buf) {
+                Ok(None) => {}
+                other => return (other, i + 1),
+            }
+        }
+        (Ok(None), input.len())
+    }
+
+    fn assert_frame(input: &[u8], want: &Frame) {
+        let shown = String::from_utf8_lossy(input);
+        assert_eq!(
+            frame_once(input),
+            (Ok(Some(want.clone())), input.len()),
+            "{shown:?}"
+        );
+
+        let mut buf = BytesMut::from(input);
+        buf.extend_from_slice(b"+trailing\r\n");
+        let mut decoder = FrameDecoder::default();
+        assert_eq!(
+            decoder.decode(&mut buf),
+            Ok(Some(want.clone())),
+            "{shown:?}"
+        );
+        assert_eq!(
+            &buf[..],
+            b"+trailing\r\n",
+            "consumed too much or too little: {shown:?}"
+        );
+        assert_eq!(
+            decoder.decode(&mut buf),
+            Ok(Some(Frame::simple("trailing")))
+        );
+
+        assert_eq!(
+            frame_bytewise(input),
+            (Ok(Some(want.clone())), input.len()),
+            "{shown:?}"
+        );
+    }
+
+    fn assert_frame_error(input: &[u8], want: DecodeError) {
+        let shown = String::from_utf8_lossy(input);
+        assert_eq!(frame_once(input).0, Err(want.clone()), "{shown:?}");
+        let mut with_trailing = input.to_vec();
+        with_trailing.extend_from_slice(b"+trailing\r\n");
+        assert_eq!(frame_once(&with_trailing).0, Err(want.clone()), "{shown:?}");
+        assert_eq!(frame_bytewise(input).0, Err(want), "{shown:?}");
+    }
+
+    fn assert_request(input: &[u8], want: &[Bytes]) {
+        let shown = String::from_utf8_lossy(input);
+        let want = Ok(Some(want.to_vec()));
+        assert_eq!(
+            request_once(input, false),
+            (want.clone(), input.len()),
+            "{shown:?}"
+        );
+
+        let mut buf = BytesMut::from(input);
+        buf.extend_from_slice(TRAILING);
+        let mut decoder = RequestDecoder::default();
+        assert_eq!(decoder.decode(&mut buf), want, "{shown:?}");
+        assert_eq!(
+            &buf[..],
+            TRAILING,
+            "consumed too much or too little: {shown:?}"
+        );
+        assert_eq!(decoder.decode(&mut buf), Ok(Some(args(&["PING"]))));
+        assert!(buf.is_empty());
+
+        assert_eq!(
+            request_bytewise(input, false),
+            (want, input.len()),
+            "{shown:?}"
+        );
+    }
+
+    fn assert_request_error(input: &[u8], auth_required: bool, want: DecodeError) {
+        let shown = String::from_utf8_lossy(&input[..input.len().min(40)]);
+        assert_eq!(
+            request_once(input, auth_required).0,
+            Err(want.clone()),
+            "{shown:?}"
+        );
+        assert_eq!(
+            request_bytewise(input, auth_required).0,
+            Err(want),
+            "{shown:?}"
+        );
+    }
+
+    // ---- FrameDecoder: valid frames ----
+
+    #[test]
+    fn frame_decoder_reads_every_resp3_type() {
+        let cases: Vec<(&[u8], Frame)> = vec![
+            (b"+OK\r\n", Frame::ok()),
+            (b"+\r\n", Frame::Simple(Bytes::new())),
+            (b"-ERR bad thing\r\n", Frame::error("ERR bad thing")),
+            (b":0\r\n", Frame::Integer(0)),
+            (b":-42\r\n", Frame::Integer(-42)),
+            (b":9223372036854775807\r\n", Frame::Integer(i64::MAX)),
+            (b":-9223372036854775808\r\n", Frame::Integer(i64::MIN)),
+            (b"$3\r\nfoo\r\n", bulk("foo")),
+            (b"$0\r\n\r\n", bulk("")),
+            (b"$4\r\na\r\nb\r\n", bulk("a\r\nb")),
+            (
+                b"$3\r\n\x00\xff\n\r\n",
+                Frame::Bulk(Bytes::from_static(b"\x00\xff\n")),
+            ),
+            (b",1.5\r\n", Frame::Double(1.5)),
+            (b",-2\r\n", Frame::Double(-2.0)),
+            (b",1e+20\r\n", Frame::Double(1e20)),
+            (b",0.10000000000000001\r\n", Frame::Double(0.1)),
+            (b",inf\r\n", Frame::Double(f64::INFINITY)),
+            (b",-inf\r\n", Frame::Double(f64::NEG_INFINITY)),
+            (b"#t\r\n", Frame::Boolean(true)),
+            (b"#f\r\n", Frame::Boolean(false)),
+            (
+                b"(3492890328409238509324850943850943825024385\r\n",
+                Frame::BigNumber(b("3492890328409238509324850943850943825024385")),
+            ),
+            (b"(-1\r\n", Frame::BigNumber(b("-1"))),
+            (
+                b"!21\r\nSYNTAX invalid syntax\r\n",
+                Frame::error("SYNTAX invalid syntax"),
+            ),
+            (b"!0\r\n\r\n", Frame::Error(Bytes::new())),
+            (
+                b"=15\r\ntxt:Some string\r\n",
+                Frame::Verbatim {
+                    format: *b"txt",
+                    text: b("Some string"),
+                },
+            ),
+            (
+                b"=4\r\nmkd:\r\n",
+                Frame::Verbatim {
+                    format: *b"mkd",
+                    text: Bytes::new(),
+                },
+            ),
+            (
+                b"~2\r\n:1\r\n+a\r\n",
+                Frame::Set(vec![Frame::Integer(1), Frame::simple("a")]),
+            ),
+            (b"~0\r\n", Frame::Set(vec![])),
+            (
+                b">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n",
+                Frame::Push(vec![bulk("message"), bulk("ch"), bulk("hi")]),
+            ),
+            (b">0\r\n", Frame::Push(vec![])),
+        ];
+        for (input, want) in &cases {
+            assert_frame(input, want);
+        }
+    }
+
+    #[test]
+    fn frame_decoder_reads_nulls() {
+        assert_frame(b"$-1\r\n", &Frame::Null);
+        assert_frame(b"*-1\r\n", &Frame::NullArray);
+        assert_frame(b"_\r\n", &Frame::Null);
+        assert_frame(
+            b"*3\r\n$-1\r\n*-1\r\n_\r\n",
+            &Frame::Array(vec![Frame::Null, Frame::NullArray, Frame::Null]),
+        );
+    }
+
+    #[test]
+    fn frame_decoder_reads_nested_aggregates_and_maps() {
+        let cases: Vec<(&[u8], Frame)> = vec![
+            (b"*0\r\n", Frame::Array(vec![])),
+            (
+                b"*2\r\n$1\r\na\r\n:1\r\n",
+                Frame::Array(vec![bulk("a"), Frame::Integer(1)]),
+            ),
+            (
+                b"*2\r\n*1\r\n:1\r\n*0\r\n",
+                Frame::Array(vec![
+                    Frame::Array(vec![Frame::Integer(1)]),
+                    Frame::Array(vec![]),
+                ]),
+            ),
+            (
+                b"*1\r\n*1\r\n*1\r\n*1\r\n+deep\r\n",
+                Frame::Array(vec![Frame::Array(vec![Frame::Array(vec![Frame::Array(
+                    vec![Frame::simple("deep")],
+                )])])]),
+            ),
+            (b"%0\r\n", Frame::Map(vec![])),
+            (
+                b"%2\r\n+first\r\n:1\r\n+second\r\n:2\r\n",
+                Frame::Map(vec![
+                    (Frame::simple("first"), Frame::Integer(1)),
+                    (Frame::simple("second"), Frame::Integer(2)),
+                ]),
+            ),
+            (
+                // Aggregate keys and values, and a map inside an array.
+                b"*2\r\n%1\r\n*1\r\n:1\r\n~1\r\n#t\r\n_\r\n",
+                Frame::Array(vec![
+                    Frame::Map(vec![(
+                        Frame::Array(vec![Frame::Integer(1)]),
+                        Frame::Set(vec![Frame::Boolean(true)]),
+                    )]),
+                    Frame::Null,
+                ]),
+            ),
+            (
+                b">2\r\n*0\r\n%1\r\n$1\r\nk\r\n$1\r\nv\r\n",
+                Frame::Push(vec![
+                    Frame::Array(vec![]),
+                    Frame::Map(vec![(bulk("k"), bulk("v"))]),
+                ]),
+            ),
+        ];
+        for (input, want) in &cases {
+            assert_frame(input, want);
+        }
+    }
+
+    #[test]
+    fn frame_decoder_attaches_attributes_to_the_next_frame() {
+        // The example from the RESP3 specification.
+        let spec: &[u8] = b"|1\r\n+key-popularity\r\n%2\r\n$1\r\na\r\n,0.1923\r\n$1\r\nb\r\n,0.0012\r\n*2\r\n:2039123\r\n:9543892\r\n";
+        let want = Frame::Attribute {
+            attrs: vec![(
+                Frame::simple("key-popularity"),
+                Frame::Map(vec![
+                    (bulk("a"), Frame::Double(0.1923)),
+                    (bulk("b"), Frame::Double(0.0012)),
+                ]),
+            )],
+            frame: Box::new(Frame::Array(vec![
+                Frame::Integer(2039123),
+                Frame::Integer(9543892),
+            ])),
+        };
+        assert_frame(spec, &want);
+
+        let cases: Vec<(&[u8], Frame)> = vec![
+            (
+                b"|0\r\n+OK\r\n",
+                Frame::Attribute {
+                    attrs: vec![],
+                    frame: Box::new(Frame::ok()),
+                },
+            ),
+            (
+                b"*2\r\n|1\r\n+a\r\n+b\r\n:1\r\n:2\r\n",
+                Frame::Array(vec![
+                    Frame::Attribute {
+                        attrs: vec![(Frame::simple("a"), Frame::simple("b"))],
+                        frame: Box::new(Frame::Integer(1)),
+                    },
+                    Frame::Integer(2),
+                ]),
+            ),
+            (
+                b"|1\r\n+a\r\n:1\r\n|1\r\n+b\r\n:2\r\n$1\r\nx\r\n",
+                Frame::Attribute {
+                    attrs: vec![(Frame::simple("a"), Frame::Integer(1))],
+                    frame: Box::new(Frame::Attribute {
+                        attrs: vec![(Frame::simple("b"), Frame::Integer(2))],
+                        frame: Box::new(bulk("x")),
+                    }),
+                },
+            ),
+        ];
+        for (input, want) in &cases {
+            assert_frame(input, want);
+        }
+    }
+
+    #[test]
+    fn frame_decoder_reads_every_nan_as_one_positive_nan() {
+        for input in [&b",nan\r\n"[..], b",-nan\r\n", b",NaN\r\n", b",-NaN\r\n"] {
+            let (result, consumed) = frame_once(input);
+            assert!(
+                matches!(result, Ok(Some(Frame::Double(d))) if d.is_nan() && d.is_sign_positive()),
+                "{input:?}: {result:?}"
+            );
+            assert_eq!(consumed, input.len());
+            // So it re-encodes to bytes that decode to the same thing (found by the fuzzer).
+            let again = crate::encode_to_vec(&result.unwrap().unwrap(), crate::Version::Resp3);
+            assert_eq!(again, b",nan\r\n");
+        }
+    }
+
+    #[test]
+    fn frame_decoder_returns_pipelined_frames_in_order() {
+        let mut buf = BytesMut::from(&b"+OK\r\n:1\r\n*1\r\n$1\r\na\r\n_\r\n+par"[..]);
+        let mut decoder = FrameDecoder::default();
+        assert_eq!(decoder.decode(&mut buf), Ok(Some(Frame::ok())));
+        assert_eq!(decoder.decode(&mut buf), Ok(Some(Frame::Integer(1))));
+        assert_eq!(
+            decoder.decode(&mut buf),
+            Ok(Some(Frame::bulk_array([&b"a"[..]])))
+        );
+        assert_eq!(decoder.decode(&mut buf), Ok(Some(Frame::Null)));
+        assert_eq!(decoder.decode(&mut buf), Ok(None));
+        buf.extend_from_slice(b"tial\r\n");
+        assert_eq!(decoder.decode(&mut buf), Ok(Some(Frame::simple("partial"))));
+        assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn frame_decoder_accepts_depth_up_to_the_limit() {
+        let limits = Limits {
+            max_depth: 3,
+            ..Limits::default()
+        };
+        let mut buf = BytesMut::from(&b"*1\r\n*1\r\n*1\r\n:1\r\n"[..]);
+        let want = Frame::Array(vec![Frame::Array(vec![Frame::Array(vec![
+            Frame::Integer(1),
+        ])])]);
+        assert_eq!(FrameDecoder::new(limits).decode(&mut buf), Ok(Some(want)));
+
+        let mut buf = BytesMut::from(&b"*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n"[..]);
+        assert_eq!(
+            FrameDecoder::new(limits).decode(&mut buf),
+            Err(DecodeError::TooDeep)
+        );
+        let deep = b"*1\r\n".repeat(101);
+        assert_eq!(frame_once(&deep).0, Err(DecodeError::TooDeep));
+    }
+
+    // ---- FrameDecoder: malformed input ----
+
+    #[test]
+    fn frame_decoder_rejects_malformed_frames() {
+        use DecodeError::*;
+        let cases: Vec<(&[u8], DecodeError)> = vec![
+            (b"?x\r\n", InvalidType(b'?')),
+            (b"PING\r\n", InvalidType(b'P')),
+            (b"\r\n", InvalidType(b'\r')),
+            (b":abc\r\n", InvalidValue("integer")),
+            (b":\r\n", InvalidValue("integer")),
+            (b":01\r\n", InvalidValue("integer")),
+            (b":+1\r\n", InvalidValue("integer")),
+            (b":9223372036854775808\r\n", InvalidValue("integer")),
+            (b"#x\r\n", InvalidValue("boolean")),
+            (b"#\r\n", InvalidValue("boolean")),
+            (b",abc\r\n", InvalidValue("double")),
+            (b",\r\n", InvalidValue("double")),
+            (b"(12a\r\n", InvalidValue("big number")),
+            (b"(-\r\n", InvalidValue("big number")),
+            (b"_x\r\n", InvalidValue("null")),
+            (b"+OK\n", InvalidValue("line terminator")),
+            (b"$-2\r\n", InvalidBulkLength),
+            (b"$abc\r\n", InvalidBulkLength),
+            (b"$\r\n", InvalidBulkLength),
+            (b"!-1\r\n", InvalidBulkLength),
+            (b"$536870913\r\n", InvalidBulkLength),
+            (b"$3\r\nfooXY", InvalidBulkLength),
+            (b"=3\r\ntxt\r\n", InvalidValue("verbatim")),
+            (b"=4\r\ntxt;\r\n", InvalidValue("verbatim")),
+            (b"*-2\r\n", InvalidMultibulkLength),
+            (b"~-1\r\n", InvalidMultibulkLength),
+            (b"%-1\r\n", InvalidMultibulkLength),
+            (b"|x\r\n", InvalidMultibulkLength),
+            (b"*2147483648\r\n", InvalidMultibulkLength),
+            (b"*1\r\n:x\r\n", InvalidValue("integer")),
+        ];
+        for (input, want) in cases {
+            assert_frame_error(input, want);
+        }
+    }
+
+    #[test]
+    fn frame_decoder_rejects_an_unknown_type_byte_without_waiting_for_a_line() {
+        assert_eq!(frame_once(b"x").0, Err(DecodeError::InvalidType(b'x')));
+    }
+
+    #[test]
+    fn frame_decoder_waits_for_partial_frames() {
+        for input in [
+            &b"+OK"[..],
+            b"+OK\r",
+            b"$3\r\nfo",
+            b"$3\r\nfoo\r",
+            b"*2\r\n:1\r\n",
+            b"%1\r\n+k\r\n",
+            b"|1\r\n+a\r\n+b\r\n",
+        ] {
+            assert_eq!(frame_once(input), (Ok(None), frame_once(input).1));
+        }
+    }
+
+    // ---- RequestDecoder: valid requests ----
+
+    #[test]
+    fn request_decoder_reads_multibulk_requests() {
+        let cases: Vec<(&[u8], Vec<Bytes>)> = vec![
+            (b"*1\r\n$4\r\nPING\r\n", args(&["PING"])),
+            (
+                b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n",
+                args(&["SET", "k", ""]),
+            ),
+            (
+                b"*2\r\n$4\r\nECHO\r\n$5\r\na\r\n\x00b\r\n",
+                raw(&[b"ECHO", b"a\r\n\x00b"]),
+            ),
+            (b"*1\r\n$1\r\n\xff\r\n", raw(&[b"\xff"])),
+            // Redis skips the two bytes after a payload or a header's CR without looking.
+            (b"*1\r\n$4\r\nPINGxx", args(&["PING"])),
+            (b"*1\rx$4\r\nPING\r\n", args(&["PING"])),
+            (b"*1\r\n$4\rxPING\r\n", args(&["PING"])),
+        ];
+        for (input, want) in &cases {
+            assert_request(input, want);
+        }
+    }
+
+    #[test]
+    fn request_decoder_splits_inline_commands_like_sdssplitargs() {
+        let cases: Vec<(&[u8], Vec<Bytes>)> = vec![
+            (b"PING\r\n", args(&["PING"])),
+            (b"PING\n", args(&["PING"])),
+            (b"SET k v\r\n", args(&["SET", "k", "v"])),
+            (b"  SET \t k   v  \r\n", args(&["SET", "k", "v"])),
+            (b"ECHO \"a b\"\r\n", args(&["ECHO", "a b"])),
+            (b"ECHO \"\"\r\n", args(&["ECHO", ""])),
+            (b"ECHO ''\r\n", args(&["ECHO", ""])),
+            (
+                b"ECHO \"a\\x41\\x4a\\xff\"\r\n",
+                raw(&[b"ECHO", b"aAJ\xff"]),
+            ),
+            // `\x` without two hex digits is an ordinary escape of `x`.
+            (b"ECHO \"\\x4\"\r\n", args(&["ECHO", "x4"])),
+            (b"ECHO \"\\xg1\"\r\n", args(&["ECHO", "xg1"])),
+            (
+                b"ECHO \"\\n\\r\\t\\b\\a\\q\\\\\\\"\"\r\n",
+                raw(&[b"ECHO", b"\n\r\t\x08\x07q\\\""]),
+            ),
+            (b"ECHO 'a\\'b'\r\n", args(&["ECHO", "a'b"])),
+            // Inside single quotes only `\'` is an escape.
+            (b"ECHO 'a\\nb'\r\n", args(&["ECHO", "a\\nb"])),
+            (b"ECHO '\"'\r\n", args(&["ECHO", "\""])),
+            // A quote inside a token opens a quoted part of that token.
+            (b"ECHO a\"b c\"\r\n", args(&["ECHO", "ab c"])),
+            (b"ECHO a'b c'\r\n", args(&["ECHO", "ab c"])),
+            // A closing quote may be followed by any isspace() byte.
+            (b"ECHO \"a\"\x0b\r\n", args(&["ECHO", "a"])),
+            (b"ECHO \"a\"\tb\r\n", args(&["ECHO", "a", "b"])),
+            // Tokens end at space, tab, CR or LF only; VT and FF are skipped between tokens.
+            (b"ECHO a\x0bb\r\n", args(&["ECHO", "a\x0bb"])),
+            (b"\x0b\x0cPING\r\n", args(&["PING"])),
+            (b"ECHO a\rb\r\n", args(&["ECHO", "a", "b"])),
+            // Only one CR before the LF belongs to the terminator.
+            (b"ECHO a\r\r\n", args(&["ECHO", "a"])),
+            (b"ECHO \"a\"\r\r\n", args(&["ECHO", "a"])),
+            (b"\rPING\r\n", args(&["PING"])),
+            // `$` and other type bytes start inline commands unless the first byte is `*`.
+            (b"$4\r\n", args(&["$4"])),
+            (b"+OK\r\n", args(&["+OK"])),
+        ];
+        for (input, want) in &cases {
+            assert_request(input, want);
+        }
+    }
+
+    #[test]
+    fn request_decoder_accepts_an_inline_line_of_exactly_the_limit() {
+        let mut line = vec![b'x'; PROTO_INLINE_MAX_SIZE];
+        line.push(b'\n');
+        let (result, consumed) = request_once(&line, false);
+        assert_eq!(consumed, line.len());
+        assert_eq!(
+            result,
+            Ok(Some(vec![Bytes::from(vec![b'x'; PROTO_INLINE_MAX_SIZE])]))
+        );
+        // Redis also takes a longer line when its newline arrives in the same read.
+        let mut long = b"ECHO ".to_vec();
+        long.extend(vec![b'x'; 70 * 1024]);
+        long.extend_from_slice(b"\r\n");
+        let (result, consumed) = request_once(&long, false);
+        assert_eq!(consumed, long.len());
+        assert_eq!(result.map(|a| a.map(|a| a.len())), Ok(Some(2)));
+    }
+
+    #[test]
+    fn request_decoder_skips_blank_lines_and_empty_multibulks() {
+        for input in [
+            &b"\r\n\r\nPING\r\n"[..],
+            b"\n\n\nPING\r\n",
+            b"   \t \r\nPING\r\n",
+            b"*0\r\n*-1\r\n*-5\r\nPING\r\n",
+            b"*-2147483649\r\n*-9223372036854775808\r\nPING\r\n",
+            b"\r\n*0\r\n\n*-1\r\nPING\n",
+        ] {
+            assert_request(input, &args(&["PING"]));
+        }
+        for input in [&b"\r\n"[..], b"\n", b"*0\r\n", b"*-1\r\n", b" \r\n*0\r\n"] {
+            assert_eq!(request_once(input, false), (Ok(None), input.len()));
+        }
+    }
+
+    #[test]
+    fn request_decoder_returns_pipelined_requests_in_order() {
+        let input: &[u8] = b"*1\r\n$4\r\nPING\r\nPING\r\n*0\r\n*2\r\n$4\r\nECHO\r\n$1\r\na\r\nSET k \"v w\"\n*1\r\n$4\r\nPI";
+        let mut buf = BytesMut::from(input);
+        let mut decoder = RequestDecoder::default();
+        assert_eq!(decoder.decode(&mut buf), Ok(Some(args(&["PING"]))));
+        assert_eq!(decoder.decode(&mut buf), Ok(Some(args(&["PING"]))));
+        assert_eq!(decoder.decode(&mut buf), Ok(Some(args(&["ECHO", "a"]))));
+        assert_eq!(
+            decoder.decode(&mut buf),
+            Ok(Some(args(&["SET", "k", "v w"])))
+        );
+        assert_eq!(decoder.decode(&mut buf), Ok(None));
+        assert_eq!(&buf[..], b"PI", "the partial bulk's header is consumed");
+        buf.extend_from_slice(b"NG\r\n");
+        assert_eq!(decoder.decode(&mut buf), Ok(Some(args(&["PING"]))));
+        assert!(buf.is_empty());
+        assert_eq!(decoder.decode(&mut buf), Ok(None));
+    }
+
+    #[test]
+    fn request_decoder_waits_for_the_byte_after_a_header_cr() {
+        for input in [
+            &b"*1\r"[..],
+            b"*1\r\n$4\r",
+            b"*1\r\n$4\r\nPING\r",
+            b"*1\r\n$1\r\n",
+        ] {
+            assert_eq!(request_once(input, false).0, Ok(None));
+        }
+    }
+
+    // ---- RequestDecoder: malformed requests (texts as redis-server 7.0.15 replies) ----
+
+    #[test]
+    fn request_decoder_rejects_malformed_requests_with_redis_errors() {
+        use DecodeError::*;
+        let cases: Vec<(&[u8], DecodeError)> = vec![
+            (b"*abc\r\n", InvalidMultibulkLength),
+            (b"*\r\n", InvalidMultibulkLength),
+            (b"*+1\r\n", InvalidMultibulkLength),
+            (b"*01\r\n", InvalidMultibulkLength),
+            (b"* 1\r\n", InvalidMultibulkLength),
+            (b"*1 \r\n", InvalidMultibulkLength),
+            (b"*-0\r\n", InvalidMultibulkLength),
+            (b"*2147483648\r\n", InvalidMultibulkLength),
+            (b"*9223372036854775808\r\n", InvalidMultibulkLength),
+            (b"*99999999999999999999\r\n", InvalidMultibulkLength),
+            // The count runs to the first CR, LF included.
+            (b"*1\n$4\r\nPING\r\n", InvalidMultibulkLength),
+            (b"*1\r\n$-1\r\n", InvalidBulkLength),
+            (b"*1\r\n$-0\r\n", InvalidBulkLength),
+            (b"*1\r\n$abc\r\n", InvalidBulkLength),
+            (b"*1\r\n$01\r\n", InvalidBulkLength),
+            (b"*1\r\n$\r\n", InvalidBulkLength),
+            (b"*1\r\n$536870913\r\n", InvalidBulkLength),
+            (b"*1\r\n$9223372036854775807\r\n", InvalidBulkLength),
+            (b"*1\r\n$4\nPING\r\n", InvalidBulkLength),
+            (b"*2\r\n$4\r\nECHO\r\n$x\r\n", InvalidBulkLength),
+            (b"*1\r\n:1\r\n", ExpectedBulk(b':')),
+            (b"*1\r\nx\r\n", ExpectedBulk(b'x')),
+            (b"*1\r\n\r\n", ExpectedBulk(b'\r')),
+            (b"*1\r\n\n\r\n", ExpectedBulk(b'\n')),
+            (b"*1\r\n\xff\r\n", ExpectedBulk(0xff)),
+            (b"*2\r\n$1\r\na\r\n*1\r\n", ExpectedBulk(b'*')),
+            (b"ECHO \"a\"b\r\n", UnbalancedQuotes),
+            (b"ECHO 'a'b\r\n", UnbalancedQuotes),
+            (b"ECHO \"abc\r\n", UnbalancedQuotes),
+            (b"ECHO 'abc\r\n", UnbalancedQuotes),
+            (b"ECHO \"a\\\"\r\n", UnbalancedQuotes),
+            (b"ECHO \"a\"\"b\"\r\n", UnbalancedQuotes),
+            // `\\` then `\'` inside single quotes: the escaped quote leaves it open.
+            (b"ECHO 'a\\\\'\r\n", UnbalancedQuotes),
+            (b"\"\n", UnbalancedQuotes),
+        ];
+        for (input, want) in cases {
+            assert_request_error(input, false, want.clone());
+            let mut with_trailing = input.to_vec();
+            with_trailing.extend_from_slice(TRAILING);
+            assert_eq!(request_once(&with_trailing, false).0, Err(want));
+        }
+    }
+
+    #[test]
+    fn request_errors_display_redis_protocol_error_texts() {
+        use DecodeError::*;
+        // Each text is what redis-server 7.0.15 replies after "-ERR Protocol error: ".
+        for (error, text) in [
+            (InvalidMultibulkLength, "invalid multibulk length"),
+            (InvalidBulkLength, "invalid bulk length"),
+            (UnbalancedQuotes, "unbalanced quotes in request"),
+            (TooBigInlineRequest, "too big inline request"),
+            (TooBigMultibulkCount, "too big mbulk count string"),
+            (TooBigBulkCount, "too big bulk count string"),
+            (ExpectedBulk(b':'), "expected '$', got ':'"),
+            (ExpectedBulk(b'\r'), "expected '$', got ' '"),
+            (ExpectedBulk(b'\n'), "expected '$', got ' '"),
+            (
+                UnauthenticatedMultibulkLength,
+                "unauthenticated multibulk length",
+            ),
+            (UnauthenticatedBulkLength, "unauthenticated bulk length"),
+        ] {
+            assert_eq!(error.to_string(), text);
+        }
+    }
+
+    #[test]
+    fn request_decoder_rejects_lines_longer_than_the_inline_limit() {
+        use DecodeError::*;
+        let over = PROTO_INLINE_MAX_SIZE + 1;
+        let inline = vec![b'x'; over];
+        assert_request_error(&inline, false, TooBigInlineRequest);
+        assert_eq!(request_once(&inline[..over - 1], false).0, Ok(None));
+
+        let mut count = b"*".to_vec();
+        count.extend(vec![b'1'; over]);
+        assert_request_error(&count, false, TooBigMultibulkCount);
+
+        let mut len = b"*1\r\n$".to_vec();
+        len.extend(vec![b'1'; over]);
+        assert_request_error(&len, false, TooBigBulkCount);
+
+        // A long header whose CR did arrive is parsed (and rejected) as a number instead.
+        let mut count = b"*".to_vec();
+        count.extend(vec![b'1'; over]);
+        count.extend_from_slice(b"\r\n");
+        assert_eq!(request_once(&count, false).0, Err(InvalidMultibulkLength));
+    }
+
+    #[test]
+    fn request_decoder_stops_at_nul_in_a_line_like_strchr() {
+        use DecodeError::*;
+        // Redis searches for the terminator with strchr, so a NUL before it hides it: the
+        // request never completes and becomes "too big" once 64 KiB have piled up.
+        let padding = vec![b'x'; PROTO_INLINE_MAX_SIZE];
+        for (head, too_big) in [
+            (&b"PI\x00NG\r\nPING\r\n"[..], TooBigInlineRequest),
+            (b"\x00PING\r\n", TooBigInlineRequest),
+            (b"ECHO \"a\x00b\"\r\n", TooBigInlineRequest),
+            (b"*\x001\r\n$4\r\nPING\r\n", TooBigMultibulkCount),
+            (b"*1\r\n$\x004\r\nPING\r\n", TooBigBulkCount),
+            (b"*1\r\n\x00\r\n", TooBigBulkCount),
+        ] {
+            assert_eq!(request_once(head, false).0, Ok(None), "{head:?}");
+            assert_eq!(request_bytewise(head, false).0, Ok(None), "{head:?}");
+            let mut input = head.to_vec();
+            input.extend_from_slice(&padding);
+            assert_request_error(&input, false, too_big);
+        }
+        // NUL inside a bulk payload is just data.
+        assert_request(b"*1\r\n$4\r\nPI\x00G\r\n", &raw(&[b"PI\x00G"]));
+    }
+
+    #[test]
+    fn request_decoder_holds_unauthenticated_clients_to_redis_limits() {
+        use DecodeError::*;
+        let ten = format!("*10\r\n{}", "$1\r\na\r\n".repeat(10));
+        let (result, consumed) = request_once(ten.as_bytes(), true);
+        assert_eq!(result, Ok(Some(args(&["a"; 10]))));
+        assert_eq!(consumed, ten.len());
+
+        assert_request_error(b"*11\r\n", true, UnauthenticatedMultibulkLength);
+        assert_request_error(b"*11\r\n$16385\r\n", true, UnauthenticatedMultibulkLength);
+        assert_request_error(b"*1\r\n$16385\r\n", true, UnauthenticatedBulkLength);
+        // Malformed numbers are reported as such first.
+        assert_request_error(b"*11x\r\n", true, InvalidMultibulkLength);
+        assert_request_error(b"*1\r\n$16385x\r\n", true, InvalidBulkLength);
+        assert_request_error(b"*1\r\n$536870913\r\n", true, InvalidBulkLength);
+        // 16384 bytes is still allowed; the decoder waits for them.
+        assert_eq!(request_once(b"*1\r\n$16384\r\n", true).0, Ok(None));
+        // Empty requests are still skipped.
+        assert_eq!(
+            request_once(b"*-1\r\n*0\r\nPING\r\n", true).0,
+            Ok(Some(args(&["PING"])))
+        );
+        // Redis applies no unauthenticated limit to inline commands.
+        let (result, _) = request_once(format!("{}\r\n", "a ".repeat(20)).as_bytes(), true);
+        assert_eq!(result.map(|a| a.map(|a| a.len())), Ok(Some(20)));
+        let mut echo = b"ECHO ".to_vec();
+        echo.extend(vec![b'x'; 20_000]);
+        echo.extend_from_slice(b"\r\n");
+        assert_eq!(
+            request_once(&echo, true).0.map(|a| a.map(|a| a.len())),
+            Ok(Some(2))
+        );
+        // Once authenticated the limits are gone.
+        assert_eq!(request_once(b"*11\r\n", false).0, Ok(None));
+        assert_eq!(request_once(b"*1\r\n$16385\r\n", false).0, Ok(None));
+    }
+
+    #[test]
+    fn request_decoder_honours_custom_limits() {
+        let limits = Limits {
+            max_bulk_len: 4,
+            max_inline_len: 8,
+            max_multibulk_len: 2,
+            ..Limits::default()
+        };
+        let decode = |input: &[u8]| RequestDecoder::new(limits).decode(&mut BytesMut::from(input));
+        assert_eq!(decode(b"*1\r\n$4\r\nPING\r\n"), Ok(Some(args(&["PING"]))));
+        assert_eq!(decode(b"*1\r\n$5\r\n"), Err(DecodeError::InvalidBulkLength));
+        assert_eq!(decode(b"*3\r\n"), Err(DecodeError::InvalidMultibulkLength));
+        assert_eq!(decode(b"123456789"), Err(DecodeError::TooBigInlineRequest));
+        // Negative and zero counts stay "empty request" under any multibulk limit.
+        assert_eq!(decode(b"*0\r\n*-1\r\n"), Ok(None));
+
+        // A limit above i64::MAX must not wrap around and reject everything.
+        let huge = Limits {
+            max_multibulk_len: usize::MAX,
+            max_bulk_len: usize::MAX,
+            ..Limits::default()
+        };
+        let mut buf = BytesMut::from(&b"*0\r\n*1\r\n$4\r\nPING\r\n"[..]);
+        assert_eq!(
+            RequestDecoder::new(huge).decode(&mut buf),
+            Ok(Some(args(&["PING"])))
+        );
+        let mut buf = BytesMut::from(&b"*2147483648\r\n"[..]);
+        assert_eq!(
+            RequestDecoder::new(huge).decode(&mut buf),
+            Err(DecodeError::InvalidMultibulkLength)
+        );
+    }
+
+    // ---- Split delivery ----
+
+    #[test]
+    fn decoders_give_the_same_result_for_every_split_point() {
+        let frame: &[u8] =
+            b"*4\r\n$5\r\nhello\r\n%1\r\n+k\r\n,1.5\r\n|1\r\n+a\r\n#t\r\n_\r\n=7\r\ntxt:abc\r\n";
+        let (want, _) = frame_once(frame);
+        let request: &[u8] = b"*2\r\n$4\r\nECHO\r\n$5\r\nhello\r\nECHO \"a b\"\r\n";
+        for split in 0..=frame.len() {
+            let mut decoder = FrameDecoder::default();
+            let mut buf = BytesMut::from(&frame[..split]);
+            let first = decoder.decode(&mut buf);
+            buf.extend_from_slice(&frame[split..]);
+            let got = match first {
+                Ok(None) => decoder.decode(&mut buf),
+                other => other,
+            };
+            assert_eq!(got, want.clone(), "split at {split}");
+            assert!(buf.is_empty());
+        }
+        for split in 0..=request.len() {
+            let mut decoder = RequestDecoder::default();
+            let mut buf = BytesMut::from(&request[..split]);
+            let mut got = Vec::new();
+            while let Ok(Some(req)) = decoder.decode(&mut buf) {
+                got.push(req);
+            }
+            buf.extend_from_slice(&request[split..]);
+            while let Ok(Some(req)) = decoder.decode(&mut buf) {
+                got.push(req);
+            }
+            assert_eq!(got, vec![args(&["ECHO", "hello"]), args(&["ECHO", "a b"])]);
+        }
+    }
+
+    #[test]
+    fn request_decoder_reads_a_one_mib_bulk_fed_in_one_kib_chunks() {
+        let payload: Vec<u8> = (0..1024 * 1024).map(|i| (i % 251) as u8).collect();
+        let mut input = format!("*2\r\n$3\r\nSET\r\n${}\r\n", payload.len()).into_bytes();
+        input.extend_from_slice(&payload);
+        input.extend_from_slice(b"\r\n");
+        let mut decoder = RequestDecoder::default();
+        let mut buf = BytesMut::new();
+        let mut got = None;
+        for chunk in input.chunks(1024) {
+            assert!(got.is_none(), "request finished before its last byte");
+            buf.extend_from_slice(chunk);
+            got = decoder.decode(&mut buf).unwrap();
+        }
+        let got = got.unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!(&got[1][..], &payload[..]);
+        assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn frame_decoder_reads_a_one_mib_bulk_fed_in_one_kib_chunks() {
+        let payload: Vec<u8> = (0..1024 * 1024).map(|i| (i % 253) as u8).collect();
+        let mut input = format!("*1\r\n${}\r\n", payload.len()).into_bytes();
+        input.extend_from_slice(&payload);
+        input.extend_from_slice(b"\r\n");
+        let mut decoder = FrameDecoder::default();
+        let mut buf = BytesMut::new();
+        let mut got = None;
+        for chunk in input.chunks(1024) {
+            assert!(got.is_none(), "frame finished before its last byte");
+            buf.extend_from_slice(chunk);
+            got = decoder.decode(&mut buf).unwrap();
+        }
+        assert_eq!(got, Some(Frame::Array(vec![Frame::Bulk(payload.into())])));
+        assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn decoders_do_not_rescan_a_long_line_fed_one_byte_at_a_time() {
+        // 64 KiB fed bytewise: rescanning from the start on every call would be ~2^31 byte
+        // comparisons; resuming keeps this linear.
+        let line = vec![b'x'; PROTO_INLINE_MAX_SIZE];
+        assert_eq!(request_bytewise(&line, false), (Ok(None), line.len()));
+        let mut simple = b"+".to_vec();
+        simple.extend_from_slice(&line);
+        simple.extend_from_slice(b"\r\n");
+        let (result, fed) = frame_bytewise(&simple);
+        assert_eq!(fed, simple.len());
+        assert!(matches!(result, Ok(Some(Frame::Simple(s))) if s.len() == line.len()));
     }
 }

@@ -27,8 +27,9 @@ pub enum DecodeError {
     /// A `$` header line longer than `PROTO_INLINE_MAX_SIZE` without its CR.
     #[error("too big bulk count string")]
     TooBigBulkCount,
-    /// Inside a request array, an element that is not a bulk string.
-    #[error("expected '$', got '{}'", char::from(*.0))]
+    /// Inside a request array, an element that is not a bulk string. The byte is the one found
+    /// where `$` was expected.
+    #[error("expected '$', got '{}'", reply_char(*.0))]
     ExpectedBulk(u8),
     /// More than 10 elements sent before authenticating.
     #[error("unauthenticated multibulk length")]
@@ -45,4 +46,14 @@ pub enum DecodeError {
     /// Aggregates nested deeper than the decoder's depth limit.
     #[error("too deeply nested aggregate")]
     TooDeep,
+}
+
+/// The byte as Redis prints it with `%c` in an error reply: `addReplyErrorFormat` turns CR and
+/// LF into spaces so the reply stays one line. Bytes above 0x7f become the Latin-1 character
+/// (Redis sends the raw byte, which a Rust `String` cannot hold).
+fn reply_char(b: u8) -> char {
+    match b {
+        b'\r' | b'\n' => ' ',
+        other => char::from(other),
+    }
 }

@@ -12,7 +12,7 @@
 //! ```
 
 // Parts of the shared core are used by subsystems that land in later commits.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 mod client;
 mod clock;

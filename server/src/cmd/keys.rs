@@ -1,8 +1,74 @@
-//! Generic key commands: DEL, UNLINK, EXISTS, TYPE.
+//! Generic key commands: DEL, UNLINK, EXISTS, TYPE, RENAME, RENAMENX, KEYS, SCAN, RANDOMKEY,
+//! TOUCH, COPY, MOVE, SWAPDB, OBJECT.
 
-use super::{flags::*, Args, CmdResult, CommandSpec, Ctx};
+use super::{flags::*, scan, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use crate::db::{Entry, Value};
 use crate::notify;
+use bytes::Bytes;
 use locksmith_resp::Frame;
+
+/// Redis's `shared.sameobjecterr`.
+const SAME_OBJECT: &str = "source and destination objects are the same";
+
+/// `OBJECT FREQ` without an LFU `maxmemory-policy` (the only policy this server has).
+const NO_LFU: &str = "An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
+
+/// `OBJECT HELP`, line for line as Redis 7.0.
+const OBJECT_HELP: &[&str] = &[
+    "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "ENCODING <key>",
+    "    Return the kind of internal representation used in order to store the value",
+    "    associated with a <key>.",
+    "FREQ <key>",
+    "    Return the access frequency index of the <key>. The returned integer is",
+    "    proportional to the logarithm of the recent access frequency of the key.",
+    "IDLETIME <key>",
+    "    Return the idle time of the <key>, that is the approximated number of",
+    "    seconds elapsed since the last access to the key.",
+    "REFCOUNT <key>",
+    "    Return the number of references of the value associated with the specified",
+    "    <key>.",
+    "HELP",
+    "    Prints this help.",
+];
+
+/// OBJECT's subcommands.
+static OBJECT_SUBCOMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("encoding", 3, object_encoding)
+        .flags(READONLY)
+        .keys(2, 2, 1)
+        .doc(
+            "generic",
+            "Returns the internal encoding of a Redis object.",
+        ),
+    CommandSpec::new("freq", 3, object_freq)
+        .flags(READONLY)
+        .keys(2, 2, 1)
+        .doc(
+            "generic",
+            "Returns the logarithmic access frequency counter of a Redis object.",
+        ),
+    CommandSpec::new("idletime", 3, object_idletime)
+        .flags(READONLY)
+        .keys(2, 2, 1)
+        .doc(
+            "generic",
+            "Returns the time since the last access to a Redis object.",
+        ),
+    CommandSpec::new("refcount", 3, object_refcount)
+        .flags(READONLY)
+        .keys(2, 2, 1)
+        .doc(
+            "generic",
+            "Returns the reference count of a value of a key.",
+        ),
+    CommandSpec::new("help", 2, object_help)
+        .flags(LOADING | STALE)
+        .doc(
+            "generic",
+            "Returns helpful text about the different subcommands.",
+        ),
+];
 
 /// The generic family's table.
 pub(crate) static COMMANDS: &[CommandSpec] = &[
@@ -22,6 +88,41 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         .flags(READONLY | FAST)
         .keys(1, 1, 1)
         .doc("generic", "Determines the type of value stored at a key."),
+    CommandSpec::new("rename", 3, rename)
+        .flags(WRITE)
+        .keys(1, 2, 1)
+        .doc("generic", "Renames a key and overwrites the destination."),
+    CommandSpec::new("renamenx", 3, renamenx)
+        .flags(WRITE | FAST)
+        .keys(1, 2, 1)
+        .doc("generic", "Renames a key only when the target key name doesn't exist."),
+    CommandSpec::new("keys", 2, keys)
+        .flags(READONLY)
+        .doc("generic", "Returns all key names that match a pattern."),
+    CommandSpec::new("scan", -2, scan_cmd)
+        .flags(READONLY)
+        .doc("generic", "Iterates over the key names in the database."),
+    CommandSpec::new("randomkey", 1, randomkey)
+        .flags(READONLY)
+        .doc("generic", "Returns a random key name from the database."),
+    CommandSpec::new("touch", -2, touch)
+        .flags(READONLY | FAST)
+        .keys(1, -1, 1)
+        .doc("generic", "Returns the number of existing keys out of those specified after updating the time they were last accessed."),
+    CommandSpec::new("copy", -3, copy)
+        .flags(WRITE | DENYOOM)
+        .keys(1, 2, 1)
+        .doc("generic", "Copies the value of a key to a new key."),
+    CommandSpec::new("move", 3, move_)
+        .flags(WRITE | FAST)
+        .keys(1, 1, 1)
+        .doc("generic", "Moves a key to another database."),
+    CommandSpec::new("swapdb", 3, swapdb)
+        .flags(WRITE | FAST)
+        .doc("server", "Swaps two Redis databases."),
+    CommandSpec::new("object", -2, object)
+        .doc("generic", "A container for object introspection commands.")
+        .subs(OBJECT_SUBCOMMANDS),
 ];
 
 /// ```text
@@ -45,7 +146,8 @@ fn del(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn exists(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let mut count = 0;
     for key in args.rest() {
-        if ctx.lookup(key).is_some() {
+        // Redis's EXISTS looks up with LOOKUP_NOTOUCH.
+        if peek(ctx, key).is_some() {
             count += 1;
         }
     }
@@ -57,6 +159,362 @@ fn exists(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn type_(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let name = ctx.lookup(&key).map_or("none", |e| e.value.type_name());
+    let name = peek(ctx, &key).map_or("none", |e| e.value.type_name());
     Ok(Frame::simple(name))
+}
+
+/// Reads `key` without touching its access time (Redis's `LOOKUP_NOTOUCH`): lazy expiry and
+/// hit/miss stats still apply.
+fn peek<'c>(ctx: &'c mut Ctx<'_>, key: &Bytes) -> Option<&'c Entry> {
+    ctx.expire_if_needed(key);
+    let now = ctx.now;
+    let db = ctx.client.db;
+    let found = ctx
+        .state
+        .dbs
+        .get(db)
+        .and_then(|d| d.get(key, now))
+        .is_some();
+    if found {
+        ctx.state.stats.keyspace_hits += 1;
+    } else {
+        ctx.state.stats.keyspace_misses += 1;
+    }
+    ctx.state.dbs.get(db)?.get(key, now)
+}
+
+/// Reclaims `key` in database `db` (not necessarily the selected one) if its TTL ran out;
+/// returns whether a live key remains.
+fn live_in(ctx: &mut Ctx<'_>, db: usize, key: &Bytes) -> bool {
+    let now = ctx.now;
+    let Some(d) = ctx.state.dbs.get(db) else {
+        return false;
+    };
+    match d.raw(key) {
+        None => false,
+        Some(e) if e.expire_at.is_some_and(|at| at <= now) => {
+            ctx.state.expire_key(db, key, ctx.effects);
+            false
+        }
+        Some(_) => true,
+    }
+}
+
+/// A database index argument (`getIntFromObjectOrReply`, then the range check).
+fn db_index(ctx: &Ctx<'_>, arg: &[u8], not_int: Option<&str>) -> Result<usize, CommandError> {
+    let v = super::parse_i64(arg)
+        .ok()
+        .filter(|v| i32::try_from(*v).is_ok())
+        .ok_or_else(|| not_int.map_or(CommandError::NotInteger, CommandError::err))?;
+    usize::try_from(v)
+        .ok()
+        .filter(|&i| i < ctx.state.dbs.len())
+        .ok_or_else(|| CommandError::err("DB index is out of range"))
+}
+
+/// RENAME / RENAMENX (Redis's `renameGenericCommand`).
+fn rename_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, nx: bool) -> CmdResult {
+    let src = args.bytes()?;
+    let dst = args.bytes()?;
+    if ctx.lookup_mut(&src).is_none() {
+        return Err(CommandError::NoSuchKey);
+    }
+    let done = if nx { Frame::Integer(1) } else { Frame::ok() };
+    if src == dst {
+        return Ok(if nx { Frame::Integer(0) } else { Frame::ok() });
+    }
+    if ctx.lookup_mut(&dst).is_some() {
+        if nx {
+            return Ok(Frame::Integer(0));
+        }
+        ctx.db().remove(&dst);
+    }
+    let Some(entry) = ctx.db().remove(&src) else {
+        return Err(CommandError::NoSuchKey);
+    };
+    let now = ctx.now;
+    ctx.db()
+        .insert(dst.clone(), entry.value, entry.expire_at, now);
+    ctx.modified(&src);
+    ctx.modified(&dst);
+    ctx.notify(notify::GENERIC, "rename_from", &src);
+    ctx.notify(notify::GENERIC, "rename_to", &dst);
+    Ok(done)
+}
+
+/// ```text
+/// RENAME key newkey
+/// ```
+fn rename(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    rename_generic(ctx, args, false)
+}
+
+/// ```text
+/// RENAMENX key newkey
+/// ```
+fn renamenx(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    rename_generic(ctx, args, true)
+}
+
+/// ```text
+/// KEYS pattern
+/// ```
+fn keys(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let pattern = args.bytes()?;
+    let all = pattern.as_ref() == b"*";
+    let now = ctx.now;
+    let db = ctx.db();
+    let out = db
+        .keys()
+        .filter(|k| all || crate::glob::glob_match(&pattern, k, false))
+        .filter(|k| db.get(k, now).is_some())
+        .cloned()
+        .map(Frame::Bulk)
+        .collect();
+    Ok(Frame::Array(out))
+}
+
+/// ```text
+/// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
+/// ```
+fn scan_cmd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let cursor = scan::parse_cursor(&args.bytes()?)?;
+    let opts = scan::ScanOptions::parse(args, true)?;
+    let now = ctx.now;
+    let db = ctx.db();
+    let live = db
+        .keys()
+        .filter_map(|k| db.get(k, now).map(|e| (k, &e.value)));
+    let (next, items) = scan::step(live, cursor, opts.count);
+    let out = items
+        .into_iter()
+        .filter(|(k, v)| {
+            opts.matches(k)
+                && opts
+                    .type_name
+                    .as_ref()
+                    .is_none_or(|t| t.eq_ignore_ascii_case(v.type_name().as_bytes()))
+        })
+        .map(|(k, _)| Frame::Bulk(k.clone()))
+        .collect();
+    Ok(Frame::Array(vec![
+        Frame::Bulk(Bytes::from(next.to_string())),
+        Frame::Array(out),
+    ]))
+}
+
+/// ```text
+/// RANDOMKEY
+/// ```
+fn randomkey(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    let now = ctx.now;
+    let index = ctx.client.db;
+    let state = &mut *ctx.state;
+    let key = state
+        .dbs
+        .get(index)
+        .and_then(|db| db.random_key(now, &mut state.rng));
+    Ok(key.map_or(Frame::Null, Frame::Bulk))
+}
+
+/// ```text
+/// TOUCH key [key ...]
+/// ```
+fn touch(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let mut count = 0;
+    for key in args.rest() {
+        if ctx.lookup(key).is_some() {
+            count += 1;
+        }
+    }
+    Ok(Frame::Integer(count))
+}
+
+/// ```text
+/// COPY source destination [DB destination-db] [REPLACE]
+/// ```
+fn copy(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let src = args.bytes()?;
+    let dst = args.bytes()?;
+    let src_db = ctx.client.db;
+    let mut dst_db = src_db;
+    let mut replace = false;
+    while let Some(opt) = args.next() {
+        if opt.eq_ignore_ascii_case(b"replace") {
+            replace = true;
+        } else if opt.eq_ignore_ascii_case(b"db") && args.peek().is_some() {
+            let arg = args.bytes()?;
+            dst_db = db_index(ctx, &arg, None)?;
+        } else {
+            return Err(CommandError::Syntax);
+        }
+    }
+    if src_db == dst_db && src == dst {
+        return Err(CommandError::err(SAME_OBJECT));
+    }
+    let Some(entry) = ctx.lookup(&src).cloned() else {
+        return Ok(Frame::Integer(0));
+    };
+    if live_in(ctx, dst_db, &dst) {
+        if !replace {
+            return Ok(Frame::Integer(0));
+        }
+        if let Some(d) = ctx.state.dbs.get_mut(dst_db) {
+            d.remove(&dst);
+        }
+    }
+    let now = ctx.now;
+    if let Some(d) = ctx.state.dbs.get_mut(dst_db) {
+        d.insert(dst.clone(), entry.value, entry.expire_at, now);
+    }
+    ctx.state.dirty += 1;
+    ctx.effects.modified.push((dst_db, dst.clone()));
+    ctx.effects
+        .keyspace_event(dst_db, notify::GENERIC, "copy_to", &dst);
+    Ok(Frame::Integer(1))
+}
+
+/// ```text
+/// MOVE key db
+/// ```
+fn move_(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let arg = args.bytes()?;
+    let dst_db = db_index(ctx, &arg, None)?;
+    let src_db = ctx.client.db;
+    if dst_db == src_db {
+        return Err(CommandError::err(SAME_OBJECT));
+    }
+    if ctx.lookup_mut(&key).is_none() {
+        return Ok(Frame::Integer(0));
+    }
+    if live_in(ctx, dst_db, &key) {
+        return Ok(Frame::Integer(0));
+    }
+    let Some(entry) = ctx.db().remove(&key) else {
+        return Ok(Frame::Integer(0));
+    };
+    let now = ctx.now;
+    if let Some(d) = ctx.state.dbs.get_mut(dst_db) {
+        d.insert(key.clone(), entry.value, entry.expire_at, now);
+    }
+    ctx.state.dirty += 1;
+    ctx.effects.modified.push((src_db, key.clone()));
+    ctx.effects.modified.push((dst_db, key.clone()));
+    ctx.effects
+        .keyspace_event(src_db, notify::GENERIC, "move_from", &key);
+    ctx.effects
+        .keyspace_event(dst_db, notify::GENERIC, "move_to", &key);
+    Ok(Frame::Integer(1))
+}
+
+/// ```text
+/// SWAPDB index1 index2
+/// ```
+/// Swaps the data: clients keep their selected index and see the other database's keys.
+fn swapdb(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let a = args.bytes()?;
+    let b = args.bytes()?;
+    let a = db_index_or(ctx, &a, "invalid first DB index")?;
+    let b = db_index_or(ctx, &b, "invalid second DB index")?;
+    let (a, b) = match (a, b) {
+        (Some(a), Some(b)) => (a, b),
+        _ => return Err(CommandError::err("DB index is out of range")),
+    };
+    if a != b {
+        // Every key of either database changes for WATCH and blocked clients.
+        let mut touched: Vec<Bytes> = Vec::new();
+        for i in [a, b] {
+            if let Some(d) = ctx.state.dbs.get(i) {
+                touched.extend(d.keys().cloned());
+            }
+        }
+        ctx.state.dbs.swap(a, b);
+        for key in touched {
+            ctx.effects.modified.push((a, key.clone()));
+            ctx.effects.modified.push((b, key));
+        }
+    }
+    ctx.state.dirty += 1;
+    Ok(Frame::ok())
+}
+
+/// An index for SWAPDB: `Err` with `msg` if not an int, `Ok(None)` if out of range.
+fn db_index_or(ctx: &Ctx<'_>, arg: &[u8], msg: &str) -> Result<Option<usize>, CommandError> {
+    let v = super::parse_i64(arg)
+        .ok()
+        .filter(|v| i32::try_from(*v).is_ok())
+        .ok_or_else(|| CommandError::err(msg))?;
+    Ok(usize::try_from(v).ok().filter(|&i| i < ctx.state.dbs.len()))
+}
+
+/// `OBJECT` with no known subcommand (the dispatcher answers the arity and unknown
+/// subcommand errors before this runs).
+fn object(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let sub = args
+        .argv()
+        .get(1)
+        .map(|s| super::lossy(s, 128))
+        .unwrap_or_default();
+    Err(CommandError::UnknownSubcommand {
+        container: "OBJECT".into(),
+        sub,
+    })
+}
+
+/// ```text
+/// OBJECT ENCODING key
+/// ```
+fn object_encoding(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    Ok(peek(ctx, &key).map_or(Frame::Null, |e| Frame::bulk(e.value.encoding())))
+}
+
+/// ```text
+/// OBJECT FREQ key
+/// ```
+fn object_freq(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    if peek(ctx, &key).is_none() {
+        return Ok(Frame::Null);
+    }
+    Err(CommandError::err(NO_LFU))
+}
+
+/// ```text
+/// OBJECT IDLETIME key
+/// ```
+fn object_idletime(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let now = ctx.now;
+    Ok(peek(ctx, &key).map_or(Frame::Null, |e| {
+        Frame::Integer((now.saturating_sub(e.accessed) / 1000) as i64)
+    }))
+}
+
+/// ```text
+/// OBJECT REFCOUNT key
+/// ```
+/// Small integers (0..=9999) are Redis's shared objects, reported as `INT_MAX`.
+fn object_refcount(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    Ok(peek(ctx, &key).map_or(Frame::Null, |e| {
+        let shared = match &e.value {
+            Value::String(s) => {
+                s.len() <= 20
+                    && locksmith_resp::parse_integer(s).is_some_and(|n| (0..10_000).contains(&n))
+            }
+            _ => false,
+        };
+        Frame::Integer(if shared { i64::from(i32::MAX) } else { 1 })
+    }))
+}
+
+/// ```text
+/// OBJECT HELP
+/// ```
+fn object_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(Frame::Array(
+        OBJECT_HELP.iter().map(|l| Frame::simple(l)).collect(),
+    ))
 }

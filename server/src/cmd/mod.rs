@@ -8,9 +8,15 @@
 
 mod client;
 mod connection;
+#[cfg(test)]
+mod effects_tests;
 mod error;
+mod expire;
+mod hash;
 mod keys;
+mod ldouble;
 mod parse;
+mod scan;
 mod server;
 mod string;
 
@@ -191,11 +197,13 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 5] {
+fn families() -> [&'static [CommandSpec]; 7] {
     [
         connection::COMMANDS,
         keys::COMMANDS,
         string::COMMANDS,
+        expire::COMMANDS,
+        hash::COMMANDS,
         client::COMMANDS,
         server::COMMANDS,
     ]
@@ -306,7 +314,7 @@ impl Ctx<'_> {
             .state
             .dbs
             .get(db)
-            .and_then(|d| d.get(key, u64::MAX))
+            .and_then(|d| d.raw(key))
             .and_then(|e| e.expire_at)
             .is_some_and(|at| at <= self.now);
         if expired {

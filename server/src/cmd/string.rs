@@ -1,10 +1,15 @@
-//! String commands: GET, SET.
+//! String commands: GET, SET, SETNX, SETEX, PSETEX, GETSET, GETDEL, GETEX, MGET, MSET,
+//! MSETNX, INCR, DECR, INCRBY, DECRBY, INCRBYFLOAT, APPEND, STRLEN, GETRANGE, SUBSTR,
+//! SETRANGE.
 
-use super::{flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{flags::*, ldouble, Args, CmdResult, CommandError, CommandSpec, Ctx};
 use crate::db::Value;
 use crate::notify;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use locksmith_resp::Frame;
+
+/// Redis's default `proto-max-bulk-len`: the largest string SETRANGE/APPEND may build.
+pub(crate) const PROTO_MAX_BULK_LEN: u64 = 512 * 1024 * 1024;
 
 /// The string family's table.
 pub(crate) static COMMANDS: &[CommandSpec] = &[
@@ -16,6 +21,82 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         .flags(WRITE | DENYOOM)
         .keys(1, 1, 1)
         .doc("string", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist."),
+    CommandSpec::new("setnx", 3, setnx)
+        .flags(WRITE | DENYOOM | FAST)
+        .keys(1, 1, 1)
+        .doc("string", "Set the string value of a key only when the key doesn't exist."),
+    CommandSpec::new("setex", 4, setex)
+        .flags(WRITE | DENYOOM)
+        .keys(1, 1, 1)
+        .doc("string", "Sets the string value and expiration time of a key. Creates the key if it doesn't exist."),
+    CommandSpec::new("psetex", 4, psetex)
+        .flags(WRITE | DENYOOM)
+        .keys(1, 1, 1)
+        .doc("string", "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist."),
+    CommandSpec::new("getset", 3, getset)
+        .flags(WRITE | DENYOOM | FAST)
+        .keys(1, 1, 1)
+        .doc("string", "Returns the previous string value of a key after setting it to a new value."),
+    CommandSpec::new("getdel", 2, getdel)
+        .flags(WRITE | FAST)
+        .keys(1, 1, 1)
+        .doc("string", "Returns the string value of a key after deleting the key."),
+    CommandSpec::new("getex", -2, getex)
+        .flags(WRITE | FAST)
+        .keys(1, 1, 1)
+        .doc("string", "Returns the string value of a key after setting its expiration time."),
+    CommandSpec::new("mget", -2, mget)
+        .flags(READONLY | FAST)
+        .keys(1, -1, 1)
+        .doc("string", "Atomically returns the string values of one or more keys."),
+    CommandSpec::new("mset", -3, mset)
+        .flags(WRITE | DENYOOM)
+        .keys(1, -1, 2)
+        .doc("string", "Atomically creates or modifies the string values of one or more keys."),
+    CommandSpec::new("msetnx", -3, msetnx)
+        .flags(WRITE | DENYOOM)
+        .keys(1, -1, 2)
+        .doc("string", "Atomically modifies the string values of one or more keys only when all keys don't exist."),
+    CommandSpec::new("incr", 2, incr)
+        .flags(WRITE | DENYOOM | FAST)
+        .keys(1, 1, 1)
+        .doc("string", "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist."),
+    CommandSpec::new("decr", 2, decr)
+        .flags(WRITE | DENYOOM | FAST)
+        .keys(1, 1, 1)
+        .doc("string", "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist."),
+    CommandSpec::new("incrby", 3, incrby)
+        .flags(WRITE | DENYOOM | FAST)
+        .keys(1, 1, 1)
+        .doc("string", "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist."),
+    CommandSpec::new("decrby", 3, decrby)
+        .flags(WRITE | DENYOOM | FAST)
+        .keys(1, 1, 1)
+        .doc("string", "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist."),
+    CommandSpec::new("incrbyfloat", 3, incrbyfloat)
+        .flags(WRITE | DENYOOM | FAST)
+        .keys(1, 1, 1)
+        .doc("string", "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist."),
+    CommandSpec::new("append", 3, append)
+        .flags(WRITE | DENYOOM | FAST)
+        .keys(1, 1, 1)
+        .doc("string", "Appends a string to the value of a key. Creates the key if it doesn't exist."),
+    CommandSpec::new("strlen", 2, strlen)
+        .flags(READONLY | FAST)
+        .keys(1, 1, 1)
+        .doc("string", "Returns the length of a string value."),
+    CommandSpec::new("getrange", 4, getrange)
+        .flags(READONLY)
+        .keys(1, 1, 1)
+        .doc("string", "Returns a substring of the string stored at a key."),
+    CommandSpec::new("substr", 4, getrange)
+        .flags(READONLY)
+        .keys(1, 1, 1)
+        .doc("string", "Returns a substring from a string value."),
+    CommandSpec::new("setrange", 4, setrange)
+        .flags(WRITE | DENYOOM)
+        .keys(1, 1, 1)
+        .doc("string", "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist."),
 ];
 
 /// ```text
@@ -64,6 +145,157 @@ impl Expiry {
         };
         Ok(Some(at as u64))
     }
+
+    /// Whether the deadline is absolute (EXAT/PXAT).
+    fn absolute(self) -> bool {
+        matches!(self, Expiry::ExAt(_) | Expiry::PxAt(_))
+    }
+}
+
+/// Which expiry option was given (before its value is parsed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ExpiryKind {
+    Ex,
+    Px,
+    ExAt,
+    PxAt,
+}
+
+/// Options of SET and GETEX, parsed as Redis's `parseExtendedStringArgumentsOrReply`.
+#[derive(Debug, Default)]
+struct ExtArgs {
+    nx: bool,
+    xx: bool,
+    get: bool,
+    keepttl: bool,
+    persist: bool,
+    expire: Option<(ExpiryKind, Bytes)>,
+}
+
+impl ExtArgs {
+    /// Parses the options; `set` = SET's set of options, else GETEX's.
+    fn parse(args: &mut Args<'_>, set: bool) -> Result<ExtArgs, CommandError> {
+        let mut o = ExtArgs::default();
+        while let Some(opt) = args.next() {
+            let opt = opt.to_ascii_uppercase();
+            let kind = o.expire.as_ref().map(|(k, _)| *k);
+            let timed = |k: ExpiryKind| kind.is_none() || kind == Some(k);
+            let has_next = args.peek().is_some();
+            let expiry = |o: &mut ExtArgs, k: ExpiryKind, args: &mut Args<'_>| {
+                o.expire = args.next().map(|v| (k, v.clone()));
+            };
+            match opt.as_slice() {
+                b"NX" if !o.xx && set => o.nx = true,
+                b"XX" if !o.nx && set => o.xx = true,
+                b"GET" if set => o.get = true,
+                b"KEEPTTL" if !o.persist && kind.is_none() && set => o.keepttl = true,
+                b"PERSIST" if !set && kind.is_none() && !o.keepttl => o.persist = true,
+                b"EX" if !o.keepttl && !o.persist && timed(ExpiryKind::Ex) && has_next => {
+                    expiry(&mut o, ExpiryKind::Ex, args)
+                }
+                b"PX" if !o.keepttl && !o.persist && timed(ExpiryKind::Px) && has_next => {
+                    expiry(&mut o, ExpiryKind::Px, args)
+                }
+                b"EXAT" if !o.keepttl && !o.persist && timed(ExpiryKind::ExAt) && has_next => {
+                    expiry(&mut o, ExpiryKind::ExAt, args)
+                }
+                b"PXAT" if !o.keepttl && !o.persist && timed(ExpiryKind::PxAt) && has_next => {
+                    expiry(&mut o, ExpiryKind::PxAt, args)
+                }
+                _ => return Err(CommandError::Syntax),
+            }
+        }
+        Ok(o)
+    }
+
+    /// The expiry with its value parsed (`ERR value is not an integer…` on a bad number).
+    fn expiry(&self) -> Result<Option<Expiry>, CommandError> {
+        let Some((kind, raw)) = &self.expire else {
+            return Ok(None);
+        };
+        let v = super::parse_i64(raw)?;
+        Ok(Some(match kind {
+            ExpiryKind::Ex => Expiry::Ex(v),
+            ExpiryKind::Px => Expiry::Px(v),
+            ExpiryKind::ExAt => Expiry::ExAt(v),
+            ExpiryKind::PxAt => Expiry::PxAt(v),
+        }))
+    }
+}
+
+/// What SET-like commands reply with on success and when NX/XX stopped them.
+struct Replies {
+    ok: Frame,
+    abort: Frame,
+}
+
+/// Redis's `setGenericCommand`.
+#[allow(clippy::too_many_arguments)]
+fn set_generic(
+    ctx: &mut Ctx<'_>,
+    name: &str,
+    key: Bytes,
+    value: Bytes,
+    o: &ExtArgs,
+    expiry: Option<Expiry>,
+    replies: Replies,
+) -> CmdResult {
+    let deadline = match expiry {
+        Some(e) => e.deadline(ctx.now, name)?,
+        None => None,
+    };
+    let old = if o.get {
+        Some(ctx.get_string(&key)?)
+    } else {
+        None
+    };
+    let existing = ctx.lookup_mut(&key).map(|e| e.expire_at);
+    let found = existing.is_some();
+    let reply = |old: Option<Option<Bytes>>, normal: Frame| match old {
+        Some(v) => v.map_or(Frame::Null, Frame::Bulk),
+        None => normal,
+    };
+    if (o.nx && found) || (o.xx && !found) {
+        return Ok(reply(old, replies.abort));
+    }
+    let expire_at = if o.keepttl {
+        existing.flatten()
+    } else {
+        deadline
+    };
+    ctx.set(key.clone(), Value::String(value.clone()), expire_at);
+    ctx.notify(notify::STRING, "set", &key);
+    if let Some(at) = deadline {
+        ctx.notify(notify::GENERIC, "expire", &key);
+        // Replicas get the absolute deadline, as Redis 7 rewrites SET/SETEX/PSETEX.
+        ctx.propagate(vec![
+            Bytes::from_static(b"SET"),
+            key,
+            value,
+            Bytes::from_static(b"PXAT"),
+            Bytes::from(at.to_string()),
+        ]);
+    } else if o.get {
+        // Propagated without the GET argument.
+        let argv: Vec<Bytes> = ctx_argv_without_get(o, &key, &value);
+        ctx.propagate(argv);
+    }
+    Ok(reply(old, replies.ok))
+}
+
+/// `SET key value [NX|XX] [KEEPTTL]` as replicas get it when GET was given.
+fn ctx_argv_without_get(o: &ExtArgs, key: &Bytes, value: &Bytes) -> Vec<Bytes> {
+    let mut argv = vec![Bytes::from_static(b"SET"), key.clone(), value.clone()];
+    if o.nx {
+        argv.push(Bytes::from_static(b"NX"));
+    }
+    if o.xx {
+        argv.push(Bytes::from_static(b"XX"));
+    }
+    if o.keepttl {
+        argv.push(Bytes::from_static(b"KEEPTTL"));
+    }
+    argv
 }
 
 /// ```text
@@ -73,65 +305,403 @@ impl Expiry {
 fn set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let value = args.bytes()?;
-    let (mut nx, mut xx, mut get) = (false, false, false);
-    let mut expiry: Option<Expiry> = None;
-    while let Some(opt) = args.next() {
-        let opt = opt.to_ascii_uppercase();
-        let mut timed = |kind: fn(i64) -> Expiry, args: &mut Args<'_>| {
-            if expiry.is_some() {
-                return Err(CommandError::Syntax);
-            }
-            let v = args.next().ok_or(CommandError::Syntax)?;
-            expiry = Some(kind(super::parse_i64(v)?));
-            Ok(())
-        };
-        match opt.as_slice() {
-            b"NX" if !xx => nx = true,
-            b"XX" if !nx => xx = true,
-            b"GET" => get = true,
-            b"EX" => timed(Expiry::Ex, args)?,
-            b"PX" => timed(Expiry::Px, args)?,
-            b"EXAT" => timed(Expiry::ExAt, args)?,
-            b"PXAT" => timed(Expiry::PxAt, args)?,
-            b"KEEPTTL" if expiry.is_none() => expiry = Some(Expiry::KeepTtl),
-            _ => return Err(CommandError::Syntax),
-        }
-    }
+    let o = ExtArgs::parse(args, true)?;
+    let expiry = o.expiry()?;
+    set_generic(
+        ctx,
+        "set",
+        key,
+        value,
+        &o,
+        expiry,
+        Replies {
+            ok: Frame::ok(),
+            abort: Frame::Null,
+        },
+    )
+}
+
+/// ```text
+/// SETNX key value
+/// ```
+fn setnx(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let value = args.bytes()?;
+    let o = ExtArgs {
+        nx: true,
+        ..Default::default()
+    };
+    set_generic(
+        ctx,
+        "setnx",
+        key,
+        value,
+        &o,
+        None,
+        Replies {
+            ok: Frame::Integer(1),
+            abort: Frame::Integer(0),
+        },
+    )
+}
+
+/// SETEX / PSETEX.
+fn setex_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, name: &str, ms: bool) -> CmdResult {
+    let key = args.bytes()?;
+    let t = args.i64()?;
+    let value = args.bytes()?;
+    let expiry = if ms { Expiry::Px(t) } else { Expiry::Ex(t) };
+    set_generic(
+        ctx,
+        name,
+        key,
+        value,
+        &ExtArgs::default(),
+        Some(expiry),
+        Replies {
+            ok: Frame::ok(),
+            abort: Frame::Null,
+        },
+    )
+}
+
+/// ```text
+/// SETEX key seconds value
+/// ```
+fn setex(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    setex_generic(ctx, args, "setex", false)
+}
+
+/// ```text
+/// PSETEX key milliseconds value
+/// ```
+fn psetex(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    setex_generic(ctx, args, "psetex", true)
+}
+
+/// ```text
+/// GETSET key value
+/// ```
+fn getset(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let value = args.bytes()?;
+    let old = ctx.get_string(&key)?;
+    ctx.set(key.clone(), Value::String(value.clone()), None);
+    ctx.notify(notify::STRING, "set", &key);
+    ctx.propagate(vec![Bytes::from_static(b"SET"), key, value]);
+    Ok(old.map_or(Frame::Null, Frame::Bulk))
+}
+
+/// ```text
+/// GETDEL key
+/// ```
+fn getdel(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let Some(old) = ctx.get_string(&key)? else {
+        return Ok(Frame::Null);
+    };
+    ctx.delete(&key);
+    ctx.notify(notify::GENERIC, "del", &key);
+    ctx.propagate(vec![Bytes::from_static(b"DEL"), key]);
+    Ok(Frame::Bulk(old))
+}
+
+/// ```text
+/// GETEX key [EX seconds | PX milliseconds | EXAT unix-time-seconds |
+///   PXAT unix-time-milliseconds | PERSIST]
+/// ```
+fn getex(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let o = ExtArgs::parse(args, false)?;
+    let Some(value) = ctx.get_string(&key)? else {
+        return Ok(Frame::Null);
+    };
+    let expiry = o.expiry()?;
     let deadline = match expiry {
-        Some(e) => e.deadline(ctx.now, "set")?,
+        Some(e) => e.deadline(ctx.now, "getex")?,
         None => None,
     };
-    let existing = ctx.lookup(&key).map(|e| (e.value.clone(), e.expire_at));
-    let old = match &existing {
-        Some((Value::String(s), _)) => Some(s.clone()),
-        Some(_) if get => return Err(CommandError::WrongType),
-        _ => None,
+    match (expiry, deadline) {
+        (Some(e), Some(at)) if e.absolute() && at <= ctx.now => {
+            ctx.db().remove(&key);
+            ctx.modified(&key);
+            ctx.notify(notify::GENERIC, "del", &key);
+            ctx.propagate(vec![Bytes::from_static(b"DEL"), key]);
+        }
+        (_, Some(at)) => {
+            ctx.db().set_expire(&key, Some(at));
+            ctx.modified(&key);
+            ctx.notify(notify::GENERIC, "expire", &key);
+            ctx.propagate(vec![
+                Bytes::from_static(b"PEXPIREAT"),
+                key,
+                Bytes::from(at.to_string()),
+            ]);
+        }
+        _ if o.persist => {
+            let had_ttl = ctx.db().raw(&key).is_some_and(|e| e.expire_at.is_some());
+            if had_ttl {
+                ctx.db().set_expire(&key, None);
+                ctx.modified(&key);
+                ctx.notify(notify::GENERIC, "persist", &key);
+                ctx.propagate(vec![Bytes::from_static(b"PERSIST"), key]);
+            }
+        }
+        _ => {}
+    }
+    Ok(Frame::Bulk(value))
+}
+
+/// ```text
+/// MGET key [key ...]
+/// ```
+fn mget(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let mut out = Vec::new();
+    for key in args.rest() {
+        let v = match ctx.lookup(key).map(|e| &e.value) {
+            Some(Value::String(s)) => Frame::Bulk(s.clone()),
+            _ => Frame::Null,
+        };
+        out.push(v);
+    }
+    Ok(Frame::Array(out))
+}
+
+/// The (key, value) pairs of MSET/MSETNX, or the arity error.
+fn pairs<'a>(args: &mut Args<'a>, name: &str) -> Result<&'a [Bytes], CommandError> {
+    let rest = args.rest();
+    if !rest.len().is_multiple_of(2) {
+        return Err(CommandError::WrongArity(name.into()));
+    }
+    Ok(rest)
+}
+
+/// ```text
+/// MSET key value [key value ...]
+/// ```
+fn mset(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    for kv in pairs(args, "mset")?.chunks(2) {
+        if let [k, v] = kv {
+            ctx.set(k.clone(), Value::String(v.clone()), None);
+            ctx.notify(notify::STRING, "set", k);
+        }
+    }
+    Ok(Frame::ok())
+}
+
+/// ```text
+/// MSETNX key value [key value ...]
+/// ```
+fn msetnx(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let kvs = pairs(args, "msetnx")?;
+    for kv in kvs.chunks(2) {
+        if ctx.lookup_mut(&kv[0]).is_some() {
+            return Ok(Frame::Integer(0));
+        }
+    }
+    for kv in kvs.chunks(2) {
+        if let [k, v] = kv {
+            ctx.set(k.clone(), Value::String(v.clone()), None);
+            ctx.notify(notify::STRING, "set", k);
+        }
+    }
+    Ok(Frame::Integer(1))
+}
+
+/// Stores a new string value at `key`, keeping its TTL if it exists (Redis's `dbOverwrite`),
+/// or creating it without one.
+pub(crate) fn overwrite_string(ctx: &mut Ctx<'_>, key: &Bytes, value: Bytes) {
+    match ctx.lookup_mut(key) {
+        Some(entry) => {
+            entry.value = Value::String(value);
+            ctx.modified(key);
+        }
+        None => ctx.set(key.clone(), Value::String(value), None),
+    }
+}
+
+/// Redis's `incrDecrCommand`.
+fn incr_decr(ctx: &mut Ctx<'_>, key: Bytes, by: i64) -> CmdResult {
+    let current = match ctx.get_string(&key)? {
+        Some(s) => super::parse_i64(&s)?,
+        None => 0,
     };
-    let reply = |old: Option<Bytes>| {
-        if get {
-            old.map_or(Frame::Null, Frame::Bulk)
-        } else {
-            Frame::ok()
+    let new = current.checked_add(by).ok_or(CommandError::Overflow)?;
+    overwrite_string(ctx, &key, Bytes::from(new.to_string()));
+    ctx.notify(notify::STRING, "incrby", &key);
+    Ok(Frame::Integer(new))
+}
+
+/// ```text
+/// INCR key
+/// ```
+fn incr(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    incr_decr(ctx, key, 1)
+}
+
+/// ```text
+/// DECR key
+/// ```
+fn decr(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    incr_decr(ctx, key, -1)
+}
+
+/// ```text
+/// INCRBY key increment
+/// ```
+fn incrby(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let by = args.i64()?;
+    incr_decr(ctx, key, by)
+}
+
+/// ```text
+/// DECRBY key decrement
+/// ```
+fn decrby(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let by = args.i64()?;
+    if by == i64::MIN {
+        return Err(CommandError::err("decrement would overflow"));
+    }
+    incr_decr(ctx, key, -by)
+}
+
+/// ```text
+/// INCRBYFLOAT key increment
+/// ```
+fn incrbyfloat(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let by = args.bytes()?;
+    let current = ctx.get_string(&key)?;
+    let current = current.unwrap_or_else(|| Bytes::from_static(b"0"));
+    let new = match ldouble::incr_text(&current, &by) {
+        Ok(s) => Bytes::from(s),
+        Err(true) => return Err(CommandError::NotFloat),
+        Err(false) => return Err(CommandError::err("increment would produce NaN or Infinity")),
+    };
+    overwrite_string(ctx, &key, new.clone());
+    ctx.notify(notify::STRING, "incrbyfloat", &key);
+    ctx.propagate(vec![
+        Bytes::from_static(b"SET"),
+        key,
+        new.clone(),
+        Bytes::from_static(b"KEEPTTL"),
+    ]);
+    Ok(Frame::Bulk(new))
+}
+
+/// Redis's `checkStringLength`.
+fn check_string_length(size: u64, append: u64) -> Result<(), CommandError> {
+    if size.saturating_add(append) > PROTO_MAX_BULK_LEN {
+        return Err(CommandError::err(
+            "string exceeds maximum allowed size (proto-max-bulk-len)",
+        ));
+    }
+    Ok(())
+}
+
+/// ```text
+/// APPEND key value
+/// ```
+fn append(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let value = args.bytes()?;
+    let len = match ctx.get_string(&key)? {
+        None => {
+            let len = value.len();
+            ctx.set(key.clone(), Value::String(value), None);
+            len
+        }
+        Some(old) => {
+            check_string_length(old.len() as u64, value.len() as u64)?;
+            let mut buf = BytesMut::with_capacity(old.len() + value.len());
+            buf.extend_from_slice(&old);
+            buf.extend_from_slice(&value);
+            let len = buf.len();
+            overwrite_string(ctx, &key, buf.freeze());
+            len
         }
     };
-    if (nx && existing.is_some()) || (xx && existing.is_none()) {
-        return Ok(if get { reply(old) } else { Frame::Null });
-    }
-    let expire_at = match expiry {
-        Some(Expiry::KeepTtl) => existing.and_then(|(_, at)| at),
-        _ => deadline,
+    ctx.notify(notify::STRING, "append", &key);
+    Ok(Frame::Integer(len as i64))
+}
+
+/// ```text
+/// STRLEN key
+/// ```
+fn strlen(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let len = ctx.get_string(&key)?.map_or(0, |s| s.len());
+    Ok(Frame::Integer(len as i64))
+}
+
+/// ```text
+/// GETRANGE key start end
+/// SUBSTR key start end
+/// ```
+fn getrange(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let mut start = args.i64()?;
+    let mut end = args.i64()?;
+    let empty = Frame::Bulk(Bytes::new());
+    let Some(s) = ctx.get_string(&key)? else {
+        return Ok(empty);
     };
-    ctx.set(key.clone(), Value::String(value.clone()), expire_at);
-    ctx.notify(notify::STRING, "set", &key);
-    if let (Some(at), Some(e)) = (deadline, expiry) {
-        ctx.notify(notify::GENERIC, "expire", &key);
-        // Replicas get the absolute deadline, as Redis 7 rewrites EX/PX/EXAT to PXAT.
-        if !matches!(e, Expiry::PxAt(_)) {
-            let mut argv = vec![Bytes::from_static(b"SET"), key, value];
-            argv.push(Bytes::from_static(b"PXAT"));
-            argv.push(Bytes::from(at.to_string()));
-            ctx.propagate(argv);
-        }
+    let len = s.len() as i64;
+    if start < 0 && end < 0 && start > end {
+        return Ok(empty);
     }
-    Ok(reply(old))
+    if start < 0 {
+        start = start.saturating_add(len);
+    }
+    if end < 0 {
+        end = end.saturating_add(len);
+    }
+    start = start.max(0);
+    end = end.max(0);
+    if end >= len {
+        end = len - 1;
+    }
+    if start > end || len == 0 {
+        return Ok(empty);
+    }
+    Ok(Frame::Bulk(s.slice(start as usize..=end as usize)))
+}
+
+/// ```text
+/// SETRANGE key offset value
+/// ```
+fn setrange(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let offset = args.i64()?;
+    let value = args.bytes()?;
+    if offset < 0 {
+        return Err(CommandError::err("offset is out of range"));
+    }
+    let offset = offset as u64;
+    let old = ctx.get_string(&key)?;
+    let exists = old.is_some();
+    let old = old.unwrap_or_default();
+    if value.is_empty() {
+        return Ok(Frame::Integer(old.len() as i64));
+    }
+    check_string_length(offset, value.len() as u64)?;
+    let offset = offset as usize;
+    let mut buf = BytesMut::from(&old[..]);
+    let needed = offset + value.len();
+    if buf.len() < needed {
+        buf.resize(needed, 0);
+    }
+    buf[offset..needed].copy_from_slice(&value);
+    let len = buf.len();
+    if exists {
+        overwrite_string(ctx, &key, buf.freeze());
+    } else {
+        ctx.set(key.clone(), Value::String(buf.freeze()), None);
+    }
+    ctx.notify(notify::STRING, "setrange", &key);
+    Ok(Frame::Integer(len as i64))
 }

@@ -53,6 +53,11 @@ impl Db {
         self.entries.get(key).filter(|e| !Self::is_expired(e, now))
     }
 
+    /// The entry for `key` whether or not its deadline passed (no access-time update).
+    pub(crate) fn raw(&self, key: &[u8]) -> Option<&Entry> {
+        self.entries.get(key)
+    }
+
     /// Removes `key` if it expired at `now`; returns whether it did.
     pub(crate) fn expire_if_needed(&mut self, key: &[u8], now: u64) -> bool {
         match self.entries.get(key) {

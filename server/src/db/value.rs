@@ -27,6 +27,12 @@ pub(crate) enum Value {
 }
 
 impl Value {
+    /// Whether Redis would keep `h` as a listpack: at most `hash-max-listpack-entries` (512 as
+    /// compiled in) fields, none longer than `hash-max-listpack-value` (64).
+    pub(crate) fn hash_is_listpack(h: &HashValue) -> bool {
+        h.len() <= 512 && h.iter().all(|(k, v)| k.len() <= 64 && v.len() <= 64)
+    }
+
     /// The name `TYPE` replies with.
     pub(crate) fn type_name(&self) -> &'static str {
         match self {
@@ -63,7 +69,7 @@ impl Value {
             }
             Value::List(_) => "quicklist",
             Value::Hash(h) => {
-                if h.len() <= 128 && h.iter().all(|(k, v)| k.len() <= 64 && v.len() <= 64) {
+                if Value::hash_is_listpack(h) {
                     "listpack"
                 } else {
                     "hashtable"

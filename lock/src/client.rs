@@ -1,0 +1,301 @@
+//! `Client`: the client id (UUID v4), the command connection, the shared pub/sub hub, the
+//! watchdog registry, counters, and helpers shared by every lock kind (names, `WAIT`).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+
+use crate::error::{LockError, Result};
+use crate::options::{ClientOptions, ReplicaSync};
+use crate::owner::Owner;
+use crate::waiter::PubSubHub;
+use crate::watchdog::Registry;
+
+/// A connection to one Redis deployment, with its own id (Redisson's connection manager id).
+///
+/// Cheap to clone; all clones share the connections. Create lock handles with
+/// [`Client::lock`] and friends.
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("id", &self.inner.id)
+            .finish()
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) id: String,
+    pub(crate) conn: ConnectionManager,
+    pub(crate) hub: PubSubHub,
+    pub(crate) registry: Registry,
+    pub(crate) options: ClientOptions,
+    pub(crate) sync_replicas: usize,
+    pub(crate) metrics: Metrics,
+    pub(crate) clock_base_ms: u64,
+    pub(crate) clock_base: tokio::time::Instant,
+}
+
+impl Client {
+    /// Connects to `url` (`redis://host:port/db`) with default options.
+    ///
+    /// # Errors
+    /// When the URL is invalid or the server cannot be reached.
+    pub async fn open(url: &str) -> Result<Client> {
+        Client::open_with(url, ClientOptions::default()).await
+    }
+
+    /// Connects to `url` with `options`.
+    ///
+    /// # Errors
+    /// When the URL is invalid or the server cannot be reached.
+    pub async fn open_with(url: &str, options: ClientOptions) -> Result<Client> {
+        let client = redis::Client::open(url)?;
+        Client::from_redis_client(client, options).await
+    }
+
+    /// Builds a client on an existing `redis::Client` (any connection config it carries).
+    ///
+    /// # Errors
+    /// When the server cannot be reached.
+    pub async fn from_redis_client(
+        client: redis::Client,
+        options: ClientOptions,
+    ) -> Result<Client> {
+        let config = ConnectionManagerConfig::new()
+            .set_number_of_retries(2)
+            .set_connection_timeout(Some(options.connection_timeout))
+            .set_response_timeout(Some(options.response_timeout));
+        let mut conn = ConnectionManager::new_with_config(client.clone(), config).await?;
+        let sync_replicas = match options.replica_sync {
+            ReplicaSync::Off => 0,
+            ReplicaSync::Replicas(n) => n,
+            ReplicaSync::Auto => {
+                let info: String = redis::cmd("INFO")
+                    .arg("replication")
+                    .query_async(&mut conn)
+                    .await?;
+                connected_replicas(&info)
+            }
+        };
+        let id = uuid::Uuid::new_v4().to_string();
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        let inner = Arc::new(Inner {
+            hub: PubSubHub::new(client),
+            registry: Registry::default(),
+            id,
+            conn,
+            options,
+            sync_replicas,
+            metrics: Metrics::default(),
+            clock_base_ms: now_ms,
+            clock_base: tokio::time::Instant::now(),
+        });
+        tracing::debug!(client_id = %inner.id, sync_replicas, "locksmith client connected");
+        Ok(Client { inner })
+    }
+
+    /// This client's id (a UUID v4), the first half of every owner field it writes.
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// The options in effect.
+    pub fn options(&self) -> &ClientOptions {
+        &self.inner.options
+    }
+
+    /// How many replicas each lock write waits for (0: no `WAIT`).
+    pub fn sync_replicas(&self) -> usize {
+        self.inner.sync_replicas
+    }
+
+    /// A snapshot of the counters (acquisitions, waits, renewals, releases, losses).
+    pub fn metrics(&self) -> MetricsSnapshot {
+        self.inner.metrics.snapshot()
+    }
+
+    /// A connection for raw commands, sharing the client's command connection.
+    pub fn connection(&self) -> ConnectionManager {
+        self.inner.conn.clone()
+    }
+
+    /// The Redis field `"<client-id>:<owner-id>"` an owner writes through this client.
+    pub fn owner_field(&self, owner: &Owner) -> String {
+        format!("{}:{}", self.inner.id, owner.id())
+    }
+
+    /// Stops every watchdog of this client (held locks then expire after their lease, as when a
+    /// Redisson client shuts down) and the pub/sub dispatcher. Lock handles keep working for
+    /// explicit commands, but no longer renew.
+    pub async fn shutdown(&self) {
+        self.inner.registry.shutdown();
+        self.inner.hub.shutdown().await;
+    }
+
+    pub(crate) fn weak(&self) -> Weak<Inner> {
+        Arc::downgrade(&self.inner)
+    }
+
+    /// Milliseconds since the epoch, advancing with tokio's clock (so paused-time tests move
+    /// it), used where Redisson sends `System.currentTimeMillis()` to a script.
+    pub(crate) fn now_ms(&self) -> u64 {
+        self.inner.clock_base_ms + self.inner.clock_base.elapsed().as_millis() as u64
+    }
+
+    /// After a write, `WAIT` for the configured replicas; `Ok(false)` when none acknowledged.
+    pub(crate) async fn wait_replicas(&self) -> Result<bool> {
+        let n = self.inner.sync_replicas;
+        if n == 0 {
+            return Ok(true);
+        }
+        let mut conn = self.inner.conn.clone();
+        let synced: i64 = redis::cmd("WAIT")
+            .arg(n)
+            .arg(self.inner.options.replica_sync_timeout.as_millis() as u64)
+            .query_async(&mut conn)
+            .await?;
+        Ok(synced > 0)
+    }
+}
+
+fn connected_replicas(info: &str) -> usize {
+    info.lines()
+        .find_map(|l| l.trim().strip_prefix("connected_slaves:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Redisson's `prefixName`: `prefix:{name}`, or `prefix:name` when the name already holds `{`.
+pub(crate) fn prefix_name(prefix: &str, name: &str) -> String {
+    if name.contains('{') {
+        format!("{prefix}:{name}")
+    } else {
+        format!("{prefix}:{{{name}}}")
+    }
+}
+
+/// Redisson's `suffixName`: `{name}:suffix`, or `name:suffix` when the name already holds `{`.
+pub(crate) fn suffix_name(name: &str, suffix: &str) -> String {
+    if name.contains('{') {
+        format!("{name}:{suffix}")
+    } else {
+        format!("{{{name}}}:{suffix}")
+    }
+}
+
+/// A request id of 32 hex chars (Redisson's `generateId`), for the unlock latch.
+pub(crate) fn request_id() -> String {
+    let bytes: [u8; 16] = rand::random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub(crate) fn ms(d: Duration) -> u64 {
+    (d.as_millis() as u64).max(1)
+}
+
+/// Counters a user can export.
+#[derive(Debug, Default)]
+pub(crate) struct Metrics {
+    pub(crate) acquired: AtomicU64,
+    pub(crate) acquire_failed: AtomicU64,
+    pub(crate) waits: AtomicU64,
+    pub(crate) renewals: AtomicU64,
+    pub(crate) renewal_failures: AtomicU64,
+    pub(crate) released: AtomicU64,
+    pub(crate) lost: AtomicU64,
+}
+
+impl Metrics {
+    pub(crate) fn inc(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+    fn snapshot(&self) -> MetricsSnapshot {
+        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        MetricsSnapshot {
+            acquired: g(&self.acquired),
+            acquire_failed: g(&self.acquire_failed),
+            waits: g(&self.waits),
+            renewals: g(&self.renewals),
+            renewal_failures: g(&self.renewal_failures),
+            released: g(&self.released),
+            lost: g(&self.lost),
+        }
+    }
+}
+
+/// Counter values at one point in time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MetricsSnapshot {
+    /// Successful acquisitions (re-entries included).
+    pub acquired: u64,
+    /// Attempts that gave up (timeout or `try_lock` on a held lock).
+    pub acquire_failed: u64,
+    /// Times a caller waited for a release message or a TTL.
+    pub waits: u64,
+    /// Successful watchdog renewals.
+    pub renewals: u64,
+    /// Renewals that failed with an error.
+    pub renewal_failures: u64,
+    /// Successful releases.
+    pub released: u64,
+    /// Locks reported lost.
+    pub lost: u64,
+}
+
+impl From<&Client> for Client {
+    fn from(c: &Client) -> Client {
+        c.clone()
+    }
+}
+
+impl Client {
+    pub(crate) fn check_alive(&self) -> Result<()> {
+        if self.inner.registry.is_shut_down() {
+            return Err(LockError::Shutdown);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_name_wraps_plain_names_in_braces() {
+        assert_eq!(
+            prefix_name("redisson_lock__channel", "a"),
+            "redisson_lock__channel:{a}"
+        );
+        assert_eq!(prefix_name("p", "{t}:a"), "p:{t}:a");
+        assert_eq!(suffix_name("a", "x"), "{a}:x");
+        assert_eq!(suffix_name("{t}a", "x"), "{t}a:x");
+    }
+
+    #[test]
+    fn request_ids_are_32_hex_chars() {
+        let id = request_id();
+        assert_eq!(id.len(), 32);
+        assert!(id.chars().all(|c| c.is_ascii_hexdigit()));
+    }
+
+    #[test]
+    fn replica_count_is_read_from_info() {
+        assert_eq!(
+            connected_replicas("# Replication\r\nrole:master\r\nconnected_slaves:2\r\n"),
+            2
+        );
+        assert_eq!(connected_replicas("role:master\r\n"), 0);
+    }
+}

@@ -1,0 +1,749 @@
+//! The machinery every Redisson-style lock kind shares: the acquire attempt (cancel-safe), the
+//! wait loop on the unlock channel (or backoff for the spin lock), release with Redisson's
+//! unlock latch, and the read-only queries.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::Script;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use crate::client::{ms, prefix_name, request_id, suffix_name, Client, Metrics};
+use crate::error::{LockError, Result};
+use crate::options::Backoff;
+use crate::owner::Owner;
+use crate::scripts;
+use crate::watchdog::{HoldMode, LostSignal, Renewal};
+
+/// Redisson's `LockPubSub.UNLOCK_MESSAGE`.
+const UNLOCK_MESSAGE: &str = "0";
+/// Redisson's `LockPubSub.READ_UNLOCK_MESSAGE` (wake all).
+const READ_UNLOCK_MESSAGE: &str = "1";
+const PUBLISH: &str = "PUBLISH";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Plain,
+    Fenced,
+    Spin,
+    Fair,
+    Read,
+    Write,
+}
+
+/// Outcome of one acquire script.
+#[derive(Debug)]
+pub(crate) enum Attempt {
+    /// Acquired; the fencing token when the kind has one.
+    Acquired(Option<i64>),
+    /// Held by someone else; the TTL the script returned, if positive.
+    Busy(Option<Duration>),
+}
+
+/// State shared by all clones of one lock handle.
+pub(crate) struct HandleState {
+    /// Holds registered in the watchdog through this handle and not released yet; dropping the
+    /// last clone of the handle releases them (stops renewal), documented on each lock type.
+    registered: AtomicU32,
+    /// Redisson's `internalLockLeaseTime`: the lease of the last acquisition, used by unlock's
+    /// PEXPIRE when holds remain.
+    last_lease_ms: AtomicU64,
+    client: Client,
+    name: String,
+    field: String,
+}
+
+impl Drop for HandleState {
+    fn drop(&mut self) {
+        let n = self.registered.load(Ordering::Acquire);
+        for _ in 0..n {
+            self.client
+                .inner
+                .registry
+                .release(&self.name, &self.field, false);
+        }
+    }
+}
+
+#[derive(Clone)]
+pub(crate) struct Core {
+    pub(crate) client: Client,
+    pub(crate) name: String,
+    pub(crate) owner: Owner,
+    pub(crate) kind: Kind,
+    /// The Redis field: `<client-id>:<owner-id>`, plus `:write` for the write lock.
+    pub(crate) field: String,
+    pub(crate) backoff: Backoff,
+    state: Arc<HandleState>,
+}
+
+impl std::fmt::Debug for Core {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lock")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .field("field", &self.field)
+            .finish()
+    }
+}
+
+impl Core {
+    pub(crate) fn new(client: &Client, name: &str, owner: Owner, kind: Kind) -> Core {
+        let mut field = client.owner_field(&owner);
+        if kind == Kind::Write {
+            field.push_str(":write");
+        }
+        let state = Arc::new(HandleState {
+            registered: AtomicU32::new(0),
+            last_lease_ms: AtomicU64::new(ms(client.options().watchdog_timeout)),
+            client: client.clone(),
+            name: name.to_owned(),
+            field: field.clone(),
+        });
+        Core {
+            client: client.clone(),
+            name: name.to_owned(),
+            owner,
+            kind,
+            field,
+            backoff: Backoff::default(),
+            state,
+        }
+    }
+
+    pub(crate) fn with_owner(&self, owner: Owner) -> Core {
+        let mut c = Core::new(&self.client, &self.name, owner, self.kind);
+        c.backoff = self.backoff.clone();
+        c
+    }
+
+    /// The channel waiters subscribe to (the fair lock: one per waiter).
+    pub(crate) fn channel(&self) -> String {
+        match self.kind {
+            Kind::Read | Kind::Write => prefix_name("redisson_rwlock", &self.name),
+            _ => prefix_name("redisson_lock__channel", &self.name),
+        }
+    }
+
+    fn waiter_channel(&self) -> String {
+        match self.kind {
+            Kind::Fair => format!("{}:{}", self.channel(), self.field),
+            _ => self.channel(),
+        }
+    }
+
+    fn queue_name(&self) -> String {
+        prefix_name("redisson_lock_queue", &self.name)
+    }
+
+    fn timeout_set_name(&self) -> String {
+        prefix_name("redisson_lock_timeout", &self.name)
+    }
+
+    pub(crate) fn token_name(&self) -> String {
+        prefix_name("redisson_lock_token", &self.name)
+    }
+
+    /// `{name}:<field>:rwlock_timeout` (Redisson's `getReadWriteTimeoutNamePrefix`).
+    fn read_timeout_prefix(&self) -> String {
+        suffix_name(&self.name, &self.field) + ":rwlock_timeout"
+    }
+
+    /// `{name}` (Redisson's `getKeyPrefix`).
+    fn read_key_prefix(&self) -> String {
+        let p = self.read_timeout_prefix();
+        let cut = format!(":{}", self.field);
+        match p.find(&cut) {
+            Some(i) => p[..i].to_owned(),
+            None => p,
+        }
+    }
+
+    fn unlock_latch_name(&self, request_id: &str) -> String {
+        format!(
+            "{}:{}",
+            prefix_name("redisson_unlock_latch", &self.name),
+            request_id
+        )
+    }
+
+    fn renewal(&self) -> Renewal {
+        match self.kind {
+            Kind::Read => Renewal::Read {
+                key_prefix: self.read_key_prefix(),
+            },
+            _ => Renewal::Hash,
+        }
+    }
+
+    fn fair_wait_ms(&self, wait: Option<Duration>) -> u64 {
+        match wait {
+            Some(w) if !w.is_zero() => ms(w),
+            _ => ms(self.client.options().fair_wait_timeout),
+        }
+    }
+
+    // ---- scripts --------------------------------------------------------------------------
+
+    async fn eval<T: redis::FromRedisValue>(
+        &self,
+        script: &'static Script,
+        keys: &[String],
+        args: &[String],
+    ) -> Result<T> {
+        let mut inv = script.prepare_invoke();
+        for k in keys {
+            inv.key(k);
+        }
+        for a in args {
+            inv.arg(a);
+        }
+        let mut conn = self.client.inner.conn.clone();
+        Ok(inv.invoke_async(&mut conn).await?)
+    }
+
+    /// One acquire script, with replica sync: an acquisition no replica acknowledged is rolled
+    /// back and retried, as Redisson does ("None of slaves were synced").
+    async fn acquire_script(&self, lease: Duration, wait: Option<Duration>) -> Result<Attempt> {
+        let attempts = self.client.options().replica_sync_attempts.max(1);
+        for _ in 0..attempts {
+            let a = self.acquire_script_once(lease, wait).await?;
+            if let Attempt::Acquired(_) = a {
+                if !self.client.wait_replicas().await? {
+                    tracing::warn!(name = %self.name, "no replica acknowledged the acquisition; rolling back");
+                    let _ = self.release_script().await;
+                    continue;
+                }
+            }
+            return Ok(a);
+        }
+        Err(LockError::ReplicasNotSynced {
+            name: self.name.clone(),
+        })
+    }
+
+    async fn acquire_script_once(
+        &self,
+        lease: Duration,
+        wait: Option<Duration>,
+    ) -> Result<Attempt> {
+        let lease_ms = ms(lease).to_string();
+        let name = self.name.clone();
+        let field = self.field.clone();
+        let ttl = |v: Option<i64>| match v {
+            None => Attempt::Acquired(None),
+            Some(t) if t > 0 => Attempt::Busy(Some(Duration::from_millis(t as u64))),
+            Some(_) => Attempt::Busy(None),
+        };
+        match self.kind {
+            Kind::Plain | Kind::Spin => {
+                let r: Option<i64> = self
+                    .eval(&scripts::LOCK_ACQUIRE, &[name], &[lease_ms, field])
+                    .await?;
+                Ok(ttl(r))
+            }
+            Kind::Fenced => {
+                let r: Vec<i64> = self
+                    .eval(
+                        &scripts::FENCED_ACQUIRE,
+                        &[name, self.token_name()],
+                        &[lease_ms, field],
+                    )
+                    .await?;
+                match r.as_slice() {
+                    [-1, token] => Ok(Attempt::Acquired(Some(*token))),
+                    [t, _] => Ok(ttl(Some(*t))),
+                    other => Err(LockError::unexpected("fenced acquire", other)),
+                }
+            }
+            Kind::Fair => {
+                let keys = [name, self.queue_name(), self.timeout_set_name()];
+                let now = self.client.now_ms().to_string();
+                let wait_ms = self.fair_wait_ms(wait).to_string();
+                if wait == Some(Duration::ZERO) {
+                    // tryLock(): a single attempt that never joins the queue.
+                    let r: Option<i64> = self
+                        .eval(
+                            &scripts::FAIR_TRY_ONCE,
+                            &keys,
+                            &[lease_ms, field, now, wait_ms],
+                        )
+                        .await?;
+                    Ok(match r {
+                        None => Attempt::Acquired(None),
+                        Some(_) => Attempt::Busy(None),
+                    })
+                } else {
+                    let r: Option<i64> = self
+                        .eval(
+                            &scripts::FAIR_ACQUIRE,
+                            &keys,
+                            &[lease_ms, field, wait_ms, now],
+                        )
+                        .await?;
+                    Ok(ttl(r))
+                }
+            }
+            Kind::Read => {
+                let write_field = format!("{field}:write");
+                let r: Option<i64> = self
+                    .eval(
+                        &scripts::READ_ACQUIRE,
+                        &[name, self.read_timeout_prefix()],
+                        &[lease_ms, field, write_field],
+                    )
+                    .await?;
+                Ok(ttl(r))
+            }
+            Kind::Write => {
+                let r: Option<i64> = self
+                    .eval(&scripts::WRITE_ACQUIRE, &[name], &[lease_ms, field])
+                    .await?;
+                Ok(ttl(r))
+            }
+        }
+    }
+
+    /// The release script; `None` means "not held by this owner". Retries on connection errors
+    /// with the same request id, which the unlock latch makes idempotent.
+    async fn release_script(&self) -> Result<Option<i64>> {
+        let rid = request_id();
+        let latch = self.unlock_latch_name(&rid);
+        let lease = self.state.last_lease_ms.load(Ordering::Relaxed).to_string();
+        let latch_ms = ms(self.client.options().unlock_latch_timeout).to_string();
+        let name = self.name.clone();
+        let field = self.field.clone();
+        let mut tries = 0;
+        let res = loop {
+            tries += 1;
+            let r: Result<Option<i64>> = match self.kind {
+                Kind::Plain | Kind::Fenced => {
+                    self.eval(
+                        &scripts::LOCK_RELEASE,
+                        &[name.clone(), self.channel(), latch.clone()],
+                        &[
+                            UNLOCK_MESSAGE.into(),
+                            lease.clone(),
+                            field.clone(),
+                            PUBLISH.into(),
+                            latch_ms.clone(),
+                        ],
+                    )
+                    .await
+                }
+                Kind::Spin => {
+                    self.eval(
+                        &scripts::SPIN_RELEASE,
+                        std::slice::from_ref(&name),
+                        &[lease.clone(), field.clone()],
+                    )
+                    .await
+                }
+                Kind::Fair => {
+                    self.eval(
+                        &scripts::FAIR_RELEASE,
+                        &[
+                            name.clone(),
+                            self.queue_name(),
+                            self.timeout_set_name(),
+                            self.channel(),
+                        ],
+                        &[
+                            UNLOCK_MESSAGE.into(),
+                            lease.clone(),
+                            field.clone(),
+                            self.client.now_ms().to_string(),
+                            PUBLISH.into(),
+                        ],
+                    )
+                    .await
+                }
+                Kind::Read => {
+                    self.eval(
+                        &scripts::READ_RELEASE,
+                        &[
+                            name.clone(),
+                            self.channel(),
+                            self.read_timeout_prefix(),
+                            self.read_key_prefix(),
+                            latch.clone(),
+                        ],
+                        &[
+                            UNLOCK_MESSAGE.into(),
+                            field.clone(),
+                            PUBLISH.into(),
+                            latch_ms.clone(),
+                        ],
+                    )
+                    .await
+                }
+                Kind::Write => {
+                    self.eval(
+                        &scripts::WRITE_RELEASE,
+                        &[name.clone(), self.channel(), latch.clone()],
+                        &[
+                            READ_UNLOCK_MESSAGE.into(),
+                            lease.clone(),
+                            field.clone(),
+                            PUBLISH.into(),
+                            latch_ms.clone(),
+                        ],
+                    )
+                    .await
+                }
+            };
+            match r {
+                Err(e) if e.is_connection_error() && tries < 3 => continue,
+                other => break other,
+            }
+        };
+        if matches!(
+            self.kind,
+            Kind::Plain | Kind::Fenced | Kind::Read | Kind::Write
+        ) {
+            // Redisson deletes the latch once the answer is in; fire and forget.
+            let mut conn = self.client.inner.conn.clone();
+            tokio::spawn(async move {
+                let _: redis::RedisResult<i64> =
+                    redis::cmd("DEL").arg(latch).query_async(&mut conn).await;
+            });
+        }
+        res
+    }
+
+    async fn acquire_failed(&self, wait: Option<Duration>) -> Result<()> {
+        if self.kind != Kind::Fair {
+            return Ok(());
+        }
+        let _: () = self
+            .eval(
+                &scripts::FAIR_ACQUIRE_FAILED,
+                &[self.queue_name(), self.timeout_set_name()],
+                &[self.field.clone(), self.fair_wait_ms(wait).to_string()],
+            )
+            .await?;
+        Ok(())
+    }
+
+    // ---- acquire --------------------------------------------------------------------------
+
+    fn register(&self, lease: Option<Duration>) {
+        let mode = match lease {
+            Some(l) => HoldMode::Lease(l),
+            None => HoldMode::Watchdog(self.client.options().watchdog_timeout),
+        };
+        self.client.inner.registry.register(
+            &self.client,
+            &self.name,
+            &self.field,
+            self.renewal(),
+            mode,
+        );
+        self.state.registered.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// One attempt, safe to cancel: the script runs in a spawned task; if the caller is gone
+    /// when it finishes and it acquired, the task releases the hold again (Redisson's
+    /// testLockIsNotRenewedAfterInterruptedTryLock).
+    async fn attempt(&self, lease: Option<Duration>, wait: Option<Duration>) -> Result<Attempt> {
+        self.client.check_alive()?;
+        let (tx, rx) = oneshot::channel();
+        let core = self.clone();
+        tokio::spawn(async move {
+            let eff = lease.unwrap_or(core.client.options().watchdog_timeout);
+            let res = core.acquire_script(eff, wait).await;
+            if let Ok(Attempt::Acquired(_)) = &res {
+                core.state.last_lease_ms.store(ms(eff), Ordering::Relaxed);
+                core.register(lease);
+                Metrics::inc(&core.client.inner.metrics.acquired);
+            }
+            if let Err(Ok(Attempt::Acquired(_))) = tx.send(res) {
+                tracing::debug!(name = %core.name, "acquisition completed after cancellation; releasing");
+                let _ = core.release().await;
+            }
+        });
+        rx.await.map_err(|_| LockError::Shutdown)?
+    }
+
+    /// Acquires, waiting up to `wait` (`None`: forever). `Ok(None)`: not acquired in time.
+    pub(crate) async fn acquire(
+        &self,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> Result<Option<Option<i64>>> {
+        use tracing::Instrument;
+        let span = tracing::debug_span!("acquire", name = %self.name, owner = %self.field, kind = ?self.kind);
+        self.acquire_inner(wait, lease).instrument(span).await
+    }
+
+    async fn acquire_inner(
+        &self,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> Result<Option<Option<i64>>> {
+        let start = Instant::now();
+        let deadline = wait.map(|w| start + w);
+        // A fair waiter joins the queue on its first attempt; leave it again if this future is
+        // dropped or fails before acquiring, so an abandoned waiter does not block the queue.
+        let mut guard = QueueGuard {
+            core: (self.kind == Kind::Fair && wait != Some(Duration::ZERO)).then(|| self.clone()),
+            wait,
+        };
+        if let Attempt::Acquired(t) = self.attempt(lease, wait).await? {
+            guard.core = None;
+            tracing::debug!("acquired");
+            return Ok(Some(t));
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            guard.core = None;
+            self.acquire_failed(wait).await?;
+            Metrics::inc(&self.client.inner.metrics.acquire_failed);
+            return Ok(None);
+        }
+        if self.kind == Kind::Spin {
+            return self.spin(deadline, wait, lease).await;
+        }
+        let sub = self
+            .client
+            .inner
+            .hub
+            .subscribe(&self.waiter_channel())
+            .await?;
+        loop {
+            let ttl = match self.attempt(lease, wait).await? {
+                Attempt::Acquired(t) => {
+                    guard.core = None;
+                    tracing::debug!(waited_ms = start.elapsed().as_millis() as u64, "acquired");
+                    return Ok(Some(t));
+                }
+                Attempt::Busy(ttl) => ttl,
+            };
+            let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if remaining.is_some_and(|r| r.is_zero()) {
+                guard.core = None;
+                self.acquire_failed(wait).await?;
+                Metrics::inc(&self.client.inner.metrics.acquire_failed);
+                tracing::debug!("gave up waiting");
+                return Ok(None);
+            }
+            // Wait for a release message, at most the lock's TTL (a crashed holder publishes
+            // nothing) and the remaining wait time; a TTL-less lock is re-checked every
+            // watchdog period in case the pub/sub connection was lost.
+            let cap = ttl.unwrap_or(self.client.options().watchdog_timeout);
+            let sleep_for = match remaining {
+                Some(r) => r.min(cap),
+                None => cap,
+            };
+            Metrics::inc(&self.client.inner.metrics.waits);
+            tracing::trace!(?sleep_for, "waiting");
+            tokio::select! {
+                _ = sub.notified() => {}
+                _ = tokio::time::sleep(sleep_for) => {}
+            }
+        }
+    }
+
+    async fn spin(
+        &self,
+        deadline: Option<Instant>,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> Result<Option<Option<i64>>> {
+        let mut n = 0u32;
+        loop {
+            let mut d = self.backoff.delay(n);
+            if !self.backoff.jitter.is_zero() {
+                let j = rand::random_range(0..=self.backoff.jitter.as_millis() as u64);
+                d += Duration::from_millis(j);
+            }
+            if let Some(dl) = deadline {
+                let rem = dl.saturating_duration_since(Instant::now());
+                if rem.is_zero() {
+                    Metrics::inc(&self.client.inner.metrics.acquire_failed);
+                    return Ok(None);
+                }
+                d = d.min(rem);
+            }
+            Metrics::inc(&self.client.inner.metrics.waits);
+            tokio::time::sleep(d).await;
+            n = n.saturating_add(1);
+            if let Attempt::Acquired(t) = self.attempt(lease, wait).await? {
+                return Ok(Some(t));
+            }
+        }
+    }
+
+    // ---- release and queries ----------------------------------------------------------------
+
+    pub(crate) async fn release(&self) -> Result<()> {
+        let r = self.release_script().await;
+        let registry = &self.client.inner.registry;
+        let dec = || {
+            let _ = self
+                .state
+                .registered
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| v.checked_sub(1));
+        };
+        match r? {
+            None => {
+                registry.release(&self.name, &self.field, true);
+                dec();
+                let _ = self.client.wait_replicas().await;
+                Err(LockError::NotOwner {
+                    name: self.name.clone(),
+                    client_id: self.client.id().to_owned(),
+                    owner_id: self.owner.id(),
+                })
+            }
+            Some(v) => {
+                registry.release(&self.name, &self.field, v == 1);
+                dec();
+                Metrics::inc(&self.client.inner.metrics.released);
+                tracing::debug!(name = %self.name, owner = %self.field, fully = v == 1, "released");
+                if !self.client.wait_replicas().await? {
+                    tracing::warn!(name = %self.name, "no replica acknowledged the release");
+                }
+                Ok(())
+            }
+        }
+    }
+
+    pub(crate) async fn force_release(&self) -> Result<bool> {
+        self.client.inner.registry.release_all(&self.name);
+        let now = self.client.now_ms().to_string();
+        let r: i64 = match self.kind {
+            Kind::Plain | Kind::Fenced => {
+                self.eval(
+                    &scripts::LOCK_FORCE_RELEASE,
+                    &[self.name.clone(), self.channel()],
+                    &[UNLOCK_MESSAGE.into(), PUBLISH.into()],
+                )
+                .await?
+            }
+            Kind::Spin => {
+                self.eval(
+                    &scripts::SPIN_FORCE_RELEASE,
+                    std::slice::from_ref(&self.name),
+                    &[],
+                )
+                .await?
+            }
+            Kind::Fair => {
+                self.eval(
+                    &scripts::FAIR_FORCE_RELEASE,
+                    &[
+                        self.name.clone(),
+                        self.queue_name(),
+                        self.timeout_set_name(),
+                        self.channel(),
+                    ],
+                    &[UNLOCK_MESSAGE.into(), now, PUBLISH.into()],
+                )
+                .await?
+            }
+            Kind::Read => {
+                self.eval(
+                    &scripts::READ_FORCE_RELEASE,
+                    &[self.name.clone(), self.channel()],
+                    &[UNLOCK_MESSAGE.into(), PUBLISH.into()],
+                )
+                .await?
+            }
+            Kind::Write => {
+                self.eval(
+                    &scripts::WRITE_FORCE_RELEASE,
+                    &[self.name.clone(), self.channel()],
+                    &[READ_UNLOCK_MESSAGE.into(), PUBLISH.into()],
+                )
+                .await?
+            }
+        };
+        Ok(r == 1)
+    }
+
+    pub(crate) async fn is_locked(&self) -> Result<bool> {
+        let mut conn = self.client.inner.conn.clone();
+        match self.kind {
+            Kind::Read | Kind::Write => {
+                let mode: Option<String> = redis::cmd("HGET")
+                    .arg(&self.name)
+                    .arg("mode")
+                    .query_async(&mut conn)
+                    .await?;
+                let want = if self.kind == Kind::Read {
+                    "read"
+                } else {
+                    "write"
+                };
+                Ok(mode.as_deref() == Some(want))
+            }
+            _ => {
+                let n: i64 = redis::cmd("EXISTS")
+                    .arg(&self.name)
+                    .query_async(&mut conn)
+                    .await?;
+                Ok(n > 0)
+            }
+        }
+    }
+
+    pub(crate) async fn hold_count(&self) -> Result<u64> {
+        let mut conn = self.client.inner.conn.clone();
+        let v: Option<u64> = redis::cmd("HGET")
+            .arg(&self.name)
+            .arg(&self.field)
+            .query_async(&mut conn)
+            .await?;
+        Ok(v.unwrap_or(0))
+    }
+
+    pub(crate) async fn is_held_by_me(&self) -> Result<bool> {
+        let mut conn = self.client.inner.conn.clone();
+        let v: bool = redis::cmd("HEXISTS")
+            .arg(&self.name)
+            .arg(&self.field)
+            .query_async(&mut conn)
+            .await?;
+        Ok(v)
+    }
+
+    pub(crate) async fn remaining_ttl(&self) -> Result<Option<Duration>> {
+        let mut conn = self.client.inner.conn.clone();
+        let v: i64 = redis::cmd("PTTL")
+            .arg(&self.name)
+            .query_async(&mut conn)
+            .await?;
+        Ok((v >= 0).then(|| Duration::from_millis(v as u64)))
+    }
+
+    pub(crate) fn lost_signal(&self) -> Option<LostSignal> {
+        self.client.inner.registry.signal(&self.name, &self.field)
+    }
+
+    pub(crate) fn is_renewing(&self) -> bool {
+        self.client
+            .inner
+            .registry
+            .is_registered(&self.name, &self.field)
+    }
+}
+
+struct QueueGuard {
+    core: Option<Core>,
+    wait: Option<Duration>,
+}
+
+impl Drop for QueueGuard {
+    fn drop(&mut self) {
+        if let Some(core) = self.core.take() {
+            let wait = self.wait;
+            if let Ok(h) = tokio::runtime::Handle::try_current() {
+                h.spawn(async move {
+                    let _ = core.acquire_failed(wait).await;
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! `LockError`: what went wrong, with predicates so callers can decide without matching variants.
+
+use std::time::Duration;
+
+/// Why a held lock was lost (see [`LostSignal`](crate::LostSignal)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LostReason {
+    /// A renewal found the lock gone or held by someone else.
+    NotHeld,
+    /// Renewals kept failing until the lease had passed.
+    RenewalFailed,
+    /// The lease given at acquisition elapsed before the lock was released.
+    LeaseExpired,
+}
+
+/// The error type of every lock operation.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LockError {
+    /// The server answered with an error or the connection failed.
+    #[error("redis error: {0}")]
+    Redis(#[from] redis::RedisError),
+    /// `unlock` by an owner that does not hold the lock (Redisson's IllegalMonitorStateException).
+    #[error(
+        "attempt to unlock lock, not locked by current thread by node id: {client_id} thread-id: {owner_id}"
+    )]
+    NotOwner {
+        /// The lock name.
+        name: String,
+        /// The client uuid (Redisson's node id).
+        client_id: String,
+        /// The owner id (Redisson's thread id).
+        owner_id: u64,
+    },
+    /// The lock could not be acquired within the allowed time.
+    #[error("timed out after {waited:?} waiting for lock {name}")]
+    Timeout {
+        /// The lock name.
+        name: String,
+        /// How long we waited.
+        waited: Duration,
+    },
+    /// The lock was held and has been lost.
+    #[error("lock {name} lost: {reason:?}")]
+    Lost {
+        /// The lock name.
+        name: String,
+        /// Why it was lost.
+        reason: LostReason,
+    },
+    /// The replicas did not acknowledge the write (`WAIT` returned 0), as Redisson's
+    /// "None of slaves were synced".
+    #[error("None of slaves were synced for lock {name}")]
+    ReplicasNotSynced {
+        /// The lock name.
+        name: String,
+    },
+    /// A script returned something the library does not expect.
+    #[error("unexpected reply from {context}: {detail}")]
+    UnexpectedReply {
+        /// Which call.
+        context: &'static str,
+        /// What came back.
+        detail: String,
+    },
+    /// The operation is not valid for this lock (for example re-entering a non-reentrant lock).
+    #[error("invalid operation on lock {name}: {detail}")]
+    Invalid {
+        /// The lock name.
+        name: String,
+        /// What was wrong.
+        detail: String,
+    },
+    /// The client was shut down.
+    #[error("client shut down")]
+    Shutdown,
+}
+
+impl LockError {
+    /// True when a held lock was lost.
+    pub fn is_lost(&self) -> bool {
+        matches!(self, LockError::Lost { .. })
+    }
+
+    /// True when waiting ran out of time (ours or a Redis response timeout).
+    pub fn is_timeout(&self) -> bool {
+        match self {
+            LockError::Timeout { .. } => true,
+            LockError::Redis(e) => e.is_timeout(),
+            _ => false,
+        }
+    }
+
+    /// True when the caller does not hold the lock it tried to release.
+    pub fn is_not_owner(&self) -> bool {
+        matches!(self, LockError::NotOwner { .. })
+    }
+
+    /// True when the error came from Redis or the connection to it.
+    pub fn is_redis(&self) -> bool {
+        matches!(self, LockError::Redis(_))
+    }
+
+    /// True when the connection dropped or could not be established.
+    pub fn is_connection_error(&self) -> bool {
+        match self {
+            LockError::Redis(e) => {
+                e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal()
+            }
+            _ => false,
+        }
+    }
+
+    /// True when replicas did not acknowledge a lock write.
+    pub fn is_replicas_not_synced(&self) -> bool {
+        matches!(self, LockError::ReplicasNotSynced { .. })
+    }
+
+    pub(crate) fn unexpected(context: &'static str, detail: impl std::fmt::Debug) -> Self {
+        LockError::UnexpectedReply {
+            context,
+            detail: format!("{detail:?}"),
+        }
+    }
+}
+
+/// Result alias of this crate.
+pub type Result<T, E = LockError> = std::result::Result<T, E>;

@@ -1,0 +1,372 @@
+//! The public Redisson-style lock kinds: [`Lock`] (RLock), [`FairLock`], [`SpinLock`],
+//! [`FencedLock`], and [`ReadWriteLock`] with its [`ReadLock`] and [`WriteLock`].
+//!
+//! Every handle is bound to one [`Owner`]; handles with the same owner re-enter each other.
+//! Dropping the last clone of a handle stops the watchdog for the holds it took (the lock then
+//! expires after its lease); it never sends commands from `Drop`.
+
+use std::time::Duration;
+
+use crate::client::Client;
+use crate::core::{Core, Kind};
+use crate::error::Result;
+use crate::options::Backoff;
+use crate::owner::Owner;
+use crate::watchdog::LostSignal;
+
+macro_rules! common_lock_api {
+    ($ty:ident) => {
+        impl $ty {
+            /// The lock name (the Redis key of the hash).
+            pub fn name(&self) -> &str {
+                &self.core.name
+            }
+
+            /// The owner this handle acts for.
+            pub fn owner(&self) -> Owner {
+                self.core.owner
+            }
+
+            /// The Redis hash field this handle writes (`"<client-id>:<owner-id>"`).
+            pub fn owner_field(&self) -> &str {
+                &self.core.field
+            }
+
+            /// The client this handle talks through.
+            pub fn client(&self) -> &Client {
+                &self.core.client
+            }
+
+            /// A handle on the same lock acting for `owner`.
+            pub fn with_owner(&self, owner: Owner) -> Self {
+                $ty {
+                    core: self.core.with_owner(owner),
+                }
+            }
+
+            /// Acquires, waiting as long as needed; the watchdog renews the lease until
+            /// [`unlock`](Self::unlock). Dropping the future cancels the wait and never leaves
+            /// the lock behind.
+            ///
+            /// # Errors
+            /// Redis errors; [`LockError::Shutdown`](crate::LockError::Shutdown) after shutdown.
+            pub async fn lock(&self) -> Result<()> {
+                self.core.acquire(None, None).await.map(|_| ())
+            }
+
+            /// Acquires with a fixed lease (no watchdog): the lock expires after `lease` unless
+            /// released before.
+            ///
+            /// # Errors
+            /// Redis errors.
+            pub async fn lock_with_lease(&self, lease: Duration) -> Result<()> {
+                self.core.acquire(None, Some(lease)).await.map(|_| ())
+            }
+
+            /// One attempt, no waiting; the watchdog renews on success.
+            ///
+            /// # Errors
+            /// Redis errors (never turned into `false`).
+            pub async fn try_lock(&self) -> Result<bool> {
+                Ok(self
+                    .core
+                    .acquire(Some(Duration::ZERO), None)
+                    .await?
+                    .is_some())
+            }
+
+            /// Waits up to `wait`; with `lease` the lock expires after it, with `None` the
+            /// watchdog renews it. `Ok(false)` when the wait ran out.
+            ///
+            /// # Errors
+            /// Redis errors.
+            pub async fn try_lock_for(
+                &self,
+                wait: Duration,
+                lease: Option<Duration>,
+            ) -> Result<bool> {
+                Ok(self.core.acquire(Some(wait), lease).await?.is_some())
+            }
+
+            /// Releases one hold; the last one deletes the lock and wakes waiters.
+            ///
+            /// # Errors
+            /// [`LockError::NotOwner`](crate::LockError::NotOwner) (Redisson's
+            /// IllegalMonitorStateException message) when this owner does not hold it.
+            pub async fn unlock(&self) -> Result<()> {
+                self.core.release().await
+            }
+
+            /// Deletes the lock whoever holds it; `true` when there was one.
+            ///
+            /// # Errors
+            /// Redis errors.
+            pub async fn force_unlock(&self) -> Result<bool> {
+                self.core.force_release().await
+            }
+
+            /// Whether anyone holds the lock.
+            ///
+            /// # Errors
+            /// Redis errors.
+            pub async fn is_locked(&self) -> Result<bool> {
+                self.core.is_locked().await
+            }
+
+            /// Whether this handle's owner holds the lock.
+            ///
+            /// # Errors
+            /// Redis errors.
+            pub async fn is_held_by_me(&self) -> Result<bool> {
+                self.core.is_held_by_me().await
+            }
+
+            /// This owner's reentrant hold count (0 when not held).
+            ///
+            /// # Errors
+            /// Redis errors.
+            pub async fn hold_count(&self) -> Result<u64> {
+                self.core.hold_count().await
+            }
+
+            /// Remaining time to live of the lock key; `None` when it does not exist (or has
+            /// no expiry).
+            ///
+            /// # Errors
+            /// Redis errors.
+            pub async fn remaining_ttl(&self) -> Result<Option<Duration>> {
+                self.core.remaining_ttl().await
+            }
+
+            /// The lock-lost signal of the current hold, `None` when this client does not
+            /// hold the lock for this owner.
+            pub fn lost_signal(&self) -> Option<LostSignal> {
+                self.core.lost_signal()
+            }
+
+            /// Whether a watchdog (or lease timer) of this client tracks the hold.
+            pub fn is_renewing(&self) -> bool {
+                self.core.is_renewing()
+            }
+        }
+    };
+}
+
+/// Redisson's `RLock`: a reentrant lock with a watchdog.
+///
+/// Layout: hash `name`, field `"<client-id>:<owner-id>"` = hold count; unlock channel
+/// `redisson_lock__channel:{name}`.
+#[derive(Debug, Clone)]
+pub struct Lock {
+    pub(crate) core: Core,
+}
+common_lock_api!(Lock);
+
+/// Redisson's `RFairLock`: FIFO by request order, queue `redisson_lock_queue:{name}`,
+/// waiter timeouts in `redisson_lock_timeout:{name}`, one wake channel per waiter.
+#[derive(Debug, Clone)]
+pub struct FairLock {
+    pub(crate) core: Core,
+}
+common_lock_api!(FairLock);
+
+/// Redisson's spin lock: same layout as [`Lock`], but waiters poll with exponential backoff
+/// instead of subscribing, and release publishes nothing.
+#[derive(Debug, Clone)]
+pub struct SpinLock {
+    pub(crate) core: Core,
+}
+common_lock_api!(SpinLock);
+
+impl SpinLock {
+    /// Sets the backoff between attempts.
+    pub fn with_backoff(mut self, backoff: Backoff) -> Self {
+        self.core.backoff = backoff;
+        self
+    }
+}
+
+/// Redisson's `RFencedLock`: a [`Lock`] whose every acquisition increments the token counter
+/// `redisson_lock_token:{name}` and returns the new value.
+#[derive(Debug, Clone)]
+pub struct FencedLock {
+    pub(crate) core: Core,
+}
+common_lock_api!(FencedLock);
+
+impl FencedLock {
+    /// Acquires (watchdog) and returns the fencing token of this acquisition.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn lock_and_get_token(&self) -> Result<i64> {
+        self.token_of(self.core.acquire(None, None).await?)
+    }
+
+    /// Acquires with a fixed lease and returns the token.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn lock_with_lease_and_get_token(&self, lease: Duration) -> Result<i64> {
+        self.token_of(self.core.acquire(None, Some(lease)).await?)
+    }
+
+    /// One attempt; the token when acquired.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn try_lock_and_get_token(&self) -> Result<Option<i64>> {
+        match self.core.acquire(Some(Duration::ZERO), None).await? {
+            Some(t) => self.token_of(Some(t)).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Waits up to `wait`; the token when acquired.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn try_lock_and_get_token_for(
+        &self,
+        wait: Duration,
+        lease: Option<Duration>,
+    ) -> Result<Option<i64>> {
+        match self.core.acquire(Some(wait), lease).await? {
+            Some(t) => self.token_of(Some(t)).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The current token value (the last one handed out), `None` before the first.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn token(&self) -> Result<Option<i64>> {
+        let mut conn = self.core.client.connection();
+        Ok(redis::cmd("GET")
+            .arg(self.core.token_name())
+            .query_async(&mut conn)
+            .await?)
+    }
+
+    fn token_of(&self, r: Option<Option<i64>>) -> Result<i64> {
+        match r {
+            Some(Some(t)) => Ok(t),
+            other => Err(crate::LockError::unexpected("fenced acquire", other)),
+        }
+    }
+}
+
+/// Redisson's `RReadWriteLock`: many readers or one writer on hash `name` (field `mode`);
+/// the writer may also take read locks (downgrade).
+#[derive(Debug, Clone)]
+pub struct ReadWriteLock {
+    read: ReadLock,
+    write: WriteLock,
+}
+
+impl ReadWriteLock {
+    /// The read half.
+    pub fn read_lock(&self) -> ReadLock {
+        self.read.clone()
+    }
+    /// The write half.
+    pub fn write_lock(&self) -> WriteLock {
+        self.write.clone()
+    }
+    /// Both halves acting for `owner`.
+    pub fn with_owner(&self, owner: Owner) -> Self {
+        ReadWriteLock {
+            read: self.read.with_owner(owner),
+            write: self.write.with_owner(owner),
+        }
+    }
+}
+
+/// The read half of a [`ReadWriteLock`]; each hold also has a timeout key
+/// `{name}:<owner>:rwlock_timeout:<n>`.
+#[derive(Debug, Clone)]
+pub struct ReadLock {
+    pub(crate) core: Core,
+}
+common_lock_api!(ReadLock);
+
+/// The write half of a [`ReadWriteLock`]; its field carries the `:write` suffix and its release
+/// wakes all waiters (message `1`).
+#[derive(Debug, Clone)]
+pub struct WriteLock {
+    pub(crate) core: Core,
+}
+common_lock_api!(WriteLock);
+
+impl Client {
+    /// A new owner identity.
+    pub fn new_owner(&self) -> Owner {
+        Owner::new()
+    }
+
+    /// A [`Lock`] on `name` for a fresh owner.
+    pub fn lock(&self, name: &str) -> Lock {
+        self.lock_for(name, Owner::new())
+    }
+
+    /// A [`Lock`] on `name` for `owner`.
+    pub fn lock_for(&self, name: &str, owner: Owner) -> Lock {
+        Lock {
+            core: Core::new(self, name, owner, Kind::Plain),
+        }
+    }
+
+    /// A [`FairLock`] on `name` for a fresh owner.
+    pub fn fair_lock(&self, name: &str) -> FairLock {
+        self.fair_lock_for(name, Owner::new())
+    }
+
+    /// A [`FairLock`] on `name` for `owner`.
+    pub fn fair_lock_for(&self, name: &str, owner: Owner) -> FairLock {
+        FairLock {
+            core: Core::new(self, name, owner, Kind::Fair),
+        }
+    }
+
+    /// A [`SpinLock`] on `name` for a fresh owner.
+    pub fn spin_lock(&self, name: &str) -> SpinLock {
+        self.spin_lock_for(name, Owner::new())
+    }
+
+    /// A [`SpinLock`] on `name` for `owner`.
+    pub fn spin_lock_for(&self, name: &str, owner: Owner) -> SpinLock {
+        SpinLock {
+            core: Core::new(self, name, owner, Kind::Spin),
+        }
+    }
+
+    /// A [`FencedLock`] on `name` for a fresh owner.
+    pub fn fenced_lock(&self, name: &str) -> FencedLock {
+        self.fenced_lock_for(name, Owner::new())
+    }
+
+    /// A [`FencedLock`] on `name` for `owner`.
+    pub fn fenced_lock_for(&self, name: &str, owner: Owner) -> FencedLock {
+        FencedLock {
+            core: Core::new(self, name, owner, Kind::Fenced),
+        }
+    }
+
+    /// A [`ReadWriteLock`] on `name` for a fresh owner.
+    pub fn read_write_lock(&self, name: &str) -> ReadWriteLock {
+        self.read_write_lock_for(name, Owner::new())
+    }
+
+    /// A [`ReadWriteLock`] on `name` for `owner`.
+    pub fn read_write_lock_for(&self, name: &str, owner: Owner) -> ReadWriteLock {
+        ReadWriteLock {
+            read: ReadLock {
+                core: Core::new(self, name, owner, Kind::Read),
+            },
+            write: WriteLock {
+                core: Core::new(self, name, owner, Kind::Write),
+            },
+        }
+    }
+}

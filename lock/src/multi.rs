@@ -1,0 +1,364 @@
+//! `MultiLock` (all of several locks, possibly on different servers) and `RedLock` (a majority
+//! of independent servers), following Redisson's `RedissonMultiLock`/`RedissonRedLock`:
+//! `failedLocksAllowed = locks - (locks/2 + 1)`, per-lock wait `max(remain / locks, 1)`.
+//! A node that errors (for example is down) counts as a failed lock, and its error is returned
+//! in the outcome instead of aborting the attempt.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::error::{LockError, Result};
+use crate::lock::Lock;
+
+/// What happened on one node during an attempt.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum NodeOutcome {
+    /// The lock on this node is held by us.
+    Acquired,
+    /// Held by someone else (the attempt on this node ran out of time).
+    Busy,
+    /// The node answered with an error or could not be reached.
+    Failed(LockError),
+    /// Not tried in the final round.
+    NotTried,
+}
+
+impl NodeOutcome {
+    /// True for [`NodeOutcome::Acquired`].
+    pub fn is_acquired(&self) -> bool {
+        matches!(self, NodeOutcome::Acquired)
+    }
+}
+
+/// Result of a multi-lock or RedLock attempt: whether the whole lock is held, and per node
+/// what happened in the final round.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct QuorumOutcome {
+    /// True when the lock (all locks, or a majority for RedLock) is held.
+    pub acquired: bool,
+    /// One entry per lock, in the order given.
+    pub nodes: Vec<NodeOutcome>,
+}
+
+/// Redisson's `RedissonMultiLock`: holds all of its locks or none.
+#[derive(Debug, Clone)]
+pub struct MultiLock {
+    locks: Vec<Lock>,
+    quorum: bool,
+}
+
+/// Redisson's `RedissonRedLock`: holds a majority (N/2+1) of independent locks.
+#[derive(Debug, Clone)]
+pub struct RedLock {
+    inner: MultiLock,
+}
+
+impl MultiLock {
+    /// A multi-lock over `locks` (each bound to its own client and owner).
+    pub fn new(locks: Vec<Lock>) -> Self {
+        MultiLock {
+            locks,
+            quorum: false,
+        }
+    }
+
+    /// The locks.
+    pub fn locks(&self) -> &[Lock] {
+        &self.locks
+    }
+
+    fn min_locks(&self) -> usize {
+        min_locks(self.locks.len(), self.quorum)
+    }
+
+    fn failed_locks_limit(&self) -> usize {
+        self.locks.len() - self.min_locks()
+    }
+
+    fn lock_wait_time(&self, remain: Option<Duration>) -> Option<Duration> {
+        lock_wait_time(remain, self.locks.len(), self.quorum)
+    }
+
+    /// Redisson's `tryLock(waitTime, leaseTime)`; `wait = None` is a single round without
+    /// waiting.
+    ///
+    /// # Errors
+    /// Only errors that are not per node; per-node errors are in the outcome.
+    pub async fn try_lock_for(
+        &self,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> Result<QuorumOutcome> {
+        // Redisson: with both wait and lease, each lock's lease is twice the wait time so that it
+        // cannot expire while later locks are being acquired; the real lease is set at the end.
+        let new_lease = match (wait, lease) {
+            (_, None) => None,
+            (Some(w), Some(_)) if !w.is_zero() => Some(w * 2),
+            (_, Some(l)) => Some(l),
+        };
+        let mut time = Instant::now();
+        let mut remain = wait.filter(|w| !w.is_zero());
+        let lock_wait = self.lock_wait_time(remain);
+        let mut failed_limit = self.failed_locks_limit();
+        let mut nodes: Vec<NodeOutcome> =
+            self.locks.iter().map(|_| NodeOutcome::NotTried).collect();
+        let mut acquired: Vec<usize> = Vec::new();
+        let mut i = 0;
+        while i < self.locks.len() {
+            let lock = &self.locks[i];
+            let res = if remain.is_none() && lease.is_none() {
+                lock.try_lock().await
+            } else {
+                let await_time = match (lock_wait, remain) {
+                    (Some(a), Some(r)) => a.min(r),
+                    _ => Duration::ZERO,
+                };
+                lock.try_lock_for(await_time, new_lease).await
+            };
+            let ok = match res {
+                Ok(true) => {
+                    nodes[i] = NodeOutcome::Acquired;
+                    true
+                }
+                Ok(false) => {
+                    nodes[i] = NodeOutcome::Busy;
+                    false
+                }
+                Err(e) => {
+                    tracing::warn!(lock = %lock.name(), error = %e, "multi-lock node failed");
+                    if e.is_timeout() {
+                        // The script may have run: release what we may hold there.
+                        let _ = lock.unlock().await;
+                    }
+                    nodes[i] = NodeOutcome::Failed(e);
+                    false
+                }
+            };
+            if ok {
+                acquired.push(i);
+            } else {
+                if self.locks.len() - acquired.len() == self.failed_locks_limit() {
+                    break;
+                }
+                if failed_limit == 0 {
+                    self.unlock_indices(&acquired).await;
+                    if remain.is_none() {
+                        return Ok(QuorumOutcome {
+                            acquired: false,
+                            nodes,
+                        });
+                    }
+                    failed_limit = self.failed_locks_limit();
+                    acquired.clear();
+                    i = 0;
+                    continue;
+                } else {
+                    failed_limit -= 1;
+                }
+            }
+            if let Some(r) = remain {
+                let now = Instant::now();
+                let r = r.saturating_sub(now - time);
+                time = now;
+                if r.is_zero() {
+                    self.unlock_indices(&acquired).await;
+                    for n in nodes.iter_mut() {
+                        if n.is_acquired() {
+                            *n = NodeOutcome::Busy;
+                        }
+                    }
+                    return Ok(QuorumOutcome {
+                        acquired: false,
+                        nodes,
+                    });
+                }
+                remain = Some(r);
+            }
+            i += 1;
+        }
+        if let Some(l) = lease {
+            for &i in &acquired {
+                let mut conn = self.locks[i].client().connection();
+                let _: redis::RedisResult<i64> = redis::cmd("PEXPIRE")
+                    .arg(self.locks[i].name())
+                    .arg(l.as_millis() as u64)
+                    .query_async(&mut conn)
+                    .await;
+            }
+        }
+        Ok(QuorumOutcome {
+            acquired: true,
+            nodes,
+        })
+    }
+
+    /// One round without waiting (`tryLock()`).
+    ///
+    /// # Errors
+    /// See [`MultiLock::try_lock_for`].
+    pub async fn try_lock(&self) -> Result<QuorumOutcome> {
+        self.try_lock_for(None, None).await
+    }
+
+    /// Retries rounds until acquired (Redisson's `lock(leaseTime)`: rounds of
+    /// `locks * 1500 ms` wait).
+    ///
+    /// # Errors
+    /// See [`MultiLock::try_lock_for`].
+    pub async fn lock(&self, lease: Option<Duration>) -> Result<QuorumOutcome> {
+        let base = Duration::from_millis(1500) * self.locks.len().max(1) as u32;
+        loop {
+            let wait = match lease {
+                None => base,
+                Some(l) if l <= base => {
+                    let lo = (l / 2).as_millis() as u64;
+                    Duration::from_millis(rand::random_range(lo..=l.as_millis().max(1) as u64))
+                }
+                Some(l) => Duration::from_millis(rand::random_range(
+                    base.as_millis() as u64..=l.as_millis() as u64,
+                )),
+            };
+            let out = self.try_lock_for(Some(wait), lease).await?;
+            if out.acquired {
+                return Ok(out);
+            }
+            // All nodes may be failing fast (down): do not spin.
+            tokio::time::sleep(Duration::from_millis(rand::random_range(5..50))).await;
+        }
+    }
+
+    async fn unlock_indices(&self, idx: &[usize]) {
+        for &i in idx {
+            if let Err(e) = self.locks[i].unlock().await {
+                tracing::debug!(lock = %self.locks[i].name(), error = %e, "multi-lock rollback failed");
+            }
+        }
+    }
+
+    /// Releases every lock; per node results in order.
+    pub async fn unlock_all(&self) -> Vec<Result<()>> {
+        let futs = self.locks.iter().map(|l| l.unlock());
+        futures::future::join_all(futs).await
+    }
+
+    /// Releases every lock; the first error if any node failed (all are attempted).
+    ///
+    /// # Errors
+    /// The first per-node error.
+    pub async fn unlock(&self) -> Result<()> {
+        self.unlock_all().await.into_iter().collect()
+    }
+
+    /// True when this owner holds every lock.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn is_held_by_me(&self) -> Result<bool> {
+        for l in &self.locks {
+            if !l.is_held_by_me().await? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// Locks needed: all, or N/2+1 for RedLock.
+fn min_locks(n: usize, quorum: bool) -> usize {
+    if quorum {
+        n / 2 + 1
+    } else {
+        n
+    }
+}
+
+/// Redisson's `calcLockWaitTime`: the whole remaining time for a multi-lock, and
+/// `max(remain / locks, 1 ms)` for RedLock.
+fn lock_wait_time(remain: Option<Duration>, n: usize, quorum: bool) -> Option<Duration> {
+    let r = remain?;
+    if quorum {
+        Some((r / n.max(1) as u32).max(Duration::from_millis(1)))
+    } else {
+        Some(r)
+    }
+}
+
+impl RedLock {
+    /// A RedLock over `locks`, normally one per independent server.
+    pub fn new(locks: Vec<Lock>) -> Self {
+        RedLock {
+            inner: MultiLock {
+                locks,
+                quorum: true,
+            },
+        }
+    }
+
+    /// The locks.
+    pub fn locks(&self) -> &[Lock] {
+        &self.inner.locks
+    }
+
+    /// How many locks make a quorum (N/2+1).
+    pub fn quorum(&self) -> usize {
+        self.inner.min_locks()
+    }
+
+    /// See [`MultiLock::try_lock_for`]; succeeds with a majority.
+    ///
+    /// # Errors
+    /// Only errors that are not per node.
+    pub async fn try_lock_for(
+        &self,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> Result<QuorumOutcome> {
+        self.inner.try_lock_for(wait, lease).await
+    }
+
+    /// One round without waiting.
+    ///
+    /// # Errors
+    /// Only errors that are not per node.
+    pub async fn try_lock(&self) -> Result<QuorumOutcome> {
+        self.inner.try_lock().await
+    }
+
+    /// Retries until a majority is held.
+    ///
+    /// # Errors
+    /// Only errors that are not per node.
+    pub async fn lock(&self, lease: Option<Duration>) -> Result<QuorumOutcome> {
+        self.inner.lock(lease).await
+    }
+
+    /// Releases on every node (Redisson ignores per-node failures here); per node results.
+    pub async fn unlock(&self) -> Vec<Result<()>> {
+        self.inner.unlock_all().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redlock_of_five_needs_three_and_tolerates_two_failures() {
+        assert_eq!(min_locks(5, true), 3);
+        assert_eq!(5 - min_locks(5, true), 2);
+        assert_eq!(min_locks(3, true), 2);
+        assert_eq!(min_locks(3, false), 3);
+    }
+
+    #[test]
+    fn redlock_splits_the_wait_time_across_locks_with_a_one_ms_floor() {
+        let ms = Duration::from_millis;
+        assert_eq!(lock_wait_time(Some(ms(900)), 3, true), Some(ms(300)));
+        assert_eq!(lock_wait_time(Some(ms(2)), 5, true), Some(ms(1)));
+        assert_eq!(lock_wait_time(Some(ms(900)), 3, false), Some(ms(900)));
+        assert_eq!(lock_wait_time(None, 3, true), None);
+    }
+}

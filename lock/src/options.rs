@@ -1,0 +1,169 @@
+//! Option types: client-wide settings, spin-lock backoff, multi-lock and RedLock settings.
+
+use std::time::Duration;
+
+/// How lock writes are confirmed on replicas (Redisson's `syncSlaves`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReplicaSync {
+    /// Ask the server at connect (`INFO replication`); when it has replicas, follow every lock
+    /// script with `WAIT <replicas> <timeout>`. The default.
+    Auto,
+    /// Never send `WAIT`.
+    Off,
+    /// Always wait for this many replicas.
+    Replicas(usize),
+}
+
+/// Client-wide settings.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ClientOptions {
+    /// Lease used when no lease is given; the watchdog renews it every third of it
+    /// (Redisson's `lockWatchdogTimeout`, 30 s).
+    pub watchdog_timeout: Duration,
+    /// Replica acknowledgement of lock writes.
+    pub replica_sync: ReplicaSync,
+    /// Timeout passed to `WAIT` (Redisson: 1 s).
+    pub replica_sync_timeout: Duration,
+    /// How often an acquisition is rolled back and retried when no replica acknowledged it.
+    pub replica_sync_attempts: u32,
+    /// Lifetime of the idempotent-unlock latch key (Redisson: (timeout + retryInterval) *
+    /// retryAttempts = 13 500 ms).
+    pub unlock_latch_timeout: Duration,
+    /// Waiter timeout of the fair lock (Redisson: 300 000 ms).
+    pub fair_wait_timeout: Duration,
+    /// Response timeout of the command connection.
+    pub response_timeout: Duration,
+    /// Connection timeout.
+    pub connection_timeout: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            watchdog_timeout: Duration::from_secs(30),
+            replica_sync: ReplicaSync::Auto,
+            replica_sync_timeout: Duration::from_secs(1),
+            replica_sync_attempts: 3,
+            unlock_latch_timeout: Duration::from_millis(13_500),
+            fair_wait_timeout: Duration::from_secs(300),
+            response_timeout: Duration::from_secs(10),
+            connection_timeout: Duration::from_secs(3),
+        }
+    }
+}
+
+impl ClientOptions {
+    /// Sets the watchdog lease.
+    pub fn watchdog_timeout(mut self, d: Duration) -> Self {
+        self.watchdog_timeout = d;
+        self
+    }
+    /// Sets replica acknowledgement.
+    pub fn replica_sync(mut self, r: ReplicaSync) -> Self {
+        self.replica_sync = r;
+        self
+    }
+    /// Sets the `WAIT` timeout.
+    pub fn replica_sync_timeout(mut self, d: Duration) -> Self {
+        self.replica_sync_timeout = d;
+        self
+    }
+    /// Sets the fair-lock waiter timeout.
+    pub fn fair_wait_timeout(mut self, d: Duration) -> Self {
+        self.fair_wait_timeout = d;
+        self
+    }
+    /// Sets the unlock latch lifetime.
+    pub fn unlock_latch_timeout(mut self, d: Duration) -> Self {
+        self.unlock_latch_timeout = d;
+        self
+    }
+    /// Sets the command response timeout.
+    pub fn response_timeout(mut self, d: Duration) -> Self {
+        self.response_timeout = d;
+        self
+    }
+    /// Sets the connection timeout.
+    pub fn connection_timeout(mut self, d: Duration) -> Self {
+        self.connection_timeout = d;
+        self
+    }
+}
+
+/// Exponential backoff of the spin lock (Redisson's `LockOptions.ExponentialBackOff`).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Backoff {
+    /// First delay.
+    pub initial: Duration,
+    /// Largest delay.
+    pub max: Duration,
+    /// Growth factor.
+    pub multiplier: u32,
+    /// Random extra delay added to each step, up to this much.
+    pub jitter: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        // Redisson's defaults: initialDelay 1 ms, maxDelay 128 ms, multiplier 2.
+        Backoff {
+            initial: Duration::from_millis(1),
+            max: Duration::from_millis(128),
+            multiplier: 2,
+            jitter: Duration::from_millis(1),
+        }
+    }
+}
+
+impl Backoff {
+    /// Exponential backoff from `initial` up to `max`, growing by `multiplier`.
+    pub fn exponential(initial: Duration, max: Duration, multiplier: u32) -> Self {
+        Backoff {
+            initial,
+            max,
+            multiplier: multiplier.max(1),
+            jitter: Duration::ZERO,
+        }
+    }
+    /// A constant delay.
+    pub fn constant(d: Duration) -> Self {
+        Backoff::exponential(d, d, 1)
+    }
+    /// Sets the jitter.
+    pub fn jitter(mut self, d: Duration) -> Self {
+        self.jitter = d;
+        self
+    }
+    /// The delay of attempt `n` (0-based), without jitter.
+    pub fn delay(&self, n: u32) -> Duration {
+        let mut d = self.initial;
+        for _ in 0..n {
+            d = d.saturating_mul(self.multiplier);
+            if d >= self.max {
+                return self.max;
+            }
+        }
+        d.min(self.max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exponential_backoff_grows_then_caps() {
+        let b = Backoff::exponential(Duration::from_millis(10), Duration::from_millis(100), 3);
+        let got: Vec<u128> = (0..5).map(|n| b.delay(n).as_millis()).collect();
+        assert_eq!(got, vec![10, 30, 90, 100, 100]);
+    }
+
+    #[test]
+    fn constant_backoff_stays_constant() {
+        let b = Backoff::constant(Duration::from_millis(30));
+        assert!((0..5).all(|n| b.delay(n) == Duration::from_millis(30)));
+    }
+}

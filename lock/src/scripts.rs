@@ -1,0 +1,138 @@
+//! Redisson's Lua scripts, byte for byte as Redisson sends them (the Java string
+//! concatenations joined), each wrapped once in a static [`redis::Script`] so calls go out as
+//! `EVALSHA` and fall back to `SCRIPT LOAD` on `NOSCRIPT`.
+//!
+//! Sources: `RedissonLock`, `RedissonBaseLock`, `RedissonFairLock`, `RedissonReadLock`,
+//! `RedissonWriteLock`, `RedissonFencedLock` and `RedissonSpinLock` of Redisson 3.2x/4.x;
+//! the older forms are quoted in the seeds (`/work/shared/seeds`).
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+/// `RedissonLock.tryLockInnerAsync`. KEYS: name. ARGV: lease ms, owner field.
+/// Returns nil when acquired, else the PTTL of the lock.
+pub(crate) const LOCK_ACQUIRE_SRC: &str = "if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);";
+
+/// `RedissonLock.unlockInnerAsync` with the unlock latch. KEYS: name, channel, latch.
+/// ARGV: unlock message, lease ms, owner field, publish command, latch timeout ms.
+/// Returns nil (not owner), 0 (still held) or 1 (released).
+pub(crate) const LOCK_RELEASE_SRC: &str = "local val = redis.call('get', KEYS[3]); if val ~= false then return tonumber(val);end; if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil;end; local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); redis.call('set', KEYS[3], 0, 'px', ARGV[5]); return 0; else redis.call('del', KEYS[1]); redis.call(ARGV[4], KEYS[2], ARGV[1]); redis.call('set', KEYS[3], 1, 'px', ARGV[5]); return 1; end; ";
+
+/// `RedissonLock.forceUnlockAsync`. KEYS: name, channel. ARGV: message, publish command.
+pub(crate) const LOCK_FORCE_RELEASE_SRC: &str = "if (redis.call('del', KEYS[1]) == 1) then redis.call(ARGV[2], KEYS[2], ARGV[1]); return 1 else return 0 end";
+
+/// `RedissonBaseLock.renewExpirationAsync`. KEYS: name. ARGV: lease ms, owner field.
+pub(crate) const RENEW_SRC: &str = "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('pexpire', KEYS[1], ARGV[1]); return 1; end; return 0;";
+
+/// `RedissonFencedLock.tryLockInnerAsync` (token variant). KEYS: name, token key.
+/// ARGV: lease ms, owner field. Returns `{-1, token}` when acquired, else `{pttl, -1}`.
+pub(crate) const FENCED_ACQUIRE_SRC: &str = "if (redis.call('exists', KEYS[1]) == 0 or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then local token = redis.call('incr', KEYS[2]);redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return {-1, token}; end; return {redis.call('pttl', KEYS[1]), -1};";
+
+/// `RedissonSpinLock.unlockInnerAsync` (no publish: spin waiters poll). KEYS: name.
+/// ARGV: lease ms, owner field.
+pub(crate) const SPIN_RELEASE_SRC: &str = "if (redis.call('hexists', KEYS[1], ARGV[2]) == 0) then return nil;end; local counter = redis.call('hincrby', KEYS[1], ARGV[2], -1); if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[1]); return 0; else redis.call('del', KEYS[1]); return 1; end; return nil;";
+
+/// `RedissonSpinLock.forceUnlockAsync`. KEYS: name.
+pub(crate) const SPIN_FORCE_RELEASE_SRC: &str =
+    "if (redis.call('del', KEYS[1]) == 1) then return 1 else return 0 end";
+
+/// `RedissonFairLock.tryLockInnerAsync`, `EVAL_NULL_BOOLEAN` variant (a single attempt that
+/// never queues). KEYS: name, queue, timeout zset. ARGV: lease ms, owner field, now ms, wait ms.
+pub(crate) const FAIR_TRY_ONCE_SRC: &str = "while true do local firstThreadId2 = redis.call('lindex', KEYS[2], 0);if firstThreadId2 == false then break;end;local timeout = tonumber(redis.call('zscore', KEYS[3], firstThreadId2));if timeout <= tonumber(ARGV[3]) then redis.call('zrem', KEYS[3], firstThreadId2);redis.call('lpop', KEYS[2]);else break;end;end;if (redis.call('exists', KEYS[1]) == 0) and ((redis.call('exists', KEYS[2]) == 0) or (redis.call('lindex', KEYS[2], 0) == ARGV[2])) then redis.call('lpop', KEYS[2]);redis.call('zrem', KEYS[3], ARGV[2]);local keys = redis.call('zrange', KEYS[3], 0, -1);for i = 1, #keys, 1 do redis.call('zincrby', KEYS[3], -tonumber(ARGV[4]), keys[i]);end;redis.call('hset', KEYS[1], ARGV[2], 1);redis.call('pexpire', KEYS[1], ARGV[1]);return nil;end;if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('hincrby', KEYS[1], ARGV[2], 1);redis.call('pexpire', KEYS[1], ARGV[1]);return nil;end;return 1;";
+
+/// `RedissonFairLock.tryLockInnerAsync`, `EVAL_LONG` variant (queues the waiter).
+/// KEYS: name, queue, timeout zset. ARGV: lease ms, owner field, wait ms, now ms.
+pub(crate) const FAIR_ACQUIRE_SRC: &str = "while true do local firstThreadId2 = redis.call('lindex', KEYS[2], 0);if firstThreadId2 == false then break;end;local timeout = tonumber(redis.call('zscore', KEYS[3], firstThreadId2));if timeout <= tonumber(ARGV[4]) then redis.call('zrem', KEYS[3], firstThreadId2);redis.call('lpop', KEYS[2]);else break;end;end;if (redis.call('exists', KEYS[1]) == 0) and ((redis.call('exists', KEYS[2]) == 0) or (redis.call('lindex', KEYS[2], 0) == ARGV[2])) then redis.call('lpop', KEYS[2]);redis.call('zrem', KEYS[3], ARGV[2]);local keys = redis.call('zrange', KEYS[3], 0, -1);for i = 1, #keys, 1 do redis.call('zincrby', KEYS[3], -tonumber(ARGV[3]), keys[i]);end;redis.call('hset', KEYS[1], ARGV[2], 1);redis.call('pexpire', KEYS[1], ARGV[1]);return nil;end;if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then redis.call('hincrby', KEYS[1], ARGV[2],1);redis.call('pexpire', KEYS[1], ARGV[1]);return nil;end;local timeout = redis.call('zscore', KEYS[3], ARGV[2]);if timeout ~= false then return timeout - tonumber(ARGV[3]) - tonumber(ARGV[4]);end;local lastThreadId = redis.call('lindex', KEYS[2], -1);local ttl;if lastThreadId ~= false and lastThreadId ~= ARGV[2] then ttl = tonumber(redis.call('zscore', KEYS[3], lastThreadId)) - tonumber(ARGV[4]);else ttl = redis.call('pttl', KEYS[1]);end;local timeout = ttl + tonumber(ARGV[3]) + tonumber(ARGV[4]);if redis.call('zadd', KEYS[3], timeout, ARGV[2]) == 1 then redis.call('rpush', KEYS[2], ARGV[2]);end;return ttl;";
+
+/// `RedissonFairLock.acquireFailedAsync`: leave the queue. KEYS: queue, timeout zset.
+/// ARGV: owner field, wait ms.
+pub(crate) const FAIR_ACQUIRE_FAILED_SRC: &str = "local queue = redis.call('lrange', KEYS[1], 0, -1);local i = 1;while i <= #queue and queue[i] ~= ARGV[1] do i = i + 1;end;i = i + 1;while i <= #queue do redis.call('zincrby', KEYS[2], -tonumber(ARGV[2]), queue[i]);i = i + 1;end;redis.call('zrem', KEYS[2], ARGV[1]);redis.call('lrem', KEYS[1], 0, ARGV[1]);";
+
+/// `RedissonFairLock.unlockInnerAsync`. KEYS: name, queue, timeout zset, channel prefix.
+/// ARGV: message, lease ms, owner field, now ms, publish command.
+pub(crate) const FAIR_RELEASE_SRC: &str = "while true do local firstThreadId2 = redis.call('lindex', KEYS[2], 0);if firstThreadId2 == false then break;end; local timeout = tonumber(redis.call('zscore', KEYS[3], firstThreadId2));if timeout <= tonumber(ARGV[4]) then redis.call('zrem', KEYS[3], firstThreadId2); redis.call('lpop', KEYS[2]); else break;end; end;if (redis.call('exists', KEYS[1]) == 0) then local nextThreadId = redis.call('lindex', KEYS[2], 0); if nextThreadId ~= false then redis.call(ARGV[5], KEYS[4] .. ':' .. nextThreadId, ARGV[1]); end; return 1; end;if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil;end; local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; end; redis.call('del', KEYS[1]); local nextThreadId = redis.call('lindex', KEYS[2], 0); if nextThreadId ~= false then redis.call(ARGV[5], KEYS[4] .. ':' .. nextThreadId, ARGV[1]); end; return 1; ";
+
+/// `RedissonFairLock.forceUnlockAsync`. KEYS: name, queue, timeout zset, channel prefix.
+/// ARGV: message, now ms, publish command.
+pub(crate) const FAIR_FORCE_RELEASE_SRC: &str = "while true do local firstThreadId2 = redis.call('lindex', KEYS[2], 0);if firstThreadId2 == false then break;end; local timeout = tonumber(redis.call('zscore', KEYS[3], firstThreadId2));if timeout <= tonumber(ARGV[2]) then redis.call('zrem', KEYS[3], firstThreadId2); redis.call('lpop', KEYS[2]); else break;end; end;if (redis.call('del', KEYS[1]) == 1) then local nextThreadId = redis.call('lindex', KEYS[2], 0); if nextThreadId ~= false then redis.call(ARGV[3], KEYS[4] .. ':' .. nextThreadId, ARGV[1]); end; return 1; end; return 0;";
+
+/// `RedissonReadLock.tryLockInnerAsync`. KEYS: name, read-timeout prefix.
+/// ARGV: lease ms, owner field, owner write field.
+pub(crate) const READ_ACQUIRE_SRC: &str = "local mode = redis.call('hget', KEYS[1], 'mode'); if (mode == false) then redis.call('hset', KEYS[1], 'mode', 'read'); redis.call('hset', KEYS[1], ARGV[2], 1); redis.call('set', KEYS[2] .. ':1', 1); redis.call('pexpire', KEYS[2] .. ':1', ARGV[1]); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; if (mode == 'read') or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) then local ind = redis.call('hincrby', KEYS[1], ARGV[2], 1); local key = KEYS[2] .. ':' .. ind;redis.call('set', key, 1); redis.call('pexpire', key, ARGV[1]); local remainTime = redis.call('pttl', KEYS[1]); redis.call('pexpire', KEYS[1], math.max(remainTime, ARGV[1])); return nil; end;return redis.call('pttl', KEYS[1]);";
+
+/// `RedissonReadLock.unlockInnerAsync` with the unlock latch. KEYS: name, channel,
+/// read-timeout prefix, key prefix, latch. ARGV: message, owner field, publish command,
+/// latch timeout ms.
+pub(crate) const READ_RELEASE_SRC: &str = "local val = redis.call('get', KEYS[5]); if val ~= false then return tonumber(val);end; local mode = redis.call('hget', KEYS[1], 'mode'); if (mode == false) then redis.call(ARGV[3], KEYS[2], ARGV[1]); redis.call('set', KEYS[5], 1, 'px', ARGV[4]); return 1; end; local lockExists = redis.call('hexists', KEYS[1], ARGV[2]); if (lockExists == 0) then return nil;end; local counter = redis.call('hincrby', KEYS[1], ARGV[2], -1); if (counter == 0) then redis.call('hdel', KEYS[1], ARGV[2]); end;redis.call('del', KEYS[3] .. ':' .. (counter+1)); if (redis.call('hlen', KEYS[1]) > 1) then local maxRemainTime = -3; local keys = redis.call('hkeys', KEYS[1]); for n, key in ipairs(keys) do counter = tonumber(redis.call('hget', KEYS[1], key)); if type(counter) == 'number' then for i=counter, 1, -1 do local remainTime = redis.call('pttl', KEYS[4] .. ':' .. key .. ':rwlock_timeout:' .. i); maxRemainTime = math.max(remainTime, maxRemainTime);end; end; end; if maxRemainTime > 0 then redis.call('pexpire', KEYS[1], maxRemainTime); redis.call('set', KEYS[5], 0, 'px', ARGV[4]); return 0; end;if mode == 'write' then redis.call('set', KEYS[5], 0, 'px', ARGV[4]); return 0;end; end; redis.call('del', KEYS[1]); redis.call(ARGV[3], KEYS[2], ARGV[1]); redis.call('set', KEYS[5], 1, 'px', ARGV[4]); return 1; ";
+
+/// `RedissonReadLock.renewExpirationAsync`: renews the hash and every read-hold timeout key.
+/// KEYS: name, key prefix. ARGV: lease ms, owner field.
+pub(crate) const READ_RENEW_SRC: &str = "local counter = redis.call('hget', KEYS[1], ARGV[2]); if (counter ~= false) then redis.call('pexpire', KEYS[1], ARGV[1]); if (redis.call('hlen', KEYS[1]) > 1) then local keys = redis.call('hkeys', KEYS[1]); for n, key in ipairs(keys) do counter = tonumber(redis.call('hget', KEYS[1], key)); if type(counter) == 'number' then for i=counter, 1, -1 do redis.call('pexpire', KEYS[2] .. ':' .. key .. ':rwlock_timeout:' .. i, ARGV[1]); end; end; end; end; return 1; end; return 0;";
+
+/// `RedissonReadLock.forceUnlockAsync`. KEYS: name, channel. ARGV: message, publish command.
+pub(crate) const READ_FORCE_RELEASE_SRC: &str = "if (redis.call('hget', KEYS[1], 'mode') == 'read') then redis.call('del', KEYS[1]); redis.call(ARGV[2], KEYS[2], ARGV[1]); return 1; end; return 0; ";
+
+/// `RedissonWriteLock.tryLockInnerAsync`. KEYS: name. ARGV: lease ms, owner write field.
+pub(crate) const WRITE_ACQUIRE_SRC: &str = "local mode = redis.call('hget', KEYS[1], 'mode'); if (mode == false) then redis.call('hset', KEYS[1], 'mode', 'write'); redis.call('hset', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; if (mode == 'write') then if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('hincrby', KEYS[1], ARGV[2], 1); local currentExpire = redis.call('pttl', KEYS[1]); redis.call('pexpire', KEYS[1], currentExpire + ARGV[1]); return nil; end; end;return redis.call('pttl', KEYS[1]);";
+
+/// `RedissonWriteLock.unlockInnerAsync` with the unlock latch. KEYS: name, channel, latch.
+/// ARGV: message (`1`, wake all), lease ms, owner write field, publish command, latch timeout.
+pub(crate) const WRITE_RELEASE_SRC: &str = "local val = redis.call('get', KEYS[3]); if val ~= false then return tonumber(val);end; local mode = redis.call('hget', KEYS[1], 'mode'); if (mode == false) then redis.call(ARGV[4], KEYS[2], ARGV[1]); redis.call('set', KEYS[3], 1, 'px', ARGV[5]); return 1; end;if (mode == 'write') then local lockExists = redis.call('hexists', KEYS[1], ARGV[3]); if (lockExists == 0) then return nil;else local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); redis.call('set', KEYS[3], 0, 'px', ARGV[5]); return 0; else redis.call('hdel', KEYS[1], ARGV[3]); if (redis.call('hlen', KEYS[1]) == 1) then redis.call('del', KEYS[1]); redis.call(ARGV[4], KEYS[2], ARGV[1]); else redis.call('hset', KEYS[1], 'mode', 'read'); end; redis.call('set', KEYS[3], 1, 'px', ARGV[5]); return 1; end; end; end; return nil;";
+
+/// `RedissonWriteLock.forceUnlockAsync`. KEYS: name, channel. ARGV: message, publish command.
+pub(crate) const WRITE_FORCE_RELEASE_SRC: &str = "if (redis.call('hget', KEYS[1], 'mode') == 'write') then redis.call('del', KEYS[1]); redis.call(ARGV[2], KEYS[2], ARGV[1]); return 1; end; return 0; ";
+
+/// Compare-and-delete release of the plain `SET NX PX` lock (seed 003). KEYS: name.
+/// ARGV: random value.
+pub(crate) const SIMPLE_RELEASE_SRC: &str = "if redis.call(\"get\", KEYS[1]) == ARGV[1] then\n    return redis.call(\"del\",KEYS[1])\nelse\n    return 0\nend";
+
+/// Compare-and-extend of the plain lock. KEYS: name. ARGV: random value, lease ms.
+pub(crate) const SIMPLE_EXTEND_SRC: &str = "if redis.call(\"get\", KEYS[1]) == ARGV[1] then\n    return redis.call(\"pexpire\",KEYS[1],ARGV[2])\nelse\n    return 0\nend";
+
+macro_rules! scripts {
+    ($($name:ident = $src:ident;)*) => {
+        $(pub(crate) static $name: LazyLock<Script> = LazyLock::new(|| Script::new($src));)*
+    };
+}
+
+scripts! {
+    LOCK_ACQUIRE = LOCK_ACQUIRE_SRC;
+    LOCK_RELEASE = LOCK_RELEASE_SRC;
+    LOCK_FORCE_RELEASE = LOCK_FORCE_RELEASE_SRC;
+    RENEW = RENEW_SRC;
+    FENCED_ACQUIRE = FENCED_ACQUIRE_SRC;
+    SPIN_RELEASE = SPIN_RELEASE_SRC;
+    SPIN_FORCE_RELEASE = SPIN_FORCE_RELEASE_SRC;
+    FAIR_TRY_ONCE = FAIR_TRY_ONCE_SRC;
+    FAIR_ACQUIRE = FAIR_ACQUIRE_SRC;
+    FAIR_ACQUIRE_FAILED = FAIR_ACQUIRE_FAILED_SRC;
+    FAIR_RELEASE = FAIR_RELEASE_SRC;
+    FAIR_FORCE_RELEASE = FAIR_FORCE_RELEASE_SRC;
+    READ_ACQUIRE = READ_ACQUIRE_SRC;
+    READ_RELEASE = READ_RELEASE_SRC;
+    READ_RENEW = READ_RENEW_SRC;
+    READ_FORCE_RELEASE = READ_FORCE_RELEASE_SRC;
+    WRITE_ACQUIRE = WRITE_ACQUIRE_SRC;
+    WRITE_RELEASE = WRITE_RELEASE_SRC;
+    WRITE_FORCE_RELEASE = WRITE_FORCE_RELEASE_SRC;
+    SIMPLE_RELEASE = SIMPLE_RELEASE_SRC;
+    SIMPLE_EXTEND = SIMPLE_EXTEND_SRC;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_acquire_script_matches_redisson_text() {
+        assert!(LOCK_ACQUIRE_SRC.starts_with("if ((redis.call('exists', KEYS[1]) == 0) or "));
+        assert!(LOCK_ACQUIRE_SRC.ends_with("return redis.call('pttl', KEYS[1]);"));
+    }
+
+    #[test]
+    fn every_script_has_a_stable_sha1() {
+        assert_eq!(LOCK_ACQUIRE.get_hash().len(), 40);
+        assert_ne!(LOCK_ACQUIRE.get_hash(), LOCK_RELEASE.get_hash());
+    }
+}

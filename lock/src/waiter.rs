@@ -1,0 +1,194 @@
+//! Waiters: one shared pub/sub connection per client multiplexes every waiter's channel, with
+//! reference-counted `SUBSCRIBE`/`UNSUBSCRIBE` and a dispatcher task that routes messages.
+//!
+//! Message `0` wakes one waiter of the channel (a permit is kept if nobody waits at that instant,
+//! as Redisson's latch semaphore does); message `1` wakes all of them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
+use redis::aio::PubSubSink;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+use crate::error::Result;
+
+pub(crate) struct PubSubHub {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    client: redis::Client,
+    // Serializes SUBSCRIBE/UNSUBSCRIBE so reference counts and server state agree.
+    ops: tokio::sync::Mutex<Conn>,
+    // std Mutex: only touched synchronously (never across an await), also by the dispatcher.
+    channels: Mutex<HashMap<String, ChannelEntry>>,
+}
+
+struct ChannelEntry {
+    refs: usize,
+    notify: Arc<Notify>,
+}
+
+#[derive(Default)]
+struct Conn {
+    sink: Option<PubSubSink>,
+    dispatcher: Option<JoinHandle<()>>,
+    shut: bool,
+}
+
+/// One waiter's interest in a channel; dropping it releases the reference (the last one
+/// sends `UNSUBSCRIBE` from a spawned task).
+pub(crate) struct Subscription {
+    shared: Arc<Shared>,
+    channel: String,
+    notify: Arc<Notify>,
+}
+
+impl Subscription {
+    /// Resolves on the next message routed to this waiter (or a permit left by an earlier one).
+    pub(crate) async fn notified(&self) {
+        self.notify.notified().await;
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let shared = self.shared.clone();
+        let channel = std::mem::take(&mut self.channel);
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move { shared.release(&channel).await });
+        }
+    }
+}
+
+impl PubSubHub {
+    pub(crate) fn new(client: redis::Client) -> Self {
+        PubSubHub {
+            shared: Arc::new(Shared {
+                client,
+                ops: tokio::sync::Mutex::new(Conn::default()),
+                channels: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// Subscribes (or adds a reference to an existing subscription of) `channel`. Returns once
+    /// the server confirmed the subscription, so a message published afterwards is seen.
+    pub(crate) async fn subscribe(&self, channel: &str) -> Result<Subscription> {
+        let shared = &self.shared;
+        let mut conn = shared.ops.lock().await;
+        if let Some(e) = lock(&shared.channels).get_mut(channel) {
+            let alive = conn.dispatcher.as_ref().is_some_and(|d| !d.is_finished());
+            if alive {
+                e.refs += 1;
+                return Ok(Subscription {
+                    shared: shared.clone(),
+                    channel: channel.to_owned(),
+                    notify: e.notify.clone(),
+                });
+            }
+        }
+        shared.ensure_connected(&mut conn).await?;
+        let sink = conn.sink.as_mut().ok_or(crate::LockError::Shutdown)?;
+        let existing = lock(&shared.channels).contains_key(channel);
+        if !existing {
+            if let Err(e) = sink.subscribe(channel).await {
+                conn.sink = None;
+                return Err(e.into());
+            }
+        }
+        let mut map = lock(&shared.channels);
+        let e = map
+            .entry(channel.to_owned())
+            .or_insert_with(|| ChannelEntry {
+                refs: 0,
+                notify: Arc::new(Notify::new()),
+            });
+        e.refs += 1;
+        Ok(Subscription {
+            shared: shared.clone(),
+            channel: channel.to_owned(),
+            notify: e.notify.clone(),
+        })
+    }
+
+    pub(crate) async fn shutdown(&self) {
+        let mut conn = self.shared.ops.lock().await;
+        conn.shut = true;
+        conn.sink = None;
+        if let Some(d) = conn.dispatcher.take() {
+            d.abort();
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared {
+    async fn ensure_connected(self: &Arc<Self>, conn: &mut Conn) -> Result<()> {
+        if conn.shut {
+            return Err(crate::LockError::Shutdown);
+        }
+        let alive = conn.dispatcher.as_ref().is_some_and(|d| !d.is_finished());
+        if alive && conn.sink.is_some() {
+            return Ok(());
+        }
+        if let Some(d) = conn.dispatcher.take() {
+            d.abort();
+        }
+        let (mut sink, mut stream) = self.client.get_async_pubsub().await?.split();
+        // After a reconnect, subscribe again to every channel that still has waiters.
+        let existing: Vec<String> = lock(&self.channels).keys().cloned().collect();
+        if !existing.is_empty() {
+            sink.subscribe(&existing).await?;
+        }
+        let weak = Arc::downgrade(self);
+        conn.dispatcher = Some(tokio::spawn(async move {
+            while let Some(msg) = stream.next().await {
+                let Some(shared) = weak.upgrade() else { return };
+                let notify = lock(&shared.channels)
+                    .get(msg.get_channel_name())
+                    .map(|e| e.notify.clone());
+                if let Some(n) = notify {
+                    if msg.get_payload_bytes() == b"1" {
+                        n.notify_waiters();
+                    }
+                    n.notify_one();
+                }
+            }
+            tracing::debug!("pub/sub dispatcher ended");
+        }));
+        conn.sink = Some(sink);
+        Ok(())
+    }
+
+    async fn release(&self, channel: &str) {
+        let mut conn = self.ops.lock().await;
+        let remove = {
+            let mut map = lock(&self.channels);
+            match map.get_mut(channel) {
+                Some(e) if e.refs > 1 => {
+                    e.refs -= 1;
+                    false
+                }
+                Some(_) => {
+                    map.remove(channel);
+                    true
+                }
+                None => false,
+            }
+        };
+        if remove {
+            if let Some(sink) = conn.sink.as_mut() {
+                if let Err(e) = sink.unsubscribe(channel).await {
+                    tracing::debug!(error = %e, channel, "unsubscribe failed");
+                    conn.sink = None;
+                }
+            }
+        }
+    }
+}

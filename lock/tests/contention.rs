@@ -1,0 +1,52 @@
+//! Contention: 3 clients x 32 tasks x N critical sections on one lock. A counter updated
+//! non-atomically inside the section must end exact, and no two holders may overlap.
+//! N defaults to 1000 (`LOCKSMITH_CONTENTION_ITERS` overrides it).
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use support::{backends, name};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_clients_times_32_tasks_never_overlap_and_count_exactly() {
+    let iters: u64 = std::env::var("LOCKSMITH_CONTENTION_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    for b in backends().await {
+        let clients = [b.client().await, b.client().await, b.client().await];
+        let n = name("contention");
+        let counter = Arc::new(AtomicU64::new(0));
+        let inside = Arc::new(AtomicBool::new(false));
+        let mut tasks = Vec::new();
+        for c in &clients {
+            for _ in 0..32 {
+                let lock = c.lock(&n);
+                let counter = counter.clone();
+                let inside = inside.clone();
+                tasks.push(tokio::spawn(async move {
+                    for _ in 0..iters {
+                        lock.lock().await.unwrap();
+                        assert!(!inside.swap(true, Ordering::SeqCst), "two holders overlap");
+                        let v = counter.load(Ordering::Relaxed);
+                        tokio::task::yield_now().await;
+                        counter.store(v + 1, Ordering::Relaxed);
+                        inside.store(false, Ordering::SeqCst);
+                        lock.unlock().await.unwrap();
+                    }
+                }));
+            }
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(
+            counter.load(Ordering::SeqCst),
+            3 * 32 * iters,
+            "backend {}",
+            b.name
+        );
+    }
+}

@@ -1,0 +1,142 @@
+//! `FairLock` behaviours from SCENARIOS.md (RedissonFairLockTest), on every backend.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use support::{backends, eventually, name};
+
+const MS: fn(u64) -> Duration = Duration::from_millis;
+
+#[tokio::test]
+async fn fair_lock_is_reentrant_and_rejects_other_owners() {
+    for b in backends().await {
+        let c = b.client().await;
+        let n = name("fair-reent");
+        let a = c.fair_lock(&n);
+        assert!(a.try_lock().await.unwrap());
+        assert!(a.try_lock().await.unwrap());
+        assert_eq!(a.hold_count().await.unwrap(), 2);
+        let other = c.fair_lock(&n);
+        assert!(!other.try_lock().await.unwrap());
+        assert!(other.unlock().await.unwrap_err().is_not_owner());
+        a.unlock().await.unwrap();
+        a.unlock().await.unwrap();
+        assert!(!a.is_locked().await.unwrap());
+    }
+}
+
+#[tokio::test]
+async fn waiters_acquire_in_request_order() {
+    for b in backends().await {
+        let c = b.client().await;
+        let n = name("fair-order");
+        let holder = c.fair_lock(&n);
+        holder.lock().await.unwrap();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let mut tasks = Vec::new();
+        for i in 0..6 {
+            let l = c.fair_lock(&n);
+            let order = order.clone();
+            tasks.push(tokio::spawn(async move {
+                assert!(l.try_lock_for(Duration::from_secs(20), None).await.unwrap());
+                order.lock().unwrap().push(i);
+                tokio::time::sleep(MS(20)).await;
+                l.unlock().await.unwrap();
+            }));
+            // Let waiter i join the queue before waiter i+1.
+            let q = format!("redisson_lock_queue:{{{n}}}");
+            let mut raw = b.raw().await;
+            assert!(
+                eventually(Duration::from_secs(3), || {
+                    let mut raw = raw.clone();
+                    let q = q.clone();
+                    async move {
+                        let len: usize = redis::cmd("LLEN")
+                            .arg(&q)
+                            .query_async(&mut raw)
+                            .await
+                            .unwrap();
+                        len == i + 1
+                    }
+                })
+                .await
+            );
+            let _: () = redis::cmd("PING").query_async(&mut raw).await.unwrap();
+        }
+        holder.unlock().await.unwrap();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3, 4, 5]);
+    }
+}
+
+#[tokio::test]
+async fn a_waiter_that_gives_up_leaves_the_queue() {
+    for b in backends().await {
+        let c = b.client().await;
+        let n = name("fair-giveup");
+        let holder = c.fair_lock(&n);
+        holder.lock().await.unwrap();
+        assert!(!c.fair_lock(&n).try_lock_for(MS(200), None).await.unwrap());
+        let mut raw = b.raw().await;
+        let len: usize = redis::cmd("LLEN")
+            .arg(format!("redisson_lock_queue:{{{n}}}"))
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+        assert_eq!(len, 0);
+        holder.unlock().await.unwrap();
+        assert!(c.fair_lock(&n).try_lock().await.unwrap());
+    }
+}
+
+#[tokio::test]
+async fn a_cancelled_fair_waiter_does_not_block_the_queue() {
+    for b in backends().await {
+        let c = b.client().await;
+        let n = name("fair-cancel");
+        let holder = c.fair_lock(&n);
+        holder.lock().await.unwrap();
+        let abandoned = c.fair_lock(&n);
+        let _ = tokio::time::timeout(MS(150), abandoned.lock()).await;
+        holder.unlock().await.unwrap();
+        let next = c.fair_lock(&n);
+        assert!(next
+            .try_lock_for(Duration::from_secs(3), None)
+            .await
+            .unwrap());
+        next.unlock().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn fair_unlock_after_expiry_does_not_throw() {
+    for b in backends().await {
+        let c = b.client().await;
+        let n = name("fair-expire");
+        let first = c.fair_lock(&n);
+        first.lock_with_lease(MS(300)).await.unwrap();
+        let second = c.fair_lock(&n);
+        tokio::time::timeout(Duration::from_secs(5), second.lock())
+            .await
+            .unwrap()
+            .unwrap();
+        second.unlock().await.unwrap();
+        // Redisson's fair unlock on a missing key returns 1 (testExpire): no error.
+        first.unlock().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn fair_force_unlock_releases() {
+    for b in backends().await {
+        let c = b.client().await;
+        let l = c.fair_lock(&name("fair-force"));
+        l.lock().await.unwrap();
+        assert!(l.force_unlock().await.unwrap());
+        assert!(!l.is_locked().await.unwrap());
+    }
+}

@@ -1,0 +1,70 @@
+//! Replica acknowledgement: with replicas, each lock write is followed by `WAIT`; an acquisition
+//! no replica acknowledged is rolled back and reported, as Redisson's "None of slaves were synced".
+
+mod support;
+
+use std::time::Duration;
+
+use locksmith_lock::{ClientOptions, ReplicaSync};
+use support::{eventually, name, real_redis};
+
+#[tokio::test]
+async fn with_a_replica_lock_writes_wait_for_it_and_fail_cleanly_without_it() {
+    let Some(master) = real_redis(&[]) else {
+        return;
+    };
+    let port = master.port.to_string();
+    let Some(mut replica) = real_redis(&["--replicaof", "127.0.0.1", &port]) else {
+        return;
+    };
+    let mut raw = master.raw().await;
+    assert!(
+        eventually(Duration::from_secs(5), || {
+            let mut raw = raw.clone();
+            async move {
+                let info: String = redis::cmd("INFO")
+                    .arg("replication")
+                    .query_async(&mut raw)
+                    .await
+                    .unwrap();
+                info.contains("connected_slaves:1") && info.contains("state=online")
+            }
+        })
+        .await
+    );
+    let options = ClientOptions::default().replica_sync_timeout(Duration::from_millis(200));
+    let c = master.client_with(options.clone()).await;
+    assert_eq!(c.sync_replicas(), 1);
+    let n = name("replicated");
+    let l = c.lock(&n);
+    l.lock().await.unwrap();
+    let mut rraw = replica.raw().await;
+    let on_replica: bool = redis::cmd("HEXISTS")
+        .arg(&n)
+        .arg(l.owner_field())
+        .query_async(&mut rraw)
+        .await
+        .unwrap();
+    assert!(on_replica, "WAIT returned before the replica had the lock");
+    l.unlock().await.unwrap();
+
+    // The replica disappears: acquisitions are not acknowledged, rolled back, and reported.
+    replica.stop();
+    let err = c.lock(&n).lock().await.unwrap_err();
+    assert!(err.is_replicas_not_synced(), "{err:?}");
+    let exists: bool = redis::cmd("EXISTS")
+        .arg(&n)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert!(!exists, "a rolled-back acquisition left the lock behind");
+
+    // Off: no WAIT at all.
+    let off = master
+        .client_with(options.replica_sync(ReplicaSync::Off))
+        .await;
+    assert_eq!(off.sync_replicas(), 0);
+    let l = off.lock(&n);
+    l.lock().await.unwrap();
+    l.unlock().await.unwrap();
+}

@@ -1,0 +1,234 @@
+//! Keyspace events and replication effects of the string, expiry, hash and key commands,
+//! checked against what Redis 7.0 raises and propagates (not observable over the wire yet).
+
+use super::execute;
+use crate::client::{ClientHandle, ClientState, Outbox};
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::notify;
+use crate::shared::{Effects, Node, State};
+use bytes::Bytes;
+use locksmith_resp::Frame;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+struct Harness {
+    state: State,
+    node: Node,
+    client: ClientState,
+    now: u64,
+}
+
+/// What one command did: (events as (db, class, name, key)), propagated argv as text.
+type Observed = (
+    Vec<(usize, u32, &'static str, String)>,
+    Vec<(usize, String)>,
+);
+
+impl Harness {
+    fn new() -> Self {
+        let addr = SocketAddr::from(([127, 0, 0, 1], 1));
+        let (outbox, _rx) = Outbox::new();
+        let handle = Arc::new(ClientHandle {
+            id: 1,
+            addr,
+            laddr: addr,
+            created_ms: 0,
+            info: Default::default(),
+            outbox,
+            killed: Default::default(),
+            kill_notify: Default::default(),
+        });
+        let node = Node {
+            state: Arc::new(tokio::sync::Mutex::new(State::new(Config::default(), 1))),
+            clock: Clock::starting_at(1_000_000),
+            clients: Default::default(),
+            addr,
+            run_id: String::new(),
+            started_ms: 0,
+            script: Default::default(),
+            connections_received: Default::default(),
+            busy_threshold_ms: Default::default(),
+            auth_required: Default::default(),
+            last_client_id: Default::default(),
+            live: crate::live::Live::new(10_000),
+        };
+        Harness {
+            state: State::new(Config::default(), 1),
+            node,
+            client: ClientState::new(handle, true),
+            now: 1_000_000,
+        }
+    }
+
+    fn run(&mut self, args: &[&str]) -> (Frame, Observed) {
+        let argv: Vec<Bytes> = args.iter().map(|a| Bytes::from(a.to_string())).collect();
+        let mut effects = Effects::default();
+        let reply = execute(
+            &mut self.state,
+            &self.node,
+            &mut self.client,
+            &argv,
+            self.now,
+            &mut effects,
+        );
+        let text = |b: &Bytes| String::from_utf8_lossy(b).into_owned();
+        let events = effects
+            .events
+            .iter()
+            .map(|(db, class, name, key)| (*db, *class, *name, text(key)))
+            .collect();
+        let propagated = effects
+            .propagate
+            .iter()
+            .map(|(db, argv)| (*db, argv.iter().map(text).collect::<Vec<_>>().join(" ")))
+            .collect();
+        (reply, (events, propagated))
+    }
+
+    /// Runs `args`, asserts it did not fail, returns (events, propagation).
+    fn ok(&mut self, args: &[&str]) -> Observed {
+        let (reply, observed) = self.run(args);
+        assert!(!reply.is_error(), "{args:?}: {reply:?}");
+        observed
+    }
+}
+
+const G: u32 = notify::GENERIC;
+const S: u32 = notify::STRING;
+const H: u32 = notify::HASH;
+
+fn ev(list: &[(usize, u32, &'static str, &str)]) -> Vec<(usize, u32, &'static str, String)> {
+    list.iter()
+        .map(|(d, c, n, k)| (*d, *c, *n, k.to_string()))
+        .collect()
+}
+
+fn prop(list: &[&str]) -> Vec<(usize, String)> {
+    list.iter().map(|s| (0, s.to_string())).collect()
+}
+
+#[test]
+fn string_commands_raise_redis_events_and_propagate_absolute_deadlines() {
+    let mut h = Harness::new();
+    let (e, p) = h.ok(&["SET", "k", "v", "EX", "10"]);
+    assert_eq!(e, ev(&[(0, S, "set", "k"), (0, G, "expire", "k")]));
+    assert_eq!(p, prop(&["SET k v PXAT 1010000"]));
+    let (e, p) = h.ok(&["SET", "k", "v", "GET", "NX"]);
+    assert!(e.is_empty() && p.is_empty());
+    let (_, p) = h.ok(&["SET", "k", "w", "GET", "KEEPTTL"]);
+    assert_eq!(p, prop(&["SET k w KEEPTTL"]));
+    let (_, p) = h.ok(&["SETEX", "k", "5", "v"]);
+    assert_eq!(p, prop(&["SET k v PXAT 1005000"]));
+    let (_, p) = h.ok(&["PSETEX", "k", "5", "v"]);
+    assert_eq!(p, prop(&["SET k v PXAT 1000005"]));
+    let (e, p) = h.ok(&["GETSET", "k", "x"]);
+    assert_eq!(e, ev(&[(0, S, "set", "k")]));
+    assert_eq!(p, prop(&["SET k x"]));
+    let (e, p) = h.ok(&["GETEX", "k", "PX", "100"]);
+    assert_eq!(e, ev(&[(0, G, "expire", "k")]));
+    assert_eq!(p, prop(&["PEXPIREAT k 1000100"]));
+    let (e, p) = h.ok(&["GETEX", "k", "PERSIST"]);
+    assert_eq!(e, ev(&[(0, G, "persist", "k")]));
+    assert_eq!(p, prop(&["PERSIST k"]));
+    let (e, p) = h.ok(&["GETEX", "k"]);
+    assert!(e.is_empty() && p.is_empty());
+    let (e, p) = h.ok(&["GETEX", "k", "EXAT", "1"]);
+    assert_eq!(e, ev(&[(0, G, "del", "k")]));
+    assert_eq!(p, prop(&["DEL k"]));
+    let (e, p) = h.ok(&["INCRBY", "n", "5"]);
+    assert_eq!(e, ev(&[(0, S, "incrby", "n")]));
+    assert_eq!(p, prop(&["INCRBY n 5"]));
+    let (e, p) = h.ok(&["INCRBYFLOAT", "n", "0.5"]);
+    assert_eq!(e, ev(&[(0, S, "incrbyfloat", "n")]));
+    assert_eq!(p, prop(&["SET n 5.5 KEEPTTL"]));
+    let (e, p) = h.ok(&["GETDEL", "n"]);
+    assert_eq!(e, ev(&[(0, G, "del", "n")]));
+    assert_eq!(p, prop(&["DEL n"]));
+    let (e, _) = h.ok(&["APPEND", "a", "x"]);
+    assert_eq!(e, ev(&[(0, S, "append", "a")]));
+    let (e, _) = h.ok(&["SETRANGE", "a", "3", "y"]);
+    assert_eq!(e, ev(&[(0, S, "setrange", "a")]));
+    let (e, p) = h.ok(&["MSET", "a", "1", "b", "2"]);
+    assert_eq!(e, ev(&[(0, S, "set", "a"), (0, S, "set", "b")]));
+    assert_eq!(p, prop(&["MSET a 1 b 2"]));
+    let (e, p) = h.ok(&["GET", "a"]);
+    assert!(e.is_empty() && p.is_empty());
+    // A failed command propagates nothing.
+    let (reply, (e, p)) = h.run(&["INCR", "b", "x"]);
+    assert!(reply.is_error() && e.is_empty() && p.is_empty());
+}
+
+#[test]
+fn expiry_commands_propagate_pexpireat_or_del() {
+    let mut h = Harness::new();
+    h.ok(&["SET", "k", "v"]);
+    let (e, p) = h.ok(&["EXPIRE", "k", "100", "NX"]);
+    assert_eq!(e, ev(&[(0, G, "expire", "k")]));
+    assert_eq!(p, prop(&["PEXPIREAT k 1100000 NX"]));
+    let (_, p) = h.ok(&["PEXPIRE", "k", "500"]);
+    assert_eq!(p, prop(&["PEXPIREAT k 1000500"]));
+    let (_, p) = h.ok(&["EXPIREAT", "k", "2000"]);
+    assert_eq!(p, prop(&["PEXPIREAT k 2000000"]));
+    let (_, p) = h.ok(&["PEXPIREAT", "k", "3000000"]);
+    assert_eq!(p, prop(&["PEXPIREAT k 3000000"]));
+    let (e, p) = h.ok(&["EXPIRE", "k", "10", "GT"]);
+    assert!(e.is_empty() && p.is_empty());
+    let (e, p) = h.ok(&["PERSIST", "k"]);
+    assert_eq!(e, ev(&[(0, G, "persist", "k")]));
+    assert_eq!(p, prop(&["PERSIST k"]));
+    let (e, p) = h.ok(&["PERSIST", "k"]);
+    assert!(e.is_empty() && p.is_empty());
+    let (e, p) = h.ok(&["PEXPIRE", "k", "0"]);
+    assert_eq!(e, ev(&[(0, G, "del", "k")]));
+    assert_eq!(p, prop(&["DEL k"]));
+    // Lazy expiry on access: `expired`, and DEL to replicas.
+    h.ok(&["SET", "t", "v", "PX", "10"]);
+    h.now += 20;
+    let (reply, (e, p)) = h.run(&["GET", "t"]);
+    assert_eq!(reply, Frame::Null);
+    assert_eq!(e, ev(&[(0, notify::EXPIRED, "expired", "t")]));
+    assert_eq!(p, prop(&["DEL t"]));
+}
+
+#[test]
+fn hash_and_key_commands_raise_redis_events() {
+    let mut h = Harness::new();
+    let (e, p) = h.ok(&["HSET", "h", "a", "1", "b", "2"]);
+    assert_eq!(e, ev(&[(0, H, "hset", "h")]));
+    assert_eq!(p, prop(&["HSET h a 1 b 2"]));
+    let (e, _) = h.ok(&["HINCRBY", "h", "a", "2"]);
+    assert_eq!(e, ev(&[(0, H, "hincrby", "h")]));
+    let (e, p) = h.ok(&["HINCRBYFLOAT", "h", "a", "0.5"]);
+    assert_eq!(e, ev(&[(0, H, "hincrbyfloat", "h")]));
+    assert_eq!(p, prop(&["HSET h a 3.5"]));
+    let (e, p) = h.ok(&["HSETNX", "h", "a", "x"]);
+    assert!(e.is_empty() && p.is_empty());
+    let (e, _) = h.ok(&["HDEL", "h", "a"]);
+    assert_eq!(e, ev(&[(0, H, "hdel", "h")]));
+    let (e, _) = h.ok(&["HDEL", "h", "b"]);
+    assert_eq!(e, ev(&[(0, H, "hdel", "h"), (0, G, "del", "h")]));
+    h.ok(&["SET", "a", "1"]);
+    let (e, p) = h.ok(&["RENAME", "a", "b"]);
+    assert_eq!(
+        e,
+        ev(&[(0, G, "rename_from", "a"), (0, G, "rename_to", "b")])
+    );
+    assert_eq!(p, prop(&["RENAME a b"]));
+    let (e, _) = h.ok(&["COPY", "b", "c", "DB", "3"]);
+    assert_eq!(e, ev(&[(3, G, "copy_to", "c")]));
+    let (e, p) = h.ok(&["MOVE", "b", "2"]);
+    assert_eq!(e, ev(&[(0, G, "move_from", "b"), (2, G, "move_to", "b")]));
+    assert_eq!(p, prop(&["MOVE b 2"]));
+    let (e, _) = h.ok(&["DEL", "b", "nope"]);
+    assert!(e.is_empty());
+    h.ok(&["SET", "d", "1"]);
+    let (e, p) = h.ok(&["UNLINK", "d"]);
+    assert_eq!(e, ev(&[(0, G, "del", "d")]));
+    assert_eq!(p, prop(&["UNLINK d"]));
+    let (_, p) = h.ok(&["SWAPDB", "0", "2"]);
+    assert_eq!(p, prop(&["SWAPDB 0 2"]));
+    let (reply, _) = h.run(&["EXISTS", "b"]);
+    assert_eq!(reply, Frame::Integer(1));
+    assert_eq!(h.client.db, 0);
+}

@@ -1,0 +1,462 @@
+//! Hash commands: HSET, HSETNX, HMSET, HGET, HMGET, HDEL, HEXISTS, HLEN, HKEYS, HVALS,
+//! HGETALL, HINCRBY, HINCRBYFLOAT, HSTRLEN, HSCAN, HRANDFIELD.
+//!
+//! A hash keeps insertion order (Redis's listpack order for small hashes); HDEL uses
+//! `shift_remove` so the remaining order stays the same as Redis's.
+
+use super::ldouble::{self, Ld, LongDouble};
+use super::{flags::*, scan, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use crate::db::{HashValue, Value};
+use crate::notify;
+use bytes::Bytes;
+use locksmith_resp::{Frame, Version};
+
+/// The hash family's table.
+pub(crate) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("hset", -4, hset)
+        .flags(WRITE | DENYOOM | FAST)
+        .keys(1, 1, 1)
+        .doc("hash", "Creates or modifies the value of a field in a hash."),
+    CommandSpec::new("hsetnx", 4, hsetnx)
+        .flags(WRITE | DENYOOM | FAST)
+        .keys(1, 1, 1)
+        .doc("hash", "Sets the value of a field in a hash only when the field doesn't exist."),
+    CommandSpec::new("hmset", -4, hmset)
+        .flags(WRITE | DENYOOM | FAST)
+        .keys(1, 1, 1)
+        .doc("hash", "Sets the values of multiple fields."),
+    CommandSpec::new("hget", 3, hget)
+        .flags(READONLY | FAST)
+        .keys(1, 1, 1)
+        .doc("hash", "Returns the value of a field in a hash."),
+    CommandSpec::new("hmget", -3, hmget)
+        .flags(READONLY | FAST)
+        .keys(1, 1, 1)
+        .doc("hash", "Returns the values of all fields in a hash."),
+    CommandSpec::new("hdel", -3, hdel)
+        .flags(WRITE | FAST)
+        .keys(1, 1, 1)
+        .doc("hash", "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain."),
+    CommandSpec::new("hexists", 3, hexists)
+        .flags(READONLY | FAST)
+        .keys(1, 1, 1)
+        .doc("hash", "Determines whether a field exists in a hash."),
+    CommandSpec::new("hlen", 2, hlen)
+        .flags(READONLY | FAST)
+        .keys(1, 1, 1)
+        .doc("hash", "Returns the number of fields in a hash."),
+    CommandSpec::new("hkeys", 2, hkeys)
+        .flags(READONLY)
+        .keys(1, 1, 1)
+        .doc("hash", "Returns all fields in a hash."),
+    CommandSpec::new("hvals", 2, hvals)
+        .flags(READONLY)
+        .keys(1, 1, 1)
+        .doc("hash", "Returns all values in a hash."),
+    CommandSpec::new("hgetall", 2, hgetall)
+        .flags(READONLY)
+        .keys(1, 1, 1)
+        .doc("hash", "Returns all fields and values in a hash."),
+    CommandSpec::new("hincrby", 4, hincrby)
+        .flags(WRITE | DENYOOM | FAST)
+        .keys(1, 1, 1)
+        .doc("hash", "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist."),
+    CommandSpec::new("hincrbyfloat", 4, hincrbyfloat)
+        .flags(WRITE | DENYOOM | FAST)
+        .keys(1, 1, 1)
+        .doc("hash", "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist."),
+    CommandSpec::new("hstrlen", 3, hstrlen)
+        .flags(READONLY | FAST)
+        .keys(1, 1, 1)
+        .doc("hash", "Returns the length of the value of a field."),
+    CommandSpec::new("hscan", -3, hscan)
+        .flags(READONLY)
+        .keys(1, 1, 1)
+        .doc("hash", "Iterates over fields and values of a hash."),
+    CommandSpec::new("hrandfield", -2, hrandfield)
+        .flags(READONLY)
+        .keys(1, 1, 1)
+        .doc("hash", "Returns one or more random fields from a hash."),
+];
+
+/// The hash at `key` for reading: `Ok(None)` if absent, `WRONGTYPE` if another type.
+fn read<'c>(ctx: &'c mut Ctx<'_>, key: &Bytes) -> Result<Option<&'c HashValue>, CommandError> {
+    match ctx.lookup(key).map(|e| &e.value) {
+        None => Ok(None),
+        Some(Value::Hash(h)) => Ok(Some(h)),
+        Some(_) => Err(CommandError::WrongType),
+    }
+}
+
+/// Checks the key holds a hash or nothing (Redis's `hashTypeLookupWriteOrCreate` check).
+fn check_writable(ctx: &mut Ctx<'_>, key: &Bytes) -> Result<bool, CommandError> {
+    match ctx
+        .lookup_mut(key)
+        .map(|e| matches!(e.value, Value::Hash(_)))
+    {
+        None => Ok(false),
+        Some(true) => Ok(true),
+        Some(false) => Err(CommandError::WrongType),
+    }
+}
+
+/// The hash at `key` for writing, created empty if absent (callers then add to it and call
+/// `ctx.modified`), or `WRONGTYPE`.
+fn write<'c>(ctx: &'c mut Ctx<'_>, key: &Bytes) -> Result<&'c mut HashValue, CommandError> {
+    if !check_writable(ctx, key)? {
+        let now = ctx.now;
+        ctx.db()
+            .insert(key.clone(), Value::Hash(HashValue::new()), None, now);
+    }
+    let now = ctx.now;
+    match ctx.db().lookup_mut(key, now).map(|e| &mut e.value) {
+        Some(Value::Hash(h)) => Ok(h),
+        _ => Err(CommandError::WrongType),
+    }
+}
+
+/// (field, value) pairs of HSET/HMSET, or the arity error.
+fn field_values<'a>(args: &mut Args<'a>, name: &str) -> Result<&'a [Bytes], CommandError> {
+    let rest = args.rest();
+    if !rest.len().is_multiple_of(2) {
+        return Err(CommandError::WrongArity(name.into()));
+    }
+    Ok(rest)
+}
+
+/// HSET/HMSET: sets the pairs, returns how many fields were new.
+fn hset_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, name: &str) -> Result<i64, CommandError> {
+    let key = args.bytes()?;
+    let pairs = field_values(args, name)?;
+    let h = write(ctx, &key)?;
+    let mut created = 0;
+    for fv in pairs.chunks(2) {
+        if let [f, v] = fv {
+            if h.insert(f.clone(), v.clone()).is_none() {
+                created += 1;
+            }
+        }
+    }
+    ctx.modified(&key);
+    ctx.notify(notify::HASH, "hset", &key);
+    Ok(created)
+}
+
+/// ```text
+/// HSET key field value [field value ...]
+/// ```
+fn hset(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    Ok(Frame::Integer(hset_generic(ctx, args, "hset")?))
+}
+
+/// ```text
+/// HMSET key field value [field value ...]
+/// ```
+fn hmset(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    hset_generic(ctx, args, "hmset")?;
+    Ok(Frame::ok())
+}
+
+/// ```text
+/// HSETNX key field value
+/// ```
+fn hsetnx(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let field = args.bytes()?;
+    let value = args.bytes()?;
+    let exists = check_writable(ctx, &key)?;
+    if exists && read(ctx, &key)?.is_some_and(|h| h.contains_key(&field)) {
+        return Ok(Frame::Integer(0));
+    }
+    write(ctx, &key)?.insert(field, value);
+    ctx.modified(&key);
+    ctx.notify(notify::HASH, "hset", &key);
+    Ok(Frame::Integer(1))
+}
+
+/// ```text
+/// HGET key field
+/// ```
+fn hget(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let field = args.bytes()?;
+    let v = read(ctx, &key)?.and_then(|h| h.get(&field).cloned());
+    Ok(v.map_or(Frame::Null, Frame::Bulk))
+}
+
+/// ```text
+/// HMGET key field [field ...]
+/// ```
+fn hmget(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let fields = args.rest();
+    let h = read(ctx, &key)?;
+    let out = fields
+        .iter()
+        .map(|f| {
+            h.and_then(|h| h.get(f).cloned())
+                .map_or(Frame::Null, Frame::Bulk)
+        })
+        .collect();
+    Ok(Frame::Array(out))
+}
+
+/// ```text
+/// HDEL key field [field ...]
+/// ```
+fn hdel(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let fields = args.rest();
+    if !check_writable(ctx, &key)? {
+        return Ok(Frame::Integer(0));
+    }
+    let h = write(ctx, &key)?;
+    let mut deleted = 0;
+    for f in fields {
+        if h.shift_remove(f).is_some() {
+            deleted += 1;
+            if h.is_empty() {
+                break;
+            }
+        }
+    }
+    let emptied = h.is_empty();
+    if deleted > 0 {
+        if emptied {
+            ctx.db().remove(&key);
+        }
+        ctx.modified(&key);
+        ctx.notify(notify::HASH, "hdel", &key);
+        if emptied {
+            ctx.notify(notify::GENERIC, "del", &key);
+        }
+    }
+    Ok(Frame::Integer(deleted))
+}
+
+/// ```text
+/// HEXISTS key field
+/// ```
+fn hexists(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let field = args.bytes()?;
+    let found = read(ctx, &key)?.is_some_and(|h| h.contains_key(&field));
+    Ok(Frame::Integer(i64::from(found)))
+}
+
+/// ```text
+/// HLEN key
+/// ```
+fn hlen(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let len = read(ctx, &key)?.map_or(0, |h| h.len());
+    Ok(Frame::Integer(len as i64))
+}
+
+/// ```text
+/// HSTRLEN key field
+/// ```
+fn hstrlen(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let field = args.bytes()?;
+    let len = read(ctx, &key)?
+        .and_then(|h| h.get(&field))
+        .map_or(0, |v| v.len());
+    Ok(Frame::Integer(len as i64))
+}
+
+/// ```text
+/// HKEYS key
+/// ```
+fn hkeys(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let h = read(ctx, &key)?;
+    Ok(Frame::Array(
+        h.map(|h| h.keys().cloned().map(Frame::Bulk).collect())
+            .unwrap_or_default(),
+    ))
+}
+
+/// ```text
+/// HVALS key
+/// ```
+fn hvals(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let h = read(ctx, &key)?;
+    Ok(Frame::Array(
+        h.map(|h| h.values().cloned().map(Frame::Bulk).collect())
+            .unwrap_or_default(),
+    ))
+}
+
+/// ```text
+/// HGETALL key
+/// ```
+fn hgetall(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let h = read(ctx, &key)?;
+    Ok(Frame::Map(
+        h.map(|h| {
+            h.iter()
+                .map(|(f, v)| (Frame::Bulk(f.clone()), Frame::Bulk(v.clone())))
+                .collect()
+        })
+        .unwrap_or_default(),
+    ))
+}
+
+/// ```text
+/// HINCRBY key field increment
+/// ```
+fn hincrby(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let field = args.bytes()?;
+    let by = args.i64()?;
+    check_writable(ctx, &key)?;
+    let current = match read(ctx, &key)?.and_then(|h| h.get(&field)) {
+        Some(v) => {
+            super::parse_i64(v).map_err(|_| CommandError::err("hash value is not an integer"))?
+        }
+        None => 0,
+    };
+    let new = current.checked_add(by).ok_or(CommandError::Overflow)?;
+    write(ctx, &key)?.insert(field, Bytes::from(new.to_string()));
+    ctx.modified(&key);
+    ctx.notify(notify::HASH, "hincrby", &key);
+    Ok(Frame::Integer(new))
+}
+
+/// ```text
+/// HINCRBYFLOAT key field increment
+/// ```
+fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let field = args.bytes()?;
+    let by = args.bytes()?;
+    let incr = match LongDouble::parse(&by) {
+        None => return Err(CommandError::NotFloat),
+        Some(Ld::Inf) => return Err(CommandError::err("value is NaN or Infinity")),
+        Some(incr) => incr,
+    };
+    check_writable(ctx, &key)?;
+    let current = match read(ctx, &key)?.and_then(|h| h.get(&field)) {
+        Some(v) => {
+            LongDouble::parse(v).ok_or_else(|| CommandError::err("hash value is not a float"))?
+        }
+        None => Ld::Finite(LongDouble::from_i64(0)),
+    };
+    let new = ldouble::add_values(current, incr)
+        .ok_or_else(|| CommandError::err("increment would produce NaN or Infinity"))?;
+    let new = Bytes::from(new);
+    write(ctx, &key)?.insert(field.clone(), new.clone());
+    ctx.modified(&key);
+    ctx.notify(notify::HASH, "hincrbyfloat", &key);
+    ctx.propagate(vec![Bytes::from_static(b"HSET"), key, field, new.clone()]);
+    Ok(Frame::Bulk(new))
+}
+
+/// ```text
+/// HSCAN key cursor [MATCH pattern] [COUNT count]
+/// ```
+fn hscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let cursor = scan::parse_cursor(&args.bytes()?)?;
+    let empty = || {
+        Frame::Array(vec![
+            Frame::Bulk(Bytes::from_static(b"0")),
+            Frame::Array(Vec::new()),
+        ])
+    };
+    let Some(h) = read(ctx, &key)? else {
+        return Ok(empty());
+    };
+    let opts = scan::ScanOptions::parse(args, false)?;
+    // A small (listpack) hash is returned whole in one call, as Redis does.
+    let small = Value::hash_is_listpack(h);
+    let (next, items): (u64, Vec<(&Bytes, &Bytes)>) = if small {
+        (0, h.iter().collect())
+    } else {
+        scan::step(h.iter(), cursor, opts.count)
+    };
+    let mut out = Vec::new();
+    for (f, v) in items {
+        if opts.matches(f) {
+            out.push(Frame::Bulk(f.clone()));
+            out.push(Frame::Bulk(v.clone()));
+        }
+    }
+    Ok(Frame::Array(vec![
+        Frame::Bulk(Bytes::from(next.to_string())),
+        Frame::Array(out),
+    ]))
+}
+
+/// ```text
+/// HRANDFIELD key [count [WITHVALUES]]
+/// ```
+fn hrandfield(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    use rand::seq::index::sample;
+    use rand::Rng;
+    let key = args.bytes()?;
+    if args.is_empty() {
+        let Some(len) = read(ctx, &key)?.map(|h| h.len()) else {
+            return Ok(Frame::Null);
+        };
+        let i = ctx.state.rng.random_range(0..len.max(1));
+        let f = read(ctx, &key)?
+            .and_then(|h| h.get_index(i))
+            .map(|(f, _)| f.clone());
+        return Ok(f.map_or(Frame::Null, Frame::Bulk));
+    }
+    let count = args.i64()?;
+    if count == i64::MIN {
+        return Err(CommandError::err(format!(
+            "value is out of range, value must between {} and {}",
+            -i64::MAX,
+            i64::MAX
+        )));
+    }
+    let withvalues = match args.remaining() {
+        0 => false,
+        1 if args.eat("withvalues") => true,
+        _ => return Err(CommandError::Syntax),
+    };
+    if withvalues && !(-i64::MAX / 2..=i64::MAX / 2).contains(&count) {
+        return Err(CommandError::err("value is out of range"));
+    }
+    let len = read(ctx, &key)?.map_or(0, |h| h.len());
+    if count == 0 || len == 0 {
+        return Ok(Frame::Array(Vec::new()));
+    }
+    let rng = &mut ctx.state.rng;
+    let indexes: Vec<usize> = if count < 0 || count == 1 {
+        (0..count.unsigned_abs())
+            .map(|_| rng.random_range(0..len))
+            .collect()
+    } else if count as u64 >= len as u64 {
+        (0..len).collect()
+    } else {
+        let mut picked = sample(rng, len, count as usize).into_vec();
+        picked.sort_unstable();
+        picked
+    };
+    let resp3 = ctx.client.resp == Version::Resp3;
+    let Some(h) = read(ctx, &key)? else {
+        return Ok(Frame::Array(Vec::new()));
+    };
+    let mut out = Vec::new();
+    for (f, v) in indexes.into_iter().filter_map(|i| h.get_index(i)) {
+        if withvalues && resp3 {
+            out.push(Frame::Array(vec![
+                Frame::Bulk(f.clone()),
+                Frame::Bulk(v.clone()),
+            ]));
+        } else {
+            out.push(Frame::Bulk(f.clone()));
+            if withvalues {
+                out.push(Frame::Bulk(v.clone()));
+            }
+        }
+    }
+    Ok(Frame::Array(out))
+}

@@ -1,0 +1,399 @@
+//! Generic key commands compared side by side with real Redis, plus SCAN's cursor guarantee
+//! under churn and OBJECT IDLETIME under paused time.
+
+mod support;
+
+use redis::AsyncCommands;
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// Runs `args` on both servers and compares the replies as sorted string lists (for KEYS and
+/// other unordered replies).
+async fn same_sorted(pair: &mut support::Pair, args: &[&str]) -> Vec<String> {
+    let mut ours: Vec<String> = support::cmd(args)
+        .query_async(&mut pair.ours_con)
+        .await
+        .unwrap();
+    ours.sort();
+    if let Some(real_con) = &mut pair.real_con {
+        let mut real: Vec<String> = support::cmd(args).query_async(real_con).await.unwrap();
+        real.sort();
+        assert_eq!(ours, real, "{args:?} (left: ours, right: redis)");
+    }
+    ours
+}
+
+/// Every key a full SCAN iteration with `extra` options returns, on one connection.
+async fn scan_all(con: &mut redis::aio::MultiplexedConnection, extra: &[&str]) -> BTreeSet<String> {
+    let mut cursor = "0".to_string();
+    let mut seen = BTreeSet::new();
+    loop {
+        let mut c = redis::cmd("SCAN");
+        c.arg(&cursor);
+        for e in extra {
+            c.arg(*e);
+        }
+        let (next, keys): (String, Vec<String>) = c.query_async(con).await.unwrap();
+        seen.extend(keys);
+        if next == "0" {
+            return seen;
+        }
+        cursor = next;
+    }
+}
+
+#[tokio::test]
+async fn del_exists_type_match_redis() {
+    let mut pair = support::Pair::start().await;
+    pair.all_same(&[
+        &["MSET", "a", "1", "b", "2", "c", "3"],
+        &["HSET", "h", "f", "v"],
+        &["EXISTS", "a", "a", "b", "missing"],
+        &["EXISTS"],
+        &["TYPE", "a"],
+        &["TYPE", "h"],
+        &["TYPE", "missing"],
+        &["TYPE"],
+        &["TYPE", "a", "b"],
+        &["DEL", "a", "a", "missing"],
+        &["UNLINK", "b", "h", "zz"],
+        &["DEL"],
+        &["UNLINK"],
+        &["EXISTS", "a", "b", "c", "h"],
+        &["TOUCH", "c", "c", "missing"],
+        &["TOUCH"],
+        &["RANDOMKEY"],
+        &["DEL", "c"],
+        &["RANDOMKEY"],
+        &["RANDOMKEY", "x"],
+    ])
+    .await;
+}
+
+#[tokio::test]
+async fn rename_matches_redis() {
+    let mut pair = support::Pair::start().await;
+    pair.all_same(&[
+        &["RENAME", "missing", "x"],
+        &["RENAME", "missing", "missing"],
+        &["RENAMENX", "missing", "x"],
+        &["RENAMENX", "missing", "missing"],
+        &["SET", "a", "1", "EX", "100"],
+        &["RENAME", "a", "a"],
+        &["RENAMENX", "a", "a"],
+        &["RENAME", "a", "b"],
+        &["EXISTS", "a"],
+        &["GET", "b"],
+        &["HSET", "h", "f", "v"],
+        &["RENAMENX", "b", "h"],
+        &["RENAME", "h", "b"],
+        &["TYPE", "b"],
+        &["TTL", "b"],
+        &["SET", "c", "x"],
+        &["RENAMENX", "c", "d"],
+        &["GET", "d"],
+        &["RENAME", "a"],
+        &["RENAMENX", "a", "b", "c"],
+    ])
+    .await;
+    pair.all_same(&[&["SET", "t", "v", "PX", "50000"], &["RENAME", "t", "u"]])
+        .await;
+    pair.close(&["PTTL", "u"], 50).await;
+}
+
+#[tokio::test]
+async fn keys_and_scan_match_redis() {
+    let mut pair = support::Pair::start().await;
+    pair.all_same(&[
+        &[
+            "MSET", "foo", "1", "foobar", "2", "bar", "3", "f[o]o", "4", "", "empty",
+        ],
+        &["HSET", "hash", "f", "v"],
+        &["KEYS"],
+        &["SCAN"],
+        &["SCAN", "abc"],
+        &["SCAN", "1.5"],
+        &["SCAN", "18446744073709551616"],
+        &["SCAN", "0", "COUNT", "0"],
+        &["SCAN", "0", "COUNT", "-1"],
+        &["SCAN", "0", "COUNT", "x"],
+        &["SCAN", "0", "COUNT"],
+        &["SCAN", "0", "MATCH"],
+        &["SCAN", "0", "TYPE"],
+        &["SCAN", "0", "FOO", "bar"],
+    ])
+    .await;
+    for pattern in [
+        "*",
+        "",
+        "foo*",
+        "f?o",
+        "*bar",
+        "f\\[o\\]o",
+        "[fb]*",
+        "[^f]*",
+        "nomatch*",
+    ] {
+        same_sorted(&mut pair, &["KEYS", pattern]).await;
+    }
+    let all = same_sorted(&mut pair, &["KEYS", "*"]).await;
+    assert_eq!(all.len(), 6);
+    assert!(all.contains(&String::new()));
+    // A full iteration returns the same key set on both (order and batching may differ).
+    let cases: &[&[&str]] = &[
+        &[],
+        &["COUNT", "1"],
+        &["MATCH", "foo*"],
+        &["TYPE", "hash"],
+        &["TYPE", "STRING"],
+        &["TYPE", "nosuchtype"],
+        &["MATCH", "*", "COUNT", "2", "TYPE", "string"],
+    ];
+    for extra in cases {
+        let ours = scan_all(&mut pair.ours_con, extra).await;
+        if let Some(real_con) = &mut pair.real_con {
+            let real = scan_all(real_con, extra).await;
+            assert_eq!(ours, real, "SCAN {extra:?}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn scan_returns_every_stable_key_despite_churn() {
+    let server = support::start().await;
+    let mut con = support::conn(&server.url()).await;
+    for i in 0..1000 {
+        let _: () = con.set(format!("stable:{i}"), i).await.unwrap();
+    }
+    let mut cursor: u64 = 0;
+    let mut seen = BTreeSet::new();
+    let mut round = 0;
+    loop {
+        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(25)
+            .query_async(&mut con)
+            .await
+            .unwrap();
+        seen.extend(keys);
+        // Add and remove other keys between calls.
+        round += 1;
+        for j in 0..10 {
+            let _: () = con.set(format!("churn:{round}:{j}"), 1).await.unwrap();
+        }
+        if round > 1 {
+            let _: i64 = con.del(format!("churn:{}:3", round - 1)).await.unwrap();
+        }
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+        assert!(round < 10_000, "SCAN did not terminate");
+    }
+    for i in 0..1000 {
+        assert!(seen.contains(&format!("stable:{i}")), "stable:{i} missed");
+    }
+    let err = redis::cmd("SCAN")
+        .arg("nope")
+        .query_async::<redis::Value>(&mut con)
+        .await
+        .unwrap_err();
+    assert_eq!(support::error_text(&err), "ERR invalid cursor");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn copy_move_swapdb_match_redis() {
+    let mut pair = support::Pair::start().await;
+    pair.all_same(&[
+        &["SET", "s", "v", "EX", "100"],
+        &["HSET", "h", "a", "1", "b", "2"],
+        &["COPY", "s", "s"],
+        &["COPY", "s", "s", "DB", "0"],
+        &["COPY", "missing", "x"],
+        &["COPY", "s", "s2"],
+        &["GET", "s2"],
+        &["COPY", "s", "s2"],
+        &["COPY", "h", "s2"],
+        &["COPY", "h", "s2", "REPLACE"],
+        &["TYPE", "s2"],
+        &["HSET", "s2", "c", "3"],
+        &["HGETALL", "h"],
+        &["HGETALL", "s2"],
+        &["COPY", "s", "x", "DB", "99"],
+        &["COPY", "s", "x", "DB", "-1"],
+        &["COPY", "s", "x", "DB", "abc"],
+        &["COPY", "s", "x", "DB"],
+        &["COPY", "s", "x", "FOO"],
+        &["COPY", "s", "s", "DB", "1"],
+        &["COPY", "s", "x", "DB", "1", "REPLACE"],
+        &["COPY", "s"],
+        &["SELECT", "1"],
+        &["GET", "s"],
+        &["GET", "x"],
+        &["SELECT", "0"],
+        &["MOVE", "s", "0"],
+        &["MOVE", "s", "99"],
+        &["MOVE", "s", "-1"],
+        &["MOVE", "s", "x"],
+        &["MOVE", "missing", "1"],
+        &["MOVE", "missing", "99"],
+        &["MOVE", "s", "1"],
+        &["DEL", "x"],
+        &["MOVE", "s2", "1"],
+        &["MOVE", "s2", "2"],
+        &["EXISTS", "s2"],
+        &["MOVE", "s"],
+        &["SWAPDB", "0", "x"],
+        &["SWAPDB", "x", "0"],
+        &["SWAPDB", "0", "99"],
+        &["SWAPDB", "-1", "0"],
+        &["SWAPDB", "0", "0"],
+        &["SWAPDB", "0"],
+        &["SET", "zero", "0"],
+        &["SWAPDB", "0", "2"],
+        &["GET", "zero"],
+        &["HGETALL", "s2"],
+        &["SELECT", "2"],
+        &["GET", "zero"],
+        &["SWAPDB", "2", "0"],
+        &["GET", "zero"],
+        &["SELECT", "0"],
+        &["GET", "zero"],
+    ])
+    .await;
+    pair.all_same(&[&["SELECT", "1"]]).await;
+    pair.close(&["TTL", "s"], 1).await;
+    pair.close(&["TTL", "x"], 1).await;
+}
+
+#[tokio::test]
+async fn object_matches_redis() {
+    let mut pair = support::Pair::start().await;
+    pair.all_same(&[
+        &["SET", "int", "12345"],
+        &["SET", "neg", "-5"],
+        &["SET", "emb", "hello"],
+        &[
+            "SET",
+            "raw",
+            "this string is longer than forty-four bytes in total",
+        ],
+        &["SET", "notint", "012"],
+        &["SET", "bigint", "123456789012345678901"],
+        &["SET", "small", "42"],
+        &["HSET", "hash", "a", "1"],
+        &["OBJECT", "ENCODING", "int"],
+        &["OBJECT", "ENCODING", "neg"],
+        &["OBJECT", "ENCODING", "emb"],
+        &["OBJECT", "ENCODING", "raw"],
+        &["OBJECT", "ENCODING", "notint"],
+        &["OBJECT", "ENCODING", "bigint"],
+        &["OBJECT", "ENCODING", "hash"],
+        &["OBJECT", "ENCODING", "missing"],
+        &["OBJECT", "REFCOUNT", "small"],
+        &["OBJECT", "REFCOUNT", "int"],
+        &["OBJECT", "REFCOUNT", "emb"],
+        &["OBJECT", "REFCOUNT", "hash"],
+        &["OBJECT", "REFCOUNT", "missing"],
+        &["INCR", "small"],
+        &["OBJECT", "REFCOUNT", "small"],
+        &["OBJECT", "FREQ", "emb"],
+        &["OBJECT", "FREQ", "missing"],
+        &["OBJECT", "IDLETIME", "missing"],
+        &["OBJECT", "IDLETIME", "emb"],
+        &["OBJECT", "HELP"],
+        &["OBJECT", "help", "x"],
+        &["OBJECT"],
+        &["OBJECT", "FOO"],
+        &["OBJECT", "FOO", "bar"],
+        &["OBJECT", "ENCODING"],
+        &["OBJECT", "ENCODING", "a", "b"],
+        &["OBJECT", "encoding", "emb"],
+    ])
+    .await;
+    let mut args: Vec<String> = vec!["HSET".into(), "bighash".into()];
+    for i in 0..513 {
+        args.push(format!("f{i}"));
+        args.push("v".into());
+    }
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    pair.same(&refs).await;
+    pair.all_same(&[
+        &["OBJECT", "ENCODING", "bighash"],
+        &["HSET", "longval", "f", &"x".repeat(65)],
+        &["OBJECT", "ENCODING", "longval"],
+    ])
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn object_idletime_follows_the_node_clock() {
+    let server = support::start().await;
+    let mut con = support::conn(&server.url()).await;
+    let _: () = con.set("k", "v").await.unwrap();
+    tokio::time::advance(Duration::from_millis(3500)).await;
+    let idle: i64 = redis::cmd("OBJECT")
+        .arg("IDLETIME")
+        .arg("k")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(idle, 3);
+    // TYPE and OBJECT do not touch; GET does.
+    let _: String = redis::cmd("TYPE")
+        .arg("k")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let idle: i64 = redis::cmd("OBJECT")
+        .arg("IDLETIME")
+        .arg("k")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(idle, 3);
+    let _: String = con.get("k").await.unwrap();
+    let idle: i64 = redis::cmd("OBJECT")
+        .arg("IDLETIME")
+        .arg("k")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(idle, 0);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn sync_and_typed_key_apis() {
+    let server = support::start().await;
+    let mut con = support::conn(&server.url()).await;
+    let _: () = con.set("a", "1").await.unwrap();
+    let _: () = con.rename("a", "b").await.unwrap();
+    let moved: bool = con.rename_nx("b", "c").await.unwrap();
+    assert!(moved);
+    let exists: bool = con.exists("c").await.unwrap();
+    assert!(exists);
+    let keys: Vec<String> = con.keys("*").await.unwrap();
+    assert_eq!(keys, ["c"]);
+    let url = server.url();
+    tokio::task::spawn_blocking(move || {
+        let client = redis::Client::open(url).unwrap();
+        let mut con = client.get_connection().unwrap();
+        let k: Option<String> = redis::cmd("RANDOMKEY").query(&mut con).unwrap();
+        assert_eq!(k.as_deref(), Some("c"));
+        let scanned: Vec<String> = redis::Commands::scan(&mut con)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(scanned, ["c"]);
+        let n: i64 = redis::Commands::del(&mut con, "c").unwrap();
+        assert_eq!(n, 1);
+        let k: Option<String> = redis::cmd("RANDOMKEY").query(&mut con).unwrap();
+        assert_eq!(k, None);
+    })
+    .await
+    .unwrap();
+    server.shutdown().await;
+}

@@ -1,0 +1,378 @@
+//! String commands compared side by side with real Redis (when `redis-server` is on the PATH),
+//! plus the redis crate's sync and typed async APIs against our server.
+
+mod support;
+
+use redis::AsyncCommands;
+
+#[tokio::test]
+async fn get_set_and_options_match_redis() {
+    let mut pair = support::Pair::start().await;
+    pair.all_same(&[
+        &["SET", "k", "v"],
+        &["GET", "k"],
+        &["GET", "missing"],
+        &["SET", "k", "v2", "NX"],
+        &["SET", "k", "v3", "XX", "GET"],
+        &["SET", "new", "v", "XX"],
+        &["SET", "new", "v", "XX", "GET"],
+        &["SET", "new", "v", "NX", "GET"],
+        &["SET", "new", "v2", "NX", "GET"],
+        &["SET", "k", "v", "nx", "nx"],
+        &["SET", "k", "v", "EX", "0"],
+        &["SET", "k", "v", "EX", "-5"],
+        &["SET", "k", "v", "PX", "0"],
+        &["SET", "k", "v", "EXAT", "0"],
+        &["SET", "k", "v", "EX", "abc"],
+        &["SET", "k", "v", "EX", "abc", "NX", "XX"],
+        &["SET", "k", "v", "EX", "9223372036854775807"],
+        &["SET", "k", "v", "PX", "9223372036854775807"],
+        &["SET", "k", "v", "EX"],
+        &["SET", "k", "v", "NX", "XX"],
+        &["SET", "k", "v", "KEEPTTL", "EX", "1"],
+        &["SET", "k", "v", "EX", "1", "KEEPTTL"],
+        &["SET", "k", "v", "EX", "1", "PX", "100"],
+        &["SET", "k", "v", "PERSIST"],
+        &["SET", "k", "v", "FOO"],
+        &["SET", "k"],
+        &["GET"],
+        &["GET", "a", "b"],
+        &["SET", "k", "v", "EX", "100", "EX", "200"],
+        &["SET", "k", "v2", "KEEPTTL"],
+        &["GET", "k"],
+        &["SET", "k", "v3"],
+        &["TTL", "k"],
+        &["SET", "k", "v", "EXAT", "1"],
+        &["GET", "k"],
+        &["HSET", "h", "f", "v"],
+        &["GET", "h"],
+        &["SET", "h", "v", "GET"],
+        &["SET", "h", "v", "NX", "GET"],
+        &["SET", "h", "str"],
+        &["GET", "h"],
+    ])
+    .await;
+    pair.close(&["TTL", "k"], 1).await;
+    pair.all_same(&[&["SET", "t", "v", "EX", "100"]]).await;
+    pair.close(&["TTL", "t"], 1).await;
+    pair.all_same(&[&["SET", "t", "v", "KEEPTTL", "GET"]]).await;
+    pair.close(&["TTL", "t"], 1).await;
+    pair.all_same(&[&["SET", "t", "v", "PX", "5000"]]).await;
+    pair.close(&["PTTL", "t"], 50).await;
+}
+
+#[tokio::test]
+async fn setnx_setex_getset_getdel_getex_match_redis() {
+    let mut pair = support::Pair::start().await;
+    pair.all_same(&[
+        &["SETNX", "k", "1"],
+        &["SETNX", "k", "2"],
+        &["GET", "k"],
+        &["SETNX", "k"],
+        &["SETEX", "e", "100", "v"],
+        &["GET", "e"],
+        &["SETEX", "e", "0", "v"],
+        &["SETEX", "e", "-1", "v"],
+        &["SETEX", "e", "x", "v"],
+        &["SETEX", "e", "9223372036854775807", "v"],
+        &["PSETEX", "e", "0", "v"],
+        &["PSETEX", "e", "-10", "v"],
+        &["PSETEX", "e", "9223372036854775807", "v"],
+        &["PSETEX", "p", "100000", "v"],
+        &["SETEX", "e", "100"],
+        &["GETSET", "k", "new"],
+        &["GETSET", "fresh", "v"],
+        &["GET", "fresh"],
+        &["GETSET", "k"],
+        &["GETDEL", "k"],
+        &["GETDEL", "k"],
+        &["EXISTS", "k"],
+        &["GETDEL", "k", "x"],
+        &["HSET", "notstr", "a", "b"],
+        &["GETSET", "notstr", "v"],
+        &["GETDEL", "notstr"],
+        &["SET", "x", "val", "EX", "100"],
+        &["GETEX", "x"],
+        &["GETEX", "x", "PERSIST"],
+        &["TTL", "x"],
+        &["GETEX", "x", "PERSIST"],
+        &["GETEX", "x", "EX", "50"],
+        &["GETEX", "x", "PX", "0"],
+        &["GETEX", "x", "EX", "-1"],
+        &["GETEX", "x", "EX", "abc"],
+        &["GETEX", "x", "EX"],
+        &["GETEX", "x", "PERSIST", "EX", "10"],
+        &["GETEX", "x", "EX", "10", "PERSIST"],
+        &["GETEX", "x", "KEEPTTL"],
+        &["GETEX", "x", "NX"],
+        &["GETEX", "x", "FOO"],
+        &["GETEX", "missing", "EX", "10"],
+        &["GETEX", "missing", "EX", "abc"],
+        &["GETEX", "missing", "FOO"],
+        &["GETEX", "x", "EXAT", "1"],
+        &["EXISTS", "x"],
+        &["SET", "x", "v"],
+        &["GETEX", "x", "PXAT", "1"],
+        &["EXISTS", "x"],
+        &["GETEX"],
+    ])
+    .await;
+    pair.close(&["TTL", "e"], 1).await;
+    pair.close(&["PTTL", "p"], 50).await;
+    pair.all_same(&[&["SET", "y", "v"], &["GETEX", "y", "EX", "100"]])
+        .await;
+    pair.close(&["TTL", "y"], 1).await;
+    pair.all_same(&[&["GETEX", "y", "PXAT", "99999999999999"]])
+        .await;
+    pair.close(&["PEXPIRETIME", "y"], 0).await;
+}
+
+#[tokio::test]
+async fn mget_mset_msetnx_match_redis() {
+    let mut pair = support::Pair::start().await;
+    pair.all_same(&[
+        &["MSET", "a", "1", "b", "2"],
+        &["MGET", "a", "b", "c"],
+        &["MSET", "a"],
+        &["MSET", "a", "1", "b"],
+        &["MSET"],
+        &["HSET", "h", "f", "v"],
+        &["MGET", "a", "h", "b"],
+        &["MSETNX", "a", "9", "z", "9"],
+        &["MGET", "a", "z"],
+        &["MSETNX", "y", "1", "z", "2"],
+        &["MGET", "y", "z"],
+        &["MSETNX", "y"],
+        &["MSETNX", "q", "1", "q", "2"],
+        &["GET", "q"],
+        &["SET", "t", "v", "EX", "100"],
+        &["MSET", "t", "w"],
+        &["TTL", "t"],
+        &["MGET"],
+    ])
+    .await;
+}
+
+#[tokio::test]
+async fn counters_match_redis() {
+    let mut pair = support::Pair::start().await;
+    pair.all_same(&[
+        &["INCR", "n"],
+        &["INCR", "n"],
+        &["DECR", "n"],
+        &["INCRBY", "n", "10"],
+        &["DECRBY", "n", "3"],
+        &["INCRBY", "n", "-20"],
+        &["GET", "n"],
+        &["INCRBY", "n", "abc"],
+        &["INCRBY", "n", "1.5"],
+        &["DECRBY", "n", "-9223372036854775808"],
+        &["DECRBY", "n", "9223372036854775808"],
+        &["SET", "big", "9223372036854775807"],
+        &["INCR", "big"],
+        &["INCRBY", "big", "0"],
+        &["SET", "small", "-9223372036854775808"],
+        &["DECR", "small"],
+        &["INCRBY", "small", "9223372036854775807"],
+        &["SET", "s", "abc"],
+        &["INCR", "s"],
+        &["SET", "s", " 1"],
+        &["INCR", "s"],
+        &["SET", "s", "01"],
+        &["INCR", "s"],
+        &["SET", "s", "1 "],
+        &["INCR", "s"],
+        &["SET", "s", ""],
+        &["INCR", "s"],
+        &["HSET", "h", "f", "1"],
+        &["INCR", "h"],
+        &["INCRBY", "h", "x"],
+        &["DECRBY", "h", "1"],
+        &["INCR"],
+        &["INCR", "a", "b"],
+        &["SET", "t", "5", "EX", "100"],
+        &["INCR", "t"],
+        &["OBJECT", "ENCODING", "t"],
+    ])
+    .await;
+    pair.close(&["TTL", "t"], 1).await;
+}
+
+#[tokio::test]
+async fn incrbyfloat_matches_redis_long_double_formatting() {
+    let mut pair = support::Pair::start().await;
+    pair.all_same(&[
+        &["SET", "f", "10.5"],
+        &["INCRBYFLOAT", "f", "0.1"],
+        &["INCRBYFLOAT", "f", "-5.0e3"],
+        &["INCRBYFLOAT", "g", "3.0e3"],
+        &["INCRBYFLOAT", "g", "2.0e2"],
+        &["INCRBYFLOAT", "h", "0.1"],
+        &["INCRBYFLOAT", "h", "0.2"],
+        &["INCRBYFLOAT", "h", "-0.3"],
+        &["INCRBYFLOAT", "i", "1e300"],
+        &["INCRBYFLOAT", "i", "1e300"],
+        &["INCRBYFLOAT", "j", "1.23456789012345678901234"],
+        &["INCRBYFLOAT", "k", "-0.000000000000000001"],
+        &["INCRBYFLOAT", "l", "0x10"],
+        &["INCRBYFLOAT", "l", "5"],
+        &["INCRBYFLOAT", "l", ".5"],
+        &["INCRBYFLOAT", "l", "5."],
+        &["INCRBYFLOAT", "l", "+1"],
+        &["INCRBYFLOAT", "l", "1e-5"],
+        &["INCRBYFLOAT", "m", "1"],
+        &["INCRBYFLOAT", "m", "inf"],
+        &["INCRBYFLOAT", "m", "-inf"],
+        &["INCRBYFLOAT", "m", "nan"],
+        &["INCRBYFLOAT", "m", "abc"],
+        &["INCRBYFLOAT", "m", " 1"],
+        &["INCRBYFLOAT", "m", "1 "],
+        &["INCRBYFLOAT", "m", ""],
+        &["INCRBYFLOAT", "m", "1e"],
+        &["INCRBYFLOAT", "m", "1e99999"],
+        &["SET", "s", "abc"],
+        &["INCRBYFLOAT", "s", "1"],
+        &["SET", "n", "7"],
+        &["INCRBYFLOAT", "n", "1.5"],
+        &["INCRBYFLOAT", "n", "-8.5"],
+        &["SET", "e", "1e3"],
+        &["INCRBYFLOAT", "e", "1"],
+        &["HSET", "list", "a", "b"],
+        &["INCRBYFLOAT", "list", "1"],
+        &["INCRBYFLOAT", "list", "abc"],
+        &["SET", "big", "1e4000"],
+        &["INCRBYFLOAT", "big", "1e4000"],
+        &["INCRBYFLOAT", "x"],
+    ])
+    .await;
+}
+
+#[tokio::test]
+async fn append_strlen_ranges_match_redis() {
+    let mut pair = support::Pair::start().await;
+    pair.all_same(&[
+        &["APPEND", "s", "Hello"],
+        &["APPEND", "s", " World"],
+        &["GET", "s"],
+        &["STRLEN", "s"],
+        &["STRLEN", "missing"],
+        &["GETRANGE", "s", "0", "4"],
+        &["GETRANGE", "s", "-5", "-1"],
+        &["GETRANGE", "s", "-1", "-5"],
+        &["GETRANGE", "s", "0", "-1"],
+        &["GETRANGE", "s", "5", "3"],
+        &["GETRANGE", "s", "-100", "100"],
+        &["GETRANGE", "s", "100", "200"],
+        &[
+            "GETRANGE",
+            "s",
+            "-9223372036854775808",
+            "9223372036854775807",
+        ],
+        &["GETRANGE", "s", "0", "x"],
+        &["GETRANGE", "missing", "0", "-1"],
+        &["SUBSTR", "s", "1", "3"],
+        &["SET", "n", "12345"],
+        &["GETRANGE", "n", "1", "2"],
+        &["APPEND", "n", "6"],
+        &["GET", "n"],
+        &["SETRANGE", "s", "6", "Redis"],
+        &["GET", "s"],
+        &["SETRANGE", "s", "20", "!"],
+        &["GET", "s"],
+        &["SETRANGE", "s", "0", ""],
+        &["SETRANGE", "new", "3", "abc"],
+        &["GET", "new"],
+        &["SETRANGE", "none", "5", ""],
+        &["EXISTS", "none"],
+        &["SETRANGE", "s", "-1", "x"],
+        &["SETRANGE", "s", "x", "x"],
+        &["SETRANGE", "s", "536870911", "xx"],
+        &["SETRANGE", "s", "9223372036854775807", "xx"],
+        &["SETRANGE", "none", "536870912", "x"],
+        &["SETRANGE", "none", "536870912", ""],
+        &["HSET", "h", "f", "v"],
+        &["APPEND", "h", "x"],
+        &["STRLEN", "h"],
+        &["GETRANGE", "h", "0", "1"],
+        &["SETRANGE", "h", "0", "x"],
+        &["SETRANGE", "h", "0", ""],
+        &["SET", "t", "abc", "EX", "100"],
+        &["APPEND", "t", "def"],
+        &["SETRANGE", "t", "0", "X"],
+        &["GET", "t"],
+        &["APPEND", "t"],
+    ])
+    .await;
+    pair.close(&["TTL", "t"], 1).await;
+}
+
+#[tokio::test]
+async fn sync_redis_crate_api_works() {
+    let server = support::start().await;
+    let url = server.url();
+    let out = tokio::task::spawn_blocking(move || {
+        let client = redis::Client::open(url).unwrap();
+        let mut con = client.get_connection().unwrap();
+        let _: () = redis::cmd("SET").arg("a").arg("1").query(&mut con).unwrap();
+        let n: i64 = redis::cmd("INCRBY")
+            .arg("a")
+            .arg(41)
+            .query(&mut con)
+            .unwrap();
+        let v: String = redis::cmd("GET").arg("a").query(&mut con).unwrap();
+        let f: f64 = redis::cmd("INCRBYFLOAT")
+            .arg("a")
+            .arg(0.5)
+            .query(&mut con)
+            .unwrap();
+        let m: Vec<Option<String>> = redis::cmd("MGET")
+            .arg("a")
+            .arg("nope")
+            .query(&mut con)
+            .unwrap();
+        (n, v, f, m)
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        out,
+        (
+            42,
+            "42".to_string(),
+            42.5,
+            vec![Some("42.5".to_string()), None]
+        )
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn typed_async_api_works() {
+    let server = support::start().await;
+    let mut con = support::conn(&server.url()).await;
+    let _: () = con.set("k", "v").await.unwrap();
+    let v: String = con.get("k").await.unwrap();
+    assert_eq!(v, "v");
+    let n: i64 = con.incr("n", 5).await.unwrap();
+    assert_eq!(n, 5);
+    let n: i64 = con.decr("n", 2).await.unwrap();
+    assert_eq!(n, 3);
+    let _: () = con.set_ex("e", "v", 100).await.unwrap();
+    let ttl: i64 = con.ttl("e").await.unwrap();
+    assert!((99..=100).contains(&ttl));
+    let len: i64 = con.append("k", "w").await.unwrap();
+    assert_eq!(len, 2);
+    let old: Option<String> = con.getset("k", "z").await.unwrap();
+    assert_eq!(old.as_deref(), Some("vw"));
+    let gone: Option<String> = con.get_del("k").await.unwrap();
+    assert_eq!(gone.as_deref(), Some("z"));
+    let missing: Option<String> = con.get("k").await.unwrap();
+    assert_eq!(missing, None);
+    let err = con.incr::<_, _, i64>("e", 1).await.unwrap_err();
+    assert_eq!(
+        support::error_text(&err),
+        "ERR value is not an integer or out of range"
+    );
+    server.shutdown().await;
+}
