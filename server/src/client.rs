@@ -64,7 +64,9 @@ impl ClientHandle {
     /// Asks the connection to close.
     pub(crate) fn kill(&self) {
         self.killed.store(true, Ordering::Release);
-        self.kill_notify.notify_one();
+        // Every wait of the connection (its main loop, a CLIENT PAUSE wait) must see it; a
+        // `Notified` created before this call is woken even if not yet polled.
+        self.kill_notify.notify_waiters();
     }
 
     /// Whether the client was killed.

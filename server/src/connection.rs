@@ -86,14 +86,21 @@ struct Connection {
 impl Connection {
     async fn run(&mut self, shutdown: &mut broadcast::Receiver<()>) -> std::io::Result<()> {
         let handle = self.client.handle.clone();
+        // The kill and shutdown waits live across iterations: registering them again for
+        // every read showed up in profiles of small requests.
+        let killed = handle.kill_notify.notified();
+        tokio::pin!(killed);
+        let mut pause_shutdown = shutdown.resubscribe();
+        let stop = shutdown.recv();
+        tokio::pin!(stop);
         loop {
             if handle.is_killed() {
                 return Ok(());
             }
             let idle_timeout = self.node.live.idle_timeout_s.load(Ordering::Relaxed);
             tokio::select! {
-                _ = handle.kill_notify.notified() => return Ok(()),
-                _ = shutdown.recv() => return Ok(()),
+                _ = &mut killed => return Ok(()),
+                _ = &mut stop => return Ok(()),
                 _ = idle(idle_timeout) => {
                     // `timeout`: Redis closes idle clients, except subscribers.
                     let info = handle.info();
@@ -114,7 +121,7 @@ impl Connection {
                         return Ok(());
                     }
                     self.node.live.net_input.fetch_add(read as u64, Ordering::Relaxed);
-                    let keep_open = self.process_input(shutdown).await;
+                    let keep_open = self.process_input(&mut pause_shutdown).await;
                     self.flush().await?;
                     if !keep_open {
                         return Ok(());
@@ -221,6 +228,9 @@ impl Connection {
         effects: &mut Effects,
         shutdown: &mut broadcast::Receiver<()>,
     ) -> bool {
+        if !self.node.live.pause.maybe_active() {
+            return true;
+        }
         let node = self.node.clone();
         if !node.live.pause.is_paused(node.clock.now_ms()) {
             return true;
@@ -249,6 +259,9 @@ impl Connection {
                 state.finish_effects(&node, effects);
             }
             if self.flush().await.is_err() {
+                return false;
+            }
+            if handle.is_killed() {
                 return false;
             }
             let changed = node.live.pause.changed.notified();

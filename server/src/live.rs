@@ -196,6 +196,12 @@ impl Pause {
         self.changed.notify_waiters();
     }
 
+    /// Whether a pause may be in effect (one atomic load, no clock read: the per-command
+    /// fast path).
+    pub(crate) fn maybe_active(&self) -> bool {
+        self.active.load(Ordering::Acquire)
+    }
+
     /// The mode in effect at `now_ms` and when it ends.
     pub(crate) fn current(&self, now_ms: u64) -> (PauseMode, u64) {
         if !self.active.load(Ordering::Acquire) {
