@@ -83,7 +83,9 @@ impl ClientHandle {
     /// Asks the connection to close.
     pub(crate) fn kill(&self) {
         self.killed.store(true, Ordering::Release);
-        self.kill_notify.notify_one();
+        // Every wait of the connection (its main loop, a CLIENT PAUSE wait) must see it; a
+        // `Notified` created before this call is woken even if not yet polled.
+        self.kill_notify.notify_waiters();
     }
 
     /// Whether the client was killed.
@@ -229,6 +231,17 @@ pub(crate) struct ClientState {
     pub(crate) in_exec: bool,
     /// Set by a blocking command that found nothing: the connection blocks the client.
     pub(crate) block: Option<crate::blocking::BlockRequest>,
+    /// `CLIENT REPLY OFF`: no replies until `CLIENT REPLY ON`.
+    pub(crate) reply_off: bool,
+    /// The reply of the command running now is dropped (`CLIENT REPLY SKIP` drops its own
+    /// reply and the next command's).
+    pub(crate) reply_skip: bool,
+    /// `CLIENT REPLY SKIP`: drop the next command's reply.
+    pub(crate) reply_skip_next: bool,
+    /// `CLIENT NO-EVICT ON`.
+    pub(crate) no_evict: bool,
+    /// `CLIENT NO-TOUCH ON`.
+    pub(crate) no_touch: bool,
 }
 
 impl ClientState {
@@ -245,7 +258,48 @@ impl ClientState {
             multi: None,
             in_exec: false,
             block: None,
+            reply_off: false,
+            reply_skip: false,
+            reply_skip_next: false,
+            no_evict: false,
+            no_touch: false,
         }
+    }
+
+    /// Whether the reply of the command that just ran is sent (`CLIENT REPLY OFF|SKIP`), and
+    /// moves a pending `SKIP` on to the next command, as Redis's `resetClient` does.
+    pub(crate) fn take_reply_permission(&mut self) -> bool {
+        let send = !(self.reply_off || self.reply_skip);
+        self.reply_skip = std::mem::take(&mut self.reply_skip_next);
+        send
+    }
+
+    /// `RESET`: back to a fresh connection's state (db 0, RESP2, no name, replies on,
+    /// authenticated only if no password is required). Subsystems that keep per-connection
+    /// state here (MULTI, subscriptions, tracking) reset theirs in this method too.
+    pub(crate) fn reset(&mut self, authenticated: bool) {
+        self.db = 0;
+        self.resp = Version::Resp2;
+        self.authenticated = authenticated;
+        self.reply_off = false;
+        self.reply_skip = false;
+        self.reply_skip_next = false;
+        self.no_evict = false;
+        self.no_touch = false;
+        self.subscriptions = 0;
+        self.multi = None;
+        self.in_exec = false;
+        self.block = None;
+        self.handle.update(|info| {
+            info.name = None;
+            info.db = 0;
+            info.resp = 2;
+            info.sub = 0;
+            info.psub = 0;
+            info.ssub = 0;
+            info.multi = -1;
+            info.flags = "N".into();
+        });
     }
 
     /// The client id.

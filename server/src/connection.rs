@@ -38,15 +38,17 @@ pub(crate) async fn serve(
     };
     let id = node.next_client_id();
     let (outbox, outbox_rx) = Outbox::new();
+    let created_ms = node.clock.now_ms();
     let handle = Arc::new(ClientHandle {
         id,
         addr,
         laddr,
-        created_ms: node.clock.now_ms(),
+        created_ms,
         info: Mutex::new(ClientInfo {
             flags: "N".into(),
             multi: -1,
             resp: 2,
+            last_interaction_ms: created_ms,
             ..Default::default()
         }),
         outbox,
@@ -90,13 +92,28 @@ struct Connection {
 impl Connection {
     async fn run(&mut self, shutdown: &mut broadcast::Receiver<()>) -> std::io::Result<()> {
         let handle = self.client.handle.clone();
+        // The kill and shutdown waits live across iterations: registering them again for
+        // every read showed up in profiles of small requests.
+        let killed = handle.kill_notify.notified();
+        tokio::pin!(killed);
+        let mut pause_shutdown = shutdown.resubscribe();
+        let stop = shutdown.recv();
+        tokio::pin!(stop);
         loop {
             if handle.is_killed() {
                 return Ok(());
             }
+            let idle_timeout = self.node.live.idle_timeout_s.load(Ordering::Relaxed);
             tokio::select! {
-                _ = handle.kill_notify.notified() => return Ok(()),
-                _ = shutdown.recv() => return Ok(()),
+                _ = &mut killed => return Ok(()),
+                _ = &mut stop => return Ok(()),
+                _ = idle(idle_timeout) => {
+                    // `timeout`: Redis closes idle clients, except subscribers.
+                    let info = handle.info();
+                    if info.sub + info.psub + info.ssub == 0 {
+                        return Ok(());
+                    }
+                }
                 Some(frame) = self.outbox_rx.recv() => {
                     self.push_out_of_band(frame);
                     while let Some(frame) = self.outbox_rx.try_recv() {
@@ -105,10 +122,12 @@ impl Connection {
                     self.flush().await?;
                 }
                 read = self.socket.read_buf(&mut self.rbuf) => {
-                    if read? == 0 {
+                    let read = read?;
+                    if read == 0 {
                         return Ok(());
                     }
-                    let keep_open = self.process_input(shutdown).await;
+                    self.node.live.net_input.fetch_add(read as u64, Ordering::Relaxed);
+                    let keep_open = self.process_input(&mut pause_shutdown).await;
                     self.flush().await?;
                     if !keep_open {
                         return Ok(());
@@ -136,6 +155,10 @@ impl Connection {
     /// limit whose socket no longer drains) stops waiting at once.
     async fn flush(&mut self) -> std::io::Result<()> {
         if !self.wbuf.is_empty() {
+            self.node
+                .live
+                .net_output
+                .fetch_add(self.wbuf.len() as u64, Ordering::Relaxed);
             let handle = self.client.handle.clone();
             tokio::select! {
                 written = self.socket.write_all(&self.wbuf) => written?,
@@ -159,9 +182,17 @@ impl Connection {
         let mut guard: Option<OwnedMutexGuard<State>> = None;
         let mut effects = Effects::default();
         let mut keep_open = true;
+        self.sync_limits();
         loop {
             match self.decoder.decode(&mut self.rbuf) {
                 Ok(Some(argv)) => {
+                    if !self
+                        .wait_while_paused(&argv, &mut guard, &mut effects, shutdown)
+                        .await
+                    {
+                        keep_open = false;
+                        break;
+                    }
                     let mut reply = self.run_command(&mut guard, &argv, &mut effects).await;
                     if let Some(request) = self.client.block.take() {
                         match self
@@ -177,7 +208,7 @@ impl Connection {
                     }
                     // Messages this command sent to the client itself come first, as in Redis.
                     self.drain_outbox();
-                    encode(&reply, self.client.resp, &mut self.wbuf);
+                    self.emit(&reply);
                     if self.client.close_after_reply {
                         keep_open = false;
                         break;
@@ -186,6 +217,7 @@ impl Connection {
                 Ok(None) => break,
                 Err(e) => {
                     let reply = Frame::error(format!("ERR Protocol error: {e}"));
+                    self.node.live.count_error(b"ERR");
                     encode(&reply, self.client.resp, &mut self.wbuf);
                     keep_open = false;
                     break;
@@ -196,6 +228,94 @@ impl Connection {
             state.finish_effects(&self.node, &mut effects);
         }
         keep_open && !self.client.handle.is_killed()
+    }
+
+    /// Applies the run-time limits that `CONFIG SET` and `AUTH` change to the decoder.
+    fn sync_limits(&mut self) {
+        let max_bulk = self.node.live.proto_max_bulk_len.load(Ordering::Relaxed);
+        self.decoder.set_limits(Limits {
+            max_bulk_len: usize::try_from(max_bulk).unwrap_or(usize::MAX),
+            ..Limits::default()
+        });
+        if !self.client.authenticated && !self.node.requires_auth() {
+            // `CONFIG SET requirepass ""` lifts the requirement for waiting clients too.
+            self.client.authenticated = true;
+        }
+        self.decoder
+            .set_auth_required(!self.client.authenticated && self.node.requires_auth());
+    }
+
+    /// Appends `reply` unless `CLIENT REPLY OFF|SKIP` drops it; counts errors for `INFO`;
+    /// lifts the pre-`AUTH` request limits once `AUTH`/`HELLO AUTH` succeeded (and restores
+    /// them after `RESET`).
+    fn emit(&mut self, reply: &Frame) {
+        if let Frame::Error(line) = reply {
+            self.node.live.count_error(line);
+        }
+        if self.client.take_reply_permission() {
+            encode(reply, self.client.resp, &mut self.wbuf);
+        }
+        self.decoder
+            .set_auth_required(!self.client.authenticated && self.node.requires_auth());
+    }
+
+    /// `CLIENT PAUSE`: holds the command back while a pause covers it, releasing the state
+    /// lock and flushing the replies so far (as Redis writes them while a client is blocked).
+    /// Returns false when the connection must close meanwhile (killed, server shutdown).
+    async fn wait_while_paused(
+        &mut self,
+        argv: &[Bytes],
+        guard: &mut Option<OwnedMutexGuard<State>>,
+        effects: &mut Effects,
+        shutdown: &mut broadcast::Receiver<()>,
+    ) -> bool {
+        if !self.node.live.pause.maybe_active() {
+            return true;
+        }
+        let node = self.node.clone();
+        if !node.live.pause.is_paused(node.clock.now_ms()) {
+            return true;
+        }
+        let Ok(resolved) = cmd::resolve(argv) else {
+            return true;
+        };
+        let command_flags = resolved.spec.flags;
+        let handle = self.client.handle.clone();
+        // Bounded: each pass either ends the wait or sleeps until the pause ends or changes.
+        loop {
+            let now = node.clock.now_ms();
+            let Some(end) = node.live.pause.holds(command_flags, now) else {
+                if guard.is_some() {
+                    return true;
+                }
+                // Look again under the state lock: CLIENT PAUSE runs under it, so a pause
+                // that began while we waited for the lock is seen.
+                match self.lock_state().await {
+                    Ok(state) => *guard = Some(state),
+                    Err(_) => return true,
+                }
+                continue;
+            };
+            if let Some(mut state) = guard.take() {
+                state.finish_effects(&node, effects);
+            }
+            if self.flush().await.is_err() {
+                return false;
+            }
+            if handle.is_killed() {
+                return false;
+            }
+            let changed = node.live.pause.changed.notified();
+            tokio::select! {
+                _ = changed => {}
+                _ = tokio::time::sleep(Duration::from_millis(end.saturating_sub(now).max(1))) => {}
+                _ = handle.kill_notify.notified() => return false,
+                _ = shutdown.recv() => return false,
+            }
+            if handle.is_killed() {
+                return false;
+            }
+        }
     }
 
     async fn run_command(
@@ -304,9 +424,18 @@ impl Connection {
 
     fn note_command(&self, resolved: Resolved, now: u64) {
         let db = self.client.db;
+        let resp = match self.client.resp {
+            locksmith_resp::Version::Resp2 => 2,
+            locksmith_resp::Version::Resp3 => 3,
+        };
         self.client.handle.update(|info| {
             info.db = db;
+            info.resp = resp;
             info.last_cmd.clear();
+            if let Some(parent) = resolved.parent {
+                info.last_cmd.push_str(parent.name);
+                info.last_cmd.push('|');
+            }
             info.last_cmd.push_str(resolved.spec.name);
             info.last_interaction_ms = now;
         });
@@ -371,5 +500,14 @@ impl Connection {
                 _ = tokio::time::sleep(wait) => {}
             }
         }
+    }
+}
+
+/// Resolves after `timeout_s` seconds, or never when it is 0 (`timeout 0`).
+async fn idle(timeout_s: u64) {
+    if timeout_s == 0 {
+        std::future::pending::<()>().await;
+    } else {
+        tokio::time::sleep(Duration::from_secs(timeout_s)).await;
     }
 }

@@ -45,10 +45,10 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
             "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.",
         ),
     CommandSpec::new("replicaof", 3, replicaof_standalone)
-        .flags(ADMIN | NOSCRIPT | STALE)
+        .flags(ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING)
         .doc("server", "Configures a server as replica of another, or promotes it to a master."),
     CommandSpec::new("slaveof", 3, replicaof_standalone)
-        .flags(ADMIN | NOSCRIPT | STALE)
+        .flags(ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING)
         .doc("server", "Sets a Redis server as a replica of another, or promotes it to being a master."),
 ];
 
@@ -570,10 +570,11 @@ pub(crate) async fn run_async_command(node: &Node, client: &ClientState, argv: &
     crate::harness::run_replicaof(node, argv).await
 }
 
-/// The `# Replication` section of `INFO`, from the node's real role and offsets.
+/// The fields of `INFO`'s `# Replication` section (the header is the caller's), from the
+/// node's real role and offsets.
 pub(crate) fn replication_info(repl: &ReplState) -> String {
     use std::fmt::Write;
-    let mut s = String::from("# Replication\r\n");
+    let mut s = String::new();
     let offset = repl.offset;
     match &repl.role {
         Role::Master => {
@@ -663,7 +664,7 @@ mod tests {
     fn replication_info_of_a_standalone_master() {
         let repl = ReplState::new(7);
         let info = replication_info(&repl);
-        assert!(info.starts_with("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"));
+        assert!(info.starts_with("role:master\r\nconnected_slaves:0\r\n"));
         assert!(info.contains("master_repl_offset:0\r\n"));
     }
 }

@@ -8,11 +8,11 @@ use crate::shared::{Effects, Node, State};
 use rand::{Rng, SeedableRng};
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{broadcast, mpsc, Mutex, Semaphore};
+use tokio::sync::{broadcast, mpsc, Mutex};
 use tokio::task::JoinHandle;
 
 /// Redis's active expiry runs `hz` (10) times a second.
@@ -121,16 +121,16 @@ impl ServerBuilder {
         let run_id: String = (0..40)
             .map(|_| char::from_digit(rng.random_range(0..16), 16).unwrap_or('0'))
             .collect();
-        let config = self.config;
+        let mut config = self.config;
+        // CONFIG GET port and INFO report the port actually bound.
+        config.port = addr.port();
         let node = Arc::new(Node::new(&config, clock, addr, run_id, seed));
         tracing::info!(%addr, seed, "locksmith server ready to accept connections");
         let (shutdown_tx, _) = broadcast::channel(1);
         let (done_tx, done_rx) = mpsc::channel::<()>(1);
-        let limit = Arc::new(Semaphore::new(config.maxclients));
         let accept = tokio::spawn(accept_loop(
             listener,
             node.clone(),
-            limit,
             shutdown_tx.clone(),
             done_tx.clone(),
         ));
@@ -152,7 +152,6 @@ impl ServerBuilder {
 async fn accept_loop(
     listener: TcpListener,
     node: Arc<Node>,
-    limit: Arc<Semaphore>,
     shutdown: broadcast::Sender<()>,
     done: mpsc::Sender<()>,
 ) {
@@ -161,6 +160,11 @@ async fn accept_loop(
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             _ = stop.recv() => return,
+            _ = node.live.stopped() => {
+                // SHUTDOWN: stop every connection and the background tasks.
+                let _ = shutdown.send(());
+                return;
+            }
         };
         let socket = match accepted {
             Ok((socket, _)) => socket,
@@ -171,18 +175,21 @@ async fn accept_loop(
                 continue;
             }
         };
-        node.connections_received
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let Ok(permit) = limit.clone().try_acquire_owned() else {
+        node.connections_received.fetch_add(1, Ordering::Relaxed);
+        // `maxclients` can change at run time (CONFIG SET), so count instead of a semaphore.
+        let max = node.live.maxclients.load(Ordering::Relaxed);
+        if node.live.connected.fetch_add(1, Ordering::AcqRel) >= max {
+            node.live.connected.fetch_sub(1, Ordering::AcqRel);
+            node.live.rejected.fetch_add(1, Ordering::Relaxed);
             tokio::spawn(refuse(socket));
             continue;
-        };
+        }
         let node = node.clone();
         let stop = shutdown.subscribe();
         let done = done.clone();
         tokio::spawn(async move {
-            connection::serve(node, socket, stop).await;
-            drop(permit);
+            connection::serve(node.clone(), socket, stop).await;
+            node.live.connected.fetch_sub(1, Ordering::AcqRel);
             drop(done);
         });
     }
@@ -202,15 +209,22 @@ async fn active_expire_loop(
     done: mpsc::Sender<()>,
 ) {
     let mut effects = Effects::default();
+    let mut period = ACTIVE_EXPIRE_PERIOD;
     loop {
         tokio::select! {
-            _ = tokio::time::sleep(ACTIVE_EXPIRE_PERIOD) => {}
+            _ = tokio::time::sleep(period) => {}
             _ = stop.recv() => break,
         }
         let mut state = node.state.lock().await;
         let now = node.clock.now_ms();
-        state.active_expire(now, ACTIVE_EXPIRE_BUDGET, &mut effects);
-        state.finish_effects(&node, &mut effects);
+        node.live.sample_ops(now, state.stats.commands);
+        // `hz` sets the cycle's frequency; DEBUG SET-ACTIVE-EXPIRE 0 and CLIENT PAUSE stop
+        // it, as in Redis.
+        period = Duration::from_millis(1000 / state.settings.hz());
+        if node.live.active_expire.load(Ordering::Relaxed) && !node.live.pause.is_paused(now) {
+            state.active_expire(now, ACTIVE_EXPIRE_BUDGET, &mut effects);
+            state.finish_effects(&node, &mut effects);
+        }
     }
     drop(done);
 }
@@ -249,6 +263,12 @@ impl ServerHandle {
     /// Number of clients blocked on keys (`BLPOP` and friends) right now.
     pub async fn blocked_clients(&self) -> usize {
         self.node.state.lock().await.blocked_clients()
+    }
+
+    /// Resolves when a client asked the node to stop (`SHUTDOWN`); the node is then already
+    /// closing. Call [`ServerHandle::shutdown`] to wait for it.
+    pub async fn stopped(&self) {
+        self.node.live.stopped().await;
     }
 
     /// Stops accepting, closes every connection and waits (at most 5 s) for them to finish.

@@ -37,6 +37,11 @@ pub(crate) struct State {
     pub(crate) notify_flags: u32,
     /// Replication role, offset and the feeds to replicas.
     pub(crate) repl: crate::replication::ReplState,
+    /// Every `CONFIG GET|SET` parameter's run-time value.
+    pub(crate) settings: crate::config_table::Settings,
+    /// Unix seconds of the last save (`LASTSAVE`, `rdb_last_save_time`): the start time, as
+    /// we never save.
+    pub(crate) last_save_unix: u64,
 }
 
 /// Counters reported by `INFO`.
@@ -66,6 +71,8 @@ impl State {
             watches: Default::default(),
             notify_flags: crate::notify::parse_flags(config.notify_keyspace_events.as_bytes())
                 .unwrap_or(0),
+            settings: crate::config_table::Settings::new(&config),
+            last_save_unix: 0,
             config,
         }
     }
@@ -201,6 +208,8 @@ pub(crate) struct Node {
     pub(crate) last_client_id: AtomicU64,
     /// Set when the node belongs to a harness topology (admin commands, REPLICAOF).
     pub(crate) harness: std::sync::OnceLock<crate::harness::Membership>,
+    /// Limits, counters and `CLIENT PAUSE`, readable without the state lock.
+    pub(crate) live: crate::live::Live,
 }
 
 impl Node {
@@ -212,12 +221,14 @@ impl Node {
         run_id: String,
         seed: u64,
     ) -> Node {
+        let mut state = State::new(config.clone(), seed);
+        state.last_save_unix = clock.now_ms() / 1000;
         Node {
             busy_threshold_ms: AtomicU64::new(config.busy_reply_threshold.as_millis() as u64),
             auth_required: AtomicBool::new(config.requirepass.is_some()),
             last_client_id: AtomicU64::new(0),
             started_ms: clock.now_ms(),
-            state: Arc::new(Mutex::new(State::new(config.clone(), seed))),
+            state: Arc::new(Mutex::new(state)),
             clock,
             clients: Default::default(),
             addr,
@@ -225,6 +236,7 @@ impl Node {
             script: Default::default(),
             connections_received: AtomicU64::new(0),
             harness: Default::default(),
+            live: crate::live::Live::new(config.maxclients as u64),
         }
     }
 
@@ -294,4 +306,3 @@ impl Node {
         )
     }
 }
-

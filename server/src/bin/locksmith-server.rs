@@ -134,6 +134,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
+        // A client sent SHUTDOWN (single-node mode).
+        _ = async {
+            match &server {
+                Some(server) => server.stopped().await,
+                None => std::future::pending().await,
+            }
+        } => {}
     }
     tracing::info!("shutting down");
     if let Some(server) = server {

@@ -1,12 +1,21 @@
-//! Connection commands: PING, ECHO, SELECT, QUIT.
+//! Connection commands: PING, ECHO, SELECT, QUIT, HELLO, AUTH, RESET.
 
 use super::{flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
-use locksmith_resp::Frame;
+use bytes::Bytes;
+use locksmith_resp::{Frame, Version};
+use std::sync::atomic::Ordering;
+
+/// The Redis version we report (`HELLO`, `INFO server`): the release our replies are
+/// checked against.
+pub(crate) const REDIS_VERSION: &str = "7.0.15";
+
+/// `WRONGPASS` reply of `AUTH` and `HELLO … AUTH`.
+const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
 /// The connection family's table.
 pub(crate) static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("ping", -1, ping)
-        .flags(FAST | STALE | LOADING)
+        .flags(FAST)
         .doc("connection", "Returns the server's liveliness response."),
     CommandSpec::new("echo", 2, echo)
         .flags(FAST | STALE | LOADING)
@@ -17,6 +26,15 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("quit", -1, quit)
         .flags(FAST | STALE | LOADING | NO_AUTH | ALLOW_BUSY | NOSCRIPT)
         .doc("connection", "Closes the connection."),
+    CommandSpec::new("hello", -1, hello)
+        .flags(FAST | STALE | LOADING | NO_AUTH | ALLOW_BUSY | NOSCRIPT)
+        .doc("connection", "Handshakes with the Redis server."),
+    CommandSpec::new("auth", -2, auth)
+        .flags(FAST | STALE | LOADING | NO_AUTH | ALLOW_BUSY | NOSCRIPT)
+        .doc("connection", "Authenticates the connection."),
+    CommandSpec::new("reset", 1, reset)
+        .flags(FAST | STALE | LOADING | NO_AUTH | ALLOW_BUSY | NOSCRIPT)
+        .doc("connection", "Resets the connection."),
 ];
 
 /// ```text
@@ -66,4 +84,149 @@ fn select(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn quit(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     ctx.client.close_after_reply = true;
     Ok(Frame::ok())
+}
+
+/// Checks `user`/`password` as Redis's `ACLAuthenticateUser` does with only the `default`
+/// user: without `requirepass` it has `nopass` and any password works.
+fn credentials_ok(ctx: &Ctx<'_>, user: &[u8], password: &[u8]) -> bool {
+    if user != b"default" {
+        return false;
+    }
+    match &ctx.state.config.requirepass {
+        None => true,
+        Some(expected) => constant_time_eq(expected.as_bytes(), password),
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// ```text
+/// AUTH [username] password
+/// ```
+fn auth(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let (user, password) = match args.rest() {
+        [password] => {
+            // Redis keeps the old error for the one-argument form without a password.
+            if ctx.state.config.requirepass.is_none() {
+                return Err(CommandError::err(
+                    "AUTH <password> called without any password configured for the default \
+                     user. Are you sure your configuration is correct?",
+                ));
+            }
+            (&b"default"[..], password)
+        }
+        [user, password] => (&user[..], password),
+        _ => return Err(CommandError::Syntax),
+    };
+    if credentials_ok(ctx, user, password) {
+        ctx.client.authenticated = true;
+        Ok(Frame::ok())
+    } else {
+        Err(CommandError::Raw(WRONGPASS.into()))
+    }
+}
+
+/// `CLIENT SETNAME` / `HELLO SETNAME` validation: no spaces, newlines or other characters
+/// outside `!`..=`~`.
+pub(crate) fn valid_client_name(name: &[u8]) -> Result<(), CommandError> {
+    if name.iter().all(|&c| (b'!'..=b'~').contains(&c)) {
+        Ok(())
+    } else {
+        Err(CommandError::err(
+            "Client names cannot contain spaces, newlines or special characters.",
+        ))
+    }
+}
+
+/// Stores `name` as the client's name (empty clears it).
+pub(crate) fn set_client_name(ctx: &mut Ctx<'_>, name: &Bytes) -> Result<(), CommandError> {
+    valid_client_name(name)?;
+    let name = (!name.is_empty()).then(|| name.clone());
+    ctx.client.handle.update(|info| info.name = name);
+    Ok(())
+}
+
+/// ```text
+/// HELLO [protover [AUTH username password] [SETNAME clientname]]
+/// ```
+fn hello(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let mut version = None;
+    if let Some(arg) = args.next() {
+        let v = locksmith_resp::parse_integer(arg).ok_or_else(|| {
+            CommandError::err("Protocol version is not an integer or out of range")
+        })?;
+        version = match v {
+            2 => Some(Version::Resp2),
+            3 => Some(Version::Resp3),
+            _ => {
+                return Err(CommandError::Raw(
+                    "NOPROTO unsupported protocol version".into(),
+                ))
+            }
+        };
+    }
+    let mut credentials = None;
+    let mut name = None;
+    while let Some(opt) = args.next() {
+        if opt.eq_ignore_ascii_case(b"AUTH") && args.remaining() >= 2 {
+            credentials = Some((args.bytes()?, args.bytes()?));
+        } else if opt.eq_ignore_ascii_case(b"SETNAME") && args.remaining() >= 1 {
+            name = Some(args.bytes()?);
+        } else {
+            return Err(CommandError::err(format!(
+                "Syntax error in HELLO option '{}'",
+                super::lossy(opt, 128)
+            )));
+        }
+    }
+    if let Some((user, password)) = credentials {
+        if !credentials_ok(ctx, &user, &password) {
+            return Err(CommandError::Raw(WRONGPASS.into()));
+        }
+        ctx.client.authenticated = true;
+    }
+    if !ctx.client.authenticated {
+        return Err(CommandError::Raw(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the \
+             HELLO AUTH <user> <pass> option can be used to authenticate the client and \
+             select the RESP protocol version at the same time"
+                .into(),
+        ));
+    }
+    if let Some(name) = name {
+        set_client_name(ctx, &name)?;
+    }
+    if let Some(version) = version {
+        ctx.client.resp = version;
+    }
+    let proto = match ctx.client.resp {
+        Version::Resp2 => 2,
+        Version::Resp3 => 3,
+    };
+    let entry = |k: &'static str, v: Frame| (Frame::Bulk(Bytes::from_static(k.as_bytes())), v);
+    Ok(Frame::Map(vec![
+        entry("server", Frame::bulk("redis")),
+        entry("version", Frame::bulk(REDIS_VERSION)),
+        entry("proto", Frame::Integer(proto)),
+        entry("id", Frame::Integer(ctx.client.id() as i64)),
+        entry("mode", Frame::bulk("standalone")),
+        entry("role", Frame::bulk("master")),
+        entry("modules", Frame::Array(Vec::new())),
+    ]))
+}
+
+/// ```text
+/// RESET
+/// ```
+fn reset(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    // Subscriptions, watched keys and blocked waits held in the shared state go as when the
+    // connection closes; the connection's own state returns to a new connection's.
+    crate::transaction::reset(ctx.state, ctx.client);
+    super::pubsub::reset(ctx);
+    ctx.state.client_gone(ctx.client.id());
+    let authenticated = !ctx.node.auth_required.load(Ordering::Relaxed);
+    ctx.client.reset(authenticated);
+    Ok(Frame::simple("RESET"))
 }

@@ -6,6 +6,7 @@
 //! Handlers are synchronous: they run against a [`Ctx`] under the state lock and return the
 //! reply, so `MULTI`/`EXEC`, `redis.call` and replication reuse the same code.
 
+mod client;
 mod connection;
 #[cfg(test)]
 mod effects_tests;
@@ -18,6 +19,7 @@ mod list;
 mod parse;
 pub(crate) mod pubsub;
 mod scan;
+mod server;
 mod set;
 mod string;
 mod transaction;
@@ -70,8 +72,15 @@ pub(crate) mod flags {
     pub(crate) const MOVABLE_KEYS: u32 = 1 << 15;
     /// Runs Lua: executed off the reactor thread (not a Redis flag; never shown).
     pub(crate) const RUNS_SCRIPT: u32 = 1 << 16;
+    /// Not logged to the slow log.
+    pub(crate) const SKIP_SLOWLOG: u32 = 1 << 17;
+    /// May run with no key arguments although it takes keys.
+    pub(crate) const NO_MANDATORY_KEYS: u32 = 1 << 18;
+    /// Refused while loading asynchronously.
+    pub(crate) const NO_ASYNC_LOADING: u32 = 1 << 19;
 
-    /// (flag, name) in the order Redis lists them.
+    /// (flag, name) in the order Redis 7.0's `COMMAND INFO` lists them (`addReplyCommandFlags`;
+    /// `may_replicate` is hidden there on purpose, so it is not listed).
     pub(crate) const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
         (READONLY, "readonly"),
@@ -83,12 +92,14 @@ pub(crate) mod flags {
         (LOADING, "loading"),
         (STALE, "stale"),
         (SKIP_MONITOR, "skip_monitor"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
-        (MAY_REPLICATE, "may_replicate"),
+        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
         (NO_MULTI, "no_multi"),
-        (ALLOW_BUSY, "allow_busy"),
         (MOVABLE_KEYS, "movablekeys"),
+        (ALLOW_BUSY, "allow_busy"),
     ];
 }
 
@@ -200,7 +211,7 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 11] {
+fn families() -> [&'static [CommandSpec]; 13] {
     [
         connection::COMMANDS,
         keys::COMMANDS,
@@ -213,6 +224,8 @@ fn families() -> [&'static [CommandSpec]; 11] {
         list::COMMANDS,
         zset::COMMANDS,
         set::COMMANDS,
+        client::COMMANDS,
+        server::COMMANDS,
     ]
 }
 
@@ -259,6 +272,7 @@ pub(crate) fn resolve(argv: &[Bytes]) -> Result<Resolved, CommandError> {
             Some(sub_spec) if sub_spec.arity_ok(argv.len()) => Ok(Resolved {
                 spec: sub_spec,
                 first_arg: 2,
+                parent: Some(spec),
             }),
             Some(sub_spec) => Err(CommandError::WrongArity(format!(
                 "{}|{}",
@@ -273,7 +287,11 @@ pub(crate) fn resolve(argv: &[Bytes]) -> Result<Resolved, CommandError> {
     if !spec.arity_ok(argv.len()) {
         return Err(CommandError::WrongArity(spec.name.to_string()));
     }
-    Ok(Resolved { spec, first_arg: 1 })
+    Ok(Resolved {
+        spec,
+        first_arg: 1,
+        parent: None,
+    })
 }
 
 /// A command line matched to its spec.
@@ -283,6 +301,8 @@ pub(crate) struct Resolved {
     pub(crate) spec: &'static CommandSpec,
     /// Index of the first argument after the command (and subcommand) name.
     pub(crate) first_arg: usize,
+    /// The container command for a subcommand (`client` for `CLIENT LIST`).
+    pub(crate) parent: Option<&'static CommandSpec>,
 }
 
 /// Everything a handler may touch while it runs.
@@ -404,7 +424,9 @@ pub(crate) fn execute(
 
 /// Runs an already-resolved command (see [`execute`]).
 pub(crate) fn execute_resolved(
-    Resolved { spec, first_arg }: Resolved,
+    Resolved {
+        spec, first_arg, ..
+    }: Resolved,
     state: &mut State,
     node: &Node,
     client: &mut ClientState,

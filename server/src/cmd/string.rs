@@ -78,7 +78,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         .keys(1, 1, 1)
         .doc("string", "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist."),
     CommandSpec::new("append", 3, append)
-        .flags(WRITE | DENYOOM)
+        .flags(WRITE | DENYOOM | FAST)
         .keys(1, 1, 1)
         .doc("string", "Appends a string to the value of a key. Creates the key if it doesn't exist."),
     CommandSpec::new("strlen", 2, strlen)

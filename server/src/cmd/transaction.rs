@@ -13,7 +13,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         .flags(NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY)
         .doc("transactions", "Starts a transaction."),
     CommandSpec::new("exec", 1, exec)
-        .flags(NOSCRIPT | LOADING | STALE)
+        .flags(NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG)
         .doc("transactions", "Executes all commands in a transaction."),
     CommandSpec::new("discard", 1, discard)
         .flags(NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY)

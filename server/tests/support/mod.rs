@@ -80,7 +80,8 @@ impl RealRedis {
                 if s.write_all(b"PING\r\n").is_ok() {
                     let mut buf = [0u8; 64];
                     if let Ok(n) = s.read(&mut buf) {
-                        if buf[..n].starts_with(b"+PONG") {
+                        // With --requirepass, NOAUTH also proves the server is up.
+                        if buf[..n].starts_with(b"+PONG") || buf[..n].starts_with(b"-NOAUTH") {
                             return Some(real);
                         }
                     }

@@ -1,0 +1,538 @@
+//! `CLIENT` and its subcommands: ID, SETNAME, GETNAME, LIST, INFO, KILL, SETINFO, NO-EVICT,
+//! NO-TOUCH, REPLY, PAUSE, UNPAUSE, GETREDIR, HELP.
+
+use super::connection::set_client_name;
+use super::{flags::*, lossy, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use crate::client::ClientHandle;
+use crate::live::PauseMode;
+use bytes::Bytes;
+use locksmith_resp::Frame;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+const ADMIN_CONN: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
+
+static SUBCOMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("id", 2, id)
+        .flags(NOSCRIPT | LOADING | STALE)
+        .doc("connection", "Returns the unique client ID of the connection."),
+    CommandSpec::new("setname", 3, setname)
+        .flags(NOSCRIPT | LOADING | STALE)
+        .doc("connection", "Sets the connection name."),
+    CommandSpec::new("getname", 2, getname)
+        .flags(NOSCRIPT | LOADING | STALE)
+        .doc("connection", "Returns the name of the connection."),
+    CommandSpec::new("list", -2, list)
+        .flags(ADMIN_CONN)
+        .doc("connection", "Lists open connections."),
+    CommandSpec::new("info", 2, info)
+        .flags(NOSCRIPT | LOADING | STALE)
+        .doc("connection", "Returns information about the connection."),
+    CommandSpec::new("kill", -3, kill)
+        .flags(ADMIN_CONN)
+        .doc("connection", "Terminates open connections."),
+    CommandSpec::new("setinfo", 4, setinfo)
+        .flags(NOSCRIPT | LOADING | STALE)
+        .doc("connection", "Sets information specific to the client or connection."),
+    CommandSpec::new("no-evict", 3, no_evict)
+        .flags(ADMIN_CONN)
+        .doc("connection", "Sets the client eviction mode of the connection."),
+    CommandSpec::new("no-touch", 3, no_touch)
+        .flags(NOSCRIPT | LOADING | STALE)
+        .doc("connection", "Controls whether commands sent by the client affect the LRU/LFU of accessed keys."),
+    CommandSpec::new("reply", 3, reply)
+        .flags(NOSCRIPT | LOADING | STALE)
+        .doc("connection", "Instructs the server whether to reply to commands."),
+    CommandSpec::new("pause", -3, pause)
+        .flags(ADMIN_CONN)
+        .doc("connection", "Suspends commands processing."),
+    CommandSpec::new("unpause", 2, unpause)
+        .flags(ADMIN_CONN)
+        .doc("connection", "Resumes processing commands from paused clients."),
+    CommandSpec::new("getredir", 2, getredir)
+        .flags(NOSCRIPT | LOADING | STALE)
+        .doc("connection", "Returns the client ID to which the connection's tracking notifications are redirected."),
+    CommandSpec::new("help", 2, help)
+        .flags(LOADING | STALE)
+        .doc("connection", "Returns helpful text about the different subcommands."),
+];
+
+/// The CLIENT family's table.
+pub(crate) static COMMANDS: &[CommandSpec] = &[CommandSpec::new("client", -2, help)
+    .flags(0)
+    .doc("connection", "A container for client connection commands.")
+    .subs(SUBCOMMANDS)];
+
+/// ```text
+/// CLIENT ID
+/// ```
+fn id(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(Frame::Integer(ctx.client.id() as i64))
+}
+
+/// ```text
+/// CLIENT SETNAME connection-name
+/// ```
+fn setname(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let name = args.bytes()?;
+    set_client_name(ctx, &name)?;
+    Ok(Frame::ok())
+}
+
+/// ```text
+/// CLIENT GETNAME
+/// ```
+fn getname(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(ctx
+        .client
+        .handle
+        .info()
+        .name
+        .map_or(Frame::Null, Frame::Bulk))
+}
+
+/// Client types of `CLIENT LIST TYPE` and `CLIENT KILL TYPE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ClientType {
+    Normal,
+    Replica,
+    Pubsub,
+    Master,
+}
+
+fn client_type(name: &[u8]) -> Result<ClientType, CommandError> {
+    match name.to_ascii_lowercase().as_slice() {
+        b"normal" => Ok(ClientType::Normal),
+        b"slave" | b"replica" => Ok(ClientType::Replica),
+        b"pubsub" => Ok(ClientType::Pubsub),
+        b"master" => Ok(ClientType::Master),
+        _ => Err(CommandError::err(format!(
+            "Unknown client type '{}'",
+            lossy(name, 128)
+        ))),
+    }
+}
+
+fn type_of(handle: &ClientHandle) -> ClientType {
+    let info = handle.info();
+    if info.sub + info.psub + info.ssub > 0 {
+        ClientType::Pubsub
+    } else {
+        ClientType::Normal
+    }
+}
+
+/// One `CLIENT LIST` line (without the newline), in Redis 7's field order. Fields we have no
+/// equivalent for (query buffer, reply buffer) carry plausible fixed values.
+fn client_line(ctx: &Ctx<'_>, handle: &Arc<ClientHandle>, own_cmd: &str) -> String {
+    let info = handle.info();
+    let own = handle.id == ctx.client.id();
+    let now = ctx.now;
+    let age = now.saturating_sub(handle.created_ms) / 1000;
+    let idle = now.saturating_sub(info.last_interaction_ms) / 1000;
+    let mut flags = info.flags.clone();
+    let (no_evict, no_touch) = if own {
+        (ctx.client.no_evict, ctx.client.no_touch)
+    } else {
+        (false, false)
+    };
+    if no_evict {
+        flags.push('e');
+    }
+    if no_touch {
+        flags.push('T');
+    }
+    if flags.len() > 1 {
+        flags = flags.replace('N', "");
+    }
+    let omem = handle
+        .outbox
+        .pending
+        .load(std::sync::atomic::Ordering::Relaxed);
+    // The command running now is the one that asked, as in Redis.
+    let (cmd, db, resp) = if own {
+        (
+            own_cmd.to_string(),
+            ctx.client.db,
+            match ctx.client.resp {
+                locksmith_resp::Version::Resp2 => 2,
+                locksmith_resp::Version::Resp3 => 3,
+            },
+        )
+    } else {
+        let cmd = if info.last_cmd.is_empty() {
+            "NULL".to_string()
+        } else {
+            info.last_cmd.clone()
+        };
+        (cmd, info.db, info.resp)
+    };
+    let (qbuf, qbuf_free, argv_mem) = if own { (26, 20448, 10) } else { (0, 0, 0) };
+    let name = info
+        .name
+        .as_ref()
+        .map(|n| lossy(n, usize::MAX))
+        .unwrap_or_default();
+    let mut line = String::with_capacity(300);
+    let _ = write!(
+        line,
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} \
+         ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem=0 rbs=1024 rbp=0 obl=0 \
+         oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
+        handle.id,
+        handle.addr,
+        handle.laddr,
+        handle.id + 7,
+        name,
+        age,
+        idle,
+        flags,
+        db,
+        info.sub,
+        info.psub,
+        info.ssub,
+        info.multi,
+        qbuf,
+        qbuf_free,
+        argv_mem,
+        omem,
+        1024 + qbuf + qbuf_free + argv_mem + omem as u64 + 800,
+        cmd,
+        resp
+    );
+    if let Some(lib) = &info.lib_name {
+        let _ = write!(line, " lib-name={}", lossy(lib, usize::MAX));
+    }
+    if let Some(ver) = &info.lib_ver {
+        let _ = write!(line, " lib-ver={}", lossy(ver, usize::MAX));
+    }
+    line
+}
+
+fn verbatim(text: String) -> Frame {
+    Frame::Verbatim {
+        format: *b"txt",
+        text: Bytes::from(text),
+    }
+}
+
+/// ```text
+/// CLIENT LIST [TYPE <NORMAL | MASTER | REPLICA | PUBSUB>] [ID client-id [client-id ...]]
+/// ```
+fn list(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let rest = args.rest();
+    let mut kind = None;
+    let mut ids: Option<Vec<u64>> = None;
+    match rest {
+        [] => {}
+        [word, name] if word.eq_ignore_ascii_case(b"type") => kind = Some(client_type(name)?),
+        [word, list @ ..] if word.eq_ignore_ascii_case(b"id") && !list.is_empty() => {
+            let mut parsed = Vec::with_capacity(list.len());
+            for arg in list {
+                match locksmith_resp::parse_integer(arg) {
+                    Some(n) if n >= 1 => parsed.push(n as u64),
+                    _ => return Err(CommandError::err("Invalid client ID")),
+                }
+            }
+            ids = Some(parsed);
+        }
+        _ => return Err(CommandError::Syntax),
+    }
+    let mut out = String::new();
+    for handle in ctx.node.clients.all() {
+        if kind.is_some_and(|k| type_of(&handle) != k) {
+            continue;
+        }
+        if ids.as_ref().is_some_and(|ids| !ids.contains(&handle.id)) {
+            continue;
+        }
+        out.push_str(&client_line(ctx, &handle, "client|list"));
+        out.push('\n');
+    }
+    Ok(verbatim(out))
+}
+
+/// ```text
+/// CLIENT INFO
+/// ```
+fn info(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    let handle = ctx.client.handle.clone();
+    let mut line = client_line(ctx, &handle, "client|info");
+    line.push('\n');
+    Ok(verbatim(line))
+}
+
+/// ```text
+/// CLIENT KILL ip:port
+/// CLIENT KILL <ID client-id | TYPE <NORMAL | MASTER | SLAVE | REPLICA | PUBSUB> |
+///   USER username | ADDR ip:port | LADDR ip:port | SKIPME <YES | NO> | MAXAGE maxage>
+///   [...]
+/// ```
+fn kill(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let rest = args.rest();
+    let mut id = None;
+    let mut kind = None;
+    let mut addr: Option<&[u8]> = None;
+    let mut laddr: Option<&[u8]> = None;
+    let mut maxage: Option<u64> = None;
+    let old_form = rest.len() == 1;
+    // With the old form a client may kill itself.
+    let mut skipme = !old_form;
+    if old_form {
+        addr = rest.first().map(|a| &a[..]);
+    } else {
+        let mut pairs = rest.chunks(2);
+        for pair in &mut pairs {
+            let [opt, value] = pair else {
+                return Err(CommandError::Syntax);
+            };
+            match opt.to_ascii_lowercase().as_slice() {
+                b"id" => match locksmith_resp::parse_integer(value) {
+                    Some(n) if n >= 1 => id = Some(n as u64),
+                    _ => return Err(CommandError::err("client-id should be greater than 0")),
+                },
+                b"type" => kind = Some(client_type(value)?),
+                b"addr" => addr = Some(value),
+                b"laddr" => laddr = Some(value),
+                b"user" => {
+                    if &value[..] != b"default" {
+                        return Err(CommandError::err(format!(
+                            "No such user '{}'",
+                            lossy(value, 128)
+                        )));
+                    }
+                }
+                b"skipme" => match value.to_ascii_lowercase().as_slice() {
+                    b"yes" => skipme = true,
+                    b"no" => skipme = false,
+                    _ => return Err(CommandError::Syntax),
+                },
+                b"maxage" => match locksmith_resp::parse_integer(value) {
+                    Some(n) if n >= 0 => maxage = Some(n as u64),
+                    _ => return Err(CommandError::NotInteger),
+                },
+                _ => return Err(CommandError::Syntax),
+            }
+        }
+    }
+    let mut killed = 0;
+    for handle in ctx.node.clients.all() {
+        let own = handle.id == ctx.client.id();
+        if id.is_some_and(|id| handle.id != id)
+            || kind.is_some_and(|k| type_of(&handle) != k)
+            || addr.is_some_and(|a| handle.addr.to_string().as_bytes() != a)
+            || laddr.is_some_and(|a| handle.laddr.to_string().as_bytes() != a)
+            || maxage.is_some_and(|m| ctx.now.saturating_sub(handle.created_ms) / 1000 < m)
+            || (skipme && own)
+        {
+            continue;
+        }
+        if own {
+            // Our own connection closes once this reply is written.
+            ctx.client.close_after_reply = true;
+        }
+        handle.kill();
+        killed += 1;
+    }
+    if old_form {
+        if killed == 0 {
+            Err(CommandError::err("No such client"))
+        } else {
+            Ok(Frame::ok())
+        }
+    } else {
+        Ok(Frame::Integer(killed))
+    }
+}
+
+/// ```text
+/// CLIENT SETINFO <LIB-NAME libname | LIB-VER libver>
+/// ```
+fn setinfo(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let attr = args.bytes()?;
+    let value = args.bytes()?;
+    let lib_name = match attr.to_ascii_lowercase().as_slice() {
+        b"lib-name" => true,
+        b"lib-ver" => false,
+        _ => {
+            return Err(CommandError::err(format!(
+                "Unrecognized option '{}'",
+                lossy(&attr, 128)
+            )))
+        }
+    };
+    // Redis 7.2: the same character rule as client names.
+    if !value.iter().all(|&c| (b'!'..=b'~').contains(&c)) {
+        return Err(CommandError::err(format!(
+            "{} cannot contain spaces, newlines or special characters.",
+            if lib_name { "lib-name" } else { "lib-ver" }
+        )));
+    }
+    let value = (!value.is_empty()).then_some(value);
+    ctx.client.handle.update(|info| {
+        if lib_name {
+            info.lib_name = value;
+        } else {
+            info.lib_ver = value;
+        }
+    });
+    Ok(Frame::ok())
+}
+
+fn on_off(args: &mut Args<'_>) -> Result<bool, CommandError> {
+    match args.bytes()?.to_ascii_lowercase().as_slice() {
+        b"on" => Ok(true),
+        b"off" => Ok(false),
+        _ => Err(CommandError::Syntax),
+    }
+}
+
+/// ```text
+/// CLIENT NO-EVICT <ON | OFF>
+/// ```
+fn no_evict(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    ctx.client.no_evict = on_off(args)?;
+    Ok(Frame::ok())
+}
+
+/// ```text
+/// CLIENT NO-TOUCH <ON | OFF>
+/// ```
+fn no_touch(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    ctx.client.no_touch = on_off(args)?;
+    Ok(Frame::ok())
+}
+
+/// ```text
+/// CLIENT REPLY <ON | OFF | SKIP>
+/// ```
+fn reply(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    match args.bytes()?.to_ascii_lowercase().as_slice() {
+        b"on" => {
+            ctx.client.reply_off = false;
+            ctx.client.reply_skip_next = false;
+        }
+        b"off" => ctx.client.reply_off = true,
+        b"skip" => {
+            if !ctx.client.reply_off {
+                // Neither this command nor the next one gets a reply.
+                ctx.client.reply_skip = true;
+                ctx.client.reply_skip_next = true;
+            }
+        }
+        _ => return Err(CommandError::Syntax),
+    }
+    Ok(Frame::ok())
+}
+
+/// ```text
+/// CLIENT PAUSE timeout [WRITE | ALL]
+/// ```
+fn pause(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    if args.remaining() > 2 {
+        return Err(CommandError::err(
+            "unknown subcommand or wrong number of arguments for 'pause'. Try CLIENT HELP.",
+        ));
+    }
+    let timeout = locksmith_resp::parse_integer(&args.bytes()?)
+        .ok_or_else(|| CommandError::err("timeout is not an integer or out of range"))?;
+    if timeout < 0 {
+        return Err(CommandError::err("timeout is negative"));
+    }
+    let mode = match args.next() {
+        None => PauseMode::All,
+        Some(m) if m.eq_ignore_ascii_case(b"all") => PauseMode::All,
+        Some(m) if m.eq_ignore_ascii_case(b"write") => PauseMode::Write,
+        Some(_) => return Err(CommandError::err("CLIENT PAUSE mode must be WRITE or ALL")),
+    };
+    let end = ctx.now.saturating_add(timeout as u64);
+    ctx.node.live.pause.pause(mode, end, ctx.now);
+    Ok(Frame::ok())
+}
+
+/// ```text
+/// CLIENT UNPAUSE
+/// ```
+fn unpause(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    ctx.node.live.pause.unpause();
+    Ok(Frame::ok())
+}
+
+/// ```text
+/// CLIENT GETREDIR
+/// ```
+fn getredir(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    // Client-side caching is not offered, so tracking is always off.
+    Ok(Frame::Integer(-1))
+}
+
+/// ```text
+/// CLIENT HELP
+/// ```
+fn help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(help_lines(
+        "CLIENT",
+        &[
+            "GETREDIR",
+            "    Return the client ID we are redirecting to when tracking is enabled.",
+            "GETNAME",
+            "    Return the name of the current connection.",
+            "ID",
+            "    Return the ID of the current connection.",
+            "INFO",
+            "    Return information about the current client connection.",
+            "KILL <ip:port>",
+            "    Kill connection made from <ip:port>.",
+            "KILL <option> <value> [<option> <value> [...]]",
+            "    Kill connections. Options are:",
+            "    * ADDR (<ip:port>|<unixsocket>:0)",
+            "      Kill connections made from the specified address",
+            "    * LADDR (<ip:port>|<unixsocket>:0)",
+            "      Kill connections made to specified local address",
+            "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+            "      Kill connections by type.",
+            "    * USER <username>",
+            "      Kill connections authenticated by <username>.",
+            "    * SKIPME (YES|NO)",
+            "      Skip killing current connection (default: yes).",
+            "    * ID <client-id>",
+            "      Kill connections by client id.",
+            "    * MAXAGE <maxage>",
+            "      Kill connections older than the specified age.",
+            "LIST [options ...]",
+            "    Return information about client connections. Options:",
+            "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+            "      Return clients of specified type.",
+            "UNPAUSE",
+            "    Stop the current client pause, resuming traffic.",
+            "PAUSE <timeout> [WRITE|ALL]",
+            "    Suspend all, or just write, clients for <timeout> milliseconds.",
+            "REPLY (ON|OFF|SKIP)",
+            "    Control the replies sent to the current connection.",
+            "SETNAME <name>",
+            "    Assign the name <name> to the current connection.",
+            "SETINFO <option> <value>",
+            "    Set client meta attr. Options are:",
+            "    * LIB-NAME: the client lib name.",
+            "    * LIB-VER: the client lib version.",
+            "NO-EVICT (ON|OFF)",
+            "    Protect current client connection from eviction.",
+            "NO-TOUCH (ON|OFF)",
+            "    Will not touch LRU/LFU stats when this mode is on.",
+        ],
+    ))
+}
+
+/// A `<CMD> HELP` reply: Redis's header line, `lines`, then the HELP entry.
+pub(crate) fn help_lines(command: &str, lines: &[&str]) -> Frame {
+    let mut out = Vec::with_capacity(lines.len() + 3);
+    out.push(Frame::Simple(Bytes::from(format!(
+        "{command} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    ))));
+    for line in lines {
+        out.push(Frame::Simple(Bytes::copy_from_slice(line.as_bytes())));
+    }
+    out.push(Frame::simple("HELP"));
+    out.push(Frame::simple("    Prints this help."));
+    Frame::Array(out)
+}

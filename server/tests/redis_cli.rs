@@ -1,0 +1,181 @@
+//! The `locksmith-server` binary driven by real tools: `redis-cli` (RESP2, `-3`), inline
+//! commands over a raw socket, the binary's flags, and a clean exit on SIGTERM.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The binary on a free loopback port, killed on drop.
+struct Binary {
+    child: Child,
+    port: u16,
+}
+
+impl Binary {
+    fn start(extra: &[&str]) -> Binary {
+        let port = support::free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_locksmith-server"))
+            .args(["--port", &port.to_string(), "--loglevel", "warning"])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let bin = Binary { child, port };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            let reply = exchange(port, b"PING\r\n");
+            if reply.starts_with("+PONG") || reply.starts_with("-NOAUTH") {
+                return bin;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("locksmith-server did not answer PING on port {port} within 10 s");
+    }
+}
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Writes `bytes` and reads until close or 300 ms of silence ("" if it cannot connect).
+fn exchange(port: u16, bytes: &[u8]) -> String {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return String::new();
+    };
+    s.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    if s.write_all(bytes).is_err() {
+        return String::new();
+    }
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `redis-cli` with `args`, or None (and one printed line) when it is not installed.
+fn cli(port: u16, args: &[&str]) -> Option<String> {
+    let out = Command::new("redis-cli")
+        .args(["-p", &port.to_string()])
+        .args(args)
+        .output();
+    match out {
+        Ok(out) => Some(String::from_utf8_lossy(&out.stdout).into_owned()),
+        Err(_) => {
+            eprintln!("redis-cli not on PATH: skipping the redis-cli checks");
+            None
+        }
+    }
+}
+
+#[test]
+fn redis_cli_talks_to_the_binary_as_to_redis() {
+    let bin = Binary::start(&[]);
+    let Some(pong) = cli(bin.port, &["PING"]) else {
+        return;
+    };
+    assert_eq!(pong, "PONG\n");
+    let real = support::RealRedis::start();
+    let commands: &[&[&str]] = &[
+        &["SET", "k", "hello world"],
+        &["GET", "k"],
+        &["GET", "missing"],
+        &["DBSIZE"],
+        &["NOPE"],
+        &["CONFIG", "GET", "maxmemory-policy"],
+        &["-3", "CONFIG", "GET", "hz"],
+        &["-3", "GET", "missing"],
+        &["-3", "SET", "k", "v"],
+        &["-3", "CLIENT", "GETNAME"],
+        &["ECHO", "a\nb"],
+    ];
+    for args in commands {
+        let ours = cli(bin.port, args).unwrap();
+        if let Some(real) = &real {
+            assert_eq!(ours, cli(real.port, args).unwrap(), "redis-cli {args:?}");
+        }
+    }
+    let hello = cli(bin.port, &["-3", "HELLO", "3"]).unwrap();
+    assert!(
+        hello.starts_with("server redis\nversion 7.0.15\nproto 3\nid "),
+        "{hello}"
+    );
+    assert!(cli(bin.port, &["INFO", "server"])
+        .unwrap()
+        .contains("redis_version:7.0.15"));
+}
+
+#[test]
+fn inline_commands_over_a_raw_socket() {
+    let bin = Binary::start(&[]);
+    assert_eq!(
+        exchange(bin.port, b"PING\r\nSET a b\r\nGET a\r\n"),
+        "+PONG\r\n+OK\r\n$1\r\nb\r\n"
+    );
+}
+
+#[test]
+fn binary_flags_set_port_password_and_databases() {
+    let bin = Binary::start(&["--requirepass", "pw", "--databases", "4"]);
+    assert_eq!(
+        exchange(bin.port, b"GET a\r\n"),
+        "-NOAUTH Authentication required.\r\n"
+    );
+    assert_eq!(
+        exchange(
+            bin.port,
+            b"AUTH pw\r\nSELECT 3\r\nSELECT 4\r\nCONFIG GET databases\r\n"
+        ),
+        "+OK\r\n+OK\r\n-ERR DB index is out of range\r\n*2\r\n$9\r\ndatabases\r\n$1\r\n4\r\n"
+    );
+    if let Some(out) = cli(
+        bin.port,
+        &["-a", "pw", "--no-auth-warning", "CONFIG", "GET", "port"],
+    ) {
+        assert_eq!(out, format!("port\n{}\n", bin.port));
+    }
+}
+
+fn wait_exit(child: &mut Child, within: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+#[test]
+fn sigterm_shuts_the_binary_down_cleanly() {
+    let mut bin = Binary::start(&[]);
+    let status = Command::new("kill")
+        .args(["-TERM", &bin.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = wait_exit(&mut bin.child, Duration::from_secs(10)).expect("still running");
+    assert!(exit.success(), "{exit:?}");
+}
+
+#[test]
+fn shutdown_command_stops_the_binary() {
+    let mut bin = Binary::start(&[]);
+    assert_eq!(exchange(bin.port, b"SHUTDOWN NOSAVE\r\n"), "");
+    let exit = wait_exit(&mut bin.child, Duration::from_secs(10)).expect("still running");
+    assert!(exit.success(), "{exit:?}");
+}
