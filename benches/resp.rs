@@ -31,7 +31,12 @@ fn decode_requests(c: &mut Criterion) {
     let mut group = c.benchmark_group("decode_requests");
     for pipeline in [1usize, 16, 128] {
         let one = evalsha_request();
-        let input: Vec<u8> = one.iter().copied().cycle().take(one.len() * pipeline).collect();
+        let input: Vec<u8> = one
+            .iter()
+            .copied()
+            .cycle()
+            .take(one.len() * pipeline)
+            .collect();
         group.throughput(Throughput::Elements(pipeline as u64));
         group.bench_with_input(BenchmarkId::from_parameter(pipeline), &input, |b, input| {
             let mut decoder = RequestDecoder::new(Limits::default());

@@ -21,7 +21,9 @@ mod config;
 mod connection;
 mod db;
 mod glob;
+mod monitor;
 mod notify;
+mod script;
 mod server;
 mod shared;
 

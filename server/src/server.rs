@@ -126,6 +126,7 @@ impl ServerBuilder {
             addr,
             run_id,
             script: Default::default(),
+            monitors: Default::default(),
             connections_received: AtomicU64::new(0),
         });
         tracing::info!(%addr, seed, "locksmith server ready to accept connections");

@@ -27,6 +27,9 @@ pub(crate) struct State {
     pub(crate) rng: StdRng,
     /// Counters for `INFO stats`.
     pub(crate) stats: Stats,
+    /// The Lua interpreter and script cache (created on first use; taken out while a script
+    /// runs, so `redis.call` can borrow the rest of the state).
+    pub(crate) scripting: Option<Box<crate::script::Engine>>,
 }
 
 /// Counters reported by `INFO`.
@@ -51,6 +54,7 @@ impl State {
             dirty: 0,
             rng: StdRng::seed_from_u64(seed),
             stats: Stats::default(),
+            scripting: None,
         }
     }
 
@@ -124,8 +128,8 @@ pub(crate) struct ScriptStatus {
     pub(crate) running: AtomicBool,
     /// Node-clock ms when it started.
     pub(crate) started_ms: AtomicU64,
-    /// `SCRIPT KILL` asked it to stop.
-    pub(crate) kill: AtomicBool,
+    /// `SCRIPT KILL` asked it to stop (shared with the Lua instruction hook).
+    pub(crate) kill: Arc<AtomicBool>,
     /// It performed a write (then it cannot be killed).
     pub(crate) wrote: AtomicBool,
     /// Signalled when a script finishes.
@@ -157,6 +161,8 @@ pub(crate) struct Node {
     pub(crate) auth_required: AtomicBool,
     /// The last client id handed out.
     pub(crate) last_client_id: AtomicU64,
+    /// Clients in MONITOR mode.
+    pub(crate) monitors: crate::monitor::Monitors,
 }
 
 impl Node {

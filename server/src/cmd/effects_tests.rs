@@ -51,6 +51,7 @@ impl Harness {
             busy_threshold_ms: Default::default(),
             auth_required: Default::default(),
             last_client_id: Default::default(),
+            monitors: Default::default(),
         };
         Harness {
             state: State::new(Config::default(), 1),

@@ -16,6 +16,7 @@ mod keys;
 mod ldouble;
 mod parse;
 mod scan;
+mod script;
 mod string;
 
 pub(crate) use error::{lossy, CmdResult, CommandError};
@@ -90,6 +91,10 @@ pub(crate) mod flags {
 /// A command handler.
 pub(crate) type Handler = fn(&mut Ctx<'_>, &mut Args<'_>) -> CmdResult;
 
+/// What an `allow_busy` command does without the state lock while a script is busy
+/// (`SCRIPT KILL`): it gets the node and the command line.
+pub(crate) type BusyHandler = fn(&Node, &[Bytes]) -> Frame;
+
 /// One entry of the command table.
 #[derive(Debug)]
 pub(crate) struct CommandSpec {
@@ -113,6 +118,8 @@ pub(crate) struct CommandSpec {
     pub(crate) handler: Handler,
     /// Subcommands (`CONFIG GET`…); empty for plain commands.
     pub(crate) subcommands: &'static [CommandSpec],
+    /// Run instead of `handler`, without the state lock, while a script is busy.
+    pub(crate) busy_handler: Option<BusyHandler>,
 }
 
 impl CommandSpec {
@@ -129,6 +136,7 @@ impl CommandSpec {
             summary: "",
             handler,
             subcommands: &[],
+            busy_handler: None,
         }
     }
 
@@ -150,6 +158,12 @@ impl CommandSpec {
     pub(crate) const fn doc(mut self, group: &'static str, summary: &'static str) -> Self {
         self.group = group;
         self.summary = summary;
+        self
+    }
+
+    /// Sets the handler used while a script is busy (`allow_busy` commands).
+    pub(crate) const fn busy(mut self, handler: BusyHandler) -> Self {
+        self.busy_handler = Some(handler);
         self
     }
 
@@ -195,13 +209,14 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 5] {
+fn families() -> [&'static [CommandSpec]; 6] {
     [
         connection::COMMANDS,
         keys::COMMANDS,
         string::COMMANDS,
         expire::COMMANDS,
         hash::COMMANDS,
+        script::COMMANDS,
     ]
 }
 
@@ -403,6 +418,15 @@ pub(crate) fn execute_resolved(
 ) -> Frame {
     if !client.authenticated && !spec.has(flags::NO_AUTH) {
         return CommandError::NoAuth.into();
+    }
+    if !spec.has(flags::SKIP_MONITOR | flags::ADMIN) && node.monitors.active() {
+        let origin = if client.in_script {
+            crate::monitor::Origin::Lua
+        } else {
+            crate::monitor::Origin::Client(&client.handle)
+        };
+        node.monitors
+            .feed(node.clock.now_us(), client.db, origin, argv);
     }
     let dirty_before = state.dirty;
     let propagated_before = effects.propagate.len();
