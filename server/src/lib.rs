@@ -21,6 +21,7 @@ mod config;
 mod connection;
 mod db;
 mod glob;
+mod local;
 mod monitor;
 mod notify;
 mod script;
@@ -29,4 +30,6 @@ mod shared;
 
 pub use clock::Clock;
 pub use config::Config;
+#[doc(hidden)]
+pub use local::LocalClient;
 pub use server::{Server, ServerBuilder, ServerHandle};
