@@ -351,7 +351,11 @@ impl Connection {
         if guard.is_none() {
             match self.lock_state().await {
                 Ok(state) => *guard = Some(state),
-                Err(busy) => return busy,
+                // `allow_busy` commands (SCRIPT KILL) are served without the lock.
+                Err(busy) => match resolved.spec.busy_handler {
+                    Some(handler) => return handler(&self.node, argv),
+                    None => return busy,
+                },
             }
         }
         let Some(state) = guard.as_mut() else {

@@ -25,9 +25,12 @@ mod db;
 mod glob;
 pub mod harness;
 mod live;
+mod local;
+mod monitor;
 mod notify;
 mod pubsub;
 mod replication;
+mod script;
 mod server;
 mod shared;
 mod transaction;
@@ -38,4 +41,6 @@ pub use harness::{
     Checker, FaultGuard, HarnessError, History, NodeId, Timeline, Topology, TopologyBuilder,
     Violation,
 };
+#[doc(hidden)]
+pub use local::LocalClient;
 pub use server::{Server, ServerBuilder, ServerHandle};

@@ -255,6 +255,12 @@ impl ServerHandle {
         &self.node
     }
 
+    /// An in-process client of this node (benchmarks; not for async contexts).
+    #[doc(hidden)]
+    pub fn local_client(&self) -> crate::local::LocalClient {
+        crate::local::LocalClient::new(self.node.clone())
+    }
+
     /// The node's clock (shift it to simulate a clock jump).
     pub fn clock(&self) -> &Clock {
         &self.node.clock

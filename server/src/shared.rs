@@ -42,6 +42,9 @@ pub(crate) struct State {
     /// Unix seconds of the last save (`LASTSAVE`, `rdb_last_save_time`): the start time, as
     /// we never save.
     pub(crate) last_save_unix: u64,
+    /// The Lua interpreter and script cache (created on first use; taken out while a script
+    /// runs, so `redis.call` can borrow the rest of the state).
+    pub(crate) scripting: Option<Box<crate::script::Engine>>,
 }
 
 /// Counters reported by `INFO`.
@@ -73,6 +76,7 @@ impl State {
                 .unwrap_or(0),
             settings: crate::config_table::Settings::new(&config),
             last_save_unix: 0,
+            scripting: None,
             config,
         }
     }
@@ -173,8 +177,8 @@ pub(crate) struct ScriptStatus {
     pub(crate) running: AtomicBool,
     /// Node-clock ms when it started.
     pub(crate) started_ms: AtomicU64,
-    /// `SCRIPT KILL` asked it to stop.
-    pub(crate) kill: AtomicBool,
+    /// `SCRIPT KILL` asked it to stop (shared with the Lua instruction hook).
+    pub(crate) kill: Arc<AtomicBool>,
     /// It performed a write (then it cannot be killed).
     pub(crate) wrote: AtomicBool,
     /// Signalled when a script finishes.
@@ -210,6 +214,8 @@ pub(crate) struct Node {
     pub(crate) harness: std::sync::OnceLock<crate::harness::Membership>,
     /// Limits, counters and `CLIENT PAUSE`, readable without the state lock.
     pub(crate) live: crate::live::Live,
+    /// Clients in MONITOR mode.
+    pub(crate) monitors: crate::monitor::Monitors,
 }
 
 impl Node {
@@ -237,6 +243,7 @@ impl Node {
             connections_received: AtomicU64::new(0),
             harness: Default::default(),
             live: crate::live::Live::new(config.maxclients as u64),
+            monitors: Default::default(),
         }
     }
 

@@ -19,6 +19,7 @@ mod list;
 mod parse;
 pub(crate) mod pubsub;
 mod scan;
+mod script;
 mod server;
 mod set;
 mod string;
@@ -106,6 +107,10 @@ pub(crate) mod flags {
 /// A command handler.
 pub(crate) type Handler = fn(&mut Ctx<'_>, &mut Args<'_>) -> CmdResult;
 
+/// What an `allow_busy` command does without the state lock while a script is busy
+/// (`SCRIPT KILL`): it gets the node and the command line.
+pub(crate) type BusyHandler = fn(&Node, &[Bytes]) -> Frame;
+
 /// One entry of the command table.
 #[derive(Debug)]
 pub(crate) struct CommandSpec {
@@ -129,6 +134,8 @@ pub(crate) struct CommandSpec {
     pub(crate) handler: Handler,
     /// Subcommands (`CONFIG GET`…); empty for plain commands.
     pub(crate) subcommands: &'static [CommandSpec],
+    /// Run instead of `handler`, without the state lock, while a script is busy.
+    pub(crate) busy_handler: Option<BusyHandler>,
 }
 
 impl CommandSpec {
@@ -145,6 +152,7 @@ impl CommandSpec {
             summary: "",
             handler,
             subcommands: &[],
+            busy_handler: None,
         }
     }
 
@@ -166,6 +174,12 @@ impl CommandSpec {
     pub(crate) const fn doc(mut self, group: &'static str, summary: &'static str) -> Self {
         self.group = group;
         self.summary = summary;
+        self
+    }
+
+    /// Sets the handler used while a script is busy (`allow_busy` commands).
+    pub(crate) const fn busy(mut self, handler: BusyHandler) -> Self {
+        self.busy_handler = Some(handler);
         self
     }
 
@@ -211,7 +225,7 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 13] {
+fn families() -> [&'static [CommandSpec]; 14] {
     [
         connection::COMMANDS,
         keys::COMMANDS,
@@ -226,6 +240,7 @@ fn families() -> [&'static [CommandSpec]; 13] {
         set::COMMANDS,
         client::COMMANDS,
         server::COMMANDS,
+        script::COMMANDS,
     ]
 }
 
@@ -439,6 +454,15 @@ pub(crate) fn execute_resolved(
     }
     if spec.has(flags::WRITE) && state.repl.refuses_write_from(client) {
         return CommandError::Raw(crate::replication::READONLY_ERROR.into()).into();
+    }
+    if !spec.has(flags::SKIP_MONITOR | flags::ADMIN) && node.monitors.active() {
+        let origin = if client.in_script {
+            crate::monitor::Origin::Lua
+        } else {
+            crate::monitor::Origin::Client(&client.handle)
+        };
+        node.monitors
+            .feed(node.clock.now_us(), client.db, origin, argv);
     }
     let dirty_before = state.dirty;
     let propagated_before = effects.propagate.len();

@@ -1,0 +1,444 @@
+//! Scripting commands: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT LOAD|EXISTS|FLUSH|KILL|HELP,
+//! and MONITOR (which shows what scripts run as `[db lua]` lines).
+//!
+//! The Lua engine lives in [`crate::script`]; this module hands it a [`Dispatcher`] that runs
+//! `redis.call` through the command table with Redis 7's script rules, and maintains what
+//! other connections see of a running script (`BUSY`, `SCRIPT KILL`).
+
+use super::{flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use crate::monitor::Origin;
+use crate::script::{self, script_flags, Dispatcher, Engine};
+use crate::shared::Node;
+use bytes::Bytes;
+use locksmith_resp::{Frame, Version};
+use std::sync::atomic::Ordering;
+
+const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+
+/// The scripting family's table.
+pub(crate) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("eval", -3, eval)
+        .flags(
+            super::flags::NOSCRIPT
+                | SKIP_MONITOR
+                | MAY_REPLICATE
+                | STALE
+                | MOVABLE_KEYS
+                | NO_MANDATORY_KEYS
+                | RUNS_SCRIPT,
+        )
+        .doc("scripting", "Executes a server-side Lua script."),
+    CommandSpec::new("evalsha", -3, evalsha)
+        .flags(
+            super::flags::NOSCRIPT
+                | SKIP_MONITOR
+                | MAY_REPLICATE
+                | STALE
+                | MOVABLE_KEYS
+                | NO_MANDATORY_KEYS
+                | RUNS_SCRIPT,
+        )
+        .doc(
+            "scripting",
+            "Executes a server-side Lua script by SHA1 digest.",
+        ),
+    CommandSpec::new("eval_ro", -3, eval_ro)
+        .flags(
+            super::flags::NOSCRIPT
+                | SKIP_MONITOR
+                | STALE
+                | READONLY
+                | MOVABLE_KEYS
+                | NO_MANDATORY_KEYS
+                | RUNS_SCRIPT,
+        )
+        .doc("scripting", "Executes a read-only server-side Lua script."),
+    CommandSpec::new("evalsha_ro", -3, evalsha_ro)
+        .flags(
+            super::flags::NOSCRIPT
+                | SKIP_MONITOR
+                | STALE
+                | READONLY
+                | MOVABLE_KEYS
+                | NO_MANDATORY_KEYS
+                | RUNS_SCRIPT,
+        )
+        .doc(
+            "scripting",
+            "Executes a read-only server-side Lua script by SHA1 digest.",
+        ),
+    CommandSpec::new("script", -2, script_container)
+        .doc(
+            "scripting",
+            "A container for Lua scripts management commands.",
+        )
+        .subs(SCRIPT_SUBCOMMANDS),
+    CommandSpec::new("monitor", 1, monitor)
+        .flags(ADMIN | super::flags::NOSCRIPT | LOADING | STALE)
+        .doc(
+            "server",
+            "Listens for all requests received by the server in real-time.",
+        ),
+];
+
+static SCRIPT_SUBCOMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("load", 3, script_load)
+        .flags(super::flags::NOSCRIPT | STALE)
+        .doc(
+            "scripting",
+            "Loads a server-side Lua script to the script cache.",
+        ),
+    CommandSpec::new("exists", -3, script_exists)
+        .flags(super::flags::NOSCRIPT)
+        .doc(
+            "scripting",
+            "Determines whether server-side Lua scripts exist in the script cache.",
+        ),
+    CommandSpec::new("flush", -2, script_flush)
+        .flags(super::flags::NOSCRIPT)
+        .doc(
+            "scripting",
+            "Removes all server-side Lua scripts from the script cache.",
+        ),
+    CommandSpec::new("kill", 2, script_kill)
+        .flags(super::flags::NOSCRIPT | ALLOW_BUSY)
+        .busy(script_kill_busy)
+        .doc(
+            "scripting",
+            "Terminates a server-side Lua script during execution.",
+        ),
+    CommandSpec::new("help", 2, script_help)
+        .flags(LOADING | STALE)
+        .doc(
+            "scripting",
+            "Returns helpful text about the different subcommands.",
+        ),
+];
+
+/// The node's engine, created on first use.
+fn engine<'s>(ctx: &'s mut Ctx<'_>) -> Result<&'s mut Engine, CommandError> {
+    if ctx.state.scripting.is_none() {
+        let engine = Engine::new(ctx.node.script.kill.clone(), command_exists).map_err(|e| {
+            tracing::error!(error = %e, "cannot create the Lua interpreter");
+            CommandError::err("Lua interpreter unavailable")
+        })?;
+        ctx.state.scripting = Some(Box::new(engine));
+    }
+    ctx.state
+        .scripting
+        .as_deref_mut()
+        .ok_or_else(|| CommandError::err("Lua interpreter unavailable"))
+}
+
+/// Whether `argv` names a command (`redis.acl_check_cmd`; no ACLs, so every command is allowed).
+fn command_exists(argv: &[Bytes]) -> bool {
+    super::resolve(argv).is_ok() || matches!(super::resolve(argv), Err(CommandError::WrongArity(_)))
+}
+
+/// ```text
+/// EVAL script numkeys [key [key ...]] [arg [arg ...]]
+/// ```
+fn eval(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    eval_generic(ctx, args, false, false)
+}
+
+/// ```text
+/// EVALSHA sha1 numkeys [key [key ...]] [arg [arg ...]]
+/// ```
+fn evalsha(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    eval_generic(ctx, args, true, false)
+}
+
+/// ```text
+/// EVAL_RO script numkeys [key [key ...]] [arg [arg ...]]
+/// ```
+fn eval_ro(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    eval_generic(ctx, args, false, true)
+}
+
+/// ```text
+/// EVALSHA_RO sha1 numkeys [key [key ...]] [arg [arg ...]]
+/// ```
+fn evalsha_ro(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    eval_generic(ctx, args, true, true)
+}
+
+fn feed_monitors(ctx: &Ctx<'_>, argv: &[Bytes]) {
+    let monitors = &ctx.node.monitors;
+    if monitors.active() {
+        let origin = if ctx.client.in_script {
+            Origin::Lua
+        } else {
+            Origin::Client(&ctx.client.handle)
+        };
+        monitors.feed(ctx.node.clock.now_us(), ctx.client.db, origin, argv);
+    }
+}
+
+fn eval_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, by_sha: bool, ro: bool) -> CmdResult {
+    // EVAL is flagged skip_monitor and feeds monitors itself, so that the commands the
+    // script runs appear after it (as evalCommand does).
+    feed_monitors(ctx, args.argv());
+    let body = args.bytes()?;
+    let numkeys = args.i64()?;
+    let rest = args.rest();
+    if numkeys > rest.len() as i64 {
+        return Err(CommandError::err(
+            "Number of keys can't be greater than number of args",
+        ));
+    }
+    if numkeys < 0 {
+        return Err(CommandError::err("Number of keys can't be negative"));
+    }
+    let (keys, argv) = rest.split_at(numkeys as usize);
+    let engine = engine(ctx)?;
+    let sha = if by_sha {
+        if body.len() != 40 {
+            return Err(CommandError::Raw(NOSCRIPT.into()));
+        }
+        let sha = String::from_utf8_lossy(&body).to_ascii_lowercase();
+        if engine.get(&sha).is_none() {
+            return Err(CommandError::Raw(NOSCRIPT.into()));
+        }
+        sha
+    } else {
+        engine.load(&body).map_err(CommandError::Raw)?
+    };
+    let flags = engine
+        .get(&sha)
+        .map_or(script_flags::EVAL_COMPAT, |s| s.flags);
+    if flags & script_flags::EVAL_COMPAT == 0 && flags & script_flags::NO_WRITES == 0 && ro {
+        return Err(CommandError::err(
+            "Can not execute a script with write flag using *_ro command.",
+        ));
+    }
+    let read_only = ro || flags & script_flags::NO_WRITES != 0;
+    let Some(mut engine) = ctx.state.scripting.take() else {
+        return Err(CommandError::err("Lua interpreter unavailable"));
+    };
+    let reply = run_script(ctx, &mut engine, &sha, keys, argv, read_only);
+    ctx.state.scripting = Some(engine);
+    Ok(reply)
+}
+
+/// Runs a cached script with the script status other connections see set around it.
+fn run_script(
+    ctx: &mut Ctx<'_>,
+    engine: &mut Engine,
+    sha: &str,
+    keys: &[Bytes],
+    argv: &[Bytes],
+    read_only: bool,
+) -> Frame {
+    let status = &ctx.node.script;
+    status.kill.store(false, Ordering::Release);
+    status.wrote.store(false, Ordering::Release);
+    status
+        .started_ms
+        .store(ctx.node.clock.now_ms(), Ordering::Release);
+    status.running.store(true, Ordering::Release);
+    let saved_db = ctx.client.db;
+    let saved_resp = ctx.client.resp;
+    let propagated_before = ctx.effects.propagate.len();
+    let reply = {
+        let mut caller = ScriptCaller { ctx, read_only };
+        engine.run(sha, keys, argv, &mut caller)
+    };
+    ctx.client.db = saved_db;
+    ctx.client.resp = saved_resp;
+    ctx.client.in_script = false;
+    // Redis 7 replicates a script as its effects, wrapped in MULTI/EXEC when there are several.
+    let propagated = ctx.effects.propagate.len() - propagated_before;
+    if propagated > 1 {
+        let db = ctx
+            .effects
+            .propagate
+            .get(propagated_before)
+            .map_or(saved_db, |(db, _)| *db);
+        ctx.effects
+            .propagate
+            .insert(propagated_before, (db, vec![Bytes::from_static(b"MULTI")]));
+        ctx.effects
+            .propagate
+            .push((db, vec![Bytes::from_static(b"EXEC")]));
+    }
+    let status = &ctx.node.script;
+    status.running.store(false, Ordering::Release);
+    status.kill.store(false, Ordering::Release);
+    status.done.notify_waiters();
+    reply
+}
+
+/// `redis.call` for one script run: Redis 7's `scriptCall` checks, then the command table.
+struct ScriptCaller<'c, 'a> {
+    ctx: &'c mut Ctx<'a>,
+    read_only: bool,
+}
+
+impl Dispatcher for ScriptCaller<'_, '_> {
+    fn call(&mut self, argv: Vec<Bytes>, resp3: bool, repl: u8) -> Result<Frame, String> {
+        let resolved = match super::resolve(&argv) {
+            Ok(resolved) => resolved,
+            Err(CommandError::WrongArity(_)) => {
+                return Err("ERR Wrong number of args calling Redis command from script".into())
+            }
+            Err(_) => return Err("ERR Unknown Redis command called from script".into()),
+        };
+        let spec = resolved.spec;
+        if spec.has(super::flags::NOSCRIPT) {
+            return Err("ERR This Redis command is not allowed from script".into());
+        }
+        if self.read_only && spec.has(WRITE | MAY_REPLICATE) {
+            return Err("ERR Write commands are not allowed from read-only scripts.".into());
+        }
+        let ctx = &mut *self.ctx;
+        if spec.has(WRITE) {
+            if ctx.node.script.kill.load(Ordering::Acquire) {
+                return Err(script::KILLED_ERROR.into());
+            }
+            ctx.node.script.wrote.store(true, Ordering::Release);
+        }
+        ctx.client.in_script = true;
+        ctx.client.resp = if resp3 {
+            Version::Resp3
+        } else {
+            Version::Resp2
+        };
+        let before = ctx.effects.propagate.len();
+        let reply = super::execute_resolved(
+            resolved,
+            ctx.state,
+            ctx.node,
+            ctx.client,
+            &argv,
+            ctx.now,
+            ctx.effects,
+        );
+        if repl & script::REPL_REPLICA == 0 {
+            ctx.effects.propagate.truncate(before);
+        }
+        Ok(reply)
+    }
+}
+
+/// A script-less stand-in for the container name alone (`SCRIPT` without a subcommand).
+fn script_container(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Err(CommandError::WrongArity("script".into()))
+}
+
+/// ```text
+/// SCRIPT LOAD script
+/// ```
+fn script_load(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let body = args.bytes()?;
+    let sha = engine(ctx)?.load(&body).map_err(CommandError::Raw)?;
+    Ok(Frame::Bulk(Bytes::from(sha)))
+}
+
+/// ```text
+/// SCRIPT EXISTS sha1 [sha1 ...]
+/// ```
+fn script_exists(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let shas: Vec<String> = args
+        .rest()
+        .iter()
+        .map(|s| String::from_utf8_lossy(s).to_ascii_lowercase())
+        .collect();
+    let engine = ctx.state.scripting.as_deref();
+    Ok(Frame::Array(
+        shas.iter()
+            .map(|sha| Frame::Integer(i64::from(engine.is_some_and(|e| e.get(sha).is_some()))))
+            .collect(),
+    ))
+}
+
+/// ```text
+/// SCRIPT FLUSH [ASYNC | SYNC]
+/// ```
+fn script_flush(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    match args.remaining() {
+        0 => {}
+        1 if args.eat("sync") || args.eat("async") => {}
+        _ => {
+            return Err(CommandError::err(
+                "SCRIPT FLUSH only support SYNC|ASYNC option",
+            ))
+        }
+    }
+    // Redis releases the interpreter and starts a fresh one: the cache and any Lua state go.
+    if let Some(engine) = ctx.state.scripting.as_deref_mut() {
+        engine.reset().map_err(|e| {
+            tracing::error!(error = %e, "cannot create the Lua interpreter");
+            CommandError::err("Lua interpreter unavailable")
+        })?;
+    }
+    Ok(Frame::ok())
+}
+
+/// ```text
+/// SCRIPT KILL
+/// ```
+fn script_kill(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(script_kill_busy(ctx.node, &[]))
+}
+
+/// SCRIPT KILL as run without the state lock while a script is busy.
+fn script_kill_busy(node: &Node, _argv: &[Bytes]) -> Frame {
+    let status = &node.script;
+    if !status.running.load(Ordering::Acquire) {
+        return Frame::error("NOTBUSY No scripts in execution right now.");
+    }
+    if status.wrote.load(Ordering::Acquire) {
+        return Frame::error(
+            "UNKILLABLE Sorry the script already executed write commands against the dataset. \
+             You can either wait the script termination or kill the server in a hard way using \
+             the SHUTDOWN NOSAVE command.",
+        );
+    }
+    status.kill.store(true, Ordering::Release);
+    Frame::ok()
+}
+
+/// ```text
+/// SCRIPT HELP
+/// ```
+fn script_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    const LINES: &[&str] = &[
+        "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "DEBUG (YES|SYNC|NO)",
+        "    Set the debug mode for subsequent scripts executed.",
+        "EXISTS <sha1> [<sha1> ...]",
+        "    Return information about the existence of the scripts in the script cache.",
+        "FLUSH [ASYNC|SYNC]",
+        "    Flush the Lua scripts cache. Very dangerous on replicas.",
+        "    When called without the optional mode argument, the behavior is determined by the",
+        "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+        "    * ASYNC: Asynchronously flush the scripts cache.",
+        "    * SYNC: Synchronously flush the scripts cache.",
+        "KILL",
+        "    Kill the currently executing Lua script.",
+        "LOAD <script>",
+        "    Load a script into the scripts cache without executing it.",
+        "HELP",
+        "    Prints this help.",
+    ];
+    Ok(Frame::Array(
+        LINES
+            .iter()
+            .map(|l| Frame::Simple(Bytes::from_static(l.as_bytes())))
+            .collect(),
+    ))
+}
+
+/// ```text
+/// MONITOR
+/// ```
+fn monitor(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    if ctx.node.monitors.add(&ctx.client.handle) {
+        ctx.client.handle.update(|info| {
+            info.flags = info.flags.replace('N', "");
+            info.flags.push('O');
+        });
+    }
+    Ok(Frame::ok())
+}

@@ -1,0 +1,428 @@
+//! Lua scripting as Redis 7.0 runs it: one Lua 5.1 interpreter per node ([`Engine`]), scripts
+//! compiled once and cached by the SHA1 of their body, Redis's sandbox and `redis` API, the
+//! bundled libraries (`cjson`, `cmsgpack`, `struct`, `bit`), and the RESP ↔ Lua conversions.
+//!
+//! The engine never reaches into the command table itself: `EVAL` hands it a [`Dispatcher`]
+//! that `redis.call`/`redis.pcall` go through, so there is one implementation of every command.
+
+mod api;
+mod bit;
+mod cjson;
+mod cmsgpack;
+mod convert;
+mod structlib;
+
+pub(crate) use convert::format_g;
+
+use bytes::Bytes;
+use locksmith_resp::Frame;
+use mlua::{ChunkMode, Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The chunk name of the engine's own Lua code; its frames are skipped when an error is
+/// located, so errors point at the user's line as Redis's C functions do.
+pub(crate) const INTERNAL_CHUNK: &str = "=[redis]";
+/// Instructions between two checks for `SCRIPT KILL` (Redis's `luaMaskCountHook` period).
+const HOOK_PERIOD: u32 = 100_000;
+/// `REPL_ALL`.
+pub(crate) const REPL_ALL: u8 = 3;
+/// `REPL_REPLICA`.
+pub(crate) const REPL_REPLICA: u8 = 2;
+/// The error a killed script ends with.
+pub(crate) const KILLED_ERROR: &str = "ERR Script killed by user with SCRIPT KILL...";
+
+/// What `redis.call` and `redis.pcall` run commands through.
+pub(crate) trait Dispatcher {
+    /// Runs `argv` inside the script. `Ok` holds the command's reply (which may be an error
+    /// reply); `Err` holds the full text (code included) of a refusal decided before the
+    /// command ran (unknown command, arity, not allowed from scripts, write in a read-only
+    /// script). `repl` is the script's `redis.set_repl` setting.
+    fn call(&mut self, argv: Vec<Bytes>, resp3: bool, repl: u8) -> Result<Frame, String>;
+}
+
+/// Shebang flags (`#!lua flags=...`), as Redis 7 defines them.
+pub(crate) mod script_flags {
+    /// No shebang: Redis 6 compatible behaviour.
+    pub(crate) const EVAL_COMPAT: u32 = 1 << 0;
+    /// `no-writes`
+    pub(crate) const NO_WRITES: u32 = 1 << 1;
+    /// `allow-oom`
+    pub(crate) const ALLOW_OOM: u32 = 1 << 2;
+    /// `allow-stale`
+    pub(crate) const ALLOW_STALE: u32 = 1 << 3;
+    /// `no-cluster`
+    pub(crate) const NO_CLUSTER: u32 = 1 << 4;
+    /// `allow-cross-slot-keys`
+    pub(crate) const ALLOW_CROSS_SLOT: u32 = 1 << 5;
+
+    /// (name, flag) as written in a shebang.
+    pub(crate) const NAMES: &[(&str, u32)] = &[
+        ("no-writes", NO_WRITES),
+        ("allow-oom", ALLOW_OOM),
+        ("allow-stale", ALLOW_STALE),
+        ("no-cluster", NO_CLUSTER),
+        ("allow-cross-slot-keys", ALLOW_CROSS_SLOT),
+    ];
+}
+
+/// Parses a `#!lua ...` first line as Redis's `evalExtractShebangFlags`: returns the flags and
+/// the length of the shebang line (without its newline), or the error reply text.
+pub(crate) fn parse_shebang(body: &[u8]) -> Result<(u32, usize), String> {
+    if !body.starts_with(b"#!") {
+        return Ok((script_flags::EVAL_COMPAT, 0));
+    }
+    let Some(end) = body.iter().position(|&b| b == b'\n') else {
+        return Err("ERR Invalid script shebang".into());
+    };
+    let line = String::from_utf8_lossy(body.get(..end).unwrap_or_default()).into_owned();
+    let mut parts = line.split_ascii_whitespace();
+    let Some(engine) = parts.next() else {
+        return Err("ERR Invalid engine in script shebang".into());
+    };
+    if engine != "#!lua" {
+        return Err(format!("ERR Unexpected engine in script shebang: {engine}"));
+    }
+    let mut flags = 0;
+    for part in parts {
+        let Some(list) = part.strip_prefix("flags=") else {
+            return Err(format!("ERR Unknown lua shebang option: {part}"));
+        };
+        for name in list.split(',') {
+            match script_flags::NAMES.iter().find(|(n, _)| *n == name) {
+                Some((_, flag)) => flags |= flag,
+                None => return Err(format!("ERR Unexpected flag in script shebang: {name}")),
+            }
+        }
+    }
+    Ok((flags, end))
+}
+
+/// Lowercase hex SHA1 of `data` (script ids, `redis.sha1hex`).
+pub(crate) fn sha1hex(data: &[u8]) -> String {
+    use sha1::{Digest, Sha1};
+    hex::encode(Sha1::digest(data))
+}
+
+/// One cached script.
+#[derive(Debug)]
+pub(crate) struct Compiled {
+    /// The body as sent (shebang included).
+    pub(crate) body: Bytes,
+    /// Shebang flags ([`script_flags`]).
+    pub(crate) flags: u32,
+    func: Function,
+}
+
+/// State shared between the engine and its Rust primitives for the current run.
+#[derive(Debug, Default)]
+struct RunShared {
+    /// `redis.setresp` (2 or 3).
+    resp: AtomicU8,
+    /// `redis.set_repl` flags.
+    repl: AtomicU8,
+    /// rand48 state.
+    rand: AtomicU64,
+    /// Where the kill hook stopped the script: (source, line).
+    killed_at: Mutex<Option<(String, i64)>>,
+}
+
+/// A node's Lua interpreter and script cache.
+pub(crate) struct Engine {
+    lua: Lua,
+    scripts: HashMap<String, Compiled>,
+    slot: Table,
+    redis: Table,
+    globals: Table,
+    xpcall: Function,
+    handler: Function,
+    shared: Arc<RunShared>,
+    kill: Arc<AtomicBool>,
+    command_exists: CommandExists,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("scripts", &self.scripts.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Checks whether a command line names a known command (for `redis.acl_check_cmd`).
+pub(crate) type CommandExists = fn(&[Bytes]) -> bool;
+
+impl Engine {
+    /// A fresh interpreter with Redis's sandbox. `kill` is the node's `SCRIPT KILL` flag, checked
+    /// by the instruction hook.
+    pub(crate) fn new(kill: Arc<AtomicBool>, command_exists: CommandExists) -> mlua::Result<Self> {
+        let lua = Lua::new_with(
+            StdLib::TABLE | StdLib::STRING | StdLib::MATH,
+            LuaOptions::default(),
+        )?;
+        let shared = Arc::new(RunShared::default());
+        // Redis's rand48 state is process-wide and never reseeded between scripts.
+        shared.rand.store(api::RAND48_SEED, Ordering::Relaxed);
+        let slot = lua.create_table()?;
+        let raw = api::primitives(&lua, shared.clone(), command_exists)?;
+        let globals = lua.globals();
+        let (proxy, redis, xpcall): (Table, Table, Function) = lua
+            .load(include_str!("sandbox.lua"))
+            .set_name(INTERNAL_CHUNK)
+            .set_mode(ChunkMode::Text)
+            .call((raw, slot.clone(), globals.clone()))?;
+        lua.set_globals(proxy)?;
+        let handler: Function = globals.raw_get("__redis__err__handler")?;
+        let hook_kill = kill.clone();
+        let hook_shared = shared.clone();
+        lua.set_hook(
+            mlua::HookTriggers::new().every_nth_instruction(HOOK_PERIOD),
+            move |_lua, debug| {
+                if hook_kill.load(Ordering::Acquire) {
+                    let source = debug.source().source.map(|s| s.into_owned());
+                    let line = debug.current_line().map_or(-1, |l| l as i64);
+                    if let (Ok(mut at), Some(source)) = (hook_shared.killed_at.lock(), source) {
+                        at.get_or_insert((source, line));
+                    }
+                    return Err(mlua::Error::runtime(KILLED_ERROR));
+                }
+                Ok(mlua::VmState::Continue)
+            },
+        )?;
+        Ok(Engine {
+            lua,
+            scripts: HashMap::new(),
+            slot,
+            redis,
+            globals,
+            xpcall,
+            handler,
+            shared,
+            kill,
+            command_exists,
+        })
+    }
+
+    /// `SCRIPT FLUSH`: a fresh interpreter and an empty cache. The random generator's state
+    /// carries over, as Redis's is process-wide.
+    pub(crate) fn reset(&mut self) -> mlua::Result<()> {
+        let rand = self.shared.rand.load(Ordering::Relaxed);
+        *self = Engine::new(self.kill.clone(), self.command_exists)?;
+        self.shared.rand.store(rand, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Compiles `body` (if not cached) and returns its SHA1, or the error reply text
+    /// (shebang errors, `Error compiling script (new function): ...`).
+    pub(crate) fn load(&mut self, body: &Bytes) -> Result<String, String> {
+        let sha = sha1hex(body);
+        if self.scripts.contains_key(&sha) {
+            return Ok(sha);
+        }
+        let (flags, shebang_len) = parse_shebang(body)?;
+        // The shebang line is skipped but its line feed kept, so line numbers stay right.
+        let source = body.get(shebang_len..).unwrap_or_default();
+        let func = self
+            .lua
+            .load(source)
+            .set_name("@user_script")
+            .set_mode(ChunkMode::Text)
+            .into_function()
+            .map_err(|e| {
+                let msg = match e {
+                    mlua::Error::SyntaxError { message, .. } => message,
+                    other => other.to_string(),
+                };
+                format!("ERR Error compiling script (new function): {msg}")
+            })?;
+        self.scripts.insert(
+            sha.clone(),
+            Compiled {
+                body: body.clone(),
+                flags,
+                func,
+            },
+        );
+        Ok(sha)
+    }
+
+    /// The cached script with this (lowercase) SHA1.
+    pub(crate) fn get(&self, sha: &str) -> Option<&Compiled> {
+        self.scripts.get(sha)
+    }
+
+    /// Number of cached scripts.
+    pub(crate) fn len(&self) -> usize {
+        self.scripts.len()
+    }
+
+    /// Runs the cached script `sha` with `KEYS`/`ARGV`, sending `redis.call` through
+    /// `dispatcher`, and returns the reply as Redis would send it.
+    pub(crate) fn run(
+        &mut self,
+        sha: &str,
+        keys: &[Bytes],
+        args: &[Bytes],
+        dispatcher: &mut dyn Dispatcher,
+    ) -> Frame {
+        let Some(script) = self.scripts.get(sha) else {
+            return Frame::error("NOSCRIPT No matching script. Please use EVAL.");
+        };
+        let func = script.func.clone();
+        self.shared.resp.store(2, Ordering::Relaxed);
+        self.shared.repl.store(REPL_ALL, Ordering::Relaxed);
+        if let Ok(mut at) = self.shared.killed_at.lock() {
+            *at = None;
+        }
+        let outcome = self.call_script(func, keys, args, dispatcher);
+        let resp3 = self.shared.resp.load(Ordering::Relaxed) == 3;
+        let killed = self.kill.load(Ordering::Acquire);
+        match outcome {
+            _ if killed => {
+                let at = self.shared.killed_at.lock().ok().and_then(|a| a.clone());
+                let (source, line) = match (&outcome, at) {
+                    (Ok((false, Value::Table(t))), _) => (
+                        t.raw_get::<Option<String>>("source").ok().flatten(),
+                        t.raw_get::<Option<String>>("line").ok().flatten(),
+                    ),
+                    (_, Some((s, l))) => (Some(s), Some(l.to_string())),
+                    _ => (None, None),
+                };
+                error_reply(KILLED_ERROR, sha, source, line)
+            }
+            Ok((true, value)) => convert::lua_to_frame(&value, resp3, 0),
+            Ok((false, Value::Table(t))) => {
+                let msg = t
+                    .raw_get::<Option<mlua::String>>("err")
+                    .ok()
+                    .flatten()
+                    .map(|s| String::from_utf8_lossy(&s.as_bytes()).into_owned())
+                    .unwrap_or_default();
+                let source = t.raw_get::<Option<String>>("source").ok().flatten();
+                let line = t.raw_get::<Option<String>>("line").ok().flatten();
+                error_reply(&msg, sha, source, line)
+            }
+            Ok((false, other)) => {
+                let msg = match other {
+                    Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
+                    _ => "execution failure".into(),
+                };
+                let msg: String = msg.chars().take(100).collect();
+                convert::error_frame(&format!("ERR Error running script {sha}, {msg}"))
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "lua engine failure");
+                let msg: String = e.to_string().chars().take(100).collect();
+                convert::error_frame(&format!("ERR Error running script {sha}, {msg}"))
+            }
+        }
+    }
+
+    fn call_script(
+        &mut self,
+        func: Function,
+        keys: &[Bytes],
+        args: &[Bytes],
+        dispatcher: &mut dyn Dispatcher,
+    ) -> mlua::Result<(bool, Value)> {
+        self.globals
+            .raw_set("KEYS", convert::bytes_table(&self.lua, keys)?)?;
+        self.globals
+            .raw_set("ARGV", convert::bytes_table(&self.lua, args)?)?;
+        let shared = self.shared.clone();
+        let redis = self.redis.clone();
+        let xpcall = self.xpcall.clone();
+        let handler = self.handler.clone();
+        let dispatcher = std::cell::RefCell::new(dispatcher);
+        let run = |lua: &Lua, argv: MultiValue| -> mlua::Result<(bool, Value)> {
+            let resp3 = shared.resp.load(Ordering::Relaxed) == 3;
+            let repl = shared.repl.load(Ordering::Relaxed);
+            let mut d = dispatcher
+                .try_borrow_mut()
+                .map_err(|_| mlua::Error::RecursiveMutCallback)?;
+            convert::dispatch(lua, argv, resp3, |argv| d.call(argv, resp3, repl))
+        };
+        self.lua.scope(|scope| {
+            let call = scope.create_function(|lua, argv: MultiValue| match run(lua, argv)? {
+                (true, v) => Ok(v),
+                (false, v) => Err(mlua::Error::external(raise_payload(&v))),
+            })?;
+            let pcall = scope.create_function(|lua, argv: MultiValue| Ok(run(lua, argv)?.1))?;
+            redis.raw_set("call", call)?;
+            redis.raw_set("pcall", pcall)?;
+            let mut results: MultiValue = xpcall.call((func, handler))?;
+            let ok = matches!(results.pop_front(), Some(Value::Boolean(true)));
+            Ok((ok, results.pop_front().unwrap_or(Value::Nil)))
+        })
+    }
+}
+
+/// The payload `redis.call` raises for an error table.
+fn raise_payload(v: &Value) -> api::Raised {
+    match v {
+        Value::Table(t) => {
+            let err = t
+                .raw_get::<Option<mlua::String>>("err")
+                .ok()
+                .flatten()
+                .map(|s| s.as_bytes().to_vec())
+                .unwrap_or_default();
+            let ignore = t
+                .raw_get::<Option<bool>>("ignore_error_stats_update")
+                .ok()
+                .flatten()
+                .unwrap_or(false);
+            api::Raised::Table(err, ignore)
+        }
+        _ => api::Raised::Table(b"ERR unknown error".to_vec(), false),
+    }
+}
+
+/// The reply for a script that raised `msg`: `-<msg> script: <sha>, on <source>:<line>.`
+fn error_reply(msg: &str, sha: &str, source: Option<String>, line: Option<String>) -> Frame {
+    let mut text = msg.to_string();
+    if let (Some(source), Some(line)) = (source, line) {
+        text.push_str(&format!(" script: {sha}, on {source}:{line}."));
+    }
+    convert::error_frame(&text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shebang_flags_parse_as_redis() {
+        assert_eq!(
+            parse_shebang(b"return 1"),
+            Ok((script_flags::EVAL_COMPAT, 0))
+        );
+        assert_eq!(parse_shebang(b"#!lua\nreturn 1"), Ok((0, 5)));
+        assert_eq!(
+            parse_shebang(b"#!lua flags=no-writes,allow-stale\nreturn 1"),
+            Ok((script_flags::NO_WRITES | script_flags::ALLOW_STALE, 33))
+        );
+        assert_eq!(
+            parse_shebang(b"#!lua"),
+            Err("ERR Invalid script shebang".into())
+        );
+        assert_eq!(
+            parse_shebang(b"#!py\n"),
+            Err("ERR Unexpected engine in script shebang: #!py".into())
+        );
+        assert_eq!(
+            parse_shebang(b"#!lua flags=bad\n"),
+            Err("ERR Unexpected flag in script shebang: bad".into())
+        );
+        assert_eq!(
+            parse_shebang(b"#!lua x=1\n"),
+            Err("ERR Unknown lua shebang option: x=1".into())
+        );
+    }
+
+    #[test]
+    fn sha1hex_is_lowercase_hex() {
+        assert_eq!(sha1hex(b""), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+    }
+}

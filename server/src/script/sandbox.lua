@@ -1,0 +1,240 @@
+-- Redis 7.0's Lua environment, built once per interpreter (chunk "=[redis]").
+-- Arguments: the table of Rust primitives, the per-run slot table, the real globals.
+local raw, slot, G = ...
+local type, tostring, tonumber, select, error = type, tostring, tonumber, select, error
+local rawget, rawset, next, ipairs, setmetatable, unpack = rawget, rawset, next, ipairs, setmetatable, unpack
+local loadstring = loadstring
+local floor, ceil = math.floor, math.ceil
+local sub, find, gsub, byte, concat = string.sub, string.find, string.gsub, string.byte, table.concat
+
+-- Globals Redis 7.0 does not expose to scripts.
+for _, name in ipairs({'print', 'dofile', 'loadfile', 'require', 'module', 'setfenv',
+                       'getfenv', 'newproxy', 'package', 'io', 'os', 'debug'}) do
+  G[name] = nil
+end
+
+local function trunc(n)
+  if n >= 0 then return floor(n) else return ceil(n) end
+end
+
+-- luaPushErrorBuff: "-CODE msg" or "msg" (code ERR), newlines trimmed at both ends.
+local function push_error(e)
+  local code, msg
+  if sub(e, 1, 1) == '-' then
+    local sp = find(e, ' ', 1, true)
+    if sp then code = sub(e, 2, sp - 1); msg = sub(e, sp + 1) else code = 'ERR'; msg = sub(e, 2) end
+  else
+    code = 'ERR'; msg = e
+  end
+  msg = gsub(gsub(msg, '^[\r\n]+', ''), '[\r\n]+$', '')
+  return {err = code .. ' ' .. msg}
+end
+local function raise(msg) error(push_error(msg), 0) end
+
+-- API functions written here run behind a Rust (C) trampoline, so that `return f(...)` in a
+-- script keeps the script's frame (the location of errors), as Redis's C functions do. Error
+-- tables pass as they are; error strings get the caller's position (luaL_error).
+local cwrap = raw.cwrap
+
+function __redis__err__handler(err)
+  local source, line = raw.where()
+  if type(err) == 'userdata' then err = raw.unwrap(err) end
+  if type(err) ~= 'table' then
+    err = {err = 'ERR ' .. tostring(err)}
+  end
+  if source then
+    err['source'] = source
+    err['line'] = line
+  end
+  return err
+end
+
+local redis = {}
+-- redis.call and redis.pcall are set to the run's Rust functions before every script (C
+-- functions, so a `return redis.call(...)` keeps the caller's frame for error locations).
+redis.call = function() end
+redis.pcall = function() end
+redis.error_reply = function(...)
+  local e = ...
+  if select('#', ...) ~= 1 or type(e) ~= 'string' then
+    return push_error('wrong number or type of arguments')
+  end
+  if sub(e, 1, 1) ~= '-' then e = '-' .. e end
+  return push_error(e)
+end
+redis.status_reply = function(...)
+  local s = ...
+  if select('#', ...) ~= 1 or type(s) ~= 'string' then
+    return push_error('wrong number or type of arguments')
+  end
+  return {ok = s}
+end
+redis.sha1hex = cwrap(function(...)
+  if select('#', ...) ~= 1 then raise('wrong number of arguments') end
+  local s = ...
+  if type(s) == 'number' then s = tostring(s) elseif type(s) ~= 'string' then s = '' end
+  return raw.sha1hex(s)
+end)
+redis.log = cwrap(function(...)
+  local n = select('#', ...)
+  if n < 2 then raise('redis.log() requires two arguments or more.') end
+  local level = tonumber((...))
+  if level == nil then raise('First argument must be a number (log level).') end
+  level = trunc(level)
+  if level < 0 or level > 3 then raise('Invalid debug level.') end
+  local parts = {}
+  for i = 2, n do
+    local v = select(i, ...)
+    local t = type(v)
+    if t == 'string' or t == 'number' then parts[#parts + 1] = tostring(v) end
+  end
+  raw.log(level, concat(parts, ' '))
+end)
+redis.setresp = cwrap(function(...)
+  if select('#', ...) ~= 1 then raise('redis.setresp() requires one argument.') end
+  local r = trunc(tonumber((...)) or 0)
+  if r ~= 2 and r ~= 3 then raise('RESP version must be 2 or 3.') end
+  raw.setresp(r)
+end)
+redis.set_repl = cwrap(function(...)
+  if select('#', ...) ~= 1 then raise('redis.set_repl() requires two arguments.') end
+  local f = trunc(tonumber((...)) or 0)
+  if f < 0 or f > 3 then
+    raise('Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.')
+  end
+  raw.setrepl(f)
+end)
+redis.replicate_commands = function() return true end
+redis.breakpoint = function() return false end
+redis.debug = function() end
+redis.acl_check_cmd = cwrap(function(...)
+  local r = raw.acl_check(...)
+  if type(r) == 'table' then error(r, 0) end
+  return r
+end)
+redis.REDIS_VERSION = '7.0.15'
+redis.REDIS_VERSION_NUM = 458767
+redis.LOG_DEBUG = 0
+redis.LOG_VERBOSE = 1
+redis.LOG_NOTICE = 2
+redis.LOG_WARNING = 3
+redis.REPL_NONE = 0
+redis.REPL_AOF = 1
+redis.REPL_SLAVE = 2
+redis.REPL_REPLICA = 2
+redis.REPL_ALL = 3
+G.redis = redis
+
+-- math.random / math.randomseed on Redis's rand48, reseeded before every script.
+local function checkint(n, v, i, fname)
+  local x = tonumber(v)
+  if x == nil then
+    local got = (i > n) and 'no value' or type(v)
+    error("bad argument #" .. i .. " to '" .. fname .. "' (number expected, got " .. got .. ")", 0)
+  end
+  return trunc(x)
+end
+math.random = cwrap(function(...)
+  local n = select('#', ...)
+  local r = raw.rand()
+  if n == 0 then
+    return r
+  elseif n == 1 then
+    local u = checkint(n, (...), 1, 'random')
+    if not (1 <= u) then error("bad argument #1 to 'random' (interval is empty)", 0) end
+    return floor(r * u) + 1
+  elseif n == 2 then
+    local l, u = ...
+    l = checkint(n, l, 1, 'random')
+    u = checkint(n, u, 2, 'random')
+    if not (l <= u) then error("bad argument #2 to 'random' (interval is empty)", 0) end
+    return floor(r * (u - l + 1)) + l
+  end
+  error("wrong number of arguments", 0)
+end)
+math.randomseed = cwrap(function(...)
+  raw.srand(checkint(select('#', ...), (...), 1, 'randomseed'))
+end)
+
+-- Redis's Lua refuses binary chunks by parsing them as text.
+G.loadstring = function(s, name)
+  if type(s) == 'string' and byte(s, 1) == 27 then
+    -- luaO_chunkid on a C string: it ends at the first NUL, stops at a newline, at most 45 bytes.
+    local id = name or s
+    local nul = find(id, '\0', 1, true)
+    if nul then id = sub(id, 1, nul - 1) end
+    local len = (find(id, '[\r\n]') or (#id + 1)) - 1
+    if len > 45 then len = 45 end
+    if len < #id then id = sub(id, 1, len) .. '...' end
+    return nil, '[string "' .. id .. '"]:1: unexpected symbol near \'char(27)\''
+  end
+  return loadstring(s, name)
+end
+
+G.cjson = raw.cjson
+G.cjson.null = raw.null
+G.cmsgpack = raw.cmsgpack
+G.struct = raw.struct
+G.bit = raw.bit
+
+-- Read-only tables (Redis 7.0.15 marks the globals and every library table read-only).
+local ro = setmetatable({}, {__mode = 'k'})
+local function readonly_error() error('Attempt to modify a readonly table', 2) end
+local function protect(t, fake_mt)
+  local p = {}
+  local mt = {__index = t, __newindex = readonly_error}
+  mt.__metatable = fake_mt or false
+  setmetatable(p, mt)
+  ro[p] = t
+  return p
+end
+
+G.rawset = function(t, k, v)
+  if ro[t] then error('Attempt to modify a readonly table', 0) end
+  return rawset(t, k, v)
+end
+G.rawget = function(t, k) return rawget(ro[t] or t, k) end
+G.setmetatable = function(t, m)
+  if ro[t] then error('Attempt to modify a readonly table', 0) end
+  return setmetatable(t, m)
+end
+G.next = function(t, k) return next(ro[t] or t, k) end
+G.pairs = function(t) return next, ro[t] or t, nil end
+G.ipairs = function(t) return ipairs(ro[t] or t) end
+
+for _, name in ipairs({'redis', 'string', 'math', 'table', 'coroutine', 'cjson', 'cmsgpack',
+                       'struct', 'bit'}) do
+  G[name] = protect(G[name])
+end
+local string_mt = getmetatable('')
+string_mt.__index = G.string
+string_mt.__metatable = protect(string_mt)
+
+local function missing_global(_, k)
+  if type(k) ~= 'string' and type(k) ~= 'number' then
+    error('Second argument to luaProtectedTableError must be a string or number', 2)
+  end
+  error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+end
+setmetatable(G, {__index = missing_global})
+-- Errors raised from Rust arrive as userdata: pcall/xpcall hand scripts the error table.
+local basepcall, basexpcall = pcall, xpcall
+local function fixerr(ok, ...)
+  if not ok then
+    local e = ...
+    if type(e) == 'userdata' then e = raw.unwrap(e) end
+    return false, e
+  end
+  return ok, ...
+end
+G.pcall = function(...) return fixerr(basepcall(...)) end
+G.xpcall = function(f, h)
+  return basexpcall(f, function(e)
+    if type(e) == 'userdata' then e = raw.unwrap(e) end
+    return h(e)
+  end)
+end
+
+local proxy = protect(G, protect({__index = missing_global}))
+G._G = proxy
+return proxy, redis, basexpcall
