@@ -32,7 +32,8 @@ impl std::fmt::Debug for Client {
 
 pub(crate) struct Inner {
     pub(crate) id: String,
-    pub(crate) conn: ConnectionManager,
+    // std RwLock, never held across an await: a failover swaps in a connection to the new master.
+    pub(crate) conn: std::sync::RwLock<ConnectionManager>,
     pub(crate) hub: PubSubHub,
     pub(crate) registry: Registry,
     pub(crate) options: ClientOptions,
@@ -93,7 +94,7 @@ impl Client {
             hub: PubSubHub::new(client),
             registry: Registry::default(),
             id,
-            conn,
+            conn: std::sync::RwLock::new(conn),
             options,
             sync_replicas,
             metrics: Metrics::default(),
@@ -126,7 +127,11 @@ impl Client {
 
     /// A connection for raw commands, sharing the client's command connection.
     pub fn connection(&self) -> ConnectionManager {
-        self.inner.conn.clone()
+        self.inner
+            .conn
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// The Redis field `"<client-id>:<owner-id>"` an owner writes through this client.
@@ -158,7 +163,7 @@ impl Client {
         if n == 0 {
             return Ok(true);
         }
-        let mut conn = self.inner.conn.clone();
+        let mut conn = self.connection();
         let synced: i64 = redis::cmd("WAIT")
             .arg(n)
             .arg(self.inner.options.replica_sync_timeout.as_millis() as u64)

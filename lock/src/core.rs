@@ -200,7 +200,7 @@ impl Core {
         for a in args {
             inv.arg(a);
         }
-        let mut conn = self.client.inner.conn.clone();
+        let mut conn = self.client.connection();
         Ok(inv.invoke_async(&mut conn).await?)
     }
 
@@ -404,7 +404,7 @@ impl Core {
             Kind::Plain | Kind::Fenced | Kind::Read | Kind::Write
         ) {
             // Redisson deletes the latch once the answer is in; fire and forget.
-            let mut conn = self.client.inner.conn.clone();
+            let mut conn = self.client.connection();
             tokio::spawn(async move {
                 let _: redis::RedisResult<i64> =
                     redis::cmd("DEL").arg(latch).query_async(&mut conn).await;
@@ -664,7 +664,7 @@ impl Core {
     }
 
     pub(crate) async fn is_locked(&self) -> Result<bool> {
-        let mut conn = self.client.inner.conn.clone();
+        let mut conn = self.client.connection();
         match self.kind {
             Kind::Read | Kind::Write => {
                 let mode: Option<String> = redis::cmd("HGET")
@@ -690,7 +690,7 @@ impl Core {
     }
 
     pub(crate) async fn hold_count(&self) -> Result<u64> {
-        let mut conn = self.client.inner.conn.clone();
+        let mut conn = self.client.connection();
         let v: Option<u64> = redis::cmd("HGET")
             .arg(&self.name)
             .arg(&self.field)
@@ -700,7 +700,7 @@ impl Core {
     }
 
     pub(crate) async fn is_held_by_me(&self) -> Result<bool> {
-        let mut conn = self.client.inner.conn.clone();
+        let mut conn = self.client.connection();
         let v: bool = redis::cmd("HEXISTS")
             .arg(&self.name)
             .arg(&self.field)
@@ -710,7 +710,7 @@ impl Core {
     }
 
     pub(crate) async fn remaining_ttl(&self) -> Result<Option<Duration>> {
-        let mut conn = self.client.inner.conn.clone();
+        let mut conn = self.client.connection();
         let v: i64 = redis::cmd("PTTL")
             .arg(&self.name)
             .query_async(&mut conn)

@@ -16,21 +16,25 @@
 mod client;
 mod core;
 mod error;
+mod latch;
 mod lock;
 mod multi;
 mod options;
 mod owner;
 mod scripts;
+mod semaphore;
 mod simple;
 mod waiter;
 mod watchdog;
 
 pub use client::{Client, MetricsSnapshot};
 pub use error::{LockError, LostReason, Result};
+pub use latch::CountDownLatch;
 pub use lock::{FairLock, FencedLock, Lock, ReadLock, ReadWriteLock, SpinLock, WriteLock};
 pub use multi::{MultiLock, NodeOutcome, QuorumOutcome, RedLock};
 pub use options::{Backoff, ClientOptions, ReplicaSync};
 pub use owner::Owner;
+pub use semaphore::Semaphore;
 pub use simple::SimpleLock;
 pub use watchdog::LostSignal;
 

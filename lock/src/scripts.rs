@@ -90,6 +90,44 @@ pub(crate) const SIMPLE_RELEASE_SRC: &str = "if redis.call(\"get\", KEYS[1]) == 
 /// Compare-and-extend of the plain lock. KEYS: name. ARGV: random value, lease ms.
 pub(crate) const SIMPLE_EXTEND_SRC: &str = "if redis.call(\"get\", KEYS[1]) == ARGV[1] then\n    return redis.call(\"pexpire\",KEYS[1],ARGV[2])\nelse\n    return 0\nend";
 
+/// `RedissonSemaphore.tryAcquireAsync`. KEYS: name. ARGV: permits. Returns 1 when acquired.
+pub(crate) const SEMAPHORE_TRY_ACQUIRE_SRC: &str = "local value = redis.call('get', KEYS[1]); if (value ~= false and tonumber(value) >= tonumber(ARGV[1])) then local val = redis.call('decrby', KEYS[1], ARGV[1]); return 1; end; return 0;";
+
+/// `RedissonSemaphore.releaseAsync`. KEYS: name, channel. ARGV: permits, publish command.
+/// Publishes the new permit count.
+pub(crate) const SEMAPHORE_RELEASE_SRC: &str =
+    "local value = redis.call('incrby', KEYS[1], ARGV[1]); redis.call(ARGV[2], KEYS[2], value); ";
+
+/// `RedissonSemaphore.releaseIfExistsAsync`. KEYS: name, channel. ARGV: permits, publish
+/// command. Returns 1 when the semaphore existed.
+pub(crate) const SEMAPHORE_RELEASE_IF_EXISTS_SRC: &str = "if redis.call('exists', KEYS[1]) == 0 then return 0 end local value = redis.call('incrby', KEYS[1], ARGV[1]) redis.call(ARGV[2], KEYS[2], value) return 1 ";
+
+/// `RedissonSemaphore.drainPermitsAsync`. KEYS: name. Returns the permits taken.
+pub(crate) const SEMAPHORE_DRAIN_SRC: &str = "local value = redis.call('get', KEYS[1]); if (value == false) then return 0; end; redis.call('set', KEYS[1], 0); return value;";
+
+/// `RedissonSemaphore.trySetPermitsAsync`. KEYS: name, channel. ARGV: permits, publish command.
+pub(crate) const SEMAPHORE_TRY_SET_SRC: &str = "local value = redis.call('get', KEYS[1]); if (value == false) then redis.call('set', KEYS[1], ARGV[1]); redis.call(ARGV[2], KEYS[2], ARGV[1]); return 1;end;return 0;";
+
+/// `RedissonSemaphore.trySetPermitsAsync(permits, timeToLive)`. KEYS: name, channel.
+/// ARGV: permits, publish command, ttl ms.
+pub(crate) const SEMAPHORE_TRY_SET_TTL_SRC: &str = "local value = redis.call('get', KEYS[1]); if (value == false) then redis.call('set', KEYS[1], ARGV[1], 'px', ARGV[3]); redis.call(ARGV[2], KEYS[2], ARGV[1]); return 1;end;return 0;";
+
+/// `RedissonSemaphore.addPermitsAsync`. KEYS: name, channel. ARGV: permits (may be negative),
+/// publish command.
+pub(crate) const SEMAPHORE_ADD_SRC: &str = "local value = redis.call('get', KEYS[1]); if (value == false) then value = 0;end;redis.call('set', KEYS[1], value + ARGV[1]); redis.call(ARGV[2], KEYS[2], value + ARGV[1]); ";
+
+/// `RedissonCountDownLatch.countDownAsync`. KEYS: name, channel. ARGV: zero-count message,
+/// publish command.
+pub(crate) const LATCH_COUNT_DOWN_SRC: &str = "local v = redis.call('decr', KEYS[1]);if v <= 0 then redis.call('del', KEYS[1]) end;if v == 0 then redis.call(ARGV[2], KEYS[2], ARGV[1]) end;";
+
+/// `RedissonCountDownLatch.trySetCountAsync`. KEYS: name, channel. ARGV: new-count message,
+/// count, publish command.
+pub(crate) const LATCH_TRY_SET_SRC: &str = "if redis.call('exists', KEYS[1]) == 0 then redis.call('set', KEYS[1], ARGV[2]); redis.call(ARGV[3], KEYS[2], ARGV[1]); return 1 else return 0 end";
+
+/// `RedissonCountDownLatch.deleteAsync`. KEYS: name, channel. ARGV: new-count message,
+/// publish command.
+pub(crate) const LATCH_DELETE_SRC: &str = "if redis.call('del', KEYS[1]) == 1 then redis.call(ARGV[2], KEYS[2], ARGV[1]); return 1 else return 0 end";
+
 macro_rules! scripts {
     ($($name:ident = $src:ident;)*) => {
         $(pub(crate) static $name: LazyLock<Script> = LazyLock::new(|| Script::new($src));)*
@@ -118,6 +156,16 @@ scripts! {
     WRITE_FORCE_RELEASE = WRITE_FORCE_RELEASE_SRC;
     SIMPLE_RELEASE = SIMPLE_RELEASE_SRC;
     SIMPLE_EXTEND = SIMPLE_EXTEND_SRC;
+    SEMAPHORE_TRY_ACQUIRE = SEMAPHORE_TRY_ACQUIRE_SRC;
+    SEMAPHORE_RELEASE = SEMAPHORE_RELEASE_SRC;
+    SEMAPHORE_RELEASE_IF_EXISTS = SEMAPHORE_RELEASE_IF_EXISTS_SRC;
+    SEMAPHORE_DRAIN = SEMAPHORE_DRAIN_SRC;
+    SEMAPHORE_TRY_SET = SEMAPHORE_TRY_SET_SRC;
+    SEMAPHORE_TRY_SET_TTL = SEMAPHORE_TRY_SET_TTL_SRC;
+    SEMAPHORE_ADD = SEMAPHORE_ADD_SRC;
+    LATCH_COUNT_DOWN = LATCH_COUNT_DOWN_SRC;
+    LATCH_TRY_SET = LATCH_TRY_SET_SRC;
+    LATCH_DELETE = LATCH_DELETE_SRC;
 }
 
 #[cfg(test)]
