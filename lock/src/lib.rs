@@ -23,6 +23,7 @@ mod options;
 mod owner;
 mod scripts;
 mod semaphore;
+mod sentinel;
 mod simple;
 mod waiter;
 mod watchdog;

@@ -137,6 +137,32 @@ impl PubSubHub {
         })
     }
 
+    /// Moves the pub/sub connection to `client` (the new master after a failover): drops the
+    /// old connection, subscribes every live channel on the new one, and wakes every waiter so
+    /// it retries against the new master.
+    ///
+    /// # Errors
+    /// When the new server cannot be reached (the next `subscribe` tries again).
+    pub(crate) async fn switch(&self, client: redis::Client) -> Result<()> {
+        let shared = &self.shared;
+        let mut conn = shared.ops.lock().await;
+        *lock(&shared.client) = client;
+        conn.sink = None;
+        if let Some(d) = conn.dispatcher.take() {
+            d.abort();
+        }
+        let res = if lock(&shared.channels).is_empty() {
+            Ok(())
+        } else {
+            shared.ensure_connected(&mut conn).await
+        };
+        for e in lock(&shared.channels).values() {
+            e.notify.notify_waiters();
+            e.notify.notify_one();
+        }
+        res
+    }
+
     pub(crate) async fn shutdown(&self) {
         let mut conn = self.shared.ops.lock().await;
         conn.shut = true;
