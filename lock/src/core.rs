@@ -349,6 +349,7 @@ impl Core {
                             self.queue_name(),
                             self.timeout_set_name(),
                             self.channel(),
+                            latch.clone(),
                         ],
                         &[
                             UNLOCK_MESSAGE.into(),
@@ -356,6 +357,7 @@ impl Core {
                             field.clone(),
                             self.client.now_ms().to_string(),
                             PUBLISH.into(),
+                            latch_ms.clone(),
                         ],
                     )
                     .await
@@ -401,7 +403,7 @@ impl Core {
         };
         if matches!(
             self.kind,
-            Kind::Plain | Kind::Fenced | Kind::Read | Kind::Write
+            Kind::Plain | Kind::Fenced | Kind::Fair | Kind::Read | Kind::Write
         ) {
             // Redisson deletes the latch once the answer is in; fire and forget.
             let mut conn = self.client.connection();

@@ -49,6 +49,16 @@ pub mod script_sources {
     pub const LOCK_RELEASE: &str = crate::scripts::LOCK_RELEASE_SRC;
     /// `RedissonFairLock` acquire (queueing variant).
     pub const FAIR_ACQUIRE: &str = crate::scripts::FAIR_ACQUIRE_SRC;
+    /// `RedissonFairLock` release with unlock latch. KEYS: name, queue, timeout zset, channel
+    /// prefix, latch. ARGV: message, lease ms, owner field, now ms, publish command, latch
+    /// timeout ms.
+    pub const FAIR_RELEASE: &str = crate::scripts::FAIR_RELEASE_SRC;
+    /// `RedissonSemaphore` acquire. KEYS: name. ARGV: permits.
+    pub const SEMAPHORE_TRY_ACQUIRE: &str = crate::scripts::SEMAPHORE_TRY_ACQUIRE_SRC;
+    /// `RedissonSemaphore` release. KEYS: name, channel. ARGV: permits, publish command.
+    pub const SEMAPHORE_RELEASE: &str = crate::scripts::SEMAPHORE_RELEASE_SRC;
+    /// `RedissonCountDownLatch` count-down. KEYS: name, channel. ARGV: message, publish command.
+    pub const LATCH_COUNT_DOWN: &str = crate::scripts::LATCH_COUNT_DOWN_SRC;
     /// `RedissonReadLock` acquire.
     pub const READ_ACQUIRE: &str = crate::scripts::READ_ACQUIRE_SRC;
     /// `RedissonWriteLock` acquire.
