@@ -1,7 +1,7 @@
 //! `Client`: the client id (UUID v4), the command connection, the shared pub/sub hub, the
 //! watchdog registry, counters, and helpers shared by every lock kind (names, `WAIT`).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -32,11 +32,15 @@ impl std::fmt::Debug for Client {
 
 pub(crate) struct Inner {
     pub(crate) id: String,
-    pub(crate) conn: ConnectionManager,
+    // std RwLock, never held across an await: a failover swaps in a connection to the new master.
+    pub(crate) conn: std::sync::RwLock<ConnectionManager>,
     pub(crate) hub: PubSubHub,
     pub(crate) registry: Registry,
     pub(crate) options: ClientOptions,
-    pub(crate) sync_replicas: usize,
+    /// Recomputed after a failover when `ReplicaSync::Auto`.
+    pub(crate) sync_replicas: AtomicUsize,
+    /// Set when the client follows a Sentinel-monitored master.
+    pub(crate) sentinel: Option<crate::sentinel::SentinelState>,
     pub(crate) metrics: Metrics,
     pub(crate) clock_base_ms: u64,
     pub(crate) clock_base: tokio::time::Instant,
@@ -68,22 +72,16 @@ impl Client {
         client: redis::Client,
         options: ClientOptions,
     ) -> Result<Client> {
-        let config = ConnectionManagerConfig::new()
-            .set_number_of_retries(2)
-            .set_connection_timeout(Some(options.connection_timeout))
-            .set_response_timeout(Some(options.response_timeout));
-        let mut conn = ConnectionManager::new_with_config(client.clone(), config).await?;
-        let sync_replicas = match options.replica_sync {
-            ReplicaSync::Off => 0,
-            ReplicaSync::Replicas(n) => n,
-            ReplicaSync::Auto => {
-                let info: String = redis::cmd("INFO")
-                    .arg("replication")
-                    .query_async(&mut conn)
-                    .await?;
-                connected_replicas(&info)
-            }
-        };
+        Client::build(client, options, None).await
+    }
+
+    pub(crate) async fn build(
+        client: redis::Client,
+        options: ClientOptions,
+        sentinel: Option<crate::sentinel::SentinelState>,
+    ) -> Result<Client> {
+        let mut conn = command_connection(&client, &options).await?;
+        let sync_replicas = replicas_to_sync(&mut conn, &options).await?;
         let id = uuid::Uuid::new_v4().to_string();
         let now_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -93,15 +91,27 @@ impl Client {
             hub: PubSubHub::new(client),
             registry: Registry::default(),
             id,
-            conn,
+            conn: std::sync::RwLock::new(conn),
             options,
-            sync_replicas,
+            sync_replicas: AtomicUsize::new(sync_replicas),
+            sentinel,
             metrics: Metrics::default(),
             clock_base_ms: now_ms,
             clock_base: tokio::time::Instant::now(),
         });
         tracing::debug!(client_id = %inner.id, sync_replicas, "locksmith client connected");
         Ok(Client { inner })
+    }
+
+    /// Points the command and pub/sub connections at `client` (the new master after a
+    /// failover) and wakes every waiter so it retries there.
+    pub(crate) async fn switch_master(&self, client: redis::Client) -> Result<()> {
+        let mut conn = command_connection(&client, &self.inner.options).await?;
+        let n = replicas_to_sync(&mut conn, &self.inner.options).await?;
+        self.inner.sync_replicas.store(n, Ordering::Relaxed);
+        *self.inner.conn.write().unwrap_or_else(|p| p.into_inner()) = conn;
+        Metrics::inc(&self.inner.metrics.master_switches);
+        self.inner.hub.switch(client).await
     }
 
     /// This client's id (a UUID v4), the first half of every owner field it writes.
@@ -116,7 +126,7 @@ impl Client {
 
     /// How many replicas each lock write waits for (0: no `WAIT`).
     pub fn sync_replicas(&self) -> usize {
-        self.inner.sync_replicas
+        self.inner.sync_replicas.load(Ordering::Relaxed)
     }
 
     /// A snapshot of the counters (acquisitions, waits, renewals, releases, losses).
@@ -126,7 +136,11 @@ impl Client {
 
     /// A connection for raw commands, sharing the client's command connection.
     pub fn connection(&self) -> ConnectionManager {
-        self.inner.conn.clone()
+        self.inner
+            .conn
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// The Redis field `"<client-id>:<owner-id>"` an owner writes through this client.
@@ -139,6 +153,9 @@ impl Client {
     /// explicit commands, but no longer renew.
     pub async fn shutdown(&self) {
         self.inner.registry.shutdown();
+        if let Some(s) = &self.inner.sentinel {
+            s.stop();
+        }
         self.inner.hub.shutdown().await;
     }
 
@@ -154,11 +171,11 @@ impl Client {
 
     /// After a write, `WAIT` for the configured replicas; `Ok(false)` when none acknowledged.
     pub(crate) async fn wait_replicas(&self) -> Result<bool> {
-        let n = self.inner.sync_replicas;
+        let n = self.sync_replicas();
         if n == 0 {
             return Ok(true);
         }
-        let mut conn = self.inner.conn.clone();
+        let mut conn = self.connection();
         let synced: i64 = redis::cmd("WAIT")
             .arg(n)
             .arg(self.inner.options.replica_sync_timeout.as_millis() as u64)
@@ -166,6 +183,31 @@ impl Client {
             .await?;
         Ok(synced > 0)
     }
+}
+
+async fn command_connection(
+    client: &redis::Client,
+    options: &ClientOptions,
+) -> Result<ConnectionManager> {
+    let config = ConnectionManagerConfig::new()
+        .set_number_of_retries(2)
+        .set_connection_timeout(Some(options.connection_timeout))
+        .set_response_timeout(Some(options.response_timeout));
+    Ok(ConnectionManager::new_with_config(client.clone(), config).await?)
+}
+
+async fn replicas_to_sync(conn: &mut ConnectionManager, options: &ClientOptions) -> Result<usize> {
+    Ok(match options.replica_sync {
+        ReplicaSync::Off => 0,
+        ReplicaSync::Replicas(n) => n,
+        ReplicaSync::Auto => {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query_async(conn)
+                .await?;
+            connected_replicas(&info)
+        }
+    })
 }
 
 fn connected_replicas(info: &str) -> usize {
@@ -213,6 +255,7 @@ pub(crate) struct Metrics {
     pub(crate) renewal_failures: AtomicU64,
     pub(crate) released: AtomicU64,
     pub(crate) lost: AtomicU64,
+    pub(crate) master_switches: AtomicU64,
 }
 
 impl Metrics {
@@ -229,6 +272,7 @@ impl Metrics {
             renewal_failures: g(&self.renewal_failures),
             released: g(&self.released),
             lost: g(&self.lost),
+            master_switches: g(&self.master_switches),
         }
     }
 }
@@ -251,6 +295,8 @@ pub struct MetricsSnapshot {
     pub released: u64,
     /// Locks reported lost.
     pub lost: u64,
+    /// Times a Sentinel-following client moved to a new master.
+    pub master_switches: u64,
 }
 
 impl From<&Client> for Client {

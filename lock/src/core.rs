@@ -200,7 +200,7 @@ impl Core {
         for a in args {
             inv.arg(a);
         }
-        let mut conn = self.client.inner.conn.clone();
+        let mut conn = self.client.connection();
         Ok(inv.invoke_async(&mut conn).await?)
     }
 
@@ -349,6 +349,7 @@ impl Core {
                             self.queue_name(),
                             self.timeout_set_name(),
                             self.channel(),
+                            latch.clone(),
                         ],
                         &[
                             UNLOCK_MESSAGE.into(),
@@ -356,6 +357,7 @@ impl Core {
                             field.clone(),
                             self.client.now_ms().to_string(),
                             PUBLISH.into(),
+                            latch_ms.clone(),
                         ],
                     )
                     .await
@@ -401,10 +403,10 @@ impl Core {
         };
         if matches!(
             self.kind,
-            Kind::Plain | Kind::Fenced | Kind::Read | Kind::Write
+            Kind::Plain | Kind::Fenced | Kind::Fair | Kind::Read | Kind::Write
         ) {
             // Redisson deletes the latch once the answer is in; fire and forget.
-            let mut conn = self.client.inner.conn.clone();
+            let mut conn = self.client.connection();
             tokio::spawn(async move {
                 let _: redis::RedisResult<i64> =
                     redis::cmd("DEL").arg(latch).query_async(&mut conn).await;
@@ -664,7 +666,7 @@ impl Core {
     }
 
     pub(crate) async fn is_locked(&self) -> Result<bool> {
-        let mut conn = self.client.inner.conn.clone();
+        let mut conn = self.client.connection();
         match self.kind {
             Kind::Read | Kind::Write => {
                 let mode: Option<String> = redis::cmd("HGET")
@@ -690,7 +692,7 @@ impl Core {
     }
 
     pub(crate) async fn hold_count(&self) -> Result<u64> {
-        let mut conn = self.client.inner.conn.clone();
+        let mut conn = self.client.connection();
         let v: Option<u64> = redis::cmd("HGET")
             .arg(&self.name)
             .arg(&self.field)
@@ -700,7 +702,7 @@ impl Core {
     }
 
     pub(crate) async fn is_held_by_me(&self) -> Result<bool> {
-        let mut conn = self.client.inner.conn.clone();
+        let mut conn = self.client.connection();
         let v: bool = redis::cmd("HEXISTS")
             .arg(&self.name)
             .arg(&self.field)
@@ -710,7 +712,7 @@ impl Core {
     }
 
     pub(crate) async fn remaining_ttl(&self) -> Result<Option<Duration>> {
-        let mut conn = self.client.inner.conn.clone();
+        let mut conn = self.client.connection();
         let v: i64 = redis::cmd("PTTL")
             .arg(&self.name)
             .query_async(&mut conn)

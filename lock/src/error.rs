@@ -72,6 +72,12 @@ pub enum LockError {
         /// What was wrong.
         detail: String,
     },
+    /// No sentinel knows the master name (or none could be reached).
+    #[error("no sentinel knows master {master}")]
+    MasterNotFound {
+        /// The Sentinel master name.
+        master: String,
+    },
     /// The client was shut down.
     #[error("client shut down")]
     Shutdown,

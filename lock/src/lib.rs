@@ -16,21 +16,26 @@
 mod client;
 mod core;
 mod error;
+mod latch;
 mod lock;
 mod multi;
 mod options;
 mod owner;
 mod scripts;
+mod semaphore;
+mod sentinel;
 mod simple;
 mod waiter;
 mod watchdog;
 
 pub use client::{Client, MetricsSnapshot};
 pub use error::{LockError, LostReason, Result};
+pub use latch::CountDownLatch;
 pub use lock::{FairLock, FencedLock, Lock, ReadLock, ReadWriteLock, SpinLock, WriteLock};
 pub use multi::{MultiLock, NodeOutcome, QuorumOutcome, RedLock};
 pub use options::{Backoff, ClientOptions, ReplicaSync};
 pub use owner::Owner;
+pub use semaphore::Semaphore;
 pub use simple::SimpleLock;
 pub use watchdog::LostSignal;
 
@@ -44,6 +49,16 @@ pub mod script_sources {
     pub const LOCK_RELEASE: &str = crate::scripts::LOCK_RELEASE_SRC;
     /// `RedissonFairLock` acquire (queueing variant).
     pub const FAIR_ACQUIRE: &str = crate::scripts::FAIR_ACQUIRE_SRC;
+    /// `RedissonFairLock` release with unlock latch. KEYS: name, queue, timeout zset, channel
+    /// prefix, latch. ARGV: message, lease ms, owner field, now ms, publish command, latch
+    /// timeout ms.
+    pub const FAIR_RELEASE: &str = crate::scripts::FAIR_RELEASE_SRC;
+    /// `RedissonSemaphore` acquire. KEYS: name. ARGV: permits.
+    pub const SEMAPHORE_TRY_ACQUIRE: &str = crate::scripts::SEMAPHORE_TRY_ACQUIRE_SRC;
+    /// `RedissonSemaphore` release. KEYS: name, channel. ARGV: permits, publish command.
+    pub const SEMAPHORE_RELEASE: &str = crate::scripts::SEMAPHORE_RELEASE_SRC;
+    /// `RedissonCountDownLatch` count-down. KEYS: name, channel. ARGV: message, publish command.
+    pub const LATCH_COUNT_DOWN: &str = crate::scripts::LATCH_COUNT_DOWN_SRC;
     /// `RedissonReadLock` acquire.
     pub const READ_ACQUIRE: &str = crate::scripts::READ_ACQUIRE_SRC;
     /// `RedissonWriteLock` acquire.

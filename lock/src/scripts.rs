@@ -39,23 +39,24 @@ pub(crate) const SPIN_FORCE_RELEASE_SRC: &str =
 
 /// `RedissonFairLock.tryLockInnerAsync`, `EVAL_NULL_BOOLEAN` variant (a single attempt that
 /// never queues). KEYS: name, queue, timeout zset. ARGV: lease ms, owner field, now ms, wait ms.
-pub(crate) const FAIR_TRY_ONCE_SRC: &str = "while true do local firstThreadId2 = redis.call('lindex', KEYS[2], 0);if firstThreadId2 == false then break;end;local timeout = tonumber(redis.call('zscore', KEYS[3], firstThreadId2));if timeout <= tonumber(ARGV[3]) then redis.call('zrem', KEYS[3], firstThreadId2);redis.call('lpop', KEYS[2]);else break;end;end;if (redis.call('exists', KEYS[1]) == 0) and ((redis.call('exists', KEYS[2]) == 0) or (redis.call('lindex', KEYS[2], 0) == ARGV[2])) then redis.call('lpop', KEYS[2]);redis.call('zrem', KEYS[3], ARGV[2]);local keys = redis.call('zrange', KEYS[3], 0, -1);for i = 1, #keys, 1 do redis.call('zincrby', KEYS[3], -tonumber(ARGV[4]), keys[i]);end;redis.call('hset', KEYS[1], ARGV[2], 1);redis.call('pexpire', KEYS[1], ARGV[1]);return nil;end;if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('hincrby', KEYS[1], ARGV[2], 1);redis.call('pexpire', KEYS[1], ARGV[1]);return nil;end;return 1;";
+pub(crate) const FAIR_TRY_ONCE_SRC: &str = "while true do local firstThreadId2 = redis.call('lindex', KEYS[2], 0);if firstThreadId2 == false then break;end;local timeout = redis.call('zscore', KEYS[3], firstThreadId2);if timeout ~= false and tonumber(timeout) <= tonumber(ARGV[3]) then redis.call('zrem', KEYS[3], firstThreadId2);redis.call('lpop', KEYS[2]);else break;end;end;if (redis.call('exists', KEYS[1]) == 0) and ((redis.call('exists', KEYS[2]) == 0) or (redis.call('lindex', KEYS[2], 0) == ARGV[2])) then redis.call('lpop', KEYS[2]);redis.call('zrem', KEYS[3], ARGV[2]);local keys = redis.call('zrange', KEYS[3], 0, -1);for i = 1, #keys, 1 do redis.call('zincrby', KEYS[3], -tonumber(ARGV[4]), keys[i]);end;redis.call('hset', KEYS[1], ARGV[2], 1);redis.call('pexpire', KEYS[1], ARGV[1]);return nil;end;if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('hincrby', KEYS[1], ARGV[2], 1);redis.call('pexpire', KEYS[1], ARGV[1]);return nil;end;return 1;";
 
 /// `RedissonFairLock.tryLockInnerAsync`, `EVAL_LONG` variant (queues the waiter).
 /// KEYS: name, queue, timeout zset. ARGV: lease ms, owner field, wait ms, now ms.
-pub(crate) const FAIR_ACQUIRE_SRC: &str = "while true do local firstThreadId2 = redis.call('lindex', KEYS[2], 0);if firstThreadId2 == false then break;end;local timeout = tonumber(redis.call('zscore', KEYS[3], firstThreadId2));if timeout <= tonumber(ARGV[4]) then redis.call('zrem', KEYS[3], firstThreadId2);redis.call('lpop', KEYS[2]);else break;end;end;if (redis.call('exists', KEYS[1]) == 0) and ((redis.call('exists', KEYS[2]) == 0) or (redis.call('lindex', KEYS[2], 0) == ARGV[2])) then redis.call('lpop', KEYS[2]);redis.call('zrem', KEYS[3], ARGV[2]);local keys = redis.call('zrange', KEYS[3], 0, -1);for i = 1, #keys, 1 do redis.call('zincrby', KEYS[3], -tonumber(ARGV[3]), keys[i]);end;redis.call('hset', KEYS[1], ARGV[2], 1);redis.call('pexpire', KEYS[1], ARGV[1]);return nil;end;if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then redis.call('hincrby', KEYS[1], ARGV[2],1);redis.call('pexpire', KEYS[1], ARGV[1]);return nil;end;local timeout = redis.call('zscore', KEYS[3], ARGV[2]);if timeout ~= false then return timeout - tonumber(ARGV[3]) - tonumber(ARGV[4]);end;local lastThreadId = redis.call('lindex', KEYS[2], -1);local ttl;if lastThreadId ~= false and lastThreadId ~= ARGV[2] then ttl = tonumber(redis.call('zscore', KEYS[3], lastThreadId)) - tonumber(ARGV[4]);else ttl = redis.call('pttl', KEYS[1]);end;local timeout = ttl + tonumber(ARGV[3]) + tonumber(ARGV[4]);if redis.call('zadd', KEYS[3], timeout, ARGV[2]) == 1 then redis.call('rpush', KEYS[2], ARGV[2]);end;return ttl;";
+pub(crate) const FAIR_ACQUIRE_SRC: &str = "while true do local firstThreadId2 = redis.call('lindex', KEYS[2], 0);if firstThreadId2 == false then break;end;local timeout = redis.call('zscore', KEYS[3], firstThreadId2);if timeout ~= false and tonumber(timeout) <= tonumber(ARGV[4]) then redis.call('zrem', KEYS[3], firstThreadId2);redis.call('lpop', KEYS[2]);else break;end;end;if (redis.call('exists', KEYS[1]) == 0) and ((redis.call('exists', KEYS[2]) == 0) or (redis.call('lindex', KEYS[2], 0) == ARGV[2])) then redis.call('lpop', KEYS[2]);redis.call('zrem', KEYS[3], ARGV[2]);local keys = redis.call('zrange', KEYS[3], 0, -1);for i = 1, #keys, 1 do redis.call('zincrby', KEYS[3], -tonumber(ARGV[3]), keys[i]);end;redis.call('hset', KEYS[1], ARGV[2], 1);redis.call('pexpire', KEYS[1], ARGV[1]);return nil;end;if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then redis.call('hincrby', KEYS[1], ARGV[2],1);redis.call('pexpire', KEYS[1], ARGV[1]);return nil;end;local timeout = redis.call('zscore', KEYS[3], ARGV[2]);if timeout ~= false then local ttl = redis.call('pttl', KEYS[1]);return math.max(0, ttl); end;local lastThreadId = redis.call('lindex', KEYS[2], -1);local ttl;if lastThreadId ~= false and lastThreadId ~= ARGV[2] and redis.call('zscore', KEYS[3], lastThreadId) ~= false then ttl = tonumber(redis.call('zscore', KEYS[3], lastThreadId)) - tonumber(ARGV[4]);else ttl = redis.call('pttl', KEYS[1]);end;local timeout = ttl + tonumber(ARGV[3]) + tonumber(ARGV[4]);if redis.call('zadd', KEYS[3], timeout, ARGV[2]) == 1 then redis.call('rpush', KEYS[2], ARGV[2]);end;return ttl;";
 
 /// `RedissonFairLock.acquireFailedAsync`: leave the queue. KEYS: queue, timeout zset.
 /// ARGV: owner field, wait ms.
 pub(crate) const FAIR_ACQUIRE_FAILED_SRC: &str = "local queue = redis.call('lrange', KEYS[1], 0, -1);local i = 1;while i <= #queue and queue[i] ~= ARGV[1] do i = i + 1;end;i = i + 1;while i <= #queue do redis.call('zincrby', KEYS[2], -tonumber(ARGV[2]), queue[i]);i = i + 1;end;redis.call('zrem', KEYS[2], ARGV[1]);redis.call('lrem', KEYS[1], 0, ARGV[1]);";
 
-/// `RedissonFairLock.unlockInnerAsync`. KEYS: name, queue, timeout zset, channel prefix.
-/// ARGV: message, lease ms, owner field, now ms, publish command.
-pub(crate) const FAIR_RELEASE_SRC: &str = "while true do local firstThreadId2 = redis.call('lindex', KEYS[2], 0);if firstThreadId2 == false then break;end; local timeout = tonumber(redis.call('zscore', KEYS[3], firstThreadId2));if timeout <= tonumber(ARGV[4]) then redis.call('zrem', KEYS[3], firstThreadId2); redis.call('lpop', KEYS[2]); else break;end; end;if (redis.call('exists', KEYS[1]) == 0) then local nextThreadId = redis.call('lindex', KEYS[2], 0); if nextThreadId ~= false then redis.call(ARGV[5], KEYS[4] .. ':' .. nextThreadId, ARGV[1]); end; return 1; end;if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil;end; local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; end; redis.call('del', KEYS[1]); local nextThreadId = redis.call('lindex', KEYS[2], 0); if nextThreadId ~= false then redis.call(ARGV[5], KEYS[4] .. ':' .. nextThreadId, ARGV[1]); end; return 1; ";
+/// `RedissonFairLock.unlockInnerAsync` with the unlock latch. KEYS: name, queue, timeout zset,
+/// channel prefix, latch. ARGV: message, lease ms, owner field, now ms, publish command, latch
+/// timeout ms. Returns nil (not owner), 0 (still held) or 1 (released).
+pub(crate) const FAIR_RELEASE_SRC: &str = "local val = redis.call('get', KEYS[5]); if val ~= false then return tonumber(val);end; while true do local firstThreadId2 = redis.call('lindex', KEYS[2], 0);if firstThreadId2 == false then break;end; local timeout = redis.call('zscore', KEYS[3], firstThreadId2);if timeout ~= false and tonumber(timeout) <= tonumber(ARGV[4]) then redis.call('zrem', KEYS[3], firstThreadId2); redis.call('lpop', KEYS[2]); else break;end; end;if (redis.call('exists', KEYS[1]) == 0) then local nextThreadId = redis.call('lindex', KEYS[2], 0); if nextThreadId ~= false then redis.call(ARGV[5], KEYS[4] .. ':' .. nextThreadId, ARGV[1]); end; redis.call('set', KEYS[5], 1, 'px', ARGV[6]); return 1; end;if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil;end; local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); redis.call('set', KEYS[5], 0, 'px', ARGV[6]); return 0; end; redis.call('del', KEYS[1]); redis.call('set', KEYS[5], 1, 'px', ARGV[6]); local nextThreadId = redis.call('lindex', KEYS[2], 0); if nextThreadId ~= false then redis.call(ARGV[5], KEYS[4] .. ':' .. nextThreadId, ARGV[1]); end; return 1; ";
 
 /// `RedissonFairLock.forceUnlockAsync`. KEYS: name, queue, timeout zset, channel prefix.
 /// ARGV: message, now ms, publish command.
-pub(crate) const FAIR_FORCE_RELEASE_SRC: &str = "while true do local firstThreadId2 = redis.call('lindex', KEYS[2], 0);if firstThreadId2 == false then break;end; local timeout = tonumber(redis.call('zscore', KEYS[3], firstThreadId2));if timeout <= tonumber(ARGV[2]) then redis.call('zrem', KEYS[3], firstThreadId2); redis.call('lpop', KEYS[2]); else break;end; end;if (redis.call('del', KEYS[1]) == 1) then local nextThreadId = redis.call('lindex', KEYS[2], 0); if nextThreadId ~= false then redis.call(ARGV[3], KEYS[4] .. ':' .. nextThreadId, ARGV[1]); end; return 1; end; return 0;";
+pub(crate) const FAIR_FORCE_RELEASE_SRC: &str = "while true do local firstThreadId2 = redis.call('lindex', KEYS[2], 0);if firstThreadId2 == false then break;end; local timeout = redis.call('zscore', KEYS[3], firstThreadId2);if timeout ~= false and tonumber(timeout) <= tonumber(ARGV[2]) then redis.call('zrem', KEYS[3], firstThreadId2); redis.call('lpop', KEYS[2]); else break;end; end;if (redis.call('del', KEYS[1]) == 1) then local nextThreadId = redis.call('lindex', KEYS[2], 0); if nextThreadId ~= false then redis.call(ARGV[3], KEYS[4] .. ':' .. nextThreadId, ARGV[1]); end; return 1; end; return 0;";
 
 /// `RedissonReadLock.tryLockInnerAsync`. KEYS: name, read-timeout prefix.
 /// ARGV: lease ms, owner field, owner write field.
@@ -90,6 +91,44 @@ pub(crate) const SIMPLE_RELEASE_SRC: &str = "if redis.call(\"get\", KEYS[1]) == 
 /// Compare-and-extend of the plain lock. KEYS: name. ARGV: random value, lease ms.
 pub(crate) const SIMPLE_EXTEND_SRC: &str = "if redis.call(\"get\", KEYS[1]) == ARGV[1] then\n    return redis.call(\"pexpire\",KEYS[1],ARGV[2])\nelse\n    return 0\nend";
 
+/// `RedissonSemaphore.tryAcquireAsync`. KEYS: name. ARGV: permits. Returns 1 when acquired.
+pub(crate) const SEMAPHORE_TRY_ACQUIRE_SRC: &str = "local value = redis.call('get', KEYS[1]); if (value ~= false and tonumber(value) >= tonumber(ARGV[1])) then local val = redis.call('decrby', KEYS[1], ARGV[1]); return 1; end; return 0;";
+
+/// `RedissonSemaphore.releaseAsync`. KEYS: name, channel. ARGV: permits, publish command.
+/// Publishes the new permit count.
+pub(crate) const SEMAPHORE_RELEASE_SRC: &str =
+    "local value = redis.call('incrby', KEYS[1], ARGV[1]); redis.call(ARGV[2], KEYS[2], value); ";
+
+/// `RedissonSemaphore.releaseIfExistsAsync`. KEYS: name, channel. ARGV: permits, publish
+/// command. Returns 1 when the semaphore existed.
+pub(crate) const SEMAPHORE_RELEASE_IF_EXISTS_SRC: &str = "if redis.call('exists', KEYS[1]) == 0 then return 0 end local value = redis.call('incrby', KEYS[1], ARGV[1]) redis.call(ARGV[2], KEYS[2], value) return 1 ";
+
+/// `RedissonSemaphore.drainPermitsAsync`. KEYS: name. Returns the permits taken.
+pub(crate) const SEMAPHORE_DRAIN_SRC: &str = "local value = redis.call('get', KEYS[1]); if (value == false) then return 0; end; redis.call('set', KEYS[1], 0); return value;";
+
+/// `RedissonSemaphore.trySetPermitsAsync`. KEYS: name, channel. ARGV: permits, publish command.
+pub(crate) const SEMAPHORE_TRY_SET_SRC: &str = "local value = redis.call('get', KEYS[1]); if (value == false) then redis.call('set', KEYS[1], ARGV[1]); redis.call(ARGV[2], KEYS[2], ARGV[1]); return 1;end;return 0;";
+
+/// `RedissonSemaphore.trySetPermitsAsync(permits, timeToLive)`. KEYS: name, channel.
+/// ARGV: permits, publish command, ttl ms.
+pub(crate) const SEMAPHORE_TRY_SET_TTL_SRC: &str = "local value = redis.call('get', KEYS[1]); if (value == false) then redis.call('set', KEYS[1], ARGV[1], 'px', ARGV[3]); redis.call(ARGV[2], KEYS[2], ARGV[1]); return 1;end;return 0;";
+
+/// `RedissonSemaphore.addPermitsAsync`. KEYS: name, channel. ARGV: permits (may be negative),
+/// publish command.
+pub(crate) const SEMAPHORE_ADD_SRC: &str = "local value = redis.call('get', KEYS[1]); if (value == false) then value = 0;end;redis.call('set', KEYS[1], value + ARGV[1]); redis.call(ARGV[2], KEYS[2], value + ARGV[1]); ";
+
+/// `RedissonCountDownLatch.countDownAsync`. KEYS: name, channel. ARGV: zero-count message,
+/// publish command.
+pub(crate) const LATCH_COUNT_DOWN_SRC: &str = "local v = redis.call('decr', KEYS[1]);if v <= 0 then redis.call('del', KEYS[1]) end;if v == 0 then redis.call(ARGV[2], KEYS[2], ARGV[1]) end;";
+
+/// `RedissonCountDownLatch.trySetCountAsync`. KEYS: name, channel. ARGV: new-count message,
+/// count, publish command.
+pub(crate) const LATCH_TRY_SET_SRC: &str = "if redis.call('exists', KEYS[1]) == 0 then redis.call('set', KEYS[1], ARGV[2]); redis.call(ARGV[3], KEYS[2], ARGV[1]); return 1 else return 0 end";
+
+/// `RedissonCountDownLatch.deleteAsync`. KEYS: name, channel. ARGV: new-count message,
+/// publish command.
+pub(crate) const LATCH_DELETE_SRC: &str = "if redis.call('del', KEYS[1]) == 1 then redis.call(ARGV[2], KEYS[2], ARGV[1]); return 1 else return 0 end";
+
 macro_rules! scripts {
     ($($name:ident = $src:ident;)*) => {
         $(pub(crate) static $name: LazyLock<Script> = LazyLock::new(|| Script::new($src));)*
@@ -118,6 +157,16 @@ scripts! {
     WRITE_FORCE_RELEASE = WRITE_FORCE_RELEASE_SRC;
     SIMPLE_RELEASE = SIMPLE_RELEASE_SRC;
     SIMPLE_EXTEND = SIMPLE_EXTEND_SRC;
+    SEMAPHORE_TRY_ACQUIRE = SEMAPHORE_TRY_ACQUIRE_SRC;
+    SEMAPHORE_RELEASE = SEMAPHORE_RELEASE_SRC;
+    SEMAPHORE_RELEASE_IF_EXISTS = SEMAPHORE_RELEASE_IF_EXISTS_SRC;
+    SEMAPHORE_DRAIN = SEMAPHORE_DRAIN_SRC;
+    SEMAPHORE_TRY_SET = SEMAPHORE_TRY_SET_SRC;
+    SEMAPHORE_TRY_SET_TTL = SEMAPHORE_TRY_SET_TTL_SRC;
+    SEMAPHORE_ADD = SEMAPHORE_ADD_SRC;
+    LATCH_COUNT_DOWN = LATCH_COUNT_DOWN_SRC;
+    LATCH_TRY_SET = LATCH_TRY_SET_SRC;
+    LATCH_DELETE = LATCH_DELETE_SRC;
 }
 
 #[cfg(test)]

@@ -1,8 +1,13 @@
 //! Waiters: one shared pub/sub connection per client multiplexes every waiter's channel, with
 //! reference-counted `SUBSCRIBE`/`UNSUBSCRIBE` and a dispatcher task that routes messages.
 //!
-//! Message `0` wakes one waiter of the channel (a permit is kept if nobody waits at that instant,
-//! as Redisson's latch semaphore does); message `1` wakes all of them.
+//! On a lock channel ([`Wake::Lock`]) message `0` wakes one waiter (a permit is kept if nobody
+//! waits at that instant, as Redisson's latch semaphore does) and message `1` wakes all of them.
+//! On semaphore and count-down-latch channels ([`Wake::All`]) every message wakes every waiter,
+//! which then re-checks the state in Redis.
+//!
+//! After a failover ([`PubSubHub::switch`]) the connection moves to the new master, every channel
+//! is subscribed again and every waiter is woken to retry there.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -18,8 +23,18 @@ pub(crate) struct PubSubHub {
     shared: Arc<Shared>,
 }
 
+/// How a message on a channel wakes its waiters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wake {
+    /// Redisson's `LockPubSub`: `0` wakes one waiter, `1` wakes all.
+    Lock,
+    /// `SemaphorePubSub` / `CountDownLatchPubSub`: every message wakes every waiter.
+    All,
+}
+
 struct Shared {
-    client: redis::Client,
+    // std Mutex, never held across an await; replaced on failover.
+    client: Mutex<redis::Client>,
     // Serializes SUBSCRIBE/UNSUBSCRIBE so reference counts and server state agree.
     ops: tokio::sync::Mutex<Conn>,
     // std Mutex: only touched synchronously (never across an await), also by the dispatcher.
@@ -29,6 +44,7 @@ struct Shared {
 struct ChannelEntry {
     refs: usize,
     notify: Arc<Notify>,
+    wake: Wake,
 }
 
 #[derive(Default)]
@@ -67,7 +83,7 @@ impl PubSubHub {
     pub(crate) fn new(client: redis::Client) -> Self {
         PubSubHub {
             shared: Arc::new(Shared {
-                client,
+                client: Mutex::new(client),
                 ops: tokio::sync::Mutex::new(Conn::default()),
                 channels: Mutex::new(HashMap::new()),
             }),
@@ -77,6 +93,12 @@ impl PubSubHub {
     /// Subscribes (or adds a reference to an existing subscription of) `channel`. Returns once
     /// the server confirmed the subscription, so a message published afterwards is seen.
     pub(crate) async fn subscribe(&self, channel: &str) -> Result<Subscription> {
+        self.subscribe_with(channel, Wake::Lock).await
+    }
+
+    /// [`subscribe`](Self::subscribe) with an explicit wake policy (the first subscriber of a
+    /// channel decides it).
+    pub(crate) async fn subscribe_with(&self, channel: &str, wake: Wake) -> Result<Subscription> {
         let shared = &self.shared;
         let mut conn = shared.ops.lock().await;
         if let Some(e) = lock(&shared.channels).get_mut(channel) {
@@ -105,6 +127,7 @@ impl PubSubHub {
             .or_insert_with(|| ChannelEntry {
                 refs: 0,
                 notify: Arc::new(Notify::new()),
+                wake,
             });
         e.refs += 1;
         Ok(Subscription {
@@ -112,6 +135,32 @@ impl PubSubHub {
             channel: channel.to_owned(),
             notify: e.notify.clone(),
         })
+    }
+
+    /// Moves the pub/sub connection to `client` (the new master after a failover): drops the
+    /// old connection, subscribes every live channel on the new one, and wakes every waiter so
+    /// it retries against the new master.
+    ///
+    /// # Errors
+    /// When the new server cannot be reached (the next `subscribe` tries again).
+    pub(crate) async fn switch(&self, client: redis::Client) -> Result<()> {
+        let shared = &self.shared;
+        let mut conn = shared.ops.lock().await;
+        *lock(&shared.client) = client;
+        conn.sink = None;
+        if let Some(d) = conn.dispatcher.take() {
+            d.abort();
+        }
+        let res = if lock(&shared.channels).is_empty() {
+            Ok(())
+        } else {
+            shared.ensure_connected(&mut conn).await
+        };
+        for e in lock(&shared.channels).values() {
+            e.notify.notify_waiters();
+            e.notify.notify_one();
+        }
+        res
     }
 
     pub(crate) async fn shutdown(&self) {
@@ -140,7 +189,8 @@ impl Shared {
         if let Some(d) = conn.dispatcher.take() {
             d.abort();
         }
-        let (mut sink, mut stream) = self.client.get_async_pubsub().await?.split();
+        let client = lock(&self.client).clone();
+        let (mut sink, mut stream) = client.get_async_pubsub().await?.split();
         // After a reconnect, subscribe again to every channel that still has waiters.
         let existing: Vec<String> = lock(&self.channels).keys().cloned().collect();
         if !existing.is_empty() {
@@ -150,13 +200,14 @@ impl Shared {
         conn.dispatcher = Some(tokio::spawn(async move {
             while let Some(msg) = stream.next().await {
                 let Some(shared) = weak.upgrade() else { return };
-                let notify = lock(&shared.channels)
+                let entry = lock(&shared.channels)
                     .get(msg.get_channel_name())
-                    .map(|e| e.notify.clone());
-                if let Some(n) = notify {
-                    if msg.get_payload_bytes() == b"1" {
+                    .map(|e| (e.notify.clone(), e.wake));
+                if let Some((n, wake)) = entry {
+                    if wake == Wake::All || msg.get_payload_bytes() == b"1" {
                         n.notify_waiters();
                     }
+                    // Also leaves a permit for a waiter between its attempt and its wait.
                     n.notify_one();
                 }
             }

@@ -236,7 +236,7 @@ impl Task {
     }
 
     async fn renew(&self, client: &Client, lease: Duration) -> redis::RedisResult<bool> {
-        let mut conn = client.inner.conn.clone();
+        let mut conn = client.connection();
         let r: i64 = match &self.renewal {
             Renewal::Hash => {
                 scripts::RENEW

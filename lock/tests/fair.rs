@@ -140,3 +140,41 @@ async fn fair_force_unlock_releases() {
         assert!(!l.is_locked().await.unwrap());
     }
 }
+
+// Current Redisson releases the fair lock through the unlock latch too: a release retried with
+// the same request id (after a lost reply) answers the first result again instead of taking a
+// second hold off.
+#[tokio::test]
+async fn fair_release_is_idempotent_per_request_id() {
+    for b in backends().await {
+        let c = b.client().await;
+        let n = name("fair-latch");
+        let l = c.fair_lock(&n);
+        l.lock().await.unwrap();
+        l.lock().await.unwrap();
+        let latch = format!("redisson_unlock_latch:{{{n}}}:{}", "ab".repeat(16));
+        let script = redis::Script::new(locksmith_lock::script_sources::FAIR_RELEASE);
+        let mut raw = b.raw().await;
+        let release = || {
+            let mut inv = script.prepare_invoke();
+            inv.key(&n)
+                .key(format!("redisson_lock_queue:{{{n}}}"))
+                .key(format!("redisson_lock_timeout:{{{n}}}"))
+                .key(format!("redisson_lock__channel:{{{n}}}"))
+                .key(&latch)
+                .arg("0")
+                .arg(30_000)
+                .arg(l.owner_field())
+                .arg(0)
+                .arg("PUBLISH")
+                .arg(10_000);
+            inv
+        };
+        let first: Option<i64> = release().invoke_async(&mut raw).await.unwrap();
+        let retry: Option<i64> = release().invoke_async(&mut raw).await.unwrap();
+        assert_eq!((first, retry), (Some(0), Some(0)));
+        assert_eq!(l.hold_count().await.unwrap(), 1, "backend {}", b.name);
+        l.unlock().await.unwrap();
+        assert!(!l.is_locked().await.unwrap());
+    }
+}

@@ -162,3 +162,76 @@ where
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// A `redis-server --sentinel` monitoring `127.0.0.1:<master_port>` as `master_name` with a
+/// quorum of 1 and short timeouts; its config lives in a temp dir removed on drop.
+pub struct Sentinel {
+    pub port: u16,
+    pub url: String,
+    child: Option<Child>,
+    dir: std::path::PathBuf,
+}
+
+impl Sentinel {
+    pub fn start(master_name: &str, master_port: u16) -> Option<Sentinel> {
+        if !redis_available() {
+            return None;
+        }
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = std::env::temp_dir().join(format!(
+            "locksmith-sentinel-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let conf = dir.join("sentinel.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "port {port}\nbind 127.0.0.1\ndir {dir}\n\
+                 sentinel monitor {master_name} 127.0.0.1 {master_port} 1\n\
+                 sentinel down-after-milliseconds {master_name} 1000\n\
+                 sentinel failover-timeout {master_name} 5000\n\
+                 sentinel parallel-syncs {master_name} 1\n",
+                dir = dir.display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new("redis-server")
+            .arg(&conf)
+            .arg("--sentinel")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let s = Sentinel {
+            port,
+            url: format!("redis://127.0.0.1:{port}/"),
+            child: Some(child),
+            dir,
+        };
+        let client = redis::Client::open(s.url.as_str()).unwrap();
+        for _ in 0..250 {
+            if let Ok(mut c) = client.get_connection() {
+                if redis::cmd("PING").query::<String>(&mut c).is_ok() {
+                    return Some(s);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("sentinel on port {port} did not answer PING within 5 s");
+    }
+}
+
+impl Drop for Sentinel {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -1,0 +1,352 @@
+//! [`Semaphore`] (Redisson's `RSemaphore`): a permit counter in a string key, waiters woken over
+//! pub/sub by every release.
+//!
+//! Layout: string `name` = available permits; channel `redisson_sc:{name}`; every release,
+//! `trySetPermits` and `addPermits` publishes the new count.
+
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use crate::client::{ms, prefix_name, Client, Metrics};
+use crate::error::{LockError, Result};
+use crate::scripts;
+use crate::waiter::Wake;
+
+const PUBLISH: &str = "PUBLISH";
+
+/// Redisson's `RSemaphore`: a distributed, non-fair counting semaphore.
+///
+/// Permits are not owned: any handle may release, and releasing more than was acquired raises
+/// the count (as `java.util.concurrent.Semaphore`). A semaphore that was never set has 0
+/// permits, and `release` on it creates it.
+#[derive(Debug, Clone)]
+pub struct Semaphore {
+    client: Client,
+    name: String,
+}
+
+impl Client {
+    /// A [`Semaphore`] on `name`.
+    pub fn semaphore(&self, name: &str) -> Semaphore {
+        Semaphore {
+            client: self.clone(),
+            name: name.to_owned(),
+        }
+    }
+}
+
+impl Semaphore {
+    /// The key holding the permit count.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The channel releases publish on (`redisson_sc:{name}`).
+    pub fn channel(&self) -> String {
+        prefix_name("redisson_sc", &self.name)
+    }
+
+    async fn eval<T: redis::FromRedisValue>(
+        &self,
+        script: &'static redis::Script,
+        with_channel: bool,
+        args: &[String],
+    ) -> Result<T> {
+        let mut inv = script.prepare_invoke();
+        inv.key(&self.name);
+        if with_channel {
+            inv.key(self.channel());
+        }
+        for a in args {
+            inv.arg(a);
+        }
+        let mut conn = self.client.connection();
+        Ok(inv.invoke_async(&mut conn).await?)
+    }
+
+    /// Sets the permit count when the semaphore does not exist yet; `false` when it does.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn try_set_permits(&self, permits: i64) -> Result<bool> {
+        let r: i64 = self
+            .eval(
+                &scripts::SEMAPHORE_TRY_SET,
+                true,
+                &[permits.to_string(), PUBLISH.into()],
+            )
+            .await?;
+        self.sync_write().await?;
+        Ok(r == 1)
+    }
+
+    /// [`try_set_permits`](Self::try_set_permits) with a time to live on the key.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn try_set_permits_with_ttl(&self, permits: i64, ttl: Duration) -> Result<bool> {
+        let r: i64 = self
+            .eval(
+                &scripts::SEMAPHORE_TRY_SET_TTL,
+                true,
+                &[permits.to_string(), PUBLISH.into(), ms(ttl).to_string()],
+            )
+            .await?;
+        self.sync_write().await?;
+        Ok(r == 1)
+    }
+
+    /// Adds `permits` (negative to remove; the count may go below zero).
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn add_permits(&self, permits: i64) -> Result<()> {
+        let _: () = self
+            .eval(
+                &scripts::SEMAPHORE_ADD,
+                true,
+                &[permits.to_string(), PUBLISH.into()],
+            )
+            .await?;
+        self.sync_write().await
+    }
+
+    /// The current permit count (0 when the semaphore does not exist).
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn available_permits(&self) -> Result<i64> {
+        let mut conn = self.client.connection();
+        let v: Option<i64> = redis::cmd("GET")
+            .arg(&self.name)
+            .query_async(&mut conn)
+            .await?;
+        Ok(v.unwrap_or(0))
+    }
+
+    /// Takes every available permit; returns how many there were.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn drain_permits(&self) -> Result<i64> {
+        let r: i64 = self.eval(&scripts::SEMAPHORE_DRAIN, false, &[]).await?;
+        self.sync_write().await?;
+        Ok(r)
+    }
+
+    /// One attempt at one permit.
+    ///
+    /// # Errors
+    /// Redis errors (never turned into `false`).
+    pub async fn try_acquire(&self) -> Result<bool> {
+        self.try_acquire_many(1).await
+    }
+
+    /// One attempt at `permits` permits (all or none); `0` always succeeds.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn try_acquire_many(&self, permits: u32) -> Result<bool> {
+        if permits == 0 {
+            return Ok(true);
+        }
+        self.attempt(permits).await
+    }
+
+    /// Waits up to `wait` for one permit.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn try_acquire_for(&self, wait: Duration) -> Result<bool> {
+        self.try_acquire_many_for(1, wait).await
+    }
+
+    /// Waits up to `wait` for `permits` permits. Dropping the future cancels the wait and never
+    /// keeps permits.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn try_acquire_many_for(&self, permits: u32, wait: Duration) -> Result<bool> {
+        if permits == 0 {
+            return Ok(true);
+        }
+        self.acquire_inner(permits, Some(Instant::now() + wait))
+            .await
+    }
+
+    /// Waits as long as needed for one permit.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn acquire(&self) -> Result<()> {
+        self.acquire_many(1).await
+    }
+
+    /// Waits as long as needed for `permits` permits. Dropping the future cancels the wait.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn acquire_many(&self, permits: u32) -> Result<()> {
+        if permits == 0 {
+            return Ok(());
+        }
+        self.acquire_inner(permits, None).await.map(|_| ())
+    }
+
+    /// Returns one permit and wakes waiters.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn release(&self) -> Result<()> {
+        self.release_many(1).await
+    }
+
+    /// Returns `permits` permits (creating the semaphore if needed) and wakes waiters.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn release_many(&self, permits: u32) -> Result<()> {
+        if permits == 0 {
+            return Ok(());
+        }
+        let _: () = self
+            .eval(
+                &scripts::SEMAPHORE_RELEASE,
+                true,
+                &[permits.to_string(), PUBLISH.into()],
+            )
+            .await?;
+        Metrics::inc(&self.client.inner.metrics.released);
+        self.sync_write().await
+    }
+
+    /// Returns `permits` permits only when the semaphore exists; `false` otherwise.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn release_if_exists(&self, permits: u32) -> Result<bool> {
+        if permits == 0 {
+            return Ok(false);
+        }
+        let r: i64 = self
+            .eval(
+                &scripts::SEMAPHORE_RELEASE_IF_EXISTS,
+                true,
+                &[permits.to_string(), PUBLISH.into()],
+            )
+            .await?;
+        self.sync_write().await?;
+        Ok(r == 1)
+    }
+
+    /// Deletes the semaphore; `true` when it existed.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn delete(&self) -> Result<bool> {
+        let mut conn = self.client.connection();
+        let n: i64 = redis::cmd("DEL")
+            .arg(&self.name)
+            .query_async(&mut conn)
+            .await?;
+        Ok(n == 1)
+    }
+
+    /// Remaining time to live of the key, `None` without one (or when missing).
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn remaining_ttl(&self) -> Result<Option<Duration>> {
+        let mut conn = self.client.connection();
+        let v: i64 = redis::cmd("PTTL")
+            .arg(&self.name)
+            .query_async(&mut conn)
+            .await?;
+        Ok((v >= 0).then(|| Duration::from_millis(v as u64)))
+    }
+
+    async fn sync_write(&self) -> Result<()> {
+        if !self.client.wait_replicas().await? {
+            tracing::warn!(name = %self.name, "no replica acknowledged the semaphore write");
+        }
+        Ok(())
+    }
+
+    /// One acquire script, safe to cancel: it runs in a spawned task, and permits taken after
+    /// the caller went away are released again (Redisson: `if (!result.complete(..))
+    /// releaseAsync(permits)`). With replicas, an acquisition no replica acknowledged is given
+    /// back and reported, as Redisson's `handleNoSync`.
+    async fn attempt(&self, permits: u32) -> Result<bool> {
+        self.client.check_alive()?;
+        let (tx, rx) = oneshot::channel();
+        let this = self.clone();
+        tokio::spawn(async move {
+            let res = this.attempt_once(permits).await;
+            if let Err(Ok(true)) = tx.send(res) {
+                tracing::debug!(name = %this.name, "permits acquired after cancellation; releasing");
+                let _ = this.release_many(permits).await;
+            }
+        });
+        rx.await.map_err(|_| LockError::Shutdown)?
+    }
+
+    async fn attempt_once(&self, permits: u32) -> Result<bool> {
+        let r: i64 = self
+            .eval(
+                &scripts::SEMAPHORE_TRY_ACQUIRE,
+                false,
+                &[permits.to_string()],
+            )
+            .await?;
+        if r != 1 {
+            return Ok(false);
+        }
+        if !self.client.wait_replicas().await? {
+            let _ = self.release_many(permits).await;
+            return Err(LockError::ReplicasNotSynced {
+                name: self.name.clone(),
+            });
+        }
+        Metrics::inc(&self.client.inner.metrics.acquired);
+        Ok(true)
+    }
+
+    async fn acquire_inner(&self, permits: u32, deadline: Option<Instant>) -> Result<bool> {
+        if self.attempt(permits).await? {
+            return Ok(true);
+        }
+        let expired = |d: Option<Instant>| d.is_some_and(|d| Instant::now() >= d);
+        if expired(deadline) {
+            Metrics::inc(&self.client.inner.metrics.acquire_failed);
+            return Ok(false);
+        }
+        let sub = self
+            .client
+            .inner
+            .hub
+            .subscribe_with(&self.channel(), Wake::All)
+            .await?;
+        loop {
+            if self.attempt(permits).await? {
+                return Ok(true);
+            }
+            if expired(deadline) {
+                Metrics::inc(&self.client.inner.metrics.acquire_failed);
+                return Ok(false);
+            }
+            // Every release publishes; the cap re-checks in case the pub/sub connection dropped
+            // a message.
+            let cap = self.client.options().watchdog_timeout;
+            let sleep_for = deadline
+                .map(|d| d.saturating_duration_since(Instant::now()).min(cap))
+                .unwrap_or(cap);
+            Metrics::inc(&self.client.inner.metrics.waits);
+            tokio::select! {
+                _ = sub.notified() => {}
+                _ = tokio::time::sleep(sleep_for) => {}
+            }
+        }
+    }
+}

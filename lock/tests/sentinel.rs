@@ -1,0 +1,170 @@
+//! Sentinel: a client opened with `Client::open_sentinel` finds the master through the sentinel
+//! and follows `SENTINEL FAILOVER` to the promoted replica, moving its command and pub/sub
+//! connections; a waiter blocked across the failover is woken there.
+//!
+//! Real Redis only (master, replica, one sentinel with quorum 1). A failover takes a few seconds
+//! locally; every wait is bounded (30 s) and generous, never a timing assertion.
+
+mod support;
+
+use std::time::Duration;
+
+use locksmith_lock::{Client, ClientOptions, ReplicaSync};
+use support::{eventually, name, real_redis, Sentinel};
+
+const MASTER: &str = "mymaster";
+const BOUND: Duration = Duration::from_secs(30);
+
+async fn role(url: &str) -> String {
+    let mut c = redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let info: String = redis::cmd("INFO")
+        .arg("replication")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.trim().strip_prefix("role:"))
+        .unwrap_or("")
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_follows_sentinel_failover_to_the_new_master() {
+    let Some(master) = real_redis(&[]) else {
+        return;
+    };
+    let mport = master.port.to_string();
+    let Some(replica) = real_redis(&["--replicaof", "127.0.0.1", &mport]) else {
+        return;
+    };
+    // The replica must be in sync before the sentinel can promote it.
+    let raw = master.raw().await;
+    assert!(
+        eventually(BOUND, || {
+            let mut raw = raw.clone();
+            async move {
+                let info: String = redis::cmd("INFO")
+                    .arg("replication")
+                    .query_async(&mut raw)
+                    .await
+                    .unwrap();
+                info.contains("connected_slaves:1") && info.contains("state=online")
+            }
+        })
+        .await,
+        "replica never came online"
+    );
+    let Some(sentinel) = Sentinel::start(MASTER, master.port) else {
+        return;
+    };
+
+    // ReplicaSync::Off: right after the switch the new master has no replica until the sentinel
+    // turns the old master into one; this test is about following, not WAIT.
+    let options = ClientOptions::default().replica_sync(ReplicaSync::Off);
+    let c = Client::open_sentinel(&[sentinel.url.as_str()], MASTER, options.clone())
+        .await
+        .unwrap();
+    assert_eq!(c.master_name(), Some(MASTER));
+    assert_eq!(c.master_addr(), Some(("127.0.0.1".to_owned(), master.port)));
+
+    let n = name("sentinel");
+    let held = c.lock(&n);
+    held.lock().await.unwrap();
+    assert!(held.is_held_by_me().await.unwrap());
+
+    // A second owner waits on the unlock channel across the failover.
+    let waiter_lock = c.lock(&n);
+    let waiter = tokio::spawn(async move {
+        let got = waiter_lock.try_lock_for(BOUND, None).await;
+        (waiter_lock, got)
+    });
+
+    // The sentinel needs to have discovered the replica; FAILOVER answers NOGOODSLAVE until then.
+    let sentinel_client = redis::Client::open(sentinel.url.as_str()).unwrap();
+    let mut s = sentinel_client
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    assert!(
+        eventually(BOUND, || {
+            let mut s = s.clone();
+            async move {
+                let r: redis::RedisResult<String> = redis::cmd("SENTINEL")
+                    .arg("FAILOVER")
+                    .arg(MASTER)
+                    .query_async(&mut s)
+                    .await;
+                r.is_ok()
+            }
+        })
+        .await,
+        "sentinel never accepted FAILOVER"
+    );
+
+    assert!(
+        eventually(BOUND, || {
+            let c = c.clone();
+            let port = replica.port;
+            async move { c.master_addr().map(|a| a.1) == Some(port) }
+        })
+        .await,
+        "client did not follow +switch-master"
+    );
+    assert_eq!(role(&replica.url).await, "master");
+    assert!(c.metrics().master_switches >= 1);
+    let addr: Option<(String, u16)> = redis::cmd("SENTINEL")
+        .arg("get-master-addr-by-name")
+        .arg(MASTER)
+        .query_async(&mut s)
+        .await
+        .unwrap();
+    assert_eq!(addr.map(|a| a.1), Some(replica.port));
+
+    // The holder's lock was replicated before the failover: releasing it on the new master
+    // publishes there, and the waiter (re-subscribed on the new master) takes it.
+    held.unlock().await.unwrap();
+    let (waiter_lock, got) = tokio::time::timeout(BOUND, waiter).await.unwrap().unwrap();
+    assert!(got.unwrap(), "waiter did not acquire on the new master");
+    let mut new_raw = replica.raw().await;
+    let on_new: bool = redis::cmd("HEXISTS")
+        .arg(&n)
+        .arg(waiter_lock.owner_field())
+        .query_async(&mut new_raw)
+        .await
+        .unwrap();
+    assert!(on_new, "the lock is not on the new master");
+    waiter_lock.unlock().await.unwrap();
+
+    // A fresh lock is taken on the new master too.
+    let fresh = c.lock(&name("sentinel-fresh"));
+    assert!(fresh.try_lock().await.unwrap());
+    let on_new: bool = redis::cmd("EXISTS")
+        .arg(fresh.name())
+        .query_async(&mut new_raw)
+        .await
+        .unwrap();
+    assert!(on_new);
+    fresh.unlock().await.unwrap();
+    c.shutdown().await;
+}
+
+#[tokio::test]
+async fn unknown_master_name_is_an_error() {
+    let Some(master) = real_redis(&[]) else {
+        return;
+    };
+    let Some(sentinel) = Sentinel::start(MASTER, master.port) else {
+        return;
+    };
+    let err = Client::open_sentinel(&[sentinel.url.as_str()], "nope", ClientOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, locksmith_lock::LockError::MasterNotFound { .. }),
+        "{err:?}"
+    );
+}
