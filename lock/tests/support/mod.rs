@@ -41,6 +41,9 @@ impl Backend {
         if let Some(s) = self._guard.downcast_mut::<RedisServer>() {
             s.stop();
         }
+        if let Some(ours) = self._guard.downcast_mut::<OurServer>() {
+            ours.0.take();
+        }
     }
 }
 
@@ -50,9 +53,23 @@ pub async fn backends() -> Vec<Backend> {
     if let Some(b) = real_redis(&[]) {
         v.push(b);
     }
-    // Our in-process server joins here: v.push(in_process().await);
+    v.push(in_process().await);
     v
 }
+
+/// Our own server, in-process on a free loopback port, stopped when the backend drops.
+pub async fn in_process() -> Backend {
+    let server = locksmith_server::Server::builder().start().await.unwrap();
+    Backend {
+        name: "locksmith",
+        url: server.url(),
+        port: server.addr().port(),
+        _guard: Box::new(OurServer(Some(server))),
+    }
+}
+
+/// Holds our in-process server; `Backend::stop` drops it, which stops the node.
+struct OurServer(Option<locksmith_server::ServerHandle>);
 
 static NOTICE: Once = Once::new();
 
