@@ -80,11 +80,6 @@ impl Blocked {
         self.waiters.is_empty()
     }
 
-    /// Whether client `id` is blocked.
-    pub(crate) fn contains(&self, id: u64) -> bool {
-        self.waiters.contains_key(&id)
-    }
-
     /// Blocks `client` (which just ran `argv`) on `request.keys`; the reply arrives on the
     /// returned channel when a write serves it.
     pub(crate) fn register(
@@ -258,10 +253,8 @@ pub(crate) fn serve_ready(state: &mut State, node: &Node, effects: &mut Effects)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::Outbox;
-    use crate::clock::Clock;
+
     use crate::config::Config;
-    use std::net::SocketAddr;
 
     struct Harness {
         state: State,
@@ -434,7 +427,7 @@ mod tests {
             Ok(Frame::Array(vec![bulk("k"), bulk("a")]))
         );
         assert!(second.try_recv().is_err(), "a list does not serve BZPOPMIN");
-        assert!(h.state.blocked.contains(2));
+        assert!(h.state.blocked.waiters.contains_key(&2));
         h.run(2, &["ZADD", "k", "5", "m"]);
         assert_eq!(
             second.try_recv(),

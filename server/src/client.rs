@@ -200,11 +200,6 @@ impl ClientRegistry {
             .map(|m| m.values().cloned().collect())
             .unwrap_or_default()
     }
-
-    /// Number of connected clients.
-    pub(crate) fn len(&self) -> usize {
-        self.clients.lock().map(|m| m.len()).unwrap_or(0)
-    }
 }
 
 /// State of one connection, owned by its task and lent to commands through `Ctx`.

@@ -1710,11 +1710,6 @@ impl Settings {
         self.get(name).parse().unwrap_or(0)
     }
 
-    /// A yes/no parameter.
-    pub(crate) fn flag(&self, name: &str) -> bool {
-        self.get(name) == "yes"
-    }
-
     /// `hz`, clamped as Redis clamps it.
     pub(crate) fn hz(&self) -> u64 {
         self.int("hz").clamp(1, 500) as u64

@@ -109,11 +109,6 @@ impl Live {
         self.stop.send_replace(true);
     }
 
-    /// Whether `SHUTDOWN` was requested.
-    pub(crate) fn stop_requested(&self) -> bool {
-        *self.stop.borrow()
-    }
-
     /// Resolves once `SHUTDOWN` is requested.
     pub(crate) async fn stopped(&self) {
         let mut rx = self.stop.subscribe();

@@ -122,16 +122,6 @@ impl ReplState {
         matches!(self.role, Role::Replica { .. })
     }
 
-    /// The role.
-    pub(crate) fn role(&self) -> &Role {
-        &self.role
-    }
-
-    /// The replication offset.
-    pub(crate) fn offset(&self) -> u64 {
-        self.offset
-    }
-
     /// The offset, readable without the state lock.
     pub(crate) fn offset_mirror(&self) -> Arc<AtomicU64> {
         self.mirror.clone()
@@ -655,7 +645,7 @@ mod tests {
         assert_eq!(batch.commands.len(), 3);
         assert_eq!(batch.commands[0][0], Bytes::from_static(b"SELECT"));
         // *2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n = 23 bytes
-        assert_eq!(repl.offset(), 23 + 27 + 27);
+        assert_eq!(repl.offset, 23 + 27 + 27);
         feed(&mut repl, &[(0, set)]);
         assert_eq!(rx.try_recv().unwrap().commands.len(), 1);
     }

@@ -4,15 +4,15 @@
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::connection;
-use crate::shared::{Effects, Node, State};
+use crate::shared::{Effects, Node};
 use rand::{Rng, SeedableRng};
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{broadcast, mpsc, Mutex};
+use tokio::sync::{broadcast, mpsc};
 use tokio::task::JoinHandle;
 
 /// Redis's active expiry runs `hz` (10) times a second.

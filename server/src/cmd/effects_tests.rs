@@ -2,15 +2,12 @@
 //! checked against what Redis 7.0 raises and propagates (not observable over the wire yet).
 
 use super::execute;
-use crate::client::{ClientHandle, ClientState, Outbox};
-use crate::clock::Clock;
+use crate::client::ClientState;
 use crate::config::Config;
 use crate::notify;
 use crate::shared::{Effects, Node, State};
 use bytes::Bytes;
 use locksmith_resp::Frame;
-use std::net::SocketAddr;
-use std::sync::Arc;
 
 struct Harness {
     state: State,

@@ -60,11 +60,6 @@ impl<'a> Args<'a> {
         parse_i64(self.next().ok_or(CommandError::Syntax)?)
     }
 
-    /// The next argument as a finite-or-infinite, non-NaN f64.
-    pub(crate) fn f64(&mut self) -> Result<f64, CommandError> {
-        parse_f64(self.next().ok_or(CommandError::Syntax)?).ok_or(CommandError::NotFloat)
-    }
-
     /// Consumes the next argument if it equals `word` ignoring ASCII case.
     pub(crate) fn eat(&mut self, word: &str) -> bool {
         match self.peek() {
@@ -73,15 +68,6 @@ impl<'a> Args<'a> {
                 true
             }
             _ => false,
-        }
-    }
-
-    /// Errors with `ERR syntax error` if arguments are left.
-    pub(crate) fn finish(&self) -> Result<(), CommandError> {
-        if self.is_empty() {
-            Ok(())
-        } else {
-            Err(CommandError::Syntax)
         }
     }
 }

@@ -118,21 +118,18 @@ pub(crate) enum Expiry {
     ExAt(i64),
     /// `PXAT unix-ms`
     PxAt(i64),
-    /// `KEEPTTL`
-    KeepTtl,
 }
 
 impl Expiry {
     /// The absolute deadline in ms for this expiry given at `now`, or Redis's
     /// `invalid expire time in '<cmd>' command` error.
-    pub(crate) fn deadline(self, now: u64, cmd: &str) -> Result<Option<u64>, CommandError> {
+    pub(crate) fn deadline(self, now: u64, cmd: &str) -> Result<u64, CommandError> {
         let invalid = || CommandError::err(format!("invalid expire time in '{cmd}' command"));
         let (value, unit_ms, relative) = match self {
             Expiry::Ex(v) => (v, 1000, true),
             Expiry::Px(v) => (v, 1, true),
             Expiry::ExAt(v) => (v, 1000, false),
             Expiry::PxAt(v) => (v, 1, false),
-            Expiry::KeepTtl => return Ok(None),
         };
         if value <= 0 {
             return Err(invalid());
@@ -143,7 +140,7 @@ impl Expiry {
         } else {
             ms
         };
-        Ok(Some(at as u64))
+        Ok(at as u64)
     }
 
     /// Whether the deadline is absolute (EXAT/PXAT).
@@ -241,7 +238,7 @@ fn set_generic(
     replies: Replies,
 ) -> CmdResult {
     let deadline = match expiry {
-        Some(e) => e.deadline(ctx.now, name)?,
+        Some(e) => Some(e.deadline(ctx.now, name)?),
         None => None,
     };
     let old = if o.get {
@@ -418,7 +415,7 @@ fn getex(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     };
     let expiry = o.expiry()?;
     let deadline = match expiry {
-        Some(e) => e.deadline(ctx.now, "getex")?,
+        Some(e) => Some(e.deadline(ctx.now, "getex")?),
         None => None,
     };
     match (expiry, deadline) {

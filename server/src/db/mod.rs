@@ -7,7 +7,7 @@ mod value;
 mod zset;
 
 pub(crate) use value::{HashValue, Value};
-pub(crate) use zset::{Score, ZSet};
+pub(crate) use zset::ZSet;
 
 use bytes::Bytes;
 use std::collections::{BTreeSet, HashMap};
@@ -67,11 +67,6 @@ impl Db {
             }
             _ => false,
         }
-    }
-
-    /// The live entry for `key`, touching its access time.
-    pub(crate) fn lookup(&mut self, key: &[u8], now: u64) -> Option<&Entry> {
-        self.lookup_mut(key, now).map(|e| &*e)
     }
 
     /// The live entry for `key`, mutable, touching its access time. An expired key is removed.
@@ -135,11 +130,6 @@ impl Db {
             .take(limit)
             .map(|(_, k)| k.clone())
             .collect()
-    }
-
-    /// The earliest deadline, if any key is volatile.
-    pub(crate) fn next_deadline(&self) -> Option<u64> {
-        self.deadlines.first().map(|(at, _)| *at)
     }
 
     /// All keys, live or not yet reclaimed (callers filter with `get`).

@@ -44,17 +44,6 @@ impl Value {
         }
     }
 
-    /// Whether an aggregate is empty (Redis deletes empty aggregates).
-    pub(crate) fn is_empty_aggregate(&self) -> bool {
-        match self {
-            Value::String(_) => false,
-            Value::List(l) => l.is_empty(),
-            Value::Hash(h) => h.is_empty(),
-            Value::Set(s) => s.is_empty(),
-            Value::ZSet(z) => z.is_empty(),
-        }
-    }
-
     /// The encoding `OBJECT ENCODING` reports, following Redis 7.0's thresholds.
     pub(crate) fn encoding(&self) -> &'static str {
         match self {

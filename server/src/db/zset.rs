@@ -83,11 +83,6 @@ impl ZSet {
         self.rank(member).map(|r| self.len() - 1 - r)
     }
 
-    /// The member at ascending rank `rank`.
-    pub(crate) fn at(&self, rank: usize) -> Option<(&Bytes, f64)> {
-        self.iter().nth(rank)
-    }
-
     /// Members in ascending order if `!rev`, else descending.
     pub(crate) fn ordered(&self, rev: bool) -> Box<dyn Iterator<Item = (&Bytes, f64)> + '_> {
         if rev {

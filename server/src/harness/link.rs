@@ -172,13 +172,6 @@ impl Proxy {
         id
     }
 
-    /// Removes rule `id` (no-op if already gone).
-    pub(crate) fn remove_rule(&self, id: u64) {
-        if let Ok(mut rules) = self.shared.rules.lock() {
-            rules.remove(&id);
-        }
-    }
-
     /// Removes every rule.
     pub(crate) fn clear_rules(&self) {
         if let Ok(mut rules) = self.shared.rules.lock() {
