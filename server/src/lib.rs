@@ -1,6 +1,7 @@
-//! A Redis-compatible in-memory server: RESP2/RESP3, the data types and commands distributed
-//! locks touch, key expiry on a per-node clock, and (in later modules) Lua scripting, pub/sub
-//! and a fault-injecting harness.
+//! A Redis-compatible in-memory server: RESP2/RESP3, strings, hashes, lists, sets, sorted sets,
+//! key expiry on a per-node clock, Lua 5.1 scripting as Redis 7 runs it, pub/sub, transactions,
+//! blocking commands, and a fault-injecting [`harness`] (replicated topologies, failover,
+//! partitions, clock jumps, pauses) with a checker for lost locks.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
