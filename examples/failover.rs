@@ -1,64 +1,32 @@
-//! Seed 004's flaw, live: a plain `SET NX PX` lock taken on a master whose replica lags is
-//! granted a second time after the master fails (scenario 1); acquiring with `WAIT 1` until a
-//! replica has the lock keeps it through the failover (scenario 2). Writes both timelines and
-//! prints where.
+//! Seed 004's flaw, live, with the lock library: a `Lock` taken without replica acknowledgement
+//! (`ReplicaSync::Off`) on a master whose replica lags is granted a second time after the
+//! master fails, until the first holder's watchdog notices the loss (scenario 1); with the
+//! default `ReplicaSync::Auto` every lock write waits for the replica (`WAIT`), so the lock
+//! survives the failover and the second client is refused (scenario 2). Writes both timelines
+//! and prints where.
 //!
 //! ```sh
 //! cargo run --example failover
 //! ```
 
-use locksmith::server::harness::{Checker, History, Timeline, Topology};
-use redis::aio::MultiplexedConnection;
-use redis::AsyncConnectionConfig;
+use locksmith::lock::{Client, ClientOptions, ReplicaSync};
+use locksmith::server::harness::{Checker, Timeline, Topology};
 use std::path::PathBuf;
 use std::time::Duration;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
-const LEASE_MS: u64 = 30_000;
+const RESOURCE: &str = "orders";
 
-async fn connect(url: &str) -> Result<MultiplexedConnection> {
-    let config = AsyncConnectionConfig::new().set_response_timeout(None);
-    Ok(redis::Client::open(url)?
-        .get_multiplexed_async_connection_with_config(&config)
-        .await?)
-}
-
-/// `SET lock owner NX PX lease`, optionally followed by `WAIT 1 1500` (rolled back with a
-/// compare-and-delete when no replica acknowledged it).
-async fn acquire(
-    history: &History,
-    con: &mut MultiplexedConnection,
-    owner: &str,
-    synced: bool,
-) -> Result<bool> {
-    let op = history.begin(owner, "lock");
-    let mut pipe = redis::pipe();
-    pipe.cmd("SET")
-        .arg("lock")
-        .arg(owner)
-        .arg("NX")
-        .arg("PX")
-        .arg(LEASE_MS);
-    let (set, acked): (Option<String>, i64) = if synced {
-        pipe.cmd("WAIT").arg(1).arg(1500).query_async(con).await?
-    } else {
-        let (set,): (Option<String>,) = pipe.query_async(con).await?;
-        (set, 1)
-    };
-    let ok = set.is_some() && acked > 0;
-    if set.is_some() && !ok {
-        let v: Option<String> = redis::cmd("GET").arg("lock").query_async(con).await?;
-        if v.as_deref() == Some(owner) {
-            let _: i64 = redis::cmd("DEL").arg("lock").query_async(con).await?;
-        }
-    }
-    if ok {
-        op.acquired(None);
-    } else {
-        op.failed();
-    }
-    Ok(ok)
+/// Where the timelines go: `<target>/tmp/locksmith-timelines/`, as the scenario tests'.
+fn timeline_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(
+            || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"),
+            PathBuf::from,
+        )
+        .join("tmp")
+        .join("locksmith-timelines")
 }
 
 async fn scenario(synced: bool) -> Result<(PathBuf, usize)> {
@@ -69,34 +37,67 @@ async fn scenario(synced: bool) -> Result<(PathBuf, usize)> {
         .build()
         .await?;
     let history = topology.history();
-    let mut a = connect(&topology.front_url()).await?;
-    acquire(&history, &mut a, "client-a", synced).await?;
-    topology.fail_master().await?;
-    let mut b = connect(&topology.front_url()).await?;
-    let b_got = acquire(&history, &mut b, "client-b", synced).await?;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    if b_got {
-        history.begin("client-b", "lock").released();
+    // A short watchdog (renewal every second) so the example finishes quickly.
+    let mut options = ClientOptions::default().watchdog_timeout(Duration::from_secs(3));
+    if !synced {
+        options = options.replica_sync(ReplicaSync::Off);
     }
-    history.begin("client-a", "lock").released();
-    let name = if synced {
-        "failover-wait-synced"
+
+    let a = Client::open_with(&topology.front_url(), options.clone()).await?;
+    let lock_a = a.lock(RESOURCE);
+    let op = history.begin("client-a", RESOURCE);
+    lock_a.lock().await?;
+    op.acquired(None);
+    let mut lost_a = lock_a.lost_signal().ok_or("no lost signal")?;
+
+    topology.fail_master().await?;
+
+    let b = Client::open_with(&topology.front_url(), options).await?;
+    let lock_b = b.lock(RESOURCE);
+    let op = history.begin("client-b", RESOURCE);
+    let b_got = lock_b.try_lock_for(Duration::from_secs(2), None).await?;
+    if b_got {
+        op.acquired(None);
+        // A learns at its next renewal that the promoted master never had its lock.
+        let reason = tokio::time::timeout(Duration::from_secs(5), lost_a.lost()).await?;
+        eprintln!("  client-a lost the lock: {reason:?}");
+        history.begin("client-a", RESOURCE).lost();
+        history.begin("client-b", RESOURCE).released();
+        lock_b.unlock().await?;
     } else {
-        "failover-plain"
-    };
-    let title = if synced {
-        "SET NX PX + WAIT 1: the lock survives the failover"
+        op.failed();
+        history.begin("client-a", RESOURCE).released();
+        lock_a.unlock().await?;
+        // Once A hands over, B gets it.
+        let op = history.begin("client-b", RESOURCE);
+        if lock_b.try_lock().await? {
+            op.acquired(None);
+            history.begin("client-b", RESOURCE).released();
+            lock_b.unlock().await?;
+        } else {
+            op.failed();
+        }
+    }
+
+    let (name, title) = if synced {
+        (
+            "failover-wait-synced",
+            "Lock with WAIT-synced writes (ReplicaSync::Auto): the lock survives the failover",
+        )
     } else {
-        "Plain SET NX PX: the master fails before replicating, the lock is granted twice"
+        (
+            "failover-plain",
+            "Lock (ReplicaSync::Off): the master fails before replicating, the lock is granted twice",
+        )
     };
-    let dir =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from);
-    let path = dir.join("locksmith-timelines").join(format!("{name}.html"));
+    let path = timeline_dir().join(format!("{name}.html"));
     Timeline::new(title, &history).write_html(&path)?;
     let violations = Checker::check(&history);
     for v in &violations {
         eprintln!("  violation: {v}");
     }
+    a.shutdown().await;
+    b.shutdown().await;
     topology.shutdown().await;
     Ok((path, violations.len()))
 }
@@ -106,12 +107,12 @@ async fn scenario(synced: bool) -> Result<(PathBuf, usize)> {
 async fn main() -> Result<()> {
     let (plain, n) = scenario(false).await?;
     println!(
-        "scenario 1 (plain lock): {n} violation(s); timeline: {}",
+        "scenario 1 (Lock, ReplicaSync::Off): {n} violation(s); timeline: {}",
         plain.display()
     );
     let (synced, m) = scenario(true).await?;
     println!(
-        "scenario 2 (WAIT-synced lock): {m} violation(s); timeline: {}",
+        "scenario 2 (Lock, WAIT-synced): {m} violation(s); timeline: {}",
         synced.display()
     );
     Ok(())

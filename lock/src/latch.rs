@@ -144,7 +144,11 @@ impl CountDownLatch {
             .subscribe_with(&self.channel(), Wake::All)
             .await?;
         loop {
-            // Subscribed before this read, so a count-down to zero after it is not missed.
+            // Subscribed and registered as a waiter before this read, so a count-down to zero
+            // after it is not missed (a wake-all reaches only registered waiters).
+            let notified = sub.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
             if self.count().await? == 0 {
                 return Ok(true);
             }
@@ -161,7 +165,7 @@ impl CountDownLatch {
             };
             Metrics::inc(&self.client.inner.metrics.waits);
             tokio::select! {
-                _ = sub.notified() => {}
+                _ = notified => {}
                 _ = tokio::time::sleep(sleep_for) => {}
             }
         }

@@ -329,6 +329,11 @@ impl Semaphore {
             .subscribe_with(&self.channel(), Wake::All)
             .await?;
         loop {
+            // Registered as a waiter before the attempt: a release published meanwhile wakes
+            // it (a wake-all reaches only registered waiters).
+            let notified = sub.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
             if self.attempt(permits).await? {
                 return Ok(true);
             }
@@ -344,7 +349,7 @@ impl Semaphore {
                 .unwrap_or(cap);
             Metrics::inc(&self.client.inner.metrics.waits);
             tokio::select! {
-                _ = sub.notified() => {}
+                _ = notified => {}
                 _ = tokio::time::sleep(sleep_for) => {}
             }
         }

@@ -64,8 +64,10 @@ pub(crate) struct Subscription {
 
 impl Subscription {
     /// Resolves on the next message routed to this waiter (or a permit left by an earlier one).
-    pub(crate) async fn notified(&self) {
-        self.notify.notified().await;
+    /// A waiter that reads state before waiting calls `enable()` on it first, so that a
+    /// wake-all message arriving between the read and the wait is not missed.
+    pub(crate) fn notified(&self) -> tokio::sync::futures::Notified<'_> {
+        self.notify.notified()
     }
 }
 

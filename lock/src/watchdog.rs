@@ -204,7 +204,9 @@ impl Task {
                     let client = Client { inner };
                     let span =
                         tracing::debug_span!("renew", name = %self.name, owner = %self.field);
-                    match tracing::Instrument::instrument(self.renew(&client, lease), span).await {
+                    match tracing::Instrument::instrument(self.renew_retrying(&client, lease), span)
+                        .await
+                    {
                         Ok(true) => {
                             Metrics::inc(&client.inner.metrics.renewals);
                             tracing::trace!(name = %self.name, "lock renewed");
@@ -233,6 +235,19 @@ impl Task {
     fn lost(&self, reason: LostReason) {
         tracing::warn!(name = %self.name, owner = %self.field, ?reason, "lock lost");
         self.lost_tx.send_replace(Some(reason));
+    }
+
+    /// [`Task::renew`], tried once more at once when the connection was dropped: the command
+    /// connection reconnects on its own (to the new master after a failover behind a stable
+    /// address), and waiting a whole period would hide a lost lock for that long.
+    async fn renew_retrying(&self, client: &Client, lease: Duration) -> redis::RedisResult<bool> {
+        match self.renew(client, lease).await {
+            Err(e) if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() => {
+                tracing::debug!(name = %self.name, error = %e, "renewal connection dropped; retrying");
+                self.renew(client, lease).await
+            }
+            other => other,
+        }
     }
 
     async fn renew(&self, client: &Client, lease: Duration) -> redis::RedisResult<bool> {

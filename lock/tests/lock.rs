@@ -394,3 +394,34 @@ async fn reacquiring_after_a_loss_starts_a_fresh_lost_signal() {
         lock.unlock().await.unwrap();
     }
 }
+
+// The command connection is reset (a failover behind a stable address, a proxy restart): the
+// renewal due then reconnects and tries again at once, so a lock lost meanwhile is reported at
+// that renewal rather than a whole watchdog period later.
+#[tokio::test(start_paused = true)]
+async fn the_watchdog_reports_a_loss_at_the_first_renewal_after_a_connection_reset() {
+    let b = support::in_process().await;
+    let c = b.client_with(short_watchdog(3000)).await;
+    let n = name("reset");
+    let lock = c.lock(&n);
+    lock.lock().await.unwrap();
+    let mut signal = lock.lost_signal().unwrap();
+    let mut raw = b.raw().await;
+    let killed: i64 = redis::cmd("CLIENT")
+        .arg(&["KILL", "TYPE", "normal", "SKIPME", "yes"])
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert!(killed >= 1);
+    let _: i64 = redis::cmd("DEL")
+        .arg(&n)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let start = tokio::time::Instant::now();
+    let reason = tokio::time::timeout(Duration::from_millis(1100), signal.lost())
+        .await
+        .expect("reported at the first renewal (1 s)");
+    assert_eq!(reason, Some(LostReason::NotHeld));
+    assert!(start.elapsed() <= MS(1000));
+}

@@ -50,6 +50,10 @@ pub struct Event {
     /// Recording order (set by [`History::record`]): orders events that share a millisecond,
     /// as they do under virtual time.
     pub seq: u64,
+    /// Where the operation's start falls in the same order: taken by [`History::begin`], or
+    /// equal to `seq` for an event recorded whole. A release that started before an acquire
+    /// completed is a hand-over even when both end in the same millisecond.
+    pub start_seq: u64,
 }
 
 impl Event {
@@ -70,6 +74,7 @@ impl Event {
             end_ms,
             token,
             seq: 0,
+            start_seq: 0,
         }
     }
 }
@@ -90,6 +95,16 @@ pub struct FaultRecord {
 struct Log {
     events: Vec<Event>,
     faults: Vec<FaultRecord>,
+    /// The next sequence number (shared by begins and records).
+    next_seq: u64,
+}
+
+impl Log {
+    fn ticket(&mut self) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        seq
+    }
 }
 
 /// A shared, cloneable record of what clients observed and which faults were applied.
@@ -136,18 +151,25 @@ impl History {
     /// Starts an operation by `client` on `resource`; finish it with one of [`Pending`]'s
     /// methods, which records it with both times.
     pub fn begin(&self, client: impl Into<String>, resource: impl Into<String>) -> Pending {
+        let start_seq = self.log.lock().map(|mut log| log.ticket()).unwrap_or(0);
         Pending {
             history: self.clone(),
             client: client.into(),
             resource: resource.into(),
             start_ms: self.now_ms(),
+            start_seq,
         }
     }
 
-    /// Records a complete event (its `seq` is assigned here).
-    pub fn record(&self, mut event: Event) {
+    /// Records a complete event (its `seq` and `start_seq` are assigned here).
+    pub fn record(&self, event: Event) {
+        self.record_from(event, None);
+    }
+
+    fn record_from(&self, mut event: Event, start_seq: Option<u64>) {
         if let Ok(mut log) = self.log.lock() {
-            event.seq = log.events.len() as u64;
+            event.seq = log.ticket();
+            event.start_seq = start_seq.unwrap_or(event.seq);
             log.events.push(event);
         }
     }
@@ -203,20 +225,25 @@ pub struct Pending {
     client: String,
     resource: String,
     start_ms: u64,
+    start_seq: u64,
 }
 
 impl Pending {
     fn finish(self, kind: EventKind, token: Option<u64>) {
         let end_ms = self.history.now_ms();
-        self.history.record(Event {
-            client: self.client,
-            resource: self.resource,
-            kind,
-            start_ms: self.start_ms,
-            end_ms,
-            token,
-            seq: 0,
-        });
+        self.history.record_from(
+            Event {
+                client: self.client,
+                resource: self.resource,
+                kind,
+                start_ms: self.start_ms,
+                end_ms,
+                token,
+                seq: 0,
+                start_seq: 0,
+            },
+            Some(self.start_seq),
+        );
     }
 
     /// The acquire succeeded (with its fencing token, if any).
@@ -263,7 +290,7 @@ pub struct Hold {
     pub token: Option<u64>,
     /// Recording order of the acquire (breaks ties between equal times).
     pub from_seq: u64,
-    /// Recording order of the release or loss (`u64::MAX` while open).
+    /// Order of the start of the release or loss (`u64::MAX` while open).
     pub to_seq: u64,
 }
 
@@ -364,7 +391,7 @@ impl Checker {
                 EventKind::Released | EventKind::Lost => {
                     if let Some(mut hold) = open.remove(&key) {
                         hold.to_ms = e.start_ms.max(hold.from_ms);
-                        hold.to_seq = e.seq;
+                        hold.to_seq = e.start_seq;
                         hold.open = false;
                         holds.push(hold);
                     }
@@ -437,6 +464,7 @@ mod tests {
             end_ms: end,
             token,
             seq: 0,
+            start_seq: 0,
         }
     }
 
@@ -467,6 +495,25 @@ mod tests {
         h.record(ev("a", EventKind::Released, 5, 5, None));
         h.record(ev("b", EventKind::Acquired, 5, 5, None));
         assert!(Checker::check(&h).is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_release_begun_before_the_next_acquire_completed_is_a_hand_over() {
+        // Virtual time: everything happens in one millisecond. A's release starts, B's acquire
+        // (waiting on the server) completes, then A's release returns.
+        let h = History::new();
+        h.begin("a", "r").acquired(None);
+        let release = h.begin("a", "r");
+        let acquire = h.begin("b", "r");
+        acquire.acquired(None);
+        release.released();
+        assert!(Checker::check(&h).is_empty(), "{:?}", Checker::check(&h));
+        // B's acquire completing before A's release started is an overlap.
+        let h = History::new();
+        h.begin("a", "r").acquired(None);
+        h.begin("b", "r").acquired(None);
+        h.begin("a", "r").released();
+        assert_eq!(Checker::check(&h).len(), 1);
     }
 
     #[test]

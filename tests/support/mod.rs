@@ -1,0 +1,103 @@
+//! Helpers shared by the umbrella scenarios: recording lock operations of the real library into
+//! the harness [`History`], turning a [`LostSignal`] into a recorded loss, and writing each
+//! scenario's timeline to `target/tmp/locksmith-timelines/<name>.html`.
+#![allow(dead_code, unreachable_pub, missing_docs)]
+
+use locksmith::lock::{LockError, LostReason, LostSignal};
+use locksmith::server::harness::{History, Timeline};
+use std::future::Future;
+use std::path::PathBuf;
+use tokio::task::JoinHandle;
+
+/// Runs an acquire (`Ok(true)` = acquired) and records it as `who` on `resource`.
+pub async fn acquire<F>(
+    history: &History,
+    who: &str,
+    resource: &str,
+    f: F,
+) -> Result<bool, LockError>
+where
+    F: Future<Output = Result<bool, LockError>>,
+{
+    let op = history.begin(who, resource);
+    let r = f.await;
+    match &r {
+        Ok(true) => op.acquired(None),
+        _ => op.failed(),
+    }
+    r
+}
+
+/// Runs a fenced acquire (`Ok(Some(token))` = acquired) and records it with its token.
+pub async fn acquire_fenced<F>(
+    history: &History,
+    who: &str,
+    resource: &str,
+    f: F,
+) -> Result<Option<i64>, LockError>
+where
+    F: Future<Output = Result<Option<i64>, LockError>>,
+{
+    let op = history.begin(who, resource);
+    let r = f.await;
+    match &r {
+        Ok(Some(t)) => op.acquired(Some(*t as u64)),
+        _ => op.failed(),
+    }
+    r
+}
+
+/// Runs a release and records it (the hold ends when the release starts, whatever its result).
+pub async fn release<F, T>(history: &History, who: &str, resource: &str, f: F) -> T
+where
+    F: Future<Output = T>,
+{
+    let op = history.begin(who, resource);
+    let r = f.await;
+    op.released();
+    r
+}
+
+/// Records `who`'s loss of `resource` the moment `signal` fires (the holder stops its work
+/// then); the task returns the reason, or `None` when the hold ended without a loss.
+pub fn record_loss(
+    history: &History,
+    who: &str,
+    resource: &str,
+    mut signal: LostSignal,
+) -> JoinHandle<Option<LostReason>> {
+    let history = history.clone();
+    let (who, resource) = (who.to_owned(), resource.to_owned());
+    tokio::spawn(async move {
+        let reason = signal.lost().await;
+        if reason.is_some() {
+            history.begin(who, resource).lost();
+        }
+        reason
+    })
+}
+
+/// Where a scenario's timeline goes: `<target>/tmp/locksmith-timelines/<name>.html`.
+pub fn timeline_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("locksmith-timelines")
+        .join(format!("{name}.html"))
+}
+
+/// Writes the timeline of `history` for scenario `name`; returns its path.
+pub fn write_timeline(name: &str, title: &str, history: &History) -> PathBuf {
+    let path = timeline_path(name);
+    Timeline::new(title, history).write_html(&path).unwrap();
+    eprintln!("timeline: {}", path.display());
+    path
+}
+
+/// Logs to stderr when `RUST_LOG` is set (for debugging a scenario).
+pub fn init_tracing() {
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+    }
+}
