@@ -582,6 +582,22 @@ fn con_addr_hint<'a>(lines: &[&'a str]) -> &'a str {
 
 #[tokio::test]
 async fn infinite_loop_is_busy_for_others_and_script_kill_frees_the_node() {
+    busy_loop_then_script_kill().await;
+}
+
+// On a multi-thread runtime scripts run inline on the connection's worker: a long one must
+// hand the worker's other tasks over, also when it is the only worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn infinite_loop_is_busy_for_others_on_two_workers() {
+    busy_loop_then_script_kill().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn infinite_loop_is_busy_for_others_on_a_single_worker() {
+    busy_loop_then_script_kill().await;
+}
+
+async fn busy_loop_then_script_kill() {
     let server = locksmith_server::Server::builder()
         .busy_reply_threshold(Duration::from_millis(100))
         .start()
