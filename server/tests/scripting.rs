@@ -721,3 +721,34 @@ async fn evalsha_with_noscript_fallback_through_redis_script() {
         .unwrap();
     assert_eq!(again, None);
 }
+
+#[tokio::test]
+async fn keys_and_argv_hold_binary_values_and_many_arguments_as_redis() {
+    let mut pair = Pair::start().await;
+    let script = "return {#KEYS, #ARGV, KEYS[1], KEYS[#KEYS], ARGV[1], ARGV[#ARGV], \
+                  tostring(KEYS[#KEYS + 1]), cjson.encode(ARGV)}";
+    // Binary (non-UTF-8) and empty values next to text ones.
+    let mut small = redis::cmd("EVAL");
+    small
+        .arg(script)
+        .arg(2)
+        .arg(&b"\xff\x00key"[..])
+        .arg("")
+        .arg("text")
+        .arg(&b"\xc3\x28"[..]);
+    // More values than Lua's C stack holds at once.
+    let mut many = redis::cmd("EVAL");
+    many.arg(script).arg(4500);
+    for i in 0..9001 {
+        many.arg(format!("v{i}"));
+    }
+    let mut none = redis::cmd("EVAL");
+    none.arg(script).arg(0);
+    for cmd in [&small, &many, &none] {
+        let ours: redis::Value = cmd.query_async(&mut pair.ours_con).await.unwrap();
+        if let Some(real) = &mut pair.real_con {
+            let theirs: redis::Value = cmd.query_async(real).await.unwrap();
+            assert_eq!(ours, theirs);
+        }
+    }
+}
