@@ -1,5 +1,6 @@
 //! Script execution in-process: Redisson's acquire and release scripts compiled once and run
-//! many times through EVALSHA (no socket), to time the engine and `redis.call` alone.
+//! many times through EVALSHA (no socket), to time the engine and `redis.call` alone. Results
+//! and how to read them: the "Scripts" section of BENCHMARKS.md at the workspace root.
 #![allow(missing_docs)]
 
 use bytes::Bytes;

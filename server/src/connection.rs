@@ -3,9 +3,12 @@
 //! frames (pub/sub messages, MONITOR lines) are interleaved between batches.
 //!
 //! Protocol errors get `-ERR Protocol error: …` and the connection closes, as in Redis.
-//! Command errors are ordinary replies. Scripts run off the reactor thread
-//! (`spawn_blocking`) holding the state lock; while one runs past `busy-reply-threshold`,
-//! other clients get `BUSY` instead of waiting.
+//! Command errors are ordinary replies. Scripts run holding the state lock; while one runs
+//! past `busy-reply-threshold`, other clients get `BUSY` instead of waiting. On a multi-thread
+//! runtime a script runs inline on the connection's worker, like any command, and moves the
+//! worker's other tasks to another thread if it runs long ([`crate::script::InlineRun`]); on
+//! the current-thread runtime (which cannot do that) it runs on the blocking pool
+//! (`spawn_blocking`).
 
 use crate::blocking::BlockRequest;
 use crate::client::{ClientHandle, ClientInfo, ClientState, Outbox, OutboxReceiver};
@@ -68,6 +71,8 @@ pub(crate) async fn serve(
         decoder,
         outbox_rx,
         out_of_band: 0,
+        inline_scripts: tokio::runtime::Handle::current().runtime_flavor()
+            == tokio::runtime::RuntimeFlavor::MultiThread,
     };
     if let Err(e) = conn.run(&mut shutdown).await {
         tracing::debug!(client = id, error = %e, "connection closed");
@@ -87,6 +92,8 @@ struct Connection {
     /// Bytes of out-of-band frames in `wbuf`, still counted as pending in the outbox (so a
     /// subscriber whose socket does not drain stays accountable for them) until flushed.
     out_of_band: usize,
+    /// Scripts run inline on this worker (multi-thread runtime), not on the blocking pool.
+    inline_scripts: bool,
 }
 
 impl Connection {
@@ -342,7 +349,8 @@ impl Connection {
         if let Some(reply) = transaction::admit(resolved, &mut self.client, argv) {
             return reply;
         }
-        if transaction::runs_script(resolved, &self.client) {
+        let runs_script = transaction::runs_script(resolved, &self.client);
+        if runs_script && !self.inline_scripts {
             if let Some(mut state) = guard.take() {
                 state.finish_effects(&self.node, effects);
             }
@@ -362,6 +370,7 @@ impl Connection {
             return CommandError::err("internal error: state lock lost").into();
         };
         let now = self.node.clock.now_ms();
+        let _inline = runs_script.then(crate::script::InlineRun::enter);
         let reply = cmd::execute_resolved(
             resolved,
             state,

@@ -582,6 +582,22 @@ fn con_addr_hint<'a>(lines: &[&'a str]) -> &'a str {
 
 #[tokio::test]
 async fn infinite_loop_is_busy_for_others_and_script_kill_frees_the_node() {
+    busy_loop_then_script_kill().await;
+}
+
+// On a multi-thread runtime scripts run inline on the connection's worker: a long one must
+// hand the worker's other tasks over, also when it is the only worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn infinite_loop_is_busy_for_others_on_two_workers() {
+    busy_loop_then_script_kill().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn infinite_loop_is_busy_for_others_on_a_single_worker() {
+    busy_loop_then_script_kill().await;
+}
+
+async fn busy_loop_then_script_kill() {
     let server = locksmith_server::Server::builder()
         .busy_reply_threshold(Duration::from_millis(100))
         .start()
@@ -704,4 +720,35 @@ async fn evalsha_with_noscript_fallback_through_redis_script() {
         .await
         .unwrap();
     assert_eq!(again, None);
+}
+
+#[tokio::test]
+async fn keys_and_argv_hold_binary_values_and_many_arguments_as_redis() {
+    let mut pair = Pair::start().await;
+    let script = "return {#KEYS, #ARGV, KEYS[1], KEYS[#KEYS], ARGV[1], ARGV[#ARGV], \
+                  tostring(KEYS[#KEYS + 1]), cjson.encode(ARGV)}";
+    // Binary (non-UTF-8) and empty values next to text ones.
+    let mut small = redis::cmd("EVAL");
+    small
+        .arg(script)
+        .arg(2)
+        .arg(&b"\xff\x00key"[..])
+        .arg("")
+        .arg("text")
+        .arg(&b"\xc3\x28"[..]);
+    // More values than Lua's C stack holds at once.
+    let mut many = redis::cmd("EVAL");
+    many.arg(script).arg(4500);
+    for i in 0..9001 {
+        many.arg(format!("v{i}"));
+    }
+    let mut none = redis::cmd("EVAL");
+    none.arg(script).arg(0);
+    for cmd in [&small, &many, &none] {
+        let ours: redis::Value = cmd.query_async(&mut pair.ours_con).await.unwrap();
+        if let Some(real) = &mut pair.real_con {
+            let theirs: redis::Value = cmd.query_async(real).await.unwrap();
+            assert_eq!(ours, theirs);
+        }
+    }
 }

@@ -276,8 +276,8 @@ struct ScriptCaller<'c, 'a> {
 }
 
 impl Dispatcher for ScriptCaller<'_, '_> {
-    fn call(&mut self, argv: Vec<Bytes>, resp3: bool, repl: u8) -> Result<Frame, String> {
-        let resolved = match super::resolve(&argv) {
+    fn call(&mut self, argv: &[Bytes], resp3: bool, repl: u8) -> Result<Frame, String> {
+        let resolved = match super::resolve(argv) {
             Ok(resolved) => resolved,
             Err(CommandError::WrongArity(_)) => {
                 return Err("ERR Wrong number of args calling Redis command from script".into())
@@ -310,7 +310,7 @@ impl Dispatcher for ScriptCaller<'_, '_> {
             ctx.state,
             ctx.node,
             ctx.client,
-            &argv,
+            argv,
             ctx.now,
             ctx.effects,
         );

@@ -118,15 +118,18 @@ pub(crate) fn args_to_argv(lua: &Lua, args: MultiValue) -> mlua::Result<Result<V
             false,
         )?));
     }
+    // One buffer for every argument (split into `Bytes` that share it): one allocation per
+    // call instead of one per argument.
+    let mut buf = bytes::BytesMut::with_capacity(128);
     let mut argv = Vec::with_capacity(args.len());
     for v in args {
         match v {
-            Value::String(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
+            Value::String(s) => buf.extend_from_slice(&s.as_bytes()),
             Value::Integer(i) if i.unsigned_abs() < 100_000_000_000_000_000 => {
-                argv.push(Bytes::from(itoa::Buffer::new().format(i).to_owned()))
+                buf.extend_from_slice(itoa::Buffer::new().format(i).as_bytes())
             }
-            Value::Integer(i) => argv.push(Bytes::from(format_double(i as f64))),
-            Value::Number(n) => argv.push(Bytes::from(format_double(n))),
+            Value::Integer(i) => buf.extend_from_slice(format_double(i as f64).as_bytes()),
+            Value::Number(n) => buf.extend_from_slice(format_double(n).as_bytes()),
             _ => {
                 return Ok(Err(error_table(
                     lua,
@@ -135,6 +138,7 @@ pub(crate) fn args_to_argv(lua: &Lua, args: MultiValue) -> mlua::Result<Result<V
                 )?))
             }
         }
+        argv.push(buf.split().freeze());
     }
     Ok(Ok(argv))
 }
@@ -144,13 +148,13 @@ pub(crate) fn dispatch(
     lua: &Lua,
     args: MultiValue,
     resp3: bool,
-    run: impl FnOnce(Vec<Bytes>) -> Result<Frame, String>,
+    run: impl FnOnce(&[Bytes]) -> Result<Frame, String>,
 ) -> mlua::Result<(bool, Value)> {
     let argv = match args_to_argv(lua, args)? {
         Ok(argv) => argv,
         Err(table) => return Ok((false, Value::Table(table))),
     };
-    match run(argv) {
+    match run(&argv) {
         Err(text) => {
             let mut line = Vec::with_capacity(text.len() + 1);
             line.push(b'-');

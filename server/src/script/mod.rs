@@ -17,9 +17,11 @@ pub(crate) use convert::format_g;
 use bytes::Bytes;
 use locksmith_resp::Frame;
 use mlua::{ChunkMode, Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
+use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// The chunk name of the engine's own Lua code; its frames are skipped when an error is
 /// located, so errors point at the user's line as Redis's C functions do.
@@ -39,7 +41,114 @@ pub(crate) trait Dispatcher {
     /// reply); `Err` holds the full text (code included) of a refusal decided before the
     /// command ran (unknown command, arity, not allowed from scripts, write in a read-only
     /// script). `repl` is the script's `redis.set_repl` setting.
-    fn call(&mut self, argv: Vec<Bytes>, resp3: bool, repl: u8) -> Result<Frame, String>;
+    fn call(&mut self, argv: &[Bytes], resp3: bool, repl: u8) -> Result<Frame, String>;
+}
+
+/// Where `redis.call`/`redis.pcall` — created once per interpreter — find the dispatcher of the
+/// run in progress: a type-erased pointer to the `&mut dyn Dispatcher` that [`Engine::run`]
+/// holds on its stack, set for exactly the duration of the run (a guard clears it, also on
+/// unwinding) and null otherwise.
+///
+/// Creating the two functions per run with `Lua::scope` (the safe way to lend a borrowed
+/// dispatcher to Lua) cost more than the rest of a short script together; the dispatcher
+/// borrows the state lock's contents, the client and the effects for the run, so it cannot be
+/// moved into a `'static` slot either. A callback takes the pointer out of the slot while it
+/// uses it (so a nested call could never alias it) and puts it back afterwards.
+#[derive(Debug, Default)]
+struct DispatchSlot(AtomicPtr<()>);
+
+impl DispatchSlot {
+    /// Runs `f` with the current run's dispatcher; `None` outside a run.
+    fn with<R>(&self, f: impl FnOnce(&mut dyn Dispatcher) -> R) -> Option<R> {
+        struct Restore<'a>(&'a AtomicPtr<()>, *mut ());
+        impl Drop for Restore<'_> {
+            fn drop(&mut self) {
+                self.0.store(self.1, Ordering::Release);
+            }
+        }
+        let ptr = self.0.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        if ptr.is_null() {
+            return None;
+        }
+        let _restore = Restore(&self.0, ptr);
+        // SAFETY: a non-null pointer in the slot was stored by `Engine::run` from a live
+        // `&mut &mut dyn Dispatcher` on its stack, which it does not touch until its guard
+        // nulls the slot before returning (or unwinding); Lua (and so this callback) only runs
+        // inside that window, on the thread that called `run`. Swapping the pointer out above
+        // makes this the only reference until `_restore` puts it back.
+        #[allow(unsafe_code)]
+        let dispatcher = unsafe { &mut *ptr.cast::<&mut dyn Dispatcher>() };
+        Some(f(&mut **dispatcher))
+    }
+}
+
+/// Nulls the dispatch slot when a run ends (also on unwinding).
+struct ClearSlot<'a>(&'a DispatchSlot);
+
+impl Drop for ClearSlot<'_> {
+    fn drop(&mut self) {
+        self.0 .0.store(std::ptr::null_mut(), Ordering::Release);
+    }
+}
+
+thread_local! {
+    /// Set while a script runs inline on a worker thread of a multi-thread tokio runtime
+    /// ([`InlineRun`]); `HANDED_OFF` once the worker's other tasks were moved to another thread.
+    static INLINE: Cell<bool> = const { Cell::new(false) };
+    static HANDED_OFF: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks the scripts run on this thread until the guard drops as running inline on a tokio
+/// worker of a multi-thread runtime.
+///
+/// A script normally takes microseconds, so a connection runs it on its worker like any other
+/// command (a `spawn_blocking` hand-off per script cost more than the script). A script that is
+/// still running after [`HOOK_PERIOD`] instructions may run for long (`while true do end`), so
+/// the instruction hook then calls [`tokio::task::block_in_place`]: the worker's queued tasks
+/// move to a new worker thread and keep being served (other clients get `BUSY`, `SCRIPT KILL`
+/// works) while this thread finishes the script. The hook waits (bounded) until a probe task
+/// ran elsewhere, and retries at the next period if it did not, so the hand-off also holds
+/// with a single worker. Only valid on a multi-thread runtime: the current-thread runtime
+/// cannot move its tasks, so there connections keep running scripts on the blocking pool.
+pub(crate) struct InlineRun(());
+
+impl InlineRun {
+    /// Enters inline mode for this thread.
+    pub(crate) fn enter() -> Self {
+        INLINE.with(|c| c.set(true));
+        HANDED_OFF.with(|c| c.set(false));
+        InlineRun(())
+    }
+}
+
+impl Drop for InlineRun {
+    fn drop(&mut self) {
+        INLINE.with(|c| c.set(false));
+        HANDED_OFF.with(|c| c.set(false));
+    }
+}
+
+/// Called by the instruction hook: moves the worker's other tasks away from a long script.
+fn hand_off_if_inline() {
+    if !INLINE.with(Cell::get) || HANDED_OFF.with(Cell::get) {
+        return;
+    }
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+        return;
+    }
+    let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
+    let ran = tokio::task::block_in_place(move || {
+        // Once a worker ran the probe, the runtime is served by another thread (with one
+        // worker: the new one, which took this worker's core, so it will not come back here).
+        handle.spawn(async move {
+            let _ = tx.send(());
+        });
+        rx.recv_timeout(Duration::from_millis(5)).is_ok()
+    });
+    HANDED_OFF.with(|c| c.set(ran));
 }
 
 /// Shebang flags (`#!lua flags=...`), as Redis 7 defines them.
@@ -132,12 +241,11 @@ struct RunShared {
 pub(crate) struct Engine {
     lua: Lua,
     scripts: HashMap<String, Compiled>,
-    slot: Table,
-    redis: Table,
     globals: Table,
     xpcall: Function,
     handler: Function,
     shared: Arc<RunShared>,
+    dispatch: Arc<DispatchSlot>,
     kill: Arc<AtomicBool>,
     command_exists: CommandExists,
 }
@@ -164,14 +272,17 @@ impl Engine {
         let shared = Arc::new(RunShared::default());
         // Redis's rand48 state is process-wide and never reseeded between scripts.
         shared.rand.store(api::RAND48_SEED, Ordering::Relaxed);
-        let slot = lua.create_table()?;
         let raw = api::primitives(&lua, shared.clone(), command_exists)?;
+        let dispatch = Arc::new(DispatchSlot::default());
+        let (call, pcall) = call_functions(&lua, &shared, &dispatch)?;
+        raw.raw_set("call", call)?;
+        raw.raw_set("pcall", pcall)?;
         let globals = lua.globals();
-        let (proxy, redis, xpcall): (Table, Table, Function) = lua
+        let (proxy, xpcall): (Table, Function) = lua
             .load(include_str!("sandbox.lua"))
             .set_name(INTERNAL_CHUNK)
             .set_mode(ChunkMode::Text)
-            .call((raw, slot.clone(), globals.clone()))?;
+            .call((raw, globals.clone()))?;
         lua.set_globals(proxy)?;
         let handler: Function = globals.raw_get("__redis__err__handler")?;
         let hook_kill = kill.clone();
@@ -187,18 +298,18 @@ impl Engine {
                     }
                     return Err(mlua::Error::runtime(KILLED_ERROR));
                 }
+                hand_off_if_inline();
                 Ok(mlua::VmState::Continue)
             },
         )?;
         Ok(Engine {
             lua,
             scripts: HashMap::new(),
-            slot,
-            redis,
             globals,
             xpcall,
             handler,
             shared,
+            dispatch,
             kill,
             command_exists,
         })
@@ -330,32 +441,44 @@ impl Engine {
             .raw_set("KEYS", convert::bytes_table(&self.lua, keys)?)?;
         self.globals
             .raw_set("ARGV", convert::bytes_table(&self.lua, args)?)?;
-        let shared = self.shared.clone();
-        let redis = self.redis.clone();
-        let xpcall = self.xpcall.clone();
-        let handler = self.handler.clone();
-        let dispatcher = std::cell::RefCell::new(dispatcher);
-        let run = |lua: &Lua, argv: MultiValue| -> mlua::Result<(bool, Value)> {
-            let resp3 = shared.resp.load(Ordering::Relaxed) == 3;
-            let repl = shared.repl.load(Ordering::Relaxed);
-            let mut d = dispatcher
-                .try_borrow_mut()
-                .map_err(|_| mlua::Error::RecursiveMutCallback)?;
-            convert::dispatch(lua, argv, resp3, |argv| d.call(argv, resp3, repl))
-        };
-        self.lua.scope(|scope| {
-            let call = scope.create_function(|lua, argv: MultiValue| match run(lua, argv)? {
-                (true, v) => Ok(v),
-                (false, v) => Err(mlua::Error::external(raise_payload(&v))),
-            })?;
-            let pcall = scope.create_function(|lua, argv: MultiValue| Ok(run(lua, argv)?.1))?;
-            redis.raw_set("call", call)?;
-            redis.raw_set("pcall", pcall)?;
-            let mut results: MultiValue = xpcall.call((func, handler))?;
-            let ok = matches!(results.pop_front(), Some(Value::Boolean(true)));
-            Ok((ok, results.pop_front().unwrap_or(Value::Nil)))
+        let mut dispatcher = dispatcher;
+        let ptr: *mut &mut dyn Dispatcher = &mut dispatcher;
+        self.dispatch.0.store(ptr.cast(), Ordering::Release);
+        let _clear = ClearSlot(&self.dispatch);
+        let (ok, value): (bool, Value) = self.xpcall.call((func, &self.handler))?;
+        Ok((ok, value))
+    }
+}
+
+/// `redis.call` and `redis.pcall`, created once per interpreter: they run commands through the
+/// dispatcher of the run in progress ([`DispatchSlot`]).
+fn call_functions(
+    lua: &Lua,
+    shared: &Arc<RunShared>,
+    dispatch: &Arc<DispatchSlot>,
+) -> mlua::Result<(Function, Function)> {
+    fn run(
+        lua: &Lua,
+        shared: &RunShared,
+        dispatch: &DispatchSlot,
+        argv: MultiValue,
+    ) -> mlua::Result<(bool, Value)> {
+        let resp3 = shared.resp.load(Ordering::Relaxed) == 3;
+        let repl = shared.repl.load(Ordering::Relaxed);
+        convert::dispatch(lua, argv, resp3, |argv| {
+            dispatch
+                .with(|d| d.call(argv, resp3, repl))
+                .unwrap_or_else(|| Err("ERR redis.call is only available inside a script".into()))
         })
     }
+    let (s, d) = (shared.clone(), dispatch.clone());
+    let call = lua.create_function(move |lua, argv: MultiValue| match run(lua, &s, &d, argv)? {
+        (true, v) => Ok(v),
+        (false, v) => Err(mlua::Error::external(raise_payload(&v))),
+    })?;
+    let (s, d) = (shared.clone(), dispatch.clone());
+    let pcall = lua.create_function(move |lua, argv: MultiValue| Ok(run(lua, &s, &d, argv)?.1))?;
+    Ok((call, pcall))
 }
 
 /// The payload `redis.call` raises for an error table.

@@ -1,6 +1,6 @@
 -- Redis 7.0's Lua environment, built once per interpreter (chunk "=[redis]").
--- Arguments: the table of Rust primitives, the per-run slot table, the real globals.
-local raw, slot, G = ...
+-- Arguments: the table of Rust primitives, the real globals.
+local raw, G = ...
 local type, tostring, tonumber, select, error = type, tostring, tonumber, select, error
 local rawget, rawset, next, ipairs, setmetatable, unpack = rawget, rawset, next, ipairs, setmetatable, unpack
 local loadstring = loadstring
@@ -50,10 +50,10 @@ function __redis__err__handler(err)
 end
 
 local redis = {}
--- redis.call and redis.pcall are set to the run's Rust functions before every script (C
--- functions, so a `return redis.call(...)` keeps the caller's frame for error locations).
-redis.call = function() end
-redis.pcall = function() end
+-- redis.call and redis.pcall are Rust (C) functions, so a `return redis.call(...)` keeps the
+-- caller's frame for error locations; they run commands through the current run's dispatcher.
+redis.call = raw.call
+redis.pcall = raw.pcall
 redis.error_reply = function(...)
   local e = ...
   if select('#', ...) ~= 1 or type(e) ~= 'string' then
@@ -237,4 +237,4 @@ end
 
 local proxy = protect(G, protect({__index = missing_global}))
 G._G = proxy
-return proxy, redis, basexpcall
+return proxy, basexpcall
