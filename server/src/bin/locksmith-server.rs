@@ -58,7 +58,12 @@ struct Args {
     node_port: Option<u16>,
     /// Cluster mode (`yes`|`no`). Alone: a one-node Redis Cluster serving all 16384 slots.
     /// With --masters N: a topology of N cluster shards (each with --replicas replicas).
-    #[arg(long = "cluster-enabled", default_value = "no", value_parser = yes_no)]
+    #[arg(
+        long = "cluster-enabled",
+        default_value = "no",
+        value_parser = yes_no,
+        action = clap::ArgAction::Set
+    )]
     cluster_enabled: bool,
 }
 
