@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
+use crate::cluster::Connection;
+
 use crate::error::{LockError, Result};
 use crate::options::{ClientOptions, ReplicaSync};
 use crate::owner::Owner;
@@ -33,7 +35,7 @@ impl std::fmt::Debug for Client {
 pub(crate) struct Inner {
     pub(crate) id: String,
     // std RwLock, never held across an await: a failover swaps in a connection to the new master.
-    pub(crate) conn: std::sync::RwLock<ConnectionManager>,
+    pub(crate) conn: std::sync::RwLock<Connection>,
     pub(crate) hub: PubSubHub,
     pub(crate) registry: Registry,
     pub(crate) options: ClientOptions,
@@ -64,6 +66,46 @@ impl Client {
         Client::from_redis_client(client, options).await
     }
 
+    /// Connects to a Redis Cluster through any of its nodes (`redis://host:port` each), as
+    /// Redisson's cluster mode: lock scripts run on the node owning their keys' slot (the
+    /// keys share Redisson's `{name}` hash tag), and waiters subscribe on the node owning
+    /// their channel's slot. [`ReplicaSync::Auto`] means no `WAIT` in a cluster; an explicit
+    /// count waits on every master (the redis crate routes `WAIT` to all of them).
+    ///
+    /// # Errors
+    /// When no URL is valid or no node can be reached.
+    pub async fn open_cluster<I, S>(urls: I, options: ClientOptions) -> Result<Client>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let urls: Vec<String> = urls.into_iter().map(|u| u.as_ref().to_owned()).collect();
+        let first = urls.first().ok_or_else(|| {
+            LockError::Redis(redis::RedisError::from((
+                redis::ErrorKind::InvalidClientConfig,
+                "no cluster node given",
+            )))
+        })?;
+        let template = redis::Client::open(first.as_str())?;
+        let cluster = redis::cluster::ClusterClient::builder(urls.clone())
+            .connection_timeout(options.connection_timeout)
+            .response_timeout(options.response_timeout)
+            .build()?;
+        let conn = cluster.get_async_connection().await?;
+        let sync_replicas = match options.replica_sync {
+            ReplicaSync::Replicas(n) => n,
+            ReplicaSync::Off | ReplicaSync::Auto => 0,
+        };
+        let hub = PubSubHub::cluster(template, conn.clone());
+        Ok(Client::assemble(
+            Connection::Cluster(conn),
+            hub,
+            sync_replicas,
+            options,
+            None,
+        ))
+    }
+
     /// Builds a client on an existing `redis::Client` (any connection config it carries).
     ///
     /// # Errors
@@ -82,13 +124,29 @@ impl Client {
     ) -> Result<Client> {
         let mut conn = command_connection(&client, &options).await?;
         let sync_replicas = replicas_to_sync(&mut conn, &options).await?;
+        Ok(Client::assemble(
+            Connection::Single(conn),
+            PubSubHub::new(client),
+            sync_replicas,
+            options,
+            sentinel,
+        ))
+    }
+
+    fn assemble(
+        conn: Connection,
+        hub: PubSubHub,
+        sync_replicas: usize,
+        options: ClientOptions,
+        sentinel: Option<crate::sentinel::SentinelState>,
+    ) -> Client {
         let id = uuid::Uuid::new_v4().to_string();
         let now_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as u64)
             .unwrap_or(0);
         let inner = Arc::new(Inner {
-            hub: PubSubHub::new(client),
+            hub,
             registry: Registry::default(),
             id,
             conn: std::sync::RwLock::new(conn),
@@ -100,7 +158,7 @@ impl Client {
             clock_base: tokio::time::Instant::now(),
         });
         tracing::debug!(client_id = %inner.id, sync_replicas, "locksmith client connected");
-        Ok(Client { inner })
+        Client { inner }
     }
 
     /// Points the command and pub/sub connections at `client` (the new master after a
@@ -109,7 +167,7 @@ impl Client {
         let mut conn = command_connection(&client, &self.inner.options).await?;
         let n = replicas_to_sync(&mut conn, &self.inner.options).await?;
         self.inner.sync_replicas.store(n, Ordering::Relaxed);
-        *self.inner.conn.write().unwrap_or_else(|p| p.into_inner()) = conn;
+        *self.inner.conn.write().unwrap_or_else(|p| p.into_inner()) = Connection::Single(conn);
         Metrics::inc(&self.inner.metrics.master_switches);
         self.inner.hub.switch(client).await
     }
@@ -134,8 +192,9 @@ impl Client {
         self.inner.metrics.snapshot()
     }
 
-    /// A connection for raw commands, sharing the client's command connection.
-    pub fn connection(&self) -> ConnectionManager {
+    /// A connection for raw commands, sharing the client's command connection (a cluster
+    /// connection, routing by key slot, for a client of a Redis Cluster).
+    pub fn connection(&self) -> Connection {
         self.inner
             .conn
             .read()

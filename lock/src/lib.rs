@@ -14,6 +14,7 @@
 //! ```
 
 mod client;
+mod cluster;
 mod core;
 mod error;
 mod latch;
@@ -29,6 +30,7 @@ mod waiter;
 mod watchdog;
 
 pub use client::{Client, MetricsSnapshot};
+pub use cluster::Connection;
 pub use error::{LockError, LostReason, Result};
 pub use latch::CountDownLatch;
 pub use lock::{FairLock, FencedLock, Lock, ReadLock, ReadWriteLock, SpinLock, WriteLock};

@@ -17,6 +17,7 @@ use redis::aio::PubSubSink;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
+use crate::cluster::{key_slot, SlotMap};
 use crate::error::Result;
 
 pub(crate) struct PubSubHub {
@@ -35,23 +36,47 @@ pub(crate) enum Wake {
 struct Shared {
     // std Mutex, never held across an await; replaced on failover.
     client: Mutex<redis::Client>,
+    /// Set for a Redis Cluster: channels are subscribed on the node owning their slot.
+    cluster: Option<ClusterNodes>,
     // Serializes SUBSCRIBE/UNSUBSCRIBE so reference counts and server state agree.
-    ops: tokio::sync::Mutex<Conn>,
+    ops: tokio::sync::Mutex<Conns>,
     // std Mutex: only touched synchronously (never across an await), also by the dispatcher.
     channels: Mutex<HashMap<String, ChannelEntry>>,
+}
+
+/// How to reach the node owning a slot.
+struct ClusterNodes {
+    conn: redis::cluster_async::ClusterConnection,
+    /// Connection settings (password, protocol…) of the first node; the address is swapped.
+    template: redis::ConnectionInfo,
+    slots: Mutex<SlotMap>,
 }
 
 struct ChannelEntry {
     refs: usize,
     notify: Arc<Notify>,
     wake: Wake,
+    /// The node (`host:port`, empty outside a cluster) the channel is subscribed on.
+    node: String,
+}
+
+/// One pub/sub connection per node ("" for the single server outside a cluster).
+#[derive(Default)]
+struct Conns {
+    by_node: HashMap<String, Conn>,
+    shut: bool,
 }
 
 #[derive(Default)]
 struct Conn {
     sink: Option<PubSubSink>,
     dispatcher: Option<JoinHandle<()>>,
-    shut: bool,
+}
+
+impl Conn {
+    fn alive(&self) -> bool {
+        self.dispatcher.as_ref().is_some_and(|d| !d.is_finished())
+    }
 }
 
 /// One waiter's interest in a channel; dropping it releases the reference (the last one
@@ -83,10 +108,31 @@ impl Drop for Subscription {
 
 impl PubSubHub {
     pub(crate) fn new(client: redis::Client) -> Self {
+        PubSubHub::with(client, None)
+    }
+
+    /// A hub for a Redis Cluster: each channel is subscribed on the master owning its slot.
+    pub(crate) fn cluster(
+        client: redis::Client,
+        conn: redis::cluster_async::ClusterConnection,
+    ) -> Self {
+        let template = client.get_connection_info().clone();
+        PubSubHub::with(
+            client,
+            Some(ClusterNodes {
+                conn,
+                template,
+                slots: Mutex::new(SlotMap::default()),
+            }),
+        )
+    }
+
+    fn with(client: redis::Client, cluster: Option<ClusterNodes>) -> Self {
         PubSubHub {
             shared: Arc::new(Shared {
                 client: Mutex::new(client),
-                ops: tokio::sync::Mutex::new(Conn::default()),
+                cluster,
+                ops: tokio::sync::Mutex::new(Conns::default()),
                 channels: Mutex::new(HashMap::new()),
             }),
         }
@@ -102,10 +148,13 @@ impl PubSubHub {
     /// channel decides it).
     pub(crate) async fn subscribe_with(&self, channel: &str, wake: Wake) -> Result<Subscription> {
         let shared = &self.shared;
-        let mut conn = shared.ops.lock().await;
+        let node = shared.node_for(channel).await?;
+        let mut conns = shared.ops.lock().await;
+        if conns.shut {
+            return Err(crate::LockError::Shutdown);
+        }
         if let Some(e) = lock(&shared.channels).get_mut(channel) {
-            let alive = conn.dispatcher.as_ref().is_some_and(|d| !d.is_finished());
-            if alive {
+            if conns.by_node.get(&e.node).is_some_and(Conn::alive) {
                 e.refs += 1;
                 return Ok(Subscription {
                     shared: shared.clone(),
@@ -114,7 +163,12 @@ impl PubSubHub {
                 });
             }
         }
-        shared.ensure_connected(&mut conn).await?;
+        // A channel whose connection died is subscribed again on the node owning it now.
+        let node = lock(&shared.channels)
+            .get(channel)
+            .map_or(node, |e| e.node.clone());
+        let conn = conns.by_node.entry(node.clone()).or_default();
+        shared.ensure_connected(conn, &node).await?;
         let sink = conn.sink.as_mut().ok_or(crate::LockError::Shutdown)?;
         let existing = lock(&shared.channels).contains_key(channel);
         if !existing {
@@ -130,6 +184,7 @@ impl PubSubHub {
                 refs: 0,
                 notify: Arc::new(Notify::new()),
                 wake,
+                node,
             });
         e.refs += 1;
         Ok(Subscription {
@@ -147,8 +202,9 @@ impl PubSubHub {
     /// When the new server cannot be reached (the next `subscribe` tries again).
     pub(crate) async fn switch(&self, client: redis::Client) -> Result<()> {
         let shared = &self.shared;
-        let mut conn = shared.ops.lock().await;
+        let mut conns = shared.ops.lock().await;
         *lock(&shared.client) = client;
+        let conn = conns.by_node.entry(String::new()).or_default();
         conn.sink = None;
         if let Some(d) = conn.dispatcher.take() {
             d.abort();
@@ -156,7 +212,7 @@ impl PubSubHub {
         let res = if lock(&shared.channels).is_empty() {
             Ok(())
         } else {
-            shared.ensure_connected(&mut conn).await
+            shared.ensure_connected(conn, "").await
         };
         for e in lock(&shared.channels).values() {
             e.notify.notify_waiters();
@@ -166,11 +222,13 @@ impl PubSubHub {
     }
 
     pub(crate) async fn shutdown(&self) {
-        let mut conn = self.shared.ops.lock().await;
-        conn.shut = true;
-        conn.sink = None;
-        if let Some(d) = conn.dispatcher.take() {
-            d.abort();
+        let mut conns = self.shared.ops.lock().await;
+        conns.shut = true;
+        for conn in conns.by_node.values_mut() {
+            conn.sink = None;
+            if let Some(d) = conn.dispatcher.take() {
+                d.abort();
+            }
         }
     }
 }
@@ -180,21 +238,66 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Shared {
-    async fn ensure_connected(self: &Arc<Self>, conn: &mut Conn) -> Result<()> {
-        if conn.shut {
-            return Err(crate::LockError::Shutdown);
+    /// The node to subscribe `channel` on: "" outside a cluster, else the `host:port` of the
+    /// master owning the channel's slot (the slot map is read again when it has no owner).
+    async fn node_for(&self, channel: &str) -> Result<String> {
+        let Some(cluster) = &self.cluster else {
+            return Ok(String::new());
+        };
+        let slot = key_slot(channel.as_bytes());
+        if let Some(node) = lock(&cluster.slots).node(slot) {
+            return Ok(node.to_owned());
         }
-        let alive = conn.dispatcher.as_ref().is_some_and(|d| !d.is_finished());
-        if alive && conn.sink.is_some() {
+        let mut conn = cluster.conn.clone();
+        let map = SlotMap::fetch(&mut conn).await?;
+        let node = map.node(slot).map(str::to_owned);
+        *lock(&cluster.slots) = map;
+        node.ok_or_else(|| {
+            crate::LockError::Redis(redis::RedisError::from((
+                redis::ErrorKind::ClusterConnectionNotFound,
+                "no node serves the slot of",
+                channel.to_owned(),
+            )))
+        })
+    }
+
+    /// A client for `node` ("" = the single server).
+    fn client_for(&self, node: &str) -> Result<redis::Client> {
+        let Some(cluster) = &self.cluster else {
+            return Ok(lock(&self.client).clone());
+        };
+        let (host, port) = node
+            .rsplit_once(':')
+            .and_then(|(h, p)| Some((h.to_owned(), p.parse::<u16>().ok()?)))
+            .ok_or_else(|| {
+                crate::LockError::Redis(redis::RedisError::from((
+                    redis::ErrorKind::Client,
+                    "bad node address",
+                    node.to_owned(),
+                )))
+            })?;
+        let info = cluster
+            .template
+            .clone()
+            .set_addr(redis::ConnectionAddr::Tcp(host, port));
+        Ok(redis::Client::open(info)?)
+    }
+
+    async fn ensure_connected(self: &Arc<Self>, conn: &mut Conn, node: &str) -> Result<()> {
+        if conn.alive() && conn.sink.is_some() {
             return Ok(());
         }
         if let Some(d) = conn.dispatcher.take() {
             d.abort();
         }
-        let client = lock(&self.client).clone();
+        let client = self.client_for(node)?;
         let (mut sink, mut stream) = client.get_async_pubsub().await?.split();
-        // After a reconnect, subscribe again to every channel that still has waiters.
-        let existing: Vec<String> = lock(&self.channels).keys().cloned().collect();
+        // After a reconnect, subscribe again to every channel of this node that has waiters.
+        let existing: Vec<String> = lock(&self.channels)
+            .iter()
+            .filter(|(_, e)| e.node == node)
+            .map(|(c, _)| c.clone())
+            .collect();
         if !existing.is_empty() {
             sink.subscribe(&existing).await?;
         }
@@ -220,26 +323,29 @@ impl Shared {
     }
 
     async fn release(&self, channel: &str) {
-        let mut conn = self.ops.lock().await;
+        let mut conns = self.ops.lock().await;
         let remove = {
             let mut map = lock(&self.channels);
             match map.get_mut(channel) {
                 Some(e) if e.refs > 1 => {
                     e.refs -= 1;
-                    false
+                    None
                 }
-                Some(_) => {
+                Some(e) => {
+                    let node = e.node.clone();
                     map.remove(channel);
-                    true
+                    Some(node)
                 }
-                None => false,
+                None => None,
             }
         };
-        if remove {
-            if let Some(sink) = conn.sink.as_mut() {
-                if let Err(e) = sink.unsubscribe(channel).await {
-                    tracing::debug!(error = %e, channel, "unsubscribe failed");
-                    conn.sink = None;
+        if let Some(node) = remove {
+            if let Some(conn) = conns.by_node.get_mut(&node) {
+                if let Some(sink) = conn.sink.as_mut() {
+                    if let Err(e) = sink.unsubscribe(channel).await {
+                        tracing::debug!(error = %e, channel, "unsubscribe failed");
+                        conn.sink = None;
+                    }
                 }
             }
         }

@@ -237,6 +237,8 @@ pub(crate) struct ClientState {
     pub(crate) no_evict: bool,
     /// `CLIENT NO-TOUCH ON`.
     pub(crate) no_touch: bool,
+    /// `READONLY`: a cluster replica serves this client's reads of its master's slots.
+    pub(crate) cluster_readonly: bool,
 }
 
 impl ClientState {
@@ -258,6 +260,7 @@ impl ClientState {
             reply_skip_next: false,
             no_evict: false,
             no_touch: false,
+            cluster_readonly: false,
         }
     }
 
@@ -281,6 +284,7 @@ impl ClientState {
         self.reply_skip_next = false;
         self.no_evict = false;
         self.no_touch = false;
+        self.cluster_readonly = false;
         self.subscriptions = 0;
         self.multi = None;
         self.in_exec = false;

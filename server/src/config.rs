@@ -28,6 +28,9 @@ pub struct Config {
     pub notify_keyspace_events: String,
     /// Seed for every random choice the node makes (RANDOMKEY, SPOP, run id…).
     pub seed: Option<u64>,
+    /// `cluster-enabled`: the node runs in cluster mode. Alone it is a one-node cluster
+    /// serving all 16384 slots (a harness topology gives it its share instead).
+    pub cluster_enabled: bool,
 }
 
 impl Default for Config {
@@ -41,6 +44,7 @@ impl Default for Config {
             maxclients: 10_000,
             seed: None,
             notify_keyspace_events: String::new(),
+            cluster_enabled: false,
         }
     }
 }

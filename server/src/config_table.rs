@@ -1688,6 +1688,9 @@ impl Settings {
             "requirepass",
             config.requirepass.clone().unwrap_or_default(),
         );
+        if config.cluster_enabled {
+            put("cluster-enabled", "yes".into());
+        }
         let dir = std::env::current_dir()
             .map(|d| d.display().to_string())
             .unwrap_or_default();

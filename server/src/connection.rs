@@ -346,6 +346,11 @@ impl Connection {
                 return e.into();
             }
         };
+        if let Some(e) =
+            crate::cluster::check_command(&self.node, &mut self.client, resolved.spec, argv)
+        {
+            return e.into();
+        }
         if let Some(reply) = transaction::admit(resolved, &mut self.client, argv) {
             return reply;
         }

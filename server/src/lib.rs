@@ -18,6 +18,7 @@
 mod blocking;
 mod client;
 mod clock;
+mod cluster;
 mod cmd;
 mod config;
 mod config_table;

@@ -39,6 +39,7 @@ impl Server {
         ServerBuilder {
             config,
             clock: None,
+            cluster: None,
         }
         .start()
         .await
@@ -50,6 +51,8 @@ impl Server {
 pub struct ServerBuilder {
     config: Config,
     clock: Option<Clock>,
+    /// The node's place in a cluster a harness topology built.
+    cluster: Option<crate::cluster::Cluster>,
 }
 
 impl ServerBuilder {
@@ -102,6 +105,20 @@ impl ServerBuilder {
         self
     }
 
+    /// Cluster mode (`cluster-enabled yes`): alone, the node is a one-node cluster serving
+    /// all 16384 slots.
+    pub fn cluster(mut self, enabled: bool) -> Self {
+        self.config.cluster_enabled = enabled;
+        self
+    }
+
+    /// Makes the node the member `cluster.me` of a cluster (harness topologies).
+    pub(crate) fn cluster_member(mut self, cluster: crate::cluster::Cluster) -> Self {
+        self.config.cluster_enabled = true;
+        self.cluster = Some(cluster);
+        self
+    }
+
     /// The configuration so far.
     pub fn config(&self) -> &Config {
         &self.config
@@ -124,7 +141,20 @@ impl ServerBuilder {
         let mut config = self.config;
         // CONFIG GET port and INFO report the port actually bound.
         config.port = addr.port();
+        let cluster = match self.cluster {
+            Some(cluster) => Some(cluster),
+            None if config.cluster_enabled => Some(crate::cluster::Cluster::single(
+                crate::cluster::node_id(&mut rng),
+                addr,
+            )),
+            None => None,
+        };
         let node = Arc::new(Node::new(&config, clock, addr, run_id, seed));
+        if let Some(cluster) = cluster {
+            let offset = node.state.lock().await.repl.offset_mirror();
+            cluster.attach(&node, offset);
+            let _ = node.cluster.set(cluster);
+        }
         tracing::info!(%addr, seed, "locksmith server ready to accept connections");
         let (shutdown_tx, _) = broadcast::channel(1);
         let (done_tx, done_rx) = mpsc::channel::<()>(1);

@@ -216,6 +216,8 @@ pub(crate) struct Node {
     pub(crate) live: crate::live::Live,
     /// Clients in MONITOR mode.
     pub(crate) monitors: crate::monitor::Monitors,
+    /// Set in cluster mode: the cluster and this node's place in it.
+    pub(crate) cluster: std::sync::OnceLock<crate::cluster::Cluster>,
 }
 
 impl Node {
@@ -244,6 +246,7 @@ impl Node {
             harness: Default::default(),
             live: crate::live::Live::new(config.maxclients as u64),
             monitors: Default::default(),
+            cluster: Default::default(),
         }
     }
 
@@ -279,6 +282,7 @@ impl State {
         crate::blocking::serve_ready(self, node, effects);
         let now = node.clock.now_ms();
         crate::transaction::touch_watched(self, node, &effects.modified);
+        crate::cluster::broadcast(node, &effects.publishes);
         crate::pubsub::deliver(self, effects, now);
         crate::replication::feed(&mut self.repl, &effects.propagate);
         effects.modified.clear();

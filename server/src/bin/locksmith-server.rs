@@ -56,6 +56,24 @@ struct Args {
     /// Ports of the topology's nodes: this one and the next ones (default: free ports).
     #[arg(long = "node-port")]
     node_port: Option<u16>,
+    /// Cluster mode (`yes`|`no`). Alone: a one-node Redis Cluster serving all 16384 slots.
+    /// With --masters N: a topology of N cluster shards (each with --replicas replicas).
+    #[arg(
+        long = "cluster-enabled",
+        default_value = "no",
+        value_parser = yes_no,
+        action = clap::ArgAction::Set
+    )]
+    cluster_enabled: bool,
+}
+
+/// redis-server's `yes`/`no` booleans.
+fn yes_no(s: &str) -> Result<bool, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "yes" => Ok(true),
+        "no" => Ok(false),
+        _ => Err("argument must be 'yes' or 'no'".into()),
+    }
 }
 
 /// Starts a harness topology and prints where everything listens.
@@ -78,6 +96,9 @@ async fn run_topology(args: &Args) -> Result<Topology, Box<dyn std::error::Error
     }
     if let Some(port) = args.node_port {
         builder.node_ports(port);
+    }
+    if args.cluster_enabled {
+        builder.cluster(args.masters);
     }
     let topology = builder.build().await?;
     println!("seed {}", topology.seed());
@@ -121,6 +142,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     config.databases = args.databases.max(1);
     config.busy_reply_threshold = Duration::from_millis(args.busy_reply_threshold);
     config.seed = args.seed;
+    config.cluster_enabled = args.cluster_enabled;
     let topology = args.replicas > 0 || args.masters > 1 || args.sentinel_port.is_some();
     let (server, topology) = if topology {
         (None, Some(run_topology(&args).await?))

@@ -71,6 +71,9 @@ fn echo(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn select(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let index = args.i64()?;
+    if index != 0 && ctx.node.cluster.get().is_some() {
+        return Err(CommandError::err("SELECT is not allowed in cluster mode"));
+    }
     if index < 0 || index as usize >= ctx.state.dbs.len() {
         return Err(CommandError::err("DB index is out of range"));
     }

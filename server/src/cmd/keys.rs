@@ -349,6 +349,11 @@ fn copy(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             return Err(CommandError::Syntax);
         }
     }
+    if ctx.node.cluster.get().is_some() && (src_db != 0 || dst_db != 0) {
+        return Err(CommandError::err(
+            "Copying to another database is not allowed in cluster mode",
+        ));
+    }
     if src_db == dst_db && src == dst {
         return Err(CommandError::err(SAME_OBJECT));
     }
@@ -378,6 +383,9 @@ fn copy(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// MOVE key db
 /// ```
 fn move_(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    if ctx.node.cluster.get().is_some() {
+        return Err(CommandError::err("MOVE is not allowed in cluster mode"));
+    }
     let key = args.bytes()?;
     let arg = args.bytes()?;
     let dst_db = db_index(ctx, &arg, None)?;
@@ -413,6 +421,9 @@ fn move_(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 /// Swaps the data: clients keep their selected index and see the other database's keys.
 fn swapdb(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    if ctx.node.cluster.get().is_some() {
+        return Err(CommandError::err("SWAPDB is not allowed in cluster mode"));
+    }
     let a = args.bytes()?;
     let b = args.bytes()?;
     let a = db_index_or(ctx, &a, "invalid first DB index")?;

@@ -7,6 +7,7 @@
 //! reply, so `MULTI`/`EXEC`, `redis.call` and replication reuse the same code.
 
 mod client;
+mod cluster;
 mod connection;
 #[cfg(test)]
 mod effects_tests;
@@ -225,7 +226,7 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 14] {
+fn families() -> [&'static [CommandSpec]; 15] {
     [
         connection::COMMANDS,
         keys::COMMANDS,
@@ -241,6 +242,7 @@ fn families() -> [&'static [CommandSpec]; 14] {
         client::COMMANDS,
         server::COMMANDS,
         script::COMMANDS,
+        cluster::COMMANDS,
     ]
 }
 

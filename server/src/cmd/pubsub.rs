@@ -224,8 +224,11 @@ fn publish(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let receivers = ctx.state.pubsub.receivers(&channel);
     let argv = args.argv().to_vec();
     ctx.effects.publishes.push((channel, message));
-    // Replicas deliver it to their own subscribers (Redis forces its propagation).
-    ctx.propagate(argv);
+    // Replicas deliver it to their own subscribers (Redis forces its propagation); in
+    // cluster mode every node gets it over the cluster bus instead.
+    if ctx.node.cluster.get().is_none() {
+        ctx.propagate(argv);
+    }
     Ok(Frame::Integer(receivers as i64))
 }
 

@@ -212,11 +212,25 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, by_sha: bool, ro: bool) 
             "Can not execute a script with write flag using *_ro command.",
         ));
     }
+    if flags & script_flags::EVAL_COMPAT == 0
+        && flags & script_flags::NO_CLUSTER != 0
+        && ctx.node.cluster.get().is_some()
+    {
+        return Err(CommandError::err(
+            "Can not run script on cluster, 'no-cluster' flag is set.",
+        ));
+    }
     let read_only = ro || flags & script_flags::NO_WRITES != 0;
+    // Scripts without a shebang may touch keys of several local slots (Redis 7 keeps Redis
+    // 6's behaviour for them); others only with `allow-cross-slot-keys`.
+    let slots = crate::cluster::ScriptSlots::new(
+        keys,
+        flags & (script_flags::EVAL_COMPAT | script_flags::ALLOW_CROSS_SLOT) != 0,
+    );
     let Some(mut engine) = ctx.state.scripting.take() else {
         return Err(CommandError::err("Lua interpreter unavailable"));
     };
-    let reply = run_script(ctx, &mut engine, &sha, keys, argv, read_only);
+    let reply = run_script(ctx, &mut engine, &sha, (keys, argv), read_only, slots);
     ctx.state.scripting = Some(engine);
     Ok(reply)
 }
@@ -226,9 +240,9 @@ fn run_script(
     ctx: &mut Ctx<'_>,
     engine: &mut Engine,
     sha: &str,
-    keys: &[Bytes],
-    argv: &[Bytes],
+    (keys, argv): (&[Bytes], &[Bytes]),
     read_only: bool,
+    slots: crate::cluster::ScriptSlots,
 ) -> Frame {
     let status = &ctx.node.script;
     status.kill.store(false, Ordering::Release);
@@ -241,7 +255,11 @@ fn run_script(
     let saved_resp = ctx.client.resp;
     let propagated_before = ctx.effects.propagate.len();
     let reply = {
-        let mut caller = ScriptCaller { ctx, read_only };
+        let mut caller = ScriptCaller {
+            ctx,
+            read_only,
+            slots,
+        };
         engine.run(sha, keys, argv, &mut caller)
     };
     ctx.client.db = saved_db;
@@ -273,6 +291,8 @@ fn run_script(
 struct ScriptCaller<'c, 'a> {
     ctx: &'c mut Ctx<'a>,
     read_only: bool,
+    /// The slot checks of cluster mode.
+    slots: crate::cluster::ScriptSlots,
 }
 
 impl Dispatcher for ScriptCaller<'_, '_> {
@@ -292,6 +312,8 @@ impl Dispatcher for ScriptCaller<'_, '_> {
             return Err("ERR Write commands are not allowed from read-only scripts.".into());
         }
         let ctx = &mut *self.ctx;
+        let readonly = ctx.client.cluster_readonly;
+        self.slots.check(ctx.node, readonly, spec, &argv)?;
         if spec.has(WRITE) {
             if ctx.node.script.kill.load(Ordering::Acquire) {
                 return Err(script::KILLED_ERROR.into());

@@ -685,7 +685,7 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
                 line(&format!("errorstat_{code}"), &format!("count={count}"));
             }
         }
-        "cluster" => line("cluster_enabled", &0),
+        "cluster" => line("cluster_enabled", &u8::from(node.cluster.get().is_some())),
         "keyspace" => {
             for (i, db) in state.dbs.iter().enumerate() {
                 if db.len() == 0 {

@@ -64,6 +64,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     let invalidated = transaction::exec_invalidated(ctx.state, id, ctx.now);
     // EXEC always ends the transaction and its watches, whatever the outcome.
     transaction::discard(ctx.state, ctx.client);
+    crate::cluster::check_exec(ctx.node, ctx.client.cluster_readonly, &multi.queue)?;
     if multi.aborted {
         return Err(CommandError::Raw(EXECABORT.into()));
     }

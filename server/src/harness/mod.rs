@@ -199,6 +199,7 @@ pub struct TopologyBuilder {
     node_ports: Option<u16>,
     bind: IpAddr,
     start_unix_ms: Option<u64>,
+    cluster: Option<usize>,
 }
 
 impl Default for TopologyBuilder {
@@ -215,6 +216,7 @@ impl Default for TopologyBuilder {
             node_ports: None,
             bind: IpAddr::from([127, 0, 0, 1]),
             start_unix_ms: None,
+            cluster: None,
         }
     }
 }
@@ -286,6 +288,16 @@ impl TopologyBuilder {
         self
     }
 
+    /// A Redis Cluster of `shards` masters splitting the 16384 slots as `redis-cli --cluster
+    /// create` does, each with [`TopologyBuilder::replicas`] replicas (replicas per shard
+    /// here). Every node knows the whole cluster: `CLUSTER SLOTS|SHARDS|NODES` report the
+    /// nodes' addresses, `MOVED` points at the owner, and `PUBLISH` reaches every node. The
+    /// front address routes to the first master.
+    pub fn cluster(&mut self, shards: usize) -> &mut Self {
+        self.cluster = Some(shards.max(1));
+        self
+    }
+
     /// Starts the nodes, replication, the front address and the Sentinel endpoint.
     ///
     /// # Errors
@@ -293,13 +305,16 @@ impl TopologyBuilder {
     /// An impossible shape (masters and replicas both above one), or a listener that cannot
     /// be bound.
     pub async fn build(&self) -> Result<Topology, HarnessError> {
-        if self.masters > 1 && self.replicas > 0 {
+        if self.masters > 1 && self.replicas > 0 && self.cluster.is_none() {
             return Err(HarnessError::Invalid(
                 "either one master with replicas or independent masters".into(),
             ));
         }
         let seed = self.seed.unwrap_or_else(rand::random);
-        let count = self.masters + self.replicas;
+        let count = match self.cluster {
+            Some(shards) => shards * (1 + self.replicas),
+            None => self.masters + self.replicas,
+        };
         tracing::info!(
             seed,
             masters = self.masters,
@@ -327,10 +342,24 @@ impl TopologyBuilder {
         }
         let front = Proxy::bind(self.bind, self.front_port).await?;
         let history = History::new();
+        let cluster = self.cluster.map(|shards| {
+            let mut rng = StdRng::seed_from_u64(seed ^ 0xc1u64);
+            let ids = (0..count)
+                .map(|_| crate::cluster::node_id(&mut rng))
+                .collect();
+            let addrs: Vec<SocketAddr> = slots.iter().map(|s| s.addr).collect();
+            Arc::new(crate::cluster::View::even(
+                shards,
+                self.replicas,
+                &addrs,
+                ids,
+            ))
+        });
         let inner = Arc::new(Inner {
             seed,
             master_name: self.master_name.clone(),
-            replicated: self.masters == 1,
+            replicated: self.masters == 1 && cluster.is_none(),
+            cluster,
             slots,
             master: AtomicUsize::new(0),
             front,
@@ -357,6 +386,9 @@ impl TopologyBuilder {
                 for r in 1..count {
                     inner.attach(0, r).await?;
                 }
+            }
+            for (m, r) in inner.cluster_links() {
+                inner.attach(m, r).await?;
             }
             inner.route_front();
         }
@@ -453,6 +485,8 @@ pub(crate) struct Inner {
     seed: u64,
     master_name: String,
     replicated: bool,
+    /// The cluster the nodes form (`TopologyBuilder::cluster`).
+    cluster: Option<Arc<crate::cluster::View>>,
     slots: Vec<Slot>,
     master: AtomicUsize,
     front: Proxy,
@@ -552,11 +586,14 @@ impl Inner {
     async fn start_node(self: &Arc<Self>, i: usize) -> Result<(), HarnessError> {
         let slot = self.slot(i)?;
         let seed = self.next_seed();
-        let server = Server::builder()
-            .seed(seed)
-            .clock(slot.clock.clone())
-            .start()
-            .await?;
+        let mut builder = Server::builder().seed(seed).clock(slot.clock.clone());
+        if let Some(view) = &self.cluster {
+            builder = builder.cluster_member(crate::cluster::Cluster {
+                view: view.clone(),
+                me: i,
+            });
+        }
+        let server = builder.start().await?;
         let node = server.node().clone();
         let _ = node.harness.set(Membership {
             topology: Arc::downgrade(self),
@@ -822,6 +859,13 @@ impl Inner {
                 self.attach(m, i).await?;
             }
         }
+        // A cluster node comes back in its shard: a replica resyncs from its master, a
+        // master's replicas resync from it (to nothing).
+        for (m, r) in self.cluster_links() {
+            if (m == i || r == i) && self.is_up(m) && self.is_up(r) {
+                self.attach(m, r).await?;
+            }
+        }
         self.publish_sdown(i, false);
         self.fault(format!("restart n{i} (empty)"));
         Ok(())
@@ -959,6 +1003,17 @@ impl Inner {
             live.paused = Some((cancel.clone(), token));
         }
         Ok(FaultGuard::new(label, move || cancel.cancel()))
+    }
+
+    /// The (master, replica) pairs of the cluster's shards.
+    fn cluster_links(&self) -> Vec<(usize, usize)> {
+        self.cluster.as_ref().map_or_else(Vec::new, |view| {
+            view.members
+                .iter()
+                .enumerate()
+                .filter_map(|(r, m)| Some((m.replica_of?, r)))
+                .collect()
+        })
     }
 
     fn node_by_name(&self, name: &str) -> Result<usize, HarnessError> {

@@ -1,0 +1,147 @@
+//! Redis Cluster support, as Redisson's `ClusterConnectionManager` does it: commands go through
+//! the redis crate's cluster connection (every lock script's keys share Redisson's `{name}`
+//! hash tag, so a script runs on the node owning that slot and follows `MOVED`), and a waiter
+//! subscribes on the node owning its channel's slot (plain `SUBSCRIBE`, not sharded pub/sub).
+
+use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, Pipeline, RedisFuture, Value};
+
+/// A connection for raw commands: to one server, or to a whole Redis Cluster (commands are
+/// routed by their keys' slot).
+#[derive(Clone)]
+pub enum Connection {
+    /// One server (standalone, a replicated master, a Sentinel-monitored master).
+    Single(ConnectionManager),
+    /// A Redis Cluster.
+    Cluster(ClusterConnection),
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Connection::Single(_) => "Connection::Single",
+            Connection::Cluster(_) => "Connection::Cluster",
+        })
+    }
+}
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Connection::Single(c) => c.req_packed_command(cmd),
+            Connection::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Connection::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Connection::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Connection::Single(c) => c.get_db(),
+            Connection::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+/// CRC16 (XMODEM) as Redis's `crc16.c`.
+fn crc16(data: &[u8]) -> u16 {
+    let mut crc: u16 = 0;
+    for &byte in data {
+        crc ^= u16::from(byte) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc
+}
+
+/// The hash slot of `key` (Redis's `keyHashSlot`: a non-empty `{tag}` is hashed alone).
+pub(crate) fn key_slot(key: &[u8]) -> u16 {
+    let hashed = key
+        .iter()
+        .position(|&b| b == b'{')
+        .and_then(|open| {
+            let rest = key.get(open + 1..)?;
+            let close = rest.iter().position(|&b| b == b'}')?;
+            rest.get(..close).filter(|tag| !tag.is_empty())
+        })
+        .unwrap_or(key);
+    crc16(hashed) & 16383
+}
+
+/// Which master serves which slots (from `CLUSTER SLOTS`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SlotMap {
+    /// (start, end, "host:port"), sorted by start.
+    ranges: Vec<(u16, u16, String)>,
+}
+
+impl SlotMap {
+    /// Reads the map from any node.
+    pub(crate) async fn fetch(conn: &mut ClusterConnection) -> redis::RedisResult<SlotMap> {
+        let reply: Vec<Value> = redis::cmd("CLUSTER").arg("SLOTS").query_async(conn).await?;
+        let mut ranges = Vec::new();
+        for entry in reply {
+            let Value::Array(parts) = entry else { continue };
+            let (Some(Value::Int(start)), Some(Value::Int(end)), Some(Value::Array(node))) =
+                (parts.first(), parts.get(1), parts.get(2))
+            else {
+                continue;
+            };
+            let host = match node.first() {
+                Some(Value::BulkString(b)) => String::from_utf8_lossy(b).into_owned(),
+                Some(Value::SimpleString(s)) => s.clone(),
+                _ => continue,
+            };
+            let Some(Value::Int(port)) = node.get(1) else {
+                continue;
+            };
+            let (Ok(start), Ok(end)) = (u16::try_from(*start), u16::try_from(*end)) else {
+                continue;
+            };
+            ranges.push((start, end, format!("{host}:{port}")));
+        }
+        ranges.sort();
+        Ok(SlotMap { ranges })
+    }
+
+    /// The `host:port` of the master serving `slot`.
+    pub(crate) fn node(&self, slot: u16) -> Option<&str> {
+        self.ranges
+            .iter()
+            .find(|(s, e, _)| (*s..=*e).contains(&slot))
+            .map(|(_, _, n)| n.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_follow_redis_hash_tags() {
+        assert_eq!(key_slot(b"foo"), 12182);
+        assert_eq!(key_slot(b"{foo}bar"), 12182);
+        assert_eq!(key_slot(b"{}a"), 10875);
+        assert_eq!(key_slot(b"{{a}}"), 10276);
+        assert_eq!(
+            key_slot(b"redisson_lock__channel:{my_first_lock_name}"),
+            key_slot(b"my_first_lock_name")
+        );
+    }
+}

@@ -1,0 +1,242 @@
+//! Locks on a Redis Cluster of ours (3 shards): scripts run on the node owning the lock's
+//! slot, waiters subscribe on that node, and a `PUBLISH` on any node reaches them (Redis
+//! Cluster broadcasts it).
+
+use std::time::Duration;
+
+use locksmith_lock::{Client, ClientOptions};
+use locksmith_server::Topology;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+async fn three_shards() -> (Topology, Client) {
+    let topology = Topology::builder()
+        .cluster(3)
+        .seed(5)
+        .build()
+        .await
+        .unwrap();
+    let urls: Vec<String> = topology.nodes().iter().map(|&n| topology.url(n)).collect();
+    let client = Client::open_cluster(&urls[..1], ClientOptions::default())
+        .await
+        .unwrap();
+    (topology, client)
+}
+
+/// A raw connection to the node of `topology` that owns `key`.
+async fn owner_of(topology: &Topology, key: &str) -> redis::aio::MultiplexedConnection {
+    for node in topology.nodes() {
+        let mut con = redis::Client::open(topology.url(node))
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let served: redis::RedisResult<i64> =
+            redis::cmd("EXISTS").arg(key).query_async(&mut con).await;
+        if served.is_ok() {
+            return con;
+        }
+    }
+    panic!("no node serves {key}");
+}
+
+/// Subscribers of `channel` on the node owning `key`, and on all nodes.
+async fn subscribers(topology: &Topology, key: &str, channel: &str) -> (i64, i64) {
+    let numsub = |mut con: redis::aio::MultiplexedConnection| async move {
+        let reply: (String, i64) = redis::cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg(channel)
+            .query_async(&mut con)
+            .await
+            .unwrap();
+        reply.1
+    };
+    let on_owner = numsub(owner_of(topology, key).await).await;
+    let mut total = 0;
+    for node in topology.nodes() {
+        let con = redis::Client::open(topology.url(node))
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        total += numsub(con).await;
+    }
+    (on_owner, total)
+}
+
+/// Names whose locks live on three different shards.
+fn names_on_every_shard(prefix: &str) -> Vec<String> {
+    // Slots of lock-0, lock-1…: pick the first name in each third of the slot space.
+    let mut picked: Vec<Option<String>> = vec![None, None, None];
+    for i in 0..200 {
+        let name = format!("{prefix}-{i}");
+        let slot = slot_of(&name);
+        let shard = match slot {
+            0..=5460 => 0,
+            5461..=10922 => 1,
+            _ => 2,
+        };
+        if picked[shard].is_none() {
+            picked[shard] = Some(name);
+        }
+    }
+    picked.into_iter().map(Option::unwrap).collect()
+}
+
+fn slot_of(key: &str) -> u16 {
+    let mut crc: u16 = 0;
+    for &b in key.as_bytes() {
+        crc ^= u16::from(b) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc & 16383
+}
+
+#[tokio::test]
+async fn locks_on_every_shard_exclude_and_wake_waiters_on_unlock() {
+    let (topology, client) = three_shards().await;
+    for name in names_on_every_shard("cluster-lock") {
+        let holder = client.lock(&name);
+        holder.lock().await.unwrap();
+        // The hash lives on the node owning the name's slot.
+        let mut owner = owner_of(&topology, &name).await;
+        let exists: i64 = redis::cmd("EXISTS")
+            .arg(&name)
+            .query_async(&mut owner)
+            .await
+            .unwrap();
+        assert_eq!(exists, 1, "{name} not on its owner");
+        let other = client.lock(&name);
+        assert!(!other.try_lock().await.unwrap());
+        // The holder's lease is the 30 s watchdog: only the unlock message can wake the
+        // waiter within its 10 s wait.
+        let waiter = tokio::spawn(async move { other.try_lock_for(WAIT, None).await });
+        // The waiter subscribes on the node owning the channel's slot, and only there.
+        let channel = format!("redisson_lock__channel:{{{name}}}");
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let (on_owner, total) = subscribers(&topology, &name, &channel).await;
+            if on_owner == 1 {
+                assert_eq!(total, 1, "{channel} subscribed beyond its owner");
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "waiter never subscribed"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        holder.unlock().await.unwrap();
+        let acquired = tokio::time::timeout(WAIT, waiter)
+            .await
+            .expect("waiter not woken")
+            .unwrap()
+            .unwrap();
+        assert!(acquired, "waiter on {name} did not get the lock");
+    }
+    client.shutdown().await;
+    topology.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_publish_on_another_node_wakes_a_waiter() {
+    let (topology, client) = three_shards().await;
+    let name = names_on_every_shard("cluster-broadcast").remove(0);
+    let holder = client.lock(&name);
+    holder.lock().await.unwrap();
+    let other = client.lock(&name);
+    let waiter = tokio::spawn(async move { other.try_lock_for(WAIT, None).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Release behind the library's back on the owner (no message), then publish Redisson's
+    // unlock message on a node of another shard: the cluster broadcasts it.
+    let mut owner = owner_of(&topology, &name).await;
+    let _: i64 = redis::cmd("DEL")
+        .arg(&name)
+        .query_async(&mut owner)
+        .await
+        .unwrap();
+    let nodes = topology.nodes();
+    let mut elsewhere = redis::Client::open(topology.url(nodes[2]))
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let _: i64 = redis::cmd("PUBLISH")
+        .arg(format!("redisson_lock__channel:{{{name}}}"))
+        .arg("0")
+        .query_async(&mut elsewhere)
+        .await
+        .unwrap();
+    let acquired = tokio::time::timeout(WAIT, waiter)
+        .await
+        .expect("waiter not woken")
+        .unwrap()
+        .unwrap();
+    assert!(acquired);
+    client.shutdown().await;
+    topology.shutdown().await;
+}
+
+#[tokio::test]
+async fn fair_locks_serve_waiters_in_order_on_every_shard() {
+    let (topology, client) = three_shards().await;
+    for name in names_on_every_shard("cluster-fair") {
+        let holder = client.fair_lock(&name);
+        holder.lock().await.unwrap();
+        let first = client.fair_lock(&name);
+        let second = client.fair_lock(&name);
+        let t1 = tokio::spawn(async move {
+            let ok = first.try_lock_for(WAIT, None).await.unwrap();
+            (ok, first)
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let t2 = tokio::spawn(async move { second.try_lock_for(WAIT, None).await.unwrap() });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        holder.unlock().await.unwrap();
+        let (ok, first) = tokio::time::timeout(WAIT, t1).await.unwrap().unwrap();
+        assert!(ok, "first waiter on {name}");
+        assert!(!t2.is_finished());
+        first.unlock().await.unwrap();
+        assert!(tokio::time::timeout(WAIT, t2).await.unwrap().unwrap());
+    }
+    client.shutdown().await;
+    topology.shutdown().await;
+}
+
+#[tokio::test]
+async fn read_write_locks_share_reads_and_wake_the_writer_on_every_shard() {
+    let (topology, client) = three_shards().await;
+    for name in names_on_every_shard("cluster-rw") {
+        let rw = client.read_write_lock(&name);
+        let r1 = rw.read_lock();
+        let r2 = client.read_write_lock(&name).read_lock();
+        r1.lock().await.unwrap();
+        r2.lock().await.unwrap();
+        let writer = client.read_write_lock(&name).write_lock();
+        assert!(!writer.try_lock().await.unwrap());
+        let w = tokio::spawn(async move {
+            let ok = writer.try_lock_for(WAIT, None).await.unwrap();
+            (ok, writer)
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        r1.unlock().await.unwrap();
+        r2.unlock().await.unwrap();
+        let (ok, writer) = tokio::time::timeout(WAIT, w).await.unwrap().unwrap();
+        assert!(ok, "writer on {name}");
+        assert!(!client
+            .read_write_lock(&name)
+            .read_lock()
+            .try_lock()
+            .await
+            .unwrap());
+        writer.unlock().await.unwrap();
+    }
+    client.shutdown().await;
+    topology.shutdown().await;
+}

@@ -1,0 +1,569 @@
+//! Redis Cluster mode: hash slots (CRC16 with `{hash tags}`), the cluster view a node serves
+//! (`CLUSTER SLOTS|SHARDS|NODES`), the redirections Redis's `getNodeByQuery` decides
+//! (`MOVED`, `CROSSSLOT`, `CLUSTERDOWN Hash slot not served`), the per-call check scripts make
+//! (`Script attempted to access a non local key in a cluster node`), and the cluster bus's one
+//! job here: `PUBLISH` reaching every node, as Redis Cluster broadcasts it.
+//!
+//! A node started with `cluster_enabled` alone is a one-node cluster serving all 16384 slots;
+//! a harness topology (`Topology::builder().cluster(n)`) gives every node a shared [`View`] of
+//! all members with their real (proxy) addresses. The view is fixed for the topology's life:
+//! there is no resharding, no `ASK`, and no automatic failover.
+
+use crate::cmd::{flags, CommandError, CommandSpec};
+use crate::shared::{Effects, Node};
+use bytes::Bytes;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use tokio::sync::mpsc;
+
+/// Number of hash slots.
+pub(crate) const SLOTS: usize = 16384;
+
+/// `CROSSSLOT` reply text.
+pub(crate) const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
+
+/// CRC16-CCITT (XMODEM: polynomial 0x1021, initial value 0), as Redis's `crc16.c`.
+pub(crate) fn crc16(data: &[u8]) -> u16 {
+    let mut crc: u16 = 0;
+    for &byte in data {
+        crc ^= u16::from(byte) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc
+}
+
+/// The hash slot of `key`, as Redis's `keyHashSlot`: only the part between the first `{` and
+/// the first `}` after it is hashed, unless that part is empty or there is no such `}`.
+pub(crate) fn key_hash_slot(key: &[u8]) -> u16 {
+    let hashed = key
+        .iter()
+        .position(|&b| b == b'{')
+        .and_then(|open| {
+            let rest = key.get(open + 1..)?;
+            let close = rest.iter().position(|&b| b == b'}')?;
+            rest.get(..close).filter(|tag| !tag.is_empty())
+        })
+        .unwrap_or(key);
+    crc16(hashed) & (SLOTS as u16 - 1)
+}
+
+/// One node of the cluster as every member sees it.
+#[derive(Debug)]
+pub(crate) struct Member {
+    /// 40 hex characters (`CLUSTER MYID`).
+    pub(crate) id: String,
+    /// The address clients reach it at (what `MOVED` and `CLUSTER SLOTS` report).
+    pub(crate) addr: SocketAddr,
+    /// Index of its master when it is a replica.
+    pub(crate) replica_of: Option<usize>,
+    /// The slot ranges it serves (masters only), inclusive.
+    pub(crate) ranges: Vec<(u16, u16)>,
+    /// Its config epoch (a replica reports its master's).
+    pub(crate) epoch: u64,
+    /// The running node, while it runs.
+    running: Mutex<Running>,
+}
+
+#[derive(Debug, Default)]
+struct Running {
+    node: Weak<Node>,
+    /// Its replication offset, mirrored out of its state.
+    offset: Option<Arc<AtomicU64>>,
+    /// Where other members send the messages published on them.
+    bus: Option<mpsc::UnboundedSender<Vec<(Bytes, Bytes)>>>,
+}
+
+impl Member {
+    /// A member serving `ranges` (empty for a replica).
+    pub(crate) fn new(
+        id: String,
+        addr: SocketAddr,
+        replica_of: Option<usize>,
+        ranges: Vec<(u16, u16)>,
+        epoch: u64,
+    ) -> Member {
+        Member {
+            id,
+            addr,
+            replica_of,
+            ranges,
+            epoch,
+            running: Mutex::new(Running::default()),
+        }
+    }
+
+    /// The member's node, if it runs.
+    fn node(&self) -> Option<Arc<Node>> {
+        self.running.lock().ok()?.node.upgrade()
+    }
+
+    /// Whether the member's node runs.
+    pub(crate) fn is_up(&self) -> bool {
+        self.node().is_some()
+    }
+
+    /// Its replication offset (0 while down).
+    pub(crate) fn offset(&self) -> u64 {
+        self.running
+            .lock()
+            .ok()
+            .filter(|r| r.node.strong_count() > 0)
+            .and_then(|r| r.offset.clone())
+            .map_or(0, |o| o.load(Ordering::Acquire))
+    }
+}
+
+/// The whole cluster: every member and which one serves each slot.
+#[derive(Debug)]
+pub(crate) struct View {
+    /// The members, in a fixed order.
+    pub(crate) members: Vec<Member>,
+    /// Slot -> index of the serving master (`None` = unassigned).
+    owner: Vec<Option<u16>>,
+}
+
+impl View {
+    /// A view of `members`; slot ownership comes from their ranges.
+    pub(crate) fn new(members: Vec<Member>) -> View {
+        let mut owner = vec![None; SLOTS];
+        for (i, m) in members.iter().enumerate() {
+            for &(start, end) in &m.ranges {
+                for slot in start..=end.min(SLOTS as u16 - 1) {
+                    if let Some(o) = owner.get_mut(usize::from(slot)) {
+                        *o = Some(i as u16);
+                    }
+                }
+            }
+        }
+        View { members, owner }
+    }
+
+    /// The member serving `slot`.
+    pub(crate) fn owner(&self, slot: u16) -> Option<usize> {
+        self.owner
+            .get(usize::from(slot))
+            .copied()
+            .flatten()
+            .map(usize::from)
+    }
+
+    /// Number of assigned slots.
+    pub(crate) fn slots_assigned(&self) -> usize {
+        self.owner.iter().filter(|o| o.is_some()).count()
+    }
+
+    /// Indexes of the replicas of master `m`.
+    pub(crate) fn replicas_of(&self, m: usize) -> impl Iterator<Item = usize> + '_ {
+        self.members
+            .iter()
+            .enumerate()
+            .filter(move |(_, r)| r.replica_of == Some(m))
+            .map(|(i, _)| i)
+    }
+
+    /// `n` masters splitting the slots as `redis-cli --cluster create` does, each followed by
+    /// `replicas` replicas: member `i` is at `addrs[i]`, named `ids[i]`.
+    pub(crate) fn even(
+        masters: usize,
+        replicas: usize,
+        addrs: &[SocketAddr],
+        ids: Vec<String>,
+    ) -> View {
+        let per_node = SLOTS as f64 / masters.max(1) as f64;
+        let mut ranges = Vec::with_capacity(masters);
+        let (mut first, mut cursor) = (0i64, 0f64);
+        for i in 0..masters {
+            let mut last = (cursor + per_node - 1.0).round() as i64;
+            if last > SLOTS as i64 - 1 || i == masters - 1 {
+                last = SLOTS as i64 - 1;
+            }
+            last = last.max(first);
+            ranges.push((first as u16, last as u16));
+            first = last + 1;
+            cursor += per_node;
+        }
+        let group = replicas + 1;
+        let members = ids
+            .into_iter()
+            .zip(addrs)
+            .enumerate()
+            .map(|(i, (id, &addr))| {
+                let shard = i / group;
+                let master = shard * group;
+                let is_master = i == master;
+                Member::new(
+                    id,
+                    addr,
+                    (!is_master).then_some(master),
+                    if is_master {
+                        ranges.get(shard).copied().into_iter().collect()
+                    } else {
+                        Vec::new()
+                    },
+                    shard as u64 + 1,
+                )
+            })
+            .collect();
+        View::new(members)
+    }
+}
+
+/// A node's membership in a cluster (kept in [`Node::cluster`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Cluster {
+    /// The whole cluster.
+    pub(crate) view: Arc<View>,
+    /// This node's index in the view.
+    pub(crate) me: usize,
+}
+
+impl Cluster {
+    /// A one-node cluster serving every slot, at `addr`, named `id`.
+    pub(crate) fn single(id: String, addr: SocketAddr) -> Cluster {
+        let member = Member::new(id, addr, None, vec![(0, SLOTS as u16 - 1)], 1);
+        Cluster {
+            view: Arc::new(View::new(vec![member])),
+            me: 0,
+        }
+    }
+
+    /// This node's member entry.
+    pub(crate) fn myself(&self) -> Option<&Member> {
+        self.view.members.get(self.me)
+    }
+
+    /// The master whose slots this node serves (itself, or its master).
+    fn my_master(&self) -> usize {
+        self.myself().and_then(|m| m.replica_of).unwrap_or(self.me)
+    }
+
+    /// Registers the running `node` as this member: other members find it, and the messages
+    /// they publish reach its subscribers, in the order each member published them.
+    pub(crate) fn attach(&self, node: &Arc<Node>, offset: Arc<AtomicU64>) {
+        let Some(member) = self.myself() else {
+            return;
+        };
+        let bus = if self.view.members.len() > 1 {
+            let (tx, rx) = mpsc::unbounded_channel();
+            tokio::spawn(bus_receiver(Arc::downgrade(node), rx));
+            Some(tx)
+        } else {
+            None
+        };
+        if let Ok(mut running) = member.running.lock() {
+            running.node = Arc::downgrade(node);
+            running.offset = Some(offset);
+            running.bus = bus;
+        }
+    }
+}
+
+/// Delivers what other members published to this node's subscribers.
+async fn bus_receiver(node: Weak<Node>, mut rx: mpsc::UnboundedReceiver<Vec<(Bytes, Bytes)>>) {
+    while let Some(batch) = rx.recv().await {
+        let Some(node) = node.upgrade() else {
+            return;
+        };
+        let mut state = node.state.lock().await;
+        let mut effects = Effects {
+            publishes: batch,
+            ..Effects::default()
+        };
+        let now = node.clock.now_ms();
+        crate::pubsub::deliver(&mut state, &mut effects, now);
+    }
+}
+
+/// Sends the messages `PUBLISH`ed on this node to every other member (Redis Cluster's
+/// `clusterPropagatePublish`); called with the effects of a command before local delivery.
+pub(crate) fn broadcast(node: &Node, publishes: &[(Bytes, Bytes)]) {
+    if publishes.is_empty() {
+        return;
+    }
+    let Some(cluster) = node.cluster.get() else {
+        return;
+    };
+    for (i, member) in cluster.view.members.iter().enumerate() {
+        if i == cluster.me {
+            continue;
+        }
+        let bus = member.running.lock().ok().and_then(|r| r.bus.clone());
+        if let Some(bus) = bus {
+            let _ = bus.send(publishes.to_vec());
+        }
+    }
+}
+
+/// The key arguments of `argv` for `spec`: the key positions, or for commands whose keys
+/// follow a `numkeys` argument (`EVAL`, `ZUNIONSTORE`, `LMPOP`…) the keys it announces.
+/// A `numkeys` that does not parse or overruns the arguments yields no keys: the command
+/// then reports its own error.
+pub(crate) fn command_keys<'a>(spec: &CommandSpec, argv: &'a [Bytes]) -> Vec<&'a Bytes> {
+    if !spec.has(flags::MOVABLE_KEYS) {
+        return spec
+            .key_indexes(argv.len())
+            .into_iter()
+            .filter_map(|i| argv.get(i))
+            .collect();
+    }
+    // (index of numkeys, keys before it)
+    let (numkeys_at, fixed): (usize, &[usize]) = match spec.name {
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => (2, &[]),
+        "zunionstore" | "zinterstore" | "zdiffstore" => (2, &[1]),
+        "blmpop" | "bzmpop" => (2, &[]),
+        _ => (1, &[]),
+    };
+    let mut keys: Vec<&Bytes> = fixed.iter().filter_map(|&i| argv.get(i)).collect();
+    let Some(n) = argv
+        .get(numkeys_at)
+        .and_then(|n| std::str::from_utf8(n).ok())
+        .and_then(|n| n.parse::<usize>().ok())
+    else {
+        return keys;
+    };
+    let first = numkeys_at + 1;
+    match argv.get(first..first.saturating_add(n)) {
+        Some(more) => keys.extend(more),
+        None => return Vec::new(),
+    }
+    keys
+}
+
+/// Why a command may not run on this node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Redirect {
+    /// Its keys span several slots.
+    CrossSlot,
+    /// The slot is served by the member at the address.
+    Moved(u16, SocketAddr),
+    /// Nobody serves the slot.
+    Unbound,
+}
+
+impl Redirect {
+    /// The error reply Redis sends.
+    pub(crate) fn error(&self) -> CommandError {
+        CommandError::Raw(match self {
+            Redirect::CrossSlot => CROSSSLOT.into(),
+            Redirect::Moved(slot, addr) => format!("MOVED {slot} {}:{}", addr.ip(), addr.port()),
+            Redirect::Unbound => "CLUSTERDOWN Hash slot not served".into(),
+        })
+    }
+}
+
+/// Redis's `getNodeByQuery` for `commands` run together (one command, or an `EXEC`'s queue):
+/// the slot their keys hash to (`None` without keys), or where to send them instead.
+/// `readonly` is the client's `READONLY` mode, which lets a replica serve reads of its
+/// master's slots.
+pub(crate) fn route<'a>(
+    cluster: &Cluster,
+    readonly: bool,
+    commands: impl IntoIterator<Item = (&'a CommandSpec, &'a [Bytes])>,
+) -> Result<Option<u16>, Redirect> {
+    let mut slot = None;
+    let mut owner = None;
+    let mut writes = false;
+    let mut shard_pubsub = false;
+    for (spec, argv) in commands {
+        writes |= spec.has(flags::WRITE);
+        shard_pubsub |= matches!(spec.name, "ssubscribe" | "sunsubscribe" | "spublish");
+        for key in command_keys(spec, argv) {
+            let s = key_hash_slot(key);
+            match slot {
+                None => {
+                    slot = Some(s);
+                    owner = Some(cluster.view.owner(s).ok_or(Redirect::Unbound)?);
+                }
+                Some(first) if first != s => return Err(Redirect::CrossSlot),
+                Some(_) => {}
+            }
+        }
+    }
+    let (Some(slot), Some(owner)) = (slot, owner) else {
+        return Ok(None);
+    };
+    if owner == cluster.me {
+        return Ok(Some(slot));
+    }
+    let my_master = cluster.my_master();
+    if (readonly || shard_pubsub) && !writes && my_master == owner && my_master != cluster.me {
+        return Ok(Some(slot));
+    }
+    let addr = cluster
+        .view
+        .members
+        .get(owner)
+        .map(|m| m.addr)
+        .ok_or(Redirect::Unbound)?;
+    Err(Redirect::Moved(slot, addr))
+}
+
+/// The check before a client's command runs (after `AUTH`, before `MULTI` queues it):
+/// `Some(error)` when the command belongs elsewhere. A command refused inside `MULTI`
+/// aborts the transaction (`EXECABORT`), as Redis's `flagTransaction`. `EXEC` checks its
+/// whole queue when it runs ([`check_exec`]).
+pub(crate) fn check_command(
+    node: &Node,
+    client: &mut crate::client::ClientState,
+    spec: &'static CommandSpec,
+    argv: &[Bytes],
+) -> Option<CommandError> {
+    let cluster = node.cluster.get()?;
+    if !client.authenticated || spec.name == "exec" {
+        return None;
+    }
+    match route(cluster, client.cluster_readonly, [(spec, argv)]) {
+        Ok(_) => None,
+        Err(redirect) => {
+            crate::transaction::flag_error(client);
+            Some(redirect.error())
+        }
+    }
+}
+
+/// `EXEC`'s check of its queued commands together (all keys in one slot this node serves).
+pub(crate) fn check_exec(
+    node: &Node,
+    readonly: bool,
+    queue: &[(crate::cmd::Resolved, Vec<Bytes>)],
+) -> Result<(), CommandError> {
+    let Some(cluster) = node.cluster.get() else {
+        return Ok(());
+    };
+    route(
+        cluster,
+        readonly,
+        queue.iter().map(|(r, argv)| (r.spec, argv.as_slice())),
+    )
+    .map(|_| ())
+    .map_err(|r| r.error())
+}
+
+/// What a script may touch in cluster mode (Redis 7's `scriptVerifyClusterState`).
+#[derive(Debug, Default)]
+pub(crate) struct ScriptSlots {
+    /// The slot the script's keys so far hash to.
+    slot: Option<u16>,
+    /// Keys of several (local) slots are allowed: scripts without a shebang, and those
+    /// flagged `allow-cross-slot-keys`.
+    cross_slot_ok: bool,
+}
+
+impl ScriptSlots {
+    /// The state for a script run with `declared` keys.
+    pub(crate) fn new(declared: &[Bytes], cross_slot_ok: bool) -> ScriptSlots {
+        ScriptSlots {
+            slot: declared.first().map(|k| key_hash_slot(k)),
+            cross_slot_ok,
+        }
+    }
+
+    /// Checks one `redis.call` of the script: `Err` holds the error text.
+    pub(crate) fn check(
+        &mut self,
+        node: &Node,
+        readonly: bool,
+        spec: &'static CommandSpec,
+        argv: &[Bytes],
+    ) -> Result<(), String> {
+        let Some(cluster) = node.cluster.get() else {
+            return Ok(());
+        };
+        let slot = route(cluster, readonly, [(spec, argv)]).map_err(|_| {
+            "ERR Script attempted to access a non local key in a cluster node".to_string()
+        })?;
+        if let (Some(slot), false) = (slot, self.cross_slot_ok) {
+            match self.slot {
+                None => self.slot = Some(slot),
+                Some(first) if first != slot => {
+                    return Err(
+                        "ERR Script attempted to access keys that do not hash to the same slot"
+                            .into(),
+                    )
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A node id: 40 lowercase hex characters from `rng`.
+pub(crate) fn node_id(rng: &mut impl rand::Rng) -> String {
+    (0..40)
+        .map(|_| char::from_digit(rng.random_range(0..16), 16).unwrap_or('0'))
+        .collect()
+}
+
+/// Keys of `db` in `slot`, including expired ones not yet reclaimed (as Redis's slot index).
+pub(crate) fn keys_in_slot(db: &crate::db::Db, slot: u16) -> impl Iterator<Item = &Bytes> + '_ {
+    db.keys().filter(move |k| key_hash_slot(k) == slot)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc16_is_xmodem() {
+        // The check value of CRC-16/XMODEM, as in Redis's crc16.c test.
+        assert_eq!(crc16(b"123456789"), 0x31c3);
+    }
+
+    #[test]
+    fn hash_tags_follow_key_hash_slot() {
+        assert_eq!(key_hash_slot(b"foo"), 12182);
+        assert_eq!(key_hash_slot(b"{foo}bar"), 12182);
+        assert_eq!(key_hash_slot(b"{}a"), 10875);
+        assert_eq!(key_hash_slot(b"a{}"), 6082);
+        assert_eq!(key_hash_slot(b"{a}{b}"), 15495);
+        assert_eq!(key_hash_slot(b"a{b"), 13340);
+        assert_eq!(key_hash_slot(b"{{a}}"), 10276);
+        assert_eq!(key_hash_slot(b""), 0);
+    }
+
+    #[test]
+    fn slots_split_as_redis_cli_does() {
+        let addrs: Vec<SocketAddr> = (0..3)
+            .map(|i| SocketAddr::from(([127, 0, 0, 1], 7000 + i)))
+            .collect();
+        let view = View::even(3, 0, &addrs, vec!["a".into(), "b".into(), "c".into()]);
+        let ranges: Vec<_> = view.members.iter().map(|m| m.ranges.clone()).collect();
+        assert_eq!(
+            ranges,
+            vec![vec![(0, 5460)], vec![(5461, 10922)], vec![(10923, 16383)]]
+        );
+        assert_eq!(view.slots_assigned(), SLOTS);
+        assert_eq!(view.owner(5461), Some(1));
+    }
+
+    #[test]
+    fn movable_keys_follow_numkeys() {
+        let argv = |parts: &[&str]| -> Vec<Bytes> {
+            parts
+                .iter()
+                .map(|p| Bytes::copy_from_slice(p.as_bytes()))
+                .collect()
+        };
+        let spec = |name: &str| crate::cmd::lookup(name.as_bytes()).unwrap();
+        let eval = argv(&["EVAL", "return 1", "2", "a", "b", "c"]);
+        assert_eq!(command_keys(spec("eval"), &eval), vec!["a", "b"]);
+        let zu = argv(&["ZUNIONSTORE", "d", "2", "a", "b", "WEIGHTS", "1", "2"]);
+        assert_eq!(command_keys(spec("zunionstore"), &zu), vec!["d", "a", "b"]);
+        let lmpop = argv(&["LMPOP", "2", "a", "b", "LEFT"]);
+        assert_eq!(command_keys(spec("lmpop"), &lmpop), vec!["a", "b"]);
+        let blmpop = argv(&["BLMPOP", "0", "1", "a", "LEFT"]);
+        assert_eq!(command_keys(spec("blmpop"), &blmpop), vec!["a"]);
+        let bad = argv(&["EVAL", "return 1", "9", "a"]);
+        assert!(command_keys(spec("eval"), &bad).is_empty());
+        let mset = argv(&["MSET", "a", "1", "b", "2"]);
+        assert_eq!(command_keys(spec("mset"), &mset), vec!["a", "b"]);
+    }
+}
