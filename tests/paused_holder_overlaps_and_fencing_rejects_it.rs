@@ -8,7 +8,7 @@ mod support;
 
 use locksmith::lock::{Client, LostReason};
 use locksmith::server::harness::{Checker, EventKind, History, Topology};
-use redis::aio::ConnectionManager;
+use locksmith_lock::Connection;
 use std::time::Duration;
 use support::{acquire_fenced, release, write_timeline};
 
@@ -27,7 +27,7 @@ redis.call('SET', KEYS[2], ARGV[2])
 return 1
 ";
 
-async fn write(con: &mut ConnectionManager, history: &History, who: &str, token: i64) -> bool {
+async fn write(con: &mut Connection, history: &History, who: &str, token: i64) -> bool {
     let op = history.begin(who, RESOURCE);
     let accepted: i64 = redis::Script::new(FENCED_WRITE)
         .key("resource:token")

@@ -12,9 +12,6 @@
 //! # }
 //! ```
 
-// Until the scripting engine rework lands (three unused items in script/).
-#![allow(dead_code)]
-
 mod blocking;
 mod client;
 mod clock;

@@ -311,9 +311,9 @@ impl Dispatcher for ScriptCaller<'_, '_> {
         if self.read_only && spec.has(WRITE | MAY_REPLICATE) {
             return Err("ERR Write commands are not allowed from read-only scripts.".into());
         }
-        let ctx = &mut *self.ctx;
+        let ctx = &mut self.ctx;
         let readonly = ctx.client.cluster_readonly;
-        self.slots.check(ctx.node, readonly, spec, &argv)?;
+        self.slots.check(ctx.node, readonly, spec, argv)?;
         if spec.has(WRITE) {
             if ctx.node.script.kill.load(Ordering::Acquire) {
                 return Err(script::KILLED_ERROR.into());

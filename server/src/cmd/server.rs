@@ -617,6 +617,8 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
             line("used_memory_peak_human", &human_bytes(used));
             line("used_memory_lua", &31_744);
             line("used_memory_lua_human", &human_bytes(31_744));
+            let cached_scripts = state.scripting.as_ref().map_or(0, |engine| engine.len());
+            line("number_of_cached_scripts", &cached_scripts);
             line("maxmemory", &maxmemory);
             line("maxmemory_human", &human_bytes(maxmemory));
             line("maxmemory_policy", &state.settings.get("maxmemory-policy"));

@@ -217,8 +217,6 @@ pub(crate) fn sha1hex(data: &[u8]) -> String {
 /// One cached script.
 #[derive(Debug)]
 pub(crate) struct Compiled {
-    /// The body as sent (shebang included).
-    pub(crate) body: Bytes,
     /// Shebang flags ([`script_flags`]).
     pub(crate) flags: u32,
     func: Function,
@@ -347,14 +345,7 @@ impl Engine {
                 };
                 format!("ERR Error compiling script (new function): {msg}")
             })?;
-        self.scripts.insert(
-            sha.clone(),
-            Compiled {
-                body: body.clone(),
-                flags,
-                func,
-            },
-        );
+        self.scripts.insert(sha.clone(), Compiled { flags, func });
         Ok(sha)
     }
 
