@@ -161,16 +161,6 @@ fn check_list(ctx: &mut Ctx<'_>, key: &Bytes) -> Result<bool, CommandError> {
     Ok(list_mut(ctx, key)?.is_some())
 }
 
-/// Deletes `key` if its list became empty (with the `del` event) and marks it modified.
-fn written(ctx: &mut Ctx<'_>, key: &Bytes) {
-    let empty = matches!(ctx.lookup(key).map(|e| &e.value), Some(Value::List(l)) if l.is_empty());
-    if empty {
-        ctx.db().remove(key);
-        ctx.notify(notify::GENERIC, "del", key);
-    }
-    ctx.modified(key);
-}
-
 /// Pushes `elems` at `end` of the list at `key` (created unless `existing_only`); the new
 /// length, or `None` when `existing_only` and the key is absent.
 fn push_elems(
@@ -228,7 +218,7 @@ fn pop_elems(ctx: &mut Ctx<'_>, key: &Bytes, end: End, count: usize) -> Vec<Byte
     };
     if !popped.is_empty() {
         ctx.notify(notify::LIST, end.pop_event(), key);
-        written(ctx, key);
+        ctx.written(key);
     }
     popped
 }
@@ -462,7 +452,7 @@ fn lrem(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
     if removed > 0 {
         ctx.notify(notify::LIST, "lrem", &key);
-        written(ctx, &key);
+        ctx.written(&key);
     }
     Ok(Frame::Integer(removed as i64))
 }
@@ -485,7 +475,7 @@ fn ltrim(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         None => list.clear(),
     }
     ctx.notify(notify::LIST, "ltrim", &key);
-    written(ctx, &key);
+    ctx.written(&key);
     Ok(Frame::ok())
 }
 
@@ -588,7 +578,7 @@ fn move_elem(
     };
     push_elems(ctx, dst, std::slice::from_ref(&value), to, false)?;
     ctx.notify(notify::LIST, from.pop_event(), src);
-    written(ctx, src);
+    ctx.written(src);
     Ok(Some(value))
 }
 

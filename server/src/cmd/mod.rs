@@ -404,6 +404,19 @@ impl Ctx<'_> {
         removed
     }
 
+    /// After writing into the aggregate at `key`: deletes it if it became empty (with the `del`
+    /// event, as Redis does) and marks it modified.
+    pub(crate) fn written(&mut self, key: &Bytes) {
+        if self
+            .lookup(key)
+            .is_some_and(|e| e.value.is_empty_aggregate())
+        {
+            self.db().remove(key);
+            self.notify(crate::notify::GENERIC, "del", key);
+        }
+        self.modified(key);
+    }
+
     /// Records that `key` in the selected db was written (WATCH, blocked clients, dirty).
     pub(crate) fn modified(&mut self, key: &Bytes) {
         self.state.dirty += 1;

@@ -101,16 +101,6 @@ fn set_mut<'c>(
     }
 }
 
-/// Deletes `key` if its set became empty (with the `del` event); marks it modified.
-fn written(ctx: &mut Ctx<'_>, key: &Bytes) {
-    let empty = matches!(ctx.lookup(key).map(|e| &e.value), Some(Value::Set(s)) if s.is_empty());
-    if empty {
-        ctx.db().remove(key);
-        ctx.notify(notify::GENERIC, "del", key);
-    }
-    ctx.modified(key);
-}
-
 /// Whether Redis 7.0 would keep these members as an intset (sorted integers).
 fn is_intset<'a>(len: usize, mut members: impl Iterator<Item = &'a Bytes>) -> bool {
     len <= 512 && members.all(|m| locksmith_resp::parse_integer(m).is_some())
@@ -167,7 +157,7 @@ fn srem(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let removed = members.iter().filter(|m| s.remove(&m[..])).count();
     if removed > 0 {
         ctx.notify(notify::SET, "srem", &key);
-        written(ctx, &key);
+        ctx.written(&key);
     }
     Ok(Frame::Integer(removed as i64))
 }
@@ -271,7 +261,7 @@ fn spop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         picked
     };
     ctx.notify(notify::SET, "spop", &key);
-    written(ctx, &key);
+    ctx.written(&key);
     // Replicas get what was removed: SREM of the members, or DEL when the set went away
     // (Redis 7.0's default lazyfree-lazy-server-del is no).
     if count.is_some() && n >= len {
@@ -364,7 +354,7 @@ fn smove(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         s.remove(&member);
     }
     ctx.notify(notify::SET, "srem", &src);
-    written(ctx, &src);
+    ctx.written(&src);
     if set_mut(ctx, &dst)?.is_none() {
         let now = ctx.now;
         ctx.db()

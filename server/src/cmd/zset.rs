@@ -153,16 +153,6 @@ fn zset_mut<'c>(ctx: &'c mut Ctx<'_>, key: &Bytes) -> Result<Option<&'c mut ZSet
     }
 }
 
-/// Deletes `key` if its sorted set became empty (with the `del` event); marks it modified.
-fn written(ctx: &mut Ctx<'_>, key: &Bytes) {
-    let empty = matches!(ctx.lookup(key).map(|e| &e.value), Some(Value::ZSet(z)) if z.is_empty());
-    if empty {
-        ctx.db().remove(key);
-        ctx.notify(notify::GENERIC, "del", key);
-    }
-    ctx.modified(key);
-}
-
 /// A score argument (`ERR value is not a valid float` otherwise).
 fn score_arg(arg: &[u8]) -> Result<f64, CommandError> {
     parse_f64(arg).ok_or(CommandError::NotFloat)
@@ -282,7 +272,7 @@ fn zadd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         ctx.notify(notify::ZSET, if incr { "zincr" } else { "zadd" }, &key);
     }
     if added + updated > 0 || !exists {
-        written(ctx, &key);
+        ctx.written(&key);
     }
     if let Some(e) = failure {
         return Err(e);
@@ -332,7 +322,7 @@ fn zrem(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let removed = members.iter().filter(|m| z.remove(m).is_some()).count();
     if removed > 0 {
         ctx.notify(notify::ZSET, "zrem", &key);
-        written(ctx, &key);
+        ctx.written(&key);
     }
     Ok(Frame::Integer(removed as i64))
 }
@@ -823,7 +813,7 @@ fn remove_where(
     }
     if !doomed.is_empty() {
         ctx.notify(notify::ZSET, event, key);
-        written(ctx, key);
+        ctx.written(key);
     }
     Ok(Frame::Integer(doomed.len() as i64))
 }
@@ -879,7 +869,7 @@ fn pop_members(ctx: &mut Ctx<'_>, key: &Bytes, max: bool, count: usize) -> Vec<(
     };
     if !popped.is_empty() {
         ctx.notify(notify::ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
-        written(ctx, key);
+        ctx.written(key);
     }
     popped
 }

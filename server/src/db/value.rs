@@ -44,6 +44,17 @@ impl Value {
         }
     }
 
+    /// Whether this is an aggregate with no elements left (Redis deletes such keys).
+    pub(crate) fn is_empty_aggregate(&self) -> bool {
+        match self {
+            Value::String(_) => false,
+            Value::List(l) => l.is_empty(),
+            Value::Hash(h) => h.is_empty(),
+            Value::Set(s) => s.is_empty(),
+            Value::ZSet(z) => z.is_empty(),
+        }
+    }
+
     /// The encoding `OBJECT ENCODING` reports, following Redis 7.0's thresholds.
     pub(crate) fn encoding(&self) -> &'static str {
         match self {
