@@ -192,21 +192,43 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, by_sha: bool, ro: bool) 
     }
     let (keys, argv) = rest.split_at(numkeys as usize);
     let engine = engine(ctx)?;
+    let mut lower = [0u8; 40];
     let sha = if by_sha {
-        if body.len() != 40 {
-            return Err(CommandError::Raw(NOSCRIPT.into()));
+        // Script ids are 40 hex digits, matched case-insensitively.
+        match lower.get_mut(..body.len()) {
+            Some(buf) if body.len() == 40 => {
+                buf.copy_from_slice(&body);
+                buf.make_ascii_lowercase();
+            }
+            _ => return Err(CommandError::Raw(NOSCRIPT.into())),
         }
-        let sha = String::from_utf8_lossy(&body).to_ascii_lowercase();
-        if engine.get(&sha).is_none() {
-            return Err(CommandError::Raw(NOSCRIPT.into()));
-        }
-        sha
+        std::str::from_utf8(&lower).map_err(|_| CommandError::Raw(NOSCRIPT.into()))?
     } else {
-        engine.load(&body).map_err(CommandError::Raw)?
+        let sha = engine.load(&body).map_err(CommandError::Raw)?;
+        lower.copy_from_slice(sha.as_bytes());
+        std::str::from_utf8(&lower).map_err(|_| CommandError::Raw(NOSCRIPT.into()))?
     };
-    let flags = engine
-        .get(&sha)
-        .map_or(script_flags::EVAL_COMPAT, |s| s.flags);
+    let Some(engine) = ctx.state.scripting.take() else {
+        return Err(CommandError::err("Lua interpreter unavailable"));
+    };
+    let reply = match engine.get(sha) {
+        Some(script) => run_checked(ctx, &engine, script, sha, (keys, argv), ro),
+        None => Err(CommandError::Raw(NOSCRIPT.into())),
+    };
+    ctx.state.scripting = Some(engine);
+    reply
+}
+
+/// Checks a script's flags against the command and the node, then runs it.
+fn run_checked(
+    ctx: &mut Ctx<'_>,
+    engine: &Engine,
+    script: &script::Compiled,
+    sha: &str,
+    (keys, argv): (&[Bytes], &[Bytes]),
+    ro: bool,
+) -> CmdResult {
+    let flags = script.flags;
     if flags & script_flags::EVAL_COMPAT == 0 && flags & script_flags::NO_WRITES == 0 && ro {
         return Err(CommandError::err(
             "Can not execute a script with write flag using *_ro command.",
@@ -227,19 +249,21 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, by_sha: bool, ro: bool) 
         keys,
         flags & (script_flags::EVAL_COMPAT | script_flags::ALLOW_CROSS_SLOT) != 0,
     );
-    let Some(mut engine) = ctx.state.scripting.take() else {
-        return Err(CommandError::err("Lua interpreter unavailable"));
-    };
-    let reply = run_script(ctx, &mut engine, &sha, (keys, argv), read_only, slots);
-    ctx.state.scripting = Some(engine);
-    Ok(reply)
+    Ok(run_script(
+        ctx,
+        engine,
+        (script, sha),
+        (keys, argv),
+        read_only,
+        slots,
+    ))
 }
 
 /// Runs a cached script with the script status other connections see set around it.
 fn run_script(
     ctx: &mut Ctx<'_>,
-    engine: &mut Engine,
-    sha: &str,
+    engine: &Engine,
+    (script, sha): (&script::Compiled, &str),
     (keys, argv): (&[Bytes], &[Bytes]),
     read_only: bool,
     slots: crate::cluster::ScriptSlots,
@@ -260,7 +284,7 @@ fn run_script(
             read_only,
             slots,
         };
-        engine.run(sha, keys, argv, &mut caller)
+        engine.run(script, sha, (keys, argv), &mut caller)
     };
     ctx.client.db = saved_db;
     ctx.client.resp = saved_resp;

@@ -2,6 +2,7 @@
 //! Redis's argument checks and error texts): SHA1, logging, RESP and replication settings,
 //! Redis's rand48 generator, error location, and the bundled libraries' tables.
 
+use super::stack::{CFunction, Return, Stack};
 use super::{CommandExists, RunShared, INTERNAL_CHUNK};
 use bytes::Bytes;
 use mlua::{LightUserData, Lua, MultiValue, Table, Value};
@@ -137,21 +138,7 @@ pub(super) fn primitives(
     )?;
     raw.raw_set(
         "acl_check",
-        lua.create_function(move |lua, args: MultiValue| {
-            let argv = match super::convert::args_to_argv(lua, args)? {
-                Ok(argv) => argv,
-                Err(table) => return Ok(Value::Table(table)),
-            };
-            if command_exists(&argv) {
-                Ok(Value::Boolean(true))
-            } else {
-                Ok(Value::Table(super::convert::error_table(
-                    lua,
-                    b"Invalid command passed to redis.acl_check_cmd()",
-                    false,
-                )?))
-            }
-        })?,
+        super::stack::c_function::<AclCheck>(lua, Arc::new(command_exists))?,
     )?;
     raw.raw_set(
         "null",
@@ -162,6 +149,29 @@ pub(super) fn primitives(
     raw.raw_set("cjson", super::cjson::table(lua)?)?;
     raw.raw_set("cmsgpack", super::cmsgpack::table(lua)?)?;
     Ok(raw)
+}
+
+/// `redis.acl_check_cmd`'s check (no ACLs: every existing command is allowed): `true`, or the
+/// error table the sandbox raises.
+struct AclCheck;
+
+impl CFunction for AclCheck {
+    type Context = CommandExists;
+    fn call(stack: &mut Stack<'_>, command_exists: &CommandExists) -> Return {
+        let pushed = match super::convert::argv_from_stack(stack, &[]) {
+            Ok(argv) if command_exists(&argv) => stack.push_bool(true),
+            Ok(_) => super::convert::push_error_table(
+                stack,
+                b"Invalid command passed to redis.acl_check_cmd()",
+                false,
+            ),
+            Err(msg) => super::convert::push_error_table(stack, msg, false),
+        };
+        match pushed {
+            Ok(()) => Return::Values(1),
+            Err(_) => Return::Values(0),
+        }
+    }
 }
 
 /// An error raised from a Rust function (a C function to Lua, so the caller's frame stays on

@@ -10,9 +10,10 @@
 //! | error → `{err=...}` | `{err=...}` → error |
 //! | RESP3 map/set/double/big number/boolean/verbatim → `{map=}`/`{set=}`/`{double=}`/`{big_number=}`/boolean/`{verbatim_string=}` | the same tables → the RESP3 types; `true` → 1 (RESP2) or `#t` |
 
+use super::stack::{Kind, Scalar, Stack, StackError};
 use bytes::Bytes;
 use locksmith_resp::{format_double, Frame};
-use mlua::{Lua, MultiValue, Table, Value};
+use std::os::raw::c_int;
 
 /// Deepest nesting converted from a script's reply (Redis stops at the Lua C stack limit).
 const MAX_DEPTH: usize = 1000;
@@ -71,8 +72,9 @@ pub(crate) fn error_frame(text: &str) -> Frame {
     Frame::error(clean)
 }
 
-/// `luaPushErrorBuff`: `-CODE msg` keeps its code, anything else gets `ERR`.
-pub(crate) fn error_table(lua: &Lua, text: &[u8], ignore_stats: bool) -> mlua::Result<Table> {
+/// `luaPushErrorBuff`'s text: `-CODE msg` keeps its code, anything else gets `ERR`; newlines
+/// trimmed at both ends of the message.
+pub(crate) fn error_text(text: &[u8]) -> Vec<u8> {
     let (code, msg): (&[u8], &[u8]) = match text.strip_prefix(b"-") {
         Some(rest) => match rest.iter().position(|&b| b == b' ') {
             Some(sp) => (
@@ -91,284 +93,384 @@ pub(crate) fn error_table(lua: &Lua, text: &[u8], ignore_stats: bool) -> mlua::R
     full.extend_from_slice(code);
     full.push(b' ');
     full.extend_from_slice(msg);
-    let t = lua.create_table()?;
-    t.raw_set("err", lua.create_string(&full)?)?;
+    full
+}
+
+/// Pushes the error table `{err = error_text(text)}`, with `ignore_error_stats_update = true`
+/// for errors of commands that already counted them (as Redis marks them).
+pub(super) fn push_error_table(
+    stack: &mut Stack<'_>,
+    text: &[u8],
+    ignore_stats: bool,
+) -> Result<(), StackError> {
+    stack.push_table(0, 2)?;
+    stack.push_bytes(&error_text(text))?;
+    stack.set_field(-2, b"err")?;
     if ignore_stats {
-        t.raw_set("ignore_error_stats_update", true)?;
+        stack.push_bool(true)?;
+        stack.set_field(-2, b"ignore_error_stats_update")?;
     }
-    Ok(t)
+    Ok(())
 }
 
-/// A Lua array of strings (`KEYS`, `ARGV`).
-pub(crate) fn bytes_table(lua: &Lua, items: &[Bytes]) -> mlua::Result<Table> {
-    let t = lua.create_table_with_capacity(items.len(), 0)?;
+/// How many `KEYS`/`ARGV` strings a run keeps on its stack for [`Known`] (the rest are copied
+/// when a script passes them to `redis.call`).
+const MAX_KNOWN: usize = 64;
+
+/// Pushes `items` as strings (up to [`MAX_KNOWN`] of them) and records them in `known`.
+pub(super) fn push_known(
+    stack: &mut Stack<'_>,
+    items: &[Bytes],
+    known: &mut Vec<Known>,
+) -> Result<(), StackError> {
+    for item in items.iter().take(MAX_KNOWN.saturating_sub(known.len())) {
+        stack.push_bytes(item)?;
+        let addr = stack.bytes(-1).map_or(0, |s| s.as_ptr() as usize);
+        known.push(Known {
+            addr,
+            bytes: item.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// Pushes a Lua array of strings (`KEYS`, `ARGV`): the first `anchored` taken from the stack
+/// values from `first` on (pushed by [`push_known`]), the others created.
+pub(super) fn push_bytes_array(
+    stack: &mut Stack<'_>,
+    items: &[Bytes],
+    first: c_int,
+    anchored: usize,
+) -> Result<(), StackError> {
+    stack.push_table(items.len(), 0)?;
     for (i, item) in items.iter().enumerate() {
-        t.raw_set(i + 1, lua.create_string(item)?)?;
-    }
-    Ok(t)
-}
-
-/// `luaArgsToRedisArgv`: strings as they are, numbers as `%.17g`; anything else (or no
-/// argument) is the error table Redis answers with.
-pub(crate) fn args_to_argv(lua: &Lua, args: MultiValue) -> mlua::Result<Result<Vec<Bytes>, Table>> {
-    if args.is_empty() {
-        return Ok(Err(error_table(
-            lua,
-            b"Please specify at least one argument for this redis lib call",
-            false,
-        )?));
-    }
-    // One buffer for every argument (split into `Bytes` that share it): one allocation per
-    // call instead of one per argument.
-    let mut buf = bytes::BytesMut::with_capacity(128);
-    let mut argv = Vec::with_capacity(args.len());
-    for v in args {
-        match v {
-            Value::String(s) => buf.extend_from_slice(&s.as_bytes()),
-            Value::Integer(i) if i.unsigned_abs() < 100_000_000_000_000_000 => {
-                buf.extend_from_slice(itoa::Buffer::new().format(i).as_bytes())
-            }
-            Value::Integer(i) => buf.extend_from_slice(format_double(i as f64).as_bytes()),
-            Value::Number(n) => buf.extend_from_slice(format_double(n).as_bytes()),
-            _ => {
-                return Ok(Err(error_table(
-                    lua,
-                    b"Lua redis lib command arguments must be strings or integers",
-                    false,
-                )?))
-            }
+        if i < anchored {
+            stack.push_copy(first + i as c_int)?;
+        } else {
+            stack.push_bytes(item)?;
         }
-        argv.push(buf.split().freeze());
+        stack.set_index(-2, i + 1)?;
     }
-    Ok(Ok(argv))
+    Ok(())
 }
 
-/// One `redis.call`/`redis.pcall`: returns `(true, reply)` or `(false, error table)`.
-pub(crate) fn dispatch(
-    lua: &Lua,
-    args: MultiValue,
+/// Why the arguments of a `redis.call` could not become a command line.
+pub(super) const NO_ARGUMENTS: &[u8] =
+    b"Please specify at least one argument for this redis lib call";
+/// See [`NO_ARGUMENTS`].
+pub(super) const BAD_ARGUMENT: &[u8] =
+    b"Lua redis lib command arguments must be strings or integers";
+
+/// A string the run pushed (a `KEYS`/`ARGV` element) and still holds on its stack: a
+/// `redis.call` argument that is this very Lua string reuses the `Bytes` instead of a copy.
+/// The address is only compared, never read; the run's stack slot keeps the string alive, so
+/// no other string can have it meanwhile.
+#[derive(Debug)]
+pub(super) struct Known {
+    /// Address of the Lua string's bytes.
+    pub(super) addr: usize,
+    /// The bytes, as the client sent them.
+    pub(super) bytes: Bytes,
+}
+
+/// `luaArgsToRedisArgv`: the values `1..=top` as a command line; strings as they are, numbers
+/// as `%.17g` (integral ones below 1e17 as integers). Anything else (or no argument) is the
+/// error Redis answers with.
+pub(super) fn argv_from_stack(
+    stack: &Stack<'_>,
+    known: &[Known],
+) -> Result<Vec<Bytes>, &'static [u8]> {
+    let argc = stack.top();
+    if argc <= 0 {
+        return Err(NO_ARGUMENTS);
+    }
+    let mut argv = Vec::with_capacity(argc as usize);
+    for i in 1..=argc {
+        let arg = match stack.scalar(i) {
+            Scalar::Bytes(s) => {
+                let addr = s.as_ptr() as usize;
+                match known
+                    .iter()
+                    .find(|k| k.addr == addr && k.bytes.len() == s.len())
+                {
+                    Some(k) => k.bytes.clone(),
+                    None => Bytes::copy_from_slice(s),
+                }
+            }
+            Scalar::Number(n) => {
+                if n.fract() == 0.0 && n.abs() < 1e17 && !(n == 0.0 && n.is_sign_negative()) {
+                    Bytes::copy_from_slice(itoa::Buffer::new().format(n as i64).as_bytes())
+                } else {
+                    Bytes::from(format_double(n))
+                }
+            }
+            Scalar::Other => return Err(BAD_ARGUMENT),
+        };
+        argv.push(arg);
+    }
+    Ok(argv)
+}
+
+/// Pushes a command reply as the script sees it (`resp3` = the script called
+/// `redis.setresp(3)`).
+pub(super) fn push_reply(
+    stack: &mut Stack<'_>,
+    frame: Frame,
     resp3: bool,
-    run: impl FnOnce(&[Bytes]) -> Result<Frame, String>,
-) -> mlua::Result<(bool, Value)> {
-    let argv = match args_to_argv(lua, args)? {
-        Ok(argv) => argv,
-        Err(table) => return Ok((false, Value::Table(table))),
-    };
-    match run(&argv) {
-        Err(text) => {
-            let mut line = Vec::with_capacity(text.len() + 1);
-            line.push(b'-');
-            line.extend_from_slice(text.as_bytes());
-            Ok((false, Value::Table(error_table(lua, &line, true)?)))
+) -> Result<(), StackError> {
+    match frame {
+        Frame::Simple(s) => {
+            stack.push_table(0, 1)?;
+            stack.push_bytes(&s)?;
+            stack.set_field(-2, b"ok")?;
         }
-        Ok(Frame::Error(e)) => {
-            let mut line = Vec::with_capacity(e.len() + 1);
-            line.push(b'-');
-            line.extend_from_slice(&e);
-            Ok((false, Value::Table(error_table(lua, &line, true)?)))
-        }
-        Ok(frame) => Ok((true, frame_to_lua(lua, frame, resp3)?)),
-    }
-}
-
-fn single_field(lua: &Lua, name: &str, value: Value) -> mlua::Result<Value> {
-    let t = lua.create_table()?;
-    t.raw_set(name, value)?;
-    Ok(Value::Table(t))
-}
-
-/// A command reply as the script sees it (`resp3` = the script called `redis.setresp(3)`).
-pub(crate) fn frame_to_lua(lua: &Lua, frame: Frame, resp3: bool) -> mlua::Result<Value> {
-    Ok(match frame {
-        Frame::Simple(s) => single_field(lua, "ok", Value::String(lua.create_string(&s)?))?,
         Frame::Error(e) => {
             let mut line = Vec::with_capacity(e.len() + 1);
             line.push(b'-');
             line.extend_from_slice(&e);
-            Value::Table(error_table(lua, &line, true)?)
+            push_error_table(stack, &line, true)?;
         }
-        Frame::Integer(i) => Value::Number(i as f64),
-        Frame::Bulk(b) => Value::String(lua.create_string(&b)?),
+        Frame::Integer(i) => stack.push_number(i as f64)?,
+        Frame::Bulk(b) => stack.push_bytes(&b)?,
         Frame::Null | Frame::NullArray => {
             if resp3 {
-                Value::Nil
+                stack.push_nil()?
             } else {
-                Value::Boolean(false)
+                stack.push_bool(false)?
             }
         }
-        Frame::Array(items) | Frame::Push(items) => array(lua, items, resp3)?,
+        Frame::Array(items) | Frame::Push(items) => push_array(stack, items, resp3)?,
         Frame::Map(pairs) => {
             if resp3 {
-                let t = lua.create_table()?;
+                stack.push_table(0, 1)?;
+                stack.push_table(0, pairs.len())?;
                 for (k, v) in pairs {
-                    let k = frame_to_lua(lua, k, resp3)?;
-                    let v = frame_to_lua(lua, v, resp3)?;
-                    if !matches!(k, Value::Nil) {
-                        t.raw_set(k, v)?;
+                    push_reply(stack, k, resp3)?;
+                    push_reply(stack, v, resp3)?;
+                    if stack.kind(-2) == Kind::Nil {
+                        stack.pop(2);
+                    } else {
+                        stack.raw_set(-3)?;
                     }
                 }
-                single_field(lua, "map", Value::Table(t))?
+                stack.set_field(-2, b"map")?;
             } else {
-                array(
-                    lua,
-                    pairs.into_iter().flat_map(|(k, v)| [k, v]).collect(),
-                    resp3,
-                )?
+                let items = pairs.into_iter().flat_map(|(k, v)| [k, v]).collect();
+                push_array(stack, items, resp3)?;
             }
         }
         Frame::Set(items) => {
             if resp3 {
-                let t = lua.create_table()?;
+                stack.push_table(0, 1)?;
+                stack.push_table(0, items.len())?;
                 for item in items {
-                    let k = frame_to_lua(lua, item, resp3)?;
-                    if !matches!(k, Value::Nil) {
-                        t.raw_set(k, true)?;
+                    push_reply(stack, item, resp3)?;
+                    if stack.kind(-1) == Kind::Nil {
+                        stack.pop(1);
+                    } else {
+                        stack.push_bool(true)?;
+                        stack.raw_set(-3)?;
                     }
                 }
-                single_field(lua, "set", Value::Table(t))?
+                stack.set_field(-2, b"set")?;
             } else {
-                array(lua, items, resp3)?
+                push_array(stack, items, resp3)?;
             }
         }
         Frame::Double(d) => {
             if resp3 {
-                single_field(lua, "double", Value::Number(d))?
+                stack.push_table(0, 1)?;
+                stack.push_number(d)?;
+                stack.set_field(-2, b"double")?;
             } else {
-                Value::String(lua.create_string(format_double(d))?)
+                stack.push_bytes(format_double(d).as_bytes())?;
             }
         }
         Frame::Boolean(b) => {
             if resp3 {
-                Value::Boolean(b)
+                stack.push_bool(b)?
             } else {
-                Value::Number(if b { 1.0 } else { 0.0 })
+                stack.push_number(if b { 1.0 } else { 0.0 })?
             }
         }
         Frame::BigNumber(n) => {
             if resp3 {
-                single_field(lua, "big_number", Value::String(lua.create_string(&n)?))?
+                stack.push_table(0, 1)?;
+                stack.push_bytes(&n)?;
+                stack.set_field(-2, b"big_number")?;
             } else {
-                Value::String(lua.create_string(&n)?)
+                stack.push_bytes(&n)?;
             }
         }
         Frame::Verbatim { format, text } => {
             if resp3 {
-                let t = lua.create_table()?;
-                t.raw_set("format", lua.create_string(format)?)?;
-                t.raw_set("string", lua.create_string(&text)?)?;
-                single_field(lua, "verbatim_string", Value::Table(t))?
+                stack.push_table(0, 1)?;
+                stack.push_table(0, 2)?;
+                stack.push_bytes(&format)?;
+                stack.set_field(-2, b"format")?;
+                stack.push_bytes(&text)?;
+                stack.set_field(-2, b"string")?;
+                stack.set_field(-2, b"verbatim_string")?;
             } else {
-                Value::String(lua.create_string(&text)?)
+                stack.push_bytes(&text)?;
             }
         }
-        Frame::Attribute { frame, .. } => frame_to_lua(lua, *frame, resp3)?,
-    })
-}
-
-fn array(lua: &Lua, items: Vec<Frame>, resp3: bool) -> mlua::Result<Value> {
-    let t = lua.create_table_with_capacity(items.len(), 0)?;
-    for (i, item) in items.into_iter().enumerate() {
-        let v = frame_to_lua(lua, item, resp3)?;
-        t.raw_set(i + 1, v)?;
+        Frame::Attribute { frame, .. } => push_reply(stack, *frame, resp3)?,
     }
-    Ok(Value::Table(t))
+    Ok(())
 }
 
-fn field(t: &Table, name: &str) -> Value {
-    t.raw_get::<Value>(name).unwrap_or(Value::Nil)
+fn push_array(stack: &mut Stack<'_>, items: Vec<Frame>, resp3: bool) -> Result<(), StackError> {
+    stack.push_table(items.len(), 0)?;
+    for (i, item) in items.into_iter().enumerate() {
+        push_reply(stack, item, resp3)?;
+        stack.set_index(-2, i + 1)?;
+    }
+    Ok(())
 }
 
-fn lua_bytes(s: &mlua::String) -> Bytes {
-    Bytes::copy_from_slice(&s.as_bytes())
+/// The string (or number, as `tostring` shows it) in field `name` of the table at `table`.
+pub(super) fn string_field(stack: &mut Stack<'_>, table: c_int, name: &[u8]) -> Option<Vec<u8>> {
+    stack.get_field(table, name).ok()?;
+    let out = stack.coerce_bytes(-1);
+    stack.pop(1);
+    out
 }
 
-/// A script's return value as the reply Redis sends (`luaReplyToRedisReply`).
-pub(crate) fn lua_to_frame(v: &Value, resp3: bool, depth: usize) -> Frame {
+/// The value at `idx` as the reply Redis sends for a script's return value
+/// (`luaReplyToRedisReply`).
+pub(super) fn reply_at(stack: &mut Stack<'_>, idx: c_int, resp3: bool) -> Frame {
+    let idx = if idx < 0 { stack.top() + 1 + idx } else { idx };
+    reply_from(stack, idx, resp3, 0)
+}
+
+fn reply_from(stack: &mut Stack<'_>, idx: c_int, resp3: bool, depth: usize) -> Frame {
     if depth > MAX_DEPTH {
         return Frame::error("ERR reached lua stack limit");
     }
-    match v {
-        Value::String(s) => Frame::Bulk(lua_bytes(s)),
-        Value::Boolean(b) => {
+    match stack.kind(idx) {
+        Kind::String => Frame::Bulk(Bytes::copy_from_slice(stack.bytes(idx).unwrap_or_default())),
+        Kind::Boolean => {
+            let b = stack.boolean(idx).unwrap_or(false);
             if resp3 {
-                Frame::Boolean(*b)
-            } else if *b {
+                Frame::Boolean(b)
+            } else if b {
                 Frame::Integer(1)
             } else {
                 Frame::Null
             }
         }
-        Value::Integer(i) => Frame::Integer(*i),
-        Value::Number(n) => Frame::Integer(number_to_i64(*n)),
-        Value::Table(t) => table_to_frame(t, resp3, depth),
+        Kind::Number => Frame::Integer(number_to_i64(stack.number(idx).unwrap_or(0.0))),
+        Kind::Table => match stack.reserve(4) {
+            Ok(()) => table_reply(stack, idx, resp3, depth),
+            Err(_) => Frame::error("ERR reached lua stack limit"),
+        },
         _ => Frame::Null,
     }
 }
 
-fn table_to_frame(t: &Table, resp3: bool, depth: usize) -> Frame {
-    if let Value::String(e) = field(t, "err") {
-        let msg = String::from_utf8_lossy(&e.as_bytes()).into_owned();
-        return error_frame(&msg);
-    }
-    if let Value::String(s) = field(t, "ok") {
-        let text: Vec<u8> = s
-            .as_bytes()
-            .iter()
-            .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b })
-            .collect();
-        return Frame::Simple(Bytes::from(text));
-    }
-    match field(t, "double") {
-        Value::Number(n) => return Frame::Double(n),
-        Value::Integer(i) => return Frame::Double(i as f64),
-        _ => {}
-    }
-    if let Value::String(s) = field(t, "big_number") {
-        let text: Vec<u8> = s
-            .as_bytes()
-            .iter()
-            .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b })
-            .collect();
-        return Frame::BigNumber(Bytes::from(text));
-    }
-    if let Value::Table(vt) = field(t, "verbatim_string") {
-        if let (Value::String(f), Value::String(s)) = (field(&vt, "format"), field(&vt, "string")) {
-            let mut format = [0u8; 3];
-            for (dst, src) in format.iter_mut().zip(f.as_bytes().iter()) {
-                *dst = *src;
-            }
-            return Frame::Verbatim {
-                format,
-                text: lua_bytes(&s),
-            };
-        }
-    }
-    if let Value::Table(m) = field(t, "map") {
-        let mut pairs = Vec::new();
-        for (k, v) in m.pairs::<Value, Value>().flatten() {
-            pairs.push((
-                lua_to_frame(&k, resp3, depth + 1),
-                lua_to_frame(&v, resp3, depth + 1),
-            ));
-        }
-        return Frame::Map(pairs);
-    }
-    if let Value::Table(s) = field(t, "set") {
-        let mut items = Vec::new();
-        for (k, _) in s.pairs::<Value, Value>().flatten() {
-            items.push(lua_to_frame(&k, resp3, depth + 1));
-        }
-        return Frame::Set(items);
+/// Pushes field `name` of the table at `t` and returns its kind.
+fn field(stack: &mut Stack<'_>, t: c_int, name: &[u8]) -> Kind {
+    stack.get_field(t, name).unwrap_or(Kind::None)
+}
+
+/// Replaces `\r` and `\n` with spaces (status and big-number replies).
+fn one_line(s: &[u8]) -> Bytes {
+    s.iter()
+        .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b })
+        .collect::<Vec<u8>>()
+        .into()
+}
+
+fn table_reply(stack: &mut Stack<'_>, t: c_int, resp3: bool, depth: usize) -> Frame {
+    let top = stack.top();
+    let reply = special_table_reply(stack, t, resp3, depth);
+    stack.pop(stack.top() - top);
+    if let Some(reply) = reply {
+        return reply;
     }
     let mut items = Vec::new();
     for j in 1.. {
-        let v = t.raw_get::<Value>(j).unwrap_or(Value::Nil);
-        if matches!(v, Value::Nil) {
+        let kind = stack.get_index(t, j).unwrap_or(Kind::None);
+        if matches!(kind, Kind::Nil | Kind::None) {
+            stack.pop(stack.top() - top);
             break;
         }
-        items.push(lua_to_frame(&v, resp3, depth + 1));
+        let item = reply_from(stack, top + 1, resp3, depth + 1);
+        stack.pop(stack.top() - top);
+        items.push(item);
     }
     Frame::Array(items)
+}
+
+/// The reply for a table with one of the special fields (`err`, `ok`, `double`, `big_number`,
+/// `verbatim_string`, `map`, `set`), checked in Redis's order; values it pushes are left for
+/// the caller to pop.
+fn special_table_reply(
+    stack: &mut Stack<'_>,
+    t: c_int,
+    resp3: bool,
+    depth: usize,
+) -> Option<Frame> {
+    if field(stack, t, b"err") == Kind::String {
+        let msg = String::from_utf8_lossy(stack.bytes(-1).unwrap_or_default()).into_owned();
+        return Some(error_frame(&msg));
+    }
+    if field(stack, t, b"ok") == Kind::String {
+        return Some(Frame::Simple(one_line(stack.bytes(-1).unwrap_or_default())));
+    }
+    if field(stack, t, b"double") == Kind::Number {
+        return Some(Frame::Double(stack.number(-1).unwrap_or(0.0)));
+    }
+    if field(stack, t, b"big_number") == Kind::String {
+        return Some(Frame::BigNumber(one_line(
+            stack.bytes(-1).unwrap_or_default(),
+        )));
+    }
+    if field(stack, t, b"verbatim_string") == Kind::Table {
+        let vt = stack.top();
+        let f = field(stack, vt, b"format");
+        let s = field(stack, vt, b"string");
+        if f == Kind::String && s == Kind::String {
+            let mut format = [0u8; 3];
+            for (dst, src) in format.iter_mut().zip(stack.bytes(-2).unwrap_or_default()) {
+                *dst = *src;
+            }
+            let text = Bytes::copy_from_slice(stack.bytes(-1).unwrap_or_default());
+            return Some(Frame::Verbatim { format, text });
+        }
+    }
+    if field(stack, t, b"map") == Kind::Table {
+        let m = stack.top();
+        let mut pairs = Vec::new();
+        let mut more = stack.push_nil().is_ok();
+        while more {
+            more = stack.next(m).unwrap_or(false);
+            if more {
+                let top = stack.top();
+                let k = reply_from(stack, top - 1, resp3, depth + 1);
+                let v = reply_from(stack, top, resp3, depth + 1);
+                stack.pop(stack.top() - (top - 1));
+                pairs.push((k, v));
+            }
+        }
+        return Some(Frame::Map(pairs));
+    }
+    if field(stack, t, b"set") == Kind::Table {
+        let s = stack.top();
+        let mut items = Vec::new();
+        let mut more = stack.push_nil().is_ok();
+        while more {
+            more = stack.next(s).unwrap_or(false);
+            if more {
+                let top = stack.top();
+                items.push(reply_from(stack, top - 1, resp3, depth + 1));
+                stack.pop(stack.top() - (top - 1));
+            }
+        }
+        return Some(Frame::Set(items));
+    }
+    None
 }
 
 #[cfg(test)]
@@ -396,13 +498,12 @@ mod tests {
     }
 
     #[test]
-    fn error_tables_follow_push_error_rules() {
-        let lua = Lua::new();
-        let t = error_table(&lua, b"-WRONGTYPE Operation\r\n", true).unwrap();
-        assert_eq!(t.raw_get::<String>("err").unwrap(), "WRONGTYPE Operation");
-        let t = error_table(&lua, b"My msg", false).unwrap();
-        assert_eq!(t.raw_get::<String>("err").unwrap(), "ERR My msg");
-        let t = error_table(&lua, b"-NOSPACE", false).unwrap();
-        assert_eq!(t.raw_get::<String>("err").unwrap(), "ERR NOSPACE");
+    fn error_texts_follow_push_error_rules() {
+        assert_eq!(
+            error_text(b"-WRONGTYPE Operation\r\n"),
+            b"WRONGTYPE Operation"
+        );
+        assert_eq!(error_text(b"My msg"), b"ERR My msg");
+        assert_eq!(error_text(b"-NOSPACE"), b"ERR NOSPACE");
     }
 }

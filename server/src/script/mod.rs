@@ -10,13 +10,15 @@ mod bit;
 mod cjson;
 mod cmsgpack;
 mod convert;
+mod stack;
 mod structlib;
 
 pub(crate) use convert::format_g;
 
 use bytes::Bytes;
 use locksmith_resp::Frame;
-use mlua::{ChunkMode, Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
+use mlua::{ChunkMode, Function, Lua, LuaOptions, StdLib, Table};
+use stack::{CFunction, Kind, Return, Stack};
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, Ordering};
@@ -28,6 +30,8 @@ use std::time::Duration;
 pub(crate) const INTERNAL_CHUNK: &str = "=[redis]";
 /// Instructions between two checks for `SCRIPT KILL` (Redis's `luaMaskCountHook` period).
 const HOOK_PERIOD: u32 = 100_000;
+/// Lua's `setpause` for the interpreter (see [`Engine::new`]).
+const GC_PAUSE: i32 = 400;
 /// `REPL_ALL`.
 pub(crate) const REPL_ALL: u8 = 3;
 /// `REPL_REPLICA`.
@@ -45,8 +49,8 @@ pub(crate) trait Dispatcher {
 }
 
 /// Where `redis.call`/`redis.pcall` — created once per interpreter — find the dispatcher of the
-/// run in progress: a type-erased pointer to the `&mut dyn Dispatcher` that [`Engine::run`]
-/// holds on its stack, set for exactly the duration of the run (a guard clears it, also on
+/// run in progress: a type-erased pointer to the [`RunFrame`] that [`Engine::run`] holds on
+/// its stack, set for exactly the duration of the run (a guard clears it, also on
 /// unwinding) and null otherwise.
 ///
 /// Creating the two functions per run with `Lua::scope` (the safe way to lend a borrowed
@@ -58,8 +62,8 @@ pub(crate) trait Dispatcher {
 struct DispatchSlot(AtomicPtr<()>);
 
 impl DispatchSlot {
-    /// Runs `f` with the current run's dispatcher; `None` outside a run.
-    fn with<R>(&self, f: impl FnOnce(&mut dyn Dispatcher) -> R) -> Option<R> {
+    /// Runs `f` with the current run's frame; `None` outside a run.
+    fn with<R>(&self, f: impl FnOnce(&mut RunFrame<'_, '_>) -> R) -> Option<R> {
         struct Restore<'a>(&'a AtomicPtr<()>, *mut ());
         impl Drop for Restore<'_> {
             fn drop(&mut self) {
@@ -72,14 +76,22 @@ impl DispatchSlot {
         }
         let _restore = Restore(&self.0, ptr);
         // SAFETY: a non-null pointer in the slot was stored by `Engine::run` from a live
-        // `&mut &mut dyn Dispatcher` on its stack, which it does not touch until its guard
-        // nulls the slot before returning (or unwinding); Lua (and so this callback) only runs
-        // inside that window, on the thread that called `run`. Swapping the pointer out above
-        // makes this the only reference until `_restore` puts it back.
+        // `&mut RunFrame` on its stack, which it does not touch until its guard nulls the slot
+        // before returning (or unwinding); Lua (and so this callback) only runs inside that
+        // window, on the thread that called `run`. Swapping the pointer out above makes this
+        // the only reference until `_restore` puts it back.
         #[allow(unsafe_code)]
-        let dispatcher = unsafe { &mut *ptr.cast::<&mut dyn Dispatcher>() };
-        Some(f(&mut **dispatcher))
+        let frame = unsafe { &mut *ptr.cast::<RunFrame<'_, '_>>() };
+        Some(f(frame))
     }
+}
+
+/// What `redis.call` needs of the run in progress.
+struct RunFrame<'d, 'k> {
+    /// Where commands go.
+    dispatcher: &'d mut dyn Dispatcher,
+    /// The `KEYS`/`ARGV` strings the run holds, for arguments that need no copy.
+    known: &'k [convert::Known],
 }
 
 /// Nulls the dispatch slot when a run ends (also on unwinding).
@@ -219,7 +231,8 @@ pub(crate) fn sha1hex(data: &[u8]) -> String {
 pub(crate) struct Compiled {
     /// Shebang flags ([`script_flags`]).
     pub(crate) flags: u32,
-    func: Function,
+    /// The compiled chunk.
+    func: stack::Registered,
 }
 
 /// State shared between the engine and its Rust primitives for the current run.
@@ -233,17 +246,21 @@ struct RunShared {
     rand: AtomicU64,
     /// Where the kill hook stopped the script: (source, line).
     killed_at: Mutex<Option<(String, i64)>>,
+    /// The dispatcher of the run in progress.
+    dispatch: DispatchSlot,
 }
 
 /// A node's Lua interpreter and script cache.
 pub(crate) struct Engine {
     lua: Lua,
+    /// The interpreter's main thread, which scripts run on.
+    main: stack::MainState,
     scripts: HashMap<String, Compiled>,
-    globals: Table,
-    xpcall: Function,
-    handler: Function,
+    /// The real globals table (scripts see a read-only proxy of it).
+    globals: stack::Registered,
+    /// `__redis__err__handler`.
+    handler: stack::Registered,
     shared: Arc<RunShared>,
-    dispatch: Arc<DispatchSlot>,
     kill: Arc<AtomicBool>,
     command_exists: CommandExists,
 }
@@ -271,20 +288,32 @@ impl Engine {
         // Redis's rand48 state is process-wide and never reseeded between scripts.
         shared.rand.store(api::RAND48_SEED, Ordering::Relaxed);
         let raw = api::primitives(&lua, shared.clone(), command_exists)?;
-        let dispatch = Arc::new(DispatchSlot::default());
-        let (call, pcall) = call_functions(&lua, &shared, &dispatch)?;
-        raw.raw_set("call", call)?;
-        raw.raw_set("pcall", pcall)?;
+        raw.raw_set(
+            "call",
+            stack::c_function::<RedisCall>(&lua, shared.clone())?,
+        )?;
+        raw.raw_set(
+            "pcall",
+            stack::c_function::<RedisPcall>(&lua, shared.clone())?,
+        )?;
         let globals = lua.globals();
-        let (proxy, xpcall): (Table, Function) = lua
+        let proxy: Table = lua
             .load(include_str!("sandbox.lua"))
             .set_name(INTERNAL_CHUNK)
             .set_mode(ChunkMode::Text)
             .call((raw, globals.clone()))?;
         lua.set_globals(proxy)?;
         let handler: Function = globals.raw_get("__redis__err__handler")?;
+        let main = stack::MainState::of(&lua)?;
+        let handler = main.register(&lua, handler)?;
+        let globals = main.register(&lua, globals)?;
         let hook_kill = kill.clone();
         let hook_shared = shared.clone();
+        // Each run leaves two small tables (KEYS, ARGV) as garbage over a heap that is mostly
+        // the sandbox itself; with Lua's default pause (200 %) the collector re-marked that
+        // heap so often that it cost ~5 % of a Redisson acquire. 400 % lets garbage grow to
+        // 3x the live heap (a few hundred KiB) between cycles.
+        lua.gc_set_pause(GC_PAUSE);
         lua.set_hook(
             mlua::HookTriggers::new().every_nth_instruction(HOOK_PERIOD),
             move |_lua, debug| {
@@ -302,12 +331,11 @@ impl Engine {
         )?;
         Ok(Engine {
             lua,
+            main,
             scripts: HashMap::new(),
             globals,
-            xpcall,
             handler,
             shared,
-            dispatch,
             kill,
             command_exists,
         })
@@ -345,6 +373,10 @@ impl Engine {
                 };
                 format!("ERR Error compiling script (new function): {msg}")
             })?;
+        let func = self
+            .main
+            .register(&self.lua, func)
+            .map_err(|e| e.to_string())?;
         self.scripts.insert(sha.clone(), Compiled { flags, func });
         Ok(sha)
     }
@@ -359,144 +391,199 @@ impl Engine {
         self.scripts.len()
     }
 
-    /// Runs the cached script `sha` with `KEYS`/`ARGV`, sending `redis.call` through
+    /// Runs `script` (cached as `sha`) with `KEYS`/`ARGV`, sending `redis.call` through
     /// `dispatcher`, and returns the reply as Redis would send it.
     pub(crate) fn run(
-        &mut self,
+        &self,
+        script: &Compiled,
         sha: &str,
-        keys: &[Bytes],
-        args: &[Bytes],
+        (keys, args): (&[Bytes], &[Bytes]),
         dispatcher: &mut dyn Dispatcher,
     ) -> Frame {
-        let Some(script) = self.scripts.get(sha) else {
-            return Frame::error("NOSCRIPT No matching script. Please use EVAL.");
-        };
-        let func = script.func.clone();
-        self.shared.resp.store(2, Ordering::Relaxed);
-        self.shared.repl.store(REPL_ALL, Ordering::Relaxed);
-        if let Ok(mut at) = self.shared.killed_at.lock() {
+        let shared = &*self.shared;
+        shared.resp.store(2, Ordering::Relaxed);
+        shared.repl.store(REPL_ALL, Ordering::Relaxed);
+        if let Ok(mut at) = shared.killed_at.lock() {
             *at = None;
         }
-        let outcome = self.call_script(func, keys, args, dispatcher);
-        let resp3 = self.shared.resp.load(Ordering::Relaxed) == 3;
-        let killed = self.kill.load(Ordering::Acquire);
+        let kill = &self.kill;
+        let (globals, handler) = (self.globals, self.handler);
+        let outcome = self
+            .main
+            .with(move |stack| -> Result<Frame, stack::StackError> {
+                // Stack from `base`: the real globals, the error handler, then the KEYS/ARGV
+                // strings `redis.call` recognises ([`convert::Known`]).
+                let base = stack.top();
+                let (g, h, first) = (base + 1, base + 2, base + 3);
+                stack.push_registered(globals)?;
+                stack.push_registered(handler)?;
+                let mut known = Vec::with_capacity(keys.len() + args.len());
+                convert::push_known(stack, keys, &mut known)?;
+                let anchored_keys = known.len();
+                convert::push_known(stack, args, &mut known)?;
+                let anchored_args = known.len() - anchored_keys;
+                stack.push_bytes(b"KEYS")?;
+                convert::push_bytes_array(stack, keys, first, anchored_keys)?;
+                stack.raw_set(g)?;
+                stack.push_bytes(b"ARGV")?;
+                convert::push_bytes_array(
+                    stack,
+                    args,
+                    first + anchored_keys as i32,
+                    anchored_args,
+                )?;
+                stack.raw_set(g)?;
+                stack.push_registered(script.func)?;
+                let mut frame = RunFrame {
+                    dispatcher,
+                    known: &known,
+                };
+                let ptr: *mut RunFrame<'_, '_> = &mut frame;
+                shared.dispatch.0.store(ptr.cast(), Ordering::Release);
+                let status = {
+                    let _clear = ClearSlot(&shared.dispatch);
+                    stack.call(0, h)
+                };
+                let resp3 = shared.resp.load(Ordering::Relaxed) == 3;
+                let killed = kill.load(Ordering::Acquire);
+                Ok(match status {
+                    _ if killed => killed_reply(stack, shared, sha),
+                    Ok(()) => convert::reply_at(stack, -1, resp3),
+                    Err(_) if stack.kind(-1) == Kind::Table => {
+                        let top = stack.top();
+                        let msg = convert::string_field(stack, top, b"err").unwrap_or_default();
+                        let source = convert::string_field(stack, top, b"source");
+                        let line = convert::string_field(stack, top, b"line");
+                        error_reply(&msg, sha, source, line)
+                    }
+                    Err(_) => {
+                        let msg = match stack.bytes(-1) {
+                            Some(s) => String::from_utf8_lossy(s).into_owned(),
+                            None => "execution failure".into(),
+                        };
+                        let msg: String = msg.chars().take(100).collect();
+                        convert::error_frame(&format!("ERR Error running script {sha}, {msg}"))
+                    }
+                })
+            });
         match outcome {
-            _ if killed => {
-                let at = self.shared.killed_at.lock().ok().and_then(|a| a.clone());
-                let (source, line) = match (&outcome, at) {
-                    (Ok((false, Value::Table(t))), _) => (
-                        t.raw_get::<Option<String>>("source").ok().flatten(),
-                        t.raw_get::<Option<String>>("line").ok().flatten(),
-                    ),
-                    (_, Some((s, l))) => (Some(s), Some(l.to_string())),
-                    _ => (None, None),
-                };
-                error_reply(KILLED_ERROR, sha, source, line)
-            }
-            Ok((true, value)) => convert::lua_to_frame(&value, resp3, 0),
-            Ok((false, Value::Table(t))) => {
-                let msg = t
-                    .raw_get::<Option<mlua::String>>("err")
-                    .ok()
-                    .flatten()
-                    .map(|s| String::from_utf8_lossy(&s.as_bytes()).into_owned())
-                    .unwrap_or_default();
-                let source = t.raw_get::<Option<String>>("source").ok().flatten();
-                let line = t.raw_get::<Option<String>>("line").ok().flatten();
-                error_reply(&msg, sha, source, line)
-            }
-            Ok((false, other)) => {
-                let msg = match other {
-                    Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
-                    _ => "execution failure".into(),
-                };
-                let msg: String = msg.chars().take(100).collect();
-                convert::error_frame(&format!("ERR Error running script {sha}, {msg}"))
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "lua engine failure");
-                let msg: String = e.to_string().chars().take(100).collect();
-                convert::error_frame(&format!("ERR Error running script {sha}, {msg}"))
-            }
+            Some(Ok(reply)) => reply,
+            Some(Err(stack::StackError)) => convert::error_frame("ERR reached lua stack limit"),
+            None => convert::error_frame(&format!(
+                "ERR Error running script {sha}, the interpreter is busy"
+            )),
         }
-    }
-
-    fn call_script(
-        &mut self,
-        func: Function,
-        keys: &[Bytes],
-        args: &[Bytes],
-        dispatcher: &mut dyn Dispatcher,
-    ) -> mlua::Result<(bool, Value)> {
-        self.globals
-            .raw_set("KEYS", convert::bytes_table(&self.lua, keys)?)?;
-        self.globals
-            .raw_set("ARGV", convert::bytes_table(&self.lua, args)?)?;
-        let mut dispatcher = dispatcher;
-        let ptr: *mut &mut dyn Dispatcher = &mut dispatcher;
-        self.dispatch.0.store(ptr.cast(), Ordering::Release);
-        let _clear = ClearSlot(&self.dispatch);
-        let (ok, value): (bool, Value) = self.xpcall.call((func, &self.handler))?;
-        Ok((ok, value))
     }
 }
 
-/// `redis.call` and `redis.pcall`, created once per interpreter: they run commands through the
-/// dispatcher of the run in progress ([`DispatchSlot`]).
-fn call_functions(
-    lua: &Lua,
-    shared: &Arc<RunShared>,
-    dispatch: &Arc<DispatchSlot>,
-) -> mlua::Result<(Function, Function)> {
-    fn run(
-        lua: &Lua,
-        shared: &RunShared,
-        dispatch: &DispatchSlot,
-        argv: MultiValue,
-    ) -> mlua::Result<(bool, Value)> {
-        let resp3 = shared.resp.load(Ordering::Relaxed) == 3;
-        let repl = shared.repl.load(Ordering::Relaxed);
-        convert::dispatch(lua, argv, resp3, |argv| {
-            dispatch
-                .with(|d| d.call(argv, resp3, repl))
-                .unwrap_or_else(|| Err("ERR redis.call is only available inside a script".into()))
+/// The reply of a script stopped by `SCRIPT KILL`, located where the hook stopped it (or
+/// where the error value says).
+fn killed_reply(stack: &mut Stack<'_>, shared: &RunShared, sha: &str) -> Frame {
+    let (source, line) = if stack.kind(-1) == Kind::Table {
+        let top = stack.top();
+        (
+            convert::string_field(stack, top, b"source"),
+            convert::string_field(stack, top, b"line"),
+        )
+    } else {
+        (None, None)
+    };
+    let (source, line) = match (source, line) {
+        (Some(s), Some(l)) => (Some(s), Some(l)),
+        _ => match shared.killed_at.lock().ok().and_then(|a| a.clone()) {
+            Some((s, l)) => (Some(s.into_bytes()), Some(l.to_string().into_bytes())),
+            None => (None, None),
+        },
+    };
+    error_reply(KILLED_ERROR.as_bytes(), sha, source, line)
+}
+
+/// `redis.call`: runs a command through the run's dispatcher; an error reply is raised.
+struct RedisCall;
+/// `redis.pcall`: as `redis.call`, but an error reply is returned as its error table.
+struct RedisPcall;
+
+impl CFunction for RedisCall {
+    type Context = RunShared;
+    fn call(stack: &mut Stack<'_>, shared: &RunShared) -> Return {
+        match redis_call(stack, shared) {
+            Ok(true) => Return::Values(1),
+            Ok(false) => Return::Raise,
+            Err(_) => stack_limit(stack),
+        }
+    }
+}
+
+impl CFunction for RedisPcall {
+    type Context = RunShared;
+    fn call(stack: &mut Stack<'_>, shared: &RunShared) -> Return {
+        match redis_call(stack, shared) {
+            Ok(_) => Return::Values(1),
+            Err(_) => stack_limit(stack),
+        }
+    }
+}
+
+/// Raises the error for a reply too deep for the Lua stack.
+fn stack_limit(stack: &mut Stack<'_>) -> Return {
+    stack.pop(stack.top());
+    match stack.push_bytes(b"reached lua stack limit") {
+        Ok(()) => Return::Raise,
+        Err(_) => Return::Values(0),
+    }
+}
+
+/// One `redis.call`/`redis.pcall` (Redis's `luaRedisGenericCommand`): pushes the reply and
+/// returns `true`, or pushes the error table and returns `false`.
+fn redis_call(stack: &mut Stack<'_>, shared: &RunShared) -> Result<bool, stack::StackError> {
+    let resp3 = shared.resp.load(Ordering::Relaxed) == 3;
+    let repl = shared.repl.load(Ordering::Relaxed);
+    let outcome = shared
+        .dispatch
+        .with(|frame| match convert::argv_from_stack(stack, frame.known) {
+            Ok(argv) => Ok(frame.dispatcher.call(&argv, resp3, repl)),
+            Err(msg) => Err(msg),
         })
-    }
-    let (s, d) = (shared.clone(), dispatch.clone());
-    let call = lua.create_function(move |lua, argv: MultiValue| match run(lua, &s, &d, argv)? {
-        (true, v) => Ok(v),
-        (false, v) => Err(mlua::Error::external(raise_payload(&v))),
-    })?;
-    let (s, d) = (shared.clone(), dispatch.clone());
-    let pcall = lua.create_function(move |lua, argv: MultiValue| Ok(run(lua, &s, &d, argv)?.1))?;
-    Ok((call, pcall))
-}
-
-/// The payload `redis.call` raises for an error table.
-fn raise_payload(v: &Value) -> api::Raised {
-    match v {
-        Value::Table(t) => {
-            let err = t
-                .raw_get::<Option<mlua::String>>("err")
-                .ok()
-                .flatten()
-                .map(|s| s.as_bytes().to_vec())
-                .unwrap_or_default();
-            let ignore = t
-                .raw_get::<Option<bool>>("ignore_error_stats_update")
-                .ok()
-                .flatten()
-                .unwrap_or(false);
-            api::Raised::Table(err, ignore)
+        .unwrap_or_else(|| {
+            Ok(Err(
+                "ERR redis.call is only available inside a script".into()
+            ))
+        });
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(msg) => {
+            convert::push_error_table(stack, msg, false)?;
+            return Ok(false);
         }
-        _ => api::Raised::Table(b"ERR unknown error".to_vec(), false),
+    };
+    match outcome {
+        Err(text) => {
+            let mut line = Vec::with_capacity(text.len() + 1);
+            line.push(b'-');
+            line.extend_from_slice(text.as_bytes());
+            convert::push_error_table(stack, &line, true)?;
+            Ok(false)
+        }
+        Ok(Frame::Error(e)) => {
+            let mut line = Vec::with_capacity(e.len() + 1);
+            line.push(b'-');
+            line.extend_from_slice(&e);
+            convert::push_error_table(stack, &line, true)?;
+            Ok(false)
+        }
+        Ok(frame) => {
+            convert::push_reply(stack, frame, resp3)?;
+            Ok(true)
+        }
     }
 }
 
 /// The reply for a script that raised `msg`: `-<msg> script: <sha>, on <source>:<line>.`
-fn error_reply(msg: &str, sha: &str, source: Option<String>, line: Option<String>) -> Frame {
-    let mut text = msg.to_string();
+fn error_reply(msg: &[u8], sha: &str, source: Option<Vec<u8>>, line: Option<Vec<u8>>) -> Frame {
+    let mut text = String::from_utf8_lossy(msg).into_owned();
     if let (Some(source), Some(line)) = (source, line) {
+        let source = String::from_utf8_lossy(&source);
+        let line = String::from_utf8_lossy(&line);
         text.push_str(&format!(" script: {sha}, on {source}:{line}."));
     }
     convert::error_frame(&text)

@@ -237,4 +237,4 @@ end
 
 local proxy = protect(G, protect({__index = missing_global}))
 G._G = proxy
-return proxy, basexpcall
+return proxy
