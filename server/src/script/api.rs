@@ -158,7 +158,7 @@ struct AclCheck;
 impl CFunction for AclCheck {
     type Context = CommandExists;
     fn call(stack: &mut Stack<'_>, command_exists: &CommandExists) -> Return {
-        let pushed = match super::convert::argv_from_stack(stack, &[]) {
+        let pushed = match super::convert::argv_from_stack(stack, &[], &mut Default::default()) {
             Ok(argv) if command_exists(&argv) => stack.push_bool(true),
             Ok(_) => super::convert::push_error_table(
                 stack,

@@ -173,12 +173,64 @@ pub(super) struct Known {
     pub(super) bytes: Bytes,
 }
 
+/// Copies of short strings recently passed to `redis.call` that were not [`Known`] (command
+/// names, literal field names), so a script's constants are not copied on every call. An
+/// entry is found by the Lua string's address and used only if its bytes are equal too, so a
+/// string collected since and another one at the same address can never be mistaken for it.
+#[derive(Debug, Default)]
+pub(super) struct ShortStrings {
+    slots: [(usize, Bytes); SHORT_SLOTS],
+    /// Recently formatted integer arguments (`1`, `-1` of `HINCRBY`), by value.
+    ints: [Option<(i64, Bytes)>; INT_SLOTS],
+}
+
+/// Entries of [`ShortStrings::ints`].
+const INT_SLOTS: usize = 8;
+
+/// Entries of [`ShortStrings`] (direct-mapped by address).
+const SHORT_SLOTS: usize = 32;
+/// Longest string [`ShortStrings`] keeps.
+const SHORT_MAX: usize = 32;
+
+impl ShortStrings {
+    /// `s` (a Lua string's bytes, at its address) as `Bytes`.
+    fn get(&mut self, s: &[u8]) -> Bytes {
+        if s.len() > SHORT_MAX {
+            return Bytes::copy_from_slice(s);
+        }
+        let addr = s.as_ptr() as usize;
+        let Some(slot) = self.slots.get_mut((addr >> 4) % SHORT_SLOTS) else {
+            return Bytes::copy_from_slice(s);
+        };
+        if slot.0 != addr || slot.1 != s {
+            *slot = (addr, Bytes::copy_from_slice(s));
+        }
+        slot.1.clone()
+    }
+
+    /// `n` in decimal, as `Bytes`.
+    fn int(&mut self, n: i64) -> Bytes {
+        let Some(slot) = self.ints.get_mut(n.unsigned_abs() as usize % INT_SLOTS) else {
+            return Bytes::copy_from_slice(itoa::Buffer::new().format(n).as_bytes());
+        };
+        match slot {
+            Some((v, b)) if *v == n => b.clone(),
+            _ => {
+                let b = Bytes::copy_from_slice(itoa::Buffer::new().format(n).as_bytes());
+                *slot = Some((n, b.clone()));
+                b
+            }
+        }
+    }
+}
+
 /// `luaArgsToRedisArgv`: the values `1..=top` as a command line; strings as they are, numbers
 /// as `%.17g` (integral ones below 1e17 as integers). Anything else (or no argument) is the
 /// error Redis answers with.
 pub(super) fn argv_from_stack(
     stack: &Stack<'_>,
     known: &[Known],
+    short: &mut ShortStrings,
 ) -> Result<Vec<Bytes>, &'static [u8]> {
     let argc = stack.top();
     if argc <= 0 {
@@ -194,12 +246,12 @@ pub(super) fn argv_from_stack(
                     .find(|k| k.addr == addr && k.bytes.len() == s.len())
                 {
                     Some(k) => k.bytes.clone(),
-                    None => Bytes::copy_from_slice(s),
+                    None => short.get(s),
                 }
             }
             Scalar::Number(n) => {
                 if n.fract() == 0.0 && n.abs() < 1e17 && !(n == 0.0 && n.is_sign_negative()) {
-                    Bytes::copy_from_slice(itoa::Buffer::new().format(n as i64).as_bytes())
+                    short.int(n as i64)
                 } else {
                     Bytes::from(format_double(n))
                 }
@@ -495,6 +547,23 @@ mod tests {
         assert_eq!(number_to_i64(f64::INFINITY), i64::MIN);
         assert_eq!(number_to_i64(f64::NAN), i64::MIN);
         assert_eq!(number_to_i64(9.3e18), i64::MIN);
+    }
+
+    #[test]
+    fn short_strings_never_return_stale_bytes_for_a_reused_address() {
+        let mut cache = ShortStrings::default();
+        let mut buf = b"hincrby".to_vec();
+        assert_eq!(cache.get(&buf), &b"hincrby"[..]);
+        assert_eq!(cache.get(&buf), &b"hincrby"[..]);
+        // Same address and length, other bytes (as a collected string's memory reused).
+        buf.copy_from_slice(b"hexists");
+        assert_eq!(cache.get(&buf), &b"hexists"[..]);
+        let long = vec![b'x'; SHORT_MAX + 1];
+        assert_eq!(cache.get(&long), &long[..]);
+        for n in [-1, 0, 1, 7, 8, 9, -9, 123_456_789] {
+            assert_eq!(cache.int(n), n.to_string().as_bytes());
+            assert_eq!(cache.int(n), n.to_string().as_bytes());
+        }
     }
 
     #[test]

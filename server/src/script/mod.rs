@@ -92,6 +92,8 @@ struct RunFrame<'d, 'k> {
     dispatcher: &'d mut dyn Dispatcher,
     /// The `KEYS`/`ARGV` strings the run holds, for arguments that need no copy.
     known: &'k [convert::Known],
+    /// The engine's cache of short argument strings.
+    short: &'k mut convert::ShortStrings,
 }
 
 /// Nulls the dispatch slot when a run ends (also on unwinding).
@@ -260,6 +262,8 @@ pub(crate) struct Engine {
     globals: stack::Registered,
     /// `__redis__err__handler`.
     handler: stack::Registered,
+    /// Short `redis.call` argument strings, shared by runs.
+    short: std::cell::RefCell<convert::ShortStrings>,
     shared: Arc<RunShared>,
     kill: Arc<AtomicBool>,
     command_exists: CommandExists,
@@ -332,6 +336,7 @@ impl Engine {
         Ok(Engine {
             lua,
             main,
+            short: Default::default(),
             scripts: HashMap::new(),
             globals,
             handler,
@@ -408,6 +413,11 @@ impl Engine {
         }
         let kill = &self.kill;
         let (globals, handler) = (self.globals, self.handler);
+        let Ok(mut short) = self.short.try_borrow_mut() else {
+            return convert::error_frame(&format!(
+                "ERR Error running script {sha}, the interpreter is busy"
+            ));
+        };
         let outcome = self
             .main
             .with(move |stack| -> Result<Frame, stack::StackError> {
@@ -437,6 +447,7 @@ impl Engine {
                 let mut frame = RunFrame {
                     dispatcher,
                     known: &known,
+                    short: &mut short,
                 };
                 let ptr: *mut RunFrame<'_, '_> = &mut frame;
                 shared.dispatch.0.store(ptr.cast(), Ordering::Release);
@@ -540,10 +551,12 @@ fn redis_call(stack: &mut Stack<'_>, shared: &RunShared) -> Result<bool, stack::
     let repl = shared.repl.load(Ordering::Relaxed);
     let outcome = shared
         .dispatch
-        .with(|frame| match convert::argv_from_stack(stack, frame.known) {
-            Ok(argv) => Ok(frame.dispatcher.call(&argv, resp3, repl)),
-            Err(msg) => Err(msg),
-        })
+        .with(
+            |frame| match convert::argv_from_stack(stack, frame.known, frame.short) {
+                Ok(argv) => Ok(frame.dispatcher.call(&argv, resp3, repl)),
+                Err(msg) => Err(msg),
+            },
+        )
         .unwrap_or_else(|| {
             Ok(Err(
                 "ERR redis.call is only available inside a script".into()
