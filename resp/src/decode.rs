@@ -293,6 +293,9 @@ impl RequestDecoder {
                     continue;
                 }
                 self.pending = count as usize;
+                // One allocation for the argument vector (bounded, as Redis bounds its own
+                // preallocation to 1024 slots, so a huge count costs nothing up front).
+                self.args.reserve_exact(self.pending.min(1024));
             }
             while self.pending > 0 {
                 let len = match self.bulk_len {
