@@ -101,16 +101,13 @@ fn check_writable(ctx: &mut Ctx<'_>, key: &Bytes) -> Result<bool, CommandError> 
 }
 
 /// The hash at `key` for writing, created empty if absent (callers then add to it and call
-/// `ctx.modified`), or `WRONGTYPE`.
+/// `ctx.modified`), or `WRONGTYPE` (then nothing is created). One key lookup.
 fn write<'c>(ctx: &'c mut Ctx<'_>, key: &Bytes) -> Result<&'c mut HashValue, CommandError> {
-    if !check_writable(ctx, key)? {
-        let now = ctx.now;
-        ctx.db()
-            .insert(key.clone(), Value::Hash(HashValue::new()), None, now);
-    }
-    let now = ctx.now;
-    match ctx.db().lookup_mut(key, now).map(|e| &mut e.value) {
-        Some(Value::Hash(h)) => Ok(h),
+    match &mut ctx
+        .find_or_insert(key, || Value::Hash(HashValue::new()))
+        .value
+    {
+        Value::Hash(h) => Ok(h),
         _ => Err(CommandError::WrongType),
     }
 }
