@@ -432,12 +432,13 @@ impl Ctx<'_> {
 
     /// The live entry at `key` (touched; a keyspace hit), or a new one holding `make()` with no
     /// deadline if the key is absent or expired (a miss; an expired key gets its expiry side
-    /// effects first), with one hash. The caller checks the type of what it gets.
+    /// effects first), with one hash; and whether it was a hit. The caller checks the type of
+    /// what it gets.
     pub(crate) fn find_or_insert(
         &mut self,
         key: &Bytes,
         make: impl FnOnce() -> Value,
-    ) -> &mut Entry {
+    ) -> (&mut Entry, bool) {
         let (db, now) = (self.client.db, self.now);
         let state = &mut *self.state;
         // The selected index is always validated by SELECT/SWAPDB against `databases`.
@@ -452,7 +453,7 @@ impl Ctx<'_> {
         } else {
             state.stats.keyspace_misses += 1;
         }
-        entry
+        (entry, existed)
     }
 
     /// Reads `key` (lazy expiry, hit/miss stats).
