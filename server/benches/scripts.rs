@@ -73,6 +73,13 @@ fn scripts(c: &mut Criterion) {
             client.execute(&release_cmd)
         })
     });
+    let hset_cmd = argv(&["HSET", "plain:hash", "field", "value"]);
+    group.bench_function("plain_hset", |b| b.iter(|| client.execute(&hset_cmd)));
+    let hincrby_cmd = argv(&["HINCRBY", "plain:hash", "counter", "1"]);
+    group.bench_function("plain_hincrby", |b| b.iter(|| client.execute(&hincrby_cmd)));
+    client.execute(&hset_cmd);
+    let pexpire_cmd = argv(&["PEXPIRE", "plain:hash", "30000"]);
+    group.bench_function("plain_pexpire", |b| b.iter(|| client.execute(&pexpire_cmd)));
     group.finish();
     drop(client);
     rt.block_on(server.shutdown());

@@ -381,13 +381,19 @@ pub(crate) fn show_counts(handle: &ClientHandle, (sub, psub, ssub): (usize, usiz
 /// into publishes per `notify-keyspace-events`, interleaved with `PUBLISH`es where they were
 /// raised), then shard-channel messages. Clears the three lists.
 pub(crate) fn deliver(state: &mut State, effects: &mut Effects, now_ms: u64) {
+    if state.pubsub.is_empty() {
+        // Nobody listens (`now_ms` may be a dummy then): drop the messages but keep the
+        // buffers, which the next command of the batch reuses.
+        effects.events.clear();
+        effects.event_marks.clear();
+        effects.publishes.clear();
+        effects.shard_publishes.clear();
+        return;
+    }
     let events = std::mem::take(&mut effects.events);
     let marks = std::mem::take(&mut effects.event_marks);
     let publishes = std::mem::take(&mut effects.publishes);
     let shard = std::mem::take(&mut effects.shard_publishes);
-    if state.pubsub.is_empty() {
-        return;
-    }
     let flags = state.notify_flags;
     let mut published = publishes.into_iter().enumerate().peekable();
     for (i, (db, class, event, key)) in events.into_iter().enumerate() {

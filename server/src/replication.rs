@@ -127,6 +127,12 @@ impl ReplState {
         self.mirror.clone()
     }
 
+    /// Whether a replication backlog exists (a replica attached once, or the node is a
+    /// replica): only then does [`feed`] consume write effects.
+    pub(crate) fn has_backlog(&self) -> bool {
+        self.backlog
+    }
+
     /// Whether a write from `client` must be refused (`READONLY`): on a replica, from anyone
     /// but the master's stream.
     pub(crate) fn refuses_write_from(&self, client: &ClientState) -> bool {

@@ -102,11 +102,8 @@ impl State {
         if let Some(d) = self.dbs.get_mut(db) {
             if d.remove(key).is_some() {
                 self.stats.expired_keys += 1;
-                effects.keyspace_event(db, crate::notify::EXPIRED, "expired", key);
-                effects.modified.push((db, key.clone()));
-                effects
-                    .propagate
-                    .push((db, vec![Bytes::from_static(b"DEL"), key.clone()]));
+                let propagating = effects.propagating(&self.repl);
+                effects.key_expired(db, key, propagating);
             }
         }
     }
@@ -128,7 +125,7 @@ impl State {
 }
 
 /// Side effects of executing commands, applied by the connection once the command is done.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Effects {
     /// Pub/sub messages to deliver, in publish order: (channel, message).
     pub(crate) publishes: Vec<(Bytes, Bytes)>,
@@ -142,11 +139,52 @@ pub(crate) struct Effects {
     pub(crate) events: Vec<(usize, u32, &'static str, Bytes)>,
     /// Keys written: (db, key); drives WATCH invalidation and blocked-client wake-ups.
     pub(crate) modified: Vec<(usize, Bytes)>,
-    /// Write effects for replicas, in order: (db, argv).
+    /// Write effects for replicas, in order: (db, argv). Recorded only while
+    /// [`Effects::propagating`] says something will consume them.
     pub(crate) propagate: Vec<(usize, Vec<Bytes>)>,
+    /// Record `propagate` even when no replication backlog consumes it. On in unit tests
+    /// (which inspect what a command propagates without a replica), off otherwise.
+    pub(crate) record_propagation: bool,
+}
+
+// Not derived: `record_propagation` defaults to on in unit tests.
+#[allow(clippy::derivable_impls)]
+impl Default for Effects {
+    fn default() -> Self {
+        Effects {
+            publishes: Vec::new(),
+            shard_publishes: Vec::new(),
+            event_marks: Vec::new(),
+            events: Vec::new(),
+            modified: Vec::new(),
+            propagate: Vec::new(),
+            record_propagation: cfg!(test),
+        }
+    }
 }
 
 impl Effects {
+    /// Whether write effects must be recorded in `propagate`: only
+    /// [`crate::replication::feed`] reads them, and it drops them unless the node has a
+    /// replication backlog, so without one, copying every write's argv is wasted. The backlog
+    /// never goes away once it exists, and a node that gains one mid-command (becoming a
+    /// replica) drops its own effects anyway, so this never loses an entry `feed` would send.
+    pub(crate) fn propagating(&self, repl: &crate::replication::ReplState) -> bool {
+        self.record_propagation || repl.has_backlog()
+    }
+
+    /// Records the side effects of reclaiming expired `key` in `db` (already removed): the
+    /// `expired` keyspace event, WATCH invalidation and, if `propagating`, a `DEL` for
+    /// replicas.
+    pub(crate) fn key_expired(&mut self, db: usize, key: &Bytes, propagating: bool) {
+        self.keyspace_event(db, crate::notify::EXPIRED, "expired", key);
+        self.modified.push((db, key.clone()));
+        if propagating {
+            self.propagate
+                .push((db, vec![Bytes::from_static(b"DEL"), key.clone()]));
+        }
+    }
+
     /// Records a keyspace event of class `class` (see [`crate::notify`]).
     pub(crate) fn keyspace_event(
         &mut self,
@@ -280,9 +318,15 @@ impl State {
     pub(crate) fn finish_effects(&mut self, node: &Node, effects: &mut Effects) {
         // First, so the pops of served clients join the events, WATCH and propagation below.
         crate::blocking::serve_ready(self, node, effects);
-        let now = node.clock.now_ms();
         crate::transaction::touch_watched(self, node, &effects.modified);
         crate::cluster::broadcast(node, &effects.publishes);
+        // Reading the clock costs about as much as a small command; `deliver` only needs it
+        // when there are subscribers.
+        let now = if self.pubsub.is_empty() {
+            0
+        } else {
+            node.clock.now_ms()
+        };
         crate::pubsub::deliver(self, effects, now);
         crate::replication::feed(&mut self.repl, &effects.propagate);
         effects.modified.clear();

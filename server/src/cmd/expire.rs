@@ -134,11 +134,10 @@ fn expire_generic(
         return Err(invalid());
     }
     when += basetime;
-    if ctx.lookup_mut(&key).is_none() {
+    let Some(current) = ctx.lookup_mut(&key).map(|e| e.expire_at) else {
         return Ok(Frame::Integer(0));
-    }
+    };
     if nx || xx || gt || lt {
-        let current = ctx.db().raw(&key).and_then(|e| e.expire_at);
         let current = current.map(|c| c as i64);
         if nx && current.is_some() {
             return Ok(Frame::Integer(0));
@@ -163,28 +162,22 @@ fn expire_generic(
     ctx.db().set_expire(&key, Some(when as u64));
     ctx.modified(&key);
     ctx.notify(notify::GENERIC, "expire", &key);
-    let mut argv = vec![
-        Bytes::from_static(b"PEXPIREAT"),
-        key,
-        Bytes::from(when.to_string()),
-    ];
-    argv.extend(options.iter().cloned());
-    ctx.propagate(argv);
+    if ctx.propagating() {
+        let mut argv = vec![
+            Bytes::from_static(b"PEXPIREAT"),
+            key,
+            Bytes::from(when.to_string()),
+        ];
+        argv.extend(options.iter().cloned());
+        ctx.propagate(argv);
+    }
     Ok(Frame::Integer(1))
 }
 
 /// The deadline of `key` without touching its access time: `None` if the key is missing,
 /// `Some(None)` if it has no TTL.
 fn deadline(ctx: &mut Ctx<'_>, key: &Bytes) -> Option<Option<u64>> {
-    ctx.expire_if_needed(key);
-    let now = ctx.now;
-    let found = ctx.db().get(key, now).map(|e| e.expire_at);
-    if found.is_some() {
-        ctx.state.stats.keyspace_hits += 1;
-    } else {
-        ctx.state.stats.keyspace_misses += 1;
-    }
-    found
+    ctx.find(key, false).map(|e| e.expire_at)
 }
 
 /// Redis's `ttlGenericCommand`.

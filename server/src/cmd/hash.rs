@@ -6,7 +6,7 @@
 
 use super::ldouble::{self, Ld, LongDouble};
 use super::{flags::*, scan, Args, CmdResult, CommandError, CommandSpec, Ctx};
-use crate::db::{HashValue, Value};
+use crate::db::{Entry, HashValue, Value};
 use crate::notify;
 use bytes::Bytes;
 use locksmith_resp::{Frame, Version};
@@ -101,16 +101,24 @@ fn check_writable(ctx: &mut Ctx<'_>, key: &Bytes) -> Result<bool, CommandError> 
 }
 
 /// The hash at `key` for writing, created empty if absent (callers then add to it and call
-/// `ctx.modified`), or `WRONGTYPE`.
+/// `ctx.modified`), or `WRONGTYPE` (then nothing is created). One key lookup.
 fn write<'c>(ctx: &'c mut Ctx<'_>, key: &Bytes) -> Result<&'c mut HashValue, CommandError> {
-    if !check_writable(ctx, key)? {
-        let now = ctx.now;
-        ctx.db()
-            .insert(key.clone(), Value::Hash(HashValue::new()), None, now);
-    }
-    let now = ctx.now;
-    match ctx.db().lookup_mut(key, now).map(|e| &mut e.value) {
-        Some(Value::Hash(h)) => Ok(h),
+    write_found(ctx, key).map(|(h, _)| h)
+}
+
+/// [`write`], also telling whether the hash existed (a keyspace hit).
+fn write_found<'c>(
+    ctx: &'c mut Ctx<'_>,
+    key: &Bytes,
+) -> Result<(&'c mut HashValue, bool), CommandError> {
+    match ctx.find_or_insert(key, || Value::Hash(HashValue::new())) {
+        (
+            Entry {
+                value: Value::Hash(h),
+                ..
+            },
+            existed,
+        ) => Ok((h, existed)),
         _ => Err(CommandError::WrongType),
     }
 }
@@ -312,15 +320,29 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let field = args.bytes()?;
     let by = args.i64()?;
-    check_writable(ctx, &key)?;
-    let current = match read(ctx, &key)?.and_then(|h| h.get(&field)) {
-        Some(v) => {
-            super::parse_i64(v).map_err(|_| CommandError::err("hash value is not an integer"))?
+    // Creating the hash first is safe: a new hash has no field, so 0 + by cannot fail.
+    let (h, existed) = write_found(ctx, &key)?;
+    let outcome = match h.entry(field) {
+        indexmap::map::Entry::Occupied(mut field) => super::parse_i64(field.get())
+            .map_err(|_| CommandError::err("hash value is not an integer"))
+            .and_then(|current| current.checked_add(by).ok_or(CommandError::Overflow))
+            .inspect(|new| {
+                field.insert(Bytes::from(new.to_string()));
+            }),
+        indexmap::map::Entry::Vacant(field) => {
+            field.insert(Bytes::from(by.to_string()));
+            Ok(by)
         }
-        None => 0,
     };
-    let new = current.checked_add(by).ok_or(CommandError::Overflow)?;
-    write(ctx, &key)?.insert(field, Bytes::from(new.to_string()));
+    // INFO's keyspace_hits/misses count HINCRBY as it always did: a lookup to check the type,
+    // one to read the field and, when it succeeds, one to write it.
+    let more = if outcome.is_ok() { 2 } else { 1 };
+    if existed {
+        ctx.state.stats.keyspace_hits += more;
+    } else {
+        ctx.state.stats.keyspace_misses += more;
+    }
+    let new = outcome?;
     ctx.modified(&key);
     ctx.notify(notify::HASH, "hincrby", &key);
     Ok(Frame::Integer(new))

@@ -166,21 +166,7 @@ fn type_(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// Reads `key` without touching its access time (Redis's `LOOKUP_NOTOUCH`): lazy expiry and
 /// hit/miss stats still apply.
 fn peek<'c>(ctx: &'c mut Ctx<'_>, key: &Bytes) -> Option<&'c Entry> {
-    ctx.expire_if_needed(key);
-    let now = ctx.now;
-    let db = ctx.client.db;
-    let found = ctx
-        .state
-        .dbs
-        .get(db)
-        .and_then(|d| d.get(key, now))
-        .is_some();
-    if found {
-        ctx.state.stats.keyspace_hits += 1;
-    } else {
-        ctx.state.stats.keyspace_misses += 1;
-    }
-    ctx.state.dbs.get(db)?.get(key, now)
+    ctx.find(key, false).map(|e| &*e)
 }
 
 /// Reclaims `key` in database `db` (not necessarily the selected one) if its TTL ran out;

@@ -31,11 +31,10 @@ pub(crate) use error::{lossy, CmdResult, CommandError};
 pub(crate) use parse::{parse_f64, parse_i64, Args};
 
 use crate::client::ClientState;
-use crate::db::{Db, Entry, Value};
+use crate::db::{Db, Entry, Found, Removed, Value};
 use crate::shared::{Effects, Node, State};
 use bytes::Bytes;
 use locksmith_resp::Frame;
-use std::collections::HashMap;
 use std::sync::LazyLock;
 
 /// Command flags, named as `COMMAND INFO` reports them.
@@ -246,26 +245,86 @@ fn families() -> [&'static [CommandSpec]; 15] {
     ]
 }
 
-static TABLE: LazyLock<HashMap<&'static str, &'static CommandSpec>> = LazyLock::new(|| {
-    families()
-        .into_iter()
-        .flatten()
-        .map(|spec| (spec.name, spec))
-        .collect()
-});
+/// FNV-1a offset basis and prime (64-bit).
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0100_0000_01b3;
 
-/// The command table.
-pub(crate) fn table() -> &'static HashMap<&'static str, &'static CommandSpec> {
-    &TABLE
+/// The command table: open addressing over the FNV-1a hash of the lowercase name. The table is
+/// fixed at compile time and a probe ends with an exact name comparison, so a client cannot
+/// flood it (the worst a chosen name does is one short probe sequence); an unkeyed hash is
+/// enough and spares SipHash on every command.
+struct Table {
+    /// Power-of-two sized, at most half full, so every probe sequence meets an empty slot.
+    slots: Box<[Option<&'static CommandSpec>]>,
+    /// Every top-level command once.
+    specs: Vec<&'static CommandSpec>,
 }
 
-/// Looks a command up by name, ignoring ASCII case.
+impl Table {
+    fn build() -> Table {
+        let count = families().iter().map(|f| f.len()).sum::<usize>();
+        let size = (count * 2).next_power_of_two().max(16);
+        let mut slots: Vec<Option<&'static CommandSpec>> = vec![None; size];
+        for spec in families().into_iter().flatten() {
+            let mut i = name_hash(spec.name.as_bytes()) as usize & (size - 1);
+            // A later family's spec with the same name replaces the earlier one.
+            while let Some(Some(other)) = slots.get(i) {
+                if other.name == spec.name {
+                    break;
+                }
+                i = (i + 1) & (size - 1);
+            }
+            if let Some(slot) = slots.get_mut(i) {
+                *slot = Some(spec);
+            }
+        }
+        let specs = slots.iter().flatten().copied().collect();
+        Table {
+            slots: slots.into_boxed_slice(),
+            specs,
+        }
+    }
+
+    /// The spec named `lower` (already lowercase), whose name hashes to `hash`.
+    fn find(&self, hash: u64, lower: &[u8]) -> Option<&'static CommandSpec> {
+        let mask = self.slots.len() - 1;
+        let mut i = hash as usize & mask;
+        for _ in 0..self.slots.len() {
+            let spec = (*self.slots.get(i)?)?;
+            if spec.name.as_bytes() == lower {
+                return Some(spec);
+            }
+            i = (i + 1) & mask;
+        }
+        None
+    }
+}
+
+/// FNV-1a of a lowercase name.
+fn name_hash(lower: &[u8]) -> u64 {
+    lower.iter().fold(FNV_OFFSET, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(FNV_PRIME)
+    })
+}
+
+static TABLE: LazyLock<Table> = LazyLock::new(Table::build);
+
+/// Every top-level command, in no particular order.
+pub(crate) fn table() -> &'static [&'static CommandSpec] {
+    &TABLE.specs
+}
+
+/// Looks a command up by name, ignoring ASCII case (no allocation: names longer than any
+/// command are unknown).
 pub(crate) fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
     let mut buf = [0u8; 32];
     let lower = buf.get_mut(..name.len())?;
-    lower.copy_from_slice(name);
-    lower.make_ascii_lowercase();
-    TABLE.get(std::str::from_utf8(lower).ok()?).copied()
+    let mut hash = FNV_OFFSET;
+    for (l, b) in lower.iter_mut().zip(name) {
+        *l = b.to_ascii_lowercase();
+        hash = (hash ^ u64::from(*l)).wrapping_mul(FNV_PRIME);
+    }
+    TABLE.find(hash, lower)
 }
 
 /// Looks up the spec `argv` names: the subcommand's spec for a container command.
@@ -277,14 +336,11 @@ pub(crate) fn resolve(argv: &[Bytes]) -> Result<Resolved, CommandError> {
     let name = argv.first().ok_or(CommandError::Syntax)?;
     let spec = lookup(name).ok_or_else(|| CommandError::unknown_command(argv))?;
     if !spec.subcommands.is_empty() && argv.len() >= 2 {
-        let sub = argv
-            .get(1)
-            .map(|s| s.to_ascii_lowercase())
-            .unwrap_or_default();
+        let sub = argv.get(1).map_or(&[][..], |s| &s[..]);
         let found = spec
             .subcommands
             .iter()
-            .find(|s| s.name.as_bytes() == sub.as_slice());
+            .find(|s| s.name.as_bytes().eq_ignore_ascii_case(sub));
         return match found {
             Some(sub_spec) if sub_spec.arity_ok(argv.len()) => Ok(Resolved {
                 spec: sub_spec,
@@ -344,38 +400,70 @@ impl Ctx<'_> {
         &mut self.state.dbs[index]
     }
 
-    /// Reclaims `key` if its TTL ran out (with the expiry side effects).
-    pub(crate) fn expire_if_needed(&mut self, key: &Bytes) {
-        let db = self.client.db;
-        let expired = self
-            .state
-            .dbs
-            .get(db)
-            .and_then(|d| d.raw(key))
-            .and_then(|e| e.expire_at)
-            .is_some_and(|at| at <= self.now);
-        if expired {
-            self.state.expire_key(db, key, self.effects);
+    /// Finds `key` in the selected db, hashing it once: a live entry (its access time touched
+    /// if `touch`, as Redis's lookups do unless `LOOKUP_NOTOUCH`) counts a keyspace hit;
+    /// otherwise a miss, after reclaiming the key with the expiry side effects if its TTL ran
+    /// out.
+    pub(crate) fn find(&mut self, key: &Bytes, touch: bool) -> Option<&mut Entry> {
+        let (db, now) = (self.client.db, self.now);
+        let state = &mut *self.state;
+        let found = match state.dbs.get_mut(db) {
+            Some(d) => d.find_live(key, now, touch),
+            None => Found::Missing,
+        };
+        match found {
+            Found::Live(entry) => {
+                state.stats.keyspace_hits += 1;
+                Some(entry)
+            }
+            Found::Expired(key) => {
+                state.stats.expired_keys += 1;
+                let propagating = self.effects.propagating(&state.repl);
+                self.effects.key_expired(db, &key, propagating);
+                state.stats.keyspace_misses += 1;
+                None
+            }
+            Found::Missing => {
+                state.stats.keyspace_misses += 1;
+                None
+            }
         }
+    }
+
+    /// The live entry at `key` (touched; a keyspace hit), or a new one holding `make()` with no
+    /// deadline if the key is absent or expired (a miss; an expired key gets its expiry side
+    /// effects first), with one hash; and whether it was a hit. The caller checks the type of
+    /// what it gets.
+    pub(crate) fn find_or_insert(
+        &mut self,
+        key: &Bytes,
+        make: impl FnOnce() -> Value,
+    ) -> (&mut Entry, bool) {
+        let (db, now) = (self.client.db, self.now);
+        let state = &mut *self.state;
+        // The selected index is always validated by SELECT/SWAPDB against `databases`.
+        let (entry, existed, expired) = state.dbs[db].find_or_insert(key, now, make);
+        if let Some(key) = expired {
+            state.stats.expired_keys += 1;
+            let propagating = self.effects.propagating(&state.repl);
+            self.effects.key_expired(db, &key, propagating);
+        }
+        if existed {
+            state.stats.keyspace_hits += 1;
+        } else {
+            state.stats.keyspace_misses += 1;
+        }
+        (entry, existed)
     }
 
     /// Reads `key` (lazy expiry, hit/miss stats).
     pub(crate) fn lookup(&mut self, key: &Bytes) -> Option<&Entry> {
-        self.lookup_mut(key).map(|e| &*e)
+        self.find(key, true).map(|e| &*e)
     }
 
     /// Reads `key` for writing (lazy expiry, hit/miss stats).
     pub(crate) fn lookup_mut(&mut self, key: &Bytes) -> Option<&mut Entry> {
-        self.expire_if_needed(key);
-        let now = self.now;
-        let db = self.client.db;
-        let found = self.state.dbs.get_mut(db)?.lookup_mut(key, now);
-        if found.is_some() {
-            self.state.stats.keyspace_hits += 1;
-        } else {
-            self.state.stats.keyspace_misses += 1;
-        }
-        found
+        self.find(key, true)
     }
 
     /// The string at `key`: `Ok(None)` if absent, `WRONGTYPE` if another type.
@@ -396,12 +484,21 @@ impl Ctx<'_> {
 
     /// Deletes `key`; returns whether it existed (expired keys count as absent).
     pub(crate) fn delete(&mut self, key: &Bytes) -> bool {
-        self.expire_if_needed(key);
-        let removed = self.db().remove(key).is_some();
-        if removed {
-            self.modified(key);
+        let (db, now) = (self.client.db, self.now);
+        let state = &mut *self.state;
+        match state.dbs.get_mut(db).map(|d| d.remove_live(key, now)) {
+            Some(Removed::Live) => {
+                self.modified(key);
+                true
+            }
+            Some(Removed::Expired(key)) => {
+                state.stats.expired_keys += 1;
+                let propagating = self.effects.propagating(&state.repl);
+                self.effects.key_expired(db, &key, propagating);
+                false
+            }
+            Some(Removed::Missing) | None => false,
         }
-        removed
     }
 
     /// After writing into the aggregate at `key`: deletes it if it became empty (with the `del`
@@ -429,9 +526,17 @@ impl Ctx<'_> {
             .keyspace_event(self.client.db, class, event, key);
     }
 
+    /// Whether write effects are being recorded for replication (see
+    /// [`Effects::propagating`]); callers may skip building an argv that would be dropped.
+    pub(crate) fn propagating(&self) -> bool {
+        self.effects.propagating(&self.state.repl)
+    }
+
     /// Replicates `argv` instead of the command as sent (e.g. `SET k v PXAT abs` for `EX`).
     pub(crate) fn propagate(&mut self, argv: Vec<Bytes>) {
-        self.effects.propagate.push((self.client.db, argv));
+        if self.propagating() {
+            self.effects.propagate.push((self.client.db, argv));
+        }
     }
 }
 
@@ -497,8 +602,66 @@ pub(crate) fn execute_resolved(
     if state.dirty != dirty_before
         && effects.propagate.len() == propagated_before
         && spec.has(flags::WRITE)
+        && effects.propagating(&state.repl)
     {
         effects.propagate.push((db, argv.to_vec()));
     }
     reply.unwrap_or_else(Frame::from)
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::*;
+    use crate::config::Config;
+
+    #[test]
+    fn lookup_finds_every_command_in_any_case() {
+        let mut names: Vec<&str> = families().into_iter().flatten().map(|s| s.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(table().len(), names.len());
+        for name in names {
+            assert_eq!(lookup(name.as_bytes()).map(|s| s.name), Some(name));
+            let upper = name.to_ascii_uppercase();
+            assert_eq!(lookup(upper.as_bytes()).map(|s| s.name), Some(name));
+        }
+        assert!(lookup(b"nosuchcommand").is_none());
+        assert!(lookup(b"").is_none());
+        assert!(lookup(&[b'g'; 40]).is_none());
+        assert!(lookup(b"g\xffet").is_none());
+    }
+
+    #[test]
+    fn writes_are_not_copied_for_replication_without_a_backlog() {
+        let node = Node::for_tests();
+        let mut state = State::new(Config::default(), 1);
+        let mut client = ClientState::for_tests(1);
+        let mut effects = Effects {
+            record_propagation: false,
+            ..Effects::default()
+        };
+        let argv = |args: &[&str]| -> Vec<Bytes> {
+            args.iter().map(|a| Bytes::from(a.to_string())).collect()
+        };
+        for args in [
+            &["SET", "k", "v", "EX", "10"][..],
+            &["PEXPIRE", "k", "100"],
+            &["HSET", "h", "f", "v"],
+        ] {
+            let reply = execute(&mut state, &node, &mut client, &argv(args), 0, &mut effects);
+            assert!(!reply.is_error(), "{args:?}: {reply:?}");
+        }
+        // The expired key is reclaimed with its event but no DEL for a replica.
+        execute(
+            &mut state,
+            &node,
+            &mut client,
+            &argv(&["GET", "k"]),
+            200,
+            &mut effects,
+        );
+        assert!(effects.propagate.is_empty());
+        assert_eq!(effects.modified.len(), 4);
+        assert_eq!(state.stats.expired_keys, 1);
+    }
 }

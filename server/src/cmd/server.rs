@@ -860,7 +860,7 @@ fn command_entry(spec: &CommandSpec, parent: Option<&CommandSpec>) -> Frame {
 
 /// Every top-level command, by name.
 fn sorted_commands() -> Vec<&'static CommandSpec> {
-    let mut all: Vec<&'static CommandSpec> = table().values().copied().collect();
+    let mut all: Vec<&'static CommandSpec> = table().to_vec();
     all.sort_by_key(|s| s.name);
     all
 }

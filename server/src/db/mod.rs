@@ -1,7 +1,10 @@
 //! The keyspace: databases of keys with values and absolute expiry deadlines (node-clock ms).
 //!
-//! Every read goes through [`Db::lookup`] / [`Db::lookup_mut`], which expire lazily against the
-//! `now` they are given; the active expiry cycle ([`Db::expired_keys`]) walks deadlines in order.
+//! Every read goes through [`Db::find_live`] (or [`Db::find_or_insert`] for a write that creates
+//! the key), which expires lazily against the `now` it is given; the active expiry cycle
+//! ([`Db::expired_keys`]) walks deadlines in order. Each access hashes the key once: the table
+//! is a `hashbrown` [`HashTable`] probed with a precomputed hash, so finding, checking the
+//! deadline and reclaiming or updating the entry reuse one probe.
 
 mod value;
 mod zset;
@@ -10,7 +13,9 @@ pub(crate) use value::{HashValue, Value};
 pub(crate) use zset::ZSet;
 
 use bytes::Bytes;
-use std::collections::{BTreeSet, HashMap};
+use hashbrown::hash_table::{Entry as TableEntry, HashTable};
+use std::collections::BTreeSet;
+use std::hash::{BuildHasher, Hasher, RandomState};
 
 /// One stored key.
 #[derive(Debug, Clone)]
@@ -23,12 +28,54 @@ pub(crate) struct Entry {
     pub(crate) accessed: u64,
 }
 
+/// A key with its entry, as the table stores them.
+#[derive(Debug, Clone)]
+struct Slot {
+    key: Bytes,
+    entry: Entry,
+}
+
+/// What [`Db::find_live`] found.
+#[derive(Debug)]
+pub(crate) enum Found<'a> {
+    /// The key is live.
+    Live(&'a mut Entry),
+    /// The key's deadline had passed: it was removed; the caller owes the expiry side effects.
+    Expired(Bytes),
+    /// No such key.
+    Missing,
+}
+
+/// What [`Db::remove_live`] removed.
+#[derive(Debug)]
+pub(crate) enum Removed {
+    /// A live entry.
+    Live,
+    /// An expired key (the caller owes the expiry side effects).
+    Expired(Bytes),
+    /// Nothing: no such key.
+    Missing,
+}
+
 /// One numbered database.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Db {
-    entries: HashMap<Bytes, Entry>,
+    /// The keys. Clients choose keys, so the hash must resist flooding: it is std's
+    /// `RandomState` (SipHash-1-3 with random keys, a fresh pair per database), as Redis keys
+    /// its dict with SipHash.
+    entries: HashTable<Slot>,
+    hasher: RandomState,
     /// (deadline, key) for every volatile key, for the active expiry cycle.
     deadlines: BTreeSet<(u64, Bytes)>,
+}
+
+/// The hash of `key` under `hasher` (the table's only hash function): SipHash of the key bytes
+/// in one `write`. SipHash's final block encodes the length, so unlike `Hash for [u8]` this
+/// needs no length prefix (that is for hashing several fields in a row).
+fn hash_key(hasher: &RandomState, key: &[u8]) -> u64 {
+    let mut state = hasher.build_hasher();
+    state.write(key);
+    state.finish()
 }
 
 impl Db {
@@ -47,78 +94,173 @@ impl Db {
         entry.expire_at.is_some_and(|at| at <= now)
     }
 
+    fn find(&self, key: &[u8]) -> Option<&Slot> {
+        let hash = hash_key(&self.hasher, key);
+        self.entries.find(hash, |s| s.key[..] == *key)
+    }
+
     /// The live entry for `key`, or `None` (an expired key is not returned; the caller is
-    /// responsible for reclaiming it with [`Db::expire_if_needed`] first when it can write).
+    /// responsible for reclaiming it with [`Db::find_live`] first when it can write).
     pub(crate) fn get(&self, key: &[u8], now: u64) -> Option<&Entry> {
-        self.entries.get(key).filter(|e| !Self::is_expired(e, now))
+        self.find(key)
+            .map(|s| &s.entry)
+            .filter(|e| !Self::is_expired(e, now))
     }
 
     /// The entry for `key` whether or not its deadline passed (no access-time update).
     pub(crate) fn raw(&self, key: &[u8]) -> Option<&Entry> {
-        self.entries.get(key)
+        self.find(key).map(|s| &s.entry)
     }
 
-    /// Removes `key` if it expired at `now`; returns whether it did.
-    pub(crate) fn expire_if_needed(&mut self, key: &[u8], now: u64) -> bool {
-        match self.entries.get(key) {
-            Some(e) if Self::is_expired(e, now) => {
-                self.remove(key);
-                true
+    /// Finds `key` with one hash: a live entry (its access time set to `now` if `touch`), or
+    /// an expired one removed on the spot, or nothing.
+    pub(crate) fn find_live(&mut self, key: &[u8], now: u64, touch: bool) -> Found<'_> {
+        let hash = hash_key(&self.hasher, key);
+        let Ok(occupied) = self.entries.find_entry(hash, |s| s.key[..] == *key) else {
+            return Found::Missing;
+        };
+        if Self::is_expired(&occupied.get().entry, now) {
+            let (Slot { key, entry }, _) = occupied.remove();
+            if let Some(at) = entry.expire_at {
+                self.deadlines.remove(&(at, key.clone()));
             }
-            _ => false,
+            return Found::Expired(key);
         }
+        let entry = &mut occupied.into_mut().entry;
+        if touch {
+            entry.accessed = now;
+        }
+        Found::Live(entry)
     }
 
-    /// The live entry for `key`, mutable, touching its access time. An expired key is removed.
-    pub(crate) fn lookup_mut(&mut self, key: &[u8], now: u64) -> Option<&mut Entry> {
-        self.expire_if_needed(key, now);
-        let entry = self.entries.get_mut(key)?;
-        entry.accessed = now;
-        Some(entry)
+    /// The live entry for `key` (touched), or a fresh one holding `make()` with no deadline if
+    /// the key is absent or expired; with whether a live entry existed and the expired key (the
+    /// caller owes its expiry side effects). One hash either way.
+    pub(crate) fn find_or_insert(
+        &mut self,
+        key: &Bytes,
+        now: u64,
+        make: impl FnOnce() -> Value,
+    ) -> (&mut Entry, bool, Option<Bytes>) {
+        let hash = hash_key(&self.hasher, key);
+        let hasher = &self.hasher;
+        match self
+            .entries
+            .entry(hash, |s| s.key == *key, |s| hash_key(hasher, &s.key))
+        {
+            TableEntry::Occupied(occupied) => {
+                let slot = occupied.into_mut();
+                if !Self::is_expired(&slot.entry, now) {
+                    slot.entry.accessed = now;
+                    return (&mut slot.entry, true, None);
+                }
+                // Reuse the slot for the new value; the old key leaves the deadline index.
+                if let Some(at) = slot.entry.expire_at {
+                    self.deadlines.remove(&(at, slot.key.clone()));
+                }
+                slot.entry = Entry {
+                    value: make(),
+                    expire_at: None,
+                    accessed: now,
+                };
+                (&mut slot.entry, false, Some(slot.key.clone()))
+            }
+            TableEntry::Vacant(vacant) => {
+                let slot = vacant
+                    .insert(Slot {
+                        key: key.clone(),
+                        entry: Entry {
+                            value: make(),
+                            expire_at: None,
+                            accessed: now,
+                        },
+                    })
+                    .into_mut();
+                (&mut slot.entry, false, None)
+            }
+        }
     }
 
     /// Stores `value` under `key` with `expire_at`, replacing any previous entry.
     pub(crate) fn insert(&mut self, key: Bytes, value: Value, expire_at: Option<u64>, now: u64) {
-        if let Some(old) = self.entries.get(&key).and_then(|e| e.expire_at) {
-            self.deadlines.remove(&(old, key.clone()));
+        let hash = hash_key(&self.hasher, &key);
+        let hasher = &self.hasher;
+        let entry = Entry {
+            value,
+            expire_at,
+            accessed: now,
+        };
+        match self
+            .entries
+            .entry(hash, |s| s.key == key, |s| hash_key(hasher, &s.key))
+        {
+            TableEntry::Occupied(mut occupied) => {
+                let slot = occupied.get_mut();
+                let old = slot.entry.expire_at;
+                if old != expire_at {
+                    if let Some(at) = old {
+                        self.deadlines.remove(&(at, slot.key.clone()));
+                    }
+                    if let Some(at) = expire_at {
+                        self.deadlines.insert((at, slot.key.clone()));
+                    }
+                }
+                slot.entry = entry;
+            }
+            TableEntry::Vacant(vacant) => {
+                if let Some(at) = expire_at {
+                    self.deadlines.insert((at, key.clone()));
+                }
+                vacant.insert(Slot { key, entry });
+            }
         }
-        if let Some(at) = expire_at {
-            self.deadlines.insert((at, key.clone()));
-        }
-        self.entries.insert(
-            key,
-            Entry {
-                value,
-                expire_at,
-                accessed: now,
-            },
-        );
     }
 
     /// Removes `key`; returns its entry.
     pub(crate) fn remove(&mut self, key: &[u8]) -> Option<Entry> {
-        let (key, entry) = self.entries.remove_entry(key)?;
+        let hash = hash_key(&self.hasher, key);
+        let occupied = self.entries.find_entry(hash, |s| s.key[..] == *key).ok()?;
+        let (Slot { key, entry }, _) = occupied.remove();
         if let Some(at) = entry.expire_at {
             self.deadlines.remove(&(at, key));
         }
         Some(entry)
     }
 
+    /// Removes `key` with one hash, telling a live entry from one whose deadline passed at
+    /// `now`.
+    pub(crate) fn remove_live(&mut self, key: &[u8], now: u64) -> Removed {
+        let hash = hash_key(&self.hasher, key);
+        let Ok(occupied) = self.entries.find_entry(hash, |s| s.key[..] == *key) else {
+            return Removed::Missing;
+        };
+        let (Slot { key, entry }, _) = occupied.remove();
+        if let Some(at) = entry.expire_at {
+            self.deadlines.remove(&(at, key.clone()));
+        }
+        if Self::is_expired(&entry, now) {
+            Removed::Expired(key)
+        } else {
+            Removed::Live
+        }
+    }
+
     /// Sets or clears the deadline of an existing key; returns false if the key is absent.
     pub(crate) fn set_expire(&mut self, key: &[u8], expire_at: Option<u64>) -> bool {
-        let Some(key) = self.entries.get_key_value(key).map(|(k, _)| k.clone()) else {
+        let hash = hash_key(&self.hasher, key);
+        let Some(slot) = self.entries.find_mut(hash, |s| s.key[..] == *key) else {
             return false;
         };
-        let Some(entry) = self.entries.get_mut(&key) else {
-            return false;
-        };
-        if let Some(old) = entry.expire_at {
-            self.deadlines.remove(&(old, key.clone()));
+        let old = slot.entry.expire_at;
+        if old != expire_at {
+            if let Some(at) = old {
+                self.deadlines.remove(&(at, slot.key.clone()));
+            }
+            if let Some(at) = expire_at {
+                self.deadlines.insert((at, slot.key.clone()));
+            }
+            slot.entry.expire_at = expire_at;
         }
-        if let Some(at) = expire_at {
-            self.deadlines.insert((at, key.clone()));
-        }
-        entry.expire_at = expire_at;
         true
     }
 
@@ -134,7 +276,7 @@ impl Db {
 
     /// All keys, live or not yet reclaimed (callers filter with `get`).
     pub(crate) fn keys(&self) -> impl Iterator<Item = &Bytes> + '_ {
-        self.entries.keys()
+        self.entries.iter().map(|s| &s.key)
     }
 
     /// Removes every key.
@@ -148,9 +290,69 @@ impl Db {
         use rand::seq::IteratorRandom;
         self.entries
             .iter()
-            .filter(|(_, e)| !Self::is_expired(e, now))
-            .map(|(k, _)| k)
+            .filter(|s| !Self::is_expired(&s.entry, now))
+            .map(|s| &s.key)
             .choose(rng)
             .cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k(v: &str) -> Bytes {
+        Bytes::copy_from_slice(v.as_bytes())
+    }
+
+    fn s(v: &str) -> Value {
+        Value::String(k(v))
+    }
+
+    #[test]
+    fn find_live_reclaims_an_expired_key_and_its_deadline() {
+        let mut db = Db::default();
+        db.insert(k("a"), s("1"), Some(100), 0);
+        db.insert(k("b"), s("2"), None, 0);
+        assert!(matches!(db.find_live(b"a", 99, true), Found::Live(e) if e.accessed == 99));
+        assert!(matches!(db.find_live(b"a", 100, true), Found::Expired(key) if key == "a"));
+        assert_eq!((db.len(), db.volatile_len()), (1, 0));
+        assert!(matches!(db.find_live(b"a", 100, true), Found::Missing));
+        assert!(matches!(db.find_live(b"b", 5, false), Found::Live(e) if e.accessed == 0));
+    }
+
+    #[test]
+    fn find_or_insert_keeps_a_live_key_and_replaces_an_expired_one() {
+        let mut db = Db::default();
+        db.insert(k("h"), s("old"), Some(100), 0);
+        let (e, existed, expired) = db.find_or_insert(&k("h"), 50, || s("new"));
+        assert!(existed && expired.is_none() && e.expire_at == Some(100) && e.accessed == 50);
+        let (e, existed, expired) = db.find_or_insert(&k("h"), 100, || s("new"));
+        assert!(!existed && e.expire_at.is_none());
+        assert!(matches!(&e.value, Value::String(v) if v == "new"));
+        assert!(expired.is_some_and(|key| key == "h"));
+        assert_eq!(db.volatile_len(), 0);
+        let (_, existed, expired) = db.find_or_insert(&k("n"), 100, || s("x"));
+        assert!(!existed && expired.is_none());
+        assert_eq!(db.len(), 2);
+    }
+
+    #[test]
+    fn deadline_index_follows_insert_set_expire_and_remove() {
+        let mut db = Db::default();
+        db.insert(k("a"), s("1"), Some(10), 0);
+        db.insert(k("b"), s("1"), Some(5), 0);
+        db.insert(k("a"), s("2"), Some(20), 0);
+        assert_eq!(db.expired_keys(100, 10), [k("b"), k("a")]);
+        assert!(db.set_expire(b"b", Some(30)));
+        assert!(db.set_expire(b"b", Some(30)));
+        assert_eq!(db.expired_keys(100, 10), [k("a"), k("b")]);
+        assert!(db.set_expire(b"a", None));
+        assert_eq!(db.expired_keys(100, 10), [k("b")]);
+        assert!(!db.set_expire(b"zz", Some(1)));
+        assert!(matches!(db.remove_live(b"b", 30), Removed::Expired(key) if key == "b"));
+        assert!(matches!(db.remove_live(b"a", 30), Removed::Live));
+        assert!(matches!(db.remove_live(b"a", 30), Removed::Missing));
+        assert_eq!((db.len(), db.volatile_len()), (0, 0));
     }
 }
