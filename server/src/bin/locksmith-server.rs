@@ -5,6 +5,12 @@ use locksmith_server::{Config, Server, Topology};
 use std::net::IpAddr;
 use std::time::Duration;
 
+/// The server allocates and frees many small buffers per request (arguments, replies, Lua
+/// tables) from several threads; mimalloc's thread-local free lists do that with fewer atomic
+/// operations than glibc's arenas (see BENCHMARKS.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A Redis-compatible in-memory server that runs Redisson's Lua lock scripts as Redis does.
 #[derive(Debug, Parser)]
 #[command(name = "locksmith-server", version)]
@@ -31,6 +37,11 @@ struct Args {
         default_value_t = 5000
     )]
     busy_reply_threshold: u64,
+    /// Threads serving connections. Commands run one at a time under the node's lock, as in
+    /// Redis's single main thread; a second thread mostly adds hand-offs between threads, and
+    /// on a small machine shared with the clients one thread was faster (see BENCHMARKS.md).
+    #[arg(long = "worker-threads", default_value_t = 1)]
+    worker_threads: usize,
     /// Seed for random choices (logged at start).
     #[arg(long)]
     seed: Option<u64>,
@@ -126,9 +137,18 @@ fn tracing_filter(level: &str) -> String {
     .to_string()
 }
 
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
+    // Always the multi-thread flavour, even with one worker: a long script hands the worker's
+    // other connections to a new thread (`block_in_place`) so they get BUSY.
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.worker_threads.max(1))
+        .enable_all()
+        .build()?
+        .block_on(serve(args))
+}
+
+async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(tracing_filter(
             &args.loglevel,
