@@ -206,6 +206,18 @@ async fn redis_api_matches_redis() {
         "return cjson.encode(redis.pcall())",
         "error('boom')",
         "error({err='CUSTOM table error'})",
+        // Redis 7.0's global pcall turns an error table with a string `err` into that string;
+        // xpcall and coroutine.resume hand over the table itself.
+        "local ok, e = pcall(redis.call, 'nosuch') return {tostring(ok), type(e), e}",
+        "local ok, e = pcall(redis.call, 'set', 'k', {}) return {type(e), e}",
+        "local ok, e = pcall(function() error({err='x'}) end) return {type(e), e}",
+        "local ok, e = pcall(function() error({err=7}) end) return {type(e), e}",
+        "local ok, e = pcall(function() error({nothing=1}) end) return type(e)",
+        "local ok, e = pcall(function() error('plain') end) return e",
+        "local ok, e = pcall(error) return {tostring(ok), type(e)}",
+        "return {pcall(function() return 1, 2 end)}",
+        "local ok, e = xpcall(function() return redis.call('nosuch') end, function(m) return m end) return type(e)",
+        "local co = coroutine.create(function() return redis.call('nosuch') end) local ok, e = coroutine.resume(co) return type(e)",
         "return 1 +",
         "local a = nil\nreturn a.b",
     ] {

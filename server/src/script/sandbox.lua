@@ -219,10 +219,17 @@ end
 setmetatable(G, {__index = missing_global})
 -- Errors raised from Rust arrive as userdata: pcall/xpcall hand scripts the error table.
 local basepcall, basexpcall = pcall, xpcall
+-- Redis 7.0's global pcall (luaRedisPcall) also hands over the `err` string of an error
+-- table (as raised by redis.call) instead of the table.
 local function fixerr(ok, ...)
   if not ok then
     local e = ...
     if type(e) == 'userdata' then e = raw.unwrap(e) end
+    if type(e) == 'table' then
+      local m = e.err
+      local t = type(m)
+      if t == 'string' or t == 'number' then e = m end
+    end
     return false, e
   end
   return ok, ...
