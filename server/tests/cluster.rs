@@ -10,14 +10,21 @@ use support::{run, RealRedis};
 
 /// A real `redis-server --cluster-enabled yes` serving every slot, or None without redis-server.
 async fn real_cluster() -> Option<(RealRedis, redis::aio::MultiplexedConnection)> {
+    // A directory of its own per server (its nodes.conf holds the slots it serves).
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let dir = std::env::temp_dir().join(format!(
         "locksmith-cluster-{}-{}",
         std::process::id(),
-        support::free_port()
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let dir_s = dir.to_string_lossy().into_owned();
+    // The bus port on a free port too (by default it is the port + 10000, never checked).
+    let bus_port = support::free_port().to_string();
     let real = RealRedis::start_with(&[
+        "--cluster-port",
+        &bus_port,
         "--cluster-enabled",
         "yes",
         "--dir",
