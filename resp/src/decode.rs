@@ -225,6 +225,29 @@ pub struct RequestDecoder {
     scanned: usize,
 }
 
+/// Requests up to this size are copied out of the read buffer (Redis's `PROTO_MBULK_BIG_ARG`:
+/// below it Redis copies arguments out of its query buffer too).
+const COMPACT_MAX: usize = 32 * 1024;
+
+/// The arguments of one request, moved into one allocation of their own when the request is
+/// small: arguments split off the read buffer share it, so a key or field a command stores
+/// would otherwise keep the whole buffer (kilobytes of other requests) alive.
+fn compact(args: Vec<Bytes>) -> Vec<Bytes> {
+    let total: usize = args.iter().map(Bytes::len).sum();
+    if total > COMPACT_MAX {
+        return args;
+    }
+    let mut buf = BytesMut::with_capacity(total);
+    for arg in &args {
+        buf.extend_from_slice(arg);
+    }
+    let mut out = Vec::with_capacity(args.len());
+    for arg in &args {
+        out.push(buf.split_to(arg.len()).freeze());
+    }
+    out
+}
+
 impl RequestDecoder {
     /// A decoder with the given limits.
     pub fn new(limits: Limits) -> Self {
@@ -333,7 +356,7 @@ impl RequestDecoder {
                 self.bulk_len = None;
                 self.pending -= 1;
             }
-            return Ok(Some(std::mem::take(&mut self.args)));
+            return Ok(Some(compact(std::mem::take(&mut self.args))));
         }
     }
 
@@ -659,6 +682,32 @@ mod tests {
     use super::*;
 
     const TRAILING: &[u8] = b"*1\r\n$4\r\nPING\r\n";
+
+    #[test]
+    fn small_requests_are_copied_out_of_the_read_buffer_and_large_ones_are_not() {
+        let mut buf = BytesMut::from(&b"*3\r\n$3\r\nSET\r\n$0\r\n\r\n$5\r\nvalue\r\n"[..]);
+        let start = buf.as_ptr() as usize;
+        let end = start + buf.len();
+        let args = RequestDecoder::default().decode(&mut buf).unwrap().unwrap();
+        assert_eq!(args, [b("SET"), b(""), b("value")]);
+        for arg in args.iter().filter(|a| !a.is_empty()) {
+            let at = arg.as_ptr() as usize;
+            assert!(
+                !(start..end).contains(&at),
+                "argument still in the read buffer"
+            );
+        }
+        let big = vec![b'x'; COMPACT_MAX + 1];
+        let mut raw = format!("*2\r\n$3\r\nSET\r\n${}\r\n", big.len()).into_bytes();
+        raw.extend_from_slice(&big);
+        raw.extend_from_slice(b"\r\n");
+        let mut buf = BytesMut::from(&raw[..]);
+        let start = buf.as_ptr() as usize;
+        let end = start + buf.len();
+        let args = RequestDecoder::default().decode(&mut buf).unwrap().unwrap();
+        assert_eq!(args[1].len(), big.len());
+        assert!((start..end).contains(&(args[1].as_ptr() as usize)));
+    }
 
     fn b(s: &str) -> Bytes {
         Bytes::copy_from_slice(s.as_bytes())
