@@ -90,6 +90,26 @@ impl Deadline {
     }
 }
 
+/// Moves `key` (hashed as `hash`) in the deadline index from deadline `old` to `new` (`None`:
+/// not volatile).
+fn reindex(
+    deadlines: &mut BTreeSet<Deadline>,
+    hash: u64,
+    key: &Bytes,
+    old: Option<u64>,
+    new: Option<u64>,
+) {
+    if old == new {
+        return;
+    }
+    if let Some(at) = old {
+        deadlines.remove(&Deadline::new(at, hash, key));
+    }
+    if let Some(at) = new {
+        deadlines.insert(Deadline::new(at, hash, key));
+    }
+}
+
 /// The hash of `key` under `hasher` (the table's only hash function): SipHash of the key bytes
 /// in one `write`. SipHash's final block encodes the length, so unlike `Hash for [u8]` this
 /// needs no length prefix (that is for hashing several fields in a row).
@@ -142,9 +162,7 @@ impl Db {
         };
         if Self::is_expired(&occupied.get().entry, now) {
             let (Slot { key, entry }, _) = occupied.remove();
-            if let Some(at) = entry.expire_at {
-                self.deadlines.remove(&Deadline::new(at, hash, &key));
-            }
+            reindex(&mut self.deadlines, hash, &key, entry.expire_at, None);
             return Found::Expired(key);
         }
         let entry = &mut occupied.into_mut().entry;
@@ -176,9 +194,13 @@ impl Db {
                     return (&mut slot.entry, true, None);
                 }
                 // Reuse the slot for the new value; the old key leaves the deadline index.
-                if let Some(at) = slot.entry.expire_at {
-                    self.deadlines.remove(&Deadline::new(at, hash, &slot.key));
-                }
+                reindex(
+                    &mut self.deadlines,
+                    hash,
+                    &slot.key,
+                    slot.entry.expire_at,
+                    None,
+                );
                 slot.entry = Entry {
                     value: make(),
                     expire_at: None,
@@ -218,20 +240,11 @@ impl Db {
             TableEntry::Occupied(mut occupied) => {
                 let slot = occupied.get_mut();
                 let old = slot.entry.expire_at;
-                if old != expire_at {
-                    if let Some(at) = old {
-                        self.deadlines.remove(&Deadline::new(at, hash, &slot.key));
-                    }
-                    if let Some(at) = expire_at {
-                        self.deadlines.insert(Deadline::new(at, hash, &slot.key));
-                    }
-                }
+                reindex(&mut self.deadlines, hash, &slot.key, old, expire_at);
                 slot.entry = entry;
             }
             TableEntry::Vacant(vacant) => {
-                if let Some(at) = expire_at {
-                    self.deadlines.insert(Deadline::new(at, hash, &key));
-                }
+                reindex(&mut self.deadlines, hash, &key, None, expire_at);
                 vacant.insert(Slot { key, entry });
             }
         }
@@ -242,9 +255,7 @@ impl Db {
         let hash = hash_key(&self.hasher, key);
         let occupied = self.entries.find_entry(hash, |s| s.key[..] == *key).ok()?;
         let (Slot { key, entry }, _) = occupied.remove();
-        if let Some(at) = entry.expire_at {
-            self.deadlines.remove(&Deadline::new(at, hash, &key));
-        }
+        reindex(&mut self.deadlines, hash, &key, entry.expire_at, None);
         Some(entry)
     }
 
@@ -256,9 +267,7 @@ impl Db {
             return Removed::Missing;
         };
         let (Slot { key, entry }, _) = occupied.remove();
-        if let Some(at) = entry.expire_at {
-            self.deadlines.remove(&Deadline::new(at, hash, &key));
-        }
+        reindex(&mut self.deadlines, hash, &key, entry.expire_at, None);
         if Self::is_expired(&entry, now) {
             Removed::Expired(key)
         } else {
@@ -272,16 +281,14 @@ impl Db {
         let Some(slot) = self.entries.find_mut(hash, |s| s.key[..] == *key) else {
             return false;
         };
-        let old = slot.entry.expire_at;
-        if old != expire_at {
-            if let Some(at) = old {
-                self.deadlines.remove(&Deadline::new(at, hash, &slot.key));
-            }
-            if let Some(at) = expire_at {
-                self.deadlines.insert(Deadline::new(at, hash, &slot.key));
-            }
-            slot.entry.expire_at = expire_at;
-        }
+        reindex(
+            &mut self.deadlines,
+            hash,
+            &slot.key,
+            slot.entry.expire_at,
+            expire_at,
+        );
+        slot.entry.expire_at = expire_at;
         true
     }
 
