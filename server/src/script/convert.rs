@@ -113,6 +113,15 @@ pub(super) fn push_error_table(
     Ok(())
 }
 
+/// Pushes the error table for an error reply of a command (`text` without its `-`), marked
+/// `ignore_error_stats_update` as Redis marks errors that were already counted.
+pub(super) fn push_reply_error(stack: &mut Stack<'_>, text: &[u8]) -> Result<(), StackError> {
+    let mut line = Vec::with_capacity(text.len() + 1);
+    line.push(b'-');
+    line.extend_from_slice(text);
+    push_error_table(stack, &line, true)
+}
+
 /// How many `KEYS`/`ARGV` strings a run keeps on its stack for [`Known`] (the rest are copied
 /// when a script passes them to `redis.call`).
 const MAX_KNOWN: usize = 64;
@@ -276,12 +285,7 @@ pub(super) fn push_reply(
             stack.push_bytes(&s)?;
             stack.set_field(-2, b"ok")?;
         }
-        Frame::Error(e) => {
-            let mut line = Vec::with_capacity(e.len() + 1);
-            line.push(b'-');
-            line.extend_from_slice(&e);
-            push_error_table(stack, &line, true)?;
-        }
+        Frame::Error(e) => push_reply_error(stack, &e)?,
         Frame::Integer(i) => stack.push_number(i as f64)?,
         Frame::Bulk(b) => stack.push_bytes(&b)?,
         Frame::Null | Frame::NullArray => {

@@ -571,17 +571,11 @@ fn redis_call(stack: &mut Stack<'_>, shared: &RunShared) -> Result<bool, stack::
     };
     match outcome {
         Err(text) => {
-            let mut line = Vec::with_capacity(text.len() + 1);
-            line.push(b'-');
-            line.extend_from_slice(text.as_bytes());
-            convert::push_error_table(stack, &line, true)?;
+            convert::push_reply_error(stack, text.as_bytes())?;
             Ok(false)
         }
         Ok(Frame::Error(e)) => {
-            let mut line = Vec::with_capacity(e.len() + 1);
-            line.push(b'-');
-            line.extend_from_slice(&e);
-            convert::push_error_table(stack, &line, true)?;
+            convert::push_reply_error(stack, &e)?;
             Ok(false)
         }
         Ok(frame) => {

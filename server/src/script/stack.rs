@@ -133,19 +133,9 @@ impl Stack<'_> {
     /// is not changed (a string on the stack is kept alive by its slot, and Lua strings never
     /// move or change).
     pub(super) fn bytes(&self, idx: c_int) -> Option<&[u8]> {
-        let abs = self.absolute(idx)?;
-        // SAFETY: `abs` is valid; for a string, lua_tolstring neither converts nor raises and
-        // returns a pointer to `len` bytes owned by the string object.
-        unsafe {
-            if ffi::lua_type(self.state, abs) != ffi::LUA_TSTRING {
-                return None;
-            }
-            let mut len = 0usize;
-            let ptr = ffi::lua_tolstring(self.state, abs, &mut len);
-            if ptr.is_null() {
-                return None;
-            }
-            Some(std::slice::from_raw_parts(ptr.cast::<u8>(), len))
+        match self.scalar(idx) {
+            Scalar::Bytes(s) => Some(s),
+            _ => None,
         }
     }
 
@@ -176,11 +166,9 @@ impl Stack<'_> {
 
     /// The number at `idx` (no string coercion).
     pub(super) fn number(&self, idx: c_int) -> Option<f64> {
-        let abs = self.absolute(idx)?;
-        // SAFETY: `abs` is valid; lua_tonumber on a number reads it.
-        unsafe {
-            (ffi::lua_type(self.state, abs) == ffi::LUA_TNUMBER)
-                .then(|| ffi::lua_tonumber(self.state, abs))
+        match self.scalar(idx) {
+            Scalar::Number(n) => Some(n),
+            _ => None,
         }
     }
 
