@@ -135,6 +135,14 @@ impl Connection {
                     }
                     self.node.live.net_input.fetch_add(read as u64, Ordering::Relaxed);
                     let keep_open = self.process_input(&mut pause_shutdown).await;
+                    // Let the other connections with input run before writing (as Redis
+                    // writes every client's replies after processing the whole batch of
+                    // ready sockets): a peer woken by the first write then finds the other
+                    // replies already there instead of sleeping and being woken once per
+                    // reply, which cost ~7 % of a pipelined script benchmark in wake-ups.
+                    if !self.wbuf.is_empty() {
+                        tokio::task::yield_now().await;
+                    }
                     self.flush().await?;
                     if !keep_open {
                         return Ok(());
