@@ -101,11 +101,16 @@ impl State {
     pub(crate) fn expire_key(&mut self, db: usize, key: &Bytes, effects: &mut Effects) {
         if let Some(d) = self.dbs.get_mut(db) {
             if d.remove(key).is_some() {
-                self.stats.expired_keys += 1;
-                let propagating = effects.propagating(&self.repl);
-                effects.key_expired(db, key, propagating);
+                self.expired(db, key, effects);
             }
         }
+    }
+
+    /// The side effects of `key`, already removed from `db`, having expired.
+    fn expired(&mut self, db: usize, key: &Bytes, effects: &mut Effects) {
+        self.stats.expired_keys += 1;
+        let propagating = effects.propagating(&self.repl);
+        effects.key_expired(db, key, propagating);
     }
 
     /// One pass of the active expiry cycle: reclaims keys whose deadline passed at `now`
@@ -116,9 +121,9 @@ impl State {
             return;
         }
         for db in 0..self.dbs.len() {
-            let keys = self.dbs.get(db).map(|d| d.expired_keys(now, budget));
+            let keys = self.dbs.get_mut(db).map(|d| d.take_expired(now, budget));
             for key in keys.unwrap_or_default() {
-                self.expire_key(db, &key, effects);
+                self.expired(db, &key, effects);
             }
         }
     }

@@ -2,8 +2,8 @@
 //!
 //! Every read goes through [`Db::find_live`] (or [`Db::find_or_insert`] for a write that creates
 //! the key), which expires lazily against the `now` it is given; the active expiry cycle
-//! ([`Db::expired_keys`]) walks deadlines in order. Each access hashes the key once: the table
-//! is a `hashbrown` [`HashTable`] probed with a precomputed hash, so finding, checking the
+//! ([`Db::take_expired`]) reclaims keys in deadline order. Each access hashes the key once: the
+//! table is a `hashbrown` [`HashTable`] probed with a precomputed hash, so finding, checking the
 //! deadline and reclaiming or updating the entry reuse one probe.
 
 mod value;
@@ -14,7 +14,8 @@ pub(crate) use zset::ZSet;
 
 use bytes::Bytes;
 use hashbrown::hash_table::{Entry as TableEntry, HashTable};
-use std::collections::BTreeSet;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::hash::{BuildHasher, Hasher, RandomState};
 
 /// One stored key.
@@ -65,48 +66,55 @@ pub(crate) struct Db {
     /// its dict with SipHash.
     entries: HashTable<Slot>,
     hasher: RandomState,
-    /// Every volatile key by deadline, for the active expiry cycle.
-    deadlines: BTreeSet<Deadline>,
+    /// The volatile keys by deadline, for the active expiry cycle.
+    deadlines: Deadlines,
 }
 
-/// A volatile key in the deadline index, ordered by deadline, then by the key's hash, then by
-/// the key. Many keys share a millisecond (a lock service renews thousands per second), and
-/// the hash settles their order without reading the keys' bytes, which live elsewhere in
-/// memory (a `(deadline, key)` index spent most of a PEXPIRE in `memcmp` over 10 000 keys).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct Deadline {
-    at: u64,
-    hash: u64,
-    key: Bytes,
+/// The deadline index: a min-heap of `(deadline, key hash)` with lazy deletion.
+///
+/// A lock service renews every held lock every few seconds, so moving a key's deadline must be
+/// cheap. A key whose deadline moves (or that is removed) leaves its old heap entry behind
+/// instead of searching for it; an entry counts only while the table still holds a key of that
+/// hash with that very deadline, which [`Db::take_expired`] checks when the entry reaches the
+/// top. A new deadline is usually the latest one, so its push stops at once. Entries hold no
+/// key (no reference count to touch, no key bytes to compare), and stale ones are dropped by a
+/// rebuild once they outnumber the live ones, so memory stays proportional to the volatile
+/// keys.
+#[derive(Debug, Clone, Default)]
+struct Deadlines {
+    heap: BinaryHeap<Reverse<(u64, u64)>>,
+    /// Keys with a deadline (the heap holds an entry for each, plus stale ones).
+    volatile: usize,
 }
 
-impl Deadline {
-    fn new(at: u64, hash: u64, key: &Bytes) -> Self {
-        Deadline {
-            at,
-            hash,
-            key: key.clone(),
+/// Stale entries tolerated beyond the live ones before the heap is rebuilt.
+const STALE_SLACK: usize = 1024;
+
+impl Deadlines {
+    /// Records that the key hashed `hash` moves from deadline `old` to `new` (`None`: not
+    /// volatile).
+    fn update(&mut self, hash: u64, old: Option<u64>, new: Option<u64>) {
+        if old == new {
+            return;
+        }
+        match (old, new) {
+            (None, Some(_)) => self.volatile += 1,
+            (Some(_), None) => self.volatile = self.volatile.saturating_sub(1),
+            _ => {}
+        }
+        if let Some(at) = new {
+            self.heap.push(Reverse((at, hash)));
         }
     }
-}
 
-/// Moves `key` (hashed as `hash`) in the deadline index from deadline `old` to `new` (`None`:
-/// not volatile).
-fn reindex(
-    deadlines: &mut BTreeSet<Deadline>,
-    hash: u64,
-    key: &Bytes,
-    old: Option<u64>,
-    new: Option<u64>,
-) {
-    if old == new {
-        return;
+    /// Whether the stale entries are worth a rebuild.
+    fn needs_rebuild(&self) -> bool {
+        self.heap.len() > self.volatile.saturating_mul(2) + STALE_SLACK
     }
-    if let Some(at) = old {
-        deadlines.remove(&Deadline::new(at, hash, key));
-    }
-    if let Some(at) = new {
-        deadlines.insert(Deadline::new(at, hash, key));
+
+    fn clear(&mut self) {
+        self.heap.clear();
+        self.volatile = 0;
     }
 }
 
@@ -127,7 +135,7 @@ impl Db {
 
     /// Number of keys with a deadline.
     pub(crate) fn volatile_len(&self) -> usize {
-        self.deadlines.len()
+        self.deadlines.volatile
     }
 
     /// Whether `key` has passed its deadline at `now`.
@@ -162,7 +170,7 @@ impl Db {
         };
         if Self::is_expired(&occupied.get().entry, now) {
             let (Slot { key, entry }, _) = occupied.remove();
-            reindex(&mut self.deadlines, hash, &key, entry.expire_at, None);
+            self.deadlines.update(hash, entry.expire_at, None);
             return Found::Expired(key);
         }
         let entry = &mut occupied.into_mut().entry;
@@ -194,13 +202,7 @@ impl Db {
                     return (&mut slot.entry, true, None);
                 }
                 // Reuse the slot for the new value; the old key leaves the deadline index.
-                reindex(
-                    &mut self.deadlines,
-                    hash,
-                    &slot.key,
-                    slot.entry.expire_at,
-                    None,
-                );
+                self.deadlines.update(hash, slot.entry.expire_at, None);
                 slot.entry = Entry {
                     value: make(),
                     expire_at: None,
@@ -240,22 +242,23 @@ impl Db {
             TableEntry::Occupied(mut occupied) => {
                 let slot = occupied.get_mut();
                 let old = slot.entry.expire_at;
-                reindex(&mut self.deadlines, hash, &slot.key, old, expire_at);
+                self.deadlines.update(hash, old, expire_at);
                 slot.entry = entry;
             }
             TableEntry::Vacant(vacant) => {
-                reindex(&mut self.deadlines, hash, &key, None, expire_at);
+                self.deadlines.update(hash, None, expire_at);
                 vacant.insert(Slot { key, entry });
             }
         }
+        self.drop_stale_deadlines();
     }
 
     /// Removes `key`; returns its entry.
     pub(crate) fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         let hash = hash_key(&self.hasher, key);
         let occupied = self.entries.find_entry(hash, |s| s.key[..] == *key).ok()?;
-        let (Slot { key, entry }, _) = occupied.remove();
-        reindex(&mut self.deadlines, hash, &key, entry.expire_at, None);
+        let (Slot { entry, .. }, _) = occupied.remove();
+        self.deadlines.update(hash, entry.expire_at, None);
         Some(entry)
     }
 
@@ -267,7 +270,7 @@ impl Db {
             return Removed::Missing;
         };
         let (Slot { key, entry }, _) = occupied.remove();
-        reindex(&mut self.deadlines, hash, &key, entry.expire_at, None);
+        self.deadlines.update(hash, entry.expire_at, None);
         if Self::is_expired(&entry, now) {
             Removed::Expired(key)
         } else {
@@ -281,25 +284,54 @@ impl Db {
         let Some(slot) = self.entries.find_mut(hash, |s| s.key[..] == *key) else {
             return false;
         };
-        reindex(
-            &mut self.deadlines,
-            hash,
-            &slot.key,
-            slot.entry.expire_at,
-            expire_at,
-        );
+        self.deadlines.update(hash, slot.entry.expire_at, expire_at);
         slot.entry.expire_at = expire_at;
+        self.drop_stale_deadlines();
         true
     }
 
-    /// Up to `limit` keys whose deadline is at or before `now`, earliest first.
-    pub(crate) fn expired_keys(&self, now: u64, limit: usize) -> Vec<Bytes> {
-        self.deadlines
+    /// Removes up to `limit` keys whose deadline is at or before `now`, earliest first, and
+    /// returns them (the caller owes their expiry side effects).
+    pub(crate) fn take_expired(&mut self, now: u64, limit: usize) -> Vec<Bytes> {
+        let mut expired = Vec::new();
+        while expired.len() < limit {
+            let Some(&Reverse((at, hash))) = self.deadlines.heap.peek() else {
+                break;
+            };
+            if at > now {
+                break;
+            }
+            self.deadlines.heap.pop();
+            // A stale entry (the key moved its deadline or left) finds nothing.
+            if let Ok(occupied) = self
+                .entries
+                .find_entry(hash, |s| s.entry.expire_at == Some(at))
+            {
+                let (Slot { key, .. }, _) = occupied.remove();
+                self.deadlines.volatile = self.deadlines.volatile.saturating_sub(1);
+                expired.push(key);
+            }
+        }
+        expired
+    }
+
+    /// Rebuilds the deadline heap from the table once stale entries outnumber live ones.
+    fn drop_stale_deadlines(&mut self) {
+        if !self.deadlines.needs_rebuild() {
+            return;
+        }
+        let hasher = &self.hasher;
+        let live: Vec<_> = self
+            .entries
             .iter()
-            .take_while(|d| d.at <= now)
-            .take(limit)
-            .map(|d| d.key.clone())
-            .collect()
+            .filter_map(|s| {
+                s.entry
+                    .expire_at
+                    .map(|at| Reverse((at, hash_key(hasher, &s.key))))
+            })
+            .collect();
+        self.deadlines.volatile = live.len();
+        self.deadlines.heap = BinaryHeap::from(live);
     }
 
     /// All keys, live or not yet reclaimed (callers filter with `get`).
@@ -371,16 +403,47 @@ mod tests {
         db.insert(k("a"), s("1"), Some(10), 0);
         db.insert(k("b"), s("1"), Some(5), 0);
         db.insert(k("a"), s("2"), Some(20), 0);
-        assert_eq!(db.expired_keys(100, 10), [k("b"), k("a")]);
+        assert_eq!(db.volatile_len(), 2);
         assert!(db.set_expire(b"b", Some(30)));
         assert!(db.set_expire(b"b", Some(30)));
-        assert_eq!(db.expired_keys(100, 10), [k("a"), k("b")]);
-        assert!(db.set_expire(b"a", None));
-        assert_eq!(db.expired_keys(100, 10), [k("b")]);
         assert!(!db.set_expire(b"zz", Some(1)));
+        assert_eq!(db.volatile_len(), 2);
+        // a's old deadline (10) and b's (5) are stale: only a (20) is due at 25.
+        assert!(db.take_expired(25, 10) == [k("a")]);
+        assert_eq!((db.len(), db.volatile_len()), (1, 1));
+        db.insert(k("c"), s("1"), Some(40), 0);
+        db.insert(k("d"), s("1"), Some(35), 0);
+        assert!(db.set_expire(b"c", None));
         assert!(matches!(db.remove_live(b"b", 30), Removed::Expired(key) if key == "b"));
-        assert!(matches!(db.remove_live(b"a", 30), Removed::Live));
-        assert!(matches!(db.remove_live(b"a", 30), Removed::Missing));
+        assert_eq!(db.volatile_len(), 1);
+        assert!(db.take_expired(100, 10) == [k("d")]);
+        assert_eq!((db.len(), db.volatile_len()), (1, 0));
+        assert!(matches!(db.find_live(b"c", 100, false), Found::Live(e) if e.expire_at.is_none()));
+    }
+
+    #[test]
+    fn take_expired_goes_earliest_first_within_its_limit() {
+        let mut db = Db::default();
+        for (i, at) in [50u64, 10, 40, 20, 30].into_iter().enumerate() {
+            db.insert(k(&format!("k{i}")), s("v"), Some(at), 0);
+        }
+        assert!(db.take_expired(35, 2) == [k("k1"), k("k3")]);
+        assert!(db.take_expired(35, 10) == [k("k4")]);
+        assert!(db.take_expired(35, 10).is_empty());
+        assert_eq!((db.len(), db.volatile_len()), (2, 2));
+    }
+
+    #[test]
+    fn stale_deadlines_are_dropped_once_they_outnumber_live_ones() {
+        let mut db = Db::default();
+        db.insert(k("lock"), s("v"), Some(1), 0);
+        // A lock renewed many times leaves one stale entry per renewal until the rebuild.
+        for at in 2..(3 * STALE_SLACK as u64) {
+            assert!(db.set_expire(b"lock", Some(at)));
+        }
+        assert!(db.deadlines.heap.len() <= 2 + STALE_SLACK);
+        assert_eq!(db.volatile_len(), 1);
+        assert!(db.take_expired(3 * STALE_SLACK as u64, 10) == [k("lock")]);
         assert_eq!((db.len(), db.volatile_len()), (0, 0));
     }
 }
