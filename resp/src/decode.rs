@@ -228,6 +228,8 @@ pub struct RequestDecoder {
 /// Requests up to this size are copied out of the read buffer (Redis's `PROTO_MBULK_BIG_ARG`:
 /// below it Redis copies arguments out of its query buffer too).
 const COMPACT_MAX: usize = 32 * 1024;
+/// Most arguments a request may have for [`RequestDecoder::decode`]'s one-pass path.
+const FAST_MAX_ARGS: usize = 32;
 
 /// The arguments of one request, moved into one allocation of their own when the request is
 /// small: arguments split off the read buffer share it, so a key or field a command stores
@@ -281,6 +283,11 @@ impl RequestDecoder {
     /// A [`DecodeError`] whose text is what Redis replies after `Protocol error: `; the
     /// connection should then be closed.
     pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, DecodeError> {
+        if self.pending == 0 && !self.auth_required {
+            if let Some(args) = self.decode_whole_small(buf) {
+                return Ok(Some(args));
+            }
+        }
         loop {
             if self.pending == 0 {
                 let Some(&first) = buf.first() else {
@@ -358,6 +365,62 @@ impl RequestDecoder {
             }
             return Ok(Some(compact(std::mem::take(&mut self.args))));
         }
+    }
+
+    /// The common case in one pass: a well-formed multibulk request of at most
+    /// [`FAST_MAX_ARGS`] arguments and [`COMPACT_MAX`] payload bytes that is wholly in `buf`.
+    /// Its arguments are copied straight into one allocation of their own (what [`compact`]
+    /// makes of the general path's result, without first splitting each argument off the read
+    /// buffer). Anything else (an incomplete, empty, large or malformed request) returns `None`
+    /// with nothing consumed, and the general path decides, so both agree on every input.
+    fn decode_whole_small(&mut self, buf: &mut BytesMut) -> Option<Vec<Bytes>> {
+        /// The `*`/`$` header line at `at`: the digits after the type byte and where the next
+        /// line starts (the CR and the byte after it, skipped unchecked as the general path
+        /// does).
+        fn header(buf: &[u8], at: usize, kind: u8) -> Option<(i64, usize)> {
+            let line = buf.get(at..)?;
+            let Scan::Found(cr) = c_strchr(line, 0, b'\r') else {
+                return None;
+            };
+            if cr + 2 > line.len() || line.first() != Some(&kind) {
+                return None;
+            }
+            Some((parse_strict_i64(line.get(1..cr)?)?, at + cr + 2))
+        }
+        if buf.first() != Some(&b'*') {
+            return None;
+        }
+        let (count, mut at) = header(buf, 0, b'*')?;
+        if count < 1 || count as u64 > FAST_MAX_ARGS.min(self.limits.max_multibulk_len) as u64 {
+            return None;
+        }
+        let mut spans = [(0usize, 0usize); FAST_MAX_ARGS];
+        let spans = spans.get_mut(..count as usize)?;
+        let mut total = 0usize;
+        for span in spans.iter_mut() {
+            let (len, start) = header(buf, at, b'$')?;
+            let len = usize::try_from(len).ok()?;
+            total += len;
+            if len > self.limits.max_bulk_len || total > COMPACT_MAX {
+                return None;
+            }
+            at = start.checked_add(len)?.checked_add(2)?;
+            if at > buf.len() {
+                return None;
+            }
+            *span = (start, len);
+        }
+        let mut copy = BytesMut::with_capacity(total);
+        for &(start, len) in spans.iter() {
+            copy.extend_from_slice(buf.get(start..start + len)?);
+        }
+        let mut args = Vec::with_capacity(spans.len());
+        for &(_, len) in spans.iter() {
+            args.push(copy.split_to(len).freeze());
+        }
+        buf.advance(at);
+        self.scanned = 0;
+        Some(args)
     }
 
     /// Finds the CR ending the `*`/`$` header line at the front of `buf`, as

@@ -303,6 +303,49 @@ proptest! {
     }
 
     #[test]
+    fn whole_requests_decode_as_they_do_byte_by_byte(
+        requests in prop::collection::vec(
+            prop::collection::vec(prop::collection::vec(any::<u8>(), 0..24), 1..6),
+            0..4,
+        ),
+        garbage in prop::collection::vec(
+            prop::sample::select(vec![
+                &b"*"[..], b"$", b"\r\n", b"\r", b"-1", b"0", b"1", b"2", b"3", b"\x00", b"x",
+                b"*1\r\n$", b"*2\r\n", b"$3\r\nabc\r\n", b"$1\r\n", b"*0\r\n",
+            ]).prop_map(<[u8]>::to_vec),
+            0..16,
+        ),
+        auth in any::<bool>(),
+    ) {
+        // A whole buffer takes the decoder's one-pass path where it can; one byte at a time
+        // never can (a request is never complete at its start). Both must say the same.
+        let mut input: Vec<u8> = requests.iter().flat_map(|r| request_bytes(r)).collect();
+        input.extend(garbage.concat());
+        input.extend(request_bytes(&[b"tail".to_vec()]));
+        let outcomes = |chunk: usize| {
+            let mut decoder = RequestDecoder::default();
+            decoder.set_auth_required(auth);
+            let mut buf = BytesMut::new();
+            let mut seen = Vec::new();
+            for piece in input.chunks(chunk) {
+                buf.extend_from_slice(piece);
+                for _ in 0..=input.len() {
+                    match decoder.decode(&mut buf) {
+                        Ok(Some(args)) => seen.push(Ok(args)),
+                        Ok(None) => break,
+                        Err(e) => {
+                            seen.push(Err(e.to_string()));
+                            return seen;
+                        }
+                    }
+                }
+            }
+            seen
+        };
+        prop_assert_eq!(outcomes(input.len().max(1)), outcomes(1));
+    }
+
+    #[test]
     fn hex_escaped_inline_arguments_round_trip(
         args in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..24), 1..6),
         crlf in any::<bool>(),
