@@ -158,6 +158,18 @@ async fn sandbox_escapes_fail_with_redis_errors() {
         "return tostring(getmetatable(_G) ~= nil)",
         "return loadstring('return 7')()",
         "return load('return 8')()",
+        // Library functions write with lua_rawseti/lua_rawset, past any __newindex: the
+        // tables themselves are read-only, so nothing leaks into the next script.
+        "table.insert(string, 'x') return 1",
+        "return string[1]",
+        "table.insert(redis, 'x') return #redis",
+        "rawset(cjson, 'x', 1) return cjson.x",
+        "table.sort(math) return 1",
+        "setmetatable(string, {}) return 1",
+        "return type(getmetatable(string))",
+        "return type(getmetatable(getmetatable('')))",
+        "local n = 0 for _ in pairs(_G) do n = n + 1 end return n",
+        "return #_G",
     ] {
         eval0(&mut pair, script).await;
     }

@@ -141,6 +141,10 @@ pub(super) fn primitives(
         super::stack::c_function::<AclCheck>(lua, Arc::new(command_exists))?,
     )?;
     raw.raw_set(
+        "readonly",
+        super::stack::c_function::<MarkReadonly>(lua, Arc::new(()))?,
+    )?;
+    raw.raw_set(
         "null",
         Value::LightUserData(LightUserData(std::ptr::null_mut())),
     )?;
@@ -170,6 +174,28 @@ impl CFunction for AclCheck {
         match pushed {
             Ok(()) => Return::Values(1),
             Err(_) => Return::Values(0),
+        }
+    }
+}
+
+/// `raw.readonly(t)`: marks table `t` read-only (Redis's `lua_enablereadonlytable`) and
+/// returns whether it already was, so the sandbox's recursive protection stops at tables it
+/// has seen (`_G._G`).
+struct MarkReadonly;
+
+impl CFunction for MarkReadonly {
+    type Context = ();
+    fn call(stack: &mut Stack<'_>, (): &()) -> Return {
+        let was = stack.is_readonly(1);
+        let pushed = stack
+            .set_readonly(1, true)
+            .and_then(|()| stack.push_bool(was));
+        match pushed {
+            Ok(()) => Return::Values(1),
+            Err(_) => match stack.push_bytes(b"readonly: table expected") {
+                Ok(()) => Return::Raise,
+                Err(_) => Return::Values(0),
+            },
         }
     }
 }

@@ -17,7 +17,7 @@ pub(crate) use convert::format_g;
 
 use bytes::Bytes;
 use locksmith_resp::Frame;
-use mlua::{ChunkMode, Function, Lua, LuaOptions, StdLib, Table};
+use mlua::{ChunkMode, Function, Lua, LuaOptions, StdLib};
 use stack::{CFunction, Kind, Return, Stack};
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -258,7 +258,7 @@ pub(crate) struct Engine {
     /// The interpreter's main thread, which scripts run on.
     main: stack::MainState,
     scripts: HashMap<String, Compiled>,
-    /// The real globals table (scripts see a read-only proxy of it).
+    /// The globals table (read-only, as every table the sandbox reaches).
     globals: stack::Registered,
     /// `__redis__err__handler`.
     handler: stack::Registered,
@@ -301,12 +301,10 @@ impl Engine {
             stack::c_function::<RedisPcall>(&lua, shared.clone())?,
         )?;
         let globals = lua.globals();
-        let proxy: Table = lua
-            .load(include_str!("sandbox.lua"))
+        lua.load(include_str!("sandbox.lua"))
             .set_name(INTERNAL_CHUNK)
             .set_mode(ChunkMode::Text)
-            .call((raw, globals.clone()))?;
-        lua.set_globals(proxy)?;
+            .call::<()>((raw, globals.clone()))?;
         let handler: Function = globals.raw_get("__redis__err__handler")?;
         let main = stack::MainState::of(&lua)?;
         let handler = main.register(&lua, handler)?;
@@ -432,17 +430,24 @@ impl Engine {
                 let anchored_keys = known.len();
                 convert::push_known(stack, args, &mut known)?;
                 let anchored_args = known.len() - anchored_keys;
-                stack.push_bytes(b"KEYS")?;
-                convert::push_bytes_array(stack, keys, first, anchored_keys)?;
-                stack.raw_set(g)?;
-                stack.push_bytes(b"ARGV")?;
-                convert::push_bytes_array(
-                    stack,
-                    args,
-                    first + anchored_keys as i32,
-                    anchored_args,
-                )?;
-                stack.raw_set(g)?;
+                // The globals are read-only to scripts; the run opens them for KEYS and ARGV
+                // only (as Redis's luaSetGlobalArray), and closes them again either way.
+                stack.set_readonly(g, false)?;
+                let set = (|| {
+                    stack.push_bytes(b"KEYS")?;
+                    convert::push_bytes_array(stack, keys, first, anchored_keys)?;
+                    stack.raw_set(g)?;
+                    stack.push_bytes(b"ARGV")?;
+                    convert::push_bytes_array(
+                        stack,
+                        args,
+                        first + anchored_keys as i32,
+                        anchored_args,
+                    )?;
+                    stack.raw_set(g)
+                })();
+                stack.set_readonly(g, true)?;
+                set?;
                 stack.push_registered(script.func)?;
                 let mut frame = RunFrame {
                     dispatcher,

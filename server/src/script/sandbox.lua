@@ -177,38 +177,19 @@ G.cmsgpack = raw.cmsgpack
 G.struct = raw.struct
 G.bit = raw.bit
 
--- Read-only tables (Redis 7.0.15 marks the globals and every library table read-only).
-local ro = setmetatable({}, {__mode = 'k'})
-local function readonly_error() error('Attempt to modify a readonly table', 2) end
-local function protect(t, fake_mt)
-  local p = {}
-  local mt = {__index = t, __newindex = readonly_error}
-  mt.__metatable = fake_mt or false
-  setmetatable(p, mt)
-  ro[p] = t
-  return p
+-- Read-only tables, as Redis 7.0 marks them (luaSetTableProtectionRecursively): the globals,
+-- every table reachable from them and their metatables, and the strings' metatable. A write
+-- to any of them (assignment, rawset, table.insert, setmetatable) raises "Attempt to modify a
+-- readonly table" from the patched Lua itself (vendor/lua-src), so reads stay plain lookups.
+local mark_readonly, rawgetmetatable = raw.readonly, getmetatable
+local function protect(t)
+  if mark_readonly(t) then return end
+  for _, v in next, t do
+    if type(v) == 'table' then protect(v) end
+  end
+  local mt = rawgetmetatable(t)
+  if type(mt) == 'table' then protect(mt) end
 end
-
-G.rawset = function(t, k, v)
-  if ro[t] then error('Attempt to modify a readonly table', 0) end
-  return rawset(t, k, v)
-end
-G.rawget = function(t, k) return rawget(ro[t] or t, k) end
-G.setmetatable = function(t, m)
-  if ro[t] then error('Attempt to modify a readonly table', 0) end
-  return setmetatable(t, m)
-end
-G.next = function(t, k) return next(ro[t] or t, k) end
-G.pairs = function(t) return next, ro[t] or t, nil end
-G.ipairs = function(t) return ipairs(ro[t] or t) end
-
-for _, name in ipairs({'redis', 'string', 'math', 'table', 'coroutine', 'cjson', 'cmsgpack',
-                       'struct', 'bit'}) do
-  G[name] = protect(G[name])
-end
-local string_mt = getmetatable('')
-string_mt.__index = G.string
-string_mt.__metatable = protect(string_mt)
 
 local function missing_global(_, k)
   if type(k) ~= 'string' and type(k) ~= 'number' then
@@ -242,6 +223,7 @@ G.xpcall = function(f, h)
   end)
 end
 
-local proxy = protect(G, protect({__index = missing_global}))
-G._G = proxy
-return proxy
+local string_mt = getmetatable('')
+string_mt.__index = G.string
+protect(string_mt)
+protect(G)

@@ -26,6 +26,12 @@ use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
+// Redis's read-only tables, from the patched Lua the workspace builds (vendor/lua-src).
+unsafe extern "C-unwind" {
+    fn lua_enablereadonlytable(state: *mut lua_State, idx: c_int, enabled: c_int);
+    fn lua_isreadonlytable(state: *mut lua_State, idx: c_int) -> c_int;
+}
+
 /// A Lua value's type, as `lua_type` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Kind {
@@ -281,6 +287,33 @@ impl Stack<'_> {
         Ok(())
     }
 
+    /// Marks the table at `idx` read-only or writable again (Redis's
+    /// `lua_enablereadonlytable`): while marked, every write to it raises `Attempt to modify
+    /// a readonly table`, and this view refuses to write to it.
+    pub(super) fn set_readonly(&mut self, idx: c_int, readonly: bool) -> Result<(), StackError> {
+        let t = self.table(idx)?;
+        // SAFETY: `t` is a table on the stack.
+        unsafe { lua_enablereadonlytable(self.state, t, c_int::from(readonly)) };
+        Ok(())
+    }
+
+    /// Whether the table at `idx` is read-only (`false` for anything else).
+    pub(super) fn is_readonly(&self, idx: c_int) -> bool {
+        // SAFETY: `t` is a table on the stack.
+        self.table(idx)
+            .is_ok_and(|t| unsafe { lua_isreadonlytable(self.state, t) } != 0)
+    }
+
+    /// The absolute index of the table at `idx`, if it may be written (a read-only table
+    /// would make the write raise).
+    fn writable_table(&self, idx: c_int) -> Result<c_int, StackError> {
+        let t = self.table(idx)?;
+        if self.is_readonly(t) {
+            return Err(StackError);
+        }
+        Ok(t)
+    }
+
     /// The absolute index of the table at `idx`.
     fn table(&self, idx: c_int) -> Result<c_int, StackError> {
         let abs = self.absolute(idx).ok_or(StackError)?;
@@ -294,7 +327,7 @@ impl Stack<'_> {
     /// `t[k] = v` without metamethods, for the table at `table` and the key and value on top
     /// (both popped). A nil or NaN key is refused (Lua would raise).
     pub(super) fn raw_set(&mut self, table: c_int) -> Result<(), StackError> {
-        let t = self.table(table)?;
+        let t = self.writable_table(table)?;
         if self.top() < t + 2 {
             return Err(StackError);
         }
@@ -303,8 +336,8 @@ impl Stack<'_> {
             Kind::Number if self.number(-2).is_some_and(f64::is_nan) => return Err(StackError),
             _ => {}
         }
-        // SAFETY: `t` is a table below the key and value; the key is neither nil nor NaN, so
-        // lua_rawset cannot raise (allocation failures abort).
+        // SAFETY: `t` is a writable table below the key and value; the key is neither nil nor
+        // NaN, so lua_rawset cannot raise (allocation failures abort).
         unsafe { ffi::lua_rawset(self.state, t) };
         Ok(())
     }
@@ -324,12 +357,12 @@ impl Stack<'_> {
 
     /// `t[n] = v` without metamethods, for the value on top (popped).
     pub(super) fn set_index(&mut self, table: c_int, n: usize) -> Result<(), StackError> {
-        let t = self.table(table)?;
+        let t = self.writable_table(table)?;
         let n = c_int::try_from(n).map_err(|_| StackError)?;
         if self.top() <= t {
             return Err(StackError);
         }
-        // SAFETY: `t` is a table below the value on top; an integer key cannot make
+        // SAFETY: `t` is a writable table below the value on top; an integer key cannot make
         // lua_rawseti raise.
         unsafe { ffi::lua_rawseti_(self.state, t, n) };
         Ok(())
