@@ -322,15 +322,15 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let by = args.i64()?;
     // Creating the hash first is safe: a new hash has no field, so 0 + by cannot fail.
     let (h, existed) = write_found(ctx, &key)?;
-    let outcome = match h.entry(field) {
-        indexmap::map::Entry::Occupied(mut field) => super::parse_i64(field.get())
+    let outcome = match h.get_mut(&field) {
+        Some(value) => super::parse_i64(value)
             .map_err(|_| CommandError::err("hash value is not an integer"))
             .and_then(|current| current.checked_add(by).ok_or(CommandError::Overflow))
             .inspect(|new| {
-                field.insert(Bytes::from(new.to_string()));
+                *value = Bytes::from(new.to_string());
             }),
-        indexmap::map::Entry::Vacant(field) => {
-            field.insert(Bytes::from(by.to_string()));
+        None => {
+            h.insert(field, Bytes::from(by.to_string()));
             Ok(by)
         }
     };

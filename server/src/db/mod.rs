@@ -6,6 +6,7 @@
 //! table is a `hashbrown` [`HashTable`] probed with a precomputed hash, so finding, checking the
 //! deadline and reclaiming or updating the entry reuse one probe.
 
+mod hash_value;
 mod value;
 mod zset;
 

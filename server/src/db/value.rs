@@ -1,15 +1,12 @@
 //! Values stored under keys.
 
 use bytes::Bytes;
-use indexmap::IndexMap;
 use std::collections::{HashSet, VecDeque};
+
+pub(crate) use super::hash_value::HashValue;
 
 /// A sorted set: member → score, plus members ordered by (score, member).
 pub(crate) use super::zset::ZSet;
-
-/// A hash keeps insertion order, as Redis's listpack encoding does for small hashes, so
-/// `HGETALL` on a small hash answers in the same order as Redis.
-pub(crate) type HashValue = IndexMap<Bytes, Bytes>;
 
 /// One stored value.
 #[derive(Debug, Clone)]

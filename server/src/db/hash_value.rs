@@ -1,0 +1,220 @@
+//! The value of a hash key: field → value in insertion order.
+//!
+//! Most hashes are small (a Redisson lock holds one field per owner), and for them a hash
+//! table is mostly overhead: hashing the field, then an index table and an entry vector in two
+//! more allocations, each a cache miss when many keys are live. As Redis keeps small hashes in
+//! one listpack, a hash of up to [`SMALL_MAX`] fields is a vector of pairs found by a linear
+//! scan (lengths first); a larger one becomes an `IndexMap` for good (Redis never converts
+//! back either). Both keep insertion order and shift on removal, as a listpack does, so
+//! `HGETALL` answers in Redis's order.
+
+use bytes::Bytes;
+use indexmap::IndexMap;
+
+/// Most fields a hash holds as a vector before it becomes a hash table.
+const SMALL_MAX: usize = 16;
+
+/// A hash value.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HashValue {
+    repr: Repr,
+}
+
+#[derive(Debug, Clone)]
+enum Repr {
+    Small(Vec<(Bytes, Bytes)>),
+    Large(IndexMap<Bytes, Bytes>),
+}
+
+impl Default for Repr {
+    fn default() -> Self {
+        Repr::Small(Vec::new())
+    }
+}
+
+impl HashValue {
+    /// An empty hash.
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of fields.
+    pub(crate) fn len(&self) -> usize {
+        match &self.repr {
+            Repr::Small(v) => v.len(),
+            Repr::Large(m) => m.len(),
+        }
+    }
+
+    /// Whether the hash has no field.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Position of `field` in a small hash.
+    fn position(pairs: &[(Bytes, Bytes)], field: &[u8]) -> Option<usize> {
+        pairs
+            .iter()
+            .position(|(f, _)| f.len() == field.len() && f[..] == *field)
+    }
+
+    /// The value of `field`.
+    pub(crate) fn get(&self, field: &[u8]) -> Option<&Bytes> {
+        match &self.repr {
+            Repr::Small(v) => Self::position(v, field).and_then(|i| v.get(i).map(|(_, x)| x)),
+            Repr::Large(m) => m.get(field),
+        }
+    }
+
+    /// The value of `field`, to change in place.
+    pub(crate) fn get_mut(&mut self, field: &[u8]) -> Option<&mut Bytes> {
+        match &mut self.repr {
+            Repr::Small(v) => {
+                let i = Self::position(v, field)?;
+                v.get_mut(i).map(|(_, x)| x)
+            }
+            Repr::Large(m) => m.get_mut(field),
+        }
+    }
+
+    /// Whether `field` is set.
+    pub(crate) fn contains_key(&self, field: &[u8]) -> bool {
+        self.get(field).is_some()
+    }
+
+    /// Sets `field` to `value` (a new field goes last); returns the previous value.
+    pub(crate) fn insert(&mut self, field: Bytes, value: Bytes) -> Option<Bytes> {
+        match &mut self.repr {
+            Repr::Small(v) => {
+                if let Some(i) = Self::position(v, &field) {
+                    return v.get_mut(i).map(|(_, x)| std::mem::replace(x, value));
+                }
+                if v.len() < SMALL_MAX {
+                    v.push((field, value));
+                    return None;
+                }
+                let mut m: IndexMap<Bytes, Bytes> = std::mem::take(v).into_iter().collect();
+                m.insert(field, value);
+                self.repr = Repr::Large(m);
+                None
+            }
+            Repr::Large(m) => m.insert(field, value),
+        }
+    }
+
+    /// Removes `field`, keeping the order of the others; returns its value.
+    pub(crate) fn shift_remove(&mut self, field: &[u8]) -> Option<Bytes> {
+        match &mut self.repr {
+            Repr::Small(v) => Self::position(v, field).map(|i| v.remove(i).1),
+            Repr::Large(m) => m.shift_remove(field),
+        }
+    }
+
+    /// The field and value at position `i` (insertion order).
+    pub(crate) fn get_index(&self, i: usize) -> Option<(&Bytes, &Bytes)> {
+        match &self.repr {
+            Repr::Small(v) => v.get(i).map(|(f, x)| (f, x)),
+            Repr::Large(m) => m.get_index(i),
+        }
+    }
+
+    /// Fields and values in insertion order.
+    pub(crate) fn iter(&self) -> Iter<'_> {
+        match &self.repr {
+            Repr::Small(v) => Iter::Small(v.iter()),
+            Repr::Large(m) => Iter::Large(m.iter()),
+        }
+    }
+
+    /// Fields in insertion order.
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &Bytes> + '_ {
+        self.iter().map(|(f, _)| f)
+    }
+
+    /// Values in insertion order.
+    pub(crate) fn values(&self) -> impl Iterator<Item = &Bytes> + '_ {
+        self.iter().map(|(_, v)| v)
+    }
+}
+
+/// Iterator over a hash's fields and values, in insertion order.
+#[derive(Debug)]
+pub(crate) enum Iter<'a> {
+    /// Over a small hash.
+    Small(std::slice::Iter<'a, (Bytes, Bytes)>),
+    /// Over a hash table.
+    Large(indexmap::map::Iter<'a, Bytes, Bytes>),
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = (&'a Bytes, &'a Bytes);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Iter::Small(it) => it.next().map(|(f, v)| (f, v)),
+            Iter::Large(it) => it.next(),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            Iter::Small(it) => it.size_hint(),
+            Iter::Large(it) => it.size_hint(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    /// The same operations on a `HashValue` and on an `IndexMap` (the reference) agree, across
+    /// the switch from the small form to the table.
+    #[test]
+    fn behaves_as_an_insertion_ordered_map_across_the_switch() {
+        let mut h = HashValue::new();
+        let mut want: IndexMap<Bytes, Bytes> = IndexMap::new();
+        for round in 0..3 {
+            for i in 0..(SMALL_MAX + 4) {
+                let (f, v) = (b(&format!("f{}", (i * 7 + round) % 23)), b(&format!("v{i}")));
+                assert_eq!(h.insert(f.clone(), v.clone()), want.insert(f, v));
+                let gone = b(&format!("f{}", (i * 5) % 23));
+                if i % 3 == 0 {
+                    assert_eq!(h.shift_remove(&gone), want.shift_remove(&gone));
+                }
+                assert_eq!(h.len(), want.len());
+                let got: Vec<_> = h.iter().collect();
+                let expected: Vec<_> = want.iter().collect();
+                assert_eq!(got, expected);
+            }
+            for i in 0..23 {
+                let f = b(&format!("f{i}"));
+                assert_eq!(h.get(&f), want.get(&f));
+                assert_eq!(h.contains_key(&f), want.contains_key(&f));
+            }
+            assert_eq!(h.get_index(2), want.get_index(2));
+        }
+        assert!(matches!(h.repr, Repr::Large(_)));
+    }
+
+    #[test]
+    fn small_hash_updates_in_place_and_empties() {
+        let mut h = HashValue::new();
+        assert!(h.is_empty() && h.get(b"a").is_none());
+        h.insert(b("a"), b("1"));
+        h.insert(b("b"), b("2"));
+        if let Some(v) = h.get_mut(b"a") {
+            *v = b("3");
+        }
+        assert_eq!(h.keys().cloned().collect::<Vec<_>>(), [b("a"), b("b")]);
+        assert_eq!(h.values().cloned().collect::<Vec<_>>(), [b("3"), b("2")]);
+        assert_eq!(h.shift_remove(b"a"), Some(b("3")));
+        assert_eq!(h.shift_remove(b"a"), None);
+        assert_eq!(h.shift_remove(b"b"), Some(b("2")));
+        assert!(h.is_empty() && matches!(h.repr, Repr::Small(_)));
+    }
+}
