@@ -88,7 +88,12 @@ struct Deadlines {
     volatile: usize,
 }
 
-/// Stale entries tolerated beyond the live ones before the heap is rebuilt.
+/// The heap is rebuilt once it holds more than `STALE_RATIO` entries per volatile key plus
+/// `STALE_SLACK`: a rebuild reads every key of the table, so it must come rarely (a lock
+/// service renews each lock again and again), while memory stays bounded by a few 16-byte
+/// entries per volatile key.
+const STALE_RATIO: usize = 4;
+/// See [`STALE_RATIO`].
 const STALE_SLACK: usize = 1024;
 
 impl Deadlines {
@@ -108,9 +113,9 @@ impl Deadlines {
         }
     }
 
-    /// Whether the stale entries are worth a rebuild.
+    /// Whether the stale entries are worth a rebuild (see [`STALE_RATIO`]).
     fn needs_rebuild(&self) -> bool {
-        self.heap.len() > self.volatile.saturating_mul(2) + STALE_SLACK
+        self.heap.len() > self.volatile.saturating_mul(STALE_RATIO) + STALE_SLACK
     }
 
     fn clear(&mut self) {
@@ -442,7 +447,7 @@ mod tests {
         for at in 2..(3 * STALE_SLACK as u64) {
             assert!(db.set_expire(b"lock", Some(at)));
         }
-        assert!(db.deadlines.heap.len() <= 2 + STALE_SLACK);
+        assert!(db.deadlines.heap.len() <= STALE_RATIO + STALE_SLACK + 1);
         assert_eq!(db.volatile_len(), 1);
         assert!(db.take_expired(3 * STALE_SLACK as u64, 10) == [k("lock")]);
         assert_eq!((db.len(), db.volatile_len()), (0, 0));
