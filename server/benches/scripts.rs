@@ -73,6 +73,38 @@ fn scripts(c: &mut Criterion) {
             client.execute(&release_cmd)
         })
     });
+    // The partial release alone: each timed release undoes an untimed acquire made first.
+    group.bench_function("release_partial", |b| {
+        b.iter_custom(|iters| {
+            for _ in 0..iters {
+                client.execute(&acquire_cmd);
+            }
+            let start = std::time::Instant::now();
+            for _ in 0..iters {
+                std::hint::black_box(client.execute(&release_cmd));
+            }
+            start.elapsed()
+        })
+    });
+    // A whole uncontended cycle on a free lock: the first acquire (exists, hincrby, pexpire)
+    // and the full release (exists, hexists, hincrby, del, publish).
+    let free_acquire = argv(&["EVALSHA", &acquire, "1", "free", "30000", owner]);
+    let free_release = argv(&[
+        "EVALSHA",
+        &release,
+        "2",
+        "free",
+        "redisson_lock__channel:{free}",
+        "0",
+        "30000",
+        owner,
+    ]);
+    group.bench_function("acquire_then_full_release", |b| {
+        b.iter(|| {
+            client.execute(&free_acquire);
+            client.execute(&free_release)
+        })
+    });
     let hset_cmd = argv(&["HSET", "plain:hash", "field", "value"]);
     group.bench_function("plain_hset", |b| b.iter(|| client.execute(&hset_cmd)));
     let hincrby_cmd = argv(&["HINCRBY", "plain:hash", "counter", "1"]);
