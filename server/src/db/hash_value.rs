@@ -180,7 +180,10 @@ mod tests {
         let mut want: IndexMap<Bytes, Bytes> = IndexMap::new();
         for round in 0..3 {
             for i in 0..(SMALL_MAX + 4) {
-                let (f, v) = (b(&format!("f{}", (i * 7 + round) % 23)), b(&format!("v{i}")));
+                let (f, v) = (
+                    b(&format!("f{}", (i * 7 + round) % 23)),
+                    b(&format!("v{i}")),
+                );
                 assert_eq!(h.insert(f.clone(), v.clone()), want.insert(f, v));
                 let gone = b(&format!("f{}", (i * 5) % 23));
                 if i % 3 == 0 {
