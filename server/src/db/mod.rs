@@ -79,8 +79,8 @@ pub(crate) struct Db {
 /// hash with that very deadline, which [`Db::take_expired`] checks when the entry reaches the
 /// top. A new deadline is usually the latest one, so its push stops at once. Entries hold no
 /// key (no reference count to touch, no key bytes to compare), and stale ones are dropped by a
-/// rebuild once they outnumber the live ones, so memory stays proportional to the volatile
-/// keys.
+/// rebuild once they outnumber the live ones several times over ([`STALE_RATIO`]), so memory
+/// stays proportional to the volatile keys.
 #[derive(Debug, Clone, Default)]
 struct Deadlines {
     heap: BinaryHeap<Reverse<(u64, u64)>>,
@@ -321,7 +321,7 @@ impl Db {
         expired
     }
 
-    /// Rebuilds the deadline heap from the table once stale entries outnumber live ones.
+    /// Rebuilds the deadline heap from the table once stale entries pile up ([`STALE_RATIO`]).
     fn drop_stale_deadlines(&mut self) {
         if !self.deadlines.needs_rebuild() {
             return;

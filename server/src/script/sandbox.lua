@@ -1,8 +1,8 @@
 -- Redis 7.0's Lua environment, built once per interpreter (chunk "=[redis]").
--- Arguments: the table of Rust primitives, the real globals.
+-- Arguments: the table of Rust primitives, the globals (left read-only at the end).
 local raw, G = ...
 local type, tostring, tonumber, select, error = type, tostring, tonumber, select, error
-local rawget, rawset, next, ipairs, setmetatable, unpack = rawget, rawset, next, ipairs, setmetatable, unpack
+local next, ipairs, setmetatable = next, ipairs, setmetatable
 local loadstring = loadstring
 local floor, ceil = math.floor, math.ceil
 local sub, find, gsub, byte, concat = string.sub, string.find, string.gsub, string.byte, table.concat
