@@ -127,18 +127,15 @@ pub(super) fn push_reply_error(stack: &mut Stack<'_>, text: &[u8]) -> Result<(),
 const MAX_KNOWN: usize = 64;
 
 /// Pushes `items` as strings (up to [`MAX_KNOWN`] of them) and records them in `known`.
-pub(super) fn push_known(
+pub(super) fn push_known<'a>(
     stack: &mut Stack<'_>,
-    items: &[Bytes],
-    known: &mut Vec<Known>,
+    items: &'a [Bytes],
+    known: &mut Vec<Known<'a>>,
 ) -> Result<(), StackError> {
     for item in items.iter().take(MAX_KNOWN.saturating_sub(known.len())) {
         stack.push_bytes(item)?;
         let addr = stack.bytes(-1).map_or(0, |s| s.as_ptr() as usize);
-        known.push(Known {
-            addr,
-            bytes: item.clone(),
-        });
+        known.push(Known { addr, bytes: item });
     }
     Ok(())
 }
@@ -175,11 +172,11 @@ pub(super) const BAD_ARGUMENT: &[u8] =
 /// The address is only compared, never read; the run's stack slot keeps the string alive, so
 /// no other string can have it meanwhile.
 #[derive(Debug)]
-pub(super) struct Known {
+pub(super) struct Known<'a> {
     /// Address of the Lua string's bytes.
     pub(super) addr: usize,
-    /// The bytes, as the client sent them.
-    pub(super) bytes: Bytes,
+    /// The bytes, as the client sent them (borrowed from the request, which outlives the run).
+    pub(super) bytes: &'a Bytes,
 }
 
 /// Copies of short strings recently passed to `redis.call` that were not [`Known`] (command
@@ -238,7 +235,7 @@ impl ShortStrings {
 /// error Redis answers with.
 pub(super) fn argv_from_stack(
     stack: &Stack<'_>,
-    known: &[Known],
+    known: &[Known<'_>],
     short: &mut ShortStrings,
 ) -> Result<Vec<Bytes>, &'static [u8]> {
     let argc = stack.top();

@@ -91,7 +91,7 @@ struct RunFrame<'d, 'k> {
     /// Where commands go.
     dispatcher: &'d mut dyn Dispatcher,
     /// The `KEYS`/`ARGV` strings the run holds, for arguments that need no copy.
-    known: &'k [convert::Known],
+    known: &'k [convert::Known<'k>],
     /// The engine's cache of short argument strings.
     short: &'k mut convert::ShortStrings,
 }
