@@ -38,8 +38,23 @@ pub(crate) enum Kind {
 pub(crate) enum Attempt {
     /// Acquired; the fencing token when the kind has one.
     Acquired(Option<i64>),
-    /// Held by someone else; the TTL the script returned, if positive.
+    /// Held by someone else; the TTL the script returned, unless negative (no TTL).
     Busy(Option<Duration>),
+}
+
+impl Attempt {
+    /// An acquire script's reply: nil when acquired, else the holder's PTTL. As in Redisson
+    /// (`ttl >= 0` waits at most `ttl`, a negative one waits for the release message), a TTL of
+    /// 0 means "look again at once": the lock expires this very millisecond (Redis 7.0's PTTL
+    /// inside a script reads the clock anew, so it can say 0 for a key the script's frozen time
+    /// still saw alive).
+    fn from_ttl_reply(reply: Option<i64>) -> Attempt {
+        match reply {
+            None => Attempt::Acquired(None),
+            Some(t) if t >= 0 => Attempt::Busy(Some(Duration::from_millis(t as u64))),
+            Some(_) => Attempt::Busy(None),
+        }
+    }
 }
 
 /// State shared by all clones of one lock handle.
@@ -232,11 +247,7 @@ impl Core {
         let lease_ms = ms(lease).to_string();
         let name = self.name.clone();
         let field = self.field.clone();
-        let ttl = |v: Option<i64>| match v {
-            None => Attempt::Acquired(None),
-            Some(t) if t > 0 => Attempt::Busy(Some(Duration::from_millis(t as u64))),
-            Some(_) => Attempt::Busy(None),
-        };
+        let ttl = Attempt::from_ttl_reply;
         match self.kind {
             Kind::Plain | Kind::Spin => {
                 let r: Option<i64> = self
@@ -747,5 +758,30 @@ impl Drop for QueueGuard {
                 });
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_zero_ttl_retries_at_once_and_a_negative_one_waits_for_the_release() {
+        assert!(matches!(
+            Attempt::from_ttl_reply(None),
+            Attempt::Acquired(None)
+        ));
+        assert!(matches!(
+            Attempt::from_ttl_reply(Some(250)),
+            Attempt::Busy(Some(d)) if d == Duration::from_millis(250)
+        ));
+        assert!(matches!(
+            Attempt::from_ttl_reply(Some(0)),
+            Attempt::Busy(Some(Duration::ZERO))
+        ));
+        assert!(matches!(
+            Attempt::from_ttl_reply(Some(-1)),
+            Attempt::Busy(None)
+        ));
     }
 }
