@@ -239,15 +239,18 @@ fn compact(args: Vec<Bytes>) -> Vec<Bytes> {
     if total > COMPACT_MAX {
         return args;
     }
+    copy_into_one(total, args.iter().map(|a| &a[..]))
+}
+
+/// Copies `parts` (`total` bytes together) into one allocation, one `Bytes` per part.
+fn copy_into_one<'a>(total: usize, parts: impl Iterator<Item = &'a [u8]> + Clone) -> Vec<Bytes> {
     let mut buf = BytesMut::with_capacity(total);
-    for arg in &args {
-        buf.extend_from_slice(arg);
+    for part in parts.clone() {
+        buf.extend_from_slice(part);
     }
-    let mut out = Vec::with_capacity(args.len());
-    for arg in &args {
-        out.push(buf.split_to(arg.len()).freeze());
-    }
-    out
+    parts
+        .map(|part| buf.split_to(part.len()).freeze())
+        .collect()
 }
 
 impl RequestDecoder {
@@ -370,8 +373,8 @@ impl RequestDecoder {
     /// The common case in one pass: a well-formed multibulk request of at most
     /// [`FAST_MAX_ARGS`] arguments and [`COMPACT_MAX`] payload bytes that is wholly in `buf`.
     /// Its arguments are copied straight into one allocation of their own (what [`compact`]
-    /// makes of the general path's result, without first splitting each argument off the read
-    /// buffer). Anything else (an incomplete, empty, large or malformed request) returns `None`
+    /// makes of the general path's result, through the same [`copy_into_one`], without first
+    /// splitting each argument off the read buffer). Anything else (an incomplete, empty, large or malformed request) returns `None`
     /// with nothing consumed, and the general path decides, so both agree on every input.
     fn decode_whole_small(&mut self, buf: &mut BytesMut) -> Option<Vec<Bytes>> {
         /// The `*`/`$` header line at `at`: the digits after the type byte and where the next
@@ -410,14 +413,13 @@ impl RequestDecoder {
             }
             *span = (start, len);
         }
-        let mut copy = BytesMut::with_capacity(total);
-        for &(start, len) in spans.iter() {
-            copy.extend_from_slice(buf.get(start..start + len)?);
-        }
-        let mut args = Vec::with_capacity(spans.len());
-        for &(_, len) in spans.iter() {
-            args.push(copy.split_to(len).freeze());
-        }
+        // Every span was checked to lie within `buf` above.
+        let args = copy_into_one(
+            total,
+            spans
+                .iter()
+                .map(|&(start, len)| buf.get(start..start + len).unwrap_or_default()),
+        );
         buf.advance(at);
         self.scanned = 0;
         Some(args)

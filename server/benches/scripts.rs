@@ -37,17 +37,16 @@ fn scripts(c: &mut Criterion) {
     let acquire = sha(&mut client, ACQUIRE);
     let release = sha(&mut client, RELEASE);
     let owner = "58c62432-bb74-4d14-8a00-9908cc8b828f:1";
-    let acquire_cmd = argv(&["EVALSHA", &acquire, "1", "lock", "30000", owner]);
-    let release_cmd = argv(&[
-        "EVALSHA",
-        &release,
-        "2",
-        "lock",
-        "redisson_lock__channel:{lock}",
-        "0",
-        "30000",
-        owner,
-    ]);
+    // Redisson's acquire and release of lock `name` by `owner`.
+    let acquire_of = |name: &str| argv(&["EVALSHA", &acquire, "1", name, "30000", owner]);
+    let release_of = |name: &str| {
+        let channel = format!("redisson_lock__channel:{{{name}}}");
+        argv(&[
+            "EVALSHA", &release, "2", name, &channel, "0", "30000", owner,
+        ])
+    };
+    let acquire_cmd = acquire_of("lock");
+    let release_cmd = release_of("lock");
     let mut group = c.benchmark_group("redisson_scripts");
     let empty = sha(&mut client, "return 1");
     let empty_cmd = argv(&["EVALSHA", &empty, "0"]);
@@ -88,17 +87,8 @@ fn scripts(c: &mut Criterion) {
     });
     // A whole uncontended cycle on a free lock: the first acquire (exists, hincrby, pexpire)
     // and the full release (exists, hexists, hincrby, del, publish).
-    let free_acquire = argv(&["EVALSHA", &acquire, "1", "free", "30000", owner]);
-    let free_release = argv(&[
-        "EVALSHA",
-        &release,
-        "2",
-        "free",
-        "redisson_lock__channel:{free}",
-        "0",
-        "30000",
-        owner,
-    ]);
+    let free_acquire = acquire_of("free");
+    let free_release = release_of("free");
     group.bench_function("acquire_then_full_release", |b| {
         b.iter(|| {
             client.execute(&free_acquire);

@@ -314,7 +314,7 @@ impl Db {
                 .find_entry(hash, |s| s.entry.expire_at == Some(at))
             {
                 let (Slot { key, .. }, _) = occupied.remove();
-                self.deadlines.volatile = self.deadlines.volatile.saturating_sub(1);
+                self.deadlines.update(hash, Some(at), None);
                 expired.push(key);
             }
         }
