@@ -174,16 +174,15 @@ pub(crate) fn block(
 /// `ERR timeout is out of range`.
 pub(crate) fn parse_timeout(arg: &[u8], now: u64) -> Result<Option<Duration>, CommandError> {
     let not_float = || CommandError::err("timeout is not a float or out of range");
-    let text = std::str::from_utf8(arg).map_err(|_| not_float())?;
-    let text = text.trim_start();
-    let lower = text.to_ascii_lowercase();
-    let seconds = match lower.as_str() {
-        "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
-        "-inf" | "-infinity" => f64::NEG_INFINITY,
-        _ if lower.contains("nan") || lower.contains("inf") || text.is_empty() => {
-            return Err(not_float())
-        }
-        _ => text.parse::<f64>().map_err(|_| not_float())?,
+    // Redis's string2ld: strtold over the whole argument, no leading space, NaN refused. A
+    // value beyond f64 (fine in a long double) saturates to infinity and is refused below as
+    // Redis refuses its overflowing millisecond count.
+    if arg.first().is_none_or(|b| b.is_ascii_whitespace()) {
+        return Err(not_float());
+    }
+    let seconds = match crate::cmd::strtod(arg) {
+        Some((v, _)) if !v.is_nan() => v,
+        _ => return Err(not_float()),
     };
     let ms = seconds * 1000.0;
     // C's (long long) cast of an out-of-range long double yields LLONG_MIN on x86-64, which

@@ -431,7 +431,8 @@ fn role(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 /// Parses `WAIT numreplicas timeout` as Redis does.
 fn wait_args(args: &mut Args<'_>) -> Result<(i64, u64), CommandError> {
     let n = args.i64()?;
-    let timeout = args.i64()?;
+    let timeout = cmd::parse_i64(args.next().ok_or(CommandError::Syntax)?)
+        .map_err(|_| CommandError::err("timeout is not an integer or out of range"))?;
     if timeout < 0 {
         return Err(CommandError::err("timeout is negative"));
     }

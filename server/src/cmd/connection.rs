@@ -70,7 +70,7 @@ fn echo(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// SELECT index
 /// ```
 fn select(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
-    let index = args.i64()?;
+    let index = super::parse_i32(args.next().ok_or(CommandError::Syntax)?, None)?;
     if index != 0 && ctx.node.cluster.get().is_some() {
         return Err(CommandError::err("SELECT is not allowed in cluster mode"));
     }

@@ -5,7 +5,9 @@
 //! `shift_remove` so the remaining order stays the same as Redis's.
 
 use super::ldouble::{self, Ld, LongDouble};
-use super::{flags::*, scan, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{
+    flags::*, random_count, repeated_picks, scan, Args, CmdResult, CommandError, CommandSpec, Ctx,
+};
 use crate::db::{Entry, HashValue, Value};
 use crate::notify;
 use bytes::Bytes;
@@ -430,14 +432,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             .map(|(f, _)| f.clone());
         return Ok(f.map_or(Frame::Null, Frame::Bulk));
     }
-    let count = args.i64()?;
-    if count == i64::MIN {
-        return Err(CommandError::err(format!(
-            "value is out of range, value must between {} and {}",
-            -i64::MAX,
-            i64::MAX
-        )));
-    }
+    let count = random_count(args.next().ok_or(CommandError::Syntax)?)?;
     let withvalues = match args.remaining() {
         0 => false,
         1 if args.eat("withvalues") => true,
@@ -450,11 +445,14 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     if count == 0 || len == 0 {
         return Ok(Frame::Array(Vec::new()));
     }
+    let picks = if count < 0 {
+        repeated_picks(count, if withvalues { 2 } else { 1 })?
+    } else {
+        1
+    };
     let rng = &mut ctx.state.rng;
     let indexes: Vec<usize> = if count < 0 || count == 1 {
-        (0..count.unsigned_abs())
-            .map(|_| rng.random_range(0..len))
-            .collect()
+        (0..picks).map(|_| rng.random_range(0..len)).collect()
     } else if count as u64 >= len as u64 {
         (0..len).collect()
     } else {

@@ -188,10 +188,7 @@ fn live_in(ctx: &mut Ctx<'_>, db: usize, key: &Bytes) -> bool {
 
 /// A database index argument (`getIntFromObjectOrReply`, then the range check).
 fn db_index(ctx: &Ctx<'_>, arg: &[u8], not_int: Option<&str>) -> Result<usize, CommandError> {
-    let v = super::parse_i64(arg)
-        .ok()
-        .filter(|v| i32::try_from(*v).is_ok())
-        .ok_or_else(|| not_int.map_or(CommandError::NotInteger, CommandError::err))?;
+    let v = super::parse_i32(arg, not_int)?;
     usize::try_from(v)
         .ok()
         .filter(|&i| i < ctx.state.dbs.len())
@@ -438,10 +435,7 @@ fn swapdb(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 
 /// An index for SWAPDB: `Err` with `msg` if not an int, `Ok(None)` if out of range.
 fn db_index_or(ctx: &Ctx<'_>, arg: &[u8], msg: &str) -> Result<Option<usize>, CommandError> {
-    let v = super::parse_i64(arg)
-        .ok()
-        .filter(|v| i32::try_from(*v).is_ok())
-        .ok_or_else(|| CommandError::err(msg))?;
+    let v = super::parse_i32(arg, Some(msg))?;
     Ok(usize::try_from(v).ok().filter(|&i| i < ctx.state.dbs.len()))
 }
 

@@ -487,29 +487,30 @@ fn lpos(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let element = args.bytes()?;
     let (mut rank, mut count, mut maxlen) = (1i64, None::<i64>, 0i64);
     while let Some(opt) = args.next() {
-        let value = if args.is_empty() {
+        let Some(value) = args.next() else {
             return Err(CommandError::Syntax);
-        } else {
-            args.i64()
+        };
+        // COUNT and MAXLEN answer their own text for any bad value, as Redis's
+        // getRangeLongFromObjectOrReply with a message does.
+        let at_least_zero = |msg: &str| match parse_i64(value) {
+            Ok(v) if v >= 0 => Ok(v),
+            _ => Err(CommandError::err(msg)),
         };
         if opt.eq_ignore_ascii_case(b"rank") {
-            rank = value?;
+            // Redis 7.0 negates i64::MIN to itself, which then acts as -1.
+            rank = match parse_i64(value)? {
+                i64::MIN => -1,
+                r => r,
+            };
             if rank == 0 {
                 return Err(CommandError::err(
                     "RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list",
                 ));
             }
         } else if opt.eq_ignore_ascii_case(b"count") {
-            let c = value?;
-            if c < 0 {
-                return Err(CommandError::err("COUNT can't be negative"));
-            }
-            count = Some(c);
+            count = Some(at_least_zero("COUNT can't be negative")?);
         } else if opt.eq_ignore_ascii_case(b"maxlen") {
-            maxlen = value?;
-            if maxlen < 0 {
-                return Err(CommandError::err("MAXLEN can't be negative"));
-            }
+            maxlen = at_least_zero("MAXLEN can't be negative")?;
         } else {
             return Err(CommandError::Syntax);
         }

@@ -28,7 +28,10 @@ mod transaction;
 mod zset;
 
 pub(crate) use error::{lossy, CmdResult, CommandError};
-pub(crate) use parse::{parse_f64, parse_i64, Args};
+pub(crate) use parse::{
+    parse_f64, parse_f64_saturating, parse_i32, parse_i64, random_count, repeated_picks, strtod,
+    Args,
+};
 
 use crate::client::ClientState;
 use crate::db::{Db, Entry, Found, Removed, Value};

@@ -4,7 +4,10 @@
 //! Replies holding set contents are RESP3 sets. A set of at most 512 integers is an intset
 //! in Redis and comes back sorted numerically; we sort such sets the same way.
 
-use super::{flags::*, parse_i64, scan, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{
+    flags::*, parse_i64, random_count, repeated_picks, scan, Args, CmdResult, CommandError,
+    CommandSpec, Ctx,
+};
 use crate::db::Value;
 use crate::notify;
 use bytes::Bytes;
@@ -287,10 +290,7 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         return Err(CommandError::Syntax);
     }
     let key = args.bytes()?;
-    let count = match args.next() {
-        None => None,
-        Some(arg) => Some(parse_i64(arg)?),
-    };
+    let count = args.next().map(|arg| random_count(arg)).transpose()?;
     let members: Vec<Bytes> = match ctx.lookup(&key).map(|e| &e.value) {
         None => {
             return Ok(if count.is_some() {
@@ -311,8 +311,8 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             .map_or(Frame::Null, Frame::Bulk)),
         // A negative count may repeat members.
         Some(c) if c < 0 => {
-            let n = c.unsigned_abs() as usize;
-            let mut out = Vec::with_capacity(n.min(members.len().max(1) * 1024));
+            let n = repeated_picks(c, 1)?;
+            let mut out = Vec::with_capacity(n);
             for _ in 0..n {
                 if let Some(m) = members.get(rng.random_range(0..members.len())) {
                     out.push(Frame::Bulk(m.clone()));

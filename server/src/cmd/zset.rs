@@ -4,7 +4,8 @@
 //! ZUNION/ZINTER/ZDIFF with their STORE forms.
 
 use super::{
-    flags::*, parse_f64, parse_i64, scan, Args, CmdResult, CommandError, CommandSpec, Ctx,
+    flags::*, parse_f64, parse_f64_saturating, parse_i64, random_count, repeated_picks, scan, Args,
+    CmdResult, CommandError, CommandSpec, Ctx,
 };
 use crate::blocking::{self, BlockKind};
 use crate::db::{Value, ZSet};
@@ -117,6 +118,10 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("bzmpop", -5, bzmpop)
         .flags(WRITE | BLOCKING | MOVABLE_KEYS)
         .doc("sorted_set", "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped."),
+    CommandSpec::new("zrandmember", -2, zrandmember)
+        .flags(READONLY)
+        .keys(1, 1, 1)
+        .doc("sorted_set", "Returns one or more random members from a sorted set."),
     CommandSpec::new("zscan", -3, zscan)
         .flags(READONLY)
         .keys(1, 1, 1)
@@ -339,6 +344,64 @@ fn zscore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 }
 
 /// ```text
+/// ZRANDMEMBER key [count [WITHSCORES]]
+/// ```
+fn zrandmember(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    use rand::seq::index::sample;
+    use rand::Rng;
+    let key = args.bytes()?;
+    let resp = ctx.client.resp;
+    let count = match args.next() {
+        None => None,
+        Some(arg) => Some(random_count(arg)?),
+    };
+    let withscores = match args.remaining() {
+        0 => false,
+        1 if args.eat("withscores") => true,
+        _ => return Err(CommandError::Syntax),
+    };
+    if withscores && count.is_some_and(|c| !(-i64::MAX / 2..=i64::MAX / 2).contains(&c)) {
+        return Err(CommandError::err("value is out of range"));
+    }
+    let len = zset_mut(ctx, &key)?.map_or(0, |z| z.len());
+    let rng = &mut ctx.state.rng;
+    let indexes: Vec<usize> = match count {
+        None if len == 0 => return Ok(Frame::Null),
+        None => vec![rng.random_range(0..len)],
+        Some(_) if len == 0 => return Ok(Frame::Array(Vec::new())),
+        Some(0) => return Ok(Frame::Array(Vec::new())),
+        // A negative count may repeat members.
+        Some(c) if c < 0 => {
+            let picks = repeated_picks(c, if withscores { 2 } else { 1 })?;
+            (0..picks).map(|_| rng.random_range(0..len)).collect()
+        }
+        // The whole set, highest score first, as Redis replies it.
+        Some(c) if c.unsigned_abs() >= len as u64 => (0..len).rev().collect(),
+        Some(c) => {
+            let mut picked = sample(rng, len, c.unsigned_abs() as usize).into_vec();
+            picked.sort_unstable();
+            picked
+        }
+    };
+    let Some(z) = zset_mut(ctx, &key)? else {
+        return Ok(Frame::Null);
+    };
+    let all: Vec<(&Bytes, f64)> = z.iter().collect();
+    let items: Vec<(Bytes, f64)> = indexes
+        .iter()
+        .filter_map(|&i| all.get(i))
+        .map(|&(m, s)| (m.clone(), s))
+        .collect();
+    if count.is_none() {
+        return Ok(items
+            .into_iter()
+            .next()
+            .map_or(Frame::Null, |(m, _)| Frame::Bulk(m)));
+    }
+    Ok(members_reply(items, withscores, resp))
+}
+
+/// ```text
 /// ZMSCORE key member [member ...]
 /// ```
 fn zmscore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
@@ -384,16 +447,7 @@ impl ScoreRange {
                 Some(rest) => (rest, true),
                 None => (arg, false),
             };
-            // strtod skips leading spaces and accepts an empty string as 0.
-            let start = text
-                .iter()
-                .position(|b| !b.is_ascii_whitespace())
-                .unwrap_or(text.len());
-            let text = text.get(start..).unwrap_or_default();
-            if text.is_empty() {
-                return Some((0.0, ex));
-            }
-            parse_f64(text).map(|v| (v, ex))
+            parse_f64_saturating(text).map(|v| (v, ex))
         };
         match (bound(min), bound(max)) {
             (Some((min, minex)), Some((max, maxex))) => Ok(ScoreRange {
