@@ -31,6 +31,55 @@ pub struct Config {
     /// `cluster-enabled`: the node runs in cluster mode. Alone it is a one-node cluster
     /// serving all 16384 slots (a harness topology gives it its share instead).
     pub cluster_enabled: bool,
+    /// `enable-debug-command`: who may run `DEBUG` (default: nobody, as in Redis 7; `DEBUG
+    /// SLEEP` freezes every client of the node).
+    pub enable_debug_command: EnableCommand,
+}
+
+/// Who may run a protected command (`DEBUG`), as Redis 7's `enable-debug-command` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EnableCommand {
+    /// Nobody (`no`, the default).
+    #[default]
+    No,
+    /// Every client (`yes`).
+    Yes,
+    /// Clients connected over loopback (`local`).
+    Local,
+}
+
+impl EnableCommand {
+    /// The value as Redis writes it (`no`, `yes`, `local`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EnableCommand::No => "no",
+            EnableCommand::Yes => "yes",
+            EnableCommand::Local => "local",
+        }
+    }
+
+    /// Whether a client connected from `peer` may run the command.
+    pub(crate) fn allows(self, peer: std::net::SocketAddr) -> bool {
+        match self {
+            EnableCommand::No => false,
+            EnableCommand::Yes => true,
+            EnableCommand::Local => peer.ip().is_loopback(),
+        }
+    }
+}
+
+impl std::str::FromStr for EnableCommand {
+    type Err = String;
+
+    /// Parses `no`, `yes` or `local` (any case).
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "no" => Ok(EnableCommand::No),
+            "yes" => Ok(EnableCommand::Yes),
+            "local" => Ok(EnableCommand::Local),
+            _ => Err(format!("expected no, yes or local, got {s:?}")),
+        }
+    }
 }
 
 impl Default for Config {
@@ -45,6 +94,7 @@ impl Default for Config {
             seed: None,
             notify_keyspace_events: String::new(),
             cluster_enabled: false,
+            enable_debug_command: EnableCommand::No,
         }
     }
 }

@@ -59,7 +59,7 @@ pub(crate) struct Param {
     pub(crate) name: &'static str,
     /// The old name Redis still accepts (`slave-read-only`, `lua-time-limit`…).
     pub(crate) alias: Option<&'static str>,
-    /// Redis's default (ours where we differ: `save ""`, `enable-debug-command yes`).
+    /// Redis's default (ours where we differ: `save ""`).
     pub(crate) default: &'static str,
     /// Value syntax.
     pub(crate) kind: Kind,
@@ -505,8 +505,8 @@ pub(crate) static PARAMS: &[Param] = &[
     Param {
         name: "enable-debug-command",
         alias: None,
-        default: "yes",
-        kind: Kind::Bool,
+        default: "no",
+        kind: Kind::Enum(&["no", "yes", "local"]),
         flags: IMMUTABLE,
     },
     Param {
@@ -1691,6 +1691,10 @@ impl Settings {
         if config.cluster_enabled {
             put("cluster-enabled", "yes".into());
         }
+        put(
+            "enable-debug-command",
+            config.enable_debug_command.as_str().into(),
+        );
         let dir = std::env::current_dir()
             .map(|d| d.display().to_string())
             .unwrap_or_default();

@@ -347,7 +347,11 @@ impl Connection {
             }
             return crate::replication::run_async_command(&self.node, &self.client, argv).await;
         }
-        let resolved = match cmd::resolve(argv) {
+        let resolved = match cmd::resolve(argv).and_then(|resolved| {
+            self.node
+                .check_protected(resolved.spec, self.client.handle.addr)
+                .map(|()| resolved)
+        }) {
             Ok(resolved) => resolved,
             Err(e) => {
                 transaction::flag_error(&mut self.client);
@@ -374,7 +378,15 @@ impl Connection {
                 Ok(state) => *guard = Some(state),
                 // `allow_busy` commands (SCRIPT KILL) are served without the lock.
                 Err(busy) => match resolved.spec.busy_handler {
-                    Some(handler) => return handler(&self.node, argv),
+                    Some(handler) => {
+                        let reply = handler(&self.node, argv);
+                        // SHUTDOWN NOSAVE: Redis exits without replying.
+                        if self.node.live.stop_requested() {
+                            self.client.reply_skip = true;
+                            self.client.close_after_reply = true;
+                        }
+                        return reply;
+                    }
                     None => return busy,
                 },
             }

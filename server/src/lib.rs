@@ -35,7 +35,7 @@ mod shared;
 mod transaction;
 
 pub use clock::Clock;
-pub use config::Config;
+pub use config::{Config, EnableCommand};
 pub use harness::{
     Checker, FaultGuard, HarnessError, History, NodeId, Timeline, Topology, TopologyBuilder,
     Violation,

@@ -109,6 +109,11 @@ impl Live {
         self.stop.send_replace(true);
     }
 
+    /// Whether the node was asked to shut down.
+    pub(crate) fn stop_requested(&self) -> bool {
+        *self.stop.borrow()
+    }
+
     /// Resolves once `SHUTDOWN` is requested.
     pub(crate) async fn stopped(&self) {
         let mut rx = self.stop.subscribe();

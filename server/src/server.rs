@@ -105,6 +105,12 @@ impl ServerBuilder {
         self
     }
 
+    /// `enable-debug-command`: who may run `DEBUG` (default [`EnableCommand::No`], as Redis 7).
+    pub fn enable_debug_command(mut self, who: crate::EnableCommand) -> Self {
+        self.config.enable_debug_command = who;
+        self
+    }
+
     /// Cluster mode (`cluster-enabled yes`): alone, the node is a one-node cluster serving
     /// all 16384 slots.
     pub fn cluster(mut self, enabled: bool) -> Self {
@@ -307,9 +313,11 @@ impl ServerHandle {
         self.node.live.stopped().await;
     }
 
-    /// Stops accepting, closes every connection and waits (at most 5 s) for them to finish.
+    /// Stops accepting, closes every connection and waits (at most 5 s) for them to finish. A
+    /// running script is stopped (as `SCRIPT KILL` does, also when it wrote) and `DEBUG SLEEP`
+    /// ends early.
     pub async fn shutdown(mut self) {
-        let _ = self.shutdown_tx.send(());
+        self.stop_node();
         for task in self.tasks.drain(..) {
             let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
         }
@@ -319,8 +327,20 @@ impl ServerHandle {
     }
 }
 
+impl ServerHandle {
+    /// Tells every task of the node to stop: the listener, the connections, a running script
+    /// and `DEBUG SLEEP`.
+    fn stop_node(&self) {
+        self.node.live.request_stop();
+        if self.node.script.running.load(Ordering::Acquire) {
+            self.node.script.kill.store(true, Ordering::Release);
+        }
+        let _ = self.shutdown_tx.send(());
+    }
+}
+
 impl Drop for ServerHandle {
     fn drop(&mut self) {
-        let _ = self.shutdown_tx.send(());
+        self.stop_node();
     }
 }

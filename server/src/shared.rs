@@ -261,6 +261,8 @@ pub(crate) struct Node {
     pub(crate) monitors: crate::monitor::Monitors,
     /// Set in cluster mode: the cluster and this node's place in it.
     pub(crate) cluster: std::sync::OnceLock<crate::cluster::Cluster>,
+    /// `enable-debug-command` (immutable, as in Redis).
+    pub(crate) enable_debug_command: crate::EnableCommand,
 }
 
 impl Node {
@@ -290,7 +292,26 @@ impl Node {
             live: crate::live::Live::new(config.maxclients as u64),
             monitors: Default::default(),
             cluster: Default::default(),
+            enable_debug_command: config.enable_debug_command,
         }
+    }
+
+    /// Redis's refusal of a protected command (`DEBUG`) that `enable-debug-command` does not
+    /// allow for a client connected from `peer`.
+    pub(crate) fn check_protected(
+        &self,
+        spec: &crate::cmd::CommandSpec,
+        peer: SocketAddr,
+    ) -> Result<(), crate::cmd::CommandError> {
+        if spec.flags & crate::cmd::flags::PROTECTED == 0 || self.enable_debug_command.allows(peer)
+        {
+            return Ok(());
+        }
+        Err(crate::cmd::CommandError::err(
+            "DEBUG command not allowed. If the enable-debug-command option is set to \"local\", \
+             you can run it from a local connection, otherwise you need to set this option in \
+             the configuration file, and then restart the server.",
+        ))
     }
 
     /// A fresh, increasing client id.

@@ -631,9 +631,8 @@ async fn command_info_matches_redis_for_our_commands() {
     let Some(real_con) = pair.real_con.as_mut() else {
         return;
     };
-    // Redis-only differences we keep on purpose: DEBUG is enabled here (Redis marks it
-    // `protected`), and the 7.2 subcommands do not exist in 7.0.
-    let skip = ["debug", "client|setinfo", "client|no-touch"];
+    // The 7.2 subcommands do not exist in 7.0.
+    let skip = ["client|setinfo", "client|no-touch"];
     let mut diffs = Vec::new();
     for name in names.iter().filter(|n| !skip.contains(&n.as_str())) {
         let ours: redis::Value = support::cmd(&["COMMAND", "INFO", name])
@@ -693,7 +692,11 @@ async fn command_info_matches_redis_for_our_commands() {
 
 #[tokio::test]
 async fn debug_sleep_holds_every_client() {
-    let server = support::start().await;
+    let server = locksmith_server::Server::builder()
+        .enable_debug_command(locksmith_server::EnableCommand::Yes)
+        .start()
+        .await
+        .unwrap();
     let mut sleeper = support::conn(&server.url()).await;
     let sleep = tokio::spawn(async move {
         let r: String = support::cmd(&["DEBUG", "SLEEP", "0.3"])
@@ -712,7 +715,11 @@ async fn debug_sleep_holds_every_client() {
 
 #[tokio::test(start_paused = true)]
 async fn debug_set_active_expire_zero_stops_the_active_cycle() {
-    let server = support::start().await;
+    let server = locksmith_server::Server::builder()
+        .enable_debug_command(locksmith_server::EnableCommand::Yes)
+        .start()
+        .await
+        .unwrap();
     let mut con = support::conn(&server.url()).await;
     let run = |args: &'static [&'static str]| support::cmd(args);
     let _: () = run(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"])

@@ -172,6 +172,81 @@ fn sigterm_shuts_the_binary_down_cleanly() {
     assert!(exit.success(), "{exit:?}");
 }
 
+/// Sends `request` on a connection kept open (the command it starts never answers).
+fn send_and_keep(port: u16, request: &[u8]) -> TcpStream {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(request).unwrap();
+    s
+}
+
+/// Sends `signal` to the binary and requires a clean exit (code 0) within a generous guard.
+fn signal_and_expect_exit(bin: &mut Binary, signal: &str, during: &str) {
+    let status = Command::new("kill")
+        .args([signal, &bin.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = wait_exit(&mut bin.child, Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("{signal} during {during}: still running"));
+    assert!(exit.success(), "{signal} during {during}: {exit:?}");
+}
+
+// A test runner's SIGTERM (or Ctrl-C) ends a test server whatever it is doing: a script that
+// loops forever (also one that wrote, which SCRIPT KILL cannot stop), DEBUG SLEEP, a blocked
+// client, a looping coroutine.
+#[test]
+fn signals_end_the_binary_whatever_runs() {
+    let cases: &[(&str, &[u8])] = &[
+        ("a looping script", b"EVAL \"while true do end\" 0\r\n"),
+        (
+            "a looping script that wrote",
+            b"EVAL \"redis.call('set','x','1') while true do end\" 0\r\n",
+        ),
+        (
+            "a looping coroutine",
+            b"EVAL \"coroutine.wrap(function() while true do end end)()\" 0\r\n",
+        ),
+        ("DEBUG SLEEP", b"DEBUG SLEEP 3600\r\n"),
+        ("a blocked client", b"BLPOP nothing 0\r\n"),
+    ];
+    for (i, (during, request)) in cases.iter().enumerate() {
+        let mut bin = Binary::start(&["--enable-debug-command", "yes"]);
+        let _stuck = send_and_keep(bin.port, request);
+        // Let the command start (it never answers, so there is nothing to wait on).
+        std::thread::sleep(Duration::from_millis(300));
+        let signal = if i % 2 == 0 { "-TERM" } else { "-INT" };
+        signal_and_expect_exit(&mut bin, signal, during);
+    }
+}
+
+// Redis refuses plain SHUTDOWN during a busy script and stops on SHUTDOWN NOSAVE, also when the
+// script wrote: the binary exits with code 0.
+#[test]
+fn shutdown_nosave_ends_the_binary_during_a_script_that_wrote() {
+    let mut bin = Binary::start(&["--busy-reply-threshold", "100"]);
+    let _stuck = send_and_keep(
+        bin.port,
+        b"EVAL \"redis.call('set','x','1') while true do end\" 0\r\n",
+    );
+    let mut busy = String::new();
+    for _ in 0..100 {
+        busy = exchange(bin.port, b"PING\r\n");
+        if busy.starts_with("-BUSY") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        busy.starts_with("-BUSY Redis is busy running a script."),
+        "{busy}"
+    );
+    let refused = exchange(bin.port, b"SHUTDOWN\r\n");
+    assert!(refused.starts_with("-BUSY"), "{refused}");
+    assert_eq!(exchange(bin.port, b"SHUTDOWN NOSAVE\r\n"), "");
+    let exit = wait_exit(&mut bin.child, Duration::from_secs(10)).expect("still running");
+    assert!(exit.success(), "{exit:?}");
+}
+
 #[test]
 fn shutdown_command_stops_the_binary() {
     let mut bin = Binary::start(&[]);

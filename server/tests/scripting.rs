@@ -622,6 +622,26 @@ async fn infinite_loop_is_busy_for_others_on_a_single_worker() {
 }
 
 async fn busy_loop_then_script_kill() {
+    busy_script_then_script_kill("while true do end").await;
+}
+
+// Loops Redis's hook still stops: inside coroutines (which inherit the instruction hook), and
+// loops that catch the kill error with pcall, xpcall or coroutine.resume (after a kill the hook
+// fires on every instruction, so the error is raised again outside the protected call).
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn loops_in_coroutines_and_protected_calls_are_busy_and_killable() {
+    for script in [
+        "coroutine.wrap(function() while true do end end)() return 1",
+        "while true do pcall(function() while true do end end) end",
+        "while true do xpcall(function() while true do end end, function(e) return e end) end",
+        "while true do coroutine.resume(coroutine.create(function() while true do end end)) end",
+        "local co = coroutine.wrap(function() while true do pcall(function() while true do end end) end end) co()",
+    ] {
+        busy_script_then_script_kill(script).await;
+    }
+}
+
+async fn busy_script_then_script_kill(script: &'static str) {
     let server = locksmith_server::Server::builder()
         .busy_reply_threshold(Duration::from_millis(100))
         .start()
@@ -630,7 +650,7 @@ async fn busy_loop_then_script_kill() {
     let url = server.url();
     let mut looping = patient_conn(&url).await;
     let spinner = tokio::spawn(async move {
-        let r: redis::RedisResult<()> = support::cmd(&["EVAL", "while true do end", "0"])
+        let r: redis::RedisResult<()> = support::cmd(&["EVAL", script, "0"])
             .query_async(&mut looping)
             .await;
         r.unwrap_err()
@@ -647,7 +667,8 @@ async fn busy_loop_then_script_kill() {
     }
     assert_eq!(
         busy,
-        "ERROR BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+        "ERROR BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
+        "{script}"
     );
     assert_eq!(support::run(&mut other, &["SCRIPT", "KILL"]).await, "ok");
     let err = tokio::time::timeout(Duration::from_secs(10), spinner)
@@ -665,6 +686,138 @@ async fn busy_loop_then_script_kill() {
         support::run(&mut other, &["SCRIPT", "KILL"]).await,
         "ERROR NOTBUSY No scripts in execution right now."
     );
+}
+
+// Redis refuses plain SHUTDOWN during a busy script but stops on SHUTDOWN NOSAVE, also when
+// the script wrote (it cannot be killed otherwise), closing the connection without a reply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn shutdown_nosave_stops_the_node_during_a_script_that_wrote() {
+    let server = locksmith_server::Server::builder()
+        .busy_reply_threshold(Duration::from_millis(100))
+        .start()
+        .await
+        .unwrap();
+    let url = server.url();
+    let mut looping = patient_conn(&url).await;
+    let spinner = tokio::spawn(async move {
+        let script = "redis.call('set', 'x', '1') while true do end";
+        let r: redis::RedisResult<()> = support::cmd(&["EVAL", script, "0"])
+            .query_async(&mut looping)
+            .await;
+        r
+    });
+    let mut other = support::conn(&url).await;
+    let mut reply = String::new();
+    for _ in 0..200 {
+        reply = support::run(&mut other, &["SCRIPT", "KILL"]).await;
+        if reply.starts_with("ERROR UNKILLABLE") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(reply.starts_with("ERROR UNKILLABLE"), "{reply}");
+    assert_eq!(
+        support::run(&mut other, &["SHUTDOWN"]).await,
+        "ERROR BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+    );
+    let mut wire = support::Wire::connect(server.addr()).await;
+    wire.send(&[&["SHUTDOWN", "NOSAVE"]]).await;
+    // No reply: the connection just closes.
+    let closed = wire.drain_to_eof(Duration::from_secs(10)).await;
+    assert_eq!(closed, Some(0), "SHUTDOWN NOSAVE replied or did not close");
+    tokio::time::timeout(Duration::from_secs(10), server.stopped())
+        .await
+        .expect("the node did not stop");
+    tokio::time::timeout(Duration::from_secs(10), server.shutdown())
+        .await
+        .expect("shutdown did not finish");
+    // The script was stopped, not left spinning on a thread.
+    let ended = tokio::time::timeout(Duration::from_secs(10), spinner).await;
+    assert!(ended.is_ok(), "the script still runs after the shutdown");
+}
+
+// An embedded server's shutdown stops whatever runs: an unkillable script and DEBUG SLEEP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_stops_a_looping_script_and_debug_sleep() {
+    for command in [
+        &["EVAL", "redis.call('set', 'x', '1') while true do end", "0"][..],
+        &["DEBUG", "SLEEP", "3600"][..],
+    ] {
+        let server = locksmith_server::Server::builder()
+            .busy_reply_threshold(Duration::from_millis(100))
+            .enable_debug_command(locksmith_server::EnableCommand::Yes)
+            .start()
+            .await
+            .unwrap();
+        let mut stuck = patient_conn(&server.url()).await;
+        let mut other = support::conn(&server.url()).await;
+        let args: Vec<String> = command.iter().map(|s| s.to_string()).collect();
+        let runner = tokio::spawn(async move {
+            let r: redis::RedisResult<redis::Value> =
+                support::cmd(&args.iter().map(String::as_str).collect::<Vec<_>>())
+                    .query_async(&mut stuck)
+                    .await;
+            r
+        });
+        // Wait (bounded) until the script is busy; DEBUG SLEEP answers nobody, so just let it
+        // take the lock.
+        for _ in 0..200 {
+            if command[0] == "DEBUG"
+                || support::run(&mut other, &["PING"])
+                    .await
+                    .starts_with("ERROR BUSY")
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::timeout(Duration::from_secs(10), server.shutdown())
+            .await
+            .unwrap_or_else(|_| panic!("shutdown hung during {command:?}"));
+        let ended = tokio::time::timeout(Duration::from_secs(10), runner).await;
+        assert!(ended.is_ok(), "{command:?} still runs after the shutdown");
+    }
+}
+
+// DEBUG is refused unless enable-debug-command allows it, with Redis 7's text.
+#[tokio::test]
+async fn debug_is_refused_by_default_as_in_redis() {
+    let mut pair = support::Pair::start().await;
+    let refused = pair.same(&["DEBUG", "SLEEP", "0"]).await;
+    assert!(
+        refused.starts_with("ERROR ERR DEBUG command not allowed."),
+        "{refused}"
+    );
+    pair.same(&["CONFIG", "GET", "enable-debug-command"]).await;
+    // Inside MULTI the refusal flags the transaction, as an unknown command does.
+    pair.all_same(&[&["MULTI"], &["DEBUG", "SLEEP", "0"], &["EXEC"]])
+        .await;
+    let allowed = locksmith_server::Server::builder()
+        .enable_debug_command(locksmith_server::EnableCommand::Local)
+        .start()
+        .await
+        .unwrap();
+    let mut con = support::conn(&allowed.url()).await;
+    assert_eq!(support::run(&mut con, &["DEBUG", "SLEEP", "0"]).await, "ok");
+}
+
+// Redis's Lua hashes every character of a string; stock Lua 5.1 hashes ~32 of a long one, and
+// this script (long strings differing in their last characters) then took 40 s, BUSY for all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn long_strings_differing_at_the_end_hash_apart() {
+    let server = support::start().await;
+    let mut con = patient_conn(&server.url()).await;
+    let script =
+        "local t = {} for i = 1, 100000 do t[i] = string.rep('x', 1000) .. i end return #t";
+    let n: i64 = tokio::time::timeout(
+        Duration::from_secs(30),
+        support::cmd(&["EVAL", script, "0"]).query_async(&mut con),
+    )
+    .await
+    .expect("hang guard")
+    .unwrap();
+    assert_eq!(n, 100_000);
 }
 
 #[tokio::test]

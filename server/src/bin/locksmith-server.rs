@@ -1,7 +1,7 @@
 //! `locksmith-server`: the Redis-compatible server as a binary. Flags mirror redis-server's.
 
 use clap::Parser;
-use locksmith_server::{Config, Server, Topology};
+use locksmith_server::{Config, EnableCommand, Server, Topology};
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -76,7 +76,14 @@ struct Args {
         action = clap::ArgAction::Set
     )]
     cluster_enabled: bool,
+    /// Who may run DEBUG: no (the default, as Redis 7), yes, or local (loopback clients).
+    #[arg(long = "enable-debug-command", default_value = "no")]
+    enable_debug_command: EnableCommand,
 }
+
+/// How long a signal's graceful shutdown may take before the process exits regardless (a
+/// script that never yields, `DEBUG SLEEP` or a paused topology node must not keep it alive).
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(700);
 
 /// redis-server's `yes`/`no` booleans.
 fn yes_no(s: &str) -> Result<bool, String> {
@@ -137,18 +144,73 @@ fn tracing_filter(level: &str) -> String {
     .to_string()
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> std::process::ExitCode {
     let args = Args::parse();
+    let stop = match watch_signals() {
+        Ok(stop) => stop,
+        Err(e) => {
+            eprintln!("locksmith-server: cannot install signal handlers: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
     // Always the multi-thread flavour, even with one worker: a long script hands the worker's
     // other connections to a new thread (`block_in_place`) so they get BUSY.
-    tokio::runtime::Builder::new_multi_thread()
+    let served = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(args.worker_threads.max(1))
         .enable_all()
-        .build()?
-        .block_on(serve(args))
+        .build()
+        .map_err(Into::into)
+        .and_then(|runtime| runtime.block_on(serve(args, stop)));
+    let code = match served {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("locksmith-server: {e}");
+            1
+        }
+    };
+    // Not a return: dropping the runtime would wait for a script still running on its
+    // blocking pool.
+    std::process::exit(code)
 }
 
-async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+/// Handles SIGTERM and SIGINT on a thread of its own, outside the server's runtime, so that a
+/// signal is seen whatever the server's threads are doing. The returned receiver resolves on
+/// the first signal; the process then exits with code 0 after [`SHUTDOWN_GRACE`] at the latest.
+fn watch_signals() -> std::io::Result<tokio::sync::oneshot::Receiver<&'static str>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    // Registered here, before the server starts, so no signal arrives unhandled.
+    let (mut term, mut int) = {
+        let _entered = runtime.enter();
+        (
+            signal(SignalKind::terminate())?,
+            signal(SignalKind::interrupt())?,
+        )
+    };
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            let name = runtime.block_on(async {
+                tokio::select! {
+                    _ = term.recv() => "SIGTERM",
+                    _ = int.recv() => "SIGINT",
+                }
+            });
+            let _ = tx.send(name);
+            std::thread::sleep(SHUTDOWN_GRACE);
+            tracing::warn!("{name}: the graceful shutdown did not finish in time, exiting now");
+            std::process::exit(0);
+        })?;
+    Ok(rx)
+}
+
+async fn serve(
+    args: Args,
+    stop: tokio::sync::oneshot::Receiver<&'static str>,
+) -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(tracing_filter(
             &args.loglevel,
@@ -163,6 +225,7 @@ async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     config.busy_reply_threshold = Duration::from_millis(args.busy_reply_threshold);
     config.seed = args.seed;
     config.cluster_enabled = args.cluster_enabled;
+    config.enable_debug_command = args.enable_debug_command;
     let topology = args.replicas > 0 || args.masters > 1 || args.sentinel_port.is_some();
     let (server, topology) = if topology {
         (None, Some(run_topology(&args).await?))
@@ -172,10 +235,11 @@ async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(server) = &server {
         tracing::info!(addr = %server.addr(), "Ready to accept connections tcp");
     }
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
+        signal = stop => {
+            let name = signal.unwrap_or("a signal");
+            tracing::info!("Received {name} scheduling shutdown...");
+        }
         // A client sent SHUTDOWN (single-node mode).
         _ = async {
             match &server {
@@ -185,11 +249,20 @@ async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         } => {}
     }
     tracing::info!("shutting down");
-    if let Some(server) = server {
-        server.shutdown().await;
+    let graceful = async {
+        if let Some(server) = server {
+            server.shutdown().await;
+        }
+        if let Some(topology) = topology {
+            topology.shutdown().await;
+        }
+    };
+    if tokio::time::timeout(SHUTDOWN_GRACE, graceful)
+        .await
+        .is_err()
+    {
+        tracing::warn!("the graceful shutdown did not finish in time, exiting now");
     }
-    if let Some(topology) = topology {
-        topology.shutdown().await;
-    }
+    tracing::info!("Redis is now ready to exit, bye bye...");
     Ok(())
 }

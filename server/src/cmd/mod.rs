@@ -82,6 +82,8 @@ pub(crate) mod flags {
     pub(crate) const NO_MANDATORY_KEYS: u32 = 1 << 18;
     /// Refused while loading asynchronously.
     pub(crate) const NO_ASYNC_LOADING: u32 = 1 << 19;
+    /// Allowed only as `enable-debug-command` says (`DEBUG`).
+    pub(crate) const PROTECTED: u32 = 1 << 20;
 
     /// (flag, name) in the order Redis 7.0's `COMMAND INFO` lists them (`addReplyCommandFlags`;
     /// `may_replicate` is hidden there on purpose, so it is not listed).

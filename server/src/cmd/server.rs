@@ -102,7 +102,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     // Runs on the blocking pool (RUNS_SCRIPT) so DEBUG SLEEP can hold the state lock, as
     // Redis blocks, without stalling the reactor.
     CommandSpec::new("debug", -2, debug)
-        .flags(ADMIN | NOSCRIPT | LOADING | STALE | RUNS_SCRIPT)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE | PROTECTED | RUNS_SCRIPT)
         .doc("server", "A container for debugging commands."),
     CommandSpec::new("command", -1, command)
         .flags(LOADING | STALE)
@@ -110,6 +110,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         .subs(COMMAND_SUBCOMMANDS),
     CommandSpec::new("shutdown", -1, shutdown)
         .flags(ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY)
+        .busy(shutdown_busy)
         .doc(
             "server",
             "Synchronously saves the database(s) to disk and shuts down the Redis server.",
@@ -369,9 +370,27 @@ fn debug(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
                 .and_then(|a| super::parse_f64(a))
                 .filter(|s| s.is_finite() && *s > 0.0)
                 .unwrap_or(0.0);
-            // We run on the blocking pool with the state lock held: every other client
-            // waits, as when Redis sleeps.
-            std::thread::sleep(Duration::from_secs_f64(secs.min(3600.0)));
+            // The state lock stays held: every other client waits, as when Redis sleeps. A
+            // shutdown ends the sleep early.
+            let deadline = std::time::Instant::now() + Duration::from_secs_f64(secs.min(3600.0));
+            let live = &ctx.node.live;
+            let sleep = || {
+                while !live.stop_requested() {
+                    let left = deadline.saturating_duration_since(std::time::Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    std::thread::sleep(left.min(Duration::from_millis(10)));
+                }
+            };
+            // Inline on a tokio worker, hand the worker's other tasks (and its timers) to
+            // another thread first, so the runtime keeps running meanwhile.
+            match tokio::runtime::Handle::try_current() {
+                Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                    tokio::task::block_in_place(sleep)
+                }
+                _ => sleep(),
+            }
             Ok(Frame::ok())
         }
         (b"set-active-expire", 1) => {
@@ -401,14 +420,13 @@ fn debug(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
 }
 
-/// ```text
-/// SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]
-/// ```
-fn shutdown(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+/// The options of `SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]`: `Ok(nosave)`, or the
+/// error for a bad combination or `ABORT` (we never delay a shutdown, so none is in progress).
+fn shutdown_options(argv: &[Bytes]) -> Result<bool, CommandError> {
     let mut abort = false;
     let mut nosave = false;
     let mut save = false;
-    for arg in args.rest() {
+    for arg in argv.get(1..).unwrap_or_default() {
         match arg.to_ascii_lowercase().as_slice() {
             b"nosave" => nosave = true,
             b"save" => save = true,
@@ -417,18 +435,43 @@ fn shutdown(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             _ => return Err(CommandError::Syntax),
         }
     }
-    if (nosave && save) || (abort && args.argv().len() > 2) {
+    if (nosave && save) || (abort && argv.len() > 2) {
         return Err(CommandError::Syntax);
     }
     if abort {
         return Err(CommandError::err("No shutdown in progress."));
     }
+    Ok(nosave)
+}
+
+/// ```text
+/// SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]
+/// ```
+fn shutdown(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    shutdown_options(args.argv())?;
     // No persistence: SAVE and NOSAVE both just stop. Redis sends no reply on success.
     tracing::info!("User requested shutdown...");
     ctx.node.live.request_stop();
     ctx.client.reply_skip = true;
     ctx.client.close_after_reply = true;
     Ok(Frame::ok())
+}
+
+/// `SHUTDOWN` while a script is busy (served without the state lock): `NOSAVE` stops the node
+/// whatever the script did (the connection then closes without a reply, as Redis exits);
+/// without it, Redis's `BUSY` error.
+fn shutdown_busy(node: &Node, argv: &[Bytes]) -> Frame {
+    match shutdown_options(argv) {
+        Ok(true) => {
+            tracing::warn!("User requested shutdown NOSAVE during a busy script...");
+            node.live.request_stop();
+            // Stop the script too (an embedded node outlives its listener).
+            node.script.kill.store(true, Ordering::Release);
+            Frame::ok()
+        }
+        Ok(false) => Frame::error(crate::connection::BUSY_ERROR),
+        Err(e) => e.into(),
+    }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -267,6 +267,8 @@ pub(crate) struct Engine {
     shared: Arc<RunShared>,
     kill: Arc<AtomicBool>,
     command_exists: CommandExists,
+    /// The instruction hook's context; declared after `lua`, so it outlives the interpreter.
+    _hook: Box<stack::HookContext>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -309,28 +311,12 @@ impl Engine {
         let main = stack::MainState::of(&lua)?;
         let handler = main.register(&lua, handler)?;
         let globals = main.register(&lua, globals)?;
-        let hook_kill = kill.clone();
-        let hook_shared = shared.clone();
         // Each run leaves two small tables (KEYS, ARGV) as garbage over a heap that is mostly
         // the sandbox itself; with Lua's default pause (200 %) the collector re-marked that
         // heap so often that it cost ~5 % of a Redisson acquire. 400 % lets garbage grow to
         // 3x the live heap (a few hundred KiB) between cycles.
         lua.gc_set_pause(GC_PAUSE);
-        lua.set_hook(
-            mlua::HookTriggers::new().every_nth_instruction(HOOK_PERIOD),
-            move |_lua, debug| {
-                if hook_kill.load(Ordering::Acquire) {
-                    let source = debug.source().source.map(|s| s.into_owned());
-                    let line = debug.current_line().map_or(-1, |l| l as i64);
-                    if let (Ok(mut at), Some(source)) = (hook_shared.killed_at.lock(), source) {
-                        at.get_or_insert((source, line));
-                    }
-                    return Err(mlua::Error::runtime(KILLED_ERROR));
-                }
-                hand_off_if_inline();
-                Ok(mlua::VmState::Continue)
-            },
-        )?;
+        let hook = main.install_hook(kill.clone(), shared.clone());
         Ok(Engine {
             lua,
             main,
@@ -341,6 +327,7 @@ impl Engine {
             shared,
             kill,
             command_exists,
+            _hook: hook,
         })
     }
 
@@ -410,6 +397,7 @@ impl Engine {
             *at = None;
         }
         let kill = &self.kill;
+        self.main.arm_hook();
         let (globals, handler) = (self.globals, self.handler);
         let Ok(mut short) = self.short.try_borrow_mut() else {
             return convert::error_frame(&format!(

@@ -24,6 +24,7 @@ use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 // Redis's read-only tables, from the patched Lua the workspace builds (vendor/lua-src).
@@ -607,5 +608,114 @@ impl MainState {
             Ok(r) => Some(r),
             Err(payload) => std::panic::resume_unwind(payload),
         }
+    }
+}
+
+/// What the instruction hook reads, from whichever thread (the main one or a coroutine) it
+/// fires on: the `SCRIPT KILL` flag, where to record the kill site, and the main thread.
+pub(super) struct HookContext {
+    kill: Arc<AtomicBool>,
+    shared: Arc<super::RunShared>,
+    main: *mut lua_State,
+}
+
+// SAFETY: `main` is only handed to `lua_sethook` by the hook, which runs on the thread that
+// runs the interpreter (the engine, owner of the `Lua`, is used by one thread at a time).
+unsafe impl Send for HookContext {}
+unsafe impl Sync for HookContext {}
+
+/// The registry key of the hook context (its address is the key).
+static HOOK_CONTEXT_KEY: u8 = 0;
+
+impl MainState {
+    /// Installs the instruction hook on the main thread. Coroutines a script creates inherit it
+    /// (Lua 5.1's `lua_newthread` copies the hook), so the BUSY hand-off and `SCRIPT KILL` work
+    /// inside them too. The returned box must outlive the interpreter.
+    pub(super) fn install_hook(
+        &self,
+        kill: Arc<AtomicBool>,
+        shared: Arc<super::RunShared>,
+    ) -> Box<HookContext> {
+        let context = Box::new(HookContext {
+            kill,
+            shared,
+            main: self.state,
+        });
+        let key = std::ptr::addr_of!(HOOK_CONTEXT_KEY).cast_mut().cast();
+        let value = std::ptr::from_ref::<HookContext>(&context)
+            .cast_mut()
+            .cast();
+        // SAFETY: no Lua call is in progress (called while building the engine); two pushes
+        // and a raw set cannot raise (allocation failures abort).
+        unsafe {
+            ffi::lua_pushlightuserdata(self.state, key);
+            ffi::lua_pushlightuserdata(self.state, value);
+            ffi::lua_rawset(self.state, ffi::LUA_REGISTRYINDEX);
+        }
+        self.arm_hook();
+        context
+    }
+
+    /// (Re)sets the main thread's hook to its normal period ([`super::HOOK_PERIOD`]
+    /// instructions); a kill leaves it firing on every instruction.
+    pub(super) fn arm_hook(&self) {
+        // SAFETY: the main thread is live; lua_sethook only stores the hook fields.
+        unsafe {
+            ffi::lua_sethook(
+                self.state,
+                Some(instruction_hook),
+                ffi::LUA_MASKCOUNT,
+                super::HOOK_PERIOD as c_int,
+            );
+        }
+    }
+}
+
+/// The instruction hook. After `SCRIPT KILL` it raises the kill error, and from then on fires
+/// on every instruction of this thread and of the main thread: a `pcall`, `xpcall` or
+/// `coroutine.resume` that catches the error returns into code that stops at its next
+/// instruction, outside the protected call (Redis keeps raising from its hook after a kill the
+/// same way). Otherwise it moves the worker's other tasks away from a long script.
+unsafe extern "C-unwind" fn instruction_hook(state: *mut lua_State, ar: *mut ffi::lua_Debug) {
+    // SAFETY (whole body): Lua calls the hook with a live `state` and its `ar`, with at least
+    // LUA_MINSTACK free slots; the registry read pushes one value and pops it.
+    let context = unsafe {
+        let key = std::ptr::addr_of!(HOOK_CONTEXT_KEY).cast_mut().cast();
+        ffi::lua_pushlightuserdata(state, key);
+        ffi::lua_rawget(state, ffi::LUA_REGISTRYINDEX);
+        let context = ffi::lua_touserdata(state, -1)
+            .cast::<HookContext>()
+            .cast_const();
+        ffi::lua_settop(state, -2);
+        context.as_ref()
+    };
+    let Some(context) = context else {
+        return;
+    };
+    if !context.kill.load(Ordering::Acquire) {
+        // A panic must not unwind into Lua: the hand-off is best effort.
+        let _ = catch_unwind(super::hand_off_if_inline);
+        return;
+    }
+    // SAFETY: see above; `ar` is the hook's own record.
+    let site = unsafe {
+        if ffi::lua_getinfo(state, c"Sl".as_ptr(), ar) != 0 && !(*ar).source.is_null() {
+            let source = std::ffi::CStr::from_ptr((*ar).source).to_string_lossy();
+            Some((source.into_owned(), i64::from((*ar).currentline)))
+        } else {
+            None
+        }
+    };
+    if let (Some(site), Ok(mut at)) = (site, context.shared.killed_at.lock()) {
+        at.get_or_insert(site);
+    }
+    let message = super::KILLED_ERROR;
+    // SAFETY: every Rust value of this function with a destructor is gone (the guard and the
+    // site were dropped above); lua_error longjmps to the innermost protected call.
+    unsafe {
+        ffi::lua_sethook(state, Some(instruction_hook), ffi::LUA_MASKCOUNT, 1);
+        ffi::lua_sethook(context.main, Some(instruction_hook), ffi::LUA_MASKCOUNT, 1);
+        ffi::lua_pushlstring(state, message.as_ptr().cast(), message.len());
+        ffi::lua_error(state);
     }
 }

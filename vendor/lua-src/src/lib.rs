@@ -108,6 +108,8 @@ impl Build {
         let out_dir = self.out_dir.as_ref().ok_or("OUT_DIR is not set")?;
         let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
         let mut source_dir = manifest_dir.join(version.source_dir());
+        // The sources are patched here (README.md): rebuild when they change.
+        println!("cargo:rerun-if-changed={}", source_dir.display());
         let lib_dir = out_dir.join("lib");
         let include_dir = out_dir.join("include");
 
