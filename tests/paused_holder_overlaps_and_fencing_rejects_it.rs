@@ -63,23 +63,25 @@ async fn paused_holder_overlaps_and_fencing_rejects_it() {
     assert!(write(&mut con_a, &history, "client-a", token_a).await);
 
     // B waits for the lock; it gets it when A's lease runs out.
+    // The handle moves into the waiting task and comes back with the token (a clone would be
+    // another owner).
     let waiter = {
         let history = history.clone();
-        let lock_b = lock_b.clone();
         tokio::spawn(async move {
-            acquire_fenced(&history, "client-b", RESOURCE, async {
+            let token = acquire_fenced(&history, "client-b", RESOURCE, async {
                 lock_b.lock_with_lease_and_get_token(LEASE).await.map(Some)
             })
             .await
             .unwrap()
-            .unwrap()
+            .unwrap();
+            (token, lock_b)
         })
     };
 
     // A stops for longer than its lease: it neither renews nor notices anything.
     let pause = history.fault(format!("client-a paused {} ms", PAUSE.as_millis()));
     let paused_at = tokio::time::Instant::now();
-    let token_b = waiter.await.unwrap();
+    let (token_b, lock_b) = waiter.await.unwrap();
     assert!(token_b > token_a);
     assert_eq!(
         paused_at.elapsed(),

@@ -26,6 +26,7 @@ const PUBLISH: &str = "PUBLISH";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
     Plain,
+    NonReentrant,
     Fenced,
     Spin,
     Fair,
@@ -77,7 +78,7 @@ impl Drop for HandleState {
             self.client
                 .inner
                 .registry
-                .release(&self.name, &self.field, false);
+                .release(&self.client, &self.name, &self.field, false);
         }
     }
 }
@@ -255,6 +256,12 @@ impl Core {
                     .await?;
                 Ok(ttl(r))
             }
+            Kind::NonReentrant => {
+                let r: Option<i64> = self
+                    .eval(&scripts::NON_REENTRANT_ACQUIRE, &[name], &[lease_ms, field])
+                    .await?;
+                Ok(ttl(r))
+            }
             Kind::Fenced => {
                 let r: Vec<i64> = self
                     .eval(
@@ -322,7 +329,15 @@ impl Core {
     async fn release_script(&self) -> Result<Option<i64>> {
         let rid = request_id();
         let latch = self.unlock_latch_name(&rid);
-        let lease = self.state.last_lease_ms.load(Ordering::Relaxed).to_string();
+        // Holds that remain keep the watchdog's lease while one of them is renewed (a leased
+        // re-entry being released under a `lock()`), else Redisson's internalLockLeaseTime.
+        let registry = &self.client.inner.registry;
+        let lease = if registry.renews_after_release(&self.name, &self.field) {
+            ms(self.client.options().watchdog_timeout)
+        } else {
+            self.state.last_lease_ms.load(Ordering::Relaxed)
+        }
+        .to_string();
         let latch_ms = ms(self.client.options().unlock_latch_timeout).to_string();
         let name = self.name.clone();
         let field = self.field.clone();
@@ -330,7 +345,7 @@ impl Core {
         let res = loop {
             tries += 1;
             let r: Result<Option<i64>> = match self.kind {
-                Kind::Plain | Kind::Fenced => {
+                Kind::Plain | Kind::NonReentrant | Kind::Fenced => {
                     self.eval(
                         &scripts::LOCK_RELEASE,
                         &[name.clone(), self.channel(), latch.clone()],
@@ -414,7 +429,7 @@ impl Core {
         };
         if matches!(
             self.kind,
-            Kind::Plain | Kind::Fenced | Kind::Fair | Kind::Read | Kind::Write
+            Kind::Plain | Kind::NonReentrant | Kind::Fenced | Kind::Fair | Kind::Read | Kind::Write
         ) {
             // Redisson deletes the latch once the answer is in; fire and forget.
             let mut conn = self.client.connection();
@@ -442,7 +457,8 @@ impl Core {
 
     // ---- acquire --------------------------------------------------------------------------
 
-    fn register(&self, lease: Option<Duration>) {
+    /// Records the hold taken by an acquire script sent at `sent`.
+    fn register(&self, lease: Option<Duration>, sent: Instant) {
         let mode = match lease {
             Some(l) => HoldMode::Lease(l),
             None => HoldMode::Watchdog(self.client.options().watchdog_timeout),
@@ -453,6 +469,7 @@ impl Core {
             &self.field,
             self.renewal(),
             mode,
+            sent,
         );
         self.state.registered.fetch_add(1, Ordering::AcqRel);
     }
@@ -466,10 +483,11 @@ impl Core {
         let core = self.clone();
         tokio::spawn(async move {
             let eff = lease.unwrap_or(core.client.options().watchdog_timeout);
+            let sent = Instant::now();
             let res = core.acquire_script(eff, wait).await;
             if let Ok(Attempt::Acquired(_)) = &res {
                 core.state.last_lease_ms.store(ms(eff), Ordering::Relaxed);
-                core.register(lease);
+                core.register(lease, sent);
                 Metrics::inc(&core.client.inner.metrics.acquired);
             }
             if let Err(Ok(Attempt::Acquired(_))) = tx.send(res) {
@@ -590,19 +608,37 @@ impl Core {
 
     // ---- release and queries ----------------------------------------------------------------
 
+    /// Releases one hold. The work runs in a task of its own, so a caller that stops waiting
+    /// (a dropped future, a timeout) does not leave it half done, and the watchdog's hold is
+    /// dropped whatever the script answered or failed with, as Redisson cancels renewal
+    /// whatever the unlock's outcome (after its issues #1602 and #1966): a failed release
+    /// leaves the key to expire after its lease instead of renewing it forever.
     pub(crate) async fn release(&self) -> Result<()> {
+        let core = self.clone();
+        tokio::spawn(async move { core.release_now().await })
+            .await
+            .map_err(|_| LockError::Shutdown)?
+    }
+
+    async fn release_now(&self) -> Result<()> {
         let r = self.release_script().await;
-        let registry = &self.client.inner.registry;
-        let dec = || {
-            let _ = self
-                .state
-                .registered
-                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| v.checked_sub(1));
+        let fully = match &r {
+            // Not held by this owner (expired, or taken over): nothing of ours to renew.
+            Ok(None) => true,
+            Ok(Some(v)) => *v == 1,
+            // Unknown outcome: drop this hold all the same.
+            Err(_) => false,
         };
+        self.client
+            .inner
+            .registry
+            .release(&self.client, &self.name, &self.field, fully);
+        let _ = self
+            .state
+            .registered
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| v.checked_sub(1));
         match r? {
             None => {
-                registry.release(&self.name, &self.field, true);
-                dec();
                 let _ = self.client.wait_replicas().await;
                 Err(LockError::NotOwner {
                     name: self.name.clone(),
@@ -611,8 +647,6 @@ impl Core {
                 })
             }
             Some(v) => {
-                registry.release(&self.name, &self.field, v == 1);
-                dec();
                 Metrics::inc(&self.client.inner.metrics.released);
                 tracing::debug!(name = %self.name, owner = %self.field, fully = v == 1, "released");
                 if !self.client.wait_replicas().await? {
@@ -627,7 +661,7 @@ impl Core {
         self.client.inner.registry.release_all(&self.name);
         let now = self.client.now_ms().to_string();
         let r: i64 = match self.kind {
-            Kind::Plain | Kind::Fenced => {
+            Kind::Plain | Kind::NonReentrant | Kind::Fenced => {
                 self.eval(
                     &scripts::LOCK_FORCE_RELEASE,
                     &[self.name.clone(), self.channel()],
@@ -739,7 +773,7 @@ impl Core {
         self.client
             .inner
             .registry
-            .is_registered(&self.name, &self.field)
+            .is_renewing(&self.name, &self.field)
     }
 }
 

@@ -33,13 +33,15 @@ pub use client::{Client, MetricsSnapshot};
 pub use cluster::Connection;
 pub use error::{LockError, LostReason, Result};
 pub use latch::CountDownLatch;
-pub use lock::{FairLock, FencedLock, Lock, ReadLock, ReadWriteLock, SpinLock, WriteLock};
+pub use lock::{
+    FairLock, FencedLock, Lock, NonReentrantLock, ReadLock, ReadWriteLock, SpinLock, WriteLock,
+};
 pub use multi::{MultiLock, NodeOutcome, QuorumOutcome, RedLock};
 pub use options::{Backoff, ClientOptions, ReplicaSync};
 pub use owner::Owner;
 pub use semaphore::Semaphore;
 pub use simple::SimpleLock;
-pub use watchdog::LostSignal;
+pub use watchdog::{safety_margin, LostSignal};
 
 /// Source text of the Redisson scripts this crate runs, for tests and tools that want to run
 /// them by hand (for example to act as a Java client would).

@@ -1,9 +1,14 @@
 //! The public Redisson-style lock kinds: [`Lock`] (RLock), [`FairLock`], [`SpinLock`],
 //! [`FencedLock`], and [`ReadWriteLock`] with its [`ReadLock`] and [`WriteLock`].
 //!
-//! Every handle is bound to one [`Owner`]; handles with the same owner re-enter each other.
-//! Dropping the last clone of a handle stops the watchdog for the holds it took (the lock then
-//! expires after its lease); it never sends commands from `Drop`.
+//! Every handle is bound to one [`Owner`], the identity reentrancy follows (Redisson's thread
+//! id): handles with the same owner re-enter each other. **A clone is a new owner**, like a new
+//! Java thread: clone a handle into each task that must be excluded from the others (sharing
+//! one handle, e.g. through an `Arc`, shares its owner, so the tasks re-enter each other; use
+//! [`NonReentrantLock`] where even the same owner must not enter twice). [`Lock::with_owner`]
+//! and the `*_for` constructors give explicit owners (to act as a given Redisson thread).
+//! Dropping a handle stops the watchdog for the holds that handle took (the lock then expires
+//! after its lease); it never sends commands from `Drop`.
 
 use std::time::Duration;
 
@@ -16,6 +21,14 @@ use crate::watchdog::LostSignal;
 
 macro_rules! common_lock_api {
     ($ty:ident) => {
+        /// A handle on the same lock for a **new owner** (see the module docs): the clone
+        /// and the original exclude each other.
+        impl Clone for $ty {
+            fn clone(&self) -> Self {
+                self.with_owner(Owner::new())
+            }
+        }
+
         impl $ty {
             /// The lock name (the Redis key of the hash).
             pub fn name(&self) -> &str {
@@ -156,15 +169,29 @@ macro_rules! common_lock_api {
 ///
 /// Layout: hash `name`, field `"<client-id>:<owner-id>"` = hold count; unlock channel
 /// `redisson_lock__channel:{name}`.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Lock {
     pub(crate) core: Core,
 }
 common_lock_api!(Lock);
 
+/// A lock one owner cannot enter twice: a second `lock()` by the same owner waits like any
+/// other owner, and `try_lock()` answers `false`.
+///
+/// Redisson has no non-reentrant `RLock`; this one keeps Redisson's [`Lock`] layout (hash
+/// `name`, field `"<client-id>:<owner-id>"` = 1, unlock channel `redisson_lock__channel:{name}`,
+/// the same release, renewal and force-unlock scripts), with an acquire script that refuses
+/// when the key exists whoever holds it. Redisson's Java clients on the same name see a lock
+/// held once, and exclude it as usual.
+#[derive(Debug)]
+pub struct NonReentrantLock {
+    pub(crate) core: Core,
+}
+common_lock_api!(NonReentrantLock);
+
 /// Redisson's `RFairLock`: FIFO by request order, queue `redisson_lock_queue:{name}`,
 /// waiter timeouts in `redisson_lock_timeout:{name}`, one wake channel per waiter.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct FairLock {
     pub(crate) core: Core,
 }
@@ -172,7 +199,7 @@ common_lock_api!(FairLock);
 
 /// Redisson's spin lock: same layout as [`Lock`], but waiters poll with exponential backoff
 /// instead of subscribing, and release publishes nothing.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct SpinLock {
     pub(crate) core: Core,
 }
@@ -188,7 +215,7 @@ impl SpinLock {
 
 /// Redisson's `RFencedLock`: a [`Lock`] whose every acquisition increments the token counter
 /// `redisson_lock_token:{name}` and returns the new value.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct FencedLock {
     pub(crate) core: Core,
 }
@@ -258,21 +285,29 @@ impl FencedLock {
 }
 
 /// Redisson's `RReadWriteLock`: many readers or one writer on hash `name` (field `mode`);
-/// the writer may also take read locks (downgrade).
-#[derive(Debug, Clone)]
+/// the writer may also take read locks (downgrade). Its halves share its owner; a clone of the
+/// `ReadWriteLock` is a new owner.
+#[derive(Debug)]
 pub struct ReadWriteLock {
     read: ReadLock,
     write: WriteLock,
 }
 
-impl ReadWriteLock {
-    /// The read half.
-    pub fn read_lock(&self) -> ReadLock {
-        self.read.clone()
+impl Clone for ReadWriteLock {
+    /// Both halves for a new owner.
+    fn clone(&self) -> Self {
+        self.with_owner(Owner::new())
     }
-    /// The write half.
+}
+
+impl ReadWriteLock {
+    /// The read half (this lock's owner).
+    pub fn read_lock(&self) -> ReadLock {
+        self.read.share()
+    }
+    /// The write half (this lock's owner).
     pub fn write_lock(&self) -> WriteLock {
-        self.write.clone()
+        self.write.share()
     }
     /// Both halves acting for `owner`.
     pub fn with_owner(&self, owner: Owner) -> Self {
@@ -285,19 +320,37 @@ impl ReadWriteLock {
 
 /// The read half of a [`ReadWriteLock`]; each hold also has a timeout key
 /// `{name}:<owner>:rwlock_timeout:<n>`.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ReadLock {
     pub(crate) core: Core,
 }
 common_lock_api!(ReadLock);
 
+impl ReadLock {
+    /// This very handle again (same owner, same watchdog holds).
+    fn share(&self) -> Self {
+        ReadLock {
+            core: self.core.clone(),
+        }
+    }
+}
+
 /// The write half of a [`ReadWriteLock`]; its field carries the `:write` suffix and its release
 /// wakes all waiters (message `1`).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct WriteLock {
     pub(crate) core: Core,
 }
 common_lock_api!(WriteLock);
+
+impl WriteLock {
+    /// This very handle again (same owner, same watchdog holds).
+    fn share(&self) -> Self {
+        WriteLock {
+            core: self.core.clone(),
+        }
+    }
+}
 
 impl Client {
     /// A new owner identity.
@@ -314,6 +367,18 @@ impl Client {
     pub fn lock_for(&self, name: &str, owner: Owner) -> Lock {
         Lock {
             core: Core::new(self, name, owner, Kind::Plain),
+        }
+    }
+
+    /// A [`NonReentrantLock`] on `name` for a fresh owner.
+    pub fn non_reentrant_lock(&self, name: &str) -> NonReentrantLock {
+        self.non_reentrant_lock_for(name, Owner::new())
+    }
+
+    /// A [`NonReentrantLock`] on `name` for `owner`.
+    pub fn non_reentrant_lock_for(&self, name: &str, owner: Owner) -> NonReentrantLock {
+        NonReentrantLock {
+            core: Core::new(self, name, owner, Kind::NonReentrant),
         }
     }
 

@@ -14,6 +14,10 @@ use redis::Script;
 /// Returns nil when acquired, else the PTTL of the lock.
 pub(crate) const LOCK_ACQUIRE_SRC: &str = "if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);";
 
+/// The non-reentrant acquire (ours: Redisson has no such lock): `LOCK_ACQUIRE_SRC` without the
+/// re-entry branch. KEYS: name. ARGV: lease ms, owner field. nil when acquired, else the PTTL.
+pub(crate) const NON_REENTRANT_ACQUIRE_SRC: &str = "if (redis.call('exists', KEYS[1]) == 0) then redis.call('hset', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);";
+
 /// `RedissonLock.unlockInnerAsync` with the unlock latch. KEYS: name, channel, latch.
 /// ARGV: unlock message, lease ms, owner field, publish command, latch timeout ms.
 /// Returns nil (not owner), 0 (still held) or 1 (released).
@@ -137,6 +141,7 @@ macro_rules! scripts {
 
 scripts! {
     LOCK_ACQUIRE = LOCK_ACQUIRE_SRC;
+    NON_REENTRANT_ACQUIRE = NON_REENTRANT_ACQUIRE_SRC;
     LOCK_RELEASE = LOCK_RELEASE_SRC;
     LOCK_FORCE_RELEASE = LOCK_FORCE_RELEASE_SRC;
     RENEW = RENEW_SRC;

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 use crate::client::{ms, Client, Inner, Metrics};
 use crate::error::LostReason;
@@ -39,15 +40,58 @@ pub(crate) struct Registry {
 }
 
 struct Entry {
-    holds: u32,
+    /// The modes of the holds, in acquisition order (re-entries nest: the newest goes first).
+    holds: Vec<HoldMode>,
     task: Option<JoinHandle<()>>,
+    /// Whether `task` is the watchdog (renewing) rather than a lease timer.
+    renewing: bool,
     lost_tx: watch::Sender<Option<LostReason>>,
+}
+
+impl Entry {
+    /// The watchdog lease while any hold wants renewal (Redisson keeps renewing an outer
+    /// `lock()` across a leased re-entry), else `None`.
+    fn watchdog(&self) -> Option<Duration> {
+        self.holds.iter().find_map(|m| match m {
+            HoldMode::Watchdog(lease) => Some(*lease),
+            HoldMode::Lease(_) => None,
+        })
+    }
+
+    /// The newest lease among the holds (the TTL the server was given last).
+    fn newest_lease(&self) -> Option<Duration> {
+        self.holds.iter().rev().find_map(|m| match m {
+            HoldMode::Lease(lease) => Some(*lease),
+            HoldMode::Watchdog(_) => None,
+        })
+    }
+
+    fn stop_task(&mut self) {
+        if let Some(t) = self.task.take() {
+            t.abort();
+        }
+        self.renewing = false;
+    }
+
+    /// Starts `task` in `mode`, `sent` being when the request that set the key's TTL was sent;
+    /// with `renew_now` the watchdog renews at once instead of after a period.
+    fn start(&mut self, task: Task, mode: HoldMode, sent: Instant, renew_now: bool) {
+        self.stop_task();
+        self.renewing = matches!(mode, HoldMode::Watchdog(_));
+        self.task = Some(tokio::spawn(task.run(mode, sent, renew_now)));
+    }
 }
 
 /// A signal the holder can select on: resolves when the lock is lost.
 ///
 /// [`LostSignal::lost`] returns `Some(reason)` when the lock was lost and `None` when the hold
 /// ended normally (unlocked, or the client shut down) without a loss.
+///
+/// The promise: the signal fires no later than the moment the key may have expired on the
+/// server, that is the send time of the last successful acquisition or renewal, plus the lease,
+/// minus a safety margin for clock drift ([`safety_margin`]: 1 % of the lease plus 2 ms, as
+/// Redlock computes it). A renewal that finds the lock gone fires it at once; a server that
+/// stops answering fires it at that deadline, without waiting for the renewal to time out.
 #[derive(Debug, Clone)]
 pub struct LostSignal {
     rx: watch::Receiver<Option<LostReason>>,
@@ -72,6 +116,13 @@ impl LostSignal {
     }
 }
 
+/// How long before a lease runs out (counted from the send time of the request that set it)
+/// a hold counts as possibly expired: 1 % of the lease plus 2 ms for clock drift between this
+/// process and the server (the margin Redlock uses).
+pub fn safety_margin(lease: Duration) -> Duration {
+    lease / 100 + Duration::from_millis(2)
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -81,7 +132,9 @@ impl Registry {
         self.shut.load(Ordering::Acquire)
     }
 
-    /// Records one more hold of (name, field) and (re)starts its background task in `mode`.
+    /// Records one more hold of (name, field) taken in `mode` by a request sent at `sent`, and
+    /// runs the background task the holds need: the watchdog while any hold wants renewal (a
+    /// leased re-entry leaves it running), else a timer for the newest lease.
     pub(crate) fn register(
         &self,
         client: &Client,
@@ -89,6 +142,7 @@ impl Registry {
         field: &str,
         renewal: Renewal,
         mode: HoldMode,
+        sent: Instant,
     ) {
         if self.is_shut_down() {
             return;
@@ -96,20 +150,19 @@ impl Registry {
         let mut map = lock(&self.entries);
         let key = (name.to_owned(), field.to_owned());
         let e = map.entry(key).or_insert_with(|| Entry {
-            holds: 0,
+            holds: Vec::new(),
             task: None,
+            renewing: false,
             lost_tx: watch::channel(None).0,
         });
         if e.lost_tx.borrow().is_some() {
             // The previous hold was lost; this acquisition starts a new one with a fresh signal
             // (existing subscribers keep seeing the loss).
-            e.holds = 0;
+            e.holds.clear();
+            e.stop_task();
             e.lost_tx = watch::channel(None).0;
         }
-        e.holds += 1;
-        if let Some(t) = e.task.take() {
-            t.abort();
-        }
+        e.holds.push(mode);
         let task = Task {
             client: client.weak(),
             name: name.to_owned(),
@@ -117,25 +170,50 @@ impl Registry {
             renewal,
             lost_tx: e.lost_tx.clone(),
         };
-        e.task = Some(tokio::spawn(task.run(mode)));
+        match (e.watchdog(), mode) {
+            // Already renewing, and this re-entry set the watchdog's own lease again.
+            (Some(_), HoldMode::Watchdog(_)) if e.renewing && e.task.is_some() => {}
+            // A leased re-entry under a renewed hold cut the key's TTL to its lease: renew at
+            // once, so the outer hold keeps the watchdog's lease.
+            (Some(lease), HoldMode::Lease(_)) => {
+                e.start(task, HoldMode::Watchdog(lease), sent, true)
+            }
+            (Some(lease), _) => e.start(task, HoldMode::Watchdog(lease), sent, false),
+            (None, mode) => e.start(task, mode, sent, false),
+        }
     }
 
-    /// Drops one hold (or all with `fully`); the last one stops the task and ends the signal.
-    pub(crate) fn release(&self, name: &str, field: &str, fully: bool) {
+    /// Drops one hold (the newest), or all with `fully`; the last one stops the task and ends
+    /// the signal. Called whatever the release script answered, as Redisson cancels renewal
+    /// whatever the unlock's outcome.
+    pub(crate) fn release(&self, client: &Client, name: &str, field: &str, fully: bool) {
         let mut map = lock(&self.entries);
         let key = (name.to_owned(), field.to_owned());
-        let remove = match map.get_mut(&key) {
-            Some(e) => {
-                e.holds = e.holds.saturating_sub(1);
-                fully || e.holds == 0
-            }
-            None => false,
+        let Some(e) = map.get_mut(&key) else {
+            return;
         };
-        if remove {
-            if let Some(e) = map.remove(&key) {
-                if let Some(t) = e.task {
-                    t.abort();
-                }
+        if fully {
+            e.holds.clear();
+        } else {
+            e.holds.pop();
+        }
+        if e.holds.is_empty() {
+            if let Some(mut e) = map.remove(&key) {
+                e.stop_task();
+            }
+            return;
+        }
+        if e.renewing && e.watchdog().is_none() {
+            // The last hold that wanted renewal is gone: the leased ones left run out.
+            if let Some(lease) = e.newest_lease() {
+                let task = Task {
+                    client: client.weak(),
+                    name: name.to_owned(),
+                    field: field.to_owned(),
+                    renewal: Renewal::Hash,
+                    lost_tx: e.lost_tx.clone(),
+                };
+                e.start(task, HoldMode::Lease(lease), Instant::now(), false);
             }
         }
     }
@@ -145,9 +223,7 @@ impl Registry {
         let mut map = lock(&self.entries);
         map.retain(|(n, _), e| {
             if n == name {
-                if let Some(t) = e.task.take() {
-                    t.abort();
-                }
+                e.stop_task();
                 false
             } else {
                 true
@@ -163,17 +239,31 @@ impl Registry {
             })
     }
 
-    pub(crate) fn is_registered(&self, name: &str, field: &str) -> bool {
-        lock(&self.entries).contains_key(&(name.to_owned(), field.to_owned()))
+    /// Whether the watchdog renews (name, field) right now: held, renewing, and not lost.
+    /// Whether a hold that wants renewal remains after the newest one is released (the lease
+    /// an unlock's PEXPIRE must leave on the key).
+    pub(crate) fn renews_after_release(&self, name: &str, field: &str) -> bool {
+        lock(&self.entries)
+            .get(&(name.to_owned(), field.to_owned()))
+            .is_some_and(|e| {
+                let n = e.holds.len().saturating_sub(1);
+                e.holds
+                    .get(..n)
+                    .is_some_and(|rest| rest.iter().any(|m| matches!(m, HoldMode::Watchdog(_))))
+            })
+    }
+
+    pub(crate) fn is_renewing(&self, name: &str, field: &str) -> bool {
+        lock(&self.entries)
+            .get(&(name.to_owned(), field.to_owned()))
+            .is_some_and(|e| e.renewing && e.lost_tx.borrow().is_none())
     }
 
     pub(crate) fn shutdown(&self) {
         self.shut.store(true, Ordering::Release);
         let mut map = lock(&self.entries);
-        for (_, e) in map.drain() {
-            if let Some(t) = e.task {
-                t.abort();
-            }
+        for (_, mut e) in map.drain() {
+            e.stop_task();
         }
     }
 }
@@ -187,30 +277,48 @@ struct Task {
 }
 
 impl Task {
-    async fn run(self, mode: HoldMode) {
+    /// Runs until the hold ends (the task is aborted) or the lock is lost. `sent` is when the
+    /// request that last set the key's TTL was sent.
+    async fn run(self, mode: HoldMode, sent: Instant, renew_now: bool) {
         match mode {
             HoldMode::Lease(lease) => {
-                tokio::time::sleep(lease).await;
+                tokio::time::sleep_until(sent + lease.saturating_sub(safety_margin(lease))).await;
                 self.lost(LostReason::LeaseExpired);
             }
             HoldMode::Watchdog(lease) => {
                 let period = lease / 3;
-                let mut last_ok = tokio::time::Instant::now();
+                let valid_for = lease.saturating_sub(safety_margin(lease));
+                // The key may have expired from here on, unless a renewal succeeds first.
+                let mut deadline = sent + valid_for;
+                let mut wait = if renew_now { Duration::ZERO } else { period };
                 loop {
-                    tokio::time::sleep(period).await;
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => wait = period,
+                        _ = tokio::time::sleep_until(deadline) => {
+                            self.expired();
+                            return;
+                        }
+                    }
                     let Some(inner) = self.client.upgrade() else {
                         return;
                     };
                     let client = Client { inner };
                     let span =
                         tracing::debug_span!("renew", name = %self.name, owner = %self.field);
-                    match tracing::Instrument::instrument(self.renew_retrying(&client, lease), span)
-                        .await
-                    {
+                    let sent = Instant::now();
+                    let renewed = tokio::select! {
+                        r = tracing::Instrument::instrument(self.renew_retrying(&client, lease), span) => r,
+                        _ = tokio::time::sleep_until(deadline) => {
+                            Metrics::inc(&client.inner.metrics.renewal_failures);
+                            self.expired();
+                            return;
+                        }
+                    };
+                    match renewed {
                         Ok(true) => {
                             Metrics::inc(&client.inner.metrics.renewals);
                             tracing::trace!(name = %self.name, "lock renewed");
-                            last_ok = tokio::time::Instant::now();
+                            deadline = sent + valid_for;
                         }
                         Ok(false) => {
                             Metrics::inc(&client.inner.metrics.lost);
@@ -220,9 +328,8 @@ impl Task {
                         Err(e) => {
                             Metrics::inc(&client.inner.metrics.renewal_failures);
                             tracing::warn!(name = %self.name, error = %e, "lock renewal failed");
-                            if last_ok.elapsed() >= lease {
-                                Metrics::inc(&client.inner.metrics.lost);
-                                self.lost(LostReason::RenewalFailed);
+                            if Instant::now() >= deadline {
+                                self.expired();
                                 return;
                             }
                         }
@@ -230,6 +337,14 @@ impl Task {
                 }
             }
         }
+    }
+
+    /// No renewal succeeded within the lease: the key may have expired on the server.
+    fn expired(&self) {
+        if let Some(inner) = self.client.upgrade() {
+            Metrics::inc(&inner.metrics.lost);
+        }
+        self.lost(LostReason::RenewalFailed);
     }
 
     fn lost(&self, reason: LostReason) {

@@ -22,13 +22,18 @@ async fn spin_lock_is_reentrant_and_polls_without_pubsub() {
             .with_backoff(Backoff::exponential(MS(5), MS(40), 2));
         assert!(!other.try_lock().await.unwrap());
         assert!(other.unlock().await.unwrap_err().is_not_owner());
+        // A clone acts for a new owner: it waits for `a` like `other` would.
         let waiter = other.clone();
-        let task =
-            tokio::spawn(async move { waiter.try_lock_for(Duration::from_secs(5), None).await });
+        assert_ne!(waiter.owner(), other.owner());
+        let task = tokio::spawn(async move {
+            let got = waiter.try_lock_for(Duration::from_secs(5), None).await;
+            (waiter, got)
+        });
         tokio::time::sleep(MS(100)).await;
         a.unlock().await.unwrap();
         a.unlock().await.unwrap();
-        assert!(task.await.unwrap().unwrap());
+        let (other, got) = task.await.unwrap();
+        assert!(got.unwrap());
         let mut raw = b.raw().await;
         let chans: Vec<String> = redis::cmd("PUBSUB")
             .arg("CHANNELS")

@@ -1,0 +1,166 @@
+//! The lock library's safety promises (issue 19): a release always stops renewal, a leased
+//! re-entry keeps the outer hold's watchdog, the lost signal fires before the key may have
+//! expired, clones are new owners, and the non-reentrant lock.
+
+mod support;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use locksmith_lock::{safety_margin, LostReason};
+use support::{backends, eventually, name, short_watchdog};
+
+const MS: fn(u64) -> Duration = Duration::from_millis;
+
+// Redisson cancels renewal whatever the unlock's outcome (its issues #1602 and #1966): an
+// unlock that fails (here: the server is gone) must not leave the watchdog renewing forever.
+#[tokio::test]
+async fn a_failed_unlock_still_stops_the_watchdog() {
+    for mut b in backends().await {
+        let c = b.client_with(short_watchdog(900)).await;
+        let lock = c.lock(&name("failed-unlock"));
+        lock.lock().await.unwrap();
+        assert!(lock.is_renewing());
+        b.stop();
+        let unlocked = tokio::time::timeout(Duration::from_secs(30), lock.unlock())
+            .await
+            .expect("unlock answers");
+        assert!(unlocked.is_err(), "{}: {unlocked:?}", b.name);
+        assert!(!lock.is_renewing(), "{}: still renewing", b.name);
+    }
+}
+
+// An unlock whose future is dropped half-way still completes: the lock is released and the
+// watchdog stops, instead of renewing a lock nobody will unlock.
+#[tokio::test]
+async fn a_cancelled_unlock_completes_and_stops_the_watchdog() {
+    for b in backends().await {
+        let c = b.client_with(short_watchdog(900)).await;
+        let lock = c.lock(&name("cancelled-unlock"));
+        lock.lock().await.unwrap();
+        // Polled once, then dropped.
+        let _ = tokio::time::timeout(Duration::ZERO, lock.unlock()).await;
+        assert!(
+            eventually(Duration::from_secs(5), || async {
+                !lock.is_renewing() && !lock.is_locked().await.unwrap()
+            })
+            .await,
+            "{}: the dropped unlock left the lock held or renewed",
+            b.name
+        );
+    }
+}
+
+// lock() then lock_with_lease(l) by the same owner: after the inner unlock, the outer critical
+// section still holds the lock, renewed by the watchdog, well past `l`.
+#[tokio::test]
+async fn a_leased_reentry_keeps_the_outer_watchdog() {
+    for b in backends().await {
+        let c = b.client_with(short_watchdog(900)).await;
+        let lock = c.lock(&name("leased-reentry"));
+        lock.lock().await.unwrap();
+        lock.lock_with_lease(MS(300)).await.unwrap();
+        assert!(lock.is_renewing());
+        lock.unlock().await.unwrap();
+        // Well past the inner lease and the 900 ms watchdog lease.
+        tokio::time::sleep(MS(2000)).await;
+        assert!(lock.is_held_by_me().await.unwrap(), "{}: lost", b.name);
+        assert!(lock.is_renewing());
+        assert!(!lock.lost_signal().unwrap().is_lost());
+        lock.unlock().await.unwrap();
+        assert!(!lock.is_locked().await.unwrap());
+    }
+}
+
+// A server that stops answering (here: CLIENT PAUSE holds every command) makes renewals hang.
+// The lost signal must fire no later than the moment the key may have expired: the send time
+// of the acquisition + lease - the safety margin, not when the hanging renewal gives up. The
+// clock is tokio's paused one, so the times below are exact, not measured.
+#[tokio::test(start_paused = true)]
+async fn the_lost_signal_fires_before_the_key_may_expire_on_a_silent_server() {
+    let b = support::in_process().await;
+    let lease = MS(3000);
+    let c = b.client_with(short_watchdog(3000)).await;
+    let lock = c.lock(&name("black-hole"));
+    let sent = tokio::time::Instant::now();
+    lock.lock().await.unwrap();
+    let mut signal = lock.lost_signal().unwrap();
+    let mut raw = b.raw().await;
+    let _: () = redis::cmd("CLIENT")
+        .arg(&["PAUSE", "600000", "ALL"])
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let reason = tokio::time::timeout(Duration::from_secs(60), signal.lost())
+        .await
+        .expect("the signal fired");
+    let fired = tokio::time::Instant::now();
+    assert_eq!(reason, Some(LostReason::RenewalFailed));
+    assert!(
+        fired <= sent + lease - safety_margin(lease),
+        "fired {:?} after the acquisition was sent",
+        fired - sent
+    );
+    assert!(!lock.is_renewing(), "still renewing after the loss");
+}
+
+// A clone of a handle is a new owner (as a new Java thread is): tasks that each clone the
+// handle exclude each other instead of re-entering.
+#[tokio::test]
+async fn clones_are_new_owners_and_exclude_each_other() {
+    for b in backends().await {
+        let c = b.client().await;
+        let n = name("clone");
+        let lock = c.lock(&n);
+        let clone = lock.clone();
+        assert_ne!(lock.owner(), clone.owner());
+        lock.lock().await.unwrap();
+        assert!(!clone.try_lock().await.unwrap());
+        assert!(clone.unlock().await.unwrap_err().is_not_owner());
+        // Dropping the clone does not touch the original's watchdog.
+        drop(clone);
+        assert!(lock.is_renewing());
+        lock.unlock().await.unwrap();
+        // The read/write halves keep their lock's owner (the writer may take read locks).
+        let rw = c.read_write_lock(&name("clone-rw"));
+        rw.write_lock().lock().await.unwrap();
+        assert!(rw.read_lock().try_lock().await.unwrap());
+        assert!(!rw.clone().read_lock().try_lock().await.unwrap());
+        rw.read_lock().unlock().await.unwrap();
+        rw.write_lock().unlock().await.unwrap();
+    }
+}
+
+// The non-reentrant lock: the same owner cannot enter twice; the layout is Redisson's RLock
+// (one field, count 1), so a Redisson lock on the name is excluded as usual.
+#[tokio::test]
+async fn the_non_reentrant_lock_refuses_its_own_owner() {
+    for b in backends().await {
+        let c = b.client_with(short_watchdog(900)).await;
+        let n = name("non-reentrant");
+        let lock = c.non_reentrant_lock(&n);
+        assert!(lock.try_lock().await.unwrap());
+        assert!(!lock.try_lock().await.unwrap());
+        let waited = lock.try_lock_for(MS(200), None).await.unwrap();
+        assert!(!waited);
+        let mut raw = b.raw().await;
+        let hash: HashMap<String, String> = redis::cmd("HGETALL")
+            .arg(&n)
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+        assert_eq!(
+            hash,
+            HashMap::from([(lock.owner_field().to_owned(), "1".to_owned())])
+        );
+        let reentrant = c.lock(&n);
+        assert!(!reentrant.try_lock().await.unwrap());
+        // Renewed past its lease like any watchdog lock, then released for good by one unlock.
+        tokio::time::sleep(MS(1500)).await;
+        assert!(lock.is_held_by_me().await.unwrap());
+        lock.unlock().await.unwrap();
+        assert!(!lock.is_locked().await.unwrap());
+        assert!(reentrant.try_lock().await.unwrap());
+        reentrant.unlock().await.unwrap();
+    }
+}
