@@ -31,6 +31,9 @@ pub struct Config {
     /// `cluster-enabled`: the node runs in cluster mode. Alone it is a one-node cluster
     /// serving all 16384 slots (a harness topology gives it its share instead).
     pub cluster_enabled: bool,
+    /// `tcp-backlog`: the listen backlog (default 511, as Redis; capped by the kernel's
+    /// `net.core.somaxconn`).
+    pub tcp_backlog: u32,
     /// `enable-debug-command`: who may run `DEBUG` (default: nobody, as in Redis 7; `DEBUG
     /// SLEEP` freezes every client of the node).
     pub enable_debug_command: EnableCommand,
@@ -95,6 +98,7 @@ impl Default for Config {
             notify_keyspace_events: String::new(),
             cluster_enabled: false,
             enable_debug_command: EnableCommand::No,
+            tcp_backlog: 511,
         }
     }
 }

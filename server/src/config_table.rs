@@ -1691,6 +1691,7 @@ impl Settings {
         if config.cluster_enabled {
             put("cluster-enabled", "yes".into());
         }
+        put("tcp-backlog", config.tcp_backlog.to_string());
         put(
             "enable-debug-command",
             config.enable_debug_command.as_str().into(),

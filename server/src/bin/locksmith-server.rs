@@ -24,6 +24,9 @@ struct Args {
     /// Require clients to AUTH with this password.
     #[arg(long)]
     requirepass: Option<String>,
+    /// The listen backlog (redis-server's tcp-backlog; the kernel caps it at somaxconn).
+    #[arg(long = "tcp-backlog", default_value_t = 511)]
+    tcp_backlog: u32,
     /// Number of databases.
     #[arg(long, default_value_t = 16)]
     databases: usize,
@@ -146,6 +149,7 @@ fn tracing_filter(level: &str) -> String {
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
+    raise_open_files_limit();
     let stop = match watch_signals() {
         Ok(stop) => stop,
         Err(e) => {
@@ -171,6 +175,29 @@ fn main() -> std::process::ExitCode {
     // Not a return: dropping the runtime would wait for a script still running on its
     // blocking pool.
     std::process::exit(code)
+}
+
+/// Raises the soft limit on open files to the hard one, as redis-server does at start
+/// (`adjustOpenFilesLimit`), so 10 000 clients (the default `maxclients`) fit under a shell's
+/// usual soft limit of 1024.
+#[allow(unsafe_code)]
+fn raise_open_files_limit() {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit/setrlimit only read and write the struct passed in.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0
+                && limit.rlim_cur < limit.rlim_max
+            {
+                limit.rlim_cur = limit.rlim_max;
+                let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+            }
+        }
+    }
 }
 
 /// Handles SIGTERM and SIGINT on a thread of its own, outside the server's runtime, so that a
@@ -226,6 +253,7 @@ async fn serve(
     config.seed = args.seed;
     config.cluster_enabled = args.cluster_enabled;
     config.enable_debug_command = args.enable_debug_command;
+    config.tcp_backlog = args.tcp_backlog;
     let topology = args.replicas > 0 || args.masters > 1 || args.sentinel_port.is_some();
     let (server, topology) = if topology {
         (None, Some(run_topology(&args).await?))

@@ -114,7 +114,7 @@ impl std::fmt::Debug for Proxy {
 impl Proxy {
     /// Listens on `127.0.0.1:port` (0 = a free port) with no upstream yet.
     pub(crate) async fn bind(ip: std::net::IpAddr, port: u16) -> io::Result<Proxy> {
-        let listener = TcpListener::bind((ip, port)).await?;
+        let listener = crate::server::listen(std::net::SocketAddr::new(ip, port), 511)?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared::default());
         let accept = tokio::spawn(accept_loop(listener, shared.clone()));

@@ -59,7 +59,7 @@ impl Drop for Sentinel {
 impl Sentinel {
     /// Listens on `ip:port` for the topology behind `topology`.
     pub(crate) async fn start(ip: IpAddr, port: u16, topology: Weak<Inner>) -> io::Result<Self> {
-        let listener = TcpListener::bind((ip, port)).await?;
+        let listener = crate::server::listen(std::net::SocketAddr::new(ip, port), 511)?;
         let addr = listener.local_addr()?;
         let seed = topology.upgrade().map_or(0, |t| t.seed);
         let shared = Arc::new(Shared {
