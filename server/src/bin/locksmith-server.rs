@@ -112,6 +112,9 @@ async fn run_topology(args: &Args) -> Result<Topology, Box<dyn std::error::Error
     if let Some(seed) = args.seed {
         builder.seed(seed);
     }
+    if let Some(password) = &args.requirepass {
+        builder.requirepass(password.clone());
+    }
     if let Some(port) = args.sentinel_port {
         builder.sentinel(port);
     }

@@ -200,6 +200,7 @@ pub struct TopologyBuilder {
     bind: IpAddr,
     start_unix_ms: Option<u64>,
     cluster: Option<usize>,
+    requirepass: Option<String>,
 }
 
 impl Default for TopologyBuilder {
@@ -217,6 +218,7 @@ impl Default for TopologyBuilder {
             bind: IpAddr::from([127, 0, 0, 1]),
             start_unix_ms: None,
             cluster: None,
+            requirepass: None,
         }
     }
 }
@@ -298,6 +300,13 @@ impl TopologyBuilder {
         self
     }
 
+    /// `requirepass` for every node (so also through the front address, `LOCKSMITH.*`
+    /// included) and for the Sentinel endpoint, as a Sentinel's own `requirepass`.
+    pub fn requirepass(&mut self, password: impl Into<String>) -> &mut Self {
+        self.requirepass = Some(password.into());
+        self
+    }
+
     /// Starts the nodes, replication, the front address and the Sentinel endpoint.
     ///
     /// # Errors
@@ -357,6 +366,7 @@ impl TopologyBuilder {
         });
         let inner = Arc::new(Inner {
             seed,
+            requirepass: self.requirepass.clone(),
             master_name: self.master_name.clone(),
             replicated: self.masters == 1 && cluster.is_none(),
             cluster,
@@ -483,6 +493,8 @@ impl Drop for Net {
 
 pub(crate) struct Inner {
     seed: u64,
+    /// Every node's `requirepass`, and the Sentinel endpoint's.
+    requirepass: Option<String>,
     master_name: String,
     replicated: bool,
     /// The cluster the nodes form (`TopologyBuilder::cluster`).
@@ -587,6 +599,9 @@ impl Inner {
         let slot = self.slot(i)?;
         let seed = self.next_seed();
         let mut builder = Server::builder().seed(seed).clock(slot.clock.clone());
+        if let Some(password) = &self.requirepass {
+            builder = builder.requirepass(password.clone());
+        }
         if let Some(view) = &self.cluster {
             builder = builder.cluster_member(crate::cluster::Cluster {
                 view: view.clone(),

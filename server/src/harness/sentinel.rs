@@ -27,6 +27,8 @@ struct Sub {
 
 struct Shared {
     topology: Weak<Inner>,
+    /// The endpoint's `requirepass` (the topology's).
+    requirepass: Option<String>,
     subs: Mutex<BTreeMap<u64, (mpsc::UnboundedSender<Frame>, Sub)>>,
     next: AtomicU64,
     id: String,
@@ -61,9 +63,12 @@ impl Sentinel {
     pub(crate) async fn start(ip: IpAddr, port: u16, topology: Weak<Inner>) -> io::Result<Self> {
         let listener = crate::server::listen(std::net::SocketAddr::new(ip, port), 511)?;
         let addr = listener.local_addr()?;
-        let seed = topology.upgrade().map_or(0, |t| t.seed);
+        let (seed, requirepass) = topology
+            .upgrade()
+            .map_or((0, None), |t| (t.seed, t.requirepass.clone()));
         let shared = Arc::new(Shared {
             topology,
+            requirepass,
             subs: Mutex::default(),
             next: AtomicU64::new(1),
             id: format!("{:040x}", u128::from(seed) * 0x9e37_79b9_7f4a_7c15),
@@ -121,6 +126,8 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
 
 struct Conn {
     id: u64,
+    /// AUTH done, or no password configured.
+    authenticated: bool,
     version: Version,
     rx: mpsc::UnboundedReceiver<Frame>,
     subscribed: bool,
@@ -136,6 +143,7 @@ async fn serve(mut socket: TcpStream, shared: Arc<Shared>) {
     }
     let mut conn = Conn {
         id,
+        authenticated: shared.requirepass.is_none(),
         version: Version::Resp2,
         rx,
         subscribed: false,
@@ -294,6 +302,55 @@ fn no_such_master() -> Frame {
 }
 
 /// Replies to one command (several for `SUBSCRIBE` with several channels).
+/// AUTH, HELLO's AUTH option, and Redis's `NOAUTH` for anything else before them (QUIT
+/// excepted). `None` lets the command run.
+fn authenticate(shared: &Shared, conn: &mut Conn, name: &[u8], argv: &[Bytes]) -> Option<Frame> {
+    let check = |conn: &mut Conn, user: Option<&Bytes>, pass: &Bytes| -> Result<(), Frame> {
+        let Some(expected) = &shared.requirepass else {
+            return Err(Frame::error(
+                "ERR AUTH <password> called without any password configured for the default \
+                 user. Are you sure your configuration is correct?",
+            ));
+        };
+        let user_ok = user.is_none_or(|u| u.as_ref() == b"default");
+        if user_ok && pass.as_ref() == expected.as_bytes() {
+            conn.authenticated = true;
+            Ok(())
+        } else {
+            Err(Frame::error(
+                "WRONGPASS invalid username-password pair or user is disabled.",
+            ))
+        }
+    };
+    match name {
+        b"auth" => Some(match argv.get(1..).unwrap_or_default() {
+            [pass] => check(conn, None, pass).map_or_else(|e| e, |()| Frame::ok()),
+            [user, pass] => check(conn, Some(user), pass).map_or_else(|e| e, |()| Frame::ok()),
+            _ => CommandError::Syntax.into(),
+        }),
+        b"hello" => {
+            let auth = argv
+                .iter()
+                .position(|a| a.eq_ignore_ascii_case(b"auth"))
+                .map(|i| (argv.get(i + 1), argv.get(i + 2)));
+            match auth {
+                Some((Some(user), Some(pass))) => check(conn, Some(user), pass).err(),
+                Some(_) => Some(CommandError::Syntax.into()),
+                None if conn.authenticated => None,
+                None => Some(Frame::error(
+                    "NOAUTH HELLO must be called with the client already authenticated, \
+                     otherwise the HELLO <proto> AUTH <user> <pass> option can be used to \
+                     authenticate the client and select the RESP protocol version at the same \
+                     time",
+                )),
+            }
+        }
+        b"quit" => None,
+        _ if conn.authenticated => None,
+        _ => Some(CommandError::NoAuth.into()),
+    }
+}
+
 async fn command(shared: &Shared, conn: &mut Conn, argv: &[Bytes]) -> Vec<Frame> {
     let Some(name) = argv.first().map(|n| n.to_ascii_lowercase()) else {
         return vec![];
@@ -310,6 +367,9 @@ async fn command(shared: &Shared, conn: &mut Conn, argv: &[Bytes]) -> Vec<Frame>
         argv.get(i)
             .is_some_and(|n| n[..] == *t.master_name.as_bytes())
     };
+    if let Some(reply) = authenticate(shared, conn, &name, argv) {
+        return vec![reply];
+    }
     vec![match name.as_slice() {
         b"ping" if conn.subscribed && conn.version == Version::Resp2 => {
             Frame::bulk_array(["pong", ""])
