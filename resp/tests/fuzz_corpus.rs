@@ -135,3 +135,95 @@ mod generated {
         }
     }
 }
+
+/// A small deterministic generator (xorshift64*), so every run mutates the same way and a
+/// failure names the iteration that reproduces it.
+struct Mutator(u64);
+
+impl Mutator {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+
+    /// One to four of: flip a bit, set a byte to an interesting value, insert, delete,
+    /// duplicate a span, splice in part of another seed, truncate.
+    fn mutate(&mut self, seed: &[u8], other: &[u8]) -> Vec<u8> {
+        const INTERESTING: &[u8] = b"\r\n$*%~>|=,_#:+-!(0123456789-?\x00\xff";
+        let mut data = seed.to_vec();
+        for _ in 0..1 + self.below(4) {
+            let at = self.below(data.len() + 1);
+            match self.below(7) {
+                0 if !data.is_empty() => {
+                    let i = at.min(data.len() - 1);
+                    data[i] ^= 1 << self.below(8);
+                }
+                1 if !data.is_empty() => {
+                    let i = at.min(data.len() - 1);
+                    data[i] = INTERESTING[self.below(INTERESTING.len())];
+                }
+                2 => data.insert(at, INTERESTING[self.below(INTERESTING.len())]),
+                3 if at < data.len() => {
+                    let end = (at + 1 + self.below(8)).min(data.len());
+                    data.drain(at..end);
+                }
+                4 if at < data.len() => {
+                    let end = (at + 1 + self.below(16)).min(data.len());
+                    let span = data[at..end].to_vec();
+                    data.splice(at..at, span);
+                }
+                5 if !other.is_empty() => {
+                    let from = self.below(other.len());
+                    let end = (from + 1 + self.below(32)).min(other.len());
+                    data.splice(at..at, other[from..end].iter().copied());
+                }
+                _ => data.truncate(at),
+            }
+        }
+        data
+    }
+}
+
+/// Mutated inputs per target: `LOCKSMITH_FUZZ_ITERS` (default 200 000, about half a second
+/// each; 2 000 000 take 9 s for both targets) — set it higher for a longer run on demand.
+fn iterations() -> usize {
+    std::env::var("LOCKSMITH_FUZZ_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200_000)
+}
+
+/// Runs `target` over `iterations()` mutations of the corpus of `name`, bounded in count.
+fn mutate_corpus(name: &str, target: fn(&[u8])) {
+    let seeds: Vec<Vec<u8>> = corpus(name).into_iter().map(|(_, d)| d).collect();
+    let mut rng = Mutator(0x9e37_79b9_7f4a_7c15);
+    for i in 0..iterations() {
+        let seed = &seeds[i % seeds.len()];
+        let other = &seeds[rng.below(seeds.len())];
+        let input = rng.mutate(seed, other);
+        let outcome = std::panic::catch_unwind(|| target(&input));
+        assert!(
+            outcome.is_ok(),
+            "{name}: iteration {i} failed on input {:?}",
+            String::from_utf8_lossy(&input)
+        );
+    }
+}
+
+// The fuzz targets in CI on stable: libFuzzer needs nightly, so their bodies run here over
+// mutations of the seed corpus, a bounded number of times.
+#[test]
+fn decode_target_survives_mutations_of_its_corpus() {
+    mutate_corpus("decode", fuzz::fuzz_frames);
+}
+
+#[test]
+fn decode_request_target_survives_mutations_of_its_corpus() {
+    mutate_corpus("decode_request", fuzz::fuzz_requests);
+}

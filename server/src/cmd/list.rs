@@ -361,10 +361,11 @@ fn list_index(index: i64, len: usize) -> Option<usize> {
 /// ```
 fn lindex(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let index = args.i64()?;
+    // Redis looks the key up before it parses the index.
     let Some(list) = list_mut(ctx, &key)? else {
         return Ok(Frame::Null);
     };
+    let index = args.i64()?;
     Ok(list_index(index, list.len())
         .and_then(|i| list.get(i).cloned())
         .map_or(Frame::Null, Frame::Bulk))
@@ -375,11 +376,12 @@ fn lindex(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn lset(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let index = args.i64()?;
-    let element = args.bytes()?;
+    // Redis looks the key up before it parses the index.
     let Some(list) = list_mut(ctx, &key)? else {
         return Err(CommandError::NoSuchKey);
     };
+    let index = args.i64()?;
+    let element = args.bytes()?;
     let slot = list_index(index, list.len())
         .and_then(|i| list.get_mut(i))
         .ok_or_else(|| CommandError::err("index out of range"))?;

@@ -339,11 +339,11 @@ fn smove(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let src = args.bytes()?;
     let dst = args.bytes()?;
     let member = args.bytes()?;
-    let src_has = set_mut(ctx, &src)?.map(|s| s.contains(&member));
-    set_mut(ctx, &dst)?;
-    let Some(src_has) = src_has else {
+    // Redis answers 0 for a missing source before it checks the destination's type.
+    let Some(src_has) = set_mut(ctx, &src)?.map(|s| s.contains(&member)) else {
         return Ok(Frame::Integer(0));
     };
+    set_mut(ctx, &dst)?;
     if src == dst {
         return Ok(Frame::Integer(i64::from(src_has)));
     }

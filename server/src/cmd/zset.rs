@@ -184,9 +184,15 @@ fn members_reply(items: Vec<(Bytes, f64)>, withscores: bool, resp: Version) -> F
 /// ZADD key [NX | XX] [GT | LT] [CH] [INCR] score member [score member ...]
 /// ```
 fn zadd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    zadd_generic(ctx, args, false)
+}
+
+/// ZADD, and ZINCRBY as Redis implements it (`zaddGenericCommand` with INCR forced: ZINCRBY
+/// takes ZADD's flags too, so `ZINCRBY k NX 1 m` is valid).
+fn zadd_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, incr: bool) -> CmdResult {
     let key = args.bytes()?;
     let (mut nx, mut xx, mut gt, mut lt, mut ch, mut incr) =
-        (false, false, false, false, false, false);
+        (false, false, false, false, false, incr);
     loop {
         if args.eat("nx") {
             nx = true;
@@ -293,26 +299,7 @@ fn zadd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ZINCRBY key increment member
 /// ```
 fn zincrby(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
-    let key = args.bytes()?;
-    let incr = score_arg(&args.bytes()?)?;
-    let member = args.bytes()?;
-    let exists = zset_mut(ctx, &key)?.is_some();
-    let cur = zset_mut(ctx, &key)?.and_then(|z| z.score(&member));
-    let new = cur.unwrap_or(0.0) + incr;
-    if new.is_nan() {
-        return Err(CommandError::err("resulting score is not a number (NaN)"));
-    }
-    if !exists {
-        let now = ctx.now;
-        ctx.db()
-            .insert(key.clone(), Value::ZSet(ZSet::default()), None, now);
-    }
-    if let Some(z) = zset_mut(ctx, &key)? {
-        z.insert(member, new);
-    }
-    ctx.notify(notify::ZSET, "zincr", &key);
-    ctx.modified(&key);
-    Ok(Frame::Double(new))
+    zadd_generic(ctx, args, true)
 }
 
 /// ```text
