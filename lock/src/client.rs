@@ -44,8 +44,10 @@ pub(crate) struct Inner {
     /// Set when the client follows a Sentinel-monitored master.
     pub(crate) sentinel: Option<crate::sentinel::SentinelState>,
     pub(crate) metrics: Metrics,
-    pub(crate) clock_base_ms: u64,
+    /// tokio's and the OS's monotonic clocks at connect: their difference since is how far a
+    /// paused test clock was advanced (always 0 outside paused-time tests).
     pub(crate) clock_base: tokio::time::Instant,
+    pub(crate) clock_base_std: std::time::Instant,
 }
 
 impl Client {
@@ -141,10 +143,6 @@ impl Client {
         sentinel: Option<crate::sentinel::SentinelState>,
     ) -> Client {
         let id = uuid::Uuid::new_v4().to_string();
-        let now_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0);
         let inner = Arc::new(Inner {
             hub,
             registry: Registry::default(),
@@ -154,8 +152,8 @@ impl Client {
             sync_replicas: AtomicUsize::new(sync_replicas),
             sentinel,
             metrics: Metrics::default(),
-            clock_base_ms: now_ms,
             clock_base: tokio::time::Instant::now(),
+            clock_base_std: std::time::Instant::now(),
         });
         tracing::debug!(client_id = %inner.id, sync_replicas, "locksmith client connected");
         Client { inner }
@@ -222,10 +220,18 @@ impl Client {
         Arc::downgrade(&self.inner)
     }
 
-    /// Milliseconds since the epoch, advancing with tokio's clock (so paused-time tests move
-    /// it), used where Redisson sends `System.currentTimeMillis()` to a script.
+    /// Milliseconds since the epoch, read from the wall clock at each call as Java's
+    /// `System.currentTimeMillis()` is (the fair lock shares its queue's timestamps with
+    /// Redisson's Java clients), used where Redisson sends it to a script. In paused-time
+    /// tests it also moves with tokio's clock (by how far that clock was advanced).
     pub(crate) fn now_ms(&self) -> u64 {
-        self.inner.clock_base_ms + self.inner.clock_base.elapsed().as_millis() as u64
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let virtual_ms = self.inner.clock_base.elapsed().as_millis();
+        let real_ms = self.inner.clock_base_std.elapsed().as_millis();
+        let advanced = u64::try_from(virtual_ms.saturating_sub(real_ms)).unwrap_or(u64::MAX);
+        wall.saturating_add(advanced)
     }
 
     /// After a write, `WAIT` for the configured replicas; `Ok(false)` when none acknowledged.

@@ -621,6 +621,10 @@ impl Core {
     }
 
     async fn release_now(&self) -> Result<()> {
+        // A hold the library saw lost (its lease ran out, a renewal found it gone) is not ours
+        // any more, whatever a kind's script answers (the fair lock's answers "released" for a
+        // key that expired): every kind then reports NotOwner, as `Lock` always did.
+        let lost = self.client.inner.registry.is_lost(&self.name, &self.field);
         let r = self.release_script().await;
         let fully = match &r {
             // Not held by this owner (expired, or taken over): nothing of ours to renew.
@@ -638,6 +642,11 @@ impl Core {
             .registered
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| v.checked_sub(1));
         match r? {
+            Some(_) if lost => Err(LockError::NotOwner {
+                name: self.name.clone(),
+                client_id: self.client.id().to_owned(),
+                owner_id: self.owner.id(),
+            }),
             None => {
                 let _ = self.client.wait_replicas().await;
                 Err(LockError::NotOwner {

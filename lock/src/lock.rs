@@ -101,11 +101,15 @@ macro_rules! common_lock_api {
                 Ok(self.core.acquire(Some(wait), lease).await?.is_some())
             }
 
-            /// Releases one hold; the last one deletes the lock and wakes waiters.
+            /// Releases one hold; the last one deletes the lock and wakes waiters. The watchdog
+            /// stops whatever the outcome, and the release completes even if this future is
+            /// dropped.
             ///
             /// # Errors
             /// [`LockError::NotOwner`](crate::LockError::NotOwner) (Redisson's
-            /// IllegalMonitorStateException message) when this owner does not hold it.
+            /// IllegalMonitorStateException message) when this owner does not hold it, for
+            /// every kind also when its lease ran out or the lock was otherwise lost (the lost
+            /// signal fired); Redis errors.
             pub async fn unlock(&self) -> Result<()> {
                 self.core.release().await
             }

@@ -239,6 +239,13 @@ impl Registry {
             })
     }
 
+    /// Whether the hold of (name, field) was reported lost (and not released since).
+    pub(crate) fn is_lost(&self, name: &str, field: &str) -> bool {
+        lock(&self.entries)
+            .get(&(name.to_owned(), field.to_owned()))
+            .is_some_and(|e| e.lost_tx.borrow().is_some())
+    }
+
     /// Whether the watchdog renews (name, field) right now: held, renewing, and not lost.
     /// Whether a hold that wants renewal remains after the newest one is released (the lease
     /// an unlock's PEXPIRE must leave on the key).

@@ -164,3 +164,45 @@ async fn the_non_reentrant_lock_refuses_its_own_owner() {
         reentrant.unlock().await.unwrap();
     }
 }
+
+// Unlock after the lease ran out: NotOwner for every kind (the fair lock's script alone would
+// answer "released" for the expired key).
+#[tokio::test]
+async fn unlock_after_the_lease_ran_out_is_not_owner_for_every_kind() {
+    for b in backends().await {
+        let c = b.client().await;
+        let lease = MS(200);
+        let fair = c.fair_lock(&name("expired-fair"));
+        fair.lock_with_lease(lease).await.unwrap();
+        let rw = c.read_write_lock(&name("expired-rw"));
+        rw.read_lock().lock_with_lease(lease).await.unwrap();
+        let rw2 = c.read_write_lock(&name("expired-rw2"));
+        rw2.write_lock().lock_with_lease(lease).await.unwrap();
+        let plain = c.lock(&name("expired-plain"));
+        plain.lock_with_lease(lease).await.unwrap();
+        for mut signal in [
+            fair.lost_signal().unwrap(),
+            rw.read_lock().lost_signal().unwrap(),
+            rw2.write_lock().lost_signal().unwrap(),
+            plain.lost_signal().unwrap(),
+        ] {
+            let reason = tokio::time::timeout(Duration::from_secs(10), signal.lost()).await;
+            assert_eq!(reason.unwrap(), Some(LostReason::LeaseExpired));
+        }
+        // Past the server's expiry too.
+        tokio::time::sleep(MS(50)).await;
+        let results = [
+            fair.unlock().await,
+            rw.read_lock().unlock().await,
+            rw2.write_lock().unlock().await,
+            plain.unlock().await,
+        ];
+        for r in results {
+            assert!(
+                r.as_ref().is_err_and(|e| e.is_not_owner()),
+                "{}: {r:?}",
+                b.name
+            );
+        }
+    }
+}
