@@ -376,3 +376,24 @@ async fn typed_async_api_works() {
     );
     server.shutdown().await;
 }
+
+// APPEND and SETRANGE check the live proto-max-bulk-len: CONFIG SET lowers the limit for them
+// as it does for the protocol.
+#[tokio::test]
+async fn append_and_setrange_follow_config_set_proto_max_bulk_len() {
+    let mut pair = support::Pair::start().await;
+    pair.same(&["CONFIG", "SET", "proto-max-bulk-len", "1048576"])
+        .await;
+    pair.same(&["SETRANGE", "k", "1048575", "x"]).await;
+    let refused = pair.same(&["SETRANGE", "k", "1048576", "x"]).await;
+    assert_eq!(
+        refused,
+        "ERROR ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+    );
+    let appended = pair.same(&["APPEND", "k", "y"]).await;
+    assert!(
+        appended.starts_with("ERROR ERR string exceeds"),
+        "{appended}"
+    );
+    pair.same(&["STRLEN", "k"]).await;
+}

@@ -8,9 +8,6 @@ use crate::notify;
 use bytes::{Bytes, BytesMut};
 use locksmith_resp::Frame;
 
-/// Redis's default `proto-max-bulk-len`: the largest string SETRANGE/APPEND may build.
-pub(crate) const PROTO_MAX_BULK_LEN: u64 = 512 * 1024 * 1024;
-
 /// The string family's table.
 pub(crate) static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("get", 2, get)
@@ -590,9 +587,14 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     Ok(Frame::Bulk(new))
 }
 
-/// Redis's `checkStringLength`.
-fn check_string_length(size: u64, append: u64) -> Result<(), CommandError> {
-    if size.saturating_add(append) > PROTO_MAX_BULK_LEN {
+/// Redis's `checkStringLength`, against the live `proto-max-bulk-len` (CONFIG SET applies).
+fn check_string_length(ctx: &Ctx<'_>, size: u64, append: u64) -> Result<(), CommandError> {
+    let max = ctx
+        .node
+        .live
+        .proto_max_bulk_len
+        .load(std::sync::atomic::Ordering::Relaxed);
+    if size.saturating_add(append) > max {
         return Err(CommandError::err(
             "string exceeds maximum allowed size (proto-max-bulk-len)",
         ));
@@ -613,7 +615,7 @@ fn append(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             len
         }
         Some(old) => {
-            check_string_length(old.len() as u64, value.len() as u64)?;
+            check_string_length(ctx, old.len() as u64, value.len() as u64)?;
             let mut buf = BytesMut::with_capacity(old.len() + value.len());
             buf.extend_from_slice(&old);
             buf.extend_from_slice(&value);
@@ -685,7 +687,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     if value.is_empty() {
         return Ok(Frame::Integer(old.len() as i64));
     }
-    check_string_length(offset, value.len() as u64)?;
+    check_string_length(ctx, offset, value.len() as u64)?;
     let offset = offset as usize;
     let mut buf = BytesMut::from(&old[..]);
     let needed = offset + value.len();
