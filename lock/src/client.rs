@@ -235,6 +235,11 @@ impl Client {
     }
 
     /// After a write, `WAIT` for the configured replicas; `Ok(false)` when none acknowledged.
+    ///
+    /// With [`ReplicaSync::Auto`], a `WAIT` that fewer replicas acknowledged than expected
+    /// re-reads `INFO replication` (as Redisson refreshes its replica list when the synced
+    /// count differs): replicas that are gone are no longer waited for, so losing every
+    /// replica does not roll back every acquisition from then on.
     pub(crate) async fn wait_replicas(&self) -> Result<bool> {
         let n = self.sync_replicas();
         if n == 0 {
@@ -246,7 +251,23 @@ impl Client {
             .arg(self.inner.options.replica_sync_timeout.as_millis() as u64)
             .query_async(&mut conn)
             .await?;
-        Ok(synced > 0)
+        if synced >= n as i64 || !matches!(self.inner.options.replica_sync, ReplicaSync::Auto) {
+            return Ok(synced > 0);
+        }
+        let info: String = redis::cmd("INFO")
+            .arg("replication")
+            .query_async(&mut conn)
+            .await?;
+        let now = connected_replicas(&info);
+        if now != n {
+            tracing::info!(
+                was = n,
+                now,
+                "replica count changed; waiting for the new count"
+            );
+            self.inner.sync_replicas.store(now, Ordering::Relaxed);
+        }
+        Ok(synced > 0 || now == 0)
     }
 }
 

@@ -14,7 +14,13 @@ async fn with_a_replica_lock_writes_wait_for_it_and_fail_cleanly_without_it() {
         return;
     };
     let port = master.port.to_string();
-    let Some(mut replica) = real_redis(&["--replicaof", "127.0.0.1", &port]) else {
+    let Some(mut replica) = real_redis(&[
+        "--replicaof",
+        "127.0.0.1",
+        &port,
+        "--enable-debug-command",
+        "yes",
+    ]) else {
         return;
     };
     let mut raw = master.raw().await;
@@ -48,8 +54,17 @@ async fn with_a_replica_lock_writes_wait_for_it_and_fail_cleanly_without_it() {
     assert!(on_replica, "WAIT returned before the replica had the lock");
     l.unlock().await.unwrap();
 
-    // The replica disappears: acquisitions are not acknowledged, rolled back, and reported.
-    replica.stop();
+    // The replica is connected but does not answer (busy for 3 s): acquisitions are not
+    // acknowledged, rolled back, and reported.
+    let mut sleeper = replica.raw().await;
+    let sleeping = tokio::spawn(async move {
+        let _: redis::RedisResult<()> = redis::cmd("DEBUG")
+            .arg("SLEEP")
+            .arg(3)
+            .query_async(&mut sleeper)
+            .await;
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
     let err = c.lock(&n).lock().await.unwrap_err();
     assert!(err.is_replicas_not_synced(), "{err:?}");
     let exists: bool = redis::cmd("EXISTS")
@@ -58,6 +73,21 @@ async fn with_a_replica_lock_writes_wait_for_it_and_fail_cleanly_without_it() {
         .await
         .unwrap();
     assert!(!exists, "a rolled-back acquisition left the lock behind");
+    let _ = sleeping.await;
+
+    // The replica is gone for good: once the master no longer lists it, the client re-reads
+    // the replica count (Redisson #4706) and acquisitions no longer wait for it.
+    replica.stop();
+    let l = c.lock(&n);
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            l.try_lock().await.is_ok_and(|got| got)
+        })
+        .await,
+        "acquisitions kept failing after the replica was gone"
+    );
+    assert_eq!(c.sync_replicas(), 0);
+    l.unlock().await.unwrap();
 
     // Off: no WAIT at all.
     let off = master
