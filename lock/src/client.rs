@@ -98,7 +98,7 @@ impl Client {
             ReplicaSync::Replicas(n) => n,
             ReplicaSync::Off | ReplicaSync::Auto => 0,
         };
-        let hub = PubSubHub::cluster(template, conn.clone());
+        let hub = PubSubHub::cluster(template, conn.clone(), pubsub_timeout(&options));
         Ok(Client::assemble(
             Connection::Cluster(conn),
             hub,
@@ -128,7 +128,7 @@ impl Client {
         let sync_replicas = replicas_to_sync(&mut conn, &options).await?;
         Ok(Client::assemble(
             Connection::Single(conn),
-            PubSubHub::new(client),
+            PubSubHub::new(client, pubsub_timeout(&options)),
             sync_replicas,
             options,
             sentinel,
@@ -269,6 +269,12 @@ impl Client {
         }
         Ok(synced > 0 || now == 0)
     }
+}
+
+/// How long a pub/sub connect, `SUBSCRIBE` or `UNSUBSCRIBE` may take: the longer of the
+/// connection and response timeouts.
+fn pubsub_timeout(options: &ClientOptions) -> std::time::Duration {
+    options.connection_timeout.max(options.response_timeout)
 }
 
 async fn command_connection(

@@ -7,10 +7,15 @@
 //! which then re-checks the state in Redis.
 //!
 //! After a failover ([`PubSubHub::switch`]) the connection moves to the new master, every channel
-//! is subscribed again and every waiter is woken to retry there.
+//! is subscribed again and every waiter is woken to retry there. When the connection dies on its
+//! own (killed, reset), its dispatcher wakes every waiter of that node at once (they retry
+//! instead of sleeping until the holder's TTL) and reconnects in the background, subscribing
+//! every channel again. Connecting, `SUBSCRIBE` and `UNSUBSCRIBE` are bounded in time, so one
+//! hung node cannot hold the other waiters past their deadline.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures::StreamExt;
 use redis::aio::PubSubSink;
@@ -42,6 +47,8 @@ struct Shared {
     ops: tokio::sync::Mutex<Conns>,
     // std Mutex: only touched synchronously (never across an await), also by the dispatcher.
     channels: Mutex<HashMap<String, ChannelEntry>>,
+    /// Bound on a connect, `SUBSCRIBE` or `UNSUBSCRIBE`.
+    timeout: Duration,
 }
 
 /// How to reach the node owning a slot.
@@ -107,14 +114,15 @@ impl Drop for Subscription {
 }
 
 impl PubSubHub {
-    pub(crate) fn new(client: redis::Client) -> Self {
-        PubSubHub::with(client, None)
+    pub(crate) fn new(client: redis::Client, timeout: Duration) -> Self {
+        PubSubHub::with(client, None, timeout)
     }
 
     /// A hub for a Redis Cluster: each channel is subscribed on the master owning its slot.
     pub(crate) fn cluster(
         client: redis::Client,
         conn: redis::cluster_async::ClusterConnection,
+        timeout: Duration,
     ) -> Self {
         let template = client.get_connection_info().clone();
         PubSubHub::with(
@@ -124,16 +132,18 @@ impl PubSubHub {
                 template,
                 slots: Mutex::new(SlotMap::default()),
             }),
+            timeout,
         )
     }
 
-    fn with(client: redis::Client, cluster: Option<ClusterNodes>) -> Self {
+    fn with(client: redis::Client, cluster: Option<ClusterNodes>, timeout: Duration) -> Self {
         PubSubHub {
             shared: Arc::new(Shared {
                 client: Mutex::new(client),
                 cluster,
                 ops: tokio::sync::Mutex::new(Conns::default()),
                 channels: Mutex::new(HashMap::new()),
+                timeout,
             }),
         }
     }
@@ -172,7 +182,7 @@ impl PubSubHub {
         let sink = conn.sink.as_mut().ok_or(crate::LockError::Shutdown)?;
         let existing = lock(&shared.channels).contains_key(channel);
         if !existing {
-            if let Err(e) = sink.subscribe(channel).await {
+            if let Err(e) = bounded(shared.timeout, sink.subscribe(channel)).await {
                 conn.sink = None;
                 return Err(e.into());
             }
@@ -237,6 +247,20 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// `fut` within `limit`, a timeout being a Redis I/O error like the others.
+async fn bounded<T>(
+    limit: Duration,
+    fut: impl std::future::Future<Output = redis::RedisResult<T>>,
+) -> redis::RedisResult<T> {
+    match tokio::time::timeout(limit, fut).await {
+        Ok(r) => r,
+        Err(_) => Err(redis::RedisError::from(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "pub/sub operation timed out",
+        ))),
+    }
+}
+
 impl Shared {
     /// The node to subscribe `channel` on: "" outside a cluster, else the `host:port` of the
     /// master owning the channel's slot (the slot map is read again when it has no owner).
@@ -291,7 +315,9 @@ impl Shared {
             d.abort();
         }
         let client = self.client_for(node)?;
-        let (mut sink, mut stream) = client.get_async_pubsub().await?.split();
+        let (mut sink, mut stream) = bounded(self.timeout, client.get_async_pubsub())
+            .await?
+            .split();
         // After a reconnect, subscribe again to every channel of this node that has waiters.
         let existing: Vec<String> = lock(&self.channels)
             .iter()
@@ -299,9 +325,10 @@ impl Shared {
             .map(|(c, _)| c.clone())
             .collect();
         if !existing.is_empty() {
-            sink.subscribe(&existing).await?;
+            bounded(self.timeout, sink.subscribe(&existing)).await?;
         }
         let weak = Arc::downgrade(self);
+        let node = node.to_owned();
         conn.dispatcher = Some(tokio::spawn(async move {
             while let Some(msg) = stream.next().await {
                 let Some(shared) = weak.upgrade() else { return };
@@ -316,10 +343,57 @@ impl Shared {
                     n.notify_one();
                 }
             }
-            tracing::debug!("pub/sub dispatcher ended");
+            tracing::debug!(node, "pub/sub connection ended");
+            if let Some(shared) = weak.upgrade() {
+                Shared::reconnect(shared, node).await;
+            }
         }));
         conn.sink = Some(sink);
         Ok(())
+    }
+
+    /// After the connection to `node` ended by itself: wakes every waiter of its channels (they
+    /// retry now instead of sleeping until the holder's TTL), then reconnects and subscribes
+    /// them again, retrying with backoff while channels wait there and the hub is open.
+    fn reconnect(
+        shared: Arc<Shared>,
+        node: String,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+        // Boxed: the dispatcher task it runs in is spawned by `ensure_connected`, which it
+        // calls again.
+        Box::pin(async move {
+            let wake_all = |shared: &Shared| {
+                for e in lock(&shared.channels).values().filter(|e| e.node == node) {
+                    e.notify.notify_waiters();
+                    e.notify.notify_one();
+                }
+            };
+            wake_all(&shared);
+            let mut delay = Duration::from_millis(10);
+            loop {
+                tokio::time::sleep(delay).await;
+                let mut conns = shared.ops.lock().await;
+                let waiting = lock(&shared.channels).values().any(|e| e.node == node);
+                if conns.shut || !waiting {
+                    return;
+                }
+                let conn = conns.by_node.entry(node.clone()).or_default();
+                // Forget the connection that ended (this task), then connect anew.
+                conn.sink = None;
+                drop(conn.dispatcher.take());
+                match shared.ensure_connected(conn, &node).await {
+                    Ok(()) => {
+                        // Messages published while no connection listened are lost: retry now.
+                        wake_all(&shared);
+                        return;
+                    }
+                    Err(e) => {
+                        tracing::debug!(error = %e, node, "pub/sub reconnect failed");
+                        delay = (delay * 2).min(Duration::from_secs(1));
+                    }
+                }
+            }
+        })
     }
 
     async fn release(&self, channel: &str) {
@@ -342,7 +416,7 @@ impl Shared {
         if let Some(node) = remove {
             if let Some(conn) = conns.by_node.get_mut(&node) {
                 if let Some(sink) = conn.sink.as_mut() {
-                    if let Err(e) = sink.unsubscribe(channel).await {
+                    if let Err(e) = bounded(self.timeout, sink.unsubscribe(channel)).await {
                         tracing::debug!(error = %e, channel, "unsubscribe failed");
                         conn.sink = None;
                     }

@@ -206,3 +206,46 @@ async fn unlock_after_the_lease_ran_out_is_not_owner_for_every_kind() {
         }
     }
 }
+
+// The shared pub/sub connection dies while a waiter waits (here: CLIENT KILL TYPE pubsub): the
+// hub wakes its waiters, reconnects and subscribes again, so the waiter gets the lock when the
+// holder releases it, instead of sleeping until the holder's 30 s TTL.
+#[tokio::test]
+async fn a_waiter_recovers_when_its_pubsub_connection_is_killed() {
+    for b in backends().await {
+        let holder_client = b.client().await;
+        let waiter_client = b.client().await;
+        let n = name("pubsub-killed");
+        let holder = holder_client.lock(&n);
+        holder.lock().await.unwrap();
+        let waiter = waiter_client.lock(&n);
+        let task = tokio::spawn(async move {
+            let got = waiter.try_lock_for(Duration::from_secs(25), None).await;
+            (waiter, got)
+        });
+        let mut raw = b.raw().await;
+        // Kill the waiter's subscription once it exists (bounded polling).
+        let killed = eventually(Duration::from_secs(5), || {
+            let mut raw = raw.clone();
+            async move {
+                let killed: i64 = redis::cmd("CLIENT")
+                    .arg(&["KILL", "TYPE", "pubsub"])
+                    .query_async(&mut raw)
+                    .await
+                    .unwrap();
+                killed >= 1
+            }
+        })
+        .await;
+        assert!(killed, "{}: no pub/sub connection to kill", b.name);
+        tokio::time::sleep(MS(300)).await;
+        holder.unlock().await.unwrap();
+        let (waiter, got) = tokio::time::timeout(Duration::from_secs(10), task)
+            .await
+            .unwrap_or_else(|_| panic!("{}: the waiter slept past the release", b.name))
+            .unwrap();
+        assert!(got.unwrap(), "{}", b.name);
+        waiter.unlock().await.unwrap();
+        let _: () = redis::cmd("PING").query_async(&mut raw).await.unwrap();
+    }
+}
