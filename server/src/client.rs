@@ -239,6 +239,9 @@ pub(crate) struct ClientState {
     pub(crate) no_touch: bool,
     /// `READONLY`: a cluster replica serves this client's reads of its master's slots.
     pub(crate) cluster_readonly: bool,
+    /// The transaction ended while a script was busy (no state lock): its WATCHes are
+    /// forgotten at the next command that takes the lock.
+    pub(crate) unwatch_pending: bool,
 }
 
 impl ClientState {
@@ -261,6 +264,7 @@ impl ClientState {
             no_evict: false,
             no_touch: false,
             cluster_readonly: false,
+            unwatch_pending: false,
         }
     }
 

@@ -363,6 +363,9 @@ impl Connection {
         {
             return e.into();
         }
+        if let Some(reply) = self.busy_transaction_rules(resolved, guard.is_some()) {
+            return reply;
+        }
         if let Some(reply) = transaction::admit(resolved, &mut self.client, argv) {
             return reply;
         }
@@ -394,6 +397,10 @@ impl Connection {
         let Some(state) = guard.as_mut() else {
             return CommandError::err("internal error: state lock lost").into();
         };
+        if std::mem::take(&mut self.client.unwatch_pending) {
+            state.watches.unwatch_all(self.client.id());
+            state.watches.clear_dirty(self.client.id());
+        }
         let now = self.node.clock.now_ms();
         let _inline = runs_script.then(crate::script::InlineRun::enter);
         let reply = cmd::execute_resolved(
@@ -516,6 +523,68 @@ impl Connection {
                 CommandError::err("internal error while running the script").into()
             }
         }
+    }
+
+    /// Redis's `processCommand` while a script is busy, for transactions: a command that is not
+    /// `allow_busy` is refused with `BUSY` and flags the transaction (so a later EXEC aborts
+    /// rather than run half of it), EXEC is refused by discarding its transaction (`EXECABORT
+    /// Transaction discarded because of: BUSY ...`), and MULTI and DISCARD work (they only touch
+    /// the client). `None` when not busy or nothing applies (`holding`: this connection has the
+    /// state lock, so no script of another can be running).
+    fn busy_transaction_rules(&mut self, resolved: cmd::Resolved, holding: bool) -> Option<Frame> {
+        if holding {
+            return None;
+        }
+        let threshold = self.node.busy_threshold_ms.load(Ordering::Relaxed);
+        if self
+            .node
+            .script_running_for()
+            .is_none_or(|elapsed| elapsed < threshold)
+        {
+            return None;
+        }
+        let top = if resolved.first_arg > 1 {
+            ""
+        } else {
+            resolved.spec.name
+        };
+        match top {
+            "multi" if self.client.multi.is_none() => {
+                self.client.multi = Some(Default::default());
+                self.client.handle.update(|info| {
+                    info.multi = 0;
+                    info.set_flag('x', true);
+                });
+                Some(Frame::ok())
+            }
+            "discard" if self.client.multi.is_some() => {
+                self.end_transaction_while_busy();
+                Some(Frame::ok())
+            }
+            "exec" if self.client.multi.is_some() => {
+                self.end_transaction_while_busy();
+                Some(Frame::error(format!(
+                    "EXECABORT Transaction discarded because of: {}",
+                    BUSY_ERROR.trim_start_matches('-')
+                )))
+            }
+            _ if self.client.multi.is_some() && !resolved.spec.has(cmd::flags::ALLOW_BUSY) => {
+                transaction::flag_error(&mut self.client);
+                Some(Frame::error(BUSY_ERROR))
+            }
+            _ => None,
+        }
+    }
+
+    /// Leaves the transaction without the state lock; its WATCHes go at the next locked command.
+    fn end_transaction_while_busy(&mut self) {
+        self.client.multi = None;
+        self.client.unwatch_pending = true;
+        self.client.handle.update(|info| {
+            info.multi = -1;
+            info.set_flag('x', false);
+            info.set_flag('d', false);
+        });
     }
 
     /// Takes the state lock, or answers `BUSY` while a script runs past the threshold.

@@ -929,3 +929,61 @@ async fn keys_and_argv_hold_binary_values_and_many_arguments_as_redis() {
         }
     }
 }
+
+/// Redis's transaction rules while a script is busy, run on one server: MULTI works, a command
+/// is refused with BUSY and flags the transaction, EXEC is refused by discarding the
+/// transaction. Returns every reply in order.
+async fn transaction_during_busy_script(addr: std::net::SocketAddr) -> Vec<String> {
+    let mut admin = support::Wire::connect(addr).await;
+    let text = |f: Vec<Vec<u8>>| {
+        f.iter()
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .collect::<Vec<_>>()
+    };
+    let mut out = text(
+        admin
+            .call(
+                &[
+                    &["CONFIG", "SET", "lua-time-limit", "10"],
+                    &["SET", "xx", "1"],
+                ],
+                2,
+            )
+            .await,
+    );
+    let mut looping = support::Wire::connect(addr).await;
+    let mut r2 = support::Wire::connect(addr).await;
+    // Case 1: MULTI during the busy script, a refused INCR, then the kill: EXEC aborts.
+    looping.send(&[&["EVAL", "while true do end", "0"]]).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    out.extend(text(r2.call(&[&["MULTI"], &["INCR", "xx"]], 2).await));
+    out.extend(text(admin.call(&[&["SCRIPT", "KILL"]], 1).await));
+    out.extend(text(looping.frames(1).await));
+    out.extend(text(r2.call(&[&["INCR", "xx"], &["EXEC"]], 2).await));
+    // Case 2: EXEC during the busy script discards the transaction.
+    out.extend(text(r2.call(&[&["MULTI"], &["INCR", "xx"]], 2).await));
+    looping.send(&[&["EVAL", "while true do end", "0"]]).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    out.extend(text(r2.call(&[&["EXEC"]], 1).await));
+    out.extend(text(admin.call(&[&["SCRIPT", "KILL"]], 1).await));
+    out.extend(text(looping.frames(1).await));
+    // Not in MULTI any more; nothing of either transaction ran.
+    out.extend(text(r2.call(&[&["EXEC"], &["GET", "xx"]], 2).await));
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactions_during_a_busy_script_follow_redis() {
+    let ours = support::start().await;
+    let replies = transaction_during_busy_script(ours.addr()).await;
+    assert!(
+        replies
+            .iter()
+            .any(|r| r.starts_with("-EXECABORT Transaction discarded because of: BUSY")),
+        "{replies:?}"
+    );
+    if let Some(real) = support::RealRedis::start() {
+        let expected = transaction_during_busy_script(real.addr()).await;
+        assert_eq!(replies, expected);
+    }
+}
