@@ -111,7 +111,8 @@ impl ServerBuilder {
         self
     }
 
-    /// `enable-debug-command`: who may run `DEBUG` (default [`EnableCommand::No`], as Redis 7).
+    /// `enable-debug-command`: who may run `DEBUG` (default
+    /// [`EnableCommand::No`](crate::EnableCommand::No), as Redis 7).
     pub fn enable_debug_command(mut self, who: crate::EnableCommand) -> Self {
         self.config.enable_debug_command = who;
         self
