@@ -778,6 +778,28 @@ impl Core {
         self.client.inner.registry.signal(&self.name, &self.field)
     }
 
+    /// Sets the key's lease to `lease` if this owner holds it (the owner-checked PEXPIRE a
+    /// MultiLock ends with) and restarts the hold's lease timer from the send time. `Ok(false)`
+    /// when the lock is not held by this owner any more.
+    pub(crate) async fn set_lease(&self, lease: Duration) -> Result<bool> {
+        let sent = Instant::now();
+        let mut conn = self.client.connection();
+        let renewed: i64 = scripts::RENEW
+            .key(&self.name)
+            .arg(ms(lease))
+            .arg(&self.field)
+            .invoke_async(&mut conn)
+            .await?;
+        if renewed == 1 {
+            self.state.last_lease_ms.store(ms(lease), Ordering::Relaxed);
+            self.client
+                .inner
+                .registry
+                .relet(&self.client, &self.name, &self.field, lease, sent);
+        }
+        Ok(renewed == 1)
+    }
+
     pub(crate) fn is_renewing(&self) -> bool {
         self.client
             .inner

@@ -114,6 +114,15 @@ macro_rules! common_lock_api {
                 self.core.release().await
             }
 
+            /// Sets the lease of this owner's hold to `lease` (owner-checked: `Ok(false)` when
+            /// the lock is no longer held by this owner), and its lost signal's deadline with it.
+            ///
+            /// # Errors
+            /// Redis errors.
+            pub async fn set_lease(&self, lease: Duration) -> Result<bool> {
+                self.core.set_lease(lease).await
+            }
+
             /// Deletes the lock whoever holds it; `true` when there was one.
             ///
             /// # Errors

@@ -3,6 +3,12 @@
 //! `failedLocksAllowed = locks - (locks/2 + 1)`, per-lock wait `max(remain / locks, 1)`.
 //! A node that errors (for example is down) counts as a failed lock, and its error is returned
 //! in the outcome instead of aborting the attempt.
+//!
+//! Beyond Redisson: a `MultiLock` tries its locks one after the other as Redisson does, a
+//! `RedLock` tries all nodes at once in each round (as the Redlock algorithm and redlock-rs
+//! do); both report the validity time of what they got (lease − time spent acquiring − clock
+//! drift margin), end with an owner-checked PEXPIRE to the real lease, and release what a
+//! round acquired when the call is dropped half-way.
 
 use std::time::Duration;
 
@@ -41,6 +47,96 @@ pub struct QuorumOutcome {
     pub acquired: bool,
     /// One entry per lock, in the order given.
     pub nodes: Vec<NodeOutcome>,
+    /// When acquired: how long the lock is certainly held from the moment the call returned,
+    /// the lease (the watchdog's when none was given) minus the time the winning round took
+    /// minus [`safety_margin`](crate::safety_margin) for clock drift, as Redlock computes it.
+    /// `None` when not acquired.
+    pub validity: Option<Duration>,
+}
+
+impl QuorumOutcome {
+    fn failed(nodes: Vec<NodeOutcome>) -> Self {
+        QuorumOutcome {
+            acquired: false,
+            nodes,
+            validity: None,
+        }
+    }
+}
+
+/// The locks a round acquired, released if the round is dropped before it decides (a
+/// cancelled `try_lock_for`), so no partial lock stays behind and keeps being renewed.
+struct Rollback {
+    /// Handles for the same owners as the acquired locks.
+    held: Vec<Lock>,
+}
+
+impl Rollback {
+    fn new() -> Self {
+        Rollback { held: Vec::new() }
+    }
+
+    fn push(&mut self, lock: &Lock) {
+        self.held.push(lock.with_owner(lock.owner()));
+    }
+
+    /// The round decided (success, or it released what it held itself).
+    fn disarm(&mut self) {
+        self.held.clear();
+    }
+}
+
+impl Drop for Rollback {
+    fn drop(&mut self) {
+        let held = std::mem::take(&mut self.held);
+        if held.is_empty() {
+            return;
+        }
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                for lock in held {
+                    if let Err(e) = lock.unlock().await {
+                        tracing::debug!(lock = %lock.name(), error = %e, "multi-lock cancel rollback failed");
+                    }
+                }
+            });
+        }
+    }
+}
+
+/// The lease every lock ends with: `lease`, or the watchdog's lease of the first lock's client.
+fn effective_lease(locks: &[Lock], lease: Option<Duration>) -> Duration {
+    lease.unwrap_or_else(|| {
+        locks.first().map_or(Duration::from_secs(30), |l| {
+            l.client().options().watchdog_timeout
+        })
+    })
+}
+
+/// Redlock's validity: `lease − elapsed − drift`; `None` when nothing is left.
+fn validity(lease: Duration, round_start: Instant) -> Option<Duration> {
+    lease
+        .checked_sub(round_start.elapsed())
+        .and_then(|v| v.checked_sub(crate::safety_margin(lease)))
+        .filter(|v| !v.is_zero())
+}
+
+/// The owner-checked PEXPIRE to the real lease on every acquired lock (and their lost
+/// signals' deadlines with it), all nodes at once.
+async fn set_leases(locks: &[Lock], acquired: &[usize], lease: Duration) {
+    let futs = acquired
+        .iter()
+        .filter_map(|&i| locks.get(i))
+        .map(|l| l.set_lease(lease));
+    for (r, &i) in futures::future::join_all(futs)
+        .await
+        .into_iter()
+        .zip(acquired)
+    {
+        if !matches!(r, Ok(true)) {
+            tracing::warn!(lock = i, result = ?r, "multi-lock final lease not set");
+        }
+    }
 }
 
 /// Redisson's `RedissonMultiLock`: holds all of its locks or none.
@@ -100,6 +196,8 @@ impl MultiLock {
             (_, Some(l)) => Some(l),
         };
         let mut time = Instant::now();
+        let mut round_start = time;
+        let mut guard = Rollback::new();
         let mut remain = wait.filter(|w| !w.is_zero());
         let lock_wait = self.lock_wait_time(remain);
         let mut failed_limit = self.failed_locks_limit();
@@ -139,20 +237,20 @@ impl MultiLock {
             };
             if ok {
                 acquired.push(i);
+                guard.push(lock);
             } else {
                 if self.locks.len() - acquired.len() == self.failed_locks_limit() {
                     break;
                 }
                 if failed_limit == 0 {
                     self.unlock_indices(&acquired).await;
+                    guard.disarm();
                     if remain.is_none() {
-                        return Ok(QuorumOutcome {
-                            acquired: false,
-                            nodes,
-                        });
+                        return Ok(QuorumOutcome::failed(nodes));
                     }
                     failed_limit = self.failed_locks_limit();
                     acquired.clear();
+                    round_start = Instant::now();
                     i = 0;
                     continue;
                 } else {
@@ -165,33 +263,26 @@ impl MultiLock {
                 time = now;
                 if r.is_zero() {
                     self.unlock_indices(&acquired).await;
+                    guard.disarm();
                     for n in nodes.iter_mut() {
                         if n.is_acquired() {
                             *n = NodeOutcome::Busy;
                         }
                     }
-                    return Ok(QuorumOutcome {
-                        acquired: false,
-                        nodes,
-                    });
+                    return Ok(QuorumOutcome::failed(nodes));
                 }
                 remain = Some(r);
             }
             i += 1;
         }
         if let Some(l) = lease {
-            for &i in &acquired {
-                let mut conn = self.locks[i].client().connection();
-                let _: redis::RedisResult<i64> = redis::cmd("PEXPIRE")
-                    .arg(self.locks[i].name())
-                    .arg(l.as_millis() as u64)
-                    .query_async(&mut conn)
-                    .await;
-            }
+            set_leases(&self.locks, &acquired, l).await;
         }
+        guard.disarm();
         Ok(QuorumOutcome {
             acquired: true,
             nodes,
+            validity: validity(effective_lease(&self.locks, lease), round_start),
         })
     }
 
@@ -307,7 +398,12 @@ impl RedLock {
         self.inner.min_locks()
     }
 
-    /// See [`MultiLock::try_lock_for`]; succeeds with a majority.
+    /// Tries every node at once, in rounds, until a majority is held with time left on it or
+    /// `wait` runs out (`None`: one round, no waiting per node). Each node waits at most
+    /// `wait / nodes` (Redisson's per-lock wait); a round without a quorum releases what it
+    /// got and the next round starts after a short random delay. With `lease`, the locks are
+    /// taken with twice the per-node wait as Redisson does, then set to `lease` (owner-checked)
+    /// once the quorum is held.
     ///
     /// # Errors
     /// Only errors that are not per node.
@@ -316,7 +412,75 @@ impl RedLock {
         wait: Option<Duration>,
         lease: Option<Duration>,
     ) -> Result<QuorumOutcome> {
-        self.inner.try_lock_for(wait, lease).await
+        let locks = &self.inner.locks;
+        let start = Instant::now();
+        let wait = wait.filter(|w| !w.is_zero());
+        let per_lock = self.inner.lock_wait_time(wait);
+        let first_lease = match (per_lock, lease) {
+            (Some(p), Some(_)) => Some(p * 2),
+            (_, l) => l,
+        };
+        loop {
+            let round_start = Instant::now();
+            let mut guard = Rollback::new();
+            let remain = wait.map(|w| w.saturating_sub(start.elapsed()));
+            let attempts = locks.iter().map(|lock| async move {
+                match (per_lock, remain) {
+                    (Some(p), Some(r)) => lock.try_lock_for(p.min(r), first_lease).await,
+                    _ if lease.is_some() => lock.try_lock_for(Duration::ZERO, first_lease).await,
+                    _ => lock.try_lock().await,
+                }
+            });
+            let results = futures::future::join_all(attempts).await;
+            let mut nodes = Vec::with_capacity(locks.len());
+            let mut acquired = Vec::new();
+            for (i, (lock, res)) in locks.iter().zip(results).enumerate() {
+                nodes.push(match res {
+                    Ok(true) => {
+                        acquired.push(i);
+                        guard.push(lock);
+                        NodeOutcome::Acquired
+                    }
+                    Ok(false) => NodeOutcome::Busy,
+                    Err(e) => {
+                        tracing::warn!(lock = %lock.name(), error = %e, "redlock node failed");
+                        NodeOutcome::Failed(e)
+                    }
+                });
+            }
+            let eff = effective_lease(locks, lease);
+            if acquired.len() >= self.quorum() && validity(eff, round_start).is_some() {
+                if let Some(l) = lease {
+                    set_leases(locks, &acquired, l).await;
+                }
+                guard.disarm();
+                return Ok(QuorumOutcome {
+                    acquired: true,
+                    nodes,
+                    validity: validity(eff, round_start),
+                });
+            }
+            // No quorum (or no time left on it): release everything of this round, including
+            // nodes whose reply was lost (their script may have run).
+            let release = locks
+                .iter()
+                .zip(&nodes)
+                .filter(|(_, n)| !matches!(n, NodeOutcome::Busy))
+                .map(|(l, _)| l.unlock());
+            let _ = futures::future::join_all(release).await;
+            guard.disarm();
+            for n in nodes.iter_mut() {
+                if n.is_acquired() {
+                    *n = NodeOutcome::Busy;
+                }
+            }
+            let left = wait.map_or(Duration::ZERO, |w| w.saturating_sub(start.elapsed()));
+            if left.is_zero() {
+                return Ok(QuorumOutcome::failed(nodes));
+            }
+            let pause = Duration::from_millis(rand::random_range(5..50)).min(left);
+            tokio::time::sleep(pause).await;
+        }
     }
 
     /// One round without waiting.
@@ -324,15 +488,22 @@ impl RedLock {
     /// # Errors
     /// Only errors that are not per node.
     pub async fn try_lock(&self) -> Result<QuorumOutcome> {
-        self.inner.try_lock().await
+        self.try_lock_for(None, None).await
     }
 
-    /// Retries until a majority is held.
+    /// Retries until a majority is held (rounds of `nodes × 1500 ms`, as Redisson's
+    /// `lock(leaseTime)`).
     ///
     /// # Errors
     /// Only errors that are not per node.
     pub async fn lock(&self, lease: Option<Duration>) -> Result<QuorumOutcome> {
-        self.inner.lock(lease).await
+        let round = Duration::from_millis(1500) * self.inner.locks.len().max(1) as u32;
+        loop {
+            let out = self.try_lock_for(Some(round), lease).await?;
+            if out.acquired {
+                return Ok(out);
+            }
+        }
     }
 
     /// Releases on every node (Redisson ignores per-node failures here); per node results.

@@ -218,6 +218,36 @@ impl Registry {
         }
     }
 
+    /// The newest hold of (name, field) now has `lease`, set by a request sent at `sent` (a
+    /// MultiLock's final PEXPIRE): its lease timer restarts from there, unless a hold still
+    /// wants the watchdog.
+    pub(crate) fn relet(
+        &self,
+        client: &Client,
+        name: &str,
+        field: &str,
+        lease: Duration,
+        sent: Instant,
+    ) {
+        let mut map = lock(&self.entries);
+        let Some(e) = map.get_mut(&(name.to_owned(), field.to_owned())) else {
+            return;
+        };
+        if let Some(last) = e.holds.last_mut() {
+            *last = HoldMode::Lease(lease);
+        }
+        if e.watchdog().is_none() && e.lost_tx.borrow().is_none() {
+            let task = Task {
+                client: client.weak(),
+                name: name.to_owned(),
+                field: field.to_owned(),
+                renewal: Renewal::Hash,
+                lost_tx: e.lost_tx.clone(),
+            };
+            e.start(task, HoldMode::Lease(lease), sent, false);
+        }
+    }
+
     /// Forgets every hold of `name` (after `force_unlock`).
     pub(crate) fn release_all(&self, name: &str) {
         let mut map = lock(&self.entries);

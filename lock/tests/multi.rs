@@ -145,19 +145,22 @@ async fn redlock_gives_mutual_exclusion_under_contention() {
             let inside = inside.clone();
             tasks.push(tokio::spawn(async move {
                 for _ in 0..5 {
-                    assert!(
-                        red.lock(Some(Duration::from_secs(10)))
-                            .await
-                            .unwrap()
-                            .acquired
-                    );
+                    let out = red.lock(Some(Duration::from_secs(10))).await.unwrap();
+                    assert!(out.acquired);
+                    assert!(out.validity.is_some());
                     assert!(!inside.swap(true, std::sync::atomic::Ordering::SeqCst));
                     let v = counter.load(std::sync::atomic::Ordering::SeqCst);
                     tokio::time::sleep(MS(2)).await;
                     counter.store(v + 1, std::sync::atomic::Ordering::SeqCst);
                     inside.store(false, std::sync::atomic::Ordering::SeqCst);
-                    for r in red.unlock().await {
-                        r.unwrap();
+                    // A quorum is enough: a node another contender held when the parallel
+                    // round ran is not ours to release.
+                    for (r, node) in red.unlock().await.into_iter().zip(&out.nodes) {
+                        if node.is_acquired() {
+                            r.unwrap();
+                        } else {
+                            assert!(r.unwrap_err().is_not_owner());
+                        }
                     }
                 }
             }));
@@ -166,5 +169,67 @@ async fn redlock_gives_mutual_exclusion_under_contention() {
             t.await.unwrap();
         }
         assert_eq!(counter.load(std::sync::atomic::Ordering::SeqCst), 25);
+    }
+}
+
+// A MultiLock call dropped half-way (here: after it took two of three locks and waits for the
+// third) releases what it took: nothing stays locked or renewed (issue 19).
+#[tokio::test]
+async fn a_cancelled_multilock_releases_what_it_took() {
+    for (_bs, cs) in trios().await {
+        let n = name("multi-cancel");
+        cs[2].lock_for(&n, Owner::new()).lock().await.unwrap();
+        let m = MultiLock::new(cs.iter().map(|c| c.lock(&n)).collect());
+        let attempt = m.try_lock_for(Some(Duration::from_secs(20)), None);
+        assert!(tokio::time::timeout(MS(500), attempt).await.is_err());
+        for (i, c) in cs.iter().enumerate().take(2) {
+            let check = c.lock(&n);
+            assert!(
+                support::eventually(Duration::from_secs(5), || async {
+                    !check.is_locked().await.unwrap()
+                })
+                .await,
+                "node {i} still locked after the cancelled MultiLock"
+            );
+            assert!(!m.locks()[i].is_renewing());
+        }
+    }
+}
+
+// RedLock reports its validity time, and the lease it ends with (not the 2 × wait it took the
+// locks with) is what their lost signals follow; the final PEXPIRE is owner-checked.
+#[tokio::test]
+async fn redlock_reports_validity_and_its_locks_follow_the_real_lease() {
+    for (_bs, cs) in trios().await {
+        let n = name("red-validity");
+        let red = RedLock::new(cs.iter().map(|c| c.lock(&n)).collect());
+        let lease = MS(800);
+        let out = red
+            .try_lock_for(Some(Duration::from_secs(30)), Some(lease))
+            .await
+            .unwrap();
+        assert!(out.acquired);
+        let validity = out.validity.expect("a validity time");
+        assert!(validity < lease, "{validity:?}");
+        let mut lost = red.locks()[0].lost_signal().unwrap();
+        // The locks were taken with 2 × 10 s; the signal follows the real 800 ms lease.
+        let reason = tokio::time::timeout(Duration::from_secs(10), lost.lost())
+            .await
+            .expect("the lost signal follows the final lease");
+        assert_eq!(reason, Some(locksmith_lock::LostReason::LeaseExpired));
+        // Owner-checked: once someone else holds the lock, setting our lease does nothing.
+        let other = cs[0].lock(&n);
+        assert!(
+            support::eventually(Duration::from_secs(5), || async {
+                other.try_lock().await.unwrap()
+            })
+            .await
+        );
+        assert!(!red.locks()[0]
+            .set_lease(Duration::from_secs(60))
+            .await
+            .unwrap());
+        assert!(other.remaining_ttl().await.unwrap().unwrap() <= Duration::from_secs(30));
+        other.unlock().await.unwrap();
     }
 }
