@@ -20,11 +20,16 @@ use crate::options::ClientOptions;
 
 /// Pause before the follower retries after its sentinel connection failed.
 const RETRY: Duration = Duration::from_millis(500);
+/// How often the follower asks the sentinel for the master again, in case a `+switch-master`
+/// was missed (Redisson's sentinel scan interval is 1 s).
+const REPOLL: Duration = Duration::from_secs(1);
 /// The sentinel channel announcing a new master.
 const SWITCH_MASTER: &str = "+switch-master";
 
 pub(crate) struct SentinelState {
     master_name: String,
+    /// How to reach a master besides its address: password, database, TLS.
+    template: redis::ConnectionInfo,
     current: Mutex<(String, u16)>,
     task: Mutex<Option<JoinHandle<()>>>,
 }
@@ -62,6 +67,26 @@ impl Client {
         master_name: &str,
         options: ClientOptions,
     ) -> Result<Client> {
+        Client::open_sentinel_with_master(sentinel_urls, master_name, "redis://127.0.0.1/", options)
+            .await
+    }
+
+    /// [`open_sentinel`](Self::open_sentinel) for a master that needs more than its address:
+    /// `master_url` gives the scheme (`rediss://` for TLS), user, password and database
+    /// (`redis://:secret@_/2`); its host and port are ignored and replaced by the address the
+    /// sentinels report, before and after every failover.
+    ///
+    /// # Errors
+    /// As [`open_sentinel`](Self::open_sentinel); a `master_url` that is not a Redis URL.
+    pub async fn open_sentinel_with_master(
+        sentinel_urls: &[&str],
+        master_name: &str,
+        master_url: &str,
+        options: ClientOptions,
+    ) -> Result<Client> {
+        let template = redis::Client::open(master_url)?
+            .get_connection_info()
+            .clone();
         let sentinels = sentinel_urls
             .iter()
             .map(|u| redis::Client::open(*u))
@@ -84,10 +109,12 @@ impl Client {
         };
         let state = SentinelState {
             master_name: master_name.to_owned(),
+            template: template.clone(),
             current: Mutex::new((host.clone(), port)),
             task: Mutex::new(None),
         };
-        let client = Client::build(master_client(&host, port)?, options, Some(state)).await?;
+        let client =
+            Client::build(master_client(&template, &host, port)?, options, Some(state)).await?;
         let task = tokio::spawn(follow(
             client.weak(),
             sentinels,
@@ -116,13 +143,24 @@ impl Client {
     }
 }
 
-fn master_client(host: &str, port: u16) -> Result<redis::Client> {
-    let host = if host.contains(':') {
-        format!("[{host}]")
-    } else {
-        host.to_owned()
+/// A client for the master at `host:port` with the rest of `template` (password, database,
+/// TLS settings).
+fn master_client(template: &redis::ConnectionInfo, host: &str, port: u16) -> Result<redis::Client> {
+    let host = host.to_owned();
+    let addr = match template.addr() {
+        redis::ConnectionAddr::TcpTls {
+            insecure,
+            tls_params,
+            ..
+        } => redis::ConnectionAddr::TcpTls {
+            host,
+            port,
+            insecure: *insecure,
+            tls_params: tls_params.clone(),
+        },
+        _ => redis::ConnectionAddr::Tcp(host, port),
     };
-    Ok(redis::Client::open(format!("redis://{host}:{port}/"))?)
+    Ok(redis::Client::open(template.clone().set_addr(addr))?)
 }
 
 async fn master_addr(
@@ -190,14 +228,29 @@ async fn watch(
         apply(weak, addr).await?;
     }
     let mut stream = pubsub.on_message();
-    while let Some(msg) = stream.next().await {
-        let payload: String = msg.get_payload()?;
-        if let Some(addr) = parse_switch(&payload, master) {
-            tracing::info!(master, host = %addr.0, port = addr.1, "sentinel: +switch-master");
-            apply(weak, addr).await?;
+    let mut repoll = tokio::time::interval(REPOLL);
+    repoll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            msg = stream.next() => {
+                let Some(msg) = msg else { return Ok(()) };
+                let payload: String = msg.get_payload()?;
+                if let Some(addr) = parse_switch(&payload, master) {
+                    tracing::info!(master, host = %addr.0, port = addr.1, "sentinel: +switch-master");
+                    apply(weak, addr).await?;
+                }
+            }
+            _ = repoll.tick() => {
+                // A switch announced while this connection was not listening, or lost.
+                if let Some(addr) = master_addr(sentinel, master, timeout).await? {
+                    apply(weak, addr).await?;
+                }
+            }
+        }
+        if weak.strong_count() == 0 {
+            return Ok(());
         }
     }
-    Ok(())
 }
 
 async fn apply(weak: &Weak<Inner>, addr: (String, u16)) -> Result<()> {
@@ -212,7 +265,7 @@ async fn apply(weak: &Weak<Inner>, addr: (String, u16)) -> Result<()> {
         return Ok(());
     }
     client
-        .switch_master(master_client(&addr.0, addr.1)?)
+        .switch_master(master_client(&state.template, &addr.0, addr.1)?)
         .await?;
     *lock(&state.current) = addr;
     Ok(())

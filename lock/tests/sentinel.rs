@@ -168,3 +168,79 @@ async fn unknown_master_name_is_an_error() {
         "{err:?}"
     );
 }
+
+// The Sentinel follower keeps the master's password and database (and TLS scheme) across a
+// failover, and finds the new master by re-polling too: here on our harness topology with
+// `requirepass`, whose Sentinel endpoint also requires AUTH.
+#[tokio::test]
+async fn the_sentinel_follower_keeps_password_and_database_across_a_failover() {
+    use locksmith_server::harness::Topology;
+    let topology = Topology::builder()
+        .replicas(1)
+        .sentinel(0)
+        .requirepass("s3cret")
+        .build()
+        .await
+        .unwrap();
+    let sentinel = format!("redis://:s3cret@{}/", topology.sentinel_addr().unwrap());
+    let options = ClientOptions::default().replica_sync(ReplicaSync::Off);
+    let c = Client::open_sentinel_with_master(
+        &[sentinel.as_str()],
+        topology.master_name(),
+        "redis://:s3cret@localhost/3",
+        options,
+    )
+    .await
+    .unwrap();
+    let n = name("sentinel-auth");
+    let lock = c.lock(&n);
+    lock.lock().await.unwrap();
+    let master_url = |node| format!("redis://:s3cret@{}/3", topology.addr(node));
+    let in_db3 = |url: String, key: String| async move {
+        let mut raw = redis::Client::open(url)
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let exists: bool = redis::cmd("EXISTS")
+            .arg(&key)
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+        exists
+    };
+    assert!(in_db3(master_url(topology.master()), n.clone()).await);
+    lock.unlock().await.unwrap();
+    // Let the release reach the replica first: the harness's failover loses what it lacks.
+    let mut raw = redis::Client::open(master_url(topology.master()))
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let acked: i64 = redis::cmd("WAIT")
+        .arg(1)
+        .arg(5000)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(acked, 1);
+    let before = c.master_addr();
+    let new_master = topology.fail_master().await.unwrap();
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            c.master_addr() != before
+        })
+        .await,
+        "the client did not follow the failover"
+    );
+    let after = c.lock(&n);
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            after.try_lock().await.is_ok_and(|got| got)
+        })
+        .await,
+        "no lock on the new master"
+    );
+    assert!(in_db3(master_url(new_master), n.clone()).await);
+    after.unlock().await.unwrap();
+}
