@@ -25,6 +25,11 @@ use tokio::net::TcpStream;
 use tokio::sync::{broadcast, OwnedMutexGuard};
 
 /// `BUSY` reply while a script runs past the threshold.
+/// Bounds of the room made in the read buffer before a read: it starts small (most requests
+/// are small, and an idle connection should cost little) and doubles while reads fill it.
+const READ_CHUNK_MIN: usize = 1024;
+const READ_CHUNK_MAX: usize = 64 * 1024;
+
 pub(crate) const BUSY_ERROR: &str =
     "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
 
@@ -66,8 +71,9 @@ pub(crate) async fn serve(
         client: ClientState::new(handle.clone(), !auth_required),
         node: node.clone(),
         socket,
-        rbuf: BytesMut::with_capacity(16 * 1024),
-        wbuf: BytesMut::with_capacity(16 * 1024),
+        rbuf: BytesMut::new(),
+        wbuf: BytesMut::new(),
+        read_chunk: READ_CHUNK_MIN,
         decoder,
         outbox_rx,
         out_of_band: 0,
@@ -85,6 +91,8 @@ struct Connection {
     node: Arc<Node>,
     client: ClientState,
     socket: TcpStream,
+    /// How much room the next read gets (adaptive, [`READ_CHUNK_MIN`]..[`READ_CHUNK_MAX`]).
+    read_chunk: usize,
     rbuf: BytesMut,
     wbuf: BytesMut,
     decoder: RequestDecoder,
@@ -127,9 +135,26 @@ impl Connection {
                         self.push_out_of_band(frame);
                     }
                     self.flush().await?;
+                    self.release_idle_buffers();
                 }
-                read = self.socket.read_buf(&mut self.rbuf) => {
-                    let read = read?;
+                ready = self.socket.readable() => {
+                    ready?;
+                    // The read buffer exists only while there is input: an idle connection
+                    // holds none (Redis frees an idle client's query buffer the same way).
+                    self.rbuf.reserve(self.read_chunk);
+                    let room = self.rbuf.capacity() - self.rbuf.len();
+                    let read = match self.socket.try_read_buf(&mut self.rbuf) {
+                        Ok(n) => n,
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                        Err(e) => return Err(e),
+                    };
+                    self.read_chunk = if read >= room {
+                        (self.read_chunk * 2).min(READ_CHUNK_MAX)
+                    } else if read < self.read_chunk / 4 {
+                        (self.read_chunk / 2).max(READ_CHUNK_MIN)
+                    } else {
+                        self.read_chunk
+                    };
                     if read == 0 {
                         return Ok(());
                     }
@@ -147,8 +172,20 @@ impl Connection {
                     if !keep_open {
                         return Ok(());
                     }
+                    self.release_idle_buffers();
                 }
             }
+        }
+    }
+
+    /// Drops the read and write buffers once everything read was handled and everything
+    /// written went out, so an idle connection costs a few KB (as Redis's) instead of 32 KB.
+    fn release_idle_buffers(&mut self) {
+        if self.rbuf.is_empty() && self.rbuf.capacity() > 0 {
+            self.rbuf = BytesMut::new();
+        }
+        if self.wbuf.is_empty() && self.wbuf.capacity() > 0 {
+            self.wbuf = BytesMut::new();
         }
     }
 
