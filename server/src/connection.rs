@@ -158,6 +158,15 @@ impl Connection {
                     if read == 0 {
                         return Ok(());
                     }
+                    let limit = self.node.live.query_buffer_limit.load(Ordering::Relaxed);
+                    if self.rbuf.len() as u64 > limit {
+                        tracing::warn!(
+                            client = self.client.id(),
+                            addr = %self.client.handle.addr,
+                            "Closing client that reached max query buffer length"
+                        );
+                        return Ok(());
+                    }
                     self.node.live.net_input.fetch_add(read as u64, Ordering::Relaxed);
                     let keep_open = self.process_input(&mut pause_shutdown).await;
                     // Let the other connections with input run before writing (as Redis

@@ -18,6 +18,8 @@ pub(crate) struct Live {
     pub(crate) maxclients: AtomicU64,
     /// `proto-max-bulk-len`.
     pub(crate) proto_max_bulk_len: AtomicU64,
+    /// `client-query-buffer-limit`: a client whose unprocessed input grows past it is closed.
+    pub(crate) query_buffer_limit: AtomicU64,
     /// Open connections (counted at accept, for `maxclients`).
     pub(crate) connected: AtomicU64,
     /// Connections refused because of `maxclients` (`rejected_connections`).
@@ -47,6 +49,7 @@ impl Live {
             idle_timeout_s: AtomicU64::new(0),
             maxclients: AtomicU64::new(maxclients),
             proto_max_bulk_len: AtomicU64::new(locksmith_resp::PROTO_MAX_BULK_LEN as u64),
+            query_buffer_limit: AtomicU64::new(1 << 30),
             connected: AtomicU64::new(0),
             rejected: AtomicU64::new(0),
             net_input: AtomicU64::new(0),

@@ -226,3 +226,45 @@ async fn proto_max_bulk_len_is_honoured_after_config_set() {
     let ours = same(&pair, one(b"*2\r\n$4\r\nECHO\r\n$1048577\r\n")).await;
     assert_eq!(ours.reply, "-ERR Protocol error: invalid bulk length\r\n");
 }
+
+/// Sends a request whose last argument never ends, 100 KB at a time up to `total` bytes;
+/// whether the server closed the connection meanwhile.
+async fn closed_while_sending(addr: std::net::SocketAddr, total: usize) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    if s.write_all(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$3000000\r\n")
+        .await
+        .is_err()
+    {
+        return true;
+    }
+    let chunk = vec![b'x'; 100_000];
+    for _ in 0..total / chunk.len() {
+        if s.write_all(&chunk).await.is_err() {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let mut buf = [0u8; 64];
+    matches!(
+        tokio::time::timeout(std::time::Duration::from_secs(5), s.read(&mut buf)).await,
+        Ok(Ok(0)) | Ok(Err(_))
+    )
+}
+
+// client-query-buffer-limit: a client whose unprocessed input grows past it is closed, as
+// Redis does; under the limit the same request is served.
+#[tokio::test]
+async fn a_client_past_the_query_buffer_limit_is_closed() {
+    let mut pair = support::Pair::start().await;
+    pair.same(&["CONFIG", "SET", "client-query-buffer-limit", "1mb"])
+        .await;
+    assert!(closed_while_sending(pair.ours.addr(), 2_000_000).await);
+    if let Some(real) = &pair.real {
+        assert!(closed_while_sending(real.addr(), 2_000_000).await);
+    }
+    pair.same(&["CONFIG", "GET", "client-query-buffer-limit"])
+        .await;
+    assert!(!closed_while_sending(pair.ours.addr(), 500_000).await);
+    pair.same(&["PING"]).await;
+}

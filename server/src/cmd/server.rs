@@ -236,6 +236,10 @@ fn apply(state: &mut State, node: &Node, param: &Param, value: &str) {
             .proto_max_bulk_len
             .store(number(), Ordering::Relaxed),
         "timeout" => node.live.idle_timeout_s.store(number(), Ordering::Relaxed),
+        "client-query-buffer-limit" => node
+            .live
+            .query_buffer_limit
+            .store(number(), Ordering::Relaxed),
         _ => {}
     }
 }
