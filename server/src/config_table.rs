@@ -1742,6 +1742,12 @@ impl Settings {
             .unwrap_or(fallback)
     }
 
+    /// `client-output-buffer-limit normal …`.
+    pub(crate) fn normal_buffer_limit(&self) -> BufferLimit {
+        let [normal, _, _] = self.buffer_limits();
+        normal
+    }
+
     /// `client-output-buffer-limit pubsub …`.
     pub(crate) fn pubsub_buffer_limit(&self) -> BufferLimit {
         let [_, _, pubsub] = self.buffer_limits();

@@ -216,10 +216,34 @@ impl Connection {
     /// limit whose socket no longer drains) stops waiting at once.
     async fn flush(&mut self) -> std::io::Result<()> {
         if !self.wbuf.is_empty() {
+            // `client-output-buffer-limit normal` (subscribers have the pub/sub class): past
+            // the hard limit the client is closed at once, past the soft one when the output
+            // has not drained within its seconds.
+            let pending = self.wbuf.len() as u64;
+            let [hard, soft, soft_seconds] = self
+                .node
+                .live
+                .normal_output_limit
+                .each_ref()
+                .map(|v| v.load(Ordering::Relaxed));
+            let normal = self.client.subscriptions == 0;
+            let over_limit = || {
+                tracing::warn!(
+                    client = self.client.id(),
+                    addr = %self.client.handle.addr,
+                    "Client scheduled to be closed ASAP for overcoming of output buffer limits."
+                );
+                std::io::Error::other("output buffer limit")
+            };
+            if normal && hard > 0 && pending > hard {
+                return Err(over_limit());
+            }
+            let soft_deadline = (normal && soft > 0 && pending > soft)
+                .then(|| Duration::from_secs(soft_seconds).max(Duration::from_millis(1)));
             self.node
                 .live
                 .net_output
-                .fetch_add(self.wbuf.len() as u64, Ordering::Relaxed);
+                .fetch_add(pending, Ordering::Relaxed);
             let handle = self.client.handle.clone();
             tokio::select! {
                 written = self.socket.write_all(&self.wbuf) => written?,
@@ -229,6 +253,12 @@ impl Connection {
                         "client killed",
                     ));
                 }
+                _ = async {
+                    match soft_deadline {
+                        Some(d) => tokio::time::sleep(d).await,
+                        None => std::future::pending().await,
+                    }
+                } => return Err(over_limit()),
             }
             self.wbuf.clear();
         }

@@ -20,6 +20,8 @@ pub(crate) struct Live {
     pub(crate) proto_max_bulk_len: AtomicU64,
     /// `client-query-buffer-limit`: a client whose unprocessed input grows past it is closed.
     pub(crate) query_buffer_limit: AtomicU64,
+    /// `client-output-buffer-limit normal`: hard bytes, soft bytes, soft seconds (0 = none).
+    pub(crate) normal_output_limit: [AtomicU64; 3],
     /// Open connections (counted at accept, for `maxclients`).
     pub(crate) connected: AtomicU64,
     /// Connections refused because of `maxclients` (`rejected_connections`).
@@ -50,6 +52,7 @@ impl Live {
             maxclients: AtomicU64::new(maxclients),
             proto_max_bulk_len: AtomicU64::new(locksmith_resp::PROTO_MAX_BULK_LEN as u64),
             query_buffer_limit: AtomicU64::new(1 << 30),
+            normal_output_limit: Default::default(),
             connected: AtomicU64::new(0),
             rejected: AtomicU64::new(0),
             net_input: AtomicU64::new(0),

@@ -268,3 +268,47 @@ async fn a_client_past_the_query_buffer_limit_is_closed() {
     assert!(!closed_while_sending(pair.ours.addr(), 500_000).await);
     pair.same(&["PING"]).await;
 }
+
+/// GETs `key` on a fresh connection: the reply's length in bytes, or `None` when the server
+/// closed the connection without sending it.
+async fn reply_len_or_closed(addr: std::net::SocketAddr, key: &str) -> Option<usize> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!("*2\r\n$3\r\nGET\r\n${}\r\n{key}\r\n", key.len());
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut got = 0;
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let read = tokio::time::timeout(Duration::from_secs(2), s.read(&mut buf)).await;
+        match read {
+            // Closed: a complete reply first counts as sent, nothing as not sent.
+            Ok(Ok(0)) | Ok(Err(_)) => return (got > 0).then_some(got),
+            Ok(Ok(n)) => got += n,
+            // Still open and quiet: the reply is complete.
+            Err(_) => return Some(got),
+        }
+    }
+}
+
+// client-output-buffer-limit for normal clients: a reply past the hard limit closes the
+// client instead of being sent, as Redis does; the default (no limit) sends it.
+#[tokio::test]
+async fn a_reply_past_the_normal_output_buffer_limit_closes_the_client() {
+    let mut pair = support::Pair::start().await;
+    let big = "x".repeat(200_000);
+    pair.same(&["SET", "big", &big]).await;
+    let full = Some(200_000 + "$200000\r\n\r\n".len());
+    assert_eq!(reply_len_or_closed(pair.ours.addr(), "big").await, full);
+    pair.same(&[
+        "CONFIG",
+        "SET",
+        "client-output-buffer-limit",
+        "normal 100000 0 0",
+    ])
+    .await;
+    assert_eq!(reply_len_or_closed(pair.ours.addr(), "big").await, None);
+    if let Some(real) = &pair.real {
+        assert_eq!(reply_len_or_closed(real.addr(), "big").await, None);
+    }
+    pair.same(&["GET", "missing"]).await;
+}

@@ -202,7 +202,16 @@ fn config_set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         apply(ctx.state, ctx.node, param, &value);
         ctx.state.settings.set(param.name, value);
         if param.name == "client-output-buffer-limit" {
-            // The pub/sub class is enforced by the subscriber registry.
+            // The normal class is enforced by each connection, the pub/sub class by the
+            // subscriber registry.
+            let normal = ctx.state.settings.normal_buffer_limit();
+            for (slot, v) in ctx.node.live.normal_output_limit.iter().zip([
+                normal.hard,
+                normal.soft,
+                normal.soft_seconds,
+            ]) {
+                slot.store(v, Ordering::Relaxed);
+            }
             let limit = ctx.state.settings.pubsub_buffer_limit();
             ctx.state
                 .set_pubsub_output_limit(limit.hard, limit.soft, limit.soft_seconds);
