@@ -242,6 +242,10 @@ pub(crate) struct ClientState {
     /// The transaction ended while a script was busy (no state lock): its WATCHes are
     /// forgotten at the next command that takes the lock.
     pub(crate) unwatch_pending: bool,
+    /// Memory was over `maxmemory` with nothing left to evict when the current command
+    /// started (Redis's `pre_command_oom_state`): a script then may not start writing with a
+    /// command that can grow memory.
+    pub(crate) pre_command_oom: bool,
 }
 
 impl ClientState {
@@ -265,6 +269,7 @@ impl ClientState {
             no_touch: false,
             cluster_readonly: false,
             unwatch_pending: false,
+            pre_command_oom: false,
         }
     }
 

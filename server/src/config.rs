@@ -37,6 +37,10 @@ pub struct Config {
     /// `enable-debug-command`: who may run `DEBUG` (default: nobody, as in Redis 7; `DEBUG
     /// SLEEP` freezes every client of the node).
     pub enable_debug_command: EnableCommand,
+    /// Any other `CONFIG SET` parameter at start, as redis-server takes `--name value` (e.g.
+    /// `maxmemory`, `maxmemory-policy`, `timeout`), applied in order before the first client
+    /// connects. An unknown name or an invalid value fails the start.
+    pub settings: Vec<(String, String)>,
 }
 
 /// Who may run a protected command (`DEBUG`), as Redis 7's `enable-debug-command` says.
@@ -99,6 +103,7 @@ impl Default for Config {
             cluster_enabled: false,
             enable_debug_command: EnableCommand::No,
             tcp_backlog: 511,
+            settings: Vec::new(),
         }
     }
 }

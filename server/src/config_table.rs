@@ -1528,6 +1528,16 @@ impl Param {
         if self.flags & PROTECTED != 0 {
             return Err("can't set protected config".into());
         }
+        self.validate_value(value, settings)
+    }
+
+    /// Validates `value` as a start-up argument (redis-server's `--name value`): as
+    /// [`Param::validate`], but immutable and protected parameters may be given.
+    pub(crate) fn validate_value(
+        &self,
+        value: &[u8],
+        settings: &Settings,
+    ) -> Result<String, String> {
         let text = String::from_utf8_lossy(value).into_owned();
         match self.kind {
             Kind::Bool => match text.to_ascii_lowercase().as_str() {
@@ -1740,18 +1750,6 @@ impl Settings {
         ];
         parse_buffer_limits(self.get("client-output-buffer-limit").as_bytes(), fallback)
             .unwrap_or(fallback)
-    }
-
-    /// `client-output-buffer-limit normal …`.
-    pub(crate) fn normal_buffer_limit(&self) -> BufferLimit {
-        let [normal, _, _] = self.buffer_limits();
-        normal
-    }
-
-    /// `client-output-buffer-limit pubsub …`.
-    pub(crate) fn pubsub_buffer_limit(&self) -> BufferLimit {
-        let [_, _, pubsub] = self.buffer_limits();
-        pubsub
     }
 }
 

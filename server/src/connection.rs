@@ -442,6 +442,11 @@ impl Connection {
         if let Some(reply) = self.busy_transaction_rules(resolved, guard.is_some()) {
             return reply;
         }
+        if self.node.live.maxmemory.load(Ordering::Relaxed) > 0 {
+            if let Some(reply) = self.maxmemory_rules(resolved, guard, effects).await {
+                return reply;
+            }
+        }
         if let Some(reply) = transaction::admit(resolved, &mut self.client, argv) {
             return reply;
         }
@@ -650,6 +655,62 @@ impl Connection {
             }
             _ => None,
         }
+    }
+
+    /// Redis's `processCommand` under `maxmemory`: an eviction round first; then, if memory is
+    /// still over the limit, `OOM` for a command that may grow memory (`denyoom`), for an
+    /// EXEC whose queue holds one (`EXECABORT`, the transaction discarded), and for any command
+    /// but EXEC, DISCARD, QUIT and RESET inside MULTI (queueing costs memory too). Whether
+    /// memory was over is kept for the scripts this command runs.
+    async fn maxmemory_rules(
+        &mut self,
+        resolved: cmd::Resolved,
+        guard: &mut Option<OwnedMutexGuard<State>>,
+        effects: &mut Effects,
+    ) -> Option<Frame> {
+        if guard.is_none() {
+            // Busy: the command is refused (or served without the lock) further on.
+            *guard = Some(self.lock_state().await.ok()?);
+        }
+        let state = guard.as_mut()?;
+        let now = self.node.clock.now_ms();
+        let oom = state.perform_evictions(now, effects) == crate::evict::Outcome::OutOfMemory;
+        if !effects.is_empty() {
+            state.finish_effects(&self.node, effects);
+        }
+        self.client.pre_command_oom = oom;
+        if !oom {
+            return None;
+        }
+        let top = if resolved.first_arg > 1 {
+            ""
+        } else {
+            resolved.spec.name
+        };
+        let denyoom = cmd::flags::DENYOOM;
+        let queued_denyoom = top == "exec"
+            && self.client.multi.as_ref().is_some_and(|multi| {
+                multi
+                    .queue
+                    .iter()
+                    .any(|(queued, _)| queued.spec.has(denyoom))
+            });
+        let in_multi = self.client.multi.is_some();
+        let reject = resolved.spec.has(denyoom)
+            || queued_denyoom
+            || (in_multi && !matches!(top, "exec" | "discard" | "quit" | "reset"));
+        if !reject {
+            return None;
+        }
+        if top == "exec" && in_multi {
+            self.end_transaction_while_busy();
+            return Some(Frame::error(format!(
+                "EXECABORT Transaction discarded because of: {}",
+                crate::evict::OOM_ERROR
+            )));
+        }
+        transaction::flag_error(&mut self.client);
+        Some(Frame::error(crate::evict::OOM_ERROR))
     }
 
     /// Leaves the transaction without the state lock; its WATCHes go at the next locked command.

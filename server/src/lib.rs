@@ -21,6 +21,7 @@ mod config;
 mod config_table;
 mod connection;
 mod db;
+mod evict;
 mod glob;
 pub mod harness;
 mod live;
@@ -43,3 +44,9 @@ pub use harness::{
 #[doc(hidden)]
 pub use local::LocalClient;
 pub use server::{Server, ServerBuilder, ServerHandle};
+
+/// Whether `name` is a parameter `CONFIG GET|SET` knows (any case, aliases included), so
+/// `--name value` on the command line can set it as redis-server does.
+pub fn is_config_parameter(name: &str) -> bool {
+    config_table::find(name.as_bytes()).is_some()
+}

@@ -20,6 +20,8 @@ pub(crate) struct Live {
     pub(crate) proto_max_bulk_len: AtomicU64,
     /// `client-query-buffer-limit`: a client whose unprocessed input grows past it is closed.
     pub(crate) query_buffer_limit: AtomicU64,
+    /// `maxmemory` (0: none): when set, every command first runs an eviction round.
+    pub(crate) maxmemory: AtomicU64,
     /// `client-output-buffer-limit normal`: hard bytes, soft bytes, soft seconds (0 = none).
     pub(crate) normal_output_limit: [AtomicU64; 3],
     /// Open connections (counted at accept, for `maxclients`).
@@ -52,6 +54,7 @@ impl Live {
             maxclients: AtomicU64::new(maxclients),
             proto_max_bulk_len: AtomicU64::new(locksmith_resp::PROTO_MAX_BULK_LEN as u64),
             query_buffer_limit: AtomicU64::new(1 << 30),
+            maxmemory: AtomicU64::new(0),
             normal_output_limit: Default::default(),
             connected: AtomicU64::new(0),
             rejected: AtomicU64::new(0),

@@ -79,6 +79,33 @@ struct Feed {
     addr: SocketAddr,
     tx: mpsc::UnboundedSender<Batch>,
     ack: Arc<AtomicU64>,
+    /// Set when the master drops the link for its output buffer limit: the replica discards
+    /// what is in flight and synchronises again, as a Redis replica reconnects.
+    cut: Arc<AtomicBool>,
+    /// Since when the stream not yet applied is over the soft limit.
+    soft_since: Option<Instant>,
+}
+
+/// `client-output-buffer-limit replica <hard> <soft> <soft seconds>` (bytes, bytes, seconds;
+/// 0 disables a limit); Redis's default is 256 MB, 64 MB for 60 s.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ReplicaLimit {
+    /// Bytes past which the replica is dropped at once.
+    pub(crate) hard: u64,
+    /// Bytes past which, held for `soft_seconds`, the replica is dropped.
+    pub(crate) soft: u64,
+    /// See `soft`.
+    pub(crate) soft_seconds: u64,
+}
+
+impl Default for ReplicaLimit {
+    fn default() -> Self {
+        ReplicaLimit {
+            hard: 256 << 20,
+            soft: 64 << 20,
+            soft_seconds: 60,
+        }
+    }
 }
 
 /// Replication state of one node, kept in [`crate::shared::State`].
@@ -98,6 +125,8 @@ pub(crate) struct ReplState {
     /// Bumped on every acknowledgement, so `WAIT` can sleep until one arrives.
     acked: Arc<watch::Sender<u64>>,
     rng: StdRng,
+    /// The replica class of `client-output-buffer-limit`.
+    pub(crate) replica_limit: ReplicaLimit,
 }
 
 impl ReplState {
@@ -114,6 +143,7 @@ impl ReplState {
             feeds: Vec::new(),
             acked: Arc::new(watch::channel(0).0),
             rng,
+            replica_limit: ReplicaLimit::default(),
         }
     }
 
@@ -220,7 +250,19 @@ pub(crate) fn feed(repl: &mut ReplState, propagate: &[(usize, Vec<Bytes>)]) {
     repl.set_offset(offset);
     let commands = Arc::new(commands);
     let sent_at = Instant::now();
-    repl.feeds.retain(|f| {
+    let limit = repl.replica_limit;
+    repl.feeds.retain_mut(|f| {
+        if over_output_limit(f, offset, limit, sent_at) {
+            tracing::warn!(
+                replica = %f.addr,
+                pending = offset.saturating_sub(f.ack.load(Ordering::Acquire)),
+                "Client addr={} flags=S scheduled to be closed ASAP for overcoming of output \
+                 buffer limits.",
+                f.addr
+            );
+            f.cut.store(true, Ordering::Release);
+            return false;
+        }
         f.tx.send(Batch {
             commands: commands.clone(),
             end_offset: offset,
@@ -228,6 +270,22 @@ pub(crate) fn feed(repl: &mut ReplState, propagate: &[(usize, Vec<Bytes>)]) {
         })
         .is_ok()
     });
+}
+
+/// Whether the stream `f` has not applied yet, up to `offset`, is past the replica output
+/// buffer limit: the hard one, or the soft one for longer than its seconds (Redis's
+/// `checkClientOutputBufferLimits`).
+fn over_output_limit(f: &mut Feed, offset: u64, limit: ReplicaLimit, now: Instant) -> bool {
+    let pending = offset.saturating_sub(f.ack.load(Ordering::Acquire));
+    if limit.hard > 0 && pending >= limit.hard {
+        return true;
+    }
+    if limit.soft > 0 && pending >= limit.soft {
+        let since = *f.soft_since.get_or_insert(now);
+        return now.duration_since(since) > Duration::from_secs(limit.soft_seconds);
+    }
+    f.soft_since = None;
+    false
 }
 
 /// Delay, jitter and stall of one replica link, changed at run time by the harness.
@@ -298,33 +356,65 @@ pub(crate) async fn attach(
     seed: u64,
 ) -> Link {
     let id = NEXT_LINK.fetch_add(1, Ordering::Relaxed);
-    let (tx, rx) = mpsc::unbounded_channel();
-    let ack = Arc::new(AtomicU64::new(0));
-    let (snapshot, offset, replid, acked) = {
-        let mut state = master.state.lock().await;
-        let snapshot = state.dbs.clone();
-        let (offset, replid, acked) = state.repl.add_feed(Feed {
-            link: id,
-            addr: replica_addr,
-            tx,
-            ack: ack.clone(),
-        });
-        (snapshot, offset, replid, acked)
+    let ends = Ends {
+        master: Arc::downgrade(master),
+        master_addr,
+        replica: replica.clone(),
+        replica_addr,
+        id,
+        ack: Arc::new(AtomicU64::new(0)),
     };
-    {
-        let mut state = replica.state.lock().await;
-        state.dbs = snapshot;
-        state.repl.become_replica(master_addr, offset, replid);
-    }
-    let task = tokio::spawn(run_link(
-        rx,
-        replica.clone(),
-        ctl,
-        ack,
-        acked,
-        StdRng::seed_from_u64(seed),
-    ));
+    let stream = ends.full_sync(master).await;
+    let task = tokio::spawn(run_link(ends, stream, ctl, StdRng::seed_from_u64(seed)));
     Link { id, task }
+}
+
+/// Both ends of one link, for the full synchronisations it makes.
+struct Ends {
+    /// Weak, so a link never keeps a killed master alive.
+    master: std::sync::Weak<Node>,
+    master_addr: SocketAddr,
+    replica: Arc<Node>,
+    replica_addr: SocketAddr,
+    id: u64,
+    /// The replica's applied offset, as the master reads it.
+    ack: Arc<AtomicU64>,
+}
+
+/// What a full synchronisation hands the link task: the stream that follows the snapshot,
+/// the flag the master raises when it drops the link, and the acknowledgement notifier.
+struct Stream {
+    rx: mpsc::UnboundedReceiver<Batch>,
+    cut: Arc<AtomicBool>,
+    acked: Arc<watch::Sender<u64>>,
+}
+
+impl Ends {
+    /// A full synchronisation: the master's data is copied and the feed registered in one
+    /// critical section, then the replica's data is replaced by the copy.
+    async fn full_sync(&self, master: &Node) -> Stream {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let cut = Arc::new(AtomicBool::new(false));
+        let (snapshot, offset, replid, acked) = {
+            let mut state = master.state.lock().await;
+            let snapshot = state.dbs.clone();
+            let (offset, replid, acked) = state.repl.add_feed(Feed {
+                link: self.id,
+                addr: self.replica_addr,
+                tx,
+                ack: self.ack.clone(),
+                cut: cut.clone(),
+                soft_since: None,
+            });
+            (snapshot, offset, replid, acked)
+        };
+        {
+            let mut state = self.replica.state.lock().await;
+            state.dbs = snapshot;
+            state.repl.become_replica(self.master_addr, offset, replid);
+        }
+        Stream { rx, cut, acked }
+    }
 }
 
 /// The pseudo-client a replica executes its master's stream as.
@@ -350,19 +440,31 @@ fn master_client(node: &Node) -> ClientState {
 
 /// Delivers batches in order, each no earlier than its send time plus the link's delay and a
 /// seeded jitter, never while the link is blocked; applies each atomically on the replica and
-/// acknowledges its offset.
-async fn run_link(
-    mut rx: mpsc::UnboundedReceiver<Batch>,
-    replica: Arc<Node>,
-    ctl: Arc<LinkControl>,
-    ack: Arc<AtomicU64>,
-    acked: Arc<watch::Sender<u64>>,
-    mut rng: StdRng,
-) {
+/// acknowledges its offset. When the master drops the link (output buffer limit), what is in
+/// flight is discarded and, once the link delivers again, the replica synchronises in full.
+async fn run_link(ends: Ends, mut stream: Stream, ctl: Arc<LinkControl>, mut rng: StdRng) {
+    let replica = ends.replica.clone();
     let mut client = master_client(&replica);
     let mut blocked = ctl.blocked.subscribe();
     let mut last = Instant::now();
-    while let Some(batch) = rx.recv().await {
+    loop {
+        let batch = match stream.rx.recv().await {
+            Some(batch) if !stream.cut.load(Ordering::Acquire) => batch,
+            // The master went away (killed): the harness re-points this replica.
+            None if !stream.cut.load(Ordering::Acquire) => return,
+            _ => {
+                if blocked.wait_for(|b| !*b).await.is_err() {
+                    return;
+                }
+                let Some(master) = ends.master.upgrade() else {
+                    return;
+                };
+                tracing::info!(replica = %ends.replica_addr, "full resync after the master dropped the link");
+                stream = ends.full_sync(&master).await;
+                client = master_client(&replica);
+                continue;
+            }
+        };
         let jitter = ctl.jitter_ms.load(Ordering::Relaxed);
         let extra = if jitter > 0 {
             rng.random_range(0..=jitter)
@@ -376,6 +478,9 @@ async fn run_link(
         last = at;
         if blocked.wait_for(|b| !*b).await.is_err() {
             return;
+        }
+        if stream.cut.load(Ordering::Acquire) {
+            continue;
         }
         {
             let mut state = replica.state.lock().await;
@@ -391,8 +496,8 @@ async fn run_link(
             state.repl.set_offset(batch.end_offset);
             state.finish_effects(&replica, &mut effects);
         }
-        ack.store(batch.end_offset, Ordering::Release);
-        acked.send_modify(|n| *n = n.wrapping_add(1));
+        ends.ack.store(batch.end_offset, Ordering::Release);
+        stream.acked.send_modify(|n| *n = n.wrapping_add(1));
     }
 }
 
@@ -641,6 +746,8 @@ mod tests {
             addr: SocketAddr::from(([127, 0, 0, 1], 1)),
             tx,
             ack: Arc::new(AtomicU64::new(0)),
+            cut: Default::default(),
+            soft_since: None,
         });
         let set = vec![
             Bytes::from_static(b"SET"),

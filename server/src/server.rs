@@ -132,6 +132,13 @@ impl ServerBuilder {
         self
     }
 
+    /// Sets any `CONFIG SET` parameter at start (e.g. `("maxmemory", "10mb")`), as
+    /// redis-server's `--name value`; see [`Config::settings`].
+    pub fn config_set(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.config.settings.push((name.into(), value.into()));
+        self
+    }
+
     /// The configuration so far.
     pub fn config(&self) -> &Config {
         &self.config
@@ -141,7 +148,8 @@ impl ServerBuilder {
     ///
     /// # Errors
     ///
-    /// When the listener cannot be bound.
+    /// When the listener cannot be bound, or a start-up setting ([`Config::settings`]) is
+    /// unknown or invalid.
     pub async fn start(self) -> io::Result<ServerHandle> {
         let listener = listen(
             SocketAddr::new(self.config.bind, self.config.port),
@@ -166,6 +174,11 @@ impl ServerBuilder {
             None => None,
         };
         let node = Arc::new(Node::new(&config, clock, addr, run_id, seed));
+        if !config.settings.is_empty() {
+            let mut state = node.state.lock().await;
+            crate::cmd::apply_startup_settings(&mut state, &node, &config.settings)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        }
         if let Some(cluster) = cluster {
             let offset = node.state.lock().await.repl.offset_mirror();
             cluster.attach(&node, offset);

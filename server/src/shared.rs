@@ -45,6 +45,8 @@ pub(crate) struct State {
     /// The Lua interpreter and script cache (created on first use; taken out while a script
     /// runs, so `redis.call` can borrow the rest of the state).
     pub(crate) scripting: Option<Box<crate::script::Engine>>,
+    /// `maxmemory`, its policy and the eviction candidates.
+    pub(crate) eviction: crate::evict::Eviction,
 }
 
 /// Counters reported by `INFO`.
@@ -58,6 +60,8 @@ pub(crate) struct Stats {
     pub(crate) keyspace_misses: u64,
     /// Keys removed because their TTL ran out.
     pub(crate) expired_keys: u64,
+    /// Keys removed to stay under `maxmemory`.
+    pub(crate) evicted_keys: u64,
 }
 
 impl State {
@@ -77,6 +81,7 @@ impl State {
             settings: crate::config_table::Settings::new(&config),
             last_save_unix: 0,
             scripting: None,
+            eviction: Default::default(),
             config,
         }
     }
@@ -344,6 +349,7 @@ impl State {
     pub(crate) fn finish_effects(&mut self, node: &Node, effects: &mut Effects) {
         // First, so the pops of served clients join the events, WATCH and propagation below.
         crate::blocking::serve_ready(self, node, effects);
+        self.account_modified(&effects.modified);
         crate::transaction::touch_watched(self, node, &effects.modified);
         crate::cluster::broadcast(node, &effects.publishes);
         // Reading the clock costs about as much as a small command; `deliver` only needs it
@@ -357,6 +363,21 @@ impl State {
         crate::replication::feed(&mut self.repl, &effects.propagate);
         effects.modified.clear();
         effects.propagate.clear();
+    }
+
+    /// Measures the written keys again, so [`State::used_memory`] follows values changed in
+    /// place (a key written twice in a row is measured once).
+    fn account_modified(&mut self, modified: &[(usize, Bytes)]) {
+        let mut last: Option<&(usize, Bytes)> = None;
+        for written in modified {
+            if last == Some(written) {
+                continue;
+            }
+            last = Some(written);
+            if let Some(db) = self.dbs.get_mut(written.0) {
+                db.resize(&written.1);
+            }
+        }
     }
 
     /// Forgets everything held for client `id` (subscriptions, watched keys, blocked waits)

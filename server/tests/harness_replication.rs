@@ -35,6 +35,48 @@ async fn writes_reach_the_replica_only_after_the_link_delay() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_replica_past_its_output_buffer_limit_is_dropped_then_resyncs() {
+    let t = topology(1, 0).await;
+    let (m, r) = (t.master(), t.replicas()[0]);
+    let mut master = conn(&t.url(m)).await;
+    let mut replica = conn(&t.url(r)).await;
+    let _: () = run(
+        &mut master,
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "replica 64kb 0 0",
+        ],
+    )
+    .await
+    .unwrap();
+    let _: () = run(&mut master, &["SET", "before", "1"]).await.unwrap();
+    assert!(t.sync_replicas(Duration::from_secs(1)).await);
+    let connected = |info: String| info.contains("connected_slaves:1");
+    let info: String = run(&mut master, &["INFO", "replication"]).await.unwrap();
+    assert!(connected(info));
+    // The replica stops applying; 100 KB of writes pile up for it, past the 64 KB limit.
+    let stall = t.stall_replication();
+    let value = "v".repeat(1000);
+    for i in 0..100 {
+        let _: () = run(&mut master, &["SET", &format!("k{i}"), &value])
+            .await
+            .unwrap();
+    }
+    let info: String = run(&mut master, &["INFO", "replication"]).await.unwrap();
+    assert!(info.contains("connected_slaves:0"), "{info}");
+    // Once the link works again the replica synchronises in full and is listed again.
+    drop(stall);
+    assert!(t.sync_replicas(Duration::from_secs(5)).await);
+    let size: i64 = run(&mut replica, &["DBSIZE"]).await.unwrap();
+    assert_eq!(size, 101);
+    let info: String = run(&mut master, &["INFO", "replication"]).await.unwrap();
+    assert!(connected(info));
+    assert_eq!(t.offset(r), t.offset(m));
+}
+
+#[tokio::test(start_paused = true)]
 async fn replicas_refuse_writes_with_readonly() {
     let t = topology(1, 0).await;
     let mut replica = conn(&t.url(t.replicas()[0])).await;

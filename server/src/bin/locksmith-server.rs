@@ -82,6 +82,10 @@ struct Args {
     /// Who may run DEBUG: no (the default, as Redis 7), yes, or local (loopback clients).
     #[arg(long = "enable-debug-command", default_value = "no")]
     enable_debug_command: EnableCommand,
+    /// Every other redis-server parameter, given as `--name value` (`--maxmemory 10mb`,
+    /// `--maxmemory-policy allkeys-lru`, `--save ''`): set as `CONFIG SET` would at start.
+    #[arg(skip)]
+    settings: Vec<(String, String)>,
 }
 
 /// How long a signal's graceful shutdown may take before the process exits regardless (a
@@ -150,8 +154,48 @@ fn tracing_filter(level: &str) -> String {
     .to_string()
 }
 
+/// Splits the command line into what clap parses and the other `CONFIG` parameters given as
+/// redis-server takes them (`--maxmemory 10mb --maxmemory-policy allkeys-lru`), in order.
+fn split_config_parameters(argv: Vec<String>) -> (Vec<String>, Vec<(String, String)>) {
+    use clap::CommandFactory;
+    let command = Args::command();
+    let ours: Vec<String> = command
+        .get_arguments()
+        .flat_map(|a| {
+            a.get_long_and_visible_aliases()
+                .unwrap_or_default()
+                .into_iter()
+                .chain(a.get_all_aliases().unwrap_or_default())
+                .map(str::to_string)
+        })
+        .chain(["help".to_string(), "version".to_string()])
+        .collect();
+    let mut flags = Vec::new();
+    let mut settings = Vec::new();
+    let mut rest = argv.into_iter();
+    while let Some(arg) = rest.next() {
+        let name = arg.strip_prefix("--").unwrap_or("");
+        if !name.is_empty()
+            && !name.contains('=')
+            && !ours.iter().any(|o| o == name)
+            && locksmith_server::is_config_parameter(name)
+        {
+            match rest.next() {
+                Some(value) => settings.push((name.to_string(), value)),
+                // clap reports the missing value.
+                None => flags.push(arg),
+            }
+        } else {
+            flags.push(arg);
+        }
+    }
+    (flags, settings)
+}
+
 fn main() -> std::process::ExitCode {
-    let args = Args::parse();
+    let (argv, settings) = split_config_parameters(std::env::args().collect());
+    let mut args = Args::parse_from(argv);
+    args.settings = settings;
     raise_open_files_limit();
     let stop = match watch_signals() {
         Ok(stop) => stop,
@@ -257,7 +301,16 @@ async fn serve(
     config.cluster_enabled = args.cluster_enabled;
     config.enable_debug_command = args.enable_debug_command;
     config.tcp_backlog = args.tcp_backlog;
+    config.settings = args.settings.clone();
     let topology = args.replicas > 0 || args.masters > 1 || args.sentinel_port.is_some();
+    if topology && !config.settings.is_empty() {
+        return Err(
+            "configuration parameters (--name value) apply to a single server, \
+                    not to a topology (--replicas, --masters, --sentinel-port); set them \
+                    on each node with CONFIG SET"
+                .into(),
+        );
+    }
     let (server, topology) = if topology {
         (None, Some(run_topology(&args).await?))
     } else {

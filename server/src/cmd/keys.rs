@@ -2,7 +2,7 @@
 //! TOUCH, COPY, MOVE, SWAPDB, OBJECT.
 
 use super::{flags::*, scan, Args, CmdResult, CommandError, CommandSpec, Ctx};
-use crate::db::{Entry, Value};
+use crate::db::{Access, Entry, Value};
 use crate::notify;
 use bytes::Bytes;
 use locksmith_resp::Frame;
@@ -10,7 +10,9 @@ use locksmith_resp::Frame;
 /// Redis's `shared.sameobjecterr`.
 const SAME_OBJECT: &str = "source and destination objects are the same";
 
-/// `OBJECT FREQ` without an LFU `maxmemory-policy` (the only policy this server has).
+/// `OBJECT IDLETIME` under an LFU `maxmemory-policy`.
+const NO_LRU: &str = "An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
+/// `OBJECT FREQ` without an LFU `maxmemory-policy`.
 const NO_LFU: &str = "An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
 
 /// `OBJECT HELP`, line for line as Redis 7.0.
@@ -466,10 +468,17 @@ fn object_encoding(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn object_freq(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    if peek(ctx, &key).is_none() {
+    let now = ctx.now;
+    let access = ctx.db().access();
+    let Some(entry) = peek(ctx, &key) else {
         return Ok(Frame::Null);
+    };
+    match access {
+        Access::Lfu { .. } => Ok(Frame::Integer(i64::from(
+            access.frequency(entry.accessed, now),
+        ))),
+        Access::Lru => Err(CommandError::err(NO_LFU)),
     }
-    Err(CommandError::err(NO_LFU))
 }
 
 /// ```text
@@ -478,9 +487,16 @@ fn object_freq(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn object_idletime(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let now = ctx.now;
-    Ok(peek(ctx, &key).map_or(Frame::Null, |e| {
-        Frame::Integer((now.saturating_sub(e.accessed) / 1000) as i64)
-    }))
+    let access = ctx.db().access();
+    let Some(entry) = peek(ctx, &key) else {
+        return Ok(Frame::Null);
+    };
+    match access {
+        Access::Lru => Ok(Frame::Integer(
+            (Access::idle_ms(entry.accessed, now) / 1000) as i64,
+        )),
+        Access::Lfu { .. } => Err(CommandError::err(NO_LRU)),
+    }
 }
 
 /// ```text

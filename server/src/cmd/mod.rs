@@ -32,6 +32,7 @@ pub(crate) use parse::{
     parse_f64, parse_f64_saturating, parse_i32, parse_i64, random_count, repeated_picks, strtod,
     Args,
 };
+pub(crate) use server::apply_startup_settings;
 
 use crate::client::ClientState;
 use crate::db::{Db, Entry, Found, Removed, Value};

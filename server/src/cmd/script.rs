@@ -242,6 +242,25 @@ fn run_checked(
             "Can not run script on cluster, 'no-cluster' flag is set.",
         ));
     }
+    let compat = flags & script_flags::EVAL_COMPAT != 0;
+    if !compat
+        && flags & (script_flags::ALLOW_OOM | script_flags::NO_WRITES) == 0
+        && ctx.client.pre_command_oom
+        && ctx.state.eviction.maxmemory > 0
+    {
+        // A flagged script that may write is `denyoom`: at top level Redis refuses it as any
+        // such command; run by EXEC, its own check speaks of the flag.
+        return Err(if ctx.client.in_exec {
+            CommandError::Raw(
+                "OOM allow-oom flag is not set on the script, can not run it when used memory > \
+                 'maxmemory'"
+                    .into(),
+            )
+        } else {
+            CommandError::Raw(crate::evict::OOM_ERROR.into())
+        });
+    }
+    let allow_oom = !compat && flags & script_flags::ALLOW_OOM != 0;
     let read_only = ro || flags & script_flags::NO_WRITES != 0;
     // Scripts without a shebang may touch keys of several local slots (Redis 7 keeps Redis
     // 6's behaviour for them); others only with `allow-cross-slot-keys`.
@@ -255,6 +274,7 @@ fn run_checked(
         (script, sha),
         (keys, argv),
         read_only,
+        allow_oom,
         slots,
     ))
 }
@@ -266,6 +286,7 @@ fn run_script(
     (script, sha): (&script::Compiled, &str),
     (keys, argv): (&[Bytes], &[Bytes]),
     read_only: bool,
+    allow_oom: bool,
     slots: crate::cluster::ScriptSlots,
 ) -> Frame {
     let status = &ctx.node.script;
@@ -282,6 +303,7 @@ fn run_script(
         let mut caller = ScriptCaller {
             ctx,
             read_only,
+            allow_oom,
             slots,
         };
         engine.run(script, sha, (keys, argv), &mut caller)
@@ -315,6 +337,8 @@ fn run_script(
 struct ScriptCaller<'c, 'a> {
     ctx: &'c mut Ctx<'a>,
     read_only: bool,
+    /// `allow-oom`: commands that may grow memory run even past `maxmemory`.
+    allow_oom: bool,
     /// The slot checks of cluster mode.
     slots: crate::cluster::ScriptSlots,
 }
@@ -338,6 +362,16 @@ impl Dispatcher for ScriptCaller<'_, '_> {
         let ctx = &mut self.ctx;
         let readonly = ctx.client.cluster_readonly;
         self.slots.check(ctx.node, readonly, spec, argv)?;
+        // Redis's `scriptVerifyOOM`: past `maxmemory` when the script started, it may not
+        // begin writing with a command that can grow memory (once it wrote, it must finish).
+        if spec.has(super::flags::DENYOOM)
+            && !self.allow_oom
+            && ctx.client.pre_command_oom
+            && ctx.state.eviction.maxmemory > 0
+            && !ctx.node.script.wrote.load(Ordering::Acquire)
+        {
+            return Err(crate::evict::OOM_ERROR.into());
+        }
         if spec.has(WRITE) {
             if ctx.node.script.kill.load(Ordering::Acquire) {
                 return Err(script::KILLED_ERROR.into());

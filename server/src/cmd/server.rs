@@ -199,25 +199,52 @@ fn config_set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         changes.push((param, normalized));
     }
     for (param, value) in changes {
-        apply(ctx.state, ctx.node, param, &value);
-        ctx.state.settings.set(param.name, value);
-        if param.name == "client-output-buffer-limit" {
-            // The normal class is enforced by each connection, the pub/sub class by the
-            // subscriber registry.
-            let normal = ctx.state.settings.normal_buffer_limit();
-            for (slot, v) in ctx.node.live.normal_output_limit.iter().zip([
-                normal.hard,
-                normal.soft,
-                normal.soft_seconds,
-            ]) {
-                slot.store(v, Ordering::Relaxed);
-            }
-            let limit = ctx.state.settings.pubsub_buffer_limit();
-            ctx.state
-                .set_pubsub_output_limit(limit.hard, limit.soft, limit.soft_seconds);
-        }
+        set_param(ctx.state, ctx.node, param, value);
     }
     Ok(Frame::ok())
+}
+
+/// Applies the start-up `settings` ([`crate::Config::settings`]) to a node, as `CONFIG SET`
+/// would, one at a time and in order; the error names the first that cannot be set.
+pub(crate) fn apply_startup_settings(
+    state: &mut State,
+    node: &Node,
+    settings: &[(String, String)],
+) -> Result<(), String> {
+    for (name, value) in settings {
+        let Some(param) = config_table::find(name.as_bytes()) else {
+            return Err(format!("unknown config parameter '{name}'"));
+        };
+        let value = param
+            .validate_value(value.as_bytes(), &state.settings)
+            .map_err(|reason| format!("'{name} {value}': {reason}"))?;
+        set_param(state, node, param, value);
+    }
+    Ok(())
+}
+
+/// Sets one validated parameter: its stored value and what it changes.
+fn set_param(state: &mut State, node: &Node, param: &'static Param, value: String) {
+    apply(state, node, param, &value);
+    state.settings.set(param.name, value);
+    if param.name == "client-output-buffer-limit" {
+        // The normal class is enforced by each connection, the pub/sub class by the
+        // subscriber registry, the replica class by the replication feeds.
+        let [normal, replica, pubsub] = state.settings.buffer_limits();
+        for (slot, v) in node.live.normal_output_limit.iter().zip([
+            normal.hard,
+            normal.soft,
+            normal.soft_seconds,
+        ]) {
+            slot.store(v, Ordering::Relaxed);
+        }
+        state.set_pubsub_output_limit(pubsub.hard, pubsub.soft, pubsub.soft_seconds);
+        state.repl.replica_limit = crate::replication::ReplicaLimit {
+            hard: replica.hard,
+            soft: replica.soft,
+            soft_seconds: replica.soft_seconds,
+        };
+    }
 }
 
 /// Applies a validated parameter that changes our behaviour.
@@ -245,12 +272,37 @@ fn apply(state: &mut State, node: &Node, param: &Param, value: &str) {
             .proto_max_bulk_len
             .store(number(), Ordering::Relaxed),
         "timeout" => node.live.idle_timeout_s.store(number(), Ordering::Relaxed),
+        "maxmemory" => {
+            state.eviction.maxmemory = number();
+            node.live.maxmemory.store(number(), Ordering::Relaxed);
+        }
+        "maxmemory-policy" | "lfu-log-factor" | "lfu-decay-time" => {
+            state.settings.set(param.name, value.to_string());
+            let (policy, access) = eviction_settings(&state.settings);
+            state.set_eviction_policy(policy, access);
+        }
         "client-query-buffer-limit" => node
             .live
             .query_buffer_limit
             .store(number(), Ordering::Relaxed),
         _ => {}
     }
+}
+
+/// `maxmemory-policy` and how it records accesses (`lfu-log-factor`, `lfu-decay-time`).
+pub(crate) fn eviction_settings(
+    settings: &crate::config_table::Settings,
+) -> (crate::evict::Policy, crate::db::Access) {
+    let policy = crate::evict::Policy::parse(settings.get("maxmemory-policy"));
+    let access = if policy.is_lfu() {
+        crate::db::Access::Lfu {
+            log_factor: u32::try_from(settings.int("lfu-log-factor").max(0)).unwrap_or(u32::MAX),
+            decay_minutes: settings.int("lfu-decay-time").max(0) as u64,
+        }
+    } else {
+        crate::db::Access::Lru
+    };
+    (policy, access)
 }
 
 /// ```text
@@ -556,14 +608,7 @@ fn human_bytes(n: u64) -> String {
 
 /// A rough estimate of the memory the keyspace uses (we have no allocator statistics).
 fn used_memory(state: &State) -> u64 {
-    const BASELINE: u64 = 880_000;
-    const PER_KEY: u64 = 96;
-    BASELINE
-        + state
-            .dbs
-            .iter()
-            .map(|d| d.len() as u64 * PER_KEY)
-            .sum::<u64>()
+    state.used_memory()
 }
 
 /// User and system CPU seconds of this process, from `/proc/self/stat` (Linux).
@@ -722,7 +767,7 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
             line("sync_partial_ok", &0);
             line("sync_partial_err", &0);
             line("expired_keys", &state.stats.expired_keys);
-            line("evicted_keys", &0);
+            line("evicted_keys", &state.stats.evicted_keys);
             line("keyspace_hits", &state.stats.keyspace_hits);
             line("keyspace_misses", &state.stats.keyspace_misses);
             line(

@@ -7,8 +7,12 @@
 //! deadline and reclaiming or updating the entry reuse one probe.
 
 mod hash_value;
+pub(crate) mod lfu;
+pub(crate) mod memory;
 mod value;
 mod zset;
+
+pub(crate) use lfu::Access;
 
 pub(crate) use value::{HashValue, Value};
 pub(crate) use zset::ZSet;
@@ -35,6 +39,26 @@ pub(crate) struct Entry {
 struct Slot {
     key: Bytes,
     entry: Entry,
+    /// The key's estimated memory ([`memory::entry_size`]) when it was last accounted.
+    size: u32,
+}
+
+impl Slot {
+    fn new(key: Bytes, entry: Entry) -> Slot {
+        let size = Self::measure(&key, &entry);
+        Slot { key, entry, size }
+    }
+
+    fn measure(key: &[u8], entry: &Entry) -> u32 {
+        u32::try_from(memory::entry_size(key, entry)).unwrap_or(u32::MAX)
+    }
+
+    /// Measures the slot again; returns (old, new) sizes.
+    fn remeasure(&mut self) -> (u32, u32) {
+        let old = self.size;
+        self.size = Self::measure(&self.key, &self.entry);
+        (old, self.size)
+    }
 }
 
 /// What [`Db::find_live`] found.
@@ -69,6 +93,12 @@ pub(crate) struct Db {
     hasher: RandomState,
     /// The volatile keys by deadline, for the active expiry cycle.
     deadlines: Deadlines,
+    /// The sum of the keys' accounted sizes (see [`Db::resize`]).
+    used: usize,
+    /// How accesses are recorded (LRU time or LFU counter, per `maxmemory-policy`).
+    access: Access,
+    /// State of the cheap generator behind LFU's probabilistic increments.
+    lfu_rng: u64,
 }
 
 /// The deadline index: a min-heap of `(deadline, key hash)` with lazy deletion.
@@ -167,7 +197,7 @@ impl Db {
         self.find(key).map(|s| &s.entry)
     }
 
-    /// Finds `key` with one hash: a live entry (its access time set to `now` if `touch`), or
+    /// Finds `key` with one hash: a live entry (its access recorded at `now` if `touch`), or
     /// an expired one removed on the spot, or nothing.
     pub(crate) fn find_live(&mut self, key: &[u8], now: u64, touch: bool) -> Found<'_> {
         let hash = hash_key(&self.hasher, key);
@@ -175,13 +205,14 @@ impl Db {
             return Found::Missing;
         };
         if Self::is_expired(&occupied.get().entry, now) {
-            let (Slot { key, entry }, _) = occupied.remove();
+            let (Slot { key, entry, size }, _) = occupied.remove();
+            self.used -= size as usize;
             self.deadlines.update(hash, entry.expire_at, None);
             return Found::Expired(key);
         }
         let entry = &mut occupied.into_mut().entry;
         if touch {
-            entry.accessed = now;
+            entry.accessed = self.access.touched(entry.accessed, now, &mut self.lfu_rng);
         }
         Found::Live(entry)
     }
@@ -204,7 +235,9 @@ impl Db {
             TableEntry::Occupied(occupied) => {
                 let slot = occupied.into_mut();
                 if !Self::is_expired(&slot.entry, now) {
-                    slot.entry.accessed = now;
+                    slot.entry.accessed =
+                        self.access
+                            .touched(slot.entry.accessed, now, &mut self.lfu_rng);
                     return (&mut slot.entry, true, None);
                 }
                 // Reuse the slot for the new value; the old key leaves the deadline index.
@@ -212,21 +245,20 @@ impl Db {
                 slot.entry = Entry {
                     value: make(),
                     expire_at: None,
-                    accessed: now,
+                    accessed: self.access.fresh(now),
                 };
+                let (old, new) = slot.remeasure();
+                self.used = self.used - old as usize + new as usize;
                 (&mut slot.entry, false, Some(slot.key.clone()))
             }
             TableEntry::Vacant(vacant) => {
-                let slot = vacant
-                    .insert(Slot {
-                        key: key.clone(),
-                        entry: Entry {
-                            value: make(),
-                            expire_at: None,
-                            accessed: now,
-                        },
-                    })
-                    .into_mut();
+                let entry = Entry {
+                    value: make(),
+                    expire_at: None,
+                    accessed: self.access.fresh(now),
+                };
+                let slot = vacant.insert(Slot::new(key.clone(), entry)).into_mut();
+                self.used += slot.size as usize;
                 (&mut slot.entry, false, None)
             }
         }
@@ -239,7 +271,7 @@ impl Db {
         let entry = Entry {
             value,
             expire_at,
-            accessed: now,
+            accessed: self.access.fresh(now),
         };
         match self
             .entries
@@ -250,10 +282,13 @@ impl Db {
                 let old = slot.entry.expire_at;
                 self.deadlines.update(hash, old, expire_at);
                 slot.entry = entry;
+                let (old, new) = slot.remeasure();
+                self.used = self.used - old as usize + new as usize;
             }
             TableEntry::Vacant(vacant) => {
                 self.deadlines.update(hash, None, expire_at);
-                vacant.insert(Slot { key, entry });
+                let slot = vacant.insert(Slot::new(key, entry)).into_mut();
+                self.used += slot.size as usize;
             }
         }
         self.drop_stale_deadlines();
@@ -263,7 +298,8 @@ impl Db {
     pub(crate) fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         let hash = hash_key(&self.hasher, key);
         let occupied = self.entries.find_entry(hash, |s| s.key[..] == *key).ok()?;
-        let (Slot { entry, .. }, _) = occupied.remove();
+        let (Slot { entry, size, .. }, _) = occupied.remove();
+        self.used -= size as usize;
         self.deadlines.update(hash, entry.expire_at, None);
         Some(entry)
     }
@@ -275,7 +311,8 @@ impl Db {
         let Ok(occupied) = self.entries.find_entry(hash, |s| s.key[..] == *key) else {
             return Removed::Missing;
         };
-        let (Slot { key, entry }, _) = occupied.remove();
+        let (Slot { key, entry, size }, _) = occupied.remove();
+        self.used -= size as usize;
         self.deadlines.update(hash, entry.expire_at, None);
         if Self::is_expired(&entry, now) {
             Removed::Expired(key)
@@ -292,8 +329,35 @@ impl Db {
         };
         self.deadlines.update(hash, slot.entry.expire_at, expire_at);
         slot.entry.expire_at = expire_at;
+        let (old, new) = slot.remeasure();
+        self.used = self.used - old as usize + new as usize;
         self.drop_stale_deadlines();
         true
+    }
+
+    /// Accounts `key`'s memory again after its value was changed in place (every write
+    /// reports the keys it modified; [`crate::shared::State::finish_effects`] calls this).
+    pub(crate) fn resize(&mut self, key: &[u8]) {
+        let hash = hash_key(&self.hasher, key);
+        if let Some(slot) = self.entries.find_mut(hash, |s| s.key[..] == *key) {
+            let (old, new) = slot.remeasure();
+            self.used = self.used - old as usize + new as usize;
+        }
+    }
+
+    /// Estimated bytes of all keys and values (as last accounted).
+    pub(crate) fn used_bytes(&self) -> usize {
+        self.used
+    }
+
+    /// How accesses are recorded.
+    pub(crate) fn access(&self) -> Access {
+        self.access
+    }
+
+    /// Records accesses as `access` says from now on (the `maxmemory-policy` changed).
+    pub(crate) fn set_access(&mut self, access: Access) {
+        self.access = access;
     }
 
     /// Removes up to `limit` keys whose deadline is at or before `now`, earliest first, and
@@ -313,7 +377,8 @@ impl Db {
                 .entries
                 .find_entry(hash, |s| s.entry.expire_at == Some(at))
             {
-                let (Slot { key, .. }, _) = occupied.remove();
+                let (Slot { key, size, .. }, _) = occupied.remove();
+                self.used -= size as usize;
                 self.deadlines.update(hash, Some(at), None);
                 expired.push(key);
             }
@@ -340,6 +405,23 @@ impl Db {
         self.deadlines.heap = BinaryHeap::from(live);
     }
 
+    /// Every key with its entry, live or not yet reclaimed.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&Bytes, &Entry)> + '_ {
+        self.entries.iter().map(|s| (&s.key, &s.entry))
+    }
+
+    /// The volatile key with the earliest deadline (dropping stale index entries on the way).
+    pub(crate) fn soonest_deadline(&mut self) -> Option<(Bytes, u64)> {
+        // Bounded: each round pops one stale entry.
+        while let Some(&Reverse((at, hash))) = self.deadlines.heap.peek() {
+            if let Some(slot) = self.entries.find(hash, |s| s.entry.expire_at == Some(at)) {
+                return Some((slot.key.clone(), at));
+            }
+            self.deadlines.heap.pop();
+        }
+        None
+    }
+
     /// All keys, live or not yet reclaimed (callers filter with `get`).
     pub(crate) fn keys(&self) -> impl Iterator<Item = &Bytes> + '_ {
         self.entries.iter().map(|s| &s.key)
@@ -349,6 +431,7 @@ impl Db {
     pub(crate) fn clear(&mut self) {
         self.entries.clear();
         self.deadlines.clear();
+        self.used = 0;
     }
 
     /// A random live key (for `RANDOMKEY`).

@@ -1,0 +1,150 @@
+//! How a key's accesses are recorded in [`super::Entry::accessed`]: the time of the last
+//! access (LRU, the default), or, under an LFU `maxmemory-policy`, Redis's logarithmic access
+//! counter with its decay (`lfu-log-factor`, `lfu-decay-time`).
+//!
+//! As Redis reuses one field of the object header for both, so do we: an LFU record is tagged
+//! in its top bit and holds the minute of its last decay and an 8-bit counter. A record of the
+//! other kind, left from before the policy changed, reads as a fresh one (Redis's "LRU and LFU
+//! data will take some time to adjust").
+
+/// Marks an LFU record.
+const LFU_TAG: u64 = 1 << 63;
+/// The counter a new key starts with, so it is not evicted before it had a chance to be used.
+pub(crate) const LFU_INIT_VAL: u8 = 5;
+
+/// How accesses are recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Access {
+    /// The last access time in node-clock ms.
+    #[default]
+    Lru,
+    /// A logarithmic frequency counter.
+    Lfu {
+        /// `lfu-log-factor`: how many hits it takes to saturate the counter.
+        log_factor: u32,
+        /// `lfu-decay-time`: the counter loses one per this many idle minutes (0: never).
+        decay_minutes: u64,
+    },
+}
+
+impl Access {
+    /// The record of a key created at `now`.
+    pub(crate) fn fresh(self, now: u64) -> u64 {
+        match self {
+            Access::Lru => now,
+            Access::Lfu { .. } => pack(now / 60_000, LFU_INIT_VAL),
+        }
+    }
+
+    /// The record after an access at `now` to a key whose record was `record`.
+    pub(crate) fn touched(self, record: u64, now: u64, rng: &mut u64) -> u64 {
+        match self {
+            Access::Lru => now,
+            Access::Lfu { log_factor, .. } => {
+                let counter = log_increment(self.frequency(record, now), log_factor, rng);
+                pack(now / 60_000, counter)
+            }
+        }
+    }
+
+    /// The access counter of `record` at `now`, after decay (`OBJECT FREQ`); 0 under LRU.
+    pub(crate) fn frequency(self, record: u64, now: u64) -> u8 {
+        let Access::Lfu { decay_minutes, .. } = self else {
+            return 0;
+        };
+        if record & LFU_TAG == 0 {
+            return LFU_INIT_VAL;
+        }
+        let counter = (record & 0xff) as u8;
+        let minute = (record & !LFU_TAG) >> 8;
+        let elapsed = (now / 60_000).saturating_sub(minute);
+        let periods = elapsed.checked_div(decay_minutes).unwrap_or(0);
+        counter.saturating_sub(u8::try_from(periods).unwrap_or(u8::MAX))
+    }
+
+    /// Milliseconds since the last access of `record` at `now` (`OBJECT IDLETIME`, LRU
+    /// eviction); 0 for an LFU record.
+    pub(crate) fn idle_ms(record: u64, now: u64) -> u64 {
+        if record & LFU_TAG != 0 {
+            0
+        } else {
+            now.saturating_sub(record)
+        }
+    }
+}
+
+fn pack(minute: u64, counter: u8) -> u64 {
+    LFU_TAG | ((minute << 8) & !LFU_TAG) | u64::from(counter)
+}
+
+/// Redis's `LFULogIncr`: the counter grows with probability `1 / ((counter - init) * factor +
+/// 1)`, so it takes about a million hits to saturate it at the default factor 10.
+fn log_increment(counter: u8, log_factor: u32, rng: &mut u64) -> u8 {
+    if counter == u8::MAX {
+        return counter;
+    }
+    let base = f64::from(counter.saturating_sub(LFU_INIT_VAL));
+    let p = 1.0 / (base * f64::from(log_factor) + 1.0);
+    if next_unit(rng) < p {
+        counter + 1
+    } else {
+        counter
+    }
+}
+
+/// A uniform number in [0, 1) from a xorshift64* generator (statistics only, never security).
+fn next_unit(state: &mut u64) -> f64 {
+    if *state == 0 {
+        *state = 0x9E37_79B9_7F4A_7C15;
+    }
+    let mut x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LFU: Access = Access::Lfu {
+        log_factor: 10,
+        decay_minutes: 1,
+    };
+
+    #[test]
+    fn a_new_key_starts_at_the_initial_counter() {
+        assert_eq!(LFU.frequency(LFU.fresh(0), 0), LFU_INIT_VAL);
+        assert_eq!(LFU.frequency(Access::Lru.fresh(5), 5), LFU_INIT_VAL);
+    }
+
+    #[test]
+    fn hits_raise_the_counter_logarithmically_and_time_decays_it() {
+        let mut rng = 1;
+        let mut record = LFU.fresh(0);
+        for _ in 0..100 {
+            record = LFU.touched(record, 0, &mut rng);
+        }
+        let hot = LFU.frequency(record, 0);
+        assert!(hot > LFU_INIT_VAL + 2 && hot < 40, "{hot}");
+        // One period per minute.
+        assert_eq!(LFU.frequency(record, 3 * 60_000), hot - 3);
+        assert_eq!(LFU.frequency(record, 10_000 * 60_000), 0);
+    }
+
+    #[test]
+    fn factor_zero_counts_every_hit_up_to_255() {
+        let lfu = Access::Lfu {
+            log_factor: 0,
+            decay_minutes: 0,
+        };
+        let mut rng = 7;
+        let mut record = lfu.fresh(0);
+        for _ in 0..300 {
+            record = lfu.touched(record, 0, &mut rng);
+        }
+        assert_eq!(lfu.frequency(record, u64::MAX / 2), 255);
+    }
+}
