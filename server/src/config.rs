@@ -37,6 +37,11 @@ pub struct Config {
     /// `enable-debug-command`: who may run `DEBUG` (default: nobody, as in Redis 7; `DEBUG
     /// SLEEP` freezes every client of the node).
     pub enable_debug_command: EnableCommand,
+    /// The most memory, in bytes, the Lua interpreter may hold while a script runs (0: no
+    /// bound). A script that allocates past it is stopped with an error and the memory is
+    /// given back; the server keeps serving. Redis has no such bound; the default, 1 GiB, is
+    /// far above what scripts use with normal data sizes.
+    pub lua_memory_limit: u64,
     /// Any other `CONFIG SET` parameter at start, as redis-server takes `--name value` (e.g.
     /// `maxmemory`, `maxmemory-policy`, `timeout`), applied in order before the first client
     /// connects. An unknown name or an invalid value fails the start.
@@ -103,6 +108,7 @@ impl Default for Config {
             cluster_enabled: false,
             enable_debug_command: EnableCommand::No,
             tcp_backlog: 511,
+            lua_memory_limit: 1 << 30,
             settings: Vec::new(),
         }
     }

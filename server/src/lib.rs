@@ -45,6 +45,11 @@ pub use harness::{
 pub use local::LocalClient;
 pub use server::{Server, ServerBuilder, ServerHandle};
 
+/// A memory size as redis-server reads one (`1gb`, `512mb`, `100k`, `4096`), in bytes.
+pub fn parse_memory_size(text: &str) -> Option<u64> {
+    config_table::parse_memory(text.as_bytes())
+}
+
 /// Whether `name` is a parameter `CONFIG GET|SET` knows (any case, aliases included), so
 /// `--name value` on the command line can set it as redis-server does.
 pub fn is_config_parameter(name: &str) -> bool {

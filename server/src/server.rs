@@ -132,6 +132,13 @@ impl ServerBuilder {
         self
     }
 
+    /// Bounds the memory of the Lua interpreter, in bytes (0: no bound; default 1 GiB); see
+    /// [`Config::lua_memory_limit`].
+    pub fn lua_memory_limit(mut self, bytes: u64) -> Self {
+        self.config.lua_memory_limit = bytes;
+        self
+    }
+
     /// Sets any `CONFIG SET` parameter at start (e.g. `("maxmemory", "10mb")`), as
     /// redis-server's `--name value`; see [`Config::settings`].
     pub fn config_set(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {

@@ -424,8 +424,7 @@ async fn start_up_settings_apply_as_config_set_and_bad_ones_fail_the_start() {
             .config_set(name, value)
             .start()
             .await
-            .err()
-            .expect("a bad setting must fail the start");
+            .expect_err("a bad setting must fail the start");
         assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
         assert!(err.to_string().contains(reason), "{err}");
     }

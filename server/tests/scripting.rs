@@ -6,18 +6,7 @@
 mod support;
 
 use std::time::Duration;
-use support::Pair;
-
-/// A connection that waits as long as a long script runs (the crate's default response
-/// timeout is shorter than the scripts these tests run).
-async fn patient_conn(url: &str) -> redis::aio::MultiplexedConnection {
-    let config =
-        redis::AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_secs(120)));
-    support::client(url)
-        .get_multiplexed_async_connection_with_config(&config)
-        .await
-        .unwrap()
-}
+use support::{patient_conn, Pair};
 
 /// Whether our server has PUBLISH yet (the pub/sub family lands separately): the Redisson
 /// release scripts publish, so their comparisons wait for it.

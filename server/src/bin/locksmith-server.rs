@@ -82,6 +82,10 @@ struct Args {
     /// Who may run DEBUG: no (the default, as Redis 7), yes, or local (loopback clients).
     #[arg(long = "enable-debug-command", default_value = "no")]
     enable_debug_command: EnableCommand,
+    /// The most memory the Lua interpreter may hold while a script runs (`1gb`, `256mb`, or
+    /// bytes; 0 = no bound). A script past it is stopped with an error; Redis has no bound.
+    #[arg(long = "lua-memory-limit", default_value = "1gb", value_parser = memory_size)]
+    lua_memory_limit: u64,
     /// Every other redis-server parameter, given as `--name value` (`--maxmemory 10mb`,
     /// `--maxmemory-policy allkeys-lru`, `--save ''`): set as `CONFIG SET` would at start.
     #[arg(skip)]
@@ -91,6 +95,12 @@ struct Args {
 /// How long a signal's graceful shutdown may take before the process exits regardless (a
 /// script that never yields, `DEBUG SLEEP` or a paused topology node must not keep it alive).
 const SHUTDOWN_GRACE: Duration = Duration::from_millis(700);
+
+/// A memory size with redis-server's units.
+fn memory_size(s: &str) -> Result<u64, String> {
+    locksmith_server::parse_memory_size(s)
+        .ok_or_else(|| "argument must be a memory value (bytes, or with kb, mb, gb)".into())
+}
 
 /// redis-server's `yes`/`no` booleans.
 fn yes_no(s: &str) -> Result<bool, String> {
@@ -302,6 +312,7 @@ async fn serve(
     config.enable_debug_command = args.enable_debug_command;
     config.tcp_backlog = args.tcp_backlog;
     config.settings = args.settings.clone();
+    config.lua_memory_limit = args.lua_memory_limit;
     let topology = args.replicas > 0 || args.masters > 1 || args.sentinel_port.is_some();
     if topology && !config.settings.is_empty() {
         return Err(

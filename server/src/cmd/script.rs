@@ -118,10 +118,12 @@ static SCRIPT_SUBCOMMANDS: &[CommandSpec] = &[
 /// The node's engine, created on first use.
 fn engine<'s>(ctx: &'s mut Ctx<'_>) -> Result<&'s mut Engine, CommandError> {
     if ctx.state.scripting.is_none() {
-        let engine = Engine::new(ctx.node.script.kill.clone(), command_exists).map_err(|e| {
-            tracing::error!(error = %e, "cannot create the Lua interpreter");
-            CommandError::err("Lua interpreter unavailable")
-        })?;
+        let limit = usize::try_from(ctx.state.config.lua_memory_limit).unwrap_or(usize::MAX);
+        let engine =
+            Engine::new(ctx.node.script.kill.clone(), command_exists, limit).map_err(|e| {
+                tracing::error!(error = %e, "cannot create the Lua interpreter");
+                CommandError::err("Lua interpreter unavailable")
+            })?;
         ctx.state.scripting = Some(Box::new(engine));
     }
     ctx.state

@@ -716,8 +716,13 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
             line("used_memory_rss_human", &human_bytes(used));
             line("used_memory_peak", &used);
             line("used_memory_peak_human", &human_bytes(used));
-            line("used_memory_lua", &31_744);
-            line("used_memory_lua_human", &human_bytes(31_744));
+            // Before the first script there is no interpreter; Redis's empty one holds 31 KB.
+            let lua = state
+                .scripting
+                .as_ref()
+                .map_or(31_744, |engine| engine.memory_used() as u64);
+            line("used_memory_lua", &lua);
+            line("used_memory_lua_human", &human_bytes(lua));
             let cached_scripts = state.scripting.as_ref().map_or(0, |engine| engine.len());
             line("number_of_cached_scripts", &cached_scripts);
             line("maxmemory", &maxmemory);

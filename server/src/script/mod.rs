@@ -39,6 +39,11 @@ pub(crate) const REPL_REPLICA: u8 = 2;
 /// The error a killed script ends with.
 pub(crate) const KILLED_ERROR: &str = "ERR Script killed by user with SCRIPT KILL...";
 
+/// The error a script stopped by the interpreter's memory bound gets (the bound is
+/// [`crate::Config::lua_memory_limit`]; Redis has none).
+pub(crate) const MEMORY_ERROR: &str =
+    "ERR Script stopped: the Lua interpreter reached its memory limit (lua-memory-limit)";
+
 /// What `redis.call` and `redis.pcall` run commands through.
 pub(crate) trait Dispatcher {
     /// Runs `argv` inside the script. `Ok` holds the command's reply (which may be an error
@@ -267,8 +272,9 @@ pub(crate) struct Engine {
     shared: Arc<RunShared>,
     kill: Arc<AtomicBool>,
     command_exists: CommandExists,
-    /// The instruction hook's context; declared after `lua`, so it outlives the interpreter.
-    _hook: Box<stack::HookContext>,
+    /// The instruction hook's context and the memory bound (the allocator's userdata);
+    /// declared after `lua`, so it outlives the interpreter.
+    hook: Box<stack::HookContext>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -285,7 +291,11 @@ pub(crate) type CommandExists = fn(&[Bytes]) -> bool;
 impl Engine {
     /// A fresh interpreter with Redis's sandbox. `kill` is the node's `SCRIPT KILL` flag, checked
     /// by the instruction hook.
-    pub(crate) fn new(kill: Arc<AtomicBool>, command_exists: CommandExists) -> mlua::Result<Self> {
+    pub(crate) fn new(
+        kill: Arc<AtomicBool>,
+        command_exists: CommandExists,
+        memory_limit: usize,
+    ) -> mlua::Result<Self> {
         let lua = Lua::new_with(
             StdLib::TABLE | StdLib::STRING | StdLib::MATH,
             LuaOptions::default(),
@@ -316,7 +326,7 @@ impl Engine {
         // heap so often that it cost ~5 % of a Redisson acquire. 400 % lets garbage grow to
         // 3x the live heap (a few hundred KiB) between cycles.
         lua.gc_set_pause(GC_PAUSE);
-        let hook = main.install_hook(kill.clone(), shared.clone());
+        let hook = main.install_hook(kill.clone(), shared.clone(), memory_limit);
         Ok(Engine {
             lua,
             main,
@@ -327,7 +337,7 @@ impl Engine {
             shared,
             kill,
             command_exists,
-            _hook: hook,
+            hook,
         })
     }
 
@@ -335,7 +345,11 @@ impl Engine {
     /// carries over, as Redis's is process-wide.
     pub(crate) fn reset(&mut self) -> mlua::Result<()> {
         let rand = self.shared.rand.load(Ordering::Relaxed);
-        *self = Engine::new(self.kill.clone(), self.command_exists)?;
+        *self = Engine::new(
+            self.kill.clone(),
+            self.command_exists,
+            self.hook.memory.limit(),
+        )?;
         self.shared.rand.store(rand, Ordering::Relaxed);
         Ok(())
     }
@@ -376,6 +390,11 @@ impl Engine {
         self.scripts.get(sha)
     }
 
+    /// Bytes the interpreter holds (`used_memory_lua`).
+    pub(crate) fn memory_used(&self) -> usize {
+        self.hook.memory.used()
+    }
+
     /// Number of cached scripts.
     pub(crate) fn len(&self) -> usize {
         self.scripts.len()
@@ -397,6 +416,9 @@ impl Engine {
             *at = None;
         }
         let kill = &self.kill;
+        let memory = &self.hook.memory;
+        let ended = std::cell::Cell::new((false, false));
+        let exhausted_cell = &ended;
         self.main.arm_hook();
         let (globals, handler) = (self.globals, self.handler);
         let Ok(mut short) = self.short.try_borrow_mut() else {
@@ -446,12 +468,17 @@ impl Engine {
                 shared.dispatch.0.store(ptr.cast(), Ordering::Release);
                 let status = {
                     let _clear = ClearSlot(&shared.dispatch);
-                    stack.call(0, h)
+                    memory.arm();
+                    let status = stack.call(0, h);
+                    exhausted_cell.set(memory.disarm());
+                    status
                 };
+                let exhausted = exhausted_cell.get();
                 let resp3 = shared.resp.load(Ordering::Relaxed) == 3;
                 let killed = kill.load(Ordering::Acquire);
                 Ok(match status {
-                    _ if killed => killed_reply(stack, shared, sha),
+                    _ if killed => killed_reply(stack, shared, sha, KILLED_ERROR),
+                    _ if exhausted.0 => killed_reply(stack, shared, sha, MEMORY_ERROR),
                     Ok(()) => convert::reply_at(stack, -1, resp3),
                     Err(_) if stack.kind(-1) == Kind::Table => {
                         let top = stack.top();
@@ -470,6 +497,12 @@ impl Engine {
                     }
                 })
             });
+        let (exceeded, pressed) = ended.get();
+        if exceeded || pressed {
+            // Give back what the script held (it is garbage now) and the collector's pace.
+            let _ = self.lua.gc_collect();
+            self.lua.gc_set_pause(GC_PAUSE);
+        }
         match outcome {
             Some(Ok(reply)) => reply,
             Some(Err(stack::StackError)) => convert::error_frame("ERR reached lua stack limit"),
@@ -482,7 +515,7 @@ impl Engine {
 
 /// The reply of a script stopped by `SCRIPT KILL`, located where the hook stopped it (or
 /// where the error value says).
-fn killed_reply(stack: &mut Stack<'_>, shared: &RunShared, sha: &str) -> Frame {
+fn killed_reply(stack: &mut Stack<'_>, shared: &RunShared, sha: &str, message: &str) -> Frame {
     let (source, line) = if stack.kind(-1) == Kind::Table {
         let top = stack.top();
         (
@@ -499,7 +532,7 @@ fn killed_reply(stack: &mut Stack<'_>, shared: &RunShared, sha: &str) -> Frame {
             None => (None, None),
         },
     };
-    error_reply(KILLED_ERROR.as_bytes(), sha, source, line)
+    error_reply(message.as_bytes(), sha, source, line)
 }
 
 /// `redis.call`: runs a command through the run's dispatcher; an error reply is raised.

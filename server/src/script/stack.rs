@@ -10,9 +10,11 @@
 //! thread a script runs on ([`MainState`]).
 //!
 //! Errors and unwinding: Lua 5.1 raises errors with `longjmp`. The only `lua_error` here is the
-//! trampoline's, called after every Rust value of the call was dropped. Allocation failures
-//! cannot raise: mlua's allocator aborts on out-of-memory (no memory limit is set on the
-//! interpreter). A Rust panic never unwinds through Lua frames: it is caught, parked in a
+//! trampoline's, called after every Rust value of the call was dropped. Allocations made by the
+//! code here never fail: the interpreter's memory bound ([`MemoryLimit`]) refuses allocations
+//! only while Lua code runs (it is disarmed for the duration of every trampoline call and
+//! outside script runs), and then Lua raises its memory error inside Lua, caught by the run's
+//! protected call. A Rust panic never unwinds through Lua frames: it is caught, parked in a
 //! thread-local, reported to the script as an error, and resumed by [`MainState::with`] once
 //! Lua has returned.
 #![allow(unsafe_code)]
@@ -24,7 +26,7 @@ use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 // Redis's read-only tables, from the patched Lua the workspace builds (vendor/lua-src).
@@ -497,8 +499,12 @@ pub(super) fn c_function<F: CFunction>(
             let context = unsafe {
                 &*ffi::lua_touserdata(state, ffi::lua_upvalueindex(1)).cast::<F::Context>()
             };
+            // SAFETY: `state` is running this C function.
+            let memory = unsafe { MemoryLimit::of(state) };
+            // Rust code pushes and converts without protection: no allocation may fail here.
+            let armed = memory.map(|m| m.armed.swap(false, Ordering::Relaxed));
             let mut stack = unsafe { Stack::new(state) };
-            match catch_unwind(AssertUnwindSafe(|| F::call(&mut stack, context))) {
+            let action = match catch_unwind(AssertUnwindSafe(|| F::call(&mut stack, context))) {
                 Ok(action) => action,
                 Err(payload) => {
                     PANIC.with(|p| *p.borrow_mut() = Some(payload));
@@ -507,7 +513,11 @@ pub(super) fn c_function<F: CFunction>(
                         Err(_) => Return::Values(0),
                     }
                 }
+            };
+            if let (Some(memory), Some(true)) = (memory, armed) {
+                memory.armed.store(true, Ordering::Relaxed);
             }
+            action
         };
         match action {
             Return::Values(n) => n,
@@ -617,6 +627,107 @@ pub(super) struct HookContext {
     kill: Arc<AtomicBool>,
     shared: Arc<super::RunShared>,
     main: *mut lua_State,
+    /// The interpreter's memory bound (its allocator's userdata).
+    pub(super) memory: MemoryLimit,
+}
+
+/// The interpreter's memory bound: the allocator mlua installed, wrapped so that while a
+/// script's Lua code runs ([`MemoryLimit::arm`]) an allocation that would take the interpreter
+/// past `limit` bytes is refused (Lua then raises its memory error where it allocates, inside
+/// the run's protected call), and the refusal is remembered so the instruction hook stops the
+/// script for good (a `pcall` cannot swallow it). While a script holds more than half the
+/// bound the hook makes the collector run continuously, so garbage does not count against it.
+#[derive(Debug)]
+pub(super) struct MemoryLimit {
+    inner: ffi::lua_Alloc,
+    inner_ud: *mut std::ffi::c_void,
+    /// Bytes the interpreter holds (Lua's own count, kept by the allocator).
+    used: AtomicUsize,
+    /// The bound in bytes; 0 for none.
+    limit: usize,
+    /// Refusals are on (Lua code of a script is running, outside any Rust call).
+    armed: AtomicBool,
+    /// An allocation was refused during this run.
+    exceeded: AtomicBool,
+    /// The hook lowered the collector's pause during this run.
+    pressed: AtomicBool,
+}
+
+impl MemoryLimit {
+    /// The bound installed on `state`'s allocator, if any.
+    ///
+    /// # Safety
+    /// `state` must be a live Lua state; the returned reference must not outlive it.
+    unsafe fn of<'a>(state: *mut lua_State) -> Option<&'a MemoryLimit> {
+        let mut ud = std::ptr::null_mut();
+        // SAFETY: reads two fields of the live global state.
+        let alloc = unsafe { ffi::lua_getallocf(state, &mut ud) };
+        let ours: ffi::lua_Alloc = limited_alloc;
+        if std::ptr::fn_addr_eq(alloc, ours) {
+            // SAFETY: `limited_alloc` is only installed with a `MemoryLimit` as its userdata,
+            // which lives as long as the state (see `MainState::install_hook`).
+            unsafe { ud.cast::<MemoryLimit>().cast_const().as_ref() }
+        } else {
+            None
+        }
+    }
+
+    /// Starts refusing allocations past the bound (the script's code is about to run).
+    pub(super) fn arm(&self) {
+        self.exceeded.store(false, Ordering::Relaxed);
+        self.pressed.store(false, Ordering::Relaxed);
+        self.armed.store(true, Ordering::Relaxed);
+    }
+
+    /// Stops refusing; returns (whether an allocation was refused, whether the collector was
+    /// pressed) for the run that ends.
+    pub(super) fn disarm(&self) -> (bool, bool) {
+        self.armed.store(false, Ordering::Relaxed);
+        (
+            self.exceeded.load(Ordering::Relaxed),
+            self.pressed.load(Ordering::Relaxed),
+        )
+    }
+
+    /// The bound in bytes (0: none).
+    pub(super) fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Bytes the interpreter holds.
+    pub(super) fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+}
+
+/// The allocator of a bounded interpreter (see [`MemoryLimit`]); never raises, never unwinds.
+unsafe extern "C" fn limited_alloc(
+    ud: *mut std::ffi::c_void,
+    ptr: *mut std::ffi::c_void,
+    osize: usize,
+    nsize: usize,
+) -> *mut std::ffi::c_void {
+    // SAFETY: installed with a live `MemoryLimit` as `ud` (see `MainState::install_hook`).
+    let Some(memory) = (unsafe { ud.cast::<MemoryLimit>().cast_const().as_ref() }) else {
+        return std::ptr::null_mut();
+    };
+    // Lua 5.1 passes 0 as the old size of a new block.
+    let old = if ptr.is_null() { 0 } else { osize };
+    if nsize > old
+        && memory.limit > 0
+        && memory.armed.load(Ordering::Relaxed)
+        && memory.used().saturating_add(nsize - old) > memory.limit
+    {
+        memory.exceeded.store(true, Ordering::Relaxed);
+        return std::ptr::null_mut();
+    }
+    // SAFETY: the allocator mlua installed, called with its own userdata and Lua's arguments.
+    let out = unsafe { (memory.inner)(memory.inner_ud, ptr, osize, nsize) };
+    if nsize == 0 || !out.is_null() {
+        let used = memory.used().saturating_sub(old).saturating_add(nsize);
+        memory.used.store(used, Ordering::Relaxed);
+    }
+    out
 }
 
 // SAFETY: `main` is only handed to `lua_sethook` by the hook, which runs on the thread that
@@ -635,12 +746,38 @@ impl MainState {
         &self,
         kill: Arc<AtomicBool>,
         shared: Arc<super::RunShared>,
+        memory_limit: usize,
     ) -> Box<HookContext> {
+        let mut inner_ud = std::ptr::null_mut();
+        // SAFETY: no Lua call is in progress (called while building the engine): the
+        // allocator can be read and replaced, and the byte count read.
+        let (inner, used) = unsafe {
+            let inner = ffi::lua_getallocf(self.state, &mut inner_ud);
+            let kb = ffi::lua_gc(self.state, ffi::LUA_GCCOUNT, 0).max(0) as usize;
+            let bytes = ffi::lua_gc(self.state, ffi::LUA_GCCOUNTB, 0).max(0) as usize;
+            (inner, kb * 1024 + bytes)
+        };
         let context = Box::new(HookContext {
             kill,
             shared,
             main: self.state,
+            memory: MemoryLimit {
+                inner,
+                inner_ud,
+                used: AtomicUsize::new(used),
+                limit: memory_limit,
+                armed: AtomicBool::new(false),
+                exceeded: AtomicBool::new(false),
+                pressed: AtomicBool::new(false),
+            },
         });
+        let memory = std::ptr::from_ref::<MemoryLimit>(&context.memory)
+            .cast_mut()
+            .cast();
+        // SAFETY: as above; the box is never moved out of and outlives the state (the
+        // engine declares it after its `Lua`), so the allocator's userdata stays valid until
+        // the state is closed.
+        unsafe { ffi::lua_setallocf(self.state, limited_alloc, memory) };
         let key = std::ptr::addr_of!(HOOK_CONTEXT_KEY).cast_mut().cast();
         let value = std::ptr::from_ref::<HookContext>(&context)
             .cast_mut()
@@ -671,11 +808,13 @@ impl MainState {
     }
 }
 
-/// The instruction hook. After `SCRIPT KILL` it raises the kill error, and from then on fires
-/// on every instruction of this thread and of the main thread: a `pcall`, `xpcall` or
-/// `coroutine.resume` that catches the error returns into code that stops at its next
-/// instruction, outside the protected call (Redis keeps raising from its hook after a kill the
-/// same way). Otherwise it moves the worker's other tasks away from a long script.
+/// The instruction hook. After `SCRIPT KILL`, or once the memory bound refused an allocation, it
+/// raises the kill (or memory) error, and from then on fires on every instruction of this
+/// thread and of the main thread: a `pcall`, `xpcall` or `coroutine.resume` that catches the
+/// error returns into code that stops at its next instruction, outside the protected call
+/// (Redis keeps raising from its hook after a kill the same way). Otherwise it presses the
+/// collector when a script holds more than half the memory bound, and moves the worker's other
+/// tasks away from a long script.
 unsafe extern "C-unwind" fn instruction_hook(state: *mut lua_State, ar: *mut ffi::lua_Debug) {
     // SAFETY (whole body): Lua calls the hook with a live `state` and its `ar`, with at least
     // LUA_MINSTACK free slots; the registry read pushes one value and pops it.
@@ -692,7 +831,16 @@ unsafe extern "C-unwind" fn instruction_hook(state: *mut lua_State, ar: *mut ffi
     let Some(context) = context else {
         return;
     };
-    if !context.kill.load(Ordering::Acquire) {
+    let memory = &context.memory;
+    let exceeded = memory.exceeded.load(Ordering::Relaxed);
+    if !context.kill.load(Ordering::Acquire) && !exceeded {
+        if memory.limit > 0
+            && memory.used() > memory.limit / 2
+            && !memory.pressed.swap(true, Ordering::Relaxed)
+        {
+            // SAFETY: setting the pause only stores a number in the global state.
+            unsafe { ffi::lua_gc(state, ffi::LUA_GCSETPAUSE, 100) };
+        }
         // A panic must not unwind into Lua: the hand-off is best effort.
         let _ = catch_unwind(super::hand_off_if_inline);
         return;
@@ -709,7 +857,11 @@ unsafe extern "C-unwind" fn instruction_hook(state: *mut lua_State, ar: *mut ffi
     if let (Some(site), Ok(mut at)) = (site, context.shared.killed_at.lock()) {
         at.get_or_insert(site);
     }
-    let message = super::KILLED_ERROR;
+    let message = if exceeded {
+        super::MEMORY_ERROR
+    } else {
+        super::KILLED_ERROR
+    };
     // SAFETY: every Rust value of this function with a destructor is gone (the guard and the
     // site were dropped above); lua_error longjmps to the innermost protected call.
     unsafe {

@@ -26,6 +26,17 @@ pub async fn conn(url: &str) -> redis::aio::MultiplexedConnection {
         .unwrap()
 }
 
+/// A connection that waits as long as a long script runs (the crate's default response
+/// timeout is shorter than some scripts the tests run); 120 s is only a hang guard.
+pub async fn patient_conn(url: &str) -> redis::aio::MultiplexedConnection {
+    let config =
+        redis::AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_secs(120)));
+    client(url)
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
+        .unwrap()
+}
+
 /// A free loopback port (bind port 0, read it, release it).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
