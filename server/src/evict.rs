@@ -4,8 +4,9 @@
 //! Memory is the estimate [`State::used_memory`] keeps up to date after every write (see
 //! [`crate::db::memory`]). Past the limit, the LRU, LFU and random policies evict the best
 //! candidates of an eviction pool, refilled by one pass over the keyspace that keeps the
-//! [`POOL_SIZE`] best (Redis samples `maxmemory-samples` keys into a pool of 16; a pass over
-//! all keys picks better victims and costs less per eviction as the pool is larger);
+//! best 1/[`POOL_FRACTION`] of the keys, at least [`POOL_MIN`] (Redis samples
+//! `maxmemory-samples` keys into a pool of 16; a pass over all keys picks better victims, and
+//! a pool proportional to the keyspace keeps the cost per eviction constant);
 //! `volatile-ttl` takes the key whose deadline comes first, from the expiry index. Each
 //! eviction has Redis's side effects: the `evicted` keyspace event, a `DEL` for replicas,
 //! WATCH invalidation, `evicted_keys` in `INFO stats`. `noeviction`, or nothing left to
@@ -25,8 +26,10 @@ pub(crate) const OOM_ERROR: &str = "OOM command not allowed when used memory > '
 /// `maxmemory` set from real Redis's numbers must leave room for.
 pub(crate) const BASELINE_MEMORY: u64 = 880_000;
 
-/// Candidates one pass over the keyspace keeps.
-const POOL_SIZE: usize = 128;
+/// One pass over the keyspace keeps the best 1/`POOL_FRACTION` of the keys as candidates...
+const POOL_FRACTION: usize = 16;
+/// ... but at least this many.
+const POOL_MIN: usize = 128;
 
 /// Most keys one command's eviction round removes; past it the command runs anyway and the
 /// next one goes on (Redis bounds a round by time, `maxmemory-eviction-tenacity`).
@@ -193,11 +196,14 @@ impl State {
         None
     }
 
-    /// One pass over every database keeping the [`POOL_SIZE`] best candidates of the policy:
+    /// One pass over every database keeping the best candidates of the policy (see
+    /// [`POOL_FRACTION`]):
     /// the longest idle (LRU), the least used (LFU), or a uniform sample (random).
     fn refill_pool(&mut self, now: u64) {
         let policy = self.eviction.policy;
         // A min-heap of the best scores so far: the root is the first to give way.
+        let keys: usize = self.dbs.iter().map(|d| d.len()).sum();
+        let pool_size = (keys / POOL_FRACTION).max(POOL_MIN);
         let mut best: BinaryHeap<Reverse<(u64, usize, Bytes)>> = BinaryHeap::new();
         for (index, db) in self.dbs.iter().enumerate() {
             let access = db.access();
@@ -214,7 +220,7 @@ impl State {
                     }
                     _ => self.rng.random::<u64>(),
                 };
-                if best.len() == POOL_SIZE {
+                if best.len() == pool_size {
                     if best.peek().is_some_and(|Reverse((s, ..))| *s >= score) {
                         continue;
                     }
