@@ -10,10 +10,12 @@
 //! is subscribed again and every waiter is woken to retry there. When the connection dies on its
 //! own (killed, reset), its dispatcher wakes every waiter of that node at once (they retry
 //! instead of sleeping until the holder's TTL) and reconnects in the background, subscribing
-//! every channel again. Connecting, `SUBSCRIBE` and `UNSUBSCRIBE` are bounded in time, so one
-//! hung node cannot hold the other waiters past their deadline.
+//! every channel again. Connecting, `SUBSCRIBE` and `UNSUBSCRIBE` are bounded in time, and each
+//! node's connection has a lock of its own, so a hung node holds only its own waiters (those of
+//! other nodes subscribe meanwhile) and them no longer than the bound.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -43,8 +45,13 @@ struct Shared {
     client: Mutex<redis::Client>,
     /// Set for a Redis Cluster: channels are subscribed on the node owning their slot.
     cluster: Option<ClusterNodes>,
-    // Serializes SUBSCRIBE/UNSUBSCRIBE so reference counts and server state agree.
-    ops: tokio::sync::Mutex<Conns>,
+    /// One pub/sub connection per node ("" for the single server outside a cluster), each
+    /// behind its own async lock, which serializes that node's SUBSCRIBE/UNSUBSCRIBE so
+    /// reference counts and server state agree. The map itself is a std Mutex, never held
+    /// across an await.
+    conns: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Conn>>>>,
+    /// The hub was shut down: no new subscription.
+    shut: AtomicBool,
     // std Mutex: only touched synchronously (never across an await), also by the dispatcher.
     channels: Mutex<HashMap<String, ChannelEntry>>,
     /// Bound on a connect, `SUBSCRIBE` or `UNSUBSCRIBE`.
@@ -65,13 +72,6 @@ struct ChannelEntry {
     wake: Wake,
     /// The node (`host:port`, empty outside a cluster) the channel is subscribed on.
     node: String,
-}
-
-/// One pub/sub connection per node ("" for the single server outside a cluster).
-#[derive(Default)]
-struct Conns {
-    by_node: HashMap<String, Conn>,
-    shut: bool,
 }
 
 #[derive(Default)]
@@ -141,7 +141,8 @@ impl PubSubHub {
             shared: Arc::new(Shared {
                 client: Mutex::new(client),
                 cluster,
-                ops: tokio::sync::Mutex::new(Conns::default()),
+                conns: Mutex::new(HashMap::new()),
+                shut: AtomicBool::new(false),
                 channels: Mutex::new(HashMap::new()),
                 timeout,
             }),
@@ -158,50 +159,64 @@ impl PubSubHub {
     /// channel decides it).
     pub(crate) async fn subscribe_with(&self, channel: &str, wake: Wake) -> Result<Subscription> {
         let shared = &self.shared;
-        let node = shared.node_for(channel).await?;
-        let mut conns = shared.ops.lock().await;
-        if conns.shut {
-            return Err(crate::LockError::Shutdown);
-        }
-        if let Some(e) = lock(&shared.channels).get_mut(channel) {
-            if conns.by_node.get(&e.node).is_some_and(Conn::alive) {
-                e.refs += 1;
-                return Ok(Subscription {
-                    shared: shared.clone(),
-                    channel: channel.to_owned(),
-                    notify: e.notify.clone(),
+        // The node the channel is subscribed on already, else the one owning its slot. Bounded:
+        // the channel changes nodes only when a reconnect re-homes it, rarely twice in a row.
+        for _ in 0..4 {
+            let known = lock(&shared.channels).get(channel).map(|e| e.node.clone());
+            let node = match known {
+                Some(node) => node,
+                None => shared.node_for(channel).await?,
+            };
+            let conn = shared.conn(&node);
+            let mut conn = conn.lock().await;
+            if shared.shut.load(Ordering::Acquire) {
+                return Err(crate::LockError::Shutdown);
+            }
+            let subscribed = match lock(&shared.channels).get_mut(channel) {
+                // Moved to another node meanwhile: start over there.
+                Some(e) if e.node != node => continue,
+                Some(e) if conn.alive() => {
+                    e.refs += 1;
+                    return Ok(Subscription {
+                        shared: shared.clone(),
+                        channel: channel.to_owned(),
+                        notify: e.notify.clone(),
+                    });
+                }
+                // A channel whose connection died is subscribed again with the others of
+                // its node when the connection is made anew.
+                Some(_) => true,
+                None => false,
+            };
+            shared.ensure_connected(&mut conn, &node).await?;
+            let sink = conn.sink.as_mut().ok_or(crate::LockError::Shutdown)?;
+            if !subscribed {
+                if let Err(e) = bounded(shared.timeout, sink.subscribe(channel)).await {
+                    conn.sink = None;
+                    return Err(e.into());
+                }
+            }
+            let mut map = lock(&shared.channels);
+            let e = map
+                .entry(channel.to_owned())
+                .or_insert_with(|| ChannelEntry {
+                    refs: 0,
+                    notify: Arc::new(Notify::new()),
+                    wake,
+                    node,
                 });
-            }
-        }
-        // A channel whose connection died is subscribed again on the node owning it now.
-        let node = lock(&shared.channels)
-            .get(channel)
-            .map_or(node, |e| e.node.clone());
-        let conn = conns.by_node.entry(node.clone()).or_default();
-        shared.ensure_connected(conn, &node).await?;
-        let sink = conn.sink.as_mut().ok_or(crate::LockError::Shutdown)?;
-        let existing = lock(&shared.channels).contains_key(channel);
-        if !existing {
-            if let Err(e) = bounded(shared.timeout, sink.subscribe(channel)).await {
-                conn.sink = None;
-                return Err(e.into());
-            }
-        }
-        let mut map = lock(&shared.channels);
-        let e = map
-            .entry(channel.to_owned())
-            .or_insert_with(|| ChannelEntry {
-                refs: 0,
-                notify: Arc::new(Notify::new()),
-                wake,
-                node,
+            e.refs += 1;
+            return Ok(Subscription {
+                shared: shared.clone(),
+                channel: channel.to_owned(),
+                notify: e.notify.clone(),
             });
-        e.refs += 1;
-        Ok(Subscription {
-            shared: shared.clone(),
-            channel: channel.to_owned(),
-            notify: e.notify.clone(),
-        })
+        }
+        Err(crate::LockError::Redis(redis::RedisError::from((
+            redis::ErrorKind::Client,
+            "the channel kept moving between nodes",
+            channel.to_owned(),
+        ))))
     }
 
     /// Moves the pub/sub connection to `client` (the new master after a failover): drops the
@@ -212,9 +227,9 @@ impl PubSubHub {
     /// When the new server cannot be reached (the next `subscribe` tries again).
     pub(crate) async fn switch(&self, client: redis::Client) -> Result<()> {
         let shared = &self.shared;
-        let mut conns = shared.ops.lock().await;
+        let conn = shared.conn("");
+        let mut conn = conn.lock().await;
         *lock(&shared.client) = client;
-        let conn = conns.by_node.entry(String::new()).or_default();
         conn.sink = None;
         if let Some(d) = conn.dispatcher.take() {
             d.abort();
@@ -222,7 +237,7 @@ impl PubSubHub {
         let res = if lock(&shared.channels).is_empty() {
             Ok(())
         } else {
-            shared.ensure_connected(conn, "").await
+            shared.ensure_connected(&mut conn, "").await
         };
         for e in lock(&shared.channels).values() {
             e.notify.notify_waiters();
@@ -232,9 +247,10 @@ impl PubSubHub {
     }
 
     pub(crate) async fn shutdown(&self) {
-        let mut conns = self.shared.ops.lock().await;
-        conns.shut = true;
-        for conn in conns.by_node.values_mut() {
+        self.shared.shut.store(true, Ordering::Release);
+        let conns: Vec<_> = lock(&self.shared.conns).values().cloned().collect();
+        for conn in conns {
+            let mut conn = conn.lock().await;
             conn.sink = None;
             if let Some(d) = conn.dispatcher.take() {
                 d.abort();
@@ -262,6 +278,14 @@ async fn bounded<T>(
 }
 
 impl Shared {
+    /// The connection (and its lock) of `node`.
+    fn conn(&self, node: &str) -> Arc<tokio::sync::Mutex<Conn>> {
+        lock(&self.conns)
+            .entry(node.to_owned())
+            .or_default()
+            .clone()
+    }
+
     /// The node to subscribe `channel` on: "" outside a cluster, else the `host:port` of the
     /// master owning the channel's slot (the slot map is read again when it has no owner).
     async fn node_for(&self, channel: &str) -> Result<String> {
@@ -372,16 +396,16 @@ impl Shared {
             let mut delay = Duration::from_millis(10);
             loop {
                 tokio::time::sleep(delay).await;
-                let mut conns = shared.ops.lock().await;
+                let conn = shared.conn(&node);
+                let mut conn = conn.lock().await;
                 let waiting = lock(&shared.channels).values().any(|e| e.node == node);
-                if conns.shut || !waiting {
+                if shared.shut.load(Ordering::Acquire) || !waiting {
                     return;
                 }
-                let conn = conns.by_node.entry(node.clone()).or_default();
                 // Forget the connection that ended (this task), then connect anew.
                 conn.sink = None;
                 drop(conn.dispatcher.take());
-                match shared.ensure_connected(conn, &node).await {
+                match shared.ensure_connected(&mut conn, &node).await {
                     Ok(()) => {
                         // Messages published while no connection listened are lost: retry now.
                         wake_all(&shared);
@@ -397,24 +421,29 @@ impl Shared {
     }
 
     async fn release(&self, channel: &str) {
-        let mut conns = self.ops.lock().await;
-        let remove = {
-            let mut map = lock(&self.channels);
-            match map.get_mut(channel) {
-                Some(e) if e.refs > 1 => {
-                    e.refs -= 1;
-                    None
+        // Bounded: the channel changes nodes only when a reconnect re-homes it.
+        for _ in 0..4 {
+            let Some(node) = lock(&self.channels).get(channel).map(|e| e.node.clone()) else {
+                return;
+            };
+            let conn = self.conn(&node);
+            let mut conn = conn.lock().await;
+            let last = {
+                let mut map = lock(&self.channels);
+                match map.get_mut(channel) {
+                    Some(e) if e.node != node => continue,
+                    Some(e) if e.refs > 1 => {
+                        e.refs -= 1;
+                        false
+                    }
+                    Some(_) => {
+                        map.remove(channel);
+                        true
+                    }
+                    None => return,
                 }
-                Some(e) => {
-                    let node = e.node.clone();
-                    map.remove(channel);
-                    Some(node)
-                }
-                None => None,
-            }
-        };
-        if let Some(node) = remove {
-            if let Some(conn) = conns.by_node.get_mut(&node) {
+            };
+            if last {
                 if let Some(sink) = conn.sink.as_mut() {
                     if let Err(e) = bounded(self.timeout, sink.unsubscribe(channel)).await {
                         tracing::debug!(error = %e, channel, "unsubscribe failed");
@@ -422,6 +451,7 @@ impl Shared {
                     }
                 }
             }
+            return;
         }
     }
 }

@@ -240,3 +240,113 @@ async fn read_write_locks_share_reads_and_wake_the_writer_on_every_shard() {
     client.shutdown().await;
     topology.shutdown().await;
 }
+
+/// The id of the node of `topology` that owns `key`.
+async fn owner_id(topology: &Topology, key: &str) -> locksmith_server::harness::NodeId {
+    for node in topology.nodes() {
+        let mut con = redis::Client::open(topology.url(node))
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let served: redis::RedisResult<i64> =
+            redis::cmd("EXISTS").arg(key).query_async(&mut con).await;
+        if served.is_ok() {
+            return node;
+        }
+    }
+    panic!("no node serves {key}");
+}
+
+#[tokio::test]
+async fn a_hung_node_does_not_hold_the_waiters_of_other_nodes() {
+    use locksmith_server::harness::{Chunk, Verdict};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    let (topology, holder) = three_shards().await;
+    let urls: Vec<String> = topology.nodes().iter().map(|&n| topology.url(n)).collect();
+    // A minute for every pub/sub operation: with one lock for the whole hub, the SUBSCRIBE
+    // hung on one node would hold the waiters of every other node that long.
+    let options = ClientOptions::default().response_timeout(Duration::from_secs(60));
+    let waiters = Client::open_cluster(&urls[..1], options).await.unwrap();
+    let names = names_on_every_shard("hung-node");
+    let (a, b) = (names[0].clone(), names[1].clone());
+    holder.lock(&a).lock().await.unwrap();
+    let held_b = holder.lock(&b);
+    held_b.lock().await.unwrap();
+
+    // Node A black-holes every connection opened from now on: the waiters' commands there
+    // still run on their existing connection, their new pub/sub connection hangs.
+    let cutoff = Arc::new(AtomicU64::new(u64::MAX));
+    let seen = Arc::new(AtomicU64::new(0));
+    let dropped = Arc::new(AtomicU64::new(0));
+    let rule = {
+        let (cutoff, seen, dropped) = (cutoff.clone(), seen.clone(), dropped.clone());
+        move |chunk: &Chunk| {
+            seen.fetch_max(chunk.connection, Ordering::SeqCst);
+            if chunk.connection > cutoff.load(Ordering::SeqCst) {
+                dropped.fetch_add(1, Ordering::SeqCst);
+                Verdict::Drop
+            } else {
+                Verdict::Pass
+            }
+        }
+    };
+    let node_a = owner_id(&topology, &a).await;
+    let mut node_b = redis::Client::open(topology.url(owner_id(&topology, &b).await))
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let _fault = topology
+        .link_rule(node_a, rule, "black hole for new connections")
+        .unwrap();
+    assert!(waiters.lock(&a).is_locked().await.unwrap());
+    cutoff.store(seen.load(Ordering::SeqCst), Ordering::SeqCst);
+
+    let on_a = waiters.lock(&a);
+    let stuck =
+        tokio::spawn(async move { on_a.try_lock_for(Duration::from_secs(120), None).await });
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while dropped.load(Ordering::SeqCst) == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the waiter on A never reached its pub/sub connection"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // Meanwhile a waiter on B subscribes there and is woken by the unlock.
+    let on_b = waiters.lock(&b);
+    let waiting = tokio::spawn(async move { on_b.try_lock_for(WAIT, None).await });
+    let channel = format!("redisson_lock__channel:{{{b}}}");
+    loop {
+        let (_, on_owner): (String, i64) = redis::cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg(&channel)
+            .query_async(&mut node_b)
+            .await
+            .unwrap();
+        if on_owner == 1 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline + WAIT,
+            "the waiter on B could not subscribe while A hung"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    held_b.unlock().await.unwrap();
+    let acquired = tokio::time::timeout(WAIT, waiting)
+        .await
+        .expect("the waiter on B was not woken")
+        .unwrap()
+        .unwrap();
+    assert!(acquired);
+    assert!(!stuck.is_finished(), "A's waiter should still hang on A");
+    stuck.abort();
+    waiters.shutdown().await;
+    holder.shutdown().await;
+    topology.shutdown().await;
+}

@@ -16,7 +16,9 @@ pub struct Clock {
 
 #[derive(Debug)]
 struct Inner {
-    base_unix_ms: u64,
+    /// Wall time at `start`, in microseconds (not rounded to the millisecond, so the clock
+    /// never reads behind the wall clock a client compares it with).
+    base_unix_us: u64,
     start: Instant,
     shift_ms: AtomicI64,
 }
@@ -33,14 +35,18 @@ impl Clock {
         let base = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or(Duration::ZERO);
-        Clock::starting_at(base.as_millis() as u64)
+        Clock::starting_at_us(base.as_micros() as u64)
     }
 
     /// A clock that reads `unix_ms` now (deterministic tests).
     pub fn starting_at(unix_ms: u64) -> Self {
+        Clock::starting_at_us(unix_ms.saturating_mul(1000))
+    }
+
+    fn starting_at_us(unix_us: u64) -> Self {
         Clock {
             inner: Arc::new(Inner {
-                base_unix_ms: unix_ms,
+                base_unix_us: unix_us,
                 start: Instant::now(),
                 shift_ms: AtomicI64::new(0),
             }),
@@ -56,7 +62,7 @@ impl Clock {
     pub fn now_us(&self) -> u64 {
         let elapsed = self.inner.start.elapsed().as_micros() as i128;
         let shift = i128::from(self.inner.shift_ms.load(Ordering::Relaxed)) * 1000;
-        let now = i128::from(self.inner.base_unix_ms) * 1000 + elapsed + shift;
+        let now = i128::from(self.inner.base_unix_us) + elapsed + shift;
         now.clamp(0, i128::from(u64::MAX)) as u64
     }
 
