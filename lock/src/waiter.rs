@@ -10,7 +10,8 @@
 //! is subscribed again and every waiter is woken to retry there. When the connection dies on its
 //! own (killed, reset), its dispatcher wakes every waiter of that node at once (they retry
 //! instead of sleeping until the holder's TTL) and reconnects in the background, subscribing
-//! every channel again. Connecting, `SUBSCRIBE` and `UNSUBSCRIBE` are bounded in time, and each
+//! every channel again. In a cluster, a node that cannot be reached may have failed over: the
+//! slot map is read again and its channels move to the masters serving their slots now. Connecting, `SUBSCRIBE` and `UNSUBSCRIBE` are bounded in time, and each
 //! node's connection has a lock of its own, so a hung node holds only its own waiters (those of
 //! other nodes subscribe meanwhile) and them no longer than the bound.
 
@@ -161,11 +162,12 @@ impl PubSubHub {
         let shared = &self.shared;
         // The node the channel is subscribed on already, else the one owning its slot. Bounded:
         // the channel changes nodes only when a reconnect re-homes it, rarely twice in a row.
+        let mut stale = false;
         for _ in 0..4 {
             let known = lock(&shared.channels).get(channel).map(|e| e.node.clone());
             let node = match known {
                 Some(node) => node,
-                None => shared.node_for(channel).await?,
+                None => shared.node_for(channel, stale).await?,
             };
             let conn = shared.conn(&node);
             let mut conn = conn.lock().await;
@@ -188,7 +190,17 @@ impl PubSubHub {
                 Some(_) => true,
                 None => false,
             };
-            shared.ensure_connected(&mut conn, &node).await?;
+            if let Err(e) = shared.ensure_connected(&mut conn, &node).await {
+                // In a cluster the node may have failed over: read the slot map again and
+                // move its channels to the new owners, then try there, once.
+                if shared.cluster.is_none() || stale {
+                    return Err(e);
+                }
+                drop(conn);
+                stale = true;
+                shared.rehome(&node).await;
+                continue;
+            }
             let sink = conn.sink.as_mut().ok_or(crate::LockError::Shutdown)?;
             if !subscribed {
                 if let Err(e) = bounded(shared.timeout, sink.subscribe(channel)).await {
@@ -287,17 +299,20 @@ impl Shared {
     }
 
     /// The node to subscribe `channel` on: "" outside a cluster, else the `host:port` of the
-    /// master owning the channel's slot (the slot map is read again when it has no owner).
-    async fn node_for(&self, channel: &str) -> Result<String> {
+    /// master owning the channel's slot (the slot map is read again when it has no owner, or
+    /// when `stale`).
+    async fn node_for(&self, channel: &str, stale: bool) -> Result<String> {
         let Some(cluster) = &self.cluster else {
             return Ok(String::new());
         };
         let slot = key_slot(channel.as_bytes());
-        if let Some(node) = lock(&cluster.slots).node(slot) {
-            return Ok(node.to_owned());
+        if !stale {
+            if let Some(node) = lock(&cluster.slots).node(slot) {
+                return Ok(node.to_owned());
+            }
         }
         let mut conn = cluster.conn.clone();
-        let map = SlotMap::fetch(&mut conn).await?;
+        let map = bounded(self.timeout, SlotMap::fetch(&mut conn)).await?;
         let node = map.node(slot).map(str::to_owned);
         *lock(&cluster.slots) = map;
         node.ok_or_else(|| {
@@ -307,6 +322,65 @@ impl Shared {
                 channel.to_owned(),
             )))
         })
+    }
+
+    /// After the connection to cluster node `from` failed: reads the slot map again and moves
+    /// each channel of `from` whose slot another master serves now (a failover) to that
+    /// master, subscribing it there, and wakes its waiters so they retry against the new
+    /// owner. Best effort: when the map cannot be read, nothing moves (the caller retries).
+    async fn rehome(self: &Arc<Self>, from: &str) {
+        let Some(cluster) = &self.cluster else {
+            return;
+        };
+        let mut conn = cluster.conn.clone();
+        let map = match bounded(self.timeout, SlotMap::fetch(&mut conn)).await {
+            Ok(map) => map,
+            Err(e) => {
+                tracing::debug!(error = %e, node = from, "cannot read the slot map");
+                return;
+            }
+        };
+        let mut moved: HashMap<String, Vec<(String, Arc<Notify>)>> = HashMap::new();
+        for (channel, e) in lock(&self.channels).iter_mut() {
+            if e.node != from {
+                continue;
+            }
+            if let Some(owner) = map.node(key_slot(channel.as_bytes())) {
+                if owner != from {
+                    e.node = owner.to_owned();
+                    moved
+                        .entry(owner.to_owned())
+                        .or_default()
+                        .push((channel.clone(), e.notify.clone()));
+                }
+            }
+        }
+        *lock(&cluster.slots) = map;
+        for (node, channels) in moved {
+            tracing::info!(
+                from,
+                to = node,
+                channels = channels.len(),
+                "pub/sub channels moved after a failover"
+            );
+            let conn = self.conn(&node);
+            let mut conn = conn.lock().await;
+            // A new connection subscribes every channel of its node; an existing one gets
+            // the moved channels now (subscribing twice on one connection is harmless).
+            if self.ensure_connected(&mut conn, &node).await.is_ok() {
+                if let Some(sink) = conn.sink.as_mut() {
+                    let names: Vec<&str> = channels.iter().map(|(c, _)| c.as_str()).collect();
+                    if let Err(e) = bounded(self.timeout, sink.subscribe(&names)).await {
+                        tracing::debug!(error = %e, node, "subscribe after re-homing failed");
+                        conn.sink = None;
+                    }
+                }
+            }
+            for (_, notify) in &channels {
+                notify.notify_waiters();
+                notify.notify_one();
+            }
+        }
     }
 
     /// A client for `node` ("" = the single server).
@@ -396,6 +470,9 @@ impl Shared {
             let mut delay = Duration::from_millis(10);
             loop {
                 tokio::time::sleep(delay).await;
+                // A cluster node that went away may have failed over: its channels move to
+                // the masters serving their slots now.
+                shared.rehome(&node).await;
                 let conn = shared.conn(&node);
                 let mut conn = conn.lock().await;
                 let waiting = lock(&shared.channels).values().any(|e| e.node == node);

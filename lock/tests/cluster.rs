@@ -350,3 +350,83 @@ async fn a_hung_node_does_not_hold_the_waiters_of_other_nodes() {
     holder.shutdown().await;
     topology.shutdown().await;
 }
+
+#[tokio::test]
+async fn waiters_follow_their_channel_when_its_shard_fails_over() {
+    // Shards of two nodes each: masters 0, 2, 4 and their replicas 1, 3, 5.
+    let topology = Topology::builder()
+        .cluster(3)
+        .replicas(1)
+        .seed(9)
+        .build()
+        .await
+        .unwrap();
+    let nodes = topology.nodes();
+    let urls: Vec<String> = nodes.iter().map(|&n| topology.url(n)).collect();
+    let holder = Client::open_cluster(&urls[2..3], ClientOptions::default())
+        .await
+        .unwrap();
+    let waiters = Client::open_cluster(&urls[2..3], ClientOptions::default())
+        .await
+        .unwrap();
+    // A lock of the first shard (slots 0-5460, master n0, replica n1).
+    let name = names_on_every_shard("failover-waiter").remove(0);
+    let held = holder.lock(&name);
+    held.lock().await.unwrap();
+    assert!(topology.sync_replicas(WAIT).await);
+    let waiter = waiters.lock(&name);
+    let waiting =
+        tokio::spawn(async move { waiter.try_lock_for(Duration::from_secs(20), None).await });
+    let channel = format!("redisson_lock__channel:{{{name}}}");
+    let numsub = |node| {
+        let url = topology.url(node);
+        let channel = channel.clone();
+        async move {
+            let mut con = redis::Client::open(url)
+                .unwrap()
+                .get_multiplexed_async_connection()
+                .await
+                .unwrap();
+            let (_, n): (String, i64) = redis::cmd("PUBSUB")
+                .arg("NUMSUB")
+                .arg(&channel)
+                .query_async(&mut con)
+                .await
+                .unwrap();
+            n
+        }
+    };
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while numsub(nodes[0]).await != 1 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never subscribed on n0"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // The shard's master dies and its replica takes over its slots.
+    topology.fail_master_to(nodes[1]).await.unwrap();
+    // The waiter's subscription moves to the new master...
+    while numsub(nodes[1]).await != 1 {
+        assert!(
+            tokio::time::Instant::now() < deadline + WAIT,
+            "the waiter's channel never moved to the new master"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // ...so the release there wakes it (the holder's 30 s lease would outlast its wait).
+    held.force_unlock().await.unwrap();
+    let acquired = tokio::time::timeout(WAIT + WAIT, waiting)
+        .await
+        .expect("the waiter was not woken")
+        .unwrap()
+        .unwrap();
+    assert!(
+        acquired,
+        "the waiter did not get the lock after the failover"
+    );
+    waiters.shutdown().await;
+    holder.shutdown().await;
+    topology.shutdown().await;
+}

@@ -6,15 +6,16 @@
 //!
 //! A node started with `cluster_enabled` alone is a one-node cluster serving all 16384 slots;
 //! a harness topology (`Topology::builder().cluster(n)`) gives every node a shared [`View`] of
-//! all members with their real (proxy) addresses. The view is fixed for the topology's life:
-//! there is no resharding, no `ASK`, and no automatic failover.
+//! all members with their real (proxy) addresses. Who serves which slots (the [`Layout`])
+//! changes only when the harness fails a shard over to one of its replicas
+//! ([`View::promote`]); there is no resharding, no `ASK`, and no automatic failover.
 
 use crate::cmd::{flags, CommandError, CommandSpec};
 use crate::shared::{Effects, Node};
 use bytes::Bytes;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use tokio::sync::mpsc;
 
 /// Number of hash slots.
@@ -54,21 +55,26 @@ pub(crate) fn key_hash_slot(key: &[u8]) -> u16 {
     crc16(hashed) & (SLOTS as u16 - 1)
 }
 
-/// One node of the cluster as every member sees it.
+/// One node of the cluster as every member sees it (its role is in the [`Layout`]).
 #[derive(Debug)]
 pub(crate) struct Member {
     /// 40 hex characters (`CLUSTER MYID`).
     pub(crate) id: String,
     /// The address clients reach it at (what `MOVED` and `CLUSTER SLOTS` report).
     pub(crate) addr: SocketAddr,
+    /// The running node, while it runs.
+    running: Mutex<Running>,
+}
+
+/// A member's place in the cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Role {
     /// Index of its master when it is a replica.
     pub(crate) replica_of: Option<usize>,
     /// The slot ranges it serves (masters only), inclusive.
     pub(crate) ranges: Vec<(u16, u16)>,
     /// Its config epoch (a replica reports its master's).
     pub(crate) epoch: u64,
-    /// The running node, while it runs.
-    running: Mutex<Running>,
 }
 
 #[derive(Debug, Default)]
@@ -81,20 +87,11 @@ struct Running {
 }
 
 impl Member {
-    /// A member serving `ranges` (empty for a replica).
-    pub(crate) fn new(
-        id: String,
-        addr: SocketAddr,
-        replica_of: Option<usize>,
-        ranges: Vec<(u16, u16)>,
-        epoch: u64,
-    ) -> Member {
+    /// The member `id` at `addr`.
+    pub(crate) fn new(id: String, addr: SocketAddr) -> Member {
         Member {
             id,
             addr,
-            replica_of,
-            ranges,
-            epoch,
             running: Mutex::new(Running::default()),
         }
     }
@@ -120,21 +117,20 @@ impl Member {
     }
 }
 
-/// The whole cluster: every member and which one serves each slot.
+/// Who is master or replica of whom and which master serves each slot, at one moment.
 #[derive(Debug)]
-pub(crate) struct View {
-    /// The members, in a fixed order.
-    pub(crate) members: Vec<Member>,
+pub(crate) struct Layout {
+    /// Each member's role, by member index.
+    roles: Vec<Role>,
     /// Slot -> index of the serving master (`None` = unassigned).
     owner: Vec<Option<u16>>,
 }
 
-impl View {
-    /// A view of `members`; slot ownership comes from their ranges.
-    pub(crate) fn new(members: Vec<Member>) -> View {
+impl Layout {
+    fn new(roles: Vec<Role>) -> Layout {
         let mut owner = vec![None; SLOTS];
-        for (i, m) in members.iter().enumerate() {
-            for &(start, end) in &m.ranges {
+        for (i, role) in roles.iter().enumerate() {
+            for &(start, end) in &role.ranges {
                 for slot in start..=end.min(SLOTS as u16 - 1) {
                     if let Some(o) = owner.get_mut(usize::from(slot)) {
                         *o = Some(i as u16);
@@ -142,7 +138,17 @@ impl View {
                 }
             }
         }
-        View { members, owner }
+        Layout { roles, owner }
+    }
+
+    /// The role of member `i`.
+    pub(crate) fn role(&self, i: usize) -> Option<&Role> {
+        self.roles.get(i)
+    }
+
+    /// The master of member `i` (`None` for a master).
+    pub(crate) fn replica_of(&self, i: usize) -> Option<usize> {
+        self.role(i).and_then(|r| r.replica_of)
     }
 
     /// The member serving `slot`.
@@ -161,11 +167,88 @@ impl View {
 
     /// Indexes of the replicas of master `m`.
     pub(crate) fn replicas_of(&self, m: usize) -> impl Iterator<Item = usize> + '_ {
-        self.members
+        self.roles
             .iter()
             .enumerate()
             .filter(move |(_, r)| r.replica_of == Some(m))
             .map(|(i, _)| i)
+    }
+
+    /// The (master, replica) pairs of every shard.
+    pub(crate) fn links(&self) -> Vec<(usize, usize)> {
+        self.roles
+            .iter()
+            .enumerate()
+            .filter_map(|(r, role)| Some((role.replica_of?, r)))
+            .collect()
+    }
+
+    /// The highest config epoch.
+    pub(crate) fn current_epoch(&self) -> u64 {
+        self.roles.iter().map(|r| r.epoch).max().unwrap_or(0)
+    }
+}
+
+/// The whole cluster: every member, and the current [`Layout`].
+#[derive(Debug)]
+pub(crate) struct View {
+    /// The members, in a fixed order.
+    pub(crate) members: Vec<Member>,
+    layout: RwLock<Arc<Layout>>,
+}
+
+impl View {
+    /// A view of `members` with their `roles` (same order); slot ownership comes from the
+    /// masters' ranges.
+    pub(crate) fn new(members: Vec<Member>, roles: Vec<Role>) -> View {
+        View {
+            members,
+            layout: RwLock::new(Arc::new(Layout::new(roles))),
+        }
+    }
+
+    /// The current layout (a snapshot: a failover replaces it, never changes it).
+    pub(crate) fn layout(&self) -> Arc<Layout> {
+        match self.layout.read() {
+            Ok(l) => l.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// The member serving `slot`.
+    pub(crate) fn owner(&self, slot: u16) -> Option<usize> {
+        self.layout().owner(slot)
+    }
+
+    /// Redis Cluster's failover of a shard to its replica `new`: `new` takes its master's
+    /// slots with a config epoch above every other, the old master and the shard's other
+    /// replicas become its replicas. Returns the old master.
+    ///
+    /// # Errors
+    /// When `new` is not a replica.
+    pub(crate) fn promote(&self, new: usize) -> Result<usize, String> {
+        let mut guard = match self.layout.write() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let mut roles = guard.roles.clone();
+        let Some(old) = roles.get(new).and_then(|r| r.replica_of) else {
+            return Err(format!("n{new} is not a replica"));
+        };
+        let epoch = guard.current_epoch() + 1;
+        let ranges = roles.get_mut(old).map(|r| std::mem::take(&mut r.ranges));
+        for (i, role) in roles.iter_mut().enumerate() {
+            if i == new {
+                role.replica_of = None;
+                role.ranges = ranges.clone().unwrap_or_default();
+                role.epoch = epoch;
+            } else if i == old || role.replica_of == Some(old) {
+                role.replica_of = Some(new);
+                role.epoch = epoch;
+            }
+        }
+        *guard = Arc::new(Layout::new(roles));
+        Ok(old)
     }
 
     /// `n` masters splitting the slots as `redis-cli --cluster create` does, each followed by
@@ -190,7 +273,7 @@ impl View {
             cursor += per_node;
         }
         let group = replicas + 1;
-        let members = ids
+        let (members, roles) = ids
             .into_iter()
             .zip(addrs)
             .enumerate()
@@ -198,20 +281,19 @@ impl View {
                 let shard = i / group;
                 let master = shard * group;
                 let is_master = i == master;
-                Member::new(
-                    id,
-                    addr,
-                    (!is_master).then_some(master),
-                    if is_master {
+                let role = Role {
+                    replica_of: (!is_master).then_some(master),
+                    ranges: if is_master {
                         ranges.get(shard).copied().into_iter().collect()
                     } else {
                         Vec::new()
                     },
-                    shard as u64 + 1,
-                )
+                    epoch: shard as u64 + 1,
+                };
+                (Member::new(id, addr), role)
             })
-            .collect();
-        View::new(members)
+            .unzip();
+        View::new(members, roles)
     }
 }
 
@@ -227,9 +309,13 @@ pub(crate) struct Cluster {
 impl Cluster {
     /// A one-node cluster serving every slot, at `addr`, named `id`.
     pub(crate) fn single(id: String, addr: SocketAddr) -> Cluster {
-        let member = Member::new(id, addr, None, vec![(0, SLOTS as u16 - 1)], 1);
+        let role = Role {
+            replica_of: None,
+            ranges: vec![(0, SLOTS as u16 - 1)],
+            epoch: 1,
+        };
         Cluster {
-            view: Arc::new(View::new(vec![member])),
+            view: Arc::new(View::new(vec![Member::new(id, addr)], vec![role])),
             me: 0,
         }
     }
@@ -241,7 +327,7 @@ impl Cluster {
 
     /// The master whose slots this node serves (itself, or its master).
     fn my_master(&self) -> usize {
-        self.myself().and_then(|m| m.replica_of).unwrap_or(self.me)
+        self.view.layout().replica_of(self.me).unwrap_or(self.me)
     }
 
     /// Registers the running `node` as this member: other members find it, and the messages
@@ -535,13 +621,35 @@ mod tests {
             .map(|i| SocketAddr::from(([127, 0, 0, 1], 7000 + i)))
             .collect();
         let view = View::even(3, 0, &addrs, vec!["a".into(), "b".into(), "c".into()]);
-        let ranges: Vec<_> = view.members.iter().map(|m| m.ranges.clone()).collect();
+        let layout = view.layout();
+        let ranges: Vec<_> = (0..3)
+            .map(|i| layout.role(i).map(|r| r.ranges.clone()).unwrap_or_default())
+            .collect();
         assert_eq!(
             ranges,
             vec![vec![(0, 5460)], vec![(5461, 10922)], vec![(10923, 16383)]]
         );
-        assert_eq!(view.slots_assigned(), SLOTS);
+        assert_eq!(layout.slots_assigned(), SLOTS);
         assert_eq!(view.owner(5461), Some(1));
+    }
+
+    #[test]
+    fn a_promoted_replica_takes_its_masters_slots_and_shard() {
+        let addrs: Vec<SocketAddr> = (0..4)
+            .map(|i| SocketAddr::from(([127, 0, 0, 1], 7000 + i)))
+            .collect();
+        let ids = (0..4).map(|i| i.to_string()).collect();
+        let view = View::even(2, 1, &addrs, ids);
+        assert_eq!(view.owner(0), Some(0));
+        assert_eq!(view.promote(1), Ok(0));
+        let layout = view.layout();
+        assert_eq!(layout.owner(0), Some(1));
+        assert_eq!(layout.owner(16383), Some(2));
+        assert_eq!(layout.replica_of(0), Some(1));
+        assert_eq!(layout.replica_of(1), None);
+        assert_eq!(layout.role(1).map(|r| r.epoch), Some(3));
+        assert_eq!(layout.links(), vec![(1, 0), (2, 3)]);
+        assert!(view.promote(2).is_err());
     }
 
     #[test]

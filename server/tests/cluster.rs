@@ -504,3 +504,100 @@ async fn cluster_replicas_redirect_until_readonly() {
     );
     topology.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_shard_fails_over_to_its_replica_and_the_cluster_follows() {
+    // Nodes 0, 2, 4 are the masters of shards 0, 1, 2; 1, 3, 5 their replicas.
+    let topology = three_shards(1).await;
+    let nodes = topology.nodes();
+    let (old, new) = (nodes[0], nodes[1]);
+    let client = redis::cluster::ClusterClient::new(vec![topology.url(nodes[2])]).unwrap();
+    let mut con = client.get_async_connection().await.unwrap();
+    // A key of shard 0.
+    let mut other = support::conn(&topology.url(nodes[4])).await;
+    let mut key = String::new();
+    let mut slot = i64::MAX;
+    for i in 0..100 {
+        key = format!("k{i}");
+        slot = support::cmd(&["CLUSTER", "KEYSLOT", &key])
+            .query_async(&mut other)
+            .await
+            .unwrap();
+        if slot <= 5460 {
+            break;
+        }
+    }
+    assert!(slot <= 5460);
+    let _: () = redis::cmd("SET")
+        .arg(&key)
+        .arg("before")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert!(topology.sync_replicas(Duration::from_secs(5)).await);
+
+    assert_eq!(topology.fail_master_to(new).await.unwrap(), new);
+
+    // Every live node describes the new layout.
+    let slots: redis::Value = support::cmd(&["CLUSTER", "SLOTS"])
+        .query_async(&mut other)
+        .await
+        .unwrap();
+    let text = format!("{slots:?}");
+    assert!(
+        text.contains(&topology.addr(new).port().to_string())
+            && !text.contains(&topology.addr(old).port().to_string()),
+        "{text}"
+    );
+    assert_eq!(
+        run(&mut other, &["GET", &key]).await,
+        format!("ERROR MOVED {slot} 127.0.0.1:{}", topology.addr(new).port())
+    );
+    let nodes_text: String = support::cmd(&["CLUSTER", "NODES"])
+        .query_async(&mut other)
+        .await
+        .unwrap();
+    let line = |n: locksmith_server::harness::NodeId| {
+        let port = format!(":{}@", topology.addr(n).port());
+        nodes_text
+            .lines()
+            .find(|l| l.contains(&port))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        line(new).contains(" master - ") && line(new).contains(" 0-5460"),
+        "{nodes_text}"
+    );
+    assert!(line(old).contains("slave,fail"), "{nodes_text}");
+    let info: String = support::cmd(&["CLUSTER", "INFO"])
+        .query_async(&mut other)
+        .await
+        .unwrap();
+    assert!(info.contains("cluster_current_epoch:4\r\n"), "{info}");
+
+    // The cluster client follows: the data that reached the replica is there, writes go on.
+    let got: String = redis::cmd("GET")
+        .arg(&key)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(got, "before");
+    let _: () = redis::cmd("SET")
+        .arg(&key)
+        .arg("after")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    // The old master comes back empty as a replica of the new one and resyncs.
+    topology.restart(old).await.unwrap();
+    assert!(topology.sync_replicas(Duration::from_secs(5)).await);
+    let mut back = support::conn(&topology.url(old)).await;
+    let role: redis::Value = support::cmd(&["ROLE"])
+        .query_async(&mut back)
+        .await
+        .unwrap();
+    assert!(format!("{role:?}").contains("slave"), "{role:?}");
+    assert!(topology.fail_master().await.is_err());
+    topology.shutdown().await;
+}

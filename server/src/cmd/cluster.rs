@@ -4,7 +4,7 @@
 //! [`crate::cluster`]'s.
 
 use super::{flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
-use crate::cluster::{self, Cluster, Member};
+use crate::cluster::{self, Cluster, Layout, Member};
 use bytes::Bytes;
 use locksmith_resp::Frame;
 
@@ -97,13 +97,10 @@ fn slots_node(member: &Member) -> Frame {
 }
 
 /// Every (start, end, master index) range, in slot order.
-fn ranges(c: &Cluster) -> Vec<(u16, u16, usize)> {
-    let mut all: Vec<(u16, u16, usize)> = c
-        .view
-        .members
-        .iter()
-        .enumerate()
-        .flat_map(|(i, m)| m.ranges.iter().map(move |&(s, e)| (s, e, i)))
+fn ranges(layout: &Layout, members: usize) -> Vec<(u16, u16, usize)> {
+    let mut all: Vec<(u16, u16, usize)> = (0..members)
+        .filter_map(|i| layout.role(i).map(|r| (i, r)))
+        .flat_map(|(i, r)| r.ranges.iter().map(move |&(s, e)| (s, e, i)))
         .collect();
     all.sort_unstable();
     all
@@ -116,8 +113,9 @@ fn ranges(c: &Cluster) -> Vec<(u16, u16, usize)> {
 /// One entry per slot range: start, end, the master, then its replicas that are up.
 fn cluster_slots(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     let c = cluster(ctx)?;
+    let layout = c.view.layout();
     let mut out = Vec::new();
-    for (start, end, m) in ranges(c) {
+    for (start, end, m) in ranges(&layout, c.view.members.len()) {
         let Some(master) = c.view.members.get(m) else {
             continue;
         };
@@ -126,7 +124,7 @@ fn cluster_slots(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
             Frame::Integer(i64::from(end)),
             slots_node(master),
         ];
-        for r in c.view.replicas_of(m) {
+        for r in layout.replicas_of(m) {
             if let Some(replica) = c.view.members.get(r).filter(|r| r.is_up()) {
                 entry.push(slots_node(replica));
             }
@@ -141,8 +139,8 @@ fn bulk(s: impl Into<String>) -> Frame {
 }
 
 /// A node as `CLUSTER SHARDS` describes it.
-fn shard_node(c: &Cluster, i: usize, member: &Member) -> Frame {
-    let role = if member.replica_of.is_some() {
+fn shard_node(c: &Cluster, layout: &Layout, i: usize, member: &Member) -> Frame {
+    let role = if layout.replica_of(i).is_some() {
         "replica"
     } else {
         "master"
@@ -173,19 +171,20 @@ fn shard_node(c: &Cluster, i: usize, member: &Member) -> Frame {
 /// One map per master: its slot ranges (as start, end pairs) and its nodes.
 fn cluster_shards(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     let c = cluster(ctx)?;
+    let layout = c.view.layout();
     let mut out = Vec::new();
-    for (m, master) in c.view.members.iter().enumerate() {
-        if master.replica_of.is_some() {
+    for m in 0..c.view.members.len() {
+        let Some(role) = layout.role(m).filter(|r| r.replica_of.is_none()) else {
             continue;
-        }
-        let slots = master
+        };
+        let slots = role
             .ranges
             .iter()
             .flat_map(|&(s, e)| [Frame::Integer(i64::from(s)), Frame::Integer(i64::from(e))])
             .collect();
         let nodes = std::iter::once(m)
-            .chain(c.view.replicas_of(m))
-            .filter_map(|i| c.view.members.get(i).map(|n| shard_node(c, i, n)))
+            .chain(layout.replicas_of(m))
+            .filter_map(|i| c.view.members.get(i).map(|n| shard_node(c, &layout, i, n)))
             .collect();
         out.push(Frame::Map(vec![
             (bulk("slots"), Frame::Array(slots)),
@@ -203,16 +202,20 @@ fn cluster_shards(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 /// <config-epoch> <link-state> <slot> ...`.
 fn cluster_nodes(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     let c = cluster(ctx)?;
+    let layout = c.view.layout();
     let now = ctx.node.clock.now_ms();
     let mut text = String::new();
     for (i, m) in c.view.members.iter().enumerate() {
+        let Some(role) = layout.role(i) else {
+            continue;
+        };
         let me = i == c.me;
         let up = me || m.is_up();
         let mut flags = String::new();
         if me {
             flags.push_str("myself,");
         }
-        flags.push_str(if m.replica_of.is_some() {
+        flags.push_str(if role.replica_of.is_some() {
             "slave"
         } else {
             "master"
@@ -220,7 +223,7 @@ fn cluster_nodes(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
         if !up {
             flags.push_str(",fail");
         }
-        let master = m
+        let master = role
             .replica_of
             .and_then(|r| c.view.members.get(r))
             .map_or("-".to_string(), |r| r.id.clone());
@@ -232,10 +235,10 @@ fn cluster_nodes(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
             m.id,
             m.addr.ip(),
             m.addr.port(),
-            m.epoch,
+            role.epoch,
             if up { "connected" } else { "disconnected" },
         ));
-        for &(s, e) in &m.ranges {
+        for &(s, e) in &role.ranges {
             if s == e {
                 text.push_str(&format!(" {s}"));
             } else {
@@ -264,18 +267,23 @@ fn cluster_myid(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 fn cluster_info(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     let c = cluster(ctx)?;
     let view = &c.view;
-    let assigned = view.slots_assigned();
+    let layout = view.layout();
+    let assigned = layout.slots_assigned();
     let failing: usize = view
         .members
         .iter()
         .enumerate()
         .filter(|(i, m)| *i != c.me && !m.is_up())
-        .flat_map(|(_, m)| m.ranges.iter())
+        .filter_map(|(i, _)| layout.role(i))
+        .flat_map(|r| r.ranges.iter())
         .map(|&(s, e)| usize::from(e - s) + 1)
         .sum();
-    let size = view.members.iter().filter(|m| !m.ranges.is_empty()).count();
-    let current_epoch = view.members.iter().map(|m| m.epoch).max().unwrap_or(0);
-    let my_epoch = c.myself().map_or(0, |m| m.epoch);
+    let size = (0..view.members.len())
+        .filter_map(|i| layout.role(i))
+        .filter(|r| !r.ranges.is_empty())
+        .count();
+    let current_epoch = layout.current_epoch();
+    let my_epoch = layout.role(c.me).map_or(0, |r| r.epoch);
     let state = if assigned == cluster::SLOTS && failing == 0 {
         "ok"
     } else {

@@ -762,6 +762,9 @@ impl Inner {
 
     /// Promotes `new` (or the best replica); kills the old master first when `crash`.
     async fn failover(&self, new: Option<usize>, crash: bool) -> Result<NodeId, HarnessError> {
+        if let Some(view) = &self.cluster {
+            return self.shard_failover(view, new, crash).await;
+        }
         if !self.replicated {
             return Err(HarnessError::Invalid(
                 "independent masters have no replicas to fail over to".into(),
@@ -812,6 +815,47 @@ impl Inner {
                 n.port()
             ),
         );
+        self.fault(label);
+        Ok(NodeId(new))
+    }
+
+    /// A cluster shard's failover to its replica `new` (Redis Cluster's, decided here rather
+    /// than by the nodes' gossip): the old master is killed first when `crash`; `new` takes the
+    /// shard's slots with a new config epoch (every node's `CLUSTER SLOTS` and `MOVED` follow at
+    /// once), and the shard's other replicas (and the old master, if it runs) replicate from it.
+    async fn shard_failover(
+        &self,
+        view: &crate::cluster::View,
+        new: Option<usize>,
+        crash: bool,
+    ) -> Result<NodeId, HarnessError> {
+        let Some(new) = new else {
+            return Err(HarnessError::Invalid(
+                "a cluster has a master per shard: name the replica to promote".into(),
+            ));
+        };
+        self.slot(new)?;
+        let Some(old) = view.layout().replica_of(new) else {
+            return Err(HarnessError::Invalid(format!("n{new} is not a replica")));
+        };
+        if !self.is_up(new) {
+            return Err(HarnessError::NodeDown(NodeId(new)));
+        }
+        let label = format!(
+            "{} n{old} -> n{new}",
+            if crash { "fail_master" } else { "failover" }
+        );
+        if crash && self.is_up(old) {
+            self.stop_node(old).await?;
+        }
+        view.promote(new).map_err(HarnessError::Invalid)?;
+        self.make_master(new).await?;
+        let followers: Vec<usize> = view.layout().replicas_of(new).collect();
+        for r in followers {
+            if self.is_up(r) {
+                self.attach(new, r).await?;
+            }
+        }
         self.fault(label);
         Ok(NodeId(new))
     }
@@ -1022,13 +1066,9 @@ impl Inner {
 
     /// The (master, replica) pairs of the cluster's shards.
     fn cluster_links(&self) -> Vec<(usize, usize)> {
-        self.cluster.as_ref().map_or_else(Vec::new, |view| {
-            view.members
-                .iter()
-                .enumerate()
-                .filter_map(|(r, m)| Some((m.replica_of?, r)))
-                .collect()
-        })
+        self.cluster
+            .as_ref()
+            .map_or_else(Vec::new, |view| view.layout().links())
     }
 
     fn node_by_name(&self, name: &str) -> Result<usize, HarnessError> {
@@ -1194,11 +1234,13 @@ impl Topology {
         self.inner.failover(None, true).await
     }
 
-    /// [`Topology::fail_master`] promoting `node`.
+    /// [`Topology::fail_master`] promoting `node`. In a cluster topology, fails over the shard
+    /// of replica `node`: its master is killed and `node` serves the shard's slots (every
+    /// node's `CLUSTER SLOTS` and `MOVED` say so at once), as Redis Cluster's failover.
     ///
     /// # Errors
     ///
-    /// `node` down, unknown or already the master.
+    /// `node` down, unknown or already the master (in a cluster: not a replica).
     pub async fn fail_master_to(&self, node: NodeId) -> Result<NodeId, HarnessError> {
         let _ops = self.inner.ops.lock().await;
         self.inner.failover(Some(node.0), true).await
