@@ -1,8 +1,14 @@
 //! Locksmith: a Redis-compatible in-memory server that runs Redisson's Lua lock scripts exactly
 //! as Redis does, a Redisson-compatible distributed-lock library, and a fault-injecting harness.
 //!
-//! This umbrella crate only re-exports the member crates.
+//! This umbrella crate only re-exports the member crates, each behind a feature: `lock` (the
+//! default), `server`, and `harness`; `resp` is always there.
 
+#[cfg(feature = "lock")]
 pub use locksmith_lock as lock;
 pub use locksmith_resp as resp;
+#[cfg(feature = "server")]
 pub use locksmith_server as server;
+/// The fault-injecting harness (feature `harness`).
+#[cfg(feature = "harness")]
+pub use locksmith_server::harness;

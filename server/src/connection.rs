@@ -336,14 +336,17 @@ impl Connection {
             .set_auth_required(!self.client.authenticated && self.node.requires_auth());
     }
 
-    /// Appends `reply` unless `CLIENT REPLY OFF|SKIP` drops it; counts errors for `INFO`;
+    /// Appends `reply` unless `CLIENT REPLY OFF|SKIP` drops it (a push goes anyway); counts errors for `INFO`;
     /// lifts the pre-`AUTH` request limits once `AUTH`/`HELLO AUTH` succeeded (and restores
     /// them after `RESET`).
     fn emit(&mut self, reply: &Frame) {
         if let Frame::Error(line) = reply {
             self.node.live.count_error(line);
         }
-        if self.client.take_reply_permission() {
+        // Pub/sub confirmations are pushes, which Redis sends even under `CLIENT REPLY OFF`
+        // (its `CLIENT_PUSHING`).
+        let permitted = self.client.take_reply_permission();
+        if permitted || matches!(reply, Frame::Push(_)) {
             encode(reply, self.client.resp, &mut self.wbuf);
         }
         self.decoder

@@ -243,6 +243,32 @@ async fn client_reply_off_and_skip_drop_replies_like_redis() {
 }
 
 #[tokio::test]
+async fn pubsub_confirmations_are_sent_under_client_reply_off_like_redis() {
+    let pair = Pair::start().await;
+    let bytes = script(&[
+        &["CLIENT", "REPLY", "OFF"],
+        &["SUBSCRIBE", "channel"],
+        &["PSUBSCRIBE", "ch*"],
+        &["UNSUBSCRIBE", "channel"],
+        &["PUNSUBSCRIBE", "ch*"],
+        &["PING"],
+    ]);
+    let reply = same_raw(
+        pair.ours.addr(),
+        pair.real.as_ref().map(|r| r.addr()),
+        &bytes,
+    )
+    .await;
+    assert_eq!(
+        String::from_utf8_lossy(&reply),
+        "*3\r\n$9\r\nsubscribe\r\n$7\r\nchannel\r\n:1\r\n\
+         *3\r\n$10\r\npsubscribe\r\n$3\r\nch*\r\n:2\r\n\
+         *3\r\n$11\r\nunsubscribe\r\n$7\r\nchannel\r\n:1\r\n\
+         *3\r\n$12\r\npunsubscribe\r\n$3\r\nch*\r\n:0\r\n"
+    );
+}
+
+#[tokio::test]
 async fn client_kill_closes_the_other_connection() {
     let server = support::start().await;
     let mut victim = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
