@@ -480,3 +480,55 @@ async fn redis_crate_resp3_connection_gets_messages_as_pushes_between_commands()
         );
     }
 }
+
+#[tokio::test]
+async fn new_key_events_match_redis() {
+    let ours = support::start().await;
+    let real = support::RealRedis::start();
+    let mut targets = vec![(ours.url(), false)];
+    if let Some(r) = &real {
+        targets.push((r.url(), true));
+    }
+    for (url, real) in targets {
+        let mut con = support::conn(&url).await;
+        let _: () = support::cmd(&["CONFIG", "SET", "notify-keyspace-events", "En"])
+            .query_async(&mut con)
+            .await
+            .unwrap();
+        let client = redis::Client::open(url.as_str()).unwrap();
+        let mut sub = client.get_async_pubsub().await.unwrap();
+        sub.psubscribe("__keyevent@0__:new").await.unwrap();
+        for cmd in [
+            &["SET", "foo", "bar"][..],
+            &["SET", "foo", "baz"],
+            &["LPUSH", "list", "a"],
+            &["LPUSH", "list", "b"],
+            &["SADD", "set", "a"],
+            &["ZADD", "zset", "1", "a"],
+            &["HSET", "hash", "f", "v"],
+            &["RENAME", "foo", "renamed"],
+            &["INCR", "counter"],
+        ] {
+            let _: redis::Value = support::cmd(cmd).query_async(&mut con).await.unwrap();
+        }
+        let _: () = support::cmd(&["CONFIG", "SET", "notify-keyspace-events", ""])
+            .query_async(&mut con)
+            .await
+            .unwrap();
+        let mut stream = sub.on_message();
+        let mut keys = Vec::new();
+        use futures::StreamExt;
+        while keys.len() < 7 {
+            let msg = tokio::time::timeout(std::time::Duration::from_secs(5), stream.next())
+                .await
+                .expect("a new-key event is missing")
+                .unwrap();
+            keys.push(msg.get_payload::<String>().unwrap());
+        }
+        assert_eq!(
+            keys,
+            ["foo", "list", "set", "zset", "hash", "renamed", "counter"],
+            "real redis: {real}"
+        );
+    }
+}

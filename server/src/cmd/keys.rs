@@ -220,6 +220,7 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, nx: bool) -> CmdResult
     let now = ctx.now;
     ctx.db()
         .insert(dst.clone(), entry.value, entry.expire_at, now);
+    ctx.created(&dst);
     ctx.modified(&src);
     ctx.modified(&dst);
     ctx.notify(notify::GENERIC, "rename_from", &src);
@@ -390,6 +391,9 @@ fn move_(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let now = ctx.now;
     if let Some(d) = ctx.state.dbs.get_mut(dst_db) {
         d.insert(key.clone(), entry.value, entry.expire_at, now);
+    }
+    if ctx.state.notify_flags & notify::NEW != 0 {
+        ctx.effects.keyspace_event(dst_db, notify::NEW, "new", &key);
     }
     ctx.state.dirty += 1;
     ctx.effects.modified.push((src_db, key.clone()));

@@ -192,6 +192,7 @@ fn push_elems(
             let len = list.len();
             let now = ctx.now;
             ctx.db().insert(key.clone(), Value::List(list), None, now);
+            ctx.created(key);
             len
         }
     };

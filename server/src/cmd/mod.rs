@@ -458,6 +458,10 @@ impl Ctx<'_> {
             state.stats.keyspace_hits += 1;
         } else {
             state.stats.keyspace_misses += 1;
+            if state.notify_flags & crate::notify::NEW != 0 {
+                self.effects
+                    .keyspace_event(db, crate::notify::NEW, "new", key);
+            }
         }
         (entry, existed)
     }
@@ -484,8 +488,18 @@ impl Ctx<'_> {
     /// Stores `value` at `key` with `expire_at`, replacing what was there.
     pub(crate) fn set(&mut self, key: Bytes, value: Value, expire_at: Option<u64>) {
         let now = self.now;
-        self.db().insert(key.clone(), value, expire_at, now);
+        if self.db().insert(key.clone(), value, expire_at, now) {
+            self.created(&key);
+        }
         self.modified(&key);
+    }
+
+    /// Raises the `new` keyspace event for `key`, just added to the selected db (Redis's
+    /// `dbAdd`), when `notify-keyspace-events` has `n` (checked first: keys are created often).
+    pub(crate) fn created(&mut self, key: &Bytes) {
+        if self.state.notify_flags & crate::notify::NEW != 0 {
+            self.notify(crate::notify::NEW, "new", key);
+        }
     }
 
     /// Deletes `key`; returns whether it existed (expired keys count as absent).

@@ -136,6 +136,7 @@ fn sadd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         let now = ctx.now;
         ctx.db()
             .insert(key.clone(), Value::Set(SetValue::new()), None, now);
+        ctx.created(&key);
     }
     let added = match set_mut(ctx, &key)? {
         Some(s) => members.iter().filter(|m| s.insert((*m).clone())).count(),

@@ -243,6 +243,7 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, incr: bool) -> CmdResult
         let now = ctx.now;
         ctx.db()
             .insert(key.clone(), Value::ZSet(ZSet::default()), None, now);
+        ctx.created(&key);
     }
     let (mut added, mut updated) = (0i64, 0i64);
     let mut incr_result = None;

@@ -264,8 +264,15 @@ impl Db {
         }
     }
 
-    /// Stores `value` under `key` with `expire_at`, replacing any previous entry.
-    pub(crate) fn insert(&mut self, key: Bytes, value: Value, expire_at: Option<u64>, now: u64) {
+    /// Stores `value` under `key` with `expire_at`, replacing any previous entry; returns
+    /// whether the key is new (no entry, live or expired, was there).
+    pub(crate) fn insert(
+        &mut self,
+        key: Bytes,
+        value: Value,
+        expire_at: Option<u64>,
+        now: u64,
+    ) -> bool {
         let hash = hash_key(&self.hasher, &key);
         let hasher = &self.hasher;
         let entry = Entry {
@@ -273,7 +280,7 @@ impl Db {
             expire_at,
             accessed: self.access.fresh(now),
         };
-        match self
+        let created = match self
             .entries
             .entry(hash, |s| s.key == key, |s| hash_key(hasher, &s.key))
         {
@@ -284,14 +291,17 @@ impl Db {
                 slot.entry = entry;
                 let (old, new) = slot.remeasure();
                 self.used = self.used - old as usize + new as usize;
+                false
             }
             TableEntry::Vacant(vacant) => {
                 self.deadlines.update(hash, None, expire_at);
                 let slot = vacant.insert(Slot::new(key, entry)).into_mut();
                 self.used += slot.size as usize;
+                true
             }
-        }
+        };
         self.drop_stale_deadlines();
+        created
     }
 
     /// Removes `key`; returns its entry.
