@@ -286,10 +286,13 @@ impl Connection {
                     }
                     let mut reply = self.run_command(&mut guard, &argv, &mut effects).await;
                     if let Some(request) = self.client.block.take() {
-                        match self
+                        // `CLIENT LIST` shows the client blocked (flag b) while it waits.
+                        self.client.handle.update(|info| info.set_flag('b', true));
+                        let served = self
                             .wait_blocked(&mut guard, &mut effects, &argv, request, shutdown)
-                            .await
-                        {
+                            .await;
+                        self.client.handle.update(|info| info.set_flag('b', false));
+                        match served {
                             Some(served) => reply = served,
                             None => {
                                 keep_open = false;

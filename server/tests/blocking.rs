@@ -452,3 +452,53 @@ async fn keyspace_events_of_list_set_and_zset_commands_match_redis() {
         assert_eq!(ours, real, "left: ours, right: redis");
     }
 }
+
+/// `INFO clients` `blocked_clients` and the `b` flag of `CLIENT LIST` while a client waits,
+/// on our server and on real Redis (what Redis's test suite polls before it pushes).
+#[tokio::test]
+async fn a_waiting_client_is_counted_and_flagged_as_blocked_like_redis() {
+    let ours = support::start().await;
+    let real = support::RealRedis::start();
+    let mut addrs = vec![ours.addr()];
+    addrs.extend(real.as_ref().map(|r| r.addr()));
+    for addr in addrs {
+        let url = format!("redis://{addr}/");
+        let mut admin = support::conn(&url).await;
+        let mut waiter = Raw::connect(addr).await;
+        waiter.send(&["BLPOP", "blocked-list", "0"]).await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let info: String = support::cmd(&["INFO", "clients"])
+                .query_async(&mut admin)
+                .await
+                .unwrap();
+            if info.contains("blocked_clients:1\r\n") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{addr}: never counted: {info}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let list: String = support::cmd(&["CLIENT", "LIST"])
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        let line = list.lines().find(|l| l.contains("cmd=blpop")).unwrap();
+        assert!(line.contains(" flags=b "), "{addr}: {line}");
+        let _: i64 = support::cmd(&["RPUSH", "blocked-list", "x"])
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        assert!(matches!(waiter.reply().await, Frame::Array(_)));
+        let info: String = support::cmd(&["INFO", "clients"])
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        assert!(info.contains("blocked_clients:0\r\n"), "{addr}: {info}");
+        let list: String = support::cmd(&["CLIENT", "LIST"])
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        let line = list.lines().find(|l| l.contains("cmd=blpop")).unwrap();
+        assert!(line.contains(" flags=N "), "{addr}: {line}");
+    }
+}

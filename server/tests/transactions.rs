@@ -236,3 +236,49 @@ async fn swapdb_and_rename_invalidate_watchers_of_the_keys_they_move() {
     same_on(&mut others, &["RENAME", "src", "dst"]).await;
     pair.all_same(&[&["MULTI"], &["PING"], &["EXEC"]]).await;
 }
+
+#[tokio::test]
+async fn smove_of_a_member_the_destination_holds_does_not_touch_its_watchers() {
+    let mut pair = support::Pair::start().await;
+    pair.all_same(&[&["SADD", "src", "a", "b"], &["SADD", "dst", "a"]])
+        .await;
+    let (ours, real) = (pair.ours.url(), pair.real.as_ref().map(|r| r.url()));
+    for url in std::iter::once(ours).chain(real) {
+        let mut watcher = support::conn(&url).await;
+        let mut other = support::conn(&url).await;
+        let mut pipe = redis::pipe();
+        pipe.cmd("WATCH").arg("dst");
+        let _: () = pipe.query_async(&mut watcher).await.unwrap();
+        let _: () = support::cmd(&["MULTI"])
+            .query_async(&mut watcher)
+            .await
+            .unwrap();
+        let _: redis::Value = support::cmd(&["SADD", "dst", "c"])
+            .query_async(&mut watcher)
+            .await
+            .unwrap();
+        let moved: i64 = support::cmd(&["SMOVE", "src", "dst", "a"])
+            .query_async(&mut other)
+            .await
+            .unwrap();
+        assert_eq!(moved, 1);
+        let done: redis::Value = support::cmd(&["EXEC"])
+            .query_async(&mut watcher)
+            .await
+            .unwrap();
+        assert_eq!(
+            done,
+            redis::Value::Array(vec![redis::Value::Int(1)]),
+            "{url}"
+        );
+        // Put the sets back for the next server.
+        let _: redis::Value = support::cmd(&["SREM", "dst", "c"])
+            .query_async(&mut other)
+            .await
+            .unwrap();
+        let _: redis::Value = support::cmd(&["SADD", "src", "a"])
+            .query_async(&mut other)
+            .await
+            .unwrap();
+    }
+}

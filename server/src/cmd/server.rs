@@ -694,10 +694,7 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
         }
         "clients" => {
             let clients = node.clients.all();
-            let blocked = clients
-                .iter()
-                .filter(|c| c.info().flags.contains('b'))
-                .count();
+            let blocked = state.blocked_clients();
             line("connected_clients", &clients.len());
             line("cluster_connections", &0);
             line("maxclients", &node.live.maxclients.load(Ordering::Relaxed));

@@ -360,12 +360,14 @@ fn smove(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         let now = ctx.now;
         ctx.db()
             .insert(dst.clone(), Value::Set(SetValue::new()), None, now);
+        ctx.created(&dst);
     }
-    let added = set_mut(ctx, &dst)?.is_some_and(|s| s.insert(member));
-    if added {
+    // A member the destination already holds leaves it untouched: no event, no WATCH
+    // invalidation (Redis signals only a successful addition).
+    if set_mut(ctx, &dst)?.is_some_and(|s| s.insert(member)) {
         ctx.notify(notify::SET, "sadd", &dst);
+        ctx.modified(&dst);
     }
-    ctx.modified(&dst);
     Ok(Frame::Integer(1))
 }
 
