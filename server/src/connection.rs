@@ -423,11 +423,12 @@ impl Connection {
     ) -> Frame {
         // WAIT, REPLICAOF and the harness's LOCKSMITH.* commands wait on other tasks or nodes:
         // they run without the state lock.
-        if crate::replication::is_async_command(&self.node, argv) {
+        if crate::cmd::replication::is_async_command(&self.node, argv) {
             if let Some(mut state) = guard.take() {
                 state.finish_effects(&self.node, effects);
             }
-            return crate::replication::run_async_command(&self.node, &self.client, argv).await;
+            return crate::cmd::replication::run_async_command(&self.node, &self.client, argv)
+                .await;
         }
         let resolved = match cmd::resolve(argv).and_then(|resolved| {
             self.node

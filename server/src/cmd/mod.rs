@@ -8,6 +8,8 @@
 
 mod client;
 mod cluster;
+mod command;
+mod config;
 mod connection;
 #[cfg(test)]
 mod effects_tests;
@@ -19,6 +21,7 @@ mod ldouble;
 mod list;
 mod parse;
 pub(crate) mod pubsub;
+pub(crate) mod replication;
 mod scan;
 mod script;
 mod server;
@@ -27,12 +30,12 @@ mod string;
 mod transaction;
 mod zset;
 
+pub(crate) use config::apply_startup_settings;
 pub(crate) use error::{lossy, CmdResult, CommandError};
 pub(crate) use parse::{
     parse_f64, parse_f64_saturating, parse_i32, parse_i64, random_count, repeated_picks, strtod,
     Args,
 };
-pub(crate) use server::apply_startup_settings;
 
 use crate::client::ClientState;
 use crate::db::{Db, Entry, Found, Removed, Value};
@@ -240,7 +243,7 @@ fn families() -> [&'static [CommandSpec]; 15] {
         hash::COMMANDS,
         pubsub::COMMANDS,
         transaction::COMMANDS,
-        crate::replication::COMMANDS,
+        replication::COMMANDS,
         list::COMMANDS,
         zset::COMMANDS,
         set::COMMANDS,

@@ -57,7 +57,7 @@ pub(crate) async fn run_replicaof(node: &Node, argv: &[Bytes]) -> Frame {
     let Some(inner) = m.topology.upgrade() else {
         return CommandError::err("the topology is gone").into();
     };
-    let target = match crate::replication::replicaof_args(argv) {
+    let target = match crate::cmd::replication::replicaof_args(argv) {
         Ok(t) => t,
         Err(e) => return e.into(),
     };

@@ -1,0 +1,378 @@
+//! `COMMAND` and its subcommands: the command table as Redis describes it (flags, key specs,
+//! ACL categories, docs).
+
+use super::client::help_lines;
+use super::{flags, flags::*, table, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use crate::glob::glob_match;
+use bytes::Bytes;
+use locksmith_resp::Frame;
+
+pub(super) static COMMAND_SUBCOMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("count", 2, command_count)
+        .flags(LOADING | STALE)
+        .doc("server", "Returns a count of commands."),
+    CommandSpec::new("info", -2, command_info)
+        .flags(LOADING | STALE)
+        .doc(
+            "server",
+            "Returns information about one, multiple or all commands.",
+        ),
+    CommandSpec::new("docs", -2, command_docs)
+        .flags(LOADING | STALE)
+        .doc(
+            "server",
+            "Returns documentary information about one, multiple or all commands.",
+        ),
+    CommandSpec::new("list", -2, command_list)
+        .flags(LOADING | STALE)
+        .doc("server", "Returns a list of command names."),
+    CommandSpec::new("getkeys", -4, command_getkeys)
+        .flags(LOADING | STALE)
+        .doc(
+            "server",
+            "Extracts the key names from an arbitrary command.",
+        ),
+    CommandSpec::new("help", 2, command_help)
+        .flags(LOADING | STALE)
+        .doc(
+            "server",
+            "Returns helpful text about the different subcommands.",
+        ),
+];
+
+/// ACL categories in Redis's bit order, with the test that puts a command in each.
+fn acl_categories(spec: &CommandSpec, group: &str) -> Vec<&'static str> {
+    let mut cats = Vec::new();
+    let has = |f: u32| spec.flags & f != 0;
+    if group == "generic" {
+        cats.push("@keyspace");
+    }
+    if has(READONLY) {
+        cats.push("@read");
+    }
+    if has(WRITE) {
+        cats.push("@write");
+    }
+    match group {
+        "set" => cats.push("@set"),
+        "sorted_set" => cats.push("@sortedset"),
+        "list" => cats.push("@list"),
+        "hash" => cats.push("@hash"),
+        "string" => cats.push("@string"),
+        _ => {}
+    }
+    if has(PUBSUB) || group == "pubsub" {
+        cats.push("@pubsub");
+    }
+    if has(ADMIN) {
+        cats.push("@admin");
+    }
+    if has(FAST) {
+        cats.push("@fast");
+    } else {
+        cats.push("@slow");
+    }
+    if has(BLOCKING) {
+        cats.push("@blocking");
+    }
+    if has(ADMIN) {
+        cats.push("@dangerous");
+    }
+    match group {
+        "connection" => cats.push("@connection"),
+        "transactions" => cats.push("@transaction"),
+        "scripting" => cats.push("@scripting"),
+        _ => {}
+    }
+    cats
+}
+
+/// The key specification Redis 7 derives from (first, last, step).
+fn key_specs(spec: &CommandSpec) -> Frame {
+    if spec.first_key <= 0 {
+        return Frame::Array(Vec::new());
+    }
+    let key_flags: &[&'static str] = if spec.has(WRITE) {
+        &["RW", "update"]
+    } else {
+        &["RO", "access"]
+    };
+    let last_relative = if spec.last_key >= 0 {
+        spec.last_key - spec.first_key
+    } else {
+        spec.last_key
+    };
+    let entry = |k: &'static str, v: Frame| (bulk_str(k), v);
+    Frame::Array(vec![Frame::Map(vec![
+        entry(
+            "flags",
+            Frame::Set(key_flags.iter().map(|f| Frame::simple(f)).collect()),
+        ),
+        entry(
+            "begin_search",
+            Frame::Map(vec![
+                entry("type", bulk_str("index")),
+                entry(
+                    "spec",
+                    Frame::Map(vec![entry("index", Frame::Integer(spec.first_key.into()))]),
+                ),
+            ]),
+        ),
+        entry(
+            "find_keys",
+            Frame::Map(vec![
+                entry("type", bulk_str("range")),
+                entry(
+                    "spec",
+                    Frame::Map(vec![
+                        entry("lastkey", Frame::Integer(last_relative.into())),
+                        entry("keystep", Frame::Integer(spec.step.into())),
+                        entry("limit", Frame::Integer(0)),
+                    ]),
+                ),
+            ]),
+        ),
+    ])])
+}
+
+/// One `COMMAND INFO` entry in Redis 7's shape: name, arity, flags, first key, last key,
+/// step, ACL categories, tips, key specs, subcommands.
+fn command_entry(spec: &CommandSpec, parent: Option<&CommandSpec>) -> Frame {
+    let name = match parent {
+        Some(p) => format!("{}|{}", p.name, spec.name),
+        None => spec.name.to_string(),
+    };
+    let flag_names = flags::NAMES
+        .iter()
+        .filter(|(bit, _)| spec.flags & bit != 0)
+        .map(|(_, n)| Frame::simple(n))
+        .collect();
+    let group = parent.map_or(spec.group, |p| p.group);
+    let cats = acl_categories(spec, group)
+        .into_iter()
+        .map(|c| Frame::Simple(Bytes::from_static(c.as_bytes())))
+        .collect();
+    let subs = spec
+        .subcommands
+        .iter()
+        .map(|s| command_entry(s, Some(spec)))
+        .collect();
+    Frame::Array(vec![
+        Frame::Bulk(Bytes::from(name)),
+        Frame::Integer(spec.arity.into()),
+        Frame::Set(flag_names),
+        Frame::Integer(spec.first_key.into()),
+        Frame::Integer(spec.last_key.into()),
+        Frame::Integer(spec.step.into()),
+        Frame::Set(cats),
+        Frame::Array(Vec::new()),
+        key_specs(spec),
+        Frame::Array(subs),
+    ])
+}
+
+/// Every top-level command, by name.
+fn sorted_commands() -> Vec<&'static CommandSpec> {
+    let mut all: Vec<&'static CommandSpec> = table().to_vec();
+    all.sort_by_key(|s| s.name);
+    all
+}
+
+/// Looks up `name` or `container|sub`.
+fn find_spec(name: &[u8]) -> Option<(&'static CommandSpec, Option<&'static CommandSpec>)> {
+    let text = std::str::from_utf8(name).ok()?.to_ascii_lowercase();
+    match text.split_once('|') {
+        None => super::lookup(text.as_bytes()).map(|s| (s, None)),
+        Some((container, sub)) => {
+            let parent = super::lookup(container.as_bytes())?;
+            let spec = parent.subcommands.iter().find(|s| s.name == sub)?;
+            Some((spec, Some(parent)))
+        }
+    }
+}
+
+/// ```text
+/// COMMAND
+/// ```
+pub(super) fn command(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(Frame::Array(
+        sorted_commands()
+            .into_iter()
+            .map(|s| command_entry(s, None))
+            .collect(),
+    ))
+}
+
+/// ```text
+/// COMMAND COUNT
+/// ```
+fn command_count(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(Frame::Integer(table().len() as i64))
+}
+
+/// ```text
+/// COMMAND INFO [command-name [command-name ...]]
+/// ```
+fn command_info(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    if args.is_empty() {
+        return command(ctx, args);
+    }
+    Ok(Frame::Array(
+        args.rest()
+            .iter()
+            .map(|name| match find_spec(name) {
+                Some((spec, parent)) => command_entry(spec, parent),
+                None => Frame::Null,
+            })
+            .collect(),
+    ))
+}
+
+/// ```text
+/// COMMAND DOCS [command-name [command-name ...]]
+/// ```
+fn command_docs(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    fn docs(spec: &CommandSpec, parent: Option<&CommandSpec>) -> Frame {
+        let entry = |k: &'static str, v: Frame| (bulk_str(k), v);
+        let mut fields = vec![
+            entry("summary", bulk_str(spec.summary)),
+            entry("group", bulk_str(parent.map_or(spec.group, |p| p.group))),
+        ];
+        if !spec.subcommands.is_empty() {
+            let subs = spec
+                .subcommands
+                .iter()
+                .map(|s| {
+                    (
+                        Frame::Bulk(Bytes::from(format!("{}|{}", spec.name, s.name))),
+                        docs(s, Some(spec)),
+                    )
+                })
+                .collect();
+            fields.push(entry("subcommands", Frame::Map(subs)));
+        }
+        Frame::Map(fields)
+    }
+    let mut out = Vec::new();
+    if args.is_empty() {
+        for spec in sorted_commands() {
+            out.push((bulk_str(spec.name), docs(spec, None)));
+        }
+    }
+    for name in args.rest() {
+        if let Some((spec, parent)) = find_spec(name) {
+            let full = match parent {
+                Some(p) => format!("{}|{}", p.name, spec.name),
+                None => spec.name.to_string(),
+            };
+            out.push((Frame::Bulk(Bytes::from(full)), docs(spec, parent)));
+        }
+    }
+    Ok(Frame::Map(out))
+}
+
+/// ```text
+/// COMMAND LIST [FILTERBY <MODULE module-name | ACLCAT category | PATTERN pattern>]
+/// ```
+fn command_list(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    enum Filter {
+        None,
+        Module,
+        AclCat(String),
+        Pattern(Bytes),
+    }
+    let filter = match args.rest() {
+        [] => Filter::None,
+        [by, kind, value] if by.eq_ignore_ascii_case(b"filterby") => {
+            match kind.to_ascii_lowercase().as_slice() {
+                b"module" => Filter::Module,
+                b"aclcat" => Filter::AclCat(format!(
+                    "@{}",
+                    String::from_utf8_lossy(value).to_ascii_lowercase()
+                )),
+                b"pattern" => Filter::Pattern(value.clone()),
+                _ => return Err(CommandError::Syntax),
+            }
+        }
+        _ => return Err(CommandError::Syntax),
+    };
+    let mut names = Vec::new();
+    for spec in sorted_commands() {
+        let mut candidates = vec![(spec.name.to_string(), spec, spec.group)];
+        for sub in spec.subcommands {
+            candidates.push((format!("{}|{}", spec.name, sub.name), sub, spec.group));
+        }
+        for (name, s, group) in candidates {
+            let keep = match &filter {
+                Filter::None => true,
+                Filter::Module => false,
+                Filter::AclCat(cat) => acl_categories(s, group).contains(&cat.as_str()),
+                Filter::Pattern(p) => glob_match(p, name.as_bytes(), true),
+            };
+            if keep {
+                names.push(Frame::Bulk(Bytes::from(name)));
+            }
+        }
+    }
+    Ok(Frame::Array(names))
+}
+
+/// ```text
+/// COMMAND GETKEYS command [arg [arg ...]]
+/// ```
+fn command_getkeys(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let argv = args.rest();
+    let spec = match super::resolve(argv) {
+        Ok(resolved) => resolved.spec,
+        Err(CommandError::WrongArity(_)) => {
+            return Err(CommandError::err(
+                "Invalid number of arguments specified for command",
+            ))
+        }
+        Err(_) => return Err(CommandError::err("Invalid command specified")),
+    };
+    if spec.has(MOVABLE_KEYS) || spec.first_key <= 0 {
+        if spec.first_key <= 0 && !spec.has(MOVABLE_KEYS) {
+            return Err(CommandError::err("The command has no key arguments"));
+        }
+        return Err(CommandError::err("Invalid arguments specified for command"));
+    }
+    let keys = spec
+        .key_indexes(argv.len())
+        .into_iter()
+        .filter_map(|i| argv.get(i).cloned())
+        .map(Frame::Bulk)
+        .collect();
+    Ok(Frame::Array(keys))
+}
+
+/// ```text
+/// COMMAND HELP
+/// ```
+fn command_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(help_lines(
+        "COMMAND",
+        &[
+            "(no subcommand)",
+            "    Return details about all Redis commands.",
+            "COUNT",
+            "    Return the total number of commands in this Redis server.",
+            "LIST",
+            "    Return a list of all commands in this Redis server.",
+            "INFO [<command-name> ...]",
+            "    Return details about multiple Redis commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
+            "DOCS [<command-name> ...]",
+            "    Return documentation details about multiple Redis commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
+            "GETKEYS <full-command>",
+            "    Return the keys from a full Redis command.",
+        ],
+    ))
+}
+
+fn bulk_str(s: &str) -> Frame {
+    Frame::Bulk(Bytes::copy_from_slice(s.as_bytes()))
+}
