@@ -397,3 +397,55 @@ async fn append_and_setrange_follow_config_set_proto_max_bulk_len() {
     );
     pair.same(&["STRLEN", "k"]).await;
 }
+
+#[tokio::test]
+async fn setbit_getbit_and_zintercard_match_redis() {
+    let mut pair = support::Pair::start().await;
+    pair.all_same(&[
+        &["SETBIT", "bits", "1", "1"],
+        &["GET", "bits"],
+        &["SETBIT", "bits", "1", "1"],
+        &["SETBIT", "bits", "100", "1"],
+        &["STRLEN", "bits"],
+        &["GETBIT", "bits", "100"],
+        &["GETBIT", "bits", "101"],
+        &["GETBIT", "bits", "100000"],
+        &["GETBIT", "missing", "0"],
+        &["SETBIT", "bits", "100", "0"],
+        &["GETBIT", "bits", "100"],
+        &["SET", "str", "`"],
+        &["SETBIT", "str", "1", "0"],
+        &["SETBIT", "str", "2", "1"],
+        &["GET", "str"],
+        &["SET", "int", "1"],
+        &["SETBIT", "int", "6", "1"],
+        &["GET", "int"],
+        &["SETBIT", "bits", "4294967296", "1"],
+        &["SETBIT", "bits", "-1", "1"],
+        &["SETBIT", "bits", "x", "1"],
+        &["SETBIT", "bits", "0", "2"],
+        &["SETBIT", "bits", "0", "-1"],
+        &["SETBIT", "bits", "0", "x"],
+        &["GETBIT", "bits", "4294967296"],
+        &["LPUSH", "list", "a"],
+        &["SETBIT", "list", "0", "1"],
+        &["GETBIT", "list", "0"],
+        &["ZADD", "za", "1", "a", "2", "b", "3", "c"],
+        &["ZADD", "zb", "1", "b", "2", "c", "3", "d"],
+        &["SADD", "sc", "c", "d"],
+        &["ZINTERCARD", "2", "za", "zb"],
+        &["ZINTERCARD", "3", "za", "zb", "sc"],
+        &["ZINTERCARD", "2", "za", "zb", "LIMIT", "1"],
+        &["ZINTERCARD", "2", "za", "zb", "LIMIT", "0"],
+        &["ZINTERCARD", "1", "missing"],
+        &["ZINTERCARD", "0", "za"],
+        &["ZINTERCARD", "2", "za"],
+        &["ZINTERCARD", "1", "za", "za"],
+        &["ZINTERCARD", "1", "za", "LIMIT"],
+        &["ZINTERCARD", "1", "za", "LIMIT", "-1"],
+        &["ZINTERCARD", "1", "za", "LIMIT", "a"],
+        &["ZINTERCARD", "1", "za", "WEIGHTS", "1"],
+        &["ZINTERCARD", "1", "list"],
+    ])
+    .await;
+}

@@ -6,6 +6,7 @@
 //! Handlers are synchronous: they run against a [`Ctx`] under the state lock and return the
 //! reply, so `MULTI`/`EXEC`, `redis.call` and replication reuse the same code.
 
+mod bitmap;
 mod client;
 mod cluster;
 mod command;
@@ -234,9 +235,10 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 15] {
+fn families() -> [&'static [CommandSpec]; 16] {
     [
         connection::COMMANDS,
+        bitmap::COMMANDS,
         keys::COMMANDS,
         string::COMMANDS,
         expire::COMMANDS,

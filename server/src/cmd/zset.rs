@@ -144,6 +144,12 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("zinter", -3, zinter)
         .flags(READONLY | MOVABLE_KEYS)
         .doc("sorted_set", "Returns the intersect of multiple sorted sets."),
+    CommandSpec::new("zintercard", -3, zintercard)
+        .flags(READONLY | MOVABLE_KEYS)
+        .doc(
+            "sorted_set",
+            "Returns the number of members of the intersect of multiple sorted sets.",
+        ),
     CommandSpec::new("zdiff", -3, zdiff)
         .flags(READONLY | MOVABLE_KEYS)
         .doc("sorted_set", "Returns the difference between multiple sorted sets."),
@@ -1157,6 +1163,18 @@ impl Aggregate {
 
 /// Redis's `zunionInterDiffGenericCommand` for ZUNION[STORE], ZINTER[STORE], ZDIFF[STORE].
 fn setop(ctx: &mut Ctx<'_>, args: &mut Args<'_>, op: SetOp, store: bool) -> CmdResult {
+    setop_generic(ctx, args, op, store, false)
+}
+
+/// [`setop`], or with `cardinality_only` ZINTERCARD: the size of the intersection, up to
+/// `LIMIT` (0: no limit), the only option it takes.
+fn setop_generic(
+    ctx: &mut Ctx<'_>,
+    args: &mut Args<'_>,
+    op: SetOp,
+    store: bool,
+    cardinality_only: bool,
+) -> CmdResult {
     let name = args
         .argv()
         .first()
@@ -1188,9 +1206,21 @@ fn setop(ctx: &mut Ctx<'_>, args: &mut Args<'_>, op: SetOp, store: bool) -> CmdR
     let mut weights = vec![1.0f64; numkeys];
     let mut aggregate = Aggregate::Sum;
     let mut withscores = false;
+    let mut limit = 0usize;
     while let Some(opt) = args.next() {
         let remaining = args.remaining();
-        if op != SetOp::Diff && remaining >= numkeys && opt.eq_ignore_ascii_case(b"weights") {
+        if cardinality_only {
+            if remaining >= 1 && opt.eq_ignore_ascii_case(b"limit") {
+                limit = args
+                    .next()
+                    .and_then(|a| parse_i64(a).ok())
+                    .and_then(|n| usize::try_from(n).ok())
+                    .ok_or_else(|| CommandError::err("LIMIT can't be negative"))?;
+            } else {
+                return Err(CommandError::Syntax);
+            }
+        } else if op != SetOp::Diff && remaining >= numkeys && opt.eq_ignore_ascii_case(b"weights")
+        {
             for w in weights.iter_mut() {
                 let arg = args.next().ok_or(CommandError::Syntax)?;
                 *w = parse_f64(arg)
@@ -1266,6 +1296,12 @@ fn setop(ctx: &mut Ctx<'_>, args: &mut Args<'_>, op: SetOp, store: bool) -> CmdR
             }
         }
     }
+    if cardinality_only {
+        let count = result.len();
+        return Ok(Frame::Integer(
+            if limit > 0 { count.min(limit) } else { count } as i64,
+        ));
+    }
     let items: Vec<(Bytes, f64)> = result.iter().map(|(m, s)| (m.clone(), s)).collect();
     match dst {
         Some(dst) => {
@@ -1317,6 +1353,13 @@ fn zunion(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn zinter(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     setop(ctx, args, SetOp::Inter, false)
+}
+
+/// ```text
+/// ZINTERCARD numkeys key [key ...] [LIMIT limit]
+/// ```
+fn zintercard(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    setop_generic(ctx, args, SetOp::Inter, false, true)
 }
 
 /// ```text
