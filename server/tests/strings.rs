@@ -449,3 +449,47 @@ async fn setbit_getbit_and_zintercard_match_redis() {
     ])
     .await;
 }
+
+#[tokio::test]
+async fn lcs_matches_redis() {
+    let mut pair = support::Pair::start().await;
+    let a = "ohmytext-GTCTGGACAGTCTTAGCCATCGCGAAGCGGTCTAGTTCTA";
+    let b = "mynewtext-TTAGCCGTACCGTAAATCGCGACCCGTTACTATCGTACA";
+    pair.all_same(&[
+        &["SET", "a{t}", a],
+        &["SET", "b{t}", b],
+        &["LCS", "a{t}", "b{t}"],
+        &["LCS", "a{t}", "b{t}", "LEN"],
+        &["LCS", "a{t}", "b{t}", "IDX"],
+        &["LCS", "a{t}", "b{t}", "IDX", "WITHMATCHLEN"],
+        &[
+            "LCS",
+            "a{t}",
+            "b{t}",
+            "IDX",
+            "WITHMATCHLEN",
+            "MINMATCHLEN",
+            "5",
+        ],
+        &["LCS", "a{t}", "b{t}", "IDX", "MINMATCHLEN", "-3"],
+        &["LCS", "a{t}", "missing{t}"],
+        &["LCS", "missing{t}", "missing2{t}", "IDX"],
+        &["LCS", "a{t}", "b{t}", "LEN", "IDX"],
+        &["LCS", "a{t}", "b{t}", "MINMATCHLEN"],
+        &["LCS", "a{t}", "b{t}", "MINMATCHLEN", "x"],
+        &["LCS", "a{t}", "b{t}", "BOGUS"],
+        &["LPUSH", "l{t}", "x"],
+        &["LCS", "a{t}", "l{t}"],
+    ])
+    .await;
+    // RESP3: the IDX reply is a map.
+    let mut resp3 = support::Resp3Pair::start().await;
+    if let Some(p) = resp3.as_mut() {
+        p.all_same(&[
+            &["SET", "a{t}", a],
+            &["SET", "b{t}", b],
+            &["LCS", "a{t}", "b{t}", "IDX", "WITHMATCHLEN"],
+        ])
+        .await;
+    }
+}

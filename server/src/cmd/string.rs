@@ -90,6 +90,10 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         .flags(READONLY)
         .keys(1, 1, 1)
         .doc("string", "Returns a substring from a string value."),
+    CommandSpec::new("lcs", -3, lcs)
+        .flags(READONLY)
+        .keys(1, 2, 1)
+        .doc("string", "Finds the longest common substring."),
     CommandSpec::new("setrange", 4, setrange)
         .flags(WRITE | DENYOOM)
         .keys(1, 1, 1)
@@ -703,4 +707,138 @@ fn setrange(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
     ctx.notify(notify::STRING, "setrange", &key);
     Ok(Frame::Integer(len as i64))
+}
+
+/// ```text
+/// LCS key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]
+/// ```
+///
+/// Redis's `lcsCommand`: the classic dynamic-programming table (bounded by
+/// `proto-max-bulk-len`, as Redis bounds its transient memory), then one walk back from the
+/// end that rebuilds the subsequence and, with `IDX`, its matching ranges, last first.
+fn lcs(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let ka = args.bytes()?;
+    let kb = args.bytes()?;
+    let string_or_empty = |ctx: &mut Ctx<'_>, key: &Bytes| match ctx.lookup(key).map(|e| &e.value) {
+        None => Ok(Bytes::new()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(_) => Err(CommandError::err(
+            "The specified keys must contain string values",
+        )),
+    };
+    let a = string_or_empty(ctx, &ka);
+    let b = string_or_empty(ctx, &kb);
+    let (a, b) = (a?, b?);
+    let (mut getlen, mut getidx, mut withmatchlen, mut minmatchlen) = (false, false, false, 0u64);
+    while let Some(opt) = args.next() {
+        if opt.eq_ignore_ascii_case(b"idx") {
+            getidx = true;
+        } else if opt.eq_ignore_ascii_case(b"len") {
+            getlen = true;
+        } else if opt.eq_ignore_ascii_case(b"withmatchlen") {
+            withmatchlen = true;
+        } else if opt.eq_ignore_ascii_case(b"minmatchlen") && !args.is_empty() {
+            minmatchlen = args.i64()?.max(0) as u64;
+        } else {
+            return Err(CommandError::Syntax);
+        }
+    }
+    if getlen && getidx {
+        return Err(CommandError::err(
+            "If you want both the length and indexes, please just use IDX.",
+        ));
+    }
+    if a.len() >= u32::MAX as usize - 1 || b.len() >= u32::MAX as usize - 1 {
+        return Err(CommandError::err("String too long for LCS"));
+    }
+    let (alen, blen) = (a.len(), b.len());
+    let cells = (alen + 1) as u64 * (blen + 1) as u64;
+    let max = ctx
+        .node
+        .live
+        .proto_max_bulk_len
+        .load(std::sync::atomic::Ordering::Relaxed);
+    if cells.saturating_mul(4) > max {
+        return Err(CommandError::err(
+            "Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len",
+        ));
+    }
+    let mut table: Vec<u32> = Vec::new();
+    if table.try_reserve_exact(cells as usize).is_err() {
+        return Err(CommandError::err(
+            "Insufficient memory, failed allocating transient memory for LCS",
+        ));
+    }
+    table.resize(cells as usize, 0);
+    let width = blen + 1;
+    let at = |i: usize, j: usize| j + i * width;
+    for i in 1..=alen {
+        for j in 1..=blen {
+            table[at(i, j)] = if a[i - 1] == b[j - 1] {
+                table[at(i - 1, j - 1)] + 1
+            } else {
+                table[at(i - 1, j)].max(table[at(i, j - 1)])
+            };
+        }
+    }
+    let total = table[at(alen, blen)];
+    let compute = getidx || !getlen;
+    let mut result = vec![0u8; if compute { total as usize } else { 0 }];
+    let mut matches = Vec::new();
+    // `alen` as the start means "no range open".
+    let (mut a_start, mut a_end, mut b_start, mut b_end) = (alen, 0usize, 0usize, 0usize);
+    let (mut i, mut j, mut idx) = (alen, blen, total as usize);
+    while compute && i > 0 && j > 0 {
+        let mut emit = false;
+        if a[i - 1] == b[j - 1] {
+            result[idx - 1] = a[i - 1];
+            if a_start == alen {
+                (a_start, a_end, b_start, b_end) = (i - 1, i - 1, j - 1, j - 1);
+            } else if a_start == i && b_start == j {
+                a_start -= 1;
+                b_start -= 1;
+            } else {
+                emit = true;
+            }
+            if a_start == 0 || b_start == 0 {
+                emit = true;
+            }
+            idx -= 1;
+            i -= 1;
+            j -= 1;
+        } else {
+            if table[at(i - 1, j)] > table[at(i, j - 1)] {
+                i -= 1;
+            } else {
+                j -= 1;
+            }
+            if a_start != alen {
+                emit = true;
+            }
+        }
+        let match_len = (a_end + 1).saturating_sub(a_start) as u64;
+        if emit {
+            if getidx && (minmatchlen == 0 || match_len >= minmatchlen) {
+                let pair = |s: usize, e: usize| {
+                    Frame::Array(vec![Frame::Integer(s as i64), Frame::Integer(e as i64)])
+                };
+                let mut entry = vec![pair(a_start, a_end), pair(b_start, b_end)];
+                if withmatchlen {
+                    entry.push(Frame::Integer(match_len as i64));
+                }
+                matches.push(Frame::Array(entry));
+            }
+            a_start = alen;
+        }
+    }
+    Ok(if getidx {
+        Frame::Map(vec![
+            (Frame::bulk("matches"), Frame::Array(matches)),
+            (Frame::bulk("len"), Frame::Integer(i64::from(total))),
+        ])
+    } else if getlen {
+        Frame::Integer(i64::from(total))
+    } else {
+        Frame::Bulk(Bytes::from(result))
+    })
 }
