@@ -121,6 +121,18 @@ impl Blocked {
         self.take(id).is_some()
     }
 
+    /// `CLIENT UNBLOCK`: ends client `id`'s wait with `reply` (what its timeout answers, or
+    /// an error); returns whether it was blocked.
+    pub(crate) fn unblock(&mut self, id: u64, reply: Frame) -> bool {
+        match self.take(id) {
+            Some(waiter) => {
+                let _ = waiter.reply.send(reply);
+                true
+            }
+            None => false,
+        }
+    }
+
     fn take(&mut self, id: u64) -> Option<Waiter> {
         let waiter = self.waiters.remove(&id)?;
         for key in &waiter.keys {

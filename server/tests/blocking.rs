@@ -502,3 +502,59 @@ async fn a_waiting_client_is_counted_and_flagged_as_blocked_like_redis() {
         assert!(line.contains(" flags=N "), "{addr}: {line}");
     }
 }
+
+/// `CLIENT UNBLOCK` ends a wait as its timeout would, or with the `UNBLOCKED` error, on our
+/// server and on real Redis.
+#[tokio::test]
+async fn client_unblock_matches_redis() {
+    let ours = support::start().await;
+    let real = support::RealRedis::start();
+    let mut addrs = vec![ours.addr()];
+    addrs.extend(real.as_ref().map(|r| r.addr()));
+    for addr in addrs {
+        let mut admin = support::conn(&format!("redis://{addr}/")).await;
+        let mut waiter = Raw::connect(addr).await;
+        waiter.send(&["CLIENT", "ID"]).await;
+        let Frame::Integer(id) = waiter.reply().await else {
+            panic!("no id")
+        };
+        let id = id.to_string();
+        let mut replies = Vec::new();
+        for reason in [None, Some("TIMEOUT"), Some("ERROR")] {
+            waiter.send(&["BLPOP", "unblock-list", "0"]).await;
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                let mut args = vec!["CLIENT", "UNBLOCK", id.as_str()];
+                args.extend(reason);
+                let n: i64 = support::cmd(&args).query_async(&mut admin).await.unwrap();
+                if n == 1 {
+                    break;
+                }
+                assert!(Instant::now() < deadline, "{addr}: never blocked");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            replies.push(format!("{:?}", waiter.reply().await));
+        }
+        assert_eq!(replies[0], replies[1], "{addr}");
+        for args in [
+            &["CLIENT", "UNBLOCK", "asd"][..],
+            &["CLIENT", "UNBLOCK", &id],
+            &["CLIENT", "UNBLOCK", &id, "bogus"],
+            &["CLIENT", "UNBLOCK", "asd", "bogus"],
+            &["CLIENT", "unBLOCK", &id, "error", "extra"],
+        ] {
+            replies.push(support::run(&mut admin, args).await);
+        }
+        assert_eq!(
+            replies[3..],
+            [
+                "ERROR ERR value is not an integer or out of range".to_string(),
+                "int(0)".into(),
+                "ERROR ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR".into(),
+                "ERROR ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR".into(),
+                "ERROR ERR unknown subcommand or wrong number of arguments for 'unBLOCK'. Try CLIENT HELP.".into(),
+            ],
+            "{addr}"
+        );
+    }
+}

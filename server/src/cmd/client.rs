@@ -2,7 +2,7 @@
 //! NO-TOUCH, REPLY, PAUSE, UNPAUSE, GETREDIR, HELP.
 
 use super::connection::set_client_name;
-use super::{flags::*, lossy, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{flags::*, lossy, parse_i64, Args, CmdResult, CommandError, CommandSpec, Ctx};
 use crate::client::ClientHandle;
 use crate::live::PauseMode;
 use bytes::Bytes;
@@ -31,6 +31,12 @@ static SUBCOMMANDS: &[CommandSpec] = &[
     CommandSpec::new("kill", -3, kill)
         .flags(ADMIN_CONN)
         .doc("connection", "Terminates open connections."),
+    CommandSpec::new("unblock", -3, unblock)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .doc(
+            "connection",
+            "Unblocks a client blocked by a blocking command from a different connection.",
+        ),
     CommandSpec::new("setinfo", 4, setinfo)
         .flags(NOSCRIPT | LOADING | STALE)
         .doc("connection", "Sets information specific to the client or connection."),
@@ -393,6 +399,43 @@ fn on_off(args: &mut Args<'_>) -> Result<bool, CommandError> {
 fn no_evict(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     ctx.client.no_evict = on_off(args)?;
     Ok(Frame::ok())
+}
+
+/// ```text
+/// CLIENT UNBLOCK client-id [TIMEOUT | ERROR]
+/// ```
+///
+/// Ends a blocking command's wait as its timeout would (the default), or with Redis's
+/// `UNBLOCKED` error; 1 if the client was blocked.
+fn unblock(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    // As sent: Redis echoes the subcommand's own spelling.
+    let sub = lossy(args.argv().get(1).map_or(&b""[..], |s| &s[..]), 128);
+    let rest = args.rest();
+    let (id, reason) = match rest {
+        [id] => (id, None),
+        [id, reason] => (id, Some(reason)),
+        _ => {
+            return Err(CommandError::err(format!(
+                "unknown subcommand or wrong number of arguments for '{sub}'. Try CLIENT HELP."
+            )))
+        }
+    };
+    // Redis checks the reason before the id.
+    let reply = match reason {
+        None => Frame::NullArray,
+        Some(r) if r.eq_ignore_ascii_case(b"timeout") => Frame::NullArray,
+        Some(r) if r.eq_ignore_ascii_case(b"error") => {
+            Frame::error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+        }
+        Some(_) => {
+            return Err(CommandError::err(
+                "CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+            ))
+        }
+    };
+    let id = parse_i64(id)?;
+    let unblocked = u64::try_from(id).is_ok_and(|id| ctx.state.blocked.unblock(id, reply));
+    Ok(Frame::Integer(i64::from(unblocked)))
 }
 
 /// ```text
