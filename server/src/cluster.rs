@@ -399,6 +399,9 @@ pub(crate) fn command_keys<'a>(spec: &CommandSpec, argv: &'a [Bytes]) -> Vec<&'a
             .filter_map(|i| argv.get(i))
             .collect();
     }
+    if matches!(spec.name, "sort" | "sort_ro") {
+        return crate::cmd::sort_keys(argv);
+    }
     // (index of numkeys, keys before it)
     let (numkeys_at, fixed): (usize, &[usize]) = match spec.name {
         "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => (2, &[]),

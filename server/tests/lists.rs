@@ -196,3 +196,62 @@ async fn list_replies_in_resp3_match_redis() {
     ])
     .await;
 }
+
+#[tokio::test]
+async fn sort_matches_redis() {
+    let mut pair = support::Pair::start().await;
+    pair.all_same(&[
+        &["RPUSH", "l", "3", "1", "2", "10", "1.5"],
+        &["SORT", "l"],
+        &["SORT", "l", "DESC"],
+        &["SORT", "l", "ALPHA"],
+        &["SORT", "l", "ALPHA", "DESC"],
+        &["SORT", "l", "LIMIT", "1", "2"],
+        &["SORT", "l", "LIMIT", "-5", "2"],
+        &["SORT", "l", "LIMIT", "10", "2"],
+        &["SORT", "l", "LIMIT", "0", "-1"],
+        &["SORT", "l", "LIMIT", "x", "1"],
+        &["SORT", "l", "LIMIT", "1"],
+        &["SORT", "l", "BY", "nosort"],
+        &["SORT", "l", "BY", "nosort", "DESC"],
+        &["SORT", "l", "BY", "nosort", "LIMIT", "1", "2"],
+        &["SORT", "l", "BY", "nosort", "DESC", "LIMIT", "1", "2"],
+        &["MSET", "w_3", "1", "w_1", "5", "w_2", "2", "w_10", "x"],
+        &["SORT", "l", "BY", "w_*"],
+        &["SORT", "l", "BY", "w_*", "ALPHA"],
+        &["DEL", "w_10"],
+        &["SORT", "l", "BY", "w_*"],
+        &["SORT", "l", "BY", "w_*", "GET", "#", "GET", "w_*"],
+        &["HSET", "h_1", "f", "one"],
+        &["HSET", "h_2", "f", "two"],
+        &["SORT", "l", "GET", "h_*->f", "GET", "#"],
+        &["SORT", "l", "BY", "h_*->f", "ALPHA", "GET", "h_*->f"],
+        &["SORT", "l", "GET", "nostar"],
+        &["SORT", "l", "STORE", "dst"],
+        &["LRANGE", "dst", "0", "-1"],
+        &["SORT", "l", "GET", "w_*", "STORE", "dst"],
+        &["LRANGE", "dst", "0", "-1"],
+        &["SORT", "missing", "STORE", "dst"],
+        &["EXISTS", "dst"],
+        &["SADD", "s", "b", "a", "c"],
+        &["SORT", "s", "ALPHA"],
+        &["SORT", "s", "BY", "nosort", "STORE", "sdst"],
+        &["LRANGE", "sdst", "0", "-1"],
+        &["ZADD", "z", "3", "c", "1", "a", "2", "b"],
+        &["SORT", "z", "BY", "nosort"],
+        &["SORT", "z", "BY", "nosort", "DESC", "LIMIT", "0", "2"],
+        &["SORT", "z", "ALPHA", "DESC"],
+        &["SORT", "z"],
+        &["RPUSH", "bad", "a", "1"],
+        &["SORT", "bad"],
+        &["RPUSH", "spaces", " 2", "", "1"],
+        &["SORT", "spaces"],
+        &["SET", "str", "x"],
+        &["SORT", "str"],
+        &["SORT", "l", "BOGUS"],
+        &["SORT_RO", "l", "DESC"],
+        &["SORT_RO", "l", "STORE", "x"],
+        &["SORT", "l", "STORE"],
+    ])
+    .await;
+}

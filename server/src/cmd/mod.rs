@@ -27,6 +27,7 @@ mod scan;
 mod script;
 mod server;
 mod set;
+mod sort;
 mod string;
 mod transaction;
 mod zset;
@@ -37,6 +38,7 @@ pub(crate) use parse::{
     parse_f64, parse_f64_saturating, parse_i32, parse_i64, random_count, repeated_picks, strtod,
     Args,
 };
+pub(crate) use sort::keys as sort_keys;
 
 use crate::client::ClientState;
 use crate::db::{Db, Entry, Found, Removed, Value};
@@ -235,9 +237,10 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 16] {
+fn families() -> [&'static [CommandSpec]; 17] {
     [
         connection::COMMANDS,
+        sort::COMMANDS,
         bitmap::COMMANDS,
         keys::COMMANDS,
         string::COMMANDS,
