@@ -25,19 +25,11 @@ async fn three_shards() -> (Topology, Client) {
 
 /// A raw connection to the node of `topology` that owns `key`.
 async fn owner_of(topology: &Topology, key: &str) -> redis::aio::MultiplexedConnection {
-    for node in topology.nodes() {
-        let mut con = redis::Client::open(topology.url(node))
-            .unwrap()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap();
-        let served: redis::RedisResult<i64> =
-            redis::cmd("EXISTS").arg(key).query_async(&mut con).await;
-        if served.is_ok() {
-            return con;
-        }
-    }
-    panic!("no node serves {key}");
+    redis::Client::open(topology.url(owner_id(topology, key).await))
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
 }
 
 /// Subscribers of `channel` on the node owning `key`, and on all nodes.

@@ -649,13 +649,7 @@ impl Connection {
                 self.end_transaction_while_busy();
                 Some(Frame::ok())
             }
-            "exec" if self.client.multi.is_some() => {
-                self.end_transaction_while_busy();
-                Some(Frame::error(format!(
-                    "EXECABORT Transaction discarded because of: {}",
-                    BUSY_ERROR.trim_start_matches('-')
-                )))
-            }
+            "exec" if self.client.multi.is_some() => Some(self.exec_abort(BUSY_ERROR)),
             _ if self.client.multi.is_some() && !resolved.spec.has(cmd::flags::ALLOW_BUSY) => {
                 transaction::flag_error(&mut self.client);
                 Some(Frame::error(BUSY_ERROR))
@@ -681,7 +675,9 @@ impl Connection {
         }
         let state = guard.as_mut()?;
         let now = self.node.clock.now_ms();
-        let oom = state.perform_evictions(now, effects) == crate::evict::Outcome::OutOfMemory;
+        let limit = self.node.live.maxmemory.load(Ordering::Relaxed);
+        let oom =
+            state.perform_evictions(limit, now, effects) == crate::evict::Outcome::OutOfMemory;
         if !effects.is_empty() {
             state.finish_effects(&self.node, effects);
         }
@@ -710,14 +706,20 @@ impl Connection {
             return None;
         }
         if top == "exec" && in_multi {
-            self.end_transaction_while_busy();
-            return Some(Frame::error(format!(
-                "EXECABORT Transaction discarded because of: {}",
-                crate::evict::OOM_ERROR
-            )));
+            return Some(self.exec_abort(crate::evict::OOM_ERROR));
         }
         transaction::flag_error(&mut self.client);
         Some(Frame::error(crate::evict::OOM_ERROR))
+    }
+
+    /// Redis's `execCommandAbort`: EXEC refused before it runs (`reason`, an error line)
+    /// discards the transaction and answers `EXECABORT`.
+    fn exec_abort(&mut self, reason: &str) -> Frame {
+        self.end_transaction_while_busy();
+        Frame::error(format!(
+            "EXECABORT Transaction discarded because of: {}",
+            reason.trim_start_matches('-')
+        ))
     }
 
     /// Leaves the transaction without the state lock; its WATCHes go at the next locked command.

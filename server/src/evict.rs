@@ -89,11 +89,10 @@ impl Policy {
     }
 }
 
-/// The eviction settings and the candidate pool.
+/// The eviction policy and the candidate pool (`maxmemory` itself is read live from
+/// [`crate::live::Live`], as every connection checks it before taking the state lock).
 #[derive(Debug, Default)]
 pub(crate) struct Eviction {
-    /// `maxmemory` in bytes (0: no limit).
-    pub(crate) maxmemory: u64,
     /// `maxmemory-policy`.
     pub(crate) policy: Policy,
     /// Candidates from the last pass, best last: (db, key).
@@ -126,11 +125,15 @@ impl State {
         }
     }
 
-    /// Redis's `performEvictions`: while memory is over `maxmemory`, evicts keys as the policy
-    /// says. A replica does not evict (`replica-ignore-maxmemory`): its master's deletions
-    /// reach it.
-    pub(crate) fn perform_evictions(&mut self, now: u64, effects: &mut Effects) -> Outcome {
-        let limit = self.eviction.maxmemory;
+    /// Redis's `performEvictions`: while memory is over `limit` (`maxmemory`; 0: none),
+    /// evicts keys as the policy says. A replica does not evict (`replica-ignore-maxmemory`):
+    /// its master's deletions reach it.
+    pub(crate) fn perform_evictions(
+        &mut self,
+        limit: u64,
+        now: u64,
+        effects: &mut Effects,
+    ) -> Outcome {
         if limit == 0 || self.repl.is_replica() || self.used_memory() <= limit {
             return Outcome::Fits;
         }
@@ -264,10 +267,10 @@ mod tests {
     #[test]
     fn noeviction_reports_out_of_memory_and_keeps_every_key() {
         let mut state = state_with(100, Policy::NoEviction);
-        state.eviction.maxmemory = BASELINE_MEMORY + 100;
+        let limit = BASELINE_MEMORY + 100;
         let mut effects = Effects::default();
         assert_eq!(
-            state.perform_evictions(1_000, &mut effects),
+            state.perform_evictions(limit, 1_000, &mut effects),
             Outcome::OutOfMemory
         );
         assert_eq!(state.dbs[0].len(), 100);
@@ -277,10 +280,13 @@ mod tests {
     fn allkeys_lru_evicts_the_oldest_keys_until_memory_fits() {
         let mut state = state_with(1_000, Policy::AllKeysLru);
         let per_key = (state.used_memory() - BASELINE_MEMORY) / 1_000;
-        state.eviction.maxmemory = BASELINE_MEMORY + per_key * 600;
+        let limit = BASELINE_MEMORY + per_key * 600;
         let mut effects = Effects::default();
-        assert_eq!(state.perform_evictions(5_000, &mut effects), Outcome::Fits);
-        assert!(state.used_memory() <= state.eviction.maxmemory);
+        assert_eq!(
+            state.perform_evictions(limit, 5_000, &mut effects),
+            Outcome::Fits
+        );
+        assert!(state.used_memory() <= limit);
         let left = state.dbs[0].len();
         assert!((590..=600).contains(&left), "{left}");
         // The most recently written keys (accessed at their index) stay.
@@ -300,10 +306,10 @@ mod tests {
             Policy::VolatileTtl,
         ] {
             let mut state = state_with(200, policy);
-            state.eviction.maxmemory = BASELINE_MEMORY + 1;
+            let limit = BASELINE_MEMORY + 1;
             let mut effects = Effects::default();
             assert_eq!(
-                state.perform_evictions(5_000, &mut effects),
+                state.perform_evictions(limit, 5_000, &mut effects),
                 Outcome::OutOfMemory,
                 "{policy:?}"
             );
@@ -316,9 +322,12 @@ mod tests {
     fn volatile_ttl_evicts_the_soonest_deadline_first() {
         let mut state = state_with(10, Policy::VolatileTtl);
         let used = state.used_memory();
-        state.eviction.maxmemory = used - 1;
+        let limit = used - 1;
         let mut effects = Effects::default();
-        assert_eq!(state.perform_evictions(5_000, &mut effects), Outcome::Fits);
+        assert_eq!(
+            state.perform_evictions(limit, 5_000, &mut effects),
+            Outcome::Fits
+        );
         assert!(state.dbs[0].raw(b"key:0").is_none());
         assert!(state.dbs[0].raw(b"key:2").is_some());
     }
@@ -327,10 +336,10 @@ mod tests {
     fn allkeys_random_and_lfu_can_empty_the_keyspace() {
         for policy in [Policy::AllKeysRandom, Policy::AllKeysLfu] {
             let mut state = state_with(300, policy);
-            state.eviction.maxmemory = BASELINE_MEMORY + 1;
+            let limit = BASELINE_MEMORY + 1;
             let mut effects = Effects::default();
             assert_eq!(
-                state.perform_evictions(5_000, &mut effects),
+                state.perform_evictions(limit, 5_000, &mut effects),
                 Outcome::Fits,
                 "{policy:?}"
             );

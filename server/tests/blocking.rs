@@ -245,8 +245,7 @@ async fn a_thousand_blocked_clients_are_each_served_once_in_blocking_order() {
 
 #[tokio::test]
 async fn a_blocking_sequence_matches_redis() {
-    let ours = support::start().await;
-    let real = support::RealRedis::start();
+    let (ours, real) = support::both().await;
     let mut addrs = vec![ours.addr()];
     if let Some(r) = &real {
         addrs.push(r.addr());
@@ -298,8 +297,7 @@ async fn a_blocking_sequence_matches_redis() {
 
 #[tokio::test]
 async fn blocking_commands_inside_multi_answer_at_once_like_redis() {
-    let ours = support::start().await;
-    let real = support::RealRedis::start();
+    let (ours, real) = support::both().await;
     let mut addrs = vec![ours.addr()];
     if let Some(r) = &real {
         addrs.push(r.addr());
@@ -457,8 +455,7 @@ async fn keyspace_events_of_list_set_and_zset_commands_match_redis() {
 /// on our server and on real Redis (what Redis's test suite polls before it pushes).
 #[tokio::test]
 async fn a_waiting_client_is_counted_and_flagged_as_blocked_like_redis() {
-    let ours = support::start().await;
-    let real = support::RealRedis::start();
+    let (ours, real) = support::both().await;
     let mut addrs = vec![ours.addr()];
     addrs.extend(real.as_ref().map(|r| r.addr()));
     for addr in addrs {
@@ -507,8 +504,7 @@ async fn a_waiting_client_is_counted_and_flagged_as_blocked_like_redis() {
 /// server and on real Redis.
 #[tokio::test]
 async fn client_unblock_matches_redis() {
-    let ours = support::start().await;
-    let real = support::RealRedis::start();
+    let (ours, real) = support::both().await;
     let mut addrs = vec![ours.addr()];
     addrs.extend(real.as_ref().map(|r| r.addr()));
     for addr in addrs {

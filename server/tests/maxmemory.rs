@@ -7,14 +7,9 @@
 mod support;
 
 use std::time::Duration;
-use support::{cmd, conn, error_text, run, RealRedis};
+use support::{cmd, conn, error_text, run};
 
 type Con = redis::aio::MultiplexedConnection;
-
-/// Our server and, when available, real Redis: the URLs a scenario runs against.
-async fn targets() -> (locksmith_server::ServerHandle, Option<RealRedis>) {
-    (support::start().await, RealRedis::start())
-}
 
 async fn info_field(con: &mut Con, section: &str, field: &str) -> u64 {
     let info: String = cmd(&["INFO", section]).query_async(con).await.unwrap();
@@ -158,7 +153,7 @@ async fn noeviction_scenario(url: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn noeviction_refuses_what_redis_refuses() {
-    let (ours, real) = targets().await;
+    let (ours, real) = support::both().await;
     let expected = noeviction_scenario(&ours.url()).await;
     assert!(expected.contains(&format!("fill stopped by: Some(\"{OOM}\")")));
     assert!(expected.contains(&format!(
@@ -236,7 +231,7 @@ async fn eviction_scenario(url: &str, policy: &str, ours: bool) -> Vec<String> {
 
 #[tokio::test]
 async fn every_policy_evicts_what_redis_evicts() {
-    let (ours, real) = targets().await;
+    let (ours, real) = support::both().await;
     for policy in [
         "allkeys-lru",
         "allkeys-lfu",
@@ -282,7 +277,7 @@ async fn futures_next<S: futures::Stream + Unpin>(s: &mut S) -> Option<S::Item> 
 
 #[tokio::test]
 async fn evictions_raise_the_evicted_keyspace_event() {
-    let (ours, real) = targets().await;
+    let (ours, real) = support::both().await;
     let expected = evicted_event_scenario(&ours.url()).await;
     assert_eq!(expected, "__keyevent@0__:evicted k");
     if let Some(real) = real {
@@ -370,7 +365,7 @@ async fn growth(url: &str) -> Vec<(String, u64)> {
 
 #[tokio::test]
 async fn used_memory_grows_as_redis_for_the_same_data() {
-    let (ours, real) = targets().await;
+    let (ours, real) = support::both().await;
     let ours_growth = growth(&ours.url()).await;
     for (kind, bytes) in &ours_growth {
         assert!(*bytes > 10_000 * 8, "{kind}: used_memory grew by {bytes}");

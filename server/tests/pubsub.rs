@@ -483,8 +483,7 @@ async fn redis_crate_resp3_connection_gets_messages_as_pushes_between_commands()
 
 #[tokio::test]
 async fn new_key_events_match_redis() {
-    let ours = support::start().await;
-    let real = support::RealRedis::start();
+    let (ours, real) = support::both().await;
     let mut targets = vec![(ours.url(), false)];
     if let Some(r) = &real {
         targets.push((r.url(), true));

@@ -25,11 +25,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
 /// Redis's `getBitOffsetFromArgument`: a non-negative integer whose byte lies within
 /// `proto-max-bulk-len`.
 fn bit_offset(ctx: &Ctx<'_>, arg: &[u8]) -> Result<u64, CommandError> {
-    let max_bytes = ctx
-        .node
-        .live
-        .proto_max_bulk_len
-        .load(std::sync::atomic::Ordering::Relaxed);
+    let max_bytes = ctx.proto_max_bulk_len();
     parse_i64(arg)
         .ok()
         .and_then(|n| u64::try_from(n).ok())

@@ -2,7 +2,7 @@
 //! ACL categories, docs).
 
 use super::client::help_lines;
-use super::{flags, flags::*, table, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{bulk_str, flags, flags::*, table, Args, CmdResult, CommandError, CommandSpec, Ctx};
 use crate::glob::glob_match;
 use bytes::Bytes;
 use locksmith_resp::Frame;
@@ -371,8 +371,4 @@ fn command_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
             "    Return the keys from a full Redis command.",
         ],
     ))
-}
-
-fn bulk_str(s: &str) -> Frame {
-    Frame::Bulk(Bytes::copy_from_slice(s.as_bytes()))
 }

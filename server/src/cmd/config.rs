@@ -2,11 +2,10 @@
 //! SET`) to what it changes.
 
 use super::client::help_lines;
-use super::{flags::*, lossy, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{bulk_str, flags::*, lossy, Args, CmdResult, CommandError, CommandSpec, Ctx};
 use crate::config_table::{self, Param};
 use crate::glob::glob_match;
 use crate::shared::{Node, State, Stats};
-use bytes::Bytes;
 use locksmith_resp::Frame;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -185,7 +184,6 @@ fn apply(state: &mut State, node: &Node, param: &Param, value: &str) {
             .store(number(), Ordering::Relaxed),
         "timeout" => node.live.idle_timeout_s.store(number(), Ordering::Relaxed),
         "maxmemory" => {
-            state.eviction.maxmemory = number();
             node.live.maxmemory.store(number(), Ordering::Relaxed);
         }
         "maxmemory-policy" | "lfu-log-factor" | "lfu-decay-time" => {
@@ -253,8 +251,4 @@ pub(super) fn config_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult
             "    Rewrite the configuration file.",
         ],
     ))
-}
-
-fn bulk_str(s: &str) -> Frame {
-    Frame::Bulk(Bytes::copy_from_slice(s.as_bytes()))
 }

@@ -392,6 +392,11 @@ pub(crate) struct Resolved {
     pub(crate) parent: Option<&'static CommandSpec>,
 }
 
+/// A bulk string copied from `s` (names and values the server formats).
+pub(crate) fn bulk_str(s: &str) -> Frame {
+    Frame::Bulk(Bytes::copy_from_slice(s.as_bytes()))
+}
+
 /// Everything a handler may touch while it runs.
 pub(crate) struct Ctx<'a> {
     /// The keyspace and mutable server state.
@@ -407,6 +412,22 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// `proto-max-bulk-len` as set now: the most a string may grow to.
+    pub(crate) fn proto_max_bulk_len(&self) -> u64 {
+        self.node
+            .live
+            .proto_max_bulk_len
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// `maxmemory` as set now (0: no limit).
+    pub(crate) fn maxmemory(&self) -> u64 {
+        self.node
+            .live
+            .maxmemory
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The selected database.
     pub(crate) fn db(&mut self) -> &mut Db {
         let index = self.client.db;

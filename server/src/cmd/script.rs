@@ -248,7 +248,7 @@ fn run_checked(
     if !compat
         && flags & (script_flags::ALLOW_OOM | script_flags::NO_WRITES) == 0
         && ctx.client.pre_command_oom
-        && ctx.state.eviction.maxmemory > 0
+        && ctx.maxmemory() > 0
     {
         // A flagged script that may write is `denyoom`: at top level Redis refuses it as any
         // such command; run by EXEC, its own check speaks of the flag.
@@ -369,7 +369,7 @@ impl Dispatcher for ScriptCaller<'_, '_> {
         if spec.has(super::flags::DENYOOM)
             && !self.allow_oom
             && ctx.client.pre_command_oom
-            && ctx.state.eviction.maxmemory > 0
+            && ctx.maxmemory() > 0
             && !ctx.node.script.wrote.load(Ordering::Acquire)
         {
             return Err(crate::evict::OOM_ERROR.into());

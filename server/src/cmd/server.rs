@@ -2,8 +2,8 @@
 //! family's table, which also lists CONFIG (`cmd/config.rs`) and COMMAND (`cmd/command.rs`).
 
 use super::client::help_lines;
-use super::{flags::*, lossy, Args, CmdResult, CommandError, CommandSpec, Ctx};
-use crate::shared::{Node, State};
+use super::{bulk_str, flags::*, lossy, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use crate::shared::Node;
 use bytes::Bytes;
 use locksmith_resp::Frame;
 use std::fmt::Write as _;
@@ -56,10 +56,6 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
             "Synchronously saves the database(s) to disk and shuts down the Redis server.",
         ),
 ];
-
-fn bulk_str(s: &str) -> Frame {
-    Frame::Bulk(Bytes::copy_from_slice(s.as_bytes()))
-}
 
 // ---------------------------------------------------------------------------------------
 // Keyspace-wide commands
@@ -324,11 +320,6 @@ fn human_bytes(n: u64) -> String {
     }
 }
 
-/// A rough estimate of the memory the keyspace uses (we have no allocator statistics).
-fn used_memory(state: &State) -> u64 {
-    state.used_memory()
-}
-
 /// User and system CPU seconds of this process, from `/proc/self/stat` (Linux).
 fn cpu_seconds() -> (f64, f64) {
     let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
@@ -423,7 +414,7 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
             line("clients_in_timeout_table", &0);
         }
         "memory" => {
-            let used = used_memory(state);
+            let used = state.used_memory();
             let maxmemory = state.settings.int("maxmemory").max(0) as u64;
             line("used_memory", &used);
             line("used_memory_human", &human_bytes(used));

@@ -13,6 +13,12 @@ pub async fn start() -> ServerHandle {
     Server::builder().start().await.unwrap()
 }
 
+/// Our server and, when `redis-server` is on the PATH, a real one: the targets of a scenario
+/// run on each and compared.
+pub async fn both() -> (ServerHandle, Option<RealRedis>) {
+    (start().await, RealRedis::start())
+}
+
 /// A `redis::Client` for `url`.
 pub fn client(url: &str) -> redis::Client {
     redis::Client::open(url).unwrap()
