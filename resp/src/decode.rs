@@ -125,7 +125,7 @@ fn hex_value(b: u8) -> Option<u8> {
 /// Splits an inline command line exactly like Redis's `sdssplitargs`: whitespace-separated
 /// tokens, `"…"` with `\n \r \t \b \a \xHH` escapes, `'…'` with `\'`; a closing quote must be
 /// followed by whitespace or the end. `None` means unbalanced quotes.
-pub(crate) fn split_inline_args(line: &[u8]) -> Option<Vec<Bytes>> {
+pub fn split_inline_args(line: &[u8]) -> Option<Vec<Bytes>> {
     // sdssplitargs walks a C string: a NUL byte ends the line.
     let line = match line.iter().position(|&b| b == 0) {
         Some(nul) => line.get(..nul).unwrap_or(line),

@@ -10,7 +10,10 @@ mod error;
 mod frame;
 
 pub use codec::RespCodec;
-pub use decode::{FrameDecoder, Limits, RequestDecoder, PROTO_INLINE_MAX_SIZE, PROTO_MAX_BULK_LEN};
+pub use decode::{
+    split_inline_args as split_args, FrameDecoder, Limits, RequestDecoder, PROTO_INLINE_MAX_SIZE,
+    PROTO_MAX_BULK_LEN,
+};
 pub use encode::{encode, encode_to_vec, format_double};
 pub use error::DecodeError;
 pub use frame::{Frame, Version};

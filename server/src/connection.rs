@@ -24,14 +24,17 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{broadcast, OwnedMutexGuard};
 
-/// `BUSY` reply while a script runs past the threshold.
 /// Bounds of the room made in the read buffer before a read: it starts small (most requests
 /// are small, and an idle connection should cost little) and doubles while reads fill it.
 const READ_CHUNK_MIN: usize = 1024;
 const READ_CHUNK_MAX: usize = 64 * 1024;
 
+/// `BUSY` reply while a script (`EVAL`) runs past the threshold.
 pub(crate) const BUSY_ERROR: &str =
     "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+/// `BUSY` reply while a function (`FCALL`) runs past the threshold.
+pub(crate) const BUSY_FUNCTION_ERROR: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
 
 /// Serves one accepted socket until the peer leaves, the client is killed, or the server
 /// shuts down.
@@ -438,24 +441,27 @@ impl Connection {
             Ok(resolved) => resolved,
             Err(e) => {
                 transaction::flag_error(&mut self.client);
+                if let Some(named) = cmd::resolve_name(argv) {
+                    self.node.live.reject_call(named);
+                }
                 return e.into();
             }
         };
         if let Some(e) =
             crate::cluster::check_command(&self.node, &mut self.client, resolved.spec, argv)
         {
-            return e.into();
+            return self.rejected(resolved, e.into());
         }
         if let Some(reply) = self.busy_transaction_rules(resolved, guard.is_some()) {
-            return reply;
+            return self.rejected(resolved, reply);
         }
         if self.node.live.maxmemory.load(Ordering::Relaxed) > 0 {
             if let Some(reply) = self.maxmemory_rules(resolved, guard, effects).await {
-                return reply;
+                return self.rejected(resolved, reply);
             }
         }
         if let Some(reply) = transaction::admit(resolved, &mut self.client, argv) {
-            return reply;
+            return self.rejected(resolved, reply);
         }
         let runs_script = transaction::runs_script(resolved, &self.client);
         if runs_script && !self.inline_scripts {
@@ -478,7 +484,7 @@ impl Connection {
                         }
                         return reply;
                     }
-                    None => return busy,
+                    None => return self.rejected(resolved, busy),
                 },
             }
         }
@@ -503,6 +509,15 @@ impl Connection {
         self.note_command(resolved, now);
         if !effects.is_empty() {
             state.finish_effects(&self.node, effects);
+        }
+        reply
+    }
+
+    /// Counts `reply` as a refusal of `resolved` if it is an error (Redis's `rejectCommand`
+    /// counts `rejected_calls`); returns it.
+    fn rejected(&self, resolved: cmd::Resolved, reply: Frame) -> Frame {
+        if reply.is_error() {
+            self.node.live.reject_call(resolved);
         }
         reply
     }
@@ -649,10 +664,10 @@ impl Connection {
                 self.end_transaction_while_busy();
                 Some(Frame::ok())
             }
-            "exec" if self.client.multi.is_some() => Some(self.exec_abort(BUSY_ERROR)),
+            "exec" if self.client.multi.is_some() => Some(self.exec_abort(self.node.busy_error())),
             _ if self.client.multi.is_some() && !resolved.spec.has(cmd::flags::ALLOW_BUSY) => {
                 transaction::flag_error(&mut self.client);
-                Some(Frame::error(BUSY_ERROR))
+                Some(Frame::error(self.node.busy_error()))
             }
             _ => None,
         }
@@ -743,7 +758,9 @@ impl Connection {
         loop {
             let threshold = self.node.busy_threshold_ms.load(Ordering::Relaxed);
             let wait = match self.node.script_running_for() {
-                Some(elapsed) if elapsed >= threshold => return Err(Frame::error(BUSY_ERROR)),
+                Some(elapsed) if elapsed >= threshold => {
+                    return Err(Frame::error(self.node.busy_error()))
+                }
                 Some(elapsed) => Duration::from_millis(threshold - elapsed),
                 // Re-check now and then: a script may start while we wait for the lock.
                 None => Duration::from_millis(threshold.clamp(1, 50)),

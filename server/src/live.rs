@@ -34,6 +34,8 @@ pub(crate) struct Live {
     pub(crate) net_output: AtomicU64,
     /// Error replies by error code (`INFO errorstats`).
     errors: Mutex<BTreeMap<String, u64>>,
+    /// Commands refused before they ran, some without the state lock (`rejected_calls`).
+    pub(crate) rejected_calls: Mutex<crate::cmdstats::CommandStats>,
     /// Error replies in all (`total_error_replies`).
     pub(crate) total_errors: AtomicU64,
     /// `DEBUG SET-ACTIVE-EXPIRE`: whether the active expiry cycle runs.
@@ -61,6 +63,7 @@ impl Live {
             net_input: AtomicU64::new(0),
             net_output: AtomicU64::new(0),
             errors: Mutex::new(BTreeMap::new()),
+            rejected_calls: Mutex::new(Default::default()),
             total_errors: AtomicU64::new(0),
             active_expire: AtomicBool::new(true),
             pause: Pause::default(),
@@ -98,6 +101,16 @@ impl Live {
         self.total_errors.store(0, Ordering::Relaxed);
         if let Ok(mut errors) = self.errors.lock() {
             errors.clear();
+        }
+        if let Ok(mut rejected) = self.rejected_calls.lock() {
+            rejected.reset();
+        }
+    }
+
+    /// Counts a call of `resolved` refused before it ran.
+    pub(crate) fn reject_call(&self, resolved: crate::cmd::Resolved) {
+        if let Ok(mut rejected) = self.rejected_calls.lock() {
+            rejected.reject(resolved.spec, resolved.parent);
         }
     }
 

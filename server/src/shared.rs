@@ -45,6 +45,11 @@ pub(crate) struct State {
     /// The Lua interpreter and script cache (created on first use; taken out while a script
     /// runs, so `redis.call` can borrow the rest of the state).
     pub(crate) scripting: Option<Box<crate::script::Engine>>,
+    /// Function libraries (`FUNCTION LOAD`, `FCALL`); they survive `FLUSHALL` and
+    /// `SCRIPT FLUSH`.
+    pub(crate) functions: crate::script::Libraries,
+    /// Calls, time and failures per command (`INFO commandstats`, `INFO latencystats`).
+    pub(crate) cmdstats: crate::cmdstats::CommandStats,
     /// `maxmemory`, its policy and the eviction candidates.
     pub(crate) eviction: crate::evict::Eviction,
 }
@@ -81,6 +86,8 @@ impl State {
             settings: crate::config_table::Settings::new(&config),
             last_save_unix: 0,
             scripting: None,
+            functions: Default::default(),
+            cmdstats: Default::default(),
             eviction: Default::default(),
             config,
         }
@@ -229,6 +236,13 @@ pub(crate) struct ScriptStatus {
     pub(crate) kill: Arc<AtomicBool>,
     /// It performed a write (then it cannot be killed).
     pub(crate) wrote: AtomicBool,
+    /// The running script is a function (`FCALL`): its name and command line, for
+    /// `FUNCTION STATS`; `None` for `EVAL`.
+    pub(crate) function: std::sync::Mutex<Option<(String, Vec<bytes::Bytes>)>>,
+    /// Set with `function`, read without its lock (which `BUSY` text, which KILL applies).
+    pub(crate) is_function: AtomicBool,
+    /// (libraries, functions) loaded, for `FUNCTION STATS` while a script is busy.
+    pub(crate) function_counts: std::sync::Mutex<(usize, usize)>,
     /// Signalled when a script finishes.
     pub(crate) done: Notify,
 }
@@ -327,6 +341,16 @@ impl Node {
     /// Whether new connections must `AUTH` first.
     pub(crate) fn requires_auth(&self) -> bool {
         self.auth_required.load(Ordering::Relaxed)
+    }
+
+    /// The `BUSY` error for the script running now: Redis names the command that may stop it
+    /// (`SCRIPT KILL` for `EVAL`, `FUNCTION KILL` for `FCALL`).
+    pub(crate) fn busy_error(&self) -> &'static str {
+        if self.script.is_function.load(Ordering::Acquire) {
+            crate::connection::BUSY_FUNCTION_ERROR
+        } else {
+            crate::connection::BUSY_ERROR
+        }
     }
 
     /// Milliseconds since the running script started, if one runs.

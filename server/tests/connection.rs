@@ -805,3 +805,76 @@ async fn shutdown_stops_the_node_without_a_reply() {
         .unwrap();
     server.shutdown().await;
 }
+
+/// `INFO commandstats` without the timings: `name:calls=..,rejected_calls=..,failed_calls=..`
+/// per command, sorted.
+async fn call_counts(con: &mut redis::aio::MultiplexedConnection) -> Vec<String> {
+    let text: String = support::cmd(&["INFO", "commandstats"])
+        .query_async(con)
+        .await
+        .unwrap();
+    let mut out: Vec<String> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("cmdstat_"))
+        .filter(|l| !l.starts_with("info:") && !l.starts_with("config|resetstat:"))
+        .map(|l| {
+            l.split([':', ','])
+                .filter(|f| !f.starts_with("usec"))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+// Calls, failed calls (an error reply) and rejected calls (refused before running: arity,
+// a refused command inside MULTI) per command, and CONFIG RESETSTAT, as Redis counts them.
+#[tokio::test]
+async fn commandstats_count_calls_failures_and_rejections_as_redis() {
+    let mut pair = Pair::start().await;
+    let script: &[&[&str]] = &[
+        &["CONFIG", "RESETSTAT"],
+        &["SET", "a", "1"],
+        &["GET", "a"],
+        &["GET"],
+        &["LPUSH", "a", "x"],
+        &["INCR", "a"],
+        &["CONFIG", "GET", "maxmemory"],
+        &["CONFIG", "GET"],
+        &["EVAL", "return redis.call('incr', 'a')", "0"],
+        &["EVAL", "return redis.pcall('lpush', 'a', 'x')", "0"],
+        &["MULTI"],
+        &["SET", "b"],
+        &["SET", "b", "2"],
+        &["EXEC"],
+        &["MULTI"],
+        &["SET", "c", "3"],
+        &["EXEC"],
+    ];
+    for args in script {
+        let _ = support::run(&mut pair.ours_con, args).await;
+    }
+    let ours = call_counts(&mut pair.ours_con).await;
+    assert!(
+        ours.iter()
+            .any(|l| l == "get,calls=1,rejected_calls=1,failed_calls=0"),
+        "{ours:?}"
+    );
+    if let Some(real_con) = pair.real_con.as_mut() {
+        for args in script {
+            let _ = support::run(real_con, args).await;
+        }
+        assert_eq!(ours, call_counts(real_con).await);
+    }
+    let latency: String = support::cmd(&["INFO", "latencystats"])
+        .query_async(&mut pair.ours_con)
+        .await
+        .unwrap();
+    assert!(
+        latency.contains("latency_percentiles_usec_get:p50="),
+        "{latency}"
+    );
+    let _ = support::run(&mut pair.ours_con, &["CONFIG", "RESETSTAT"]).await;
+    assert!(call_counts(&mut pair.ours_con).await.is_empty());
+}

@@ -976,3 +976,314 @@ async fn transactions_during_a_busy_script_follow_redis() {
         assert_eq!(replies, expected);
     }
 }
+
+/// `#!lua name=<lib>` followed by `body`.
+fn library(lib: &str, body: &str) -> String {
+    format!("#!lua name={lib}\n{body}")
+}
+
+// FUNCTION LOAD's checks, the library API and its sandbox, FCALL/FCALL_RO with flags, LIST,
+// STATS, DELETE and FLUSH, compared reply by reply with real Redis (RESP2 and RESP3).
+#[tokio::test]
+async fn functions_match_redis() {
+    let mut pair = Pair::start().await;
+    let two = library(
+        "mylib",
+        "redis.register_function{function_name='f1', callback=function(keys, args) \
+         return {keys[1], args[1]} end, flags={'no-writes'}, description='first'}\n\
+         redis.register_function('f2', function() return redis.call('set', 'x', '1') end)",
+    );
+    let one = library(
+        "mylib",
+        "redis.register_function{function_name='f1', callback=function(keys, args) \
+         return {keys[1], args[1]} end, flags={'no-writes', 'allow-oom', 'allow-stale', \
+         'no-cluster', 'allow-cross-slot-keys'}, description='first'}",
+    );
+    let loads: Vec<String> = [
+        "local a = 1\nwhile 1 do a = a + 1 end",
+        "a = 1",
+        "return math.random()",
+        "return redis.call('ping')",
+        "return redis.setresp(3)",
+        "redis.register_function()",
+        "redis.register_function('f1')",
+        "redis.register_function(nil, function() return 1 end)",
+        "redis.register_function('a-b', function() return 1 end)",
+        "redis.register_function('', function() return 1 end)",
+        "redis.register_function('f', 'not a function')",
+        "redis.register_function('f', function() end, {}, 'd', 'extra')",
+        "redis.register_function{function_name='f', callback='bad'}",
+        "redis.register_function{function_name=function() end, callback=function() end}",
+        "redis.register_function{function_name='f', callback=function() end, description={}}",
+        "redis.register_function{function_name='f', callback=function() end, some='x'}",
+        "redis.register_function{callback=function() end}",
+        "redis.register_function{function_name='f'}",
+        "redis.register_function{function_name='f', callback=function() end, flags='x'}",
+        "redis.register_function{function_name='f', callback=function() end, flags={'bad'}}",
+        "redis.register_function{function_name='f', callback=function() end, flags={{}}}",
+        "redis.register_function('f', function() end)\nredis.register_function('F', function() end)",
+        "return 1",
+        "bad code",
+        "error('boom')",
+    ]
+    .iter()
+    .map(|body| library("lib", body))
+    .collect();
+    for code in &loads {
+        pair.same(&["FUNCTION", "LOAD", code]).await;
+    }
+    let f_error = library(
+        "errs",
+        "redis.register_function('boom', function(k, a) error('x') end)\n\
+         redis.register_function('unknown', function() return redis.call('nosuch') end)\n\
+         redis.register_function('reg', function() redis.register_function('z', function() end) end)\n\
+         redis.register_function('glob', function() return undefined_global end)",
+    );
+    pair.all_same(&[
+        &["FUNCTION", "FLUSH"],
+        &["FUNCTION", "LOAD", &two],
+        &["FUNCTION", "LOAD", &two],
+        &["FUNCTION", "LOAD", "REPLACE", &two],
+        &["FUNCTION", "LOAD", "bogus", &two],
+        &["FUNCTION", "LOAD", "REPLACE"],
+        &["FUNCTION", "LOAD", "#!lua"],
+        &["FUNCTION", "LOAD", "#!\n"],
+        &["FUNCTION", "LOAD", "#!lua\nx"],
+        &["FUNCTION", "LOAD", "#!py name=x\nx"],
+        &["FUNCTION", "LOAD", "#! name=x\nx"],
+        &["FUNCTION", "LOAD", "#!lua name=a foo=bar\nx"],
+        &["FUNCTION", "LOAD", "#!lua name=a name=b\nx"],
+        &["FUNCTION", "LOAD", "#!lua name=a-b\nx"],
+        &[
+            "FUNCTION",
+            "LOAD",
+            &library("dup", "redis.register_function('f2', function() end)"),
+        ],
+        &["FCALL", "f1", "1", "k", "v"],
+        &["FCALL", "F1", "1", "k", "v"],
+        &["FCALL_RO", "f1", "1", "k", "v"],
+        &["FCALL_RO", "f2", "0"],
+        &["FCALL", "f2", "0"],
+        &["GET", "x"],
+        &["FCALL", "nope", "0"],
+        &["FCALL", "f1", "x"],
+        &["FCALL", "f1", "3", "a"],
+        &["FCALL", "f1", "-1", "a"],
+        &["FUNCTION", "LOAD", &f_error],
+        &["FCALL", "boom", "0"],
+        &["FCALL", "unknown", "0"],
+        &["FCALL", "reg", "0"],
+        &["FCALL", "glob", "0"],
+        // Redis lists libraries and functions in hash order: compare one of each.
+        &["FUNCTION", "DELETE", "errs"],
+        &["FUNCTION", "LOAD", "REPLACE", &one],
+        &["FUNCTION", "LIST"],
+        &["FUNCTION", "LIST", "WITHCODE"],
+        &["FUNCTION", "LIST", "LIBRARYNAME", "MY*"],
+        &["FUNCTION", "LIST", "LIBRARYNAME", "nomatch*"],
+        &["FUNCTION", "LIST", "LIBRARYNAME"],
+        &["FUNCTION", "LIST", "bad"],
+        &["FUNCTION", "LIST", "WITHCODE", "WITHCODE"],
+        &["FUNCTION", "STATS"],
+        &["FUNCTION", "KILL"],
+        &["FUNCTION", "DELETE", "nolib"],
+        &["FUNCTION", "LOAD", "REPLACE", &two],
+        &["FUNCTION", "STATS"],
+        &["FUNCTION", "FLUSH", "bad"],
+        &["FUNCTION", "FLUSH", "SYNC", "extra"],
+        &["FUNCTION", "RESTORE", "a", "b", "c"],
+        &["FUNCTION", "RESTORE", "bad_payload"],
+        &["FUNCTION", "RESTORE", "bad_payload", "bogus"],
+        &["FUNCTION", "HELP"],
+        &["FUNCTION", "bogus"],
+        &["FUNCTION"],
+        &["COMMAND", "GETKEYS", "FCALL", "f1", "2", "a", "b", "c"],
+        &["COMMAND", "GETKEYS", "FCALL_RO", "f1", "0"],
+        &["FLUSHALL"],
+        &["FCALL", "f1", "0"],
+        &["FUNCTION", "FLUSH", "ASYNC"],
+        &["FUNCTION", "LIST"],
+        &["FCALL", "f1", "0"],
+    ])
+    .await;
+    if let Some(mut resp3) = support::Resp3Pair::start().await {
+        resp3
+            .all_same(&[
+                &["FUNCTION", "LOAD", &one],
+                &["FUNCTION", "LIST", "WITHCODE"],
+                &["FUNCTION", "STATS"],
+                &["FCALL", "f1", "1", "k", "v"],
+            ])
+            .await;
+    }
+}
+
+// A FUNCTION DUMP payload restores on the other server both ways (LZF-compressed strings from
+// Redis included) under every policy, and a restore that fails changes nothing.
+#[tokio::test]
+async fn function_dump_and_restore_round_trip_and_cross_servers() {
+    let mut pair = Pair::start().await;
+    let code = library(
+        "lib1",
+        "local function add1(a) return a + 1 end\n\
+         redis.register_function('f1', function() return add1(1) end)\n\
+         redis.register_function('f2', function() return add1(2) end)",
+    );
+    pair.same(&["FUNCTION", "LOAD", &code]).await;
+    let dump_of = |con: &mut redis::aio::MultiplexedConnection| {
+        let mut con = con.clone();
+        async move {
+            let payload: Vec<u8> = support::cmd(&["FUNCTION", "DUMP"])
+                .query_async(&mut con)
+                .await
+                .unwrap();
+            payload
+        }
+    };
+    let ours = dump_of(&mut pair.ours_con).await;
+    let restore =
+        |payload: Vec<u8>, policy: &'static str, con: &mut redis::aio::MultiplexedConnection| {
+            let mut con = con.clone();
+            async move {
+                let mut cmd = redis::cmd("FUNCTION");
+                cmd.arg("RESTORE").arg(payload);
+                if !policy.is_empty() {
+                    cmd.arg(policy);
+                }
+                let r: redis::RedisResult<String> = cmd.query_async(&mut con).await;
+                r.unwrap_or_else(|e| support::error_text(&e))
+            }
+        };
+    // On our server alone: collisions, then every policy.
+    let con = &mut pair.ours_con;
+    assert_eq!(
+        restore(ours.clone(), "", con).await,
+        "ERR Library lib1 already exists"
+    );
+    assert_eq!(support::run(con, &["FUNCTION", "FLUSH"]).await, "ok");
+    let other = library(
+        "lib2",
+        "redis.register_function('f2', function() return 9 end)",
+    );
+    support::run(con, &["FUNCTION", "LOAD", &other]).await;
+    assert_eq!(
+        restore(ours.clone(), "REPLACE", con).await,
+        "ERR Function f2 already exists"
+    );
+    assert_eq!(support::run(con, &["FCALL", "f2", "0"]).await, "int(9)");
+    assert_eq!(restore(ours.clone(), "FLUSH", con).await, "OK");
+    assert_eq!(support::run(con, &["FCALL", "f2", "0"]).await, "int(3)");
+    assert_eq!(restore(ours.clone(), "REPLACE", con).await, "OK");
+    assert_eq!(support::run(con, &["FCALL", "f1", "0"]).await, "int(2)");
+    let mut corrupt = ours.clone();
+    let mid = corrupt.len() / 2;
+    corrupt[mid] ^= 1;
+    assert_eq!(
+        restore(corrupt, "FLUSH", con).await,
+        "ERR DUMP payload version or checksum are wrong"
+    );
+    assert_eq!(support::run(con, &["FCALL", "f1", "0"]).await, "int(2)");
+    // Across servers, both ways.
+    if let Some(real_con) = &mut pair.real_con {
+        let theirs = dump_of(real_con).await;
+        assert_eq!(restore(theirs, "FLUSH", &mut pair.ours_con).await, "OK");
+        assert_eq!(
+            support::run(&mut pair.ours_con, &["FCALL", "f2", "0"]).await,
+            "int(3)"
+        );
+        support::run(real_con, &["FUNCTION", "FLUSH"]).await;
+        assert_eq!(restore(ours, "", real_con).await, "OK");
+        assert_eq!(
+            support::run(real_con, &["FCALL", "f1", "0"]).await,
+            "int(2)"
+        );
+    }
+}
+
+// A long function makes other clients BUSY with FUNCTION KILL in the text; SCRIPT KILL does
+// not stop it, FUNCTION STATS shows it, FUNCTION KILL does (and not an EVAL).
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn function_kill_stops_a_busy_function_and_only_a_function() {
+    let server = locksmith_server::Server::builder()
+        .busy_reply_threshold(Duration::from_millis(100))
+        .start()
+        .await
+        .unwrap();
+    let url = server.url();
+    let mut other = support::conn(&url).await;
+    let code = library(
+        "spin",
+        "redis.register_function('spin', function() local a = 1 while true do a = a + 1 end end)",
+    );
+    assert_eq!(
+        support::run(&mut other, &["FUNCTION", "LOAD", &code]).await,
+        "bulk-string('\"spin\"')"
+    );
+    let mut looping = patient_conn(&url).await;
+    let spinner = tokio::spawn(async move {
+        let r: redis::RedisResult<()> = support::cmd(&["FCALL", "spin", "0"])
+            .query_async(&mut looping)
+            .await;
+        r.unwrap_err()
+    });
+    let mut busy = String::new();
+    for _ in 0..200 {
+        busy = support::run(&mut other, &["PING"]).await;
+        if busy.starts_with("ERROR BUSY") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let function_busy =
+        "ERROR BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+    assert_eq!(busy, function_busy);
+    assert_eq!(
+        support::run(&mut other, &["SCRIPT", "KILL"]).await,
+        function_busy
+    );
+    let stats = support::run(&mut other, &["FUNCTION", "STATS"]).await;
+    assert!(
+        stats.contains("name") && stats.contains("spin") && stats.contains("duration_ms"),
+        "{stats}"
+    );
+    assert_eq!(support::run(&mut other, &["FUNCTION", "KILL"]).await, "ok");
+    let err = tokio::time::timeout(Duration::from_secs(10), spinner)
+        .await
+        .unwrap()
+        .unwrap();
+    let text = support::error_text(&err);
+    assert!(
+        text.starts_with(
+            "ERR Script killed by user with SCRIPT KILL... script: spin, on @user_function:"
+        ),
+        "{text}"
+    );
+    assert!(support::run(&mut other, &["PING"]).await.contains("PONG"));
+    // FUNCTION KILL does not stop an EVAL.
+    let mut looping = patient_conn(&url).await;
+    let spinner = tokio::spawn(async move {
+        let r: redis::RedisResult<()> = support::cmd(&["EVAL", "while true do end", "0"])
+            .query_async(&mut looping)
+            .await;
+        r.unwrap_err()
+    });
+    let eval_busy =
+        "ERROR BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+    for _ in 0..200 {
+        busy = support::run(&mut other, &["FUNCTION", "KILL"]).await;
+        if busy.starts_with("ERROR BUSY") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(busy, eval_busy);
+    assert_eq!(
+        support::run(&mut other, &["FUNCTION", "STATS"]).await,
+        eval_busy
+    );
+    assert_eq!(support::run(&mut other, &["SCRIPT", "KILL"]).await, "ok");
+    tokio::time::timeout(Duration::from_secs(10), spinner)
+        .await
+        .unwrap()
+        .unwrap();
+}

@@ -331,18 +331,18 @@ fn command_getkeys(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         }
         Err(_) => return Err(CommandError::err("Invalid command specified")),
     };
-    if spec.has(MOVABLE_KEYS) || spec.first_key <= 0 {
-        if spec.first_key <= 0 && !spec.has(MOVABLE_KEYS) {
-            return Err(CommandError::err("The command has no key arguments"));
-        }
-        return Err(CommandError::err("Invalid arguments specified for command"));
+    if spec.first_key <= 0 && !spec.has(MOVABLE_KEYS) {
+        return Err(CommandError::err("The command has no key arguments"));
     }
-    let keys = spec
-        .key_indexes(argv.len())
+    // Keys found by parsing (`numkeys`, `STORE`...) as cluster routing finds them.
+    let keys: Vec<Frame> = crate::cluster::command_keys(spec, argv)
         .into_iter()
-        .filter_map(|i| argv.get(i).cloned())
+        .cloned()
         .map(Frame::Bulk)
         .collect();
+    if keys.is_empty() && !spec.has(NO_MANDATORY_KEYS) {
+        return Err(CommandError::err("Invalid arguments specified for command"));
+    }
     Ok(Frame::Array(keys))
 }
 

@@ -220,6 +220,7 @@ pub(crate) fn eviction_settings(
 /// ```
 fn config_resetstat(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     ctx.state.stats = Stats::default();
+    ctx.state.cmdstats.reset();
     ctx.node.live.reset_stats();
     ctx.node.connections_received.store(0, Ordering::Relaxed);
     Ok(Frame::ok())

@@ -115,6 +115,20 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         .flags(WRITE | DENYOOM)
         .keys(1, 2, 1)
         .doc("generic", "Copies the value of a key to a new key."),
+    CommandSpec::new("dump", 2, dump)
+        .flags(READONLY)
+        .keys(1, 1, 1)
+        .doc(
+            "generic",
+            "Returns a serialized representation of the value stored at a key.",
+        ),
+    CommandSpec::new("restore", -4, restore)
+        .flags(WRITE | DENYOOM)
+        .keys(1, 1, 1)
+        .doc(
+            "generic",
+            "Creates a key from the serialized representation of a value.",
+        ),
     CommandSpec::new("move", 3, move_)
         .flags(WRITE | FAST)
         .keys(1, 1, 1)
@@ -363,6 +377,99 @@ fn copy(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     ctx.effects
         .keyspace_event(dst_db, notify::GENERIC, "copy_to", &dst);
     Ok(Frame::Integer(1))
+}
+
+/// ```text
+/// DUMP key
+/// ```
+/// Redis's RDB serialisation of the value with its version and CRC64 (see [`crate::rdb`]).
+fn dump(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    Ok(ctx.lookup(&key).map_or(Frame::Null, |e| {
+        Frame::Bulk(Bytes::from(crate::rdb::dump_value(&e.value)))
+    }))
+}
+
+/// ```text
+/// RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]
+/// ```
+/// Checked as Redis's `restoreCommand`, in its order; replicated with an absolute TTL.
+fn restore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let ttl_arg = args.bytes()?;
+    let payload = args.bytes()?;
+    let (mut replace, mut absttl) = (false, false);
+    let (mut idle, mut freq): (Option<u64>, Option<u8>) = (None, None);
+    while let Some(opt) = args.next() {
+        let more = args.remaining() >= 1;
+        if opt.eq_ignore_ascii_case(b"replace") {
+            replace = true;
+        } else if opt.eq_ignore_ascii_case(b"absttl") {
+            absttl = true;
+        } else if opt.eq_ignore_ascii_case(b"idletime") && more && freq.is_none() {
+            let v = args.i64()?;
+            idle = Some(
+                u64::try_from(v)
+                    .map_err(|_| CommandError::err("Invalid IDLETIME value, must be >= 0"))?,
+            );
+        } else if opt.eq_ignore_ascii_case(b"freq") && more && idle.is_none() {
+            let v = args.i64()?;
+            freq =
+                Some(u8::try_from(v).map_err(|_| {
+                    CommandError::err("Invalid FREQ value, must be >= 0 and <= 255")
+                })?);
+        } else {
+            return Err(CommandError::Syntax);
+        }
+    }
+    if !replace && ctx.lookup(&key).is_some() {
+        return Err(CommandError::Raw(
+            "BUSYKEY Target key name already exists.".into(),
+        ));
+    }
+    let ttl = super::parse_i64(&ttl_arg)?;
+    if ttl < 0 {
+        return Err(CommandError::err("Invalid TTL value, must be >= 0"));
+    }
+    let Some(body) = crate::rdb::verify_payload(&payload) else {
+        return Err(CommandError::err(
+            "DUMP payload version or checksum are wrong",
+        ));
+    };
+    let value =
+        crate::rdb::restore_value(body).map_err(|_| CommandError::err("Bad data format"))?;
+    let deleted = replace && ctx.delete(&key);
+    let deadline = match ttl {
+        0 => None,
+        t if absttl => Some(t as u64),
+        t => Some((t as u64).saturating_add(ctx.now)),
+    };
+    if deadline.is_some_and(|at| at <= ctx.now) && !ctx.state.repl.is_replica() {
+        // Already expired: the key is just gone (a DEL if one was replaced).
+        if deleted {
+            ctx.notify(notify::GENERIC, "del", &key);
+            ctx.propagate(vec![Bytes::from_static(b"DEL"), key]);
+        }
+        return Ok(Frame::ok());
+    }
+    let now = ctx.now;
+    let access = ctx.db().access();
+    ctx.set(key.clone(), value, deadline);
+    if let crate::db::Found::Live(entry) = ctx.db().find_live(&key, now, false) {
+        entry.accessed = access.restored(now, idle, freq);
+    }
+    ctx.notify(notify::GENERIC, "restore", &key);
+    if let (Some(at), false) = (deadline, absttl) {
+        if ctx.propagating() {
+            let mut argv = args.argv().to_vec();
+            if let Some(ttl) = argv.get_mut(2) {
+                *ttl = Bytes::from(at.to_string());
+            }
+            argv.push(Bytes::from_static(b"ABSTTL"));
+            ctx.propagate(argv);
+        }
+    }
+    Ok(Frame::ok())
 }
 
 /// ```text

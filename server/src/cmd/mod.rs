@@ -16,6 +16,7 @@ mod connection;
 mod effects_tests;
 mod error;
 mod expire;
+mod function;
 mod hash;
 mod keys;
 mod ldouble;
@@ -237,7 +238,7 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 17] {
+fn families() -> [&'static [CommandSpec]; 18] {
     [
         connection::COMMANDS,
         sort::COMMANDS,
@@ -255,6 +256,7 @@ fn families() -> [&'static [CommandSpec]; 17] {
         client::COMMANDS,
         server::COMMANDS,
         script::COMMANDS,
+        function::COMMANDS,
         cluster::COMMANDS,
     ]
 }
@@ -375,6 +377,27 @@ pub(crate) fn resolve(argv: &[Bytes]) -> Result<Resolved, CommandError> {
         return Err(CommandError::WrongArity(spec.name.to_string()));
     }
     Ok(Resolved {
+        spec,
+        first_arg: 1,
+        parent: None,
+    })
+}
+
+/// The spec `argv` names, whatever its arity (to count a call refused for its arity).
+pub(crate) fn resolve_name(argv: &[Bytes]) -> Option<Resolved> {
+    let spec = lookup(argv.first()?)?;
+    if let (false, Some(sub)) = (spec.subcommands.is_empty(), argv.get(1)) {
+        let sub_spec = spec
+            .subcommands
+            .iter()
+            .find(|s| s.name.as_bytes().eq_ignore_ascii_case(sub))?;
+        return Some(Resolved {
+            spec: sub_spec,
+            first_arg: 2,
+            parent: Some(spec),
+        });
+    }
+    Some(Resolved {
         spec,
         first_arg: 1,
         parent: None,
@@ -609,7 +632,9 @@ pub(crate) fn execute(
 /// Runs an already-resolved command (see [`execute`]).
 pub(crate) fn execute_resolved(
     Resolved {
-        spec, first_arg, ..
+        spec,
+        first_arg,
+        parent,
     }: Resolved,
     state: &mut State,
     node: &Node,
@@ -619,9 +644,11 @@ pub(crate) fn execute_resolved(
     effects: &mut Effects,
 ) -> Frame {
     if !client.authenticated && !spec.has(flags::NO_AUTH) {
+        state.cmdstats.reject(spec, parent);
         return CommandError::NoAuth.into();
     }
     if spec.has(flags::WRITE) && state.repl.refuses_write_from(client) {
+        state.cmdstats.reject(spec, parent);
         return CommandError::Raw(crate::replication::READONLY_ERROR.into()).into();
     }
     if !spec.has(flags::SKIP_MONITOR | flags::ADMIN) && node.monitors.active() {
@@ -638,6 +665,7 @@ pub(crate) fn execute_resolved(
     state.stats.commands += 1;
     let db = client.db;
     let mut args = Args::new(argv, first_arg);
+    let started = std::time::Instant::now();
     let reply = {
         let mut ctx = Ctx {
             state,
@@ -648,6 +676,10 @@ pub(crate) fn execute_resolved(
         };
         (spec.handler)(&mut ctx, &mut args)
     };
+    let failed = matches!(reply, Err(_) | Ok(Frame::Error(_)));
+    state
+        .cmdstats
+        .record(spec, parent, started.elapsed(), failed);
     if state.dirty != dirty_before
         && effects.propagate.len() == propagated_before
         && spec.has(flags::WRITE)

@@ -133,7 +133,7 @@ fn engine<'s>(ctx: &'s mut Ctx<'_>) -> Result<&'s mut Engine, CommandError> {
 }
 
 /// Whether `argv` names a command (`redis.acl_check_cmd`; no ACLs, so every command is allowed).
-fn command_exists(argv: &[Bytes]) -> bool {
+pub(super) fn command_exists(argv: &[Bytes]) -> bool {
     super::resolve(argv).is_ok() || matches!(super::resolve(argv), Err(CommandError::WrongArity(_)))
 }
 
@@ -165,7 +165,8 @@ fn evalsha_ro(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     eval_generic(ctx, args, true, true)
 }
 
-fn feed_monitors(ctx: &Ctx<'_>, argv: &[Bytes]) {
+/// Feeds the command to MONITOR before the commands the script runs (as `evalCommand` does).
+pub(super) fn feed_monitors(ctx: &Ctx<'_>, argv: &[Bytes]) {
     let monitors = &ctx.node.monitors;
     if monitors.active() {
         let origin = if ctx.client.in_script {
@@ -214,23 +215,45 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, by_sha: bool, ro: bool) 
         return Err(CommandError::err("Lua interpreter unavailable"));
     };
     let reply = match engine.get(sha) {
-        Some(script) => run_checked(ctx, &engine, script, sha, (keys, argv), ro),
+        Some(script) => run_checked(
+            ctx,
+            &engine,
+            Runnable::Script(script, sha),
+            (keys, argv),
+            ro,
+        ),
         None => Err(CommandError::Raw(NOSCRIPT.into())),
     };
     ctx.state.scripting = Some(engine);
     reply
 }
 
-/// Checks a script's flags against the command and the node, then runs it.
-fn run_checked(
+/// What a run executes: a cached script (with its SHA1) or a library's function.
+pub(super) enum Runnable<'e> {
+    /// `EVAL`/`EVALSHA`.
+    Script(&'e script::Compiled, &'e str),
+    /// `FCALL`, with its command line (for `FUNCTION STATS`).
+    Function(&'e script::FunctionDef, &'e [Bytes]),
+}
+
+impl Runnable<'_> {
+    fn flags(&self) -> u32 {
+        match self {
+            Runnable::Script(script, _) => script.flags,
+            Runnable::Function(function, _) => function.flags,
+        }
+    }
+}
+
+/// Checks a script's or function's flags against the command and the node, then runs it.
+pub(super) fn run_checked(
     ctx: &mut Ctx<'_>,
     engine: &Engine,
-    script: &script::Compiled,
-    sha: &str,
+    runnable: Runnable<'_>,
     (keys, argv): (&[Bytes], &[Bytes]),
     ro: bool,
 ) -> CmdResult {
-    let flags = script.flags;
+    let flags = runnable.flags();
     if flags & script_flags::EVAL_COMPAT == 0 && flags & script_flags::NO_WRITES == 0 && ro {
         return Err(CommandError::err(
             "Can not execute a script with write flag using *_ro command.",
@@ -273,7 +296,7 @@ fn run_checked(
     Ok(run_script(
         ctx,
         engine,
-        (script, sha),
+        runnable,
         (keys, argv),
         read_only,
         allow_oom,
@@ -281,11 +304,11 @@ fn run_checked(
     ))
 }
 
-/// Runs a cached script with the script status other connections see set around it.
+/// Runs a script or function with the script status other connections see set around it.
 fn run_script(
     ctx: &mut Ctx<'_>,
     engine: &Engine,
-    (script, sha): (&script::Compiled, &str),
+    runnable: Runnable<'_>,
     (keys, argv): (&[Bytes], &[Bytes]),
     read_only: bool,
     allow_oom: bool,
@@ -294,6 +317,12 @@ fn run_script(
     let status = &ctx.node.script;
     status.kill.store(false, Ordering::Release);
     status.wrote.store(false, Ordering::Release);
+    if let Runnable::Function(function, command) = &runnable {
+        if let Ok(mut running) = status.function.lock() {
+            *running = Some((function.name.clone(), command.to_vec()));
+        }
+        status.is_function.store(true, Ordering::Release);
+    }
     status
         .started_ms
         .store(ctx.node.clock.now_ms(), Ordering::Release);
@@ -308,7 +337,12 @@ fn run_script(
             allow_oom,
             slots,
         };
-        engine.run(script, sha, (keys, argv), &mut caller)
+        match runnable {
+            Runnable::Script(script, sha) => engine.run(script, sha, (keys, argv), &mut caller),
+            Runnable::Function(function, _) => {
+                engine.call_function(function, (keys, argv), &mut caller)
+            }
+        }
     };
     ctx.client.db = saved_db;
     ctx.client.resp = saved_resp;
@@ -331,6 +365,10 @@ fn run_script(
     let status = &ctx.node.script;
     status.running.store(false, Ordering::Release);
     status.kill.store(false, Ordering::Release);
+    status.is_function.store(false, Ordering::Release);
+    if let Ok(mut running) = status.function.lock() {
+        *running = None;
+    }
     status.done.notify_waiters();
     reply
 }
@@ -466,6 +504,12 @@ fn script_kill(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 
 /// SCRIPT KILL as run without the state lock while a script is busy.
 fn script_kill_busy(node: &Node, _argv: &[Bytes]) -> Frame {
+    kill_running(node, false)
+}
+
+/// Redis's `scriptKill`: stops the running script if it has not written; `SCRIPT KILL` does
+/// not stop a function nor `FUNCTION KILL` a script (`function`: called as `FUNCTION KILL`).
+pub(super) fn kill_running(node: &Node, function: bool) -> Frame {
     let status = &node.script;
     if !status.running.load(Ordering::Acquire) {
         return Frame::error("NOTBUSY No scripts in execution right now.");
@@ -476,6 +520,9 @@ fn script_kill_busy(node: &Node, _argv: &[Bytes]) -> Frame {
              You can either wait the script termination or kill the server in a hard way using \
              the SHUTDOWN NOSAVE command.",
         );
+    }
+    if status.is_function.load(Ordering::Acquire) != function {
+        return Frame::error(node.busy_error());
     }
     status.kill.store(true, Ordering::Release);
     Frame::ok()

@@ -248,7 +248,7 @@ fn shutdown_busy(node: &Node, argv: &[Bytes]) -> Frame {
             node.script.kill.store(true, Ordering::Release);
             Frame::ok()
         }
-        Ok(false) => Frame::error(crate::connection::BUSY_ERROR),
+        Ok(false) => Frame::error(node.busy_error()),
         Err(e) => e.into(),
     }
 }
@@ -266,7 +266,9 @@ const SECTIONS: &[(&str, bool)] = &[
     ("replication", true),
     ("cpu", true),
     ("modules", true),
+    ("commandstats", false),
     ("errorstats", true),
+    ("latencystats", false),
     ("cluster", true),
     ("keyspace", true),
 ];
@@ -431,6 +433,19 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
             line("used_memory_lua_human", &human_bytes(lua));
             let cached_scripts = state.scripting.as_ref().map_or(0, |engine| engine.len());
             line("number_of_cached_scripts", &cached_scripts);
+            let (libraries, functions) = state.functions.counts();
+            line("number_of_functions", &functions);
+            line("number_of_libraries", &libraries);
+            let vm_functions = match state.functions.memory_used() {
+                0 => 32_768,
+                used => used as u64,
+            };
+            line("used_memory_vm_functions", &vm_functions);
+            line("used_memory_vm_total", &(lua + vm_functions));
+            line(
+                "used_memory_vm_total_human",
+                &human_bytes(lua + vm_functions),
+            );
             line("maxmemory", &maxmemory);
             line("maxmemory_human", &human_bytes(maxmemory));
             line("maxmemory_policy", &state.settings.get("maxmemory-policy"));
@@ -493,6 +508,17 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
             line("used_cpu_user", &format!("{user:.6}"));
             line("used_cpu_sys_children", &"0.000000");
             line("used_cpu_user_children", &"0.000000");
+        }
+        "commandstats" | "latencystats" => {
+            let merged = match node.live.rejected_calls.lock() {
+                Ok(rejected) => state.cmdstats.merged(&rejected),
+                Err(_) => state.cmdstats.merged(&Default::default()),
+            };
+            if name == "commandstats" {
+                merged.commandstats(out);
+            } else {
+                merged.latencystats(out);
+            }
         }
         "errorstats" => {
             for (code, count) in node.live.error_counts() {

@@ -62,6 +62,16 @@ impl Access {
         counter.saturating_sub(u8::try_from(periods).unwrap_or(u8::MAX))
     }
 
+    /// The record of a key `RESTORE` creates at `now`: `FREQ` sets the counter under LFU,
+    /// `IDLETIME` (seconds) backdates the access under LRU; otherwise as a new key.
+    pub(crate) fn restored(self, now: u64, idle_secs: Option<u64>, freq: Option<u8>) -> u64 {
+        match (self, idle_secs, freq) {
+            (Access::Lfu { .. }, _, Some(freq)) => pack(now / 60_000, freq),
+            (Access::Lru, Some(idle), _) => now.saturating_sub(idle.saturating_mul(1000)),
+            _ => self.fresh(now),
+        }
+    }
+
     /// Milliseconds since the last access of `record` at `now` (`OBJECT IDLETIME`, LRU
     /// eviction); 0 for an LFU record.
     pub(crate) fn idle_ms(record: u64, now: u64) -> u64 {

@@ -10,8 +10,11 @@ mod bit;
 mod cjson;
 mod cmsgpack;
 mod convert;
+mod library;
 mod stack;
 mod structlib;
+
+pub(crate) use library::{Libraries, RestorePolicy};
 
 pub(crate) use convert::format_g;
 
@@ -38,6 +41,8 @@ pub(crate) const REPL_ALL: u8 = 3;
 pub(crate) const REPL_REPLICA: u8 = 2;
 /// The error a killed script ends with.
 pub(crate) const KILLED_ERROR: &str = "ERR Script killed by user with SCRIPT KILL...";
+/// What the hook raises when a library's code runs past `FUNCTION LOAD`'s time limit.
+pub(crate) const LOAD_TIMEOUT_ERROR: &str = "FUNCTION LOAD timeout";
 
 /// The error a script stopped by the interpreter's memory bound gets (the bound is
 /// [`crate::Config::lua_memory_limit`]; Redis has none).
@@ -255,6 +260,32 @@ struct RunShared {
     killed_at: Mutex<Option<(String, i64)>>,
     /// The dispatcher of the run in progress.
     dispatch: DispatchSlot,
+    /// While `FUNCTION LOAD` runs a library's code: the functions it registered so far.
+    loading: Mutex<Option<Vec<FunctionDef>>>,
+}
+
+/// A function a library registered with `redis.register_function`.
+#[derive(Debug)]
+pub(crate) struct FunctionDef {
+    /// Its name (letters, digits and `_`; looked up ignoring case).
+    pub(crate) name: String,
+    /// `description`, if given.
+    pub(crate) description: Option<Bytes>,
+    /// Its flags ([`script_flags`], never `EVAL_COMPAT`).
+    pub(crate) flags: u32,
+    /// The Lua function, held in the interpreter's registry.
+    callback: mlua::RegistryKey,
+}
+
+/// The environments of a functions interpreter (see `functions.lua`).
+#[derive(Debug)]
+struct FunctionsEnv {
+    /// The empty, read-only globals table of library code and functions.
+    env: mlua::Table,
+    /// Its metatable, whose `__index` the engine switches.
+    env_mt: stack::Registered,
+    /// The library API table (`__index` while a library loads).
+    lib: stack::Registered,
 }
 
 /// A node's Lua interpreter and script cache.
@@ -272,6 +303,8 @@ pub(crate) struct Engine {
     shared: Arc<RunShared>,
     kill: Arc<AtomicBool>,
     command_exists: CommandExists,
+    /// Set for the interpreter of functions (`FUNCTION LOAD`, `FCALL`).
+    functions: Option<FunctionsEnv>,
     /// The instruction hook's context and the memory bound (the allocator's userdata);
     /// declared after `lua`, so it outlives the interpreter.
     hook: Box<stack::HookContext>,
@@ -296,6 +329,25 @@ impl Engine {
         command_exists: CommandExists,
         memory_limit: usize,
     ) -> mlua::Result<Self> {
+        Self::build(kill, command_exists, memory_limit, false)
+    }
+
+    /// A fresh interpreter for functions: Redis's sandbox, plus the library API that
+    /// `FUNCTION LOAD` runs a library's code with.
+    pub(crate) fn new_functions(
+        kill: Arc<AtomicBool>,
+        command_exists: CommandExists,
+        memory_limit: usize,
+    ) -> mlua::Result<Self> {
+        Self::build(kill, command_exists, memory_limit, true)
+    }
+
+    fn build(
+        kill: Arc<AtomicBool>,
+        command_exists: CommandExists,
+        memory_limit: usize,
+        for_functions: bool,
+    ) -> mlua::Result<Self> {
         let lua = Lua::new_with(
             StdLib::TABLE | StdLib::STRING | StdLib::MATH,
             LuaOptions::default(),
@@ -313,12 +365,28 @@ impl Engine {
             stack::c_function::<RedisPcall>(&lua, shared.clone())?,
         )?;
         let globals = lua.globals();
-        lua.load(include_str!("sandbox.lua"))
+        let (protect, missing_global): (Function, Function) = lua
+            .load(include_str!("sandbox.lua"))
             .set_name(INTERNAL_CHUNK)
             .set_mode(ChunkMode::Text)
-            .call::<()>((raw, globals.clone()))?;
+            .call((raw, globals.clone()))?;
         let handler: Function = globals.raw_get("__redis__err__handler")?;
         let main = stack::MainState::of(&lua)?;
+        let functions = if for_functions {
+            let prims = library::primitives(&lua, shared.clone())?;
+            let (env, env_mt, lib): (mlua::Table, mlua::Table, mlua::Table) = lua
+                .load(include_str!("functions.lua"))
+                .set_name(INTERNAL_CHUNK)
+                .set_mode(ChunkMode::Text)
+                .call((prims, globals.clone(), protect, missing_global))?;
+            Some(FunctionsEnv {
+                env,
+                env_mt: main.register(&lua, env_mt)?,
+                lib: main.register(&lua, lib)?,
+            })
+        } else {
+            None
+        };
         let handler = main.register(&lua, handler)?;
         let globals = main.register(&lua, globals)?;
         // Each run leaves two small tables (KEYS, ARGV) as garbage over a heap that is mostly
@@ -337,6 +405,7 @@ impl Engine {
             shared,
             kill,
             command_exists,
+            functions,
             hook,
         })
     }
@@ -345,10 +414,11 @@ impl Engine {
     /// carries over, as Redis's is process-wide.
     pub(crate) fn reset(&mut self) -> mlua::Result<()> {
         let rand = self.shared.rand.load(Ordering::Relaxed);
-        *self = Engine::new(
+        *self = Engine::build(
             self.kill.clone(),
             self.command_exists,
             self.hook.memory.limit(),
+            self.functions.is_some(),
         )?;
         self.shared.rand.store(rand, Ordering::Relaxed);
         Ok(())
@@ -385,6 +455,97 @@ impl Engine {
         Ok(sha)
     }
 
+    /// Runs a library's code (what follows its `#!lua` line) with the library API, as
+    /// `FUNCTION LOAD` does, and returns the functions it registered; stopped with
+    /// `FUNCTION LOAD timeout` past `timeout`. Errors are the reply's text without its code
+    /// (`Error compiling function: ...`, `Error registering functions: ...`).
+    pub(crate) fn load_library(
+        &self,
+        code: &[u8],
+        timeout: Option<Duration>,
+    ) -> Result<Vec<FunctionDef>, String> {
+        let Some(env) = &self.functions else {
+            return Err("the interpreter does not run functions".into());
+        };
+        let chunk = self
+            .lua
+            .load(code)
+            .set_name("@user_function")
+            .set_mode(ChunkMode::Text)
+            .set_environment(env.env.clone())
+            .into_function()
+            .map_err(|e| {
+                let msg = match e {
+                    mlua::Error::SyntaxError { message, .. } => message,
+                    other => other.to_string(),
+                };
+                format!("Error compiling function: {msg}")
+            })?;
+        let chunk = self
+            .lua
+            .create_registry_value(chunk)
+            .map_err(|e| e.to_string())?;
+        let chunk_ref = stack::Registered::of_key(&chunk);
+        if let Ok(mut loading) = self.shared.loading.lock() {
+            *loading = Some(Vec::new());
+        }
+        if let Some(timeout) = timeout {
+            let limit = u64::try_from(timeout.as_micros()).unwrap_or(u64::MAX);
+            let deadline = stack::load_clock_us().saturating_add(limit).max(1);
+            self.hook.load_deadline.store(deadline, Ordering::Relaxed);
+        }
+        self.kill.store(false, Ordering::Release);
+        self.main.arm_hook();
+        let memory = &self.hook.memory;
+        let (globals, handler, lib, env_mt) = (self.globals, self.handler, env.lib, env.env_mt);
+        let outcome = self
+            .main
+            .with(|stack| -> Result<Result<(), String>, stack::StackError> {
+                let h = stack.top() + 1;
+                stack.push_registered(handler)?;
+                set_index(stack, env_mt, lib)?;
+                stack.push_registered(chunk_ref)?;
+                memory.arm();
+                let status = stack.call(0, h);
+                memory.disarm();
+                let result = match status {
+                    Ok(()) => Ok(()),
+                    Err(_) => {
+                        let top = stack.top();
+                        let msg = match stack.kind(top) {
+                            Kind::Table => convert::string_field(stack, top, b"err"),
+                            _ => stack.bytes(top).map(<[u8]>::to_vec),
+                        };
+                        let msg = msg.map_or_else(
+                            || "execution failure".into(),
+                            |m| String::from_utf8_lossy(&m).into_owned(),
+                        );
+                        Err(format!("Error registering functions: {msg}"))
+                    }
+                };
+                set_index(stack, env_mt, globals)?;
+                Ok(result)
+            });
+        self.hook.load_deadline.store(0, Ordering::Relaxed);
+        self.main.arm_hook();
+        let registered = self
+            .shared
+            .loading
+            .lock()
+            .ok()
+            .and_then(|mut l| l.take())
+            .unwrap_or_default();
+        drop(chunk);
+        let _ = self.lua.gc_collect();
+        self.lua.gc_set_pause(GC_PAUSE);
+        match outcome {
+            Some(Ok(Ok(()))) => Ok(registered),
+            Some(Ok(Err(msg))) => Err(msg),
+            Some(Err(stack::StackError)) => Err("reached lua stack limit".into()),
+            None => Err("the interpreter is busy".into()),
+        }
+    }
+
     /// The cached script with this (lowercase) SHA1.
     pub(crate) fn get(&self, sha: &str) -> Option<&Compiled> {
         self.scripts.get(sha)
@@ -406,6 +567,31 @@ impl Engine {
         &self,
         script: &Compiled,
         sha: &str,
+        keys_args: (&[Bytes], &[Bytes]),
+        dispatcher: &mut dyn Dispatcher,
+    ) -> Frame {
+        self.run_chunk(script.func, sha, false, keys_args, dispatcher)
+    }
+
+    /// Calls `function` (registered on this interpreter) with the keys and arguments as its two
+    /// parameters, sending `redis.call` through `dispatcher`; errors name the function.
+    pub(crate) fn call_function(
+        &self,
+        function: &FunctionDef,
+        keys_args: (&[Bytes], &[Bytes]),
+        dispatcher: &mut dyn Dispatcher,
+    ) -> Frame {
+        let func = stack::Registered::of_key(&function.callback);
+        self.run_chunk(func, &function.name, true, keys_args, dispatcher)
+    }
+
+    /// One run: `func` called with `KEYS`/`ARGV` as globals (`EVAL`) or as its two arguments
+    /// (`FCALL`, `as_function`); `name` (the SHA1 or the function's name) locates errors.
+    fn run_chunk(
+        &self,
+        func: stack::Registered,
+        sha: &str,
+        as_function: bool,
         (keys, args): (&[Bytes], &[Bytes]),
         dispatcher: &mut dyn Dispatcher,
     ) -> Frame {
@@ -440,25 +626,39 @@ impl Engine {
                 let anchored_keys = known.len();
                 convert::push_known(stack, args, &mut known)?;
                 let anchored_args = known.len() - anchored_keys;
-                // The globals are read-only to scripts; the run opens them for KEYS and ARGV
-                // only (as Redis's luaSetGlobalArray), and closes them again either way.
-                stack.set_readonly(g, false)?;
-                let set = (|| {
-                    stack.push_bytes(b"KEYS")?;
+                let nargs = if as_function {
+                    // Functions get KEYS and ARGV as their two parameters.
+                    stack.push_registered(func)?;
                     convert::push_bytes_array(stack, keys, first, anchored_keys)?;
-                    stack.raw_set(g)?;
-                    stack.push_bytes(b"ARGV")?;
                     convert::push_bytes_array(
                         stack,
                         args,
                         first + anchored_keys as i32,
                         anchored_args,
                     )?;
-                    stack.raw_set(g)
-                })();
-                stack.set_readonly(g, true)?;
-                set?;
-                stack.push_registered(script.func)?;
+                    2
+                } else {
+                    // The globals are read-only to scripts; the run opens them for KEYS and
+                    // ARGV only (as Redis's luaSetGlobalArray), and closes them again either way.
+                    stack.set_readonly(g, false)?;
+                    let set = (|| {
+                        stack.push_bytes(b"KEYS")?;
+                        convert::push_bytes_array(stack, keys, first, anchored_keys)?;
+                        stack.raw_set(g)?;
+                        stack.push_bytes(b"ARGV")?;
+                        convert::push_bytes_array(
+                            stack,
+                            args,
+                            first + anchored_keys as i32,
+                            anchored_args,
+                        )?;
+                        stack.raw_set(g)
+                    })();
+                    stack.set_readonly(g, true)?;
+                    set?;
+                    stack.push_registered(func)?;
+                    0
+                };
                 let mut frame = RunFrame {
                     dispatcher,
                     known: &known,
@@ -469,7 +669,7 @@ impl Engine {
                 let status = {
                     let _clear = ClearSlot(&shared.dispatch);
                     memory.arm();
-                    let status = stack.call(0, h);
+                    let status = stack.call(nargs, h);
                     exhausted_cell.set(memory.disarm());
                     status
                 };
@@ -511,6 +711,22 @@ impl Engine {
             )),
         }
     }
+}
+
+/// Sets `__index` of the (read-only) metatable `mt` to `value`, keeping it read-only.
+fn set_index(
+    stack: &mut Stack<'_>,
+    mt: stack::Registered,
+    value: stack::Registered,
+) -> Result<(), stack::StackError> {
+    stack.push_registered(mt)?;
+    let t = stack.top();
+    stack.set_readonly(t, false)?;
+    stack.push_registered(value)?;
+    let set = stack.set_field(t, b"__index");
+    stack.set_readonly(t, true)?;
+    stack.pop(1);
+    set
 }
 
 /// The reply of a script stopped by `SCRIPT KILL`, located where the hook stopped it (or

@@ -227,3 +227,6 @@ local string_mt = getmetatable('')
 string_mt.__index = G.string
 protect(string_mt)
 protect(G)
+
+-- For the functions engine (functions.lua), which builds its own environments on these.
+return protect, missing_global

@@ -551,6 +551,13 @@ pub(super) fn c_function<F: CFunction>(
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Registered(c_int);
 
+impl Registered {
+    /// The registry slot of a value mlua holds (valid while `key` is alive and not removed).
+    pub(super) fn of_key(key: &mlua::RegistryKey) -> Registered {
+        Registered(key.id())
+    }
+}
+
 /// The main thread of an interpreter, on which the engine runs scripts directly with Lua's C
 /// API (through mlua, every run cost two C-closure allocations, a protected call and a lock
 /// around it).
@@ -629,6 +636,16 @@ pub(super) struct HookContext {
     main: *mut lua_State,
     /// The interpreter's memory bound (its allocator's userdata).
     pub(super) memory: MemoryLimit,
+    /// While `FUNCTION LOAD` runs a library's code: the [`load_clock_us`] time past which
+    /// the hook stops it with `FUNCTION LOAD timeout`; 0 otherwise.
+    pub(super) load_deadline: std::sync::atomic::AtomicU64,
+}
+
+/// Microseconds on a monotonic clock (for [`HookContext::load_deadline`]).
+pub(super) fn load_clock_us() -> u64 {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let epoch = *EPOCH.get_or_init(std::time::Instant::now);
+    u64::try_from(epoch.elapsed().as_micros()).unwrap_or(u64::MAX)
 }
 
 /// The interpreter's memory bound: the allocator mlua installed, wrapped so that while a
@@ -770,6 +787,7 @@ impl MainState {
                 exceeded: AtomicBool::new(false),
                 pressed: AtomicBool::new(false),
             },
+            load_deadline: std::sync::atomic::AtomicU64::new(0),
         });
         let memory = std::ptr::from_ref::<MemoryLimit>(&context.memory)
             .cast_mut()
@@ -808,8 +826,8 @@ impl MainState {
     }
 }
 
-/// The instruction hook. After `SCRIPT KILL`, or once the memory bound refused an allocation, it
-/// raises the kill (or memory) error, and from then on fires on every instruction of this
+/// The instruction hook. After `SCRIPT KILL`, once the memory bound refused an allocation, or
+/// past a `FUNCTION LOAD`'s deadline, it raises the kill (memory, timeout) error, and from then on fires on every instruction of this
 /// thread and of the main thread: a `pcall`, `xpcall` or `coroutine.resume` that catches the
 /// error returns into code that stops at its next instruction, outside the protected call
 /// (Redis keeps raising from its hook after a kill the same way). Otherwise it presses the
@@ -833,7 +851,9 @@ unsafe extern "C-unwind" fn instruction_hook(state: *mut lua_State, ar: *mut ffi
     };
     let memory = &context.memory;
     let exceeded = memory.exceeded.load(Ordering::Relaxed);
-    if !context.kill.load(Ordering::Acquire) && !exceeded {
+    let deadline = context.load_deadline.load(Ordering::Relaxed);
+    let timed_out = deadline != 0 && load_clock_us() > deadline;
+    if !context.kill.load(Ordering::Acquire) && !exceeded && !timed_out {
         if memory.limit > 0
             && memory.used() > memory.limit / 2
             && !memory.pressed.swap(true, Ordering::Relaxed)
@@ -857,7 +877,9 @@ unsafe extern "C-unwind" fn instruction_hook(state: *mut lua_State, ar: *mut ffi
     if let (Some(site), Ok(mut at)) = (site, context.shared.killed_at.lock()) {
         at.get_or_insert(site);
     }
-    let message = if exceeded {
+    let message = if timed_out {
+        super::LOAD_TIMEOUT_ERROR
+    } else if exceeded {
         super::MEMORY_ERROR
     } else {
         super::KILLED_ERROR

@@ -1,0 +1,242 @@
+//! Per-command statistics, as Redis keeps them in each command's table entry: calls, time
+//! spent, calls that failed (replied an error) and calls rejected before they ran
+//! (`INFO commandstats`), and a latency histogram per command (`INFO latencystats`).
+
+use crate::cmd::CommandSpec;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// Sub-buckets per power of two of the latency histogram: values are kept to 1/16 (about
+/// 6 %) of their size, as an HDR histogram with one significant digit would.
+const SUB_BUCKETS: usize = 16;
+/// Powers of two covered (nanoseconds up to 2^40, about 18 minutes).
+const MAGNITUDES: usize = 41;
+
+/// A log-linear histogram of latencies in nanoseconds.
+#[derive(Debug, Clone)]
+struct Histogram {
+    counts: Box<[u64]>,
+    total: u64,
+}
+
+impl Histogram {
+    fn new() -> Self {
+        Histogram {
+            counts: vec![0; MAGNITUDES * SUB_BUCKETS].into_boxed_slice(),
+            total: 0,
+        }
+    }
+
+    /// The bucket of `ns`: its power of two, then the next four bits below the top one.
+    fn bucket(ns: u64) -> usize {
+        if ns < SUB_BUCKETS as u64 {
+            return ns as usize;
+        }
+        let magnitude = 63 - ns.leading_zeros() as usize; // ≥ 4
+        let sub = ((ns >> (magnitude - 4)) & 0xf) as usize;
+        ((magnitude - 3) * SUB_BUCKETS + sub).min(MAGNITUDES * SUB_BUCKETS - 1)
+    }
+
+    /// The largest value that falls in `bucket`.
+    fn upper_bound(bucket: usize) -> u64 {
+        if bucket < SUB_BUCKETS {
+            return bucket as u64;
+        }
+        let magnitude = bucket / SUB_BUCKETS + 3;
+        let sub = (bucket % SUB_BUCKETS) as u64;
+        ((SUB_BUCKETS as u64 + sub + 1) << (magnitude - 4)) - 1
+    }
+
+    fn record(&mut self, ns: u64) {
+        if let Some(c) = self.counts.get_mut(Self::bucket(ns)) {
+            *c += 1;
+            self.total += 1;
+        }
+    }
+
+    /// The value at percentile `p` (0..=100), in nanoseconds.
+    fn percentile(&self, p: f64) -> u64 {
+        let rank = ((p / 100.0) * self.total as f64).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return Self::upper_bound(i);
+            }
+        }
+        0
+    }
+}
+
+/// One command's counters.
+#[derive(Debug, Clone)]
+struct Entry {
+    /// `parent|name` for a subcommand.
+    name: String,
+    calls: u64,
+    usec: u64,
+    failed: u64,
+    rejected: u64,
+    latency: Option<Histogram>,
+}
+
+/// Hashes a table entry's address: one multiplication (the keys are a few hundred static
+/// addresses, never chosen by a client).
+#[derive(Debug, Default, Clone, Copy)]
+struct AddressHasher(u64);
+
+impl std::hash::Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        // Fold the high bits (mixed by the multiplication) into the low ones the table indexes
+        // by: addresses are aligned, so their own low bits are always zero.
+        self.0 ^ (self.0 >> 29)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_usize(&mut self, v: usize) {
+        self.0 = (v as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+type Map = std::collections::HashMap<usize, Entry, std::hash::BuildHasherDefault<AddressHasher>>;
+
+/// Counters of the commands used so far, keyed by their table entry.
+#[derive(Debug, Default)]
+pub(crate) struct CommandStats {
+    entries: Map,
+}
+
+impl CommandStats {
+    fn entry(&mut self, spec: &'static CommandSpec, parent: Option<&CommandSpec>) -> &mut Entry {
+        let key = std::ptr::from_ref(spec) as usize;
+        self.entries.entry(key).or_insert_with(|| Entry {
+            name: match parent {
+                Some(p) => format!("{}|{}", p.name, spec.name),
+                None => spec.name.to_string(),
+            },
+            calls: 0,
+            usec: 0,
+            failed: 0,
+            rejected: 0,
+            latency: None,
+        })
+    }
+
+    /// A call of `spec` that took `elapsed` and failed or not.
+    pub(crate) fn record(
+        &mut self,
+        spec: &'static CommandSpec,
+        parent: Option<&CommandSpec>,
+        elapsed: Duration,
+        failed: bool,
+    ) {
+        let entry = self.entry(spec, parent);
+        entry.calls += 1;
+        let ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        entry.usec += ns / 1000;
+        entry.failed += u64::from(failed);
+        entry.latency.get_or_insert_with(Histogram::new).record(ns);
+    }
+
+    /// A call of `spec` refused before it ran (arity, OOM, BUSY, NOAUTH, READONLY, ...).
+    pub(crate) fn reject(&mut self, spec: &'static CommandSpec, parent: Option<&CommandSpec>) {
+        self.entry(spec, parent).rejected += 1;
+    }
+
+    /// These counters with the rejections counted in `rejected` added.
+    pub(crate) fn merged(&self, rejected: &CommandStats) -> CommandStats {
+        let mut out = CommandStats {
+            entries: self.entries.clone(),
+        };
+        for (key, r) in &rejected.entries {
+            out.entries
+                .entry(*key)
+                .or_insert_with(|| Entry {
+                    name: r.name.clone(),
+                    calls: 0,
+                    usec: 0,
+                    failed: 0,
+                    rejected: 0,
+                    latency: None,
+                })
+                .rejected += r.rejected;
+        }
+        out
+    }
+
+    /// `CONFIG RESETSTAT`.
+    pub(crate) fn reset(&mut self) {
+        self.entries.clear();
+    }
+
+    /// `INFO commandstats` lines, by command name.
+    pub(crate) fn commandstats(&self, out: &mut String) {
+        let mut entries: Vec<&Entry> = self.entries.values().collect();
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        for e in entries {
+            let per_call = if e.calls == 0 {
+                0.0
+            } else {
+                e.usec as f64 / e.calls as f64
+            };
+            let _ = write!(
+                out,
+                "cmdstat_{}:calls={},usec={},usec_per_call={:.2},rejected_calls={},failed_calls={}\r\n",
+                e.name, e.calls, e.usec, per_call, e.rejected, e.failed
+            );
+        }
+    }
+
+    /// `INFO latencystats` lines (p50, p99, p99.9 in microseconds), by command name.
+    pub(crate) fn latencystats(&self, out: &mut String) {
+        let mut entries: Vec<&Entry> = self.entries.values().collect();
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        for e in entries {
+            let Some(h) = &e.latency else { continue };
+            let us = |p: f64| h.percentile(p) as f64 / 1000.0;
+            let _ = write!(
+                out,
+                "latency_percentiles_usec_{}:p50={:.3},p99={:.3},p99.9={:.3}\r\n",
+                e.name,
+                us(50.0),
+                us(99.0),
+                us(99.9)
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Histogram;
+
+    #[test]
+    fn buckets_bound_their_values_within_a_sixteenth() {
+        for ns in [0u64, 1, 15, 16, 17, 31, 32, 1000, 123_456, 10_000_000_000] {
+            let b = Histogram::bucket(ns);
+            let upper = Histogram::upper_bound(b);
+            assert!(upper >= ns, "{ns}: {upper}");
+            assert!(upper - ns <= ns / 16 + 1, "{ns}: {upper}");
+            if b > 0 {
+                assert!(Histogram::upper_bound(b - 1) < ns, "{ns}");
+            }
+        }
+    }
+
+    #[test]
+    fn percentiles_follow_the_distribution() {
+        let mut h = Histogram::new();
+        for ns in 1..=1000u64 {
+            h.record(ns * 1000);
+        }
+        let p50 = h.percentile(50.0);
+        assert!((480_000..=540_000).contains(&p50), "{p50}");
+        let p99 = h.percentile(99.0);
+        assert!((980_000..=1_060_000).contains(&p99), "{p99}");
+    }
+}

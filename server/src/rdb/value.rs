@@ -1,0 +1,332 @@
+//! Key values in RDB form, for `DUMP` and `RESTORE`: written in the plain encodings every Redis
+//! since 2.x loads (string, linked list, set, hash, binary-score sorted set), and read in every
+//! encoding Redis 7.0 writes (listpacks, quicklist nodes, intsets, LZF and integer strings).
+
+use super::{Malformed, Reader};
+use crate::db::{HashValue, Value, ZSet};
+use bytes::Bytes;
+use std::collections::{HashSet, VecDeque};
+
+const TYPE_STRING: u8 = 0;
+const TYPE_LIST: u8 = 1;
+const TYPE_SET: u8 = 2;
+const TYPE_ZSET: u8 = 3;
+const TYPE_HASH: u8 = 4;
+const TYPE_ZSET_2: u8 = 5;
+const TYPE_SET_INTSET: u8 = 11;
+const TYPE_HASH_LISTPACK: u8 = 16;
+const TYPE_ZSET_LISTPACK: u8 = 17;
+const TYPE_LIST_QUICKLIST_2: u8 = 18;
+
+/// `QUICKLIST_NODE_CONTAINER_PLAIN`: a node holding one element as a plain string.
+const CONTAINER_PLAIN: u64 = 1;
+/// `QUICKLIST_NODE_CONTAINER_PACKED`: a node holding a listpack.
+const CONTAINER_PACKED: u64 = 2;
+
+/// `DUMP`'s payload for `value`: its type, its body, the RDB version and the CRC64.
+pub(crate) fn dump(value: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    match value {
+        Value::String(s) => {
+            out.push(TYPE_STRING);
+            super::write_string(&mut out, s);
+        }
+        Value::List(items) => {
+            out.push(TYPE_LIST);
+            super::write_len(&mut out, items.len() as u64);
+            for item in items {
+                super::write_string(&mut out, item);
+            }
+        }
+        Value::Set(members) => {
+            out.push(TYPE_SET);
+            super::write_len(&mut out, members.len() as u64);
+            for member in members {
+                super::write_string(&mut out, member);
+            }
+        }
+        Value::Hash(hash) => {
+            out.push(TYPE_HASH);
+            super::write_len(&mut out, hash.len() as u64);
+            for (field, value) in hash.iter() {
+                super::write_string(&mut out, field);
+                super::write_string(&mut out, value);
+            }
+        }
+        Value::ZSet(zset) => {
+            out.push(TYPE_ZSET_2);
+            super::write_len(&mut out, zset.len() as u64);
+            // Redis writes from the highest score down, so loading appends at the head.
+            for (member, score) in zset.ordered(true) {
+                super::write_string(&mut out, member);
+                super::write_binary_double(&mut out, score);
+            }
+        }
+    }
+    super::finish_payload(&mut out);
+    out
+}
+
+/// The value in a `DUMP` payload body (footer already checked and removed); the whole body
+/// must be one value. Empty aggregates, duplicate members and NaN scores are malformed, as
+/// Redis refuses them.
+pub(crate) fn restore(body: &[u8]) -> Result<Value, Malformed> {
+    let mut r = Reader::new(body);
+    let kind = r.byte()?;
+    let value = read_value(&mut r, kind)?;
+    if r.remaining() != 0 || value.is_empty_aggregate() {
+        return Err(Malformed);
+    }
+    Ok(value)
+}
+
+fn read_value(r: &mut Reader<'_>, kind: u8) -> Result<Value, Malformed> {
+    Ok(match kind {
+        TYPE_STRING => Value::String(Bytes::from(r.string()?)),
+        TYPE_LIST => {
+            let n = r.count(1)?;
+            let mut items = VecDeque::with_capacity(n);
+            for _ in 0..n {
+                items.push_back(Bytes::from(r.string()?));
+            }
+            Value::List(items)
+        }
+        TYPE_SET => {
+            let n = r.count(1)?;
+            let mut set = HashSet::with_capacity(n);
+            for _ in 0..n {
+                if !set.insert(Bytes::from(r.string()?)) {
+                    return Err(Malformed);
+                }
+            }
+            Value::Set(set)
+        }
+        TYPE_ZSET | TYPE_ZSET_2 => {
+            let n = r.count(2)?;
+            let mut zset = ZSet::default();
+            for _ in 0..n {
+                let member = Bytes::from(r.string()?);
+                let score = if kind == TYPE_ZSET_2 {
+                    r.binary_double()?
+                } else {
+                    r.string_double()?
+                };
+                if score.is_nan() || zset.insert(member, score).is_some() {
+                    return Err(Malformed);
+                }
+            }
+            Value::ZSet(zset)
+        }
+        TYPE_HASH => {
+            let n = r.count(2)?;
+            let mut hash = HashValue::new();
+            for _ in 0..n {
+                let field = Bytes::from(r.string()?);
+                let value = Bytes::from(r.string()?);
+                if hash.insert(field, value).is_some() {
+                    return Err(Malformed);
+                }
+            }
+            Value::Hash(hash)
+        }
+        TYPE_SET_INTSET => {
+            let blob = r.string()?;
+            let mut set = HashSet::new();
+            for v in intset(&blob)? {
+                if !set.insert(Bytes::from(v.to_string())) {
+                    return Err(Malformed);
+                }
+            }
+            Value::Set(set)
+        }
+        TYPE_HASH_LISTPACK => {
+            let entries = listpack(&r.string()?)?;
+            if entries.len() % 2 != 0 {
+                return Err(Malformed);
+            }
+            let mut hash = HashValue::new();
+            let mut it = entries.into_iter();
+            while let (Some(field), Some(value)) = (it.next(), it.next()) {
+                if hash.insert(field, value).is_some() {
+                    return Err(Malformed);
+                }
+            }
+            Value::Hash(hash)
+        }
+        TYPE_ZSET_LISTPACK => {
+            let entries = listpack(&r.string()?)?;
+            if entries.len() % 2 != 0 {
+                return Err(Malformed);
+            }
+            let mut zset = ZSet::default();
+            let mut it = entries.into_iter();
+            while let (Some(member), Some(score)) = (it.next(), it.next()) {
+                let score = crate::cmd::parse_f64(&score).ok_or(Malformed)?;
+                if score.is_nan() || zset.insert(member, score).is_some() {
+                    return Err(Malformed);
+                }
+            }
+            Value::ZSet(zset)
+        }
+        TYPE_LIST_QUICKLIST_2 => {
+            let nodes = r.count(2)?;
+            let mut items = VecDeque::new();
+            for _ in 0..nodes {
+                let container = r.len()?;
+                let data = r.string()?;
+                if data.is_empty() {
+                    return Err(Malformed);
+                }
+                match container {
+                    CONTAINER_PLAIN => items.push_back(Bytes::from(data)),
+                    CONTAINER_PACKED => items.extend(listpack(&data)?),
+                    _ => return Err(Malformed),
+                }
+            }
+            Value::List(items)
+        }
+        // Ziplists (Redis before 7.0), modules and streams are not read.
+        _ => return Err(Malformed),
+    })
+}
+
+/// The integers of an intset blob (`encoding` u32, `length` u32, then values, little-endian).
+fn intset(blob: &[u8]) -> Result<Vec<i64>, Malformed> {
+    let mut r = Reader::new(blob);
+    let width = usize::try_from(r.uint_le(4)?).map_err(|_| Malformed)?;
+    let len = usize::try_from(r.uint_le(4)?).map_err(|_| Malformed)?;
+    if !matches!(width, 2 | 4 | 8) || len.checked_mul(width) != Some(r.remaining()) {
+        return Err(Malformed);
+    }
+    (0..len)
+        .map(|_| {
+            let raw = r.uint_le(width)?;
+            let shift = 64 - 8 * width as u32;
+            Ok(((raw << shift) as i64) >> shift)
+        })
+        .collect()
+}
+
+/// The entries of a listpack blob, integers as their decimal text. The header's byte count
+/// must match the blob and the entries must end with the terminator exactly at its end.
+fn listpack(blob: &[u8]) -> Result<Vec<Bytes>, Malformed> {
+    let mut r = Reader::new(blob);
+    let total = usize::try_from(r.uint_le(4)?).map_err(|_| Malformed)?;
+    let _count = r.uint_le(2)?;
+    if total != blob.len() {
+        return Err(Malformed);
+    }
+    let mut out = Vec::new();
+    loop {
+        let start = r.remaining();
+        let first = r.byte()?;
+        if first == 0xff {
+            break;
+        }
+        let entry = match first {
+            0x00..=0x7f => Entry::Int(i64::from(first)),
+            0x80..=0xbf => Entry::Str(r.take(usize::from(first & 0x3f))?),
+            0xc0..=0xdf => {
+                let v = (u64::from(first & 0x1f) << 8) | u64::from(r.byte()?);
+                Entry::Int(sign_extend(v, 13))
+            }
+            0xe0..=0xef => {
+                let n = (usize::from(first & 0x0f) << 8) | usize::from(r.byte()?);
+                Entry::Str(r.take(n)?)
+            }
+            0xf0 => {
+                let n = usize::try_from(r.uint_le(4)?).map_err(|_| Malformed)?;
+                Entry::Str(r.take(n)?)
+            }
+            0xf1 => Entry::Int(sign_extend(r.uint_le(2)?, 16)),
+            0xf2 => Entry::Int(sign_extend(r.uint_le(3)?, 24)),
+            0xf3 => Entry::Int(sign_extend(r.uint_le(4)?, 32)),
+            0xf4 => Entry::Int(r.uint_le(8)? as i64),
+            _ => return Err(Malformed),
+        };
+        // The back length: the entry's size, in 1 to 5 bytes.
+        let size = start - r.remaining();
+        let backlen = match size {
+            0..=127 => 1,
+            128..=16_383 => 2,
+            16_384..=2_097_151 => 3,
+            2_097_152..=268_435_455 => 4,
+            _ => 5,
+        };
+        r.take(backlen)?;
+        out.push(match entry {
+            Entry::Int(v) => Bytes::from(v.to_string()),
+            Entry::Str(s) => Bytes::copy_from_slice(s),
+        });
+    }
+    if r.remaining() != 0 {
+        return Err(Malformed);
+    }
+    Ok(out)
+}
+
+/// One listpack entry.
+enum Entry<'a> {
+    Int(i64),
+    Str(&'a [u8]),
+}
+
+/// `v` (its low `bits` bits) as a signed integer.
+fn sign_extend(v: u64, bits: u32) -> i64 {
+    let shift = 64 - bits;
+    ((v << shift) as i64) >> shift
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(value: Value) -> Value {
+        let payload = dump(&value);
+        let body = super::super::verify_payload(&payload).expect("valid footer");
+        restore(body).expect("restores")
+    }
+
+    #[test]
+    fn every_type_round_trips() {
+        let s = Value::String(Bytes::from_static(b"12345"));
+        assert!(matches!(round_trip(s), Value::String(b) if &b[..] == b"12345"));
+        let list = Value::List(["a", "", "3"].iter().map(|s| Bytes::from(*s)).collect());
+        assert!(matches!(round_trip(list), Value::List(l) if l.len() == 3 && l[2] == "3"));
+        let mut zset = ZSet::default();
+        zset.insert(Bytes::from_static(b"m"), -1.5);
+        zset.insert(Bytes::from_static(b"n"), f64::INFINITY);
+        assert!(
+            matches!(round_trip(Value::ZSet(zset)), Value::ZSet(z) if z.score(b"n") == Some(f64::INFINITY))
+        );
+    }
+
+    #[test]
+    fn listpack_entries_decode() {
+        // A listpack of "ab", 5, -2 (13-bit), 1000 (13-bit) and a 16-bit integer.
+        let mut lp = vec![0, 0, 0, 0, 5, 0];
+        lp.extend_from_slice(&[0x82, b'a', b'b', 3]);
+        lp.extend_from_slice(&[0x05, 1]);
+        lp.extend_from_slice(&[0xdf, 0xfe, 2]);
+        lp.extend_from_slice(&[0xc3, 0xe8, 2]);
+        lp.extend_from_slice(&[0xf1, 0x30, 0x75, 3]);
+        lp.push(0xff);
+        let total = lp.len() as u32;
+        lp[..4].copy_from_slice(&total.to_le_bytes());
+        let got = listpack(&lp).unwrap();
+        assert_eq!(got, vec!["ab", "5", "-2", "1000", "30000"]);
+        lp[0] ^= 1;
+        assert_eq!(listpack(&lp), Err(Malformed));
+    }
+
+    #[test]
+    fn duplicates_empties_and_trailing_bytes_are_malformed() {
+        let mut set = vec![TYPE_SET, 2, 1, b'a', 1, b'a'];
+        assert!(restore(&set).is_err());
+        set = vec![TYPE_SET, 0];
+        assert!(restore(&set).is_err());
+        assert!(restore(&[TYPE_STRING, 1, b'a', 0]).is_err());
+        assert!(restore(&[42]).is_err());
+        assert_eq!(intset(&[2, 0, 0, 0, 1, 0, 0, 0, 0xff, 0xff]), Ok(vec![-1]));
+    }
+}
