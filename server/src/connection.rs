@@ -460,6 +460,11 @@ impl Connection {
                 return self.rejected(resolved, reply);
             }
         }
+        if self.node.live.min_replicas_to_write.load(Ordering::Relaxed) > 0 {
+            if let Some(reply) = self.min_replicas_rules(resolved, guard).await {
+                return self.rejected(resolved, reply);
+            }
+        }
         if let Some(reply) = transaction::admit(resolved, &mut self.client, argv) {
             return self.rejected(resolved, reply);
         }
@@ -725,6 +730,42 @@ impl Connection {
         }
         transaction::flag_error(&mut self.client);
         Some(Frame::error(crate::evict::OOM_ERROR))
+    }
+
+    /// Redis's `processCommand` under `min-replicas-to-write`: a write command, or an EXEC
+    /// whose queue holds one, is refused with `NOREPLICAS` (the transaction discarded) while
+    /// fewer good replicas are attached.
+    async fn min_replicas_rules(
+        &mut self,
+        resolved: cmd::Resolved,
+        guard: &mut Option<OwnedMutexGuard<State>>,
+    ) -> Option<Frame> {
+        let top = if resolved.first_arg > 1 {
+            ""
+        } else {
+            resolved.spec.name
+        };
+        let write = cmd::flags::WRITE;
+        let is_exec = top == "exec" && self.client.multi.is_some();
+        let queued_write =
+            is_exec
+                && self.client.multi.as_ref().is_some_and(|multi| {
+                    multi.queue.iter().any(|(queued, _)| queued.spec.has(write))
+                });
+        if !(resolved.spec.has(write) || queued_write) {
+            return None;
+        }
+        if guard.is_none() {
+            *guard = Some(self.lock_state().await.ok()?);
+        }
+        if guard.as_ref()?.enough_good_replicas(&self.node) {
+            return None;
+        }
+        if is_exec {
+            return Some(self.exec_abort(crate::shared::NOREPLICAS_ERROR));
+        }
+        transaction::flag_error(&mut self.client);
+        Some(Frame::error(crate::shared::NOREPLICAS_ERROR))
     }
 
     /// Redis's `execCommandAbort`: EXEC refused before it runs (`reason`, an error line)

@@ -22,6 +22,8 @@ pub(crate) struct Live {
     pub(crate) query_buffer_limit: AtomicU64,
     /// `maxmemory` (0: none): when set, every command first runs an eviction round.
     pub(crate) maxmemory: AtomicU64,
+    /// `min-replicas-to-write` (0: none): when set, writes first count the good replicas.
+    pub(crate) min_replicas_to_write: AtomicU64,
     /// `client-output-buffer-limit normal`: hard bytes, soft bytes, soft seconds (0 = none).
     pub(crate) normal_output_limit: [AtomicU64; 3],
     /// Open connections (counted at accept, for `maxclients`).
@@ -57,6 +59,7 @@ impl Live {
             proto_max_bulk_len: AtomicU64::new(locksmith_resp::PROTO_MAX_BULK_LEN as u64),
             query_buffer_limit: AtomicU64::new(1 << 30),
             maxmemory: AtomicU64::new(0),
+            min_replicas_to_write: AtomicU64::new(0),
             normal_output_limit: Default::default(),
             connected: AtomicU64::new(0),
             rejected: AtomicU64::new(0),

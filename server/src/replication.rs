@@ -62,6 +62,9 @@ struct Feed {
     cut: Arc<AtomicBool>,
     /// Since when the stream not yet applied is over the soft limit.
     soft_since: Option<Instant>,
+    /// The link's delivery settings: a stalled link, or one slower than
+    /// `min-replicas-max-lag`, does not count as a good replica.
+    ctl: Arc<LinkControl>,
 }
 
 /// `client-output-buffer-limit replica <hard> <soft> <soft seconds>` (bytes, bytes, seconds;
@@ -138,6 +141,20 @@ impl ReplState {
     /// Each attached replica's advertised address and acknowledged offset.
     pub(crate) fn replica_acks(&self) -> impl Iterator<Item = (SocketAddr, &Arc<AtomicU64>)> {
         self.feeds.iter().map(|f| (f.addr, &f.ack))
+    }
+
+    /// Replicas that count for `min-replicas-to-write`: their link delivers (not stalled, not
+    /// dropped) with a lag of at most `max_lag` seconds. A Redis replica acknowledges every
+    /// second, so its lag is the link's delay; ours acknowledges each batch it applies.
+    pub(crate) fn good_replicas(&self, max_lag: u64) -> usize {
+        self.feeds
+            .iter()
+            .filter(|f| {
+                !f.cut.load(Ordering::Acquire)
+                    && !f.ctl.is_blocked()
+                    && f.ctl.lag_seconds() <= max_lag
+            })
+            .count()
     }
 
     /// Changes on every acknowledgement (for `WAIT`).
@@ -329,6 +346,11 @@ impl LinkControl {
     pub(crate) fn is_blocked(&self) -> bool {
         *self.blocked.borrow()
     }
+
+    /// Seconds a batch takes to arrive (the delay, rounded down), as `INFO`'s `lag=`.
+    pub(crate) fn lag_seconds(&self) -> u64 {
+        self.delay_ms.load(Ordering::Relaxed) / 1000
+    }
 }
 
 /// A started link: the task that feeds `replica` and the id the master knows it by.
@@ -362,7 +384,7 @@ pub(crate) async fn attach(
         id,
         ack: Arc::new(AtomicU64::new(0)),
     };
-    let stream = ends.full_sync(master).await;
+    let stream = ends.full_sync(master, &ctl).await;
     let task = tokio::spawn(run_link(ends, stream, ctl, StdRng::seed_from_u64(seed)));
     Link { id, task }
 }
@@ -390,12 +412,14 @@ struct Stream {
 impl Ends {
     /// A full synchronisation: the master's data is copied and the feed registered in one
     /// critical section, then the replica's data is replaced by the copy.
-    async fn full_sync(&self, master: &Node) -> Stream {
+    async fn full_sync(&self, master: &Node, ctl: &Arc<LinkControl>) -> Stream {
         let (tx, rx) = mpsc::unbounded_channel();
         let cut = Arc::new(AtomicBool::new(false));
-        let (snapshot, offset, replid, acked) = {
+        let (snapshot, functions, offset, replid, acked) = {
             let mut state = master.state.lock().await;
             let snapshot = state.dbs.clone();
+            // Function libraries travel as Redis sends them in its RDB: their code.
+            let functions = state.functions.dump();
             let (offset, replid, acked) = state.repl.add_feed(Feed {
                 link: self.id,
                 addr: self.replica_addr,
@@ -403,12 +427,23 @@ impl Ends {
                 ack: self.ack.clone(),
                 cut: cut.clone(),
                 soft_since: None,
+                ctl: ctl.clone(),
             });
-            (snapshot, offset, replid, acked)
+            (snapshot, functions, offset, replid, acked)
         };
         {
             let mut state = self.replica.state.lock().await;
             state.dbs = snapshot;
+            let kill = self.replica.script.kill.clone();
+            let limit = usize::try_from(state.config.lua_memory_limit).unwrap_or(usize::MAX);
+            let make = move || {
+                crate::script::Engine::new_functions(kill, cmd::command_exists, limit)
+                    .map_err(|e| e.to_string())
+            };
+            let policy = crate::script::RestorePolicy::Flush;
+            if let Err(e) = state.functions.restore(&functions, policy, make) {
+                tracing::warn!(error = %e, "replica could not load its master's functions");
+            }
             state.repl.become_replica(self.master_addr, offset, replid);
         }
         Stream { rx, cut, acked }
@@ -458,7 +493,7 @@ async fn run_link(ends: Ends, mut stream: Stream, ctl: Arc<LinkControl>, mut rng
                     return;
                 };
                 tracing::info!(replica = %ends.replica_addr, "full resync after the master dropped the link");
-                stream = ends.full_sync(&master).await;
+                stream = ends.full_sync(&master, &ctl).await;
                 client = master_client(&replica);
                 continue;
             }
@@ -516,9 +551,10 @@ pub(crate) fn replication_info(repl: &ReplState) -> String {
                 let ack = f.ack.load(Ordering::Acquire);
                 let _ = write!(
                     s,
-                    "slave{i}:ip={},port={},state=online,offset={ack},lag=0\r\n",
+                    "slave{i}:ip={},port={},state=online,offset={ack},lag={}\r\n",
                     f.addr.ip(),
-                    f.addr.port()
+                    f.addr.port(),
+                    f.ctl.lag_seconds()
                 );
             }
         }
@@ -575,6 +611,7 @@ mod tests {
             ack: Arc::new(AtomicU64::new(0)),
             cut: Default::default(),
             soft_since: None,
+            ctl: Arc::new(LinkControl::new(Duration::ZERO, Duration::ZERO, false)),
         });
         let set = vec![
             Bytes::from_static(b"SET"),

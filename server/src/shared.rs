@@ -69,7 +69,21 @@ pub(crate) struct Stats {
     pub(crate) evicted_keys: u64,
 }
 
+/// The error for a write while fewer good replicas than `min-replicas-to-write` are attached.
+pub(crate) const NOREPLICAS_ERROR: &str = "NOREPLICAS Not enough good replicas to write.";
+
 impl State {
+    /// Redis's `checkGoodReplicasStatus`: whether writes may run, as far as
+    /// `min-replicas-to-write` and `min-replicas-max-lag` go (a replica always may).
+    pub(crate) fn enough_good_replicas(&self, node: &Node) -> bool {
+        let min = node.live.min_replicas_to_write.load(Ordering::Relaxed);
+        if min == 0 || self.repl.is_replica() {
+            return true;
+        }
+        let max_lag = self.settings.int("min-replicas-max-lag");
+        max_lag <= 0 || self.repl.good_replicas(max_lag as u64) as u64 >= min
+    }
+
     /// Fresh state for `config`.
     pub(crate) fn new(config: Config, seed: u64) -> Self {
         State {

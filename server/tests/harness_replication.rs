@@ -253,3 +253,102 @@ async fn a_standalone_server_answers_role_and_wait() {
     assert_eq!(n, 0);
     server.shutdown().await;
 }
+
+// min-replicas-to-write counts replicas whose link delivers: with one attached writes run, with
+// its link stalled they are refused with NOREPLICAS (scripts too), and they run again after.
+#[tokio::test(start_paused = true)]
+async fn min_replicas_to_write_counts_replicas_whose_link_delivers() {
+    let t = topology(1, 0).await;
+    let m = t.master();
+    let mut master = conn(&t.url(m)).await;
+    let _: () = run(
+        &mut master,
+        &["CONFIG", "SET", "min-replicas-to-write", "1"],
+    )
+    .await
+    .unwrap();
+    let _: () = run(&mut master, &["SET", "k", "1"]).await.unwrap();
+    let stall = t.stall_replication();
+    let refused = |r: redis::RedisResult<redis::Value>| match r {
+        Err(e) => format!("{} {}", e.code().unwrap_or(""), e.detail().unwrap_or("")),
+        Ok(v) => format!("{v:?}"),
+    };
+    assert_eq!(
+        refused(run(&mut master, &["SET", "k", "2"]).await),
+        "NOREPLICAS Not enough good replicas to write."
+    );
+    assert!(refused(
+        run(
+            &mut master,
+            &["EVAL", "return redis.call('set','k','3')", "0"]
+        )
+        .await
+    )
+    .starts_with("NOREPLICAS Not enough good replicas to write. script: "));
+    let read: Option<String> = run(&mut master, &["GET", "k"]).await.unwrap();
+    assert_eq!(read.as_deref(), Some("1"));
+    drop(stall);
+    let _: () = run(&mut master, &["SET", "k", "4"]).await.unwrap();
+    // min-replicas-max-lag 0 turns the check off, as in Redis.
+    let stall = t.stall_replication();
+    let _: () = run(&mut master, &["CONFIG", "SET", "min-replicas-max-lag", "0"])
+        .await
+        .unwrap();
+    let _: () = run(&mut master, &["SET", "k", "5"]).await.unwrap();
+    drop(stall);
+}
+
+// Function libraries reach a replica through the stream (FUNCTION LOAD, DELETE) and through
+// a full synchronisation (a library loaded while the replica was cut off), and it runs them.
+#[tokio::test(start_paused = true)]
+async fn functions_reach_replicas_by_the_stream_and_by_full_sync() {
+    let t = topology(1, 0).await;
+    let (m, r) = (t.master(), t.replicas()[0]);
+    let mut master = conn(&t.url(m)).await;
+    let mut replica = conn(&t.url(r)).await;
+    let lib = |name: &str| {
+        format!(
+            "#!lua name={name}\nredis.register_function{{function_name='{name}_f', \
+             callback=function() return '{name}' end, flags={{'no-writes'}}}}"
+        )
+    };
+    let loaded: String = run(&mut master, &["FUNCTION", "LOAD", &lib("a")])
+        .await
+        .unwrap();
+    assert_eq!(loaded, "a");
+    assert!(t.sync_replicas(Duration::from_secs(1)).await);
+    let a: String = run(&mut replica, &["FCALL", "a_f", "0"]).await.unwrap();
+    assert_eq!(a, "a");
+    let _: () = run(&mut master, &["FUNCTION", "DELETE", "a"])
+        .await
+        .unwrap();
+    assert!(t.sync_replicas(Duration::from_secs(1)).await);
+    let gone: redis::RedisResult<String> = run(&mut replica, &["FCALL", "a_f", "0"]).await;
+    assert!(gone.is_err());
+    // Cut the replica off (past its output buffer limit), load a library, let it resync.
+    let _: () = run(
+        &mut master,
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "replica 64kb 0 0",
+        ],
+    )
+    .await
+    .unwrap();
+    let stall = t.stall_replication();
+    let value = "v".repeat(1000);
+    for i in 0..100 {
+        let _: () = run(&mut master, &["SET", &format!("k{i}"), &value])
+            .await
+            .unwrap();
+    }
+    let _: String = run(&mut master, &["FUNCTION", "LOAD", &lib("b")])
+        .await
+        .unwrap();
+    drop(stall);
+    assert!(t.sync_replicas(Duration::from_secs(5)).await);
+    let b: String = run(&mut replica, &["FCALL", "b_f", "0"]).await.unwrap();
+    assert_eq!(b, "b");
+}

@@ -265,6 +265,23 @@ async fn bundled_libraries_match_redis() {
         "return cmsgpack.pack()",
         "local t = {} for i = 1, 20 do t[i] = i end return cmsgpack.pack(t)",
         "return cmsgpack.pack(string.rep('x', 40), 2^40, -2^40, 0.1)",
+        // The configuration functions; their settings last across scripts, so each row
+        // restores what it changed.
+        "return {cjson.encode_keep_buffer(), cjson.encode_keep_buffer(false), cjson.encode_keep_buffer('on')}",
+        "return cjson.encode_keep_buffer('bad')",
+        "return cjson.encode_keep_buffer(1)",
+        "return cjson.encode_keep_buffer(1, 2)",
+        "return {cjson.encode_max_depth(), cjson.encode_max_depth(0)}",
+        "return cjson.encode_max_depth('x')",
+        "cjson.encode_max_depth(1) local ok, e = pcall(cjson.encode, {a = {1}}) cjson.encode_max_depth(1000) return e",
+        "local r = {cjson.encode_invalid_numbers('null'), cjson.encode({1/0, 0/0, -1/0})} cjson.encode_invalid_numbers(false) return r",
+        "local r = {cjson.encode_invalid_numbers(true), cjson.encode({1/0, 0/0, -1/0})} cjson.encode_invalid_numbers(false) return r",
+        "local r = {cjson.encode_number_precision(3), cjson.encode({3.14159, 1234567})} cjson.encode_number_precision(14) return r",
+        "local r = {cjson.encode_sparse_array(true), cjson.encode({[1] = 1, [20] = 2})} cjson.encode_sparse_array(false) return r",
+        "local r = {cjson.encode_sparse_array(false, 0), cjson.encode({[1] = 1, [20] = 2})} cjson.encode_sparse_array(false, 2, 10) return r",
+        "cjson.decode_invalid_numbers(false) local r = {pcall(cjson.decode, '[0x10]'), pcall(cjson.decode, '[nan]'), pcall(cjson.decode, '[01]')} cjson.decode_invalid_numbers(true) return r",
+        "return cjson.decode('[0x10, 01]')",
+        "cjson.decode_max_depth(1) local ok, e = pcall(cjson.decode, '[[1]]') cjson.decode_max_depth(1000) return e",
     ] {
         eval0(&mut pair, script).await;
     }
@@ -1286,4 +1303,38 @@ async fn function_kill_stops_a_busy_function_and_only_a_function() {
         .await
         .unwrap()
         .unwrap();
+}
+
+// min-replicas-to-write on a node without replicas: writes, flagged scripts that may write and
+// writes inside scripts and transactions are refused with NOREPLICAS; reads are not.
+#[tokio::test]
+async fn min_replicas_to_write_refuses_writes_as_redis() {
+    let mut pair = Pair::start().await;
+    pair.all_same(&[
+        &["SET", "x", "some value"],
+        &["CONFIG", "SET", "min-replicas-to-write", "1"],
+        &["GET", "x"],
+        &["SET", "x", "1"],
+        &[
+            "EVAL",
+            "#!lua flags=no-writes\nreturn redis.call('get','x')",
+            "1",
+            "x",
+        ],
+        &["EVAL", "return redis.call('get','x')", "1", "x"],
+        &["EVAL", "#!lua\nreturn redis.call('get','x')", "1", "x"],
+        &["EVAL", "return redis.call('set','x', 1)", "1", "x"],
+        &["EVAL", "return redis.pcall('set','x', 1)", "1", "x"],
+        &["MULTI"],
+        &["SET", "x", "2"],
+        &["GET", "x"],
+        &["EXEC"],
+        &["CONFIG", "SET", "min-replicas-max-lag", "0"],
+        &["SET", "x", "3"],
+        &["CONFIG", "SET", "min-replicas-max-lag", "10"],
+        &["CONFIG", "SET", "min-replicas-to-write", "0"],
+        &["SET", "x", "4"],
+        &["GET", "x"],
+    ])
+    .await;
 }

@@ -174,6 +174,11 @@ fn apply(state: &mut State, node: &Node, param: &Param, value: &str) {
         "notify-keyspace-events" => {
             state.set_notify_flags(crate::notify::parse_flags(value.as_bytes()).unwrap_or(0));
         }
+        "min-replicas-to-write" => {
+            node.live
+                .min_replicas_to_write
+                .store(number(), Ordering::Relaxed);
+        }
         "maxclients" => {
             state.config.maxclients = number() as usize;
             node.live.maxclients.store(number(), Ordering::Relaxed);

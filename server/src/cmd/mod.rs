@@ -39,6 +39,7 @@ pub(crate) use parse::{
     parse_f64, parse_f64_saturating, parse_i32, parse_i64, random_count, repeated_picks, strtod,
     Args,
 };
+pub(crate) use script::command_exists;
 pub(crate) use sort::keys as sort_keys;
 
 use crate::client::ClientState;

@@ -133,7 +133,7 @@ fn engine<'s>(ctx: &'s mut Ctx<'_>) -> Result<&'s mut Engine, CommandError> {
 }
 
 /// Whether `argv` names a command (`redis.acl_check_cmd`; no ACLs, so every command is allowed).
-pub(super) fn command_exists(argv: &[Bytes]) -> bool {
+pub(crate) fn command_exists(argv: &[Bytes]) -> bool {
     super::resolve(argv).is_ok() || matches!(super::resolve(argv), Err(CommandError::WrongArity(_)))
 }
 
@@ -285,6 +285,10 @@ pub(super) fn run_checked(
             CommandError::Raw(crate::evict::OOM_ERROR.into())
         });
     }
+    if !compat && flags & script_flags::NO_WRITES == 0 && !ctx.state.enough_good_replicas(ctx.node)
+    {
+        return Err(CommandError::Raw(crate::shared::NOREPLICAS_ERROR.into()));
+    }
     let allow_oom = !compat && flags & script_flags::ALLOW_OOM != 0;
     let read_only = ro || flags & script_flags::NO_WRITES != 0;
     // Scripts without a shebang may touch keys of several local slots (Redis 7 keeps Redis
@@ -400,6 +404,9 @@ impl Dispatcher for ScriptCaller<'_, '_> {
             return Err("ERR Write commands are not allowed from read-only scripts.".into());
         }
         let ctx = &mut self.ctx;
+        if spec.has(WRITE) && !ctx.state.enough_good_replicas(ctx.node) {
+            return Err(crate::shared::NOREPLICAS_ERROR.into());
+        }
         let readonly = ctx.client.cluster_readonly;
         self.slots.check(ctx.node, readonly, spec, argv)?;
         // Redis's `scriptVerifyOOM`: past `maxmemory` when the script started, it may not

@@ -2,25 +2,72 @@
 //! format (`%.14g`) and escaping (`/` escaped, DEL as `\u007f`), and `decode` with its
 //! tokenizer's error messages.
 
-use super::api::{args_vec, bad_type, lib_fn, type_name};
+use super::api::{args_vec, bad_type, check_number, lib_fn, type_name};
 use super::format_g;
 use mlua::{LightUserData, Lua, MultiValue, Table, Value};
 
-/// `DEFAULT_ENCODE_MAX_DEPTH` / `DEFAULT_DECODE_MAX_DEPTH`.
-const MAX_DEPTH: usize = 1000;
-/// `DEFAULT_SPARSE_RATIO` and `DEFAULT_SPARSE_SAFE`.
-const SPARSE_RATIO: i64 = 2;
-const SPARSE_SAFE: i64 = 10;
+/// The library's settings (`json_config_t`), one set per interpreter, changed by the
+/// `encode_*`/`decode_*` configuration functions and kept across scripts as in Redis.
+#[derive(Debug, Clone, Copy)]
+struct Config {
+    /// `encode_sparse_array`: convert excessively sparse arrays to objects instead of failing.
+    sparse_convert: bool,
+    /// Arrays whose highest index exceeds `ratio` x their items (and `safe`) are sparse;
+    /// 0 allows any.
+    sparse_ratio: i64,
+    sparse_safe: i64,
+    encode_max_depth: i64,
+    decode_max_depth: i64,
+    /// Significant digits of encoded numbers (`%.<n>g`).
+    precision: i64,
+    /// `encode_keep_buffer`: keep the encoding buffer between calls.
+    keep_buffer: bool,
+    /// NaN and infinities when encoding: 0 refused, 1 written (`nan`, `inf`), 2 as `null`.
+    encode_invalid: i64,
+    /// Accept hex, `inf`, `nan` and leading zeros when decoding.
+    decode_invalid: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            sparse_convert: false,
+            sparse_ratio: 2,
+            sparse_safe: 10,
+            encode_max_depth: 1000,
+            decode_max_depth: 1000,
+            precision: 14,
+            keep_buffer: true,
+            encode_invalid: 0,
+            decode_invalid: true,
+        }
+    }
+}
+
+/// The interpreter's settings.
+fn config(lua: &Lua) -> Config {
+    lua.app_data_ref::<Config>().map(|c| *c).unwrap_or_default()
+}
 
 fn exception(v: &Value, reason: &str) -> String {
     format!("Cannot serialise {}: {reason}", type_name(Some(v)))
 }
 
-fn append_number(out: &mut Vec<u8>, v: &Value, n: f64) -> Result<(), String> {
-    if n.is_nan() || n.is_infinite() {
-        return Err(exception(v, "must not be NaN or Inf"));
+fn append_number(out: &mut Vec<u8>, cfg: &Config, v: &Value, n: f64) -> Result<(), String> {
+    let invalid = n.is_nan() || n.is_infinite();
+    match cfg.encode_invalid {
+        0 if invalid => return Err(exception(v, "must not be NaN or Inf")),
+        1 if n.is_nan() => {
+            out.extend_from_slice(b"nan");
+            return Ok(());
+        }
+        2 if invalid => {
+            out.extend_from_slice(b"null");
+            return Ok(());
+        }
+        _ => {}
     }
-    out.extend_from_slice(format_g(n, 14).as_bytes());
+    out.extend_from_slice(format_g(n, cfg.precision as usize).as_bytes());
     Ok(())
 }
 
@@ -44,7 +91,7 @@ fn append_string(out: &mut Vec<u8>, s: &[u8]) {
 }
 
 /// `lua_array_length`: the array length, or None for an object.
-fn array_length(t: &Table) -> Result<Option<i64>, String> {
+fn array_length(t: &Table, cfg: &Config) -> Result<Option<i64>, String> {
     let (mut max, mut items) = (0i64, 0i64);
     for (k, _) in t.pairs::<Value, Value>().flatten() {
         let n = match k {
@@ -59,29 +106,32 @@ fn array_length(t: &Table) -> Result<Option<i64>, String> {
             return Ok(None);
         }
     }
-    if max > items * SPARSE_RATIO && max > SPARSE_SAFE {
-        return Err(exception(
-            &Value::Table(t.clone()),
-            "excessively sparse array",
-        ));
+    if cfg.sparse_ratio > 0 && max > items * cfg.sparse_ratio && max > cfg.sparse_safe {
+        if !cfg.sparse_convert {
+            return Err(exception(
+                &Value::Table(t.clone()),
+                "excessively sparse array",
+            ));
+        }
+        return Ok(None);
     }
     Ok(Some(max))
 }
 
-fn append_value(out: &mut Vec<u8>, v: &Value, depth: usize) -> Result<(), String> {
+fn append_value(out: &mut Vec<u8>, cfg: &Config, v: &Value, depth: i64) -> Result<(), String> {
     match v {
         Value::String(s) => append_string(out, &s.as_bytes()),
-        Value::Integer(i) => append_number(out, v, *i as f64)?,
-        Value::Number(n) => append_number(out, v, *n)?,
+        Value::Integer(i) => append_number(out, cfg, v, *i as f64)?,
+        Value::Number(n) => append_number(out, cfg, v, *n)?,
         Value::Boolean(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
         Value::Nil => out.extend_from_slice(b"null"),
         Value::LightUserData(p) if p.0.is_null() => out.extend_from_slice(b"null"),
         Value::Table(t) => {
             let depth = depth + 1;
-            if depth > MAX_DEPTH {
+            if depth > cfg.encode_max_depth {
                 return Err(format!("Cannot serialise, excessive nesting ({depth})"));
             }
-            match array_length(t)? {
+            match array_length(t, cfg)? {
                 Some(len) if len > 0 => {
                     out.push(b'[');
                     for i in 1..=len {
@@ -89,7 +139,7 @@ fn append_value(out: &mut Vec<u8>, v: &Value, depth: usize) -> Result<(), String
                             out.push(b',');
                         }
                         let item = t.raw_get::<Value>(i).unwrap_or(Value::Nil);
-                        append_value(out, &item, depth)?;
+                        append_value(out, cfg, &item, depth)?;
                     }
                     out.push(b']');
                 }
@@ -104,12 +154,12 @@ fn append_value(out: &mut Vec<u8>, v: &Value, depth: usize) -> Result<(), String
                         match &k {
                             Value::Integer(i) => {
                                 out.push(b'"');
-                                append_number(out, &k, *i as f64)?;
+                                append_number(out, cfg, &k, *i as f64)?;
                                 out.extend_from_slice(b"\":");
                             }
                             Value::Number(n) => {
                                 out.push(b'"');
-                                append_number(out, &k, *n)?;
+                                append_number(out, cfg, &k, *n)?;
                                 out.extend_from_slice(b"\":");
                             }
                             Value::String(s) => {
@@ -118,7 +168,7 @@ fn append_value(out: &mut Vec<u8>, v: &Value, depth: usize) -> Result<(), String
                             }
                             _ => return Err(exception(&k, "table key must be a number or string")),
                         }
-                        append_value(out, &val, depth)?;
+                        append_value(out, cfg, &val, depth)?;
                     }
                     out.push(b'}');
                 }
@@ -135,7 +185,8 @@ fn encode(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
         return Err("bad argument #1 to 'encode' (expected 1 argument)".into());
     }
     let mut out = Vec::new();
-    append_value(&mut out, a.first().unwrap_or(&Value::Nil), 0)?;
+    let cfg = config(lua);
+    append_value(&mut out, &cfg, a.first().unwrap_or(&Value::Nil), 0)?;
     let mut mv = MultiValue::new();
     mv.push_back(Value::String(
         lua.create_string(&out).map_err(|e| e.to_string())?,
@@ -181,7 +232,25 @@ impl Token {
 struct Parser<'a> {
     data: &'a [u8],
     pos: usize,
-    depth: usize,
+    depth: i64,
+    cfg: Config,
+}
+
+/// `json_is_invalid_number`: a number text JSON does not allow (a `+` sign, hex, leading
+/// zeros, `inf`, `nan`).
+fn is_invalid_number(s: &[u8]) -> bool {
+    if s.first() == Some(&b'+') {
+        return true;
+    }
+    let p = s.strip_prefix(b"-").unwrap_or(s);
+    match p.first() {
+        Some(b'0') => matches!(p.get(1), Some(c) if (c | 0x20) == b'x' || c.is_ascii_digit()),
+        Some(c) if *c <= b'9' => false,
+        _ => {
+            let lower: Vec<u8> = p.iter().take(3).map(u8::to_ascii_lowercase).collect();
+            lower == b"inf" || lower == b"nan"
+        }
+    }
 }
 
 /// C's `strtod` prefix: the length of the longest number at the start of `s`.
@@ -291,6 +360,9 @@ impl Parser<'_> {
         }
         let rest = self.data.get(self.pos..).unwrap_or_default();
         if c == b'-' || c.is_ascii_digit() {
+            if !self.cfg.decode_invalid && is_invalid_number(rest) {
+                return (Token::Error("invalid number"), start);
+            }
             return match strtod(rest) {
                 Some((v, len)) => {
                     self.pos += len;
@@ -314,7 +386,7 @@ impl Parser<'_> {
             .take(3)
             .map(|c| c.to_ascii_lowercase())
             .collect();
-        if lower == b"inf" || lower == b"nan" {
+        if self.cfg.decode_invalid && (lower == b"inf" || lower == b"nan") {
             if let Some((v, len)) = strtod(rest) {
                 self.pos += len;
                 return (Token::Num(v), start);
@@ -405,7 +477,7 @@ impl Parser<'_> {
 
     fn descend(&mut self) -> Result<(), String> {
         self.depth += 1;
-        if self.depth > MAX_DEPTH {
+        if self.depth > self.cfg.decode_max_depth {
             return Err(format!(
                 "Found too many nested data structures ({}) at character {}",
                 self.depth, self.pos
@@ -498,6 +570,7 @@ fn decode(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
         data: &data,
         pos: 0,
         depth: 0,
+        cfg: config(lua),
     };
     let (tok, at) = p.next_token();
     let v = p.value(lua, tok, at)?;
@@ -510,11 +583,212 @@ fn decode(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
     Ok(mv)
 }
 
+/// `json_arg_init`: at most `n` arguments, padded with nils.
+fn config_args(args: MultiValue, n: usize, fname: &str) -> Result<Vec<Value>, String> {
+    let mut a = args_vec(args);
+    if a.len() > n {
+        return Err(format!(
+            "bad argument #{} to '{fname}' (found too many arguments)",
+            n + 1
+        ));
+    }
+    a.resize(n, Value::Nil);
+    Ok(a)
+}
+
+/// `json_integer_option`: sets `setting` from argument `i` if given (within `min..=max`) and
+/// returns the value in force.
+fn integer_option(
+    args: &[Value],
+    i: usize,
+    fname: &str,
+    setting: &mut i64,
+    (min, max): (i64, i64),
+) -> Result<Value, String> {
+    if !matches!(args.get(i - 1), None | Some(Value::Nil)) {
+        let v = check_number(args, i, fname)? as i64;
+        if v < min || v > max {
+            return Err(format!(
+                "bad argument #1 to '{fname}' (expected integer between {min} and {max})"
+            ));
+        }
+        *setting = v;
+    }
+    Ok(Value::Integer(*setting))
+}
+
+/// `json_enum_option` over `options` (`off`/`on` when empty; a boolean sets 0 or 1): sets
+/// `setting` from argument `i` if given and returns the value in force (a boolean for 0/1).
+fn enum_option(
+    lua: &Lua,
+    args: &[Value],
+    i: usize,
+    fname: &str,
+    setting: &mut i64,
+    options: &[&str],
+) -> Result<Value, String> {
+    let options = if options.is_empty() {
+        &["off", "on"][..]
+    } else {
+        options
+    };
+    match args.get(i - 1) {
+        None | Some(Value::Nil) => {}
+        Some(Value::Boolean(b)) => *setting = i64::from(*b),
+        Some(v @ (Value::String(_) | Value::Integer(_) | Value::Number(_))) => {
+            // luaL_checkoption reads a string (a number converts).
+            let name = match v {
+                Value::String(s) => s.to_string_lossy(),
+                Value::Integer(n) => n.to_string(),
+                Value::Number(n) => format_g(*n, 14),
+                _ => String::new(),
+            };
+            let Some(found) = options.iter().position(|o| *o == name) else {
+                return Err(format!(
+                    "bad argument #{i} to '{fname}' (invalid option '{name}')"
+                ));
+            };
+            *setting = found as i64;
+        }
+        other => return Err(bad_type(i, fname, "string", other)),
+    }
+    if *setting <= 1 {
+        return Ok(Value::Boolean(*setting == 1));
+    }
+    let name = options.get(*setting as usize).copied().unwrap_or_default();
+    Ok(Value::String(
+        lua.create_string(name).map_err(|e| e.to_string())?,
+    ))
+}
+
+/// Runs a configuration function on the interpreter's settings and returns its values.
+fn configure(
+    lua: &Lua,
+    f: impl FnOnce(&mut Config) -> Result<Vec<Value>, String>,
+) -> Result<MultiValue, String> {
+    let mut cfg = config(lua);
+    let out = f(&mut cfg)?;
+    lua.set_app_data(cfg);
+    Ok(out.into_iter().collect())
+}
+
+fn encode_sparse_array(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
+    let a = config_args(args, 3, "encode_sparse_array")?;
+    configure(lua, |cfg| {
+        let mut convert = i64::from(cfg.sparse_convert);
+        let name = "encode_sparse_array";
+        let out = vec![
+            enum_option(lua, &a, 1, name, &mut convert, &[])?,
+            integer_option(&a, 2, name, &mut cfg.sparse_ratio, (0, i64::from(i32::MAX)))?,
+            integer_option(&a, 3, name, &mut cfg.sparse_safe, (0, i64::from(i32::MAX)))?,
+        ];
+        cfg.sparse_convert = convert == 1;
+        Ok(out)
+    })
+}
+
+fn encode_max_depth(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
+    let a = config_args(args, 1, "encode_max_depth")?;
+    configure(lua, |cfg| {
+        let range = (1, i64::from(i32::MAX));
+        Ok(vec![integer_option(
+            &a,
+            1,
+            "encode_max_depth",
+            &mut cfg.encode_max_depth,
+            range,
+        )?])
+    })
+}
+
+fn decode_max_depth(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
+    let a = config_args(args, 1, "decode_max_depth")?;
+    configure(lua, |cfg| {
+        let range = (1, i64::from(i32::MAX));
+        Ok(vec![integer_option(
+            &a,
+            1,
+            "decode_max_depth",
+            &mut cfg.decode_max_depth,
+            range,
+        )?])
+    })
+}
+
+fn encode_number_precision(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
+    let a = config_args(args, 1, "encode_number_precision")?;
+    configure(lua, |cfg| {
+        let name = "encode_number_precision";
+        Ok(vec![integer_option(
+            &a,
+            1,
+            name,
+            &mut cfg.precision,
+            (1, 14),
+        )?])
+    })
+}
+
+fn encode_keep_buffer(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
+    let a = config_args(args, 1, "encode_keep_buffer")?;
+    configure(lua, |cfg| {
+        // Our encoder builds each result in a fresh buffer either way; the setting is kept and
+        // reported as Lua CJSON does.
+        let mut keep = i64::from(cfg.keep_buffer);
+        let out = enum_option(lua, &a, 1, "encode_keep_buffer", &mut keep, &[])?;
+        cfg.keep_buffer = keep == 1;
+        Ok(vec![out])
+    })
+}
+
+fn encode_invalid_numbers(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
+    let a = config_args(args, 1, "encode_invalid_numbers")?;
+    configure(lua, |cfg| {
+        let name = "encode_invalid_numbers";
+        let options = ["off", "on", "null"];
+        Ok(vec![enum_option(
+            lua,
+            &a,
+            1,
+            name,
+            &mut cfg.encode_invalid,
+            &options,
+        )?])
+    })
+}
+
+fn decode_invalid_numbers(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
+    let a = config_args(args, 1, "decode_invalid_numbers")?;
+    configure(lua, |cfg| {
+        let mut on = i64::from(cfg.decode_invalid);
+        let out = enum_option(lua, &a, 1, "decode_invalid_numbers", &mut on, &[])?;
+        cfg.decode_invalid = on == 1;
+        Ok(vec![out])
+    })
+}
+
 /// The raw `cjson` table (wrapped by `sandbox.lua`, which adds `null`).
 pub(super) fn table(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
+    lua.set_app_data(Config::default());
     t.raw_set("encode", lib_fn(lua, encode)?)?;
     t.raw_set("decode", lib_fn(lua, decode)?)?;
+    t.raw_set("encode_sparse_array", lib_fn(lua, encode_sparse_array)?)?;
+    t.raw_set("encode_max_depth", lib_fn(lua, encode_max_depth)?)?;
+    t.raw_set("decode_max_depth", lib_fn(lua, decode_max_depth)?)?;
+    t.raw_set(
+        "encode_number_precision",
+        lib_fn(lua, encode_number_precision)?,
+    )?;
+    t.raw_set("encode_keep_buffer", lib_fn(lua, encode_keep_buffer)?)?;
+    t.raw_set(
+        "encode_invalid_numbers",
+        lib_fn(lua, encode_invalid_numbers)?,
+    )?;
+    t.raw_set(
+        "decode_invalid_numbers",
+        lib_fn(lua, decode_invalid_numbers)?,
+    )?;
     t.raw_set("_NAME", "cjson")?;
     t.raw_set("_VERSION", "2.1.0")?;
     Ok(t)

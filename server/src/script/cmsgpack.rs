@@ -115,11 +115,13 @@ fn encode_value(out: &mut Vec<u8>, v: &Value, level: usize) {
                     encode_value(out, &item, level + 1);
                 }
             } else {
-                let pairs: Vec<(Value, Value)> = t.pairs::<Value, Value>().flatten().collect();
-                encode_len(out, pairs.len(), 0x80, 15, 0xde, 0xdf);
-                for (k, v) in &pairs {
-                    encode_value(out, k, level + 1);
-                    encode_value(out, v, level + 1);
+                // Counted, then walked again (as mp_encode_lua_table_as_map): holding every
+                // pair at once would take a Lua reference each, past Lua 5.1's C stack limit.
+                let count = t.pairs::<Value, Value>().flatten().count();
+                encode_len(out, count, 0x80, 15, 0xde, 0xdf);
+                for (k, v) in t.pairs::<Value, Value>().flatten() {
+                    encode_value(out, &k, level + 1);
+                    encode_value(out, &v, level + 1);
                 }
             }
         }

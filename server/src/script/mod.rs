@@ -793,12 +793,16 @@ fn redis_call(stack: &mut Stack<'_>, shared: &RunShared) -> Result<bool, stack::
     let repl = shared.repl.load(Ordering::Relaxed);
     let outcome = shared
         .dispatch
-        .with(
-            |frame| match convert::argv_from_stack(stack, frame.known, frame.short) {
+        .with(|frame| {
+            let argv = convert::argv_from_stack(stack, frame.known, frame.short);
+            // The arguments are copied: pop them (as luaArgsToRedisArgv does), so the
+            // reply has the whole C stack even after `unpack` of thousands of values.
+            stack.pop(stack.top());
+            match argv {
                 Ok(argv) => Ok(frame.dispatcher.call(&argv, resp3, repl)),
                 Err(msg) => Err(msg),
-            },
-        )
+            }
+        })
         .unwrap_or_else(|| {
             Ok(Err(
                 "ERR redis.call is only available inside a script".into()
