@@ -1,5 +1,5 @@
 //! Clients blocked on keys (`BLPOP`, `BRPOP`, `BLMOVE`, `BRPOPLPUSH`, `BLMPOP`, `BZPOPMIN`,
-//! `BZPOPMAX`, `BZMPOP`).
+//! `BZPOPMAX`, `BZMPOP`, `XREAD`/`XREADGROUP` with `BLOCK`).
 //!
 //! A blocking command that finds nothing asks to block by setting [`ClientState::block`]
 //! (through [`block`]); the connection then registers the wait here ([`Blocked::register`]),
@@ -28,13 +28,18 @@ pub(crate) enum BlockKind {
     List,
     /// A sorted set (`BZPOPMIN`…).
     ZSet,
+    /// A stream (`XREAD`, `XREADGROUP`): each waiter reads from its own ID, so one that
+    /// finds nothing new does not hold back the ones behind it.
+    Stream,
 }
 
 impl BlockKind {
     fn matches(self, value: &Value) -> bool {
         matches!(
             (self, value),
-            (BlockKind::List, Value::List(_)) | (BlockKind::ZSet, Value::ZSet(_))
+            (BlockKind::List, Value::List(_))
+                | (BlockKind::ZSet, Value::ZSet(_))
+                | (BlockKind::Stream, Value::Stream(_))
         )
     }
 }
@@ -48,6 +53,9 @@ pub(crate) struct BlockRequest {
     pub(crate) timeout: Option<Duration>,
     /// The value type that serves the wait.
     pub(crate) kind: BlockKind,
+    /// The command to run again when a key is written, if not the one sent (`XREAD` with
+    /// `$` waits for entries after the last ID at the time it blocked).
+    pub(crate) argv: Option<Vec<Bytes>>,
 }
 
 /// One blocked client.
@@ -107,7 +115,7 @@ impl Blocked {
                 handle: client.handle.clone(),
                 db: client.db,
                 resp: client.resp,
-                argv: argv.to_vec(),
+                argv: request.argv.clone().unwrap_or_else(|| argv.to_vec()),
                 keys,
                 kind: request.kind,
                 reply: tx,
@@ -173,6 +181,7 @@ pub(crate) fn block(
         keys,
         timeout,
         kind,
+        argv: None,
     });
     Ok(Frame::NullArray)
 }
@@ -233,10 +242,30 @@ pub(crate) fn serve_ready(state: &mut State, node: &Node, effects: &mut Effects)
                 continue;
             };
             let now = node.clock.now_ms();
-            let serves = match state.dbs.get(db).and_then(|d| d.get(&key, now)) {
+            let value = state
+                .dbs
+                .get(db)
+                .and_then(|d| d.get(&key, now))
+                .map(|e| &e.value);
+            if kind == BlockKind::Stream {
+                let waiting = state.blocked.waiters.get(&id).map(|w| &w.argv[..]);
+                if let Some(error) = waiting.and_then(|argv| stream_group_gone(value, argv)) {
+                    if let Some(waiter) = state.blocked.take(id) {
+                        if let Ok(resolved) = cmd::resolve(&waiter.argv) {
+                            let zero = Duration::ZERO;
+                            state
+                                .cmdstats
+                                .record(resolved.spec, resolved.parent, zero, true);
+                        }
+                        let _ = waiter.reply.send(Frame::error(error));
+                    }
+                    continue;
+                }
+            }
+            let serves = match value {
                 // The data is gone: everyone behind stays blocked.
                 None => break,
-                Some(entry) => kind.matches(&entry.value),
+                Some(value) => kind.matches(value),
             };
             if !serves {
                 continue;
@@ -250,6 +279,10 @@ pub(crate) fn serve_ready(state: &mut State, node: &Node, effects: &mut Effects)
             let argv = waiter.argv.clone();
             let reply = cmd::execute(state, node, &mut client, &argv, now, effects);
             if client.block.is_some() {
+                if kind == BlockKind::Stream {
+                    // Nothing after its ID: it stays blocked; others may read from theirs.
+                    continue;
+                }
                 // Nothing to pop after all: it stays blocked, and so do the ones behind it.
                 break;
             }
@@ -258,6 +291,25 @@ pub(crate) fn serve_ready(state: &mut State, node: &Node, effects: &mut Effects)
                 let _ = waiter.reply.send(reply);
             }
         }
+    }
+}
+
+/// For a client blocked in `XREADGROUP`: the error that ends its wait when the stream it waits
+/// on was deleted or replaced (`UNBLOCKED`), or its group destroyed (`NOGROUP`), as Redis
+/// answers; `None` otherwise (and for `XREAD`, which keeps waiting).
+fn stream_group_gone(value: Option<&Value>, argv: &[Bytes]) -> Option<&'static str> {
+    if !argv.first()?.eq_ignore_ascii_case(b"xreadgroup") {
+        return None;
+    }
+    let Some(Value::Stream(s)) = value else {
+        return Some("UNBLOCKED the stream key no longer exists");
+    };
+    let at = argv.iter().position(|a| a.eq_ignore_ascii_case(b"group"))?;
+    let group = argv.get(at + 1)?;
+    if s.groups.contains_key(group) {
+        None
+    } else {
+        Some("NOGROUP the consumer group this client was blocked on no longer exists")
     }
 }
 

@@ -402,6 +402,21 @@ pub(crate) fn command_keys<'a>(spec: &CommandSpec, argv: &'a [Bytes]) -> Vec<&'a
     if matches!(spec.name, "sort" | "sort_ro") {
         return crate::cmd::sort_keys(argv);
     }
+    if matches!(spec.name, "xread" | "xreadgroup") {
+        // The keys are the first half of what follows STREAMS.
+        let Some(at) = argv
+            .iter()
+            .skip(1)
+            .position(|a| a.eq_ignore_ascii_case(b"streams"))
+        else {
+            return Vec::new();
+        };
+        let rest = argv.get(at + 2..).unwrap_or_default();
+        if rest.len() % 2 != 0 {
+            return Vec::new();
+        }
+        return rest.iter().take(rest.len() / 2).collect();
+    }
     // (index of numkeys, keys before it)
     let (numkeys_at, fixed): (usize, &[usize]) = match spec.name {
         "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => (2, &[]),

@@ -570,7 +570,19 @@ impl Connection {
         // Timed out: stop waiting, unless a write served the client just now.
         let mut state = self.node.state.clone().lock_owned().await;
         state.blocked.remove(self.client.id());
-        let reply = served.try_recv().unwrap_or(Frame::NullArray);
+        let reply = match served.try_recv() {
+            Ok(reply) => reply,
+            Err(_) => {
+                // Timed out: the call is counted now (a served one was counted when it ran).
+                if let Ok(resolved) = cmd::resolve(argv) {
+                    let zero = Duration::ZERO;
+                    state
+                        .cmdstats
+                        .record(resolved.spec, resolved.parent, zero, false);
+                }
+                Frame::NullArray
+            }
+        };
         *guard = Some(state);
         Some(reply)
     }

@@ -29,6 +29,7 @@ mod script;
 mod server;
 mod set;
 mod sort;
+mod stream;
 mod string;
 mod transaction;
 mod zset;
@@ -239,7 +240,7 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 18] {
+fn families() -> [&'static [CommandSpec]; 19] {
     [
         connection::COMMANDS,
         sort::COMMANDS,
@@ -258,6 +259,7 @@ fn families() -> [&'static [CommandSpec]; 18] {
         server::COMMANDS,
         script::COMMANDS,
         function::COMMANDS,
+        stream::COMMANDS,
         cluster::COMMANDS,
     ]
 }
@@ -678,9 +680,13 @@ pub(crate) fn execute_resolved(
         (spec.handler)(&mut ctx, &mut args)
     };
     let failed = matches!(reply, Err(_) | Ok(Frame::Error(_)));
-    state
-        .cmdstats
-        .record(spec, parent, started.elapsed(), failed);
+    // A command that blocked is counted once, when it is served or times out (as Redis's
+    // updateStatsOnUnblock does).
+    if client.block.is_none() {
+        state
+            .cmdstats
+            .record(spec, parent, started.elapsed(), failed);
+    }
     if state.dirty != dirty_before
         && effects.propagate.len() == propagated_before
         && spec.has(flags::WRITE)

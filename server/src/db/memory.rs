@@ -113,6 +113,7 @@ pub(crate) fn value_size(value: &Value, samples: usize) -> usize {
                     )
             }
         }
+        Value::Stream(s) => allocation(s.approx_bytes()),
     }
 }
 

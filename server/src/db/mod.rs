@@ -9,6 +9,7 @@
 mod hash_value;
 pub(crate) mod lfu;
 pub(crate) mod memory;
+pub(crate) mod stream;
 mod value;
 mod zset;
 

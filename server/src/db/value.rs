@@ -3,6 +3,8 @@
 use bytes::Bytes;
 use std::collections::{HashSet, VecDeque};
 
+use super::stream::Stream;
+
 pub(crate) use super::hash_value::HashValue;
 
 /// A sorted set: member → score, plus members ordered by (score, member).
@@ -21,6 +23,8 @@ pub(crate) enum Value {
     Set(HashSet<Bytes>),
     /// A sorted set.
     ZSet(ZSet),
+    /// A stream (boxed: it is large and rare).
+    Stream(Box<Stream>),
 }
 
 impl Value {
@@ -38,6 +42,7 @@ impl Value {
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -49,6 +54,8 @@ impl Value {
             Value::Hash(h) => h.is_empty(),
             Value::Set(s) => s.is_empty(),
             Value::ZSet(z) => z.is_empty(),
+            // An empty stream stays (it keeps its last ID and groups).
+            Value::Stream(_) => false,
         }
     }
 
@@ -86,6 +93,7 @@ impl Value {
                     "skiplist"
                 }
             }
+            Value::Stream(_) => "stream",
         }
     }
 }

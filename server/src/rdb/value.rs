@@ -23,10 +23,12 @@ const CONTAINER_PLAIN: u64 = 1;
 /// `QUICKLIST_NODE_CONTAINER_PACKED`: a node holding a listpack.
 const CONTAINER_PACKED: u64 = 2;
 
-/// `DUMP`'s payload for `value`: its type, its body, the RDB version and the CRC64.
-pub(crate) fn dump(value: &Value) -> Vec<u8> {
+/// `DUMP`'s payload for `value`: its type, its body, the RDB version and the CRC64; `None`
+/// for a stream (its RDB form is not written yet).
+pub(crate) fn dump(value: &Value) -> Option<Vec<u8>> {
     let mut out = Vec::new();
     match value {
+        Value::Stream(_) => return None,
         Value::String(s) => {
             out.push(TYPE_STRING);
             super::write_string(&mut out, s);
@@ -64,7 +66,7 @@ pub(crate) fn dump(value: &Value) -> Vec<u8> {
         }
     }
     super::finish_payload(&mut out);
-    out
+    Some(out)
 }
 
 /// The value in a `DUMP` payload body (footer already checked and removed); the whole body
@@ -282,7 +284,7 @@ mod tests {
     use super::*;
 
     fn round_trip(value: Value) -> Value {
-        let payload = dump(&value);
+        let payload = dump(&value).expect("not a stream");
         let body = super::super::verify_payload(&payload).expect("valid footer");
         restore(body).expect("restores")
     }

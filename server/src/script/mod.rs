@@ -35,6 +35,9 @@ pub(crate) const INTERNAL_CHUNK: &str = "=[redis]";
 const HOOK_PERIOD: u32 = 100_000;
 /// Lua's `setpause` for the interpreter (see [`Engine::new`]).
 const GC_PAUSE: i32 = 400;
+/// Every this many runs, a collection step of this many KiB (Redis's `LUA_GC_CYCLE_PERIOD`):
+/// garbage is reclaimed a little at a time instead of growing to the pause's threshold.
+const GC_STEP_PERIOD: u32 = 50;
 /// `REPL_ALL`.
 pub(crate) const REPL_ALL: u8 = 3;
 /// `REPL_REPLICA`.
@@ -300,6 +303,8 @@ pub(crate) struct Engine {
     handler: stack::Registered,
     /// Short `redis.call` argument strings, shared by runs.
     short: std::cell::RefCell<convert::ShortStrings>,
+    /// Runs since the last collection step (see [`GC_STEP_PERIOD`]).
+    runs_since_step: Cell<u32>,
     shared: Arc<RunShared>,
     kill: Arc<AtomicBool>,
     command_exists: CommandExists,
@@ -399,6 +404,7 @@ impl Engine {
             lua,
             main,
             short: Default::default(),
+            runs_since_step: Cell::new(0),
             scripts: HashMap::new(),
             globals,
             handler,
@@ -697,6 +703,13 @@ impl Engine {
                     }
                 })
             });
+        let runs = self.runs_since_step.get() + 1;
+        if runs >= GC_STEP_PERIOD {
+            let _ = self.lua.gc_step_kbytes(GC_STEP_PERIOD as i32);
+            self.runs_since_step.set(0);
+        } else {
+            self.runs_since_step.set(runs);
+        }
         let (exceeded, pressed) = ended.get();
         if exceeded || pressed {
             // Give back what the script held (it is garbage now) and the collector's pace.

@@ -1,0 +1,1870 @@
+//! Streams: XADD, XRANGE, XREVRANGE, XLEN, XDEL, XTRIM, XREAD, XREADGROUP (both with BLOCK),
+//! XGROUP, XACK, XPENDING, XCLAIM, XAUTOCLAIM, XINFO and XSETID, ported from Redis 7.0's
+//! `t_stream.c`: the same argument checks in the same order, error texts, replies (RESP2 and
+//! RESP3) and keyspace events. The data type is [`crate::db::stream`].
+//!
+//! Replication: XADD and XTRIM go out with the ID generated and the trimming made exact, as
+//! Redis rewrites them; the consumer-group commands go out as sent, so a replica applies the
+//! same state change (delivery times are its own clock's).
+
+use super::{bulk_str, flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use crate::blocking::{BlockKind, BlockRequest};
+use crate::db::stream::{Group, NodeLimits, Stream, StreamId, Trim};
+use crate::db::Value;
+use crate::notify;
+use bytes::Bytes;
+use locksmith_resp::{Frame, Version};
+use std::time::Duration;
+
+/// The streams family's table.
+pub(crate) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("xadd", -5, xadd)
+        .flags(WRITE | DENYOOM | FAST)
+        .keys(1, 1, 1)
+        .doc(
+            "stream",
+            "Appends a new message to a stream. Creates the key if it doesn't exist.",
+        ),
+    CommandSpec::new("xrange", -4, xrange)
+        .flags(READONLY)
+        .keys(1, 1, 1)
+        .doc(
+            "stream",
+            "Returns the messages from a stream within a range of IDs.",
+        ),
+    CommandSpec::new("xrevrange", -4, xrevrange)
+        .flags(READONLY)
+        .keys(1, 1, 1)
+        .doc(
+            "stream",
+            "Returns the messages from a stream within a range of IDs in reverse order.",
+        ),
+    CommandSpec::new("xlen", 2, xlen)
+        .flags(READONLY | FAST)
+        .keys(1, 1, 1)
+        .doc("stream", "Return the number of messages in a stream."),
+    CommandSpec::new("xdel", -3, xdel)
+        .flags(WRITE | FAST)
+        .keys(1, 1, 1)
+        .doc(
+            "stream",
+            "Returns the number of messages after removing them from a stream.",
+        ),
+    CommandSpec::new("xtrim", -4, xtrim)
+        .flags(WRITE)
+        .keys(1, 1, 1)
+        .doc("stream", "Deletes messages from the beginning of a stream."),
+    CommandSpec::new("xread", -4, xread)
+        .flags(READONLY | BLOCKING | MOVABLE_KEYS)
+        .doc(
+            "stream",
+            "Returns messages from multiple streams with IDs greater than the ones requested. \
+             Blocks until a message is available otherwise.",
+        ),
+    CommandSpec::new("xreadgroup", -7, xreadgroup)
+        .flags(WRITE | BLOCKING | MOVABLE_KEYS)
+        .doc(
+            "stream",
+            "Returns new or historical messages from a stream for a consumer in a group. \
+             Blocks until a message is available otherwise.",
+        ),
+    CommandSpec::new("xgroup", -2, xgroup_container)
+        .doc("stream", "A container for consumer groups commands.")
+        .subs(XGROUP_SUBCOMMANDS),
+    CommandSpec::new("xack", -4, xack)
+        .flags(WRITE | FAST)
+        .keys(1, 1, 1)
+        .doc(
+            "stream",
+            "Returns the number of messages that were successfully acknowledged by the \
+             consumer group member of a stream.",
+        ),
+    CommandSpec::new("xpending", -3, xpending)
+        .flags(READONLY)
+        .keys(1, 1, 1)
+        .doc(
+            "stream",
+            "Returns the information and entries from a stream consumer group's pending \
+             entries list.",
+        ),
+    CommandSpec::new("xclaim", -6, xclaim)
+        .flags(WRITE | FAST)
+        .keys(1, 1, 1)
+        .doc(
+            "stream",
+            "Changes, or acquires, ownership of a message in a consumer group, as if the \
+             message was delivered a consumer group member.",
+        ),
+    CommandSpec::new("xautoclaim", -6, xautoclaim)
+        .flags(WRITE | FAST)
+        .keys(1, 1, 1)
+        .doc(
+            "stream",
+            "Changes, or acquires, ownership of messages in a consumer group, as if the \
+             messages were delivered to as consumer group member.",
+        ),
+    CommandSpec::new("xinfo", -2, xinfo_container)
+        .doc("stream", "A container for stream introspection commands.")
+        .subs(XINFO_SUBCOMMANDS),
+    CommandSpec::new("xsetid", -3, xsetid)
+        .flags(WRITE | DENYOOM | FAST)
+        .keys(1, 1, 1)
+        .doc(
+            "stream",
+            "An internal command for replicating stream values.",
+        ),
+];
+
+static XGROUP_SUBCOMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("create", -5, xgroup_create)
+        .flags(WRITE | DENYOOM)
+        .keys(2, 2, 1)
+        .doc("stream", "Creates a consumer group."),
+    CommandSpec::new("setid", -5, xgroup_setid)
+        .flags(WRITE)
+        .keys(2, 2, 1)
+        .doc("stream", "Sets the last-delivered ID of a consumer group."),
+    CommandSpec::new("destroy", 4, xgroup_destroy)
+        .flags(WRITE)
+        .keys(2, 2, 1)
+        .doc("stream", "Destroys a consumer group."),
+    CommandSpec::new("createconsumer", 5, xgroup_createconsumer)
+        .flags(WRITE | DENYOOM)
+        .keys(2, 2, 1)
+        .doc("stream", "Creates a consumer in a consumer group."),
+    CommandSpec::new("delconsumer", 5, xgroup_delconsumer)
+        .flags(WRITE)
+        .keys(2, 2, 1)
+        .doc("stream", "Deletes a consumer from a consumer group."),
+    CommandSpec::new("help", 2, xgroup_help)
+        .flags(LOADING | STALE)
+        .doc(
+            "stream",
+            "Returns helpful text about the different subcommands.",
+        ),
+];
+
+static XINFO_SUBCOMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("consumers", 4, xinfo_consumers)
+        .flags(READONLY)
+        .keys(2, 2, 1)
+        .doc(
+            "stream",
+            "Returns a list of the consumers in a consumer group.",
+        ),
+    CommandSpec::new("groups", 3, xinfo_groups)
+        .flags(READONLY)
+        .keys(2, 2, 1)
+        .doc(
+            "stream",
+            "Returns a list of the consumer groups of a stream.",
+        ),
+    CommandSpec::new("stream", -3, xinfo_stream)
+        .flags(READONLY)
+        .keys(2, 2, 1)
+        .doc("stream", "Returns information about a stream."),
+    CommandSpec::new("help", 2, xinfo_help)
+        .flags(LOADING | STALE)
+        .doc(
+            "stream",
+            "Returns helpful text about the different subcommands.",
+        ),
+];
+
+const INVALID_ID: &str = "Invalid stream ID specified as stream command argument";
+
+// ---------------------------------------------------------------------------------------
+// IDs, lookups and replies
+
+/// `streamGenericParseIDOrReply`: `<ms>[-<seq>]`, `-`, `+` (not when `strict`), and with
+/// `seq_star` the `<ms>-*` form; returns the ID and whether the sequence was given.
+fn parse_id(
+    arg: &[u8],
+    missing_seq: u64,
+    strict: bool,
+    seq_star: bool,
+) -> Result<(StreamId, bool), CommandError> {
+    let invalid = || CommandError::err(INVALID_ID);
+    if arg.len() > 127 {
+        return Err(invalid());
+    }
+    match arg {
+        b"-" | b"+" if strict => return Err(invalid()),
+        b"-" => return Ok((StreamId::MIN, true)),
+        b"+" => return Ok((StreamId::MAX, true)),
+        _ => {}
+    }
+    let (ms, seq) = match arg.iter().position(|&b| b == b'-') {
+        Some(dash) => (&arg[..dash], Some(&arg[dash + 1..])),
+        None => (arg, None),
+    };
+    let ms = parse_u64(ms).ok_or_else(invalid)?;
+    match seq {
+        None => Ok((
+            StreamId {
+                ms,
+                seq: missing_seq,
+            },
+            true,
+        )),
+        Some(b"*") if seq_star => Ok((StreamId { ms, seq: 0 }, false)),
+        Some(seq) => {
+            let seq = parse_u64(seq).ok_or_else(invalid)?;
+            Ok((StreamId { ms, seq }, true))
+        }
+    }
+}
+
+/// Redis's `string2ull`: a decimal `unsigned long long` (a strict integer, or what `strtoull`
+/// reads whole: leading spaces and `+` allowed).
+fn parse_u64(text: &[u8]) -> Option<u64> {
+    if let Some(v) = locksmith_resp::parse_integer(text) {
+        return u64::try_from(v).ok();
+    }
+    let s = std::str::from_utf8(text).ok()?.trim_start();
+    let s = s.strip_prefix('+').unwrap_or(s);
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// `streamParseIntervalIDOrReply`: an inclusive bound, or exclusive with `(`.
+fn parse_interval(arg: &[u8], missing_seq: u64) -> Result<(StreamId, bool), CommandError> {
+    if arg.len() > 1 && arg.first() == Some(&b'(') {
+        let (id, _) = parse_id(&arg[1..], missing_seq, true, false)?;
+        Ok((id, true))
+    } else {
+        let (id, _) = parse_id(arg, missing_seq, false, false)?;
+        Ok((id, false))
+    }
+}
+
+/// The stream at `key`: `Ok(None)` if absent, `WRONGTYPE` for another type.
+fn stream_at<'c>(
+    ctx: &'c mut Ctx<'_>,
+    key: &Bytes,
+) -> Result<Option<&'c mut Stream>, CommandError> {
+    match ctx.lookup_mut(key).map(|e| &mut e.value) {
+        None => Ok(None),
+        Some(Value::Stream(s)) => Ok(Some(s)),
+        Some(_) => Err(CommandError::WrongType),
+    }
+}
+
+/// `[id, [field, value, ...]]`.
+fn entry_frame(id: StreamId, fields: &[Bytes]) -> Frame {
+    Frame::Array(vec![
+        Frame::Bulk(id.to_bytes()),
+        Frame::Array(fields.iter().cloned().map(Frame::Bulk).collect()),
+    ])
+}
+
+fn id_frame(id: StreamId) -> Frame {
+    Frame::Bulk(id.to_bytes())
+}
+
+fn int(v: impl TryInto<i64>) -> Frame {
+    Frame::Integer(v.try_into().unwrap_or(i64::MAX))
+}
+
+/// The `NOGROUP` error of XREADGROUP.
+fn no_group_readgroup(key: &[u8], group: &[u8]) -> CommandError {
+    CommandError::Raw(format!(
+        "NOGROUP No such key '{}' or consumer group '{}' in XREADGROUP with GROUP option",
+        super::lossy(key, usize::MAX),
+        super::lossy(group, usize::MAX)
+    ))
+}
+
+/// The `NOGROUP` error of XPENDING, XCLAIM and XAUTOCLAIM.
+fn no_group(key: &[u8], group: &[u8]) -> CommandError {
+    CommandError::Raw(format!(
+        "NOGROUP No such key '{}' or consumer group '{}'",
+        super::lossy(key, usize::MAX),
+        super::lossy(group, usize::MAX)
+    ))
+}
+
+/// The `NOGROUP` error of XGROUP and XINFO CONSUMERS.
+fn no_group_for_key(group: &[u8], key: &[u8]) -> CommandError {
+    CommandError::Raw(format!(
+        "NOGROUP No such consumer group '{}' for key name '{}'",
+        super::lossy(group, usize::MAX),
+        super::lossy(key, usize::MAX)
+    ))
+}
+
+/// Raises a stream keyspace event for `key`.
+fn event(ctx: &mut Ctx<'_>, name: &'static str, key: &Bytes) {
+    ctx.notify(notify::STREAM, name, key);
+}
+
+/// Unix ms now (delivery and seen times; `XADD *`).
+fn now(ctx: &Ctx<'_>) -> u64 {
+    ctx.now
+}
+
+// ---------------------------------------------------------------------------------------
+// XADD, XTRIM
+
+/// The trimming options of XADD and XTRIM.
+#[derive(Debug, Default)]
+struct TrimArgs {
+    trim: Option<Trim>,
+    approx: bool,
+    limit: usize,
+    /// Index of the MAXLEN/MINID value argument (to rewrite it for replication).
+    arg_idx: usize,
+    no_mkstream: bool,
+    /// The ID given to XADD: (id, sequence given).
+    id: Option<(StreamId, bool)>,
+}
+
+/// `streamParseAddOrTrimArgsOrReply`; returns the arguments and the index of XADD's ID.
+fn parse_add_or_trim(
+    ctx: &Ctx<'_>,
+    argv: &[Bytes],
+    xadd: bool,
+) -> Result<(TrimArgs, usize), CommandError> {
+    let mut a = TrimArgs::default();
+    let mut limit_given = None;
+    let mut i = 2;
+    while i < argv.len() {
+        let more = argv.len() - 1 - i;
+        let opt = &argv[i][..];
+        if xadd && opt == b"*" {
+            break;
+        } else if opt.eq_ignore_ascii_case(b"maxlen") && more > 0 {
+            if a.trim.is_some() {
+                return Err(CommandError::err(
+                    "syntax error, MAXLEN and MINID options at the same time are not compatible",
+                ));
+            }
+            a.approx = false;
+            let next = &argv[i + 1][..];
+            if more >= 2 && next == b"~" {
+                a.approx = true;
+                i += 1;
+            } else if more >= 2 && next == b"=" {
+                i += 1;
+            }
+            let n = super::parse_i64(&argv[i + 1])?;
+            if n < 0 {
+                return Err(CommandError::err("The MAXLEN argument must be >= 0."));
+            }
+            i += 1;
+            a.trim = Some(Trim::MaxLen(usize::try_from(n).unwrap_or(usize::MAX)));
+            a.arg_idx = i;
+        } else if opt.eq_ignore_ascii_case(b"minid") && more > 0 {
+            if a.trim.is_some() {
+                return Err(CommandError::err(
+                    "syntax error, MAXLEN and MINID options at the same time are not compatible",
+                ));
+            }
+            a.approx = false;
+            let next = &argv[i + 1][..];
+            if more >= 2 && next == b"~" {
+                a.approx = true;
+                i += 1;
+            } else if more >= 2 && next == b"=" {
+                i += 1;
+            }
+            let (id, _) = parse_id(&argv[i + 1], 0, true, false)?;
+            i += 1;
+            a.trim = Some(Trim::MinId(id));
+            a.arg_idx = i;
+        } else if opt.eq_ignore_ascii_case(b"limit") && more > 0 {
+            let n = super::parse_i64(&argv[i + 1])?;
+            if n < 0 {
+                return Err(CommandError::err("The LIMIT argument must be >= 0."));
+            }
+            limit_given = Some(usize::try_from(n).unwrap_or(usize::MAX));
+            i += 1;
+        } else if xadd && opt.eq_ignore_ascii_case(b"nomkstream") {
+            a.no_mkstream = true;
+        } else if xadd {
+            a.id = Some(parse_id(opt, 0, true, true)?);
+            break;
+        } else {
+            return Err(CommandError::Syntax);
+        }
+        i += 1;
+    }
+    if limit_given.is_some_and(|l| l > 0) && a.trim.is_none() {
+        return Err(CommandError::err(
+            "syntax error, LIMIT cannot be used without specifying a trimming strategy",
+        ));
+    }
+    if !xadd && a.trim.is_none() {
+        return Err(CommandError::err(
+            "syntax error, XTRIM must be called with a trimming strategy",
+        ));
+    }
+    if ctx.client.id() == crate::replication::MASTER_CLIENT_ID {
+        // What the master sends was made exact before it was sent.
+        a.limit = 0;
+    } else if let Some(limit) = limit_given {
+        if !a.approx {
+            return Err(CommandError::err(
+                "syntax error, LIMIT cannot be used without the special ~ option",
+            ));
+        }
+        a.limit = limit;
+    } else if a.approx {
+        // At most 100 nodes' worth of entries, as Redis bounds the work of `~`.
+        let per_node = node_limits(ctx).entries;
+        a.limit = match 100usize.saturating_mul(per_node) {
+            0 => 10_000,
+            n => n.min(1_000_000),
+        };
+    }
+    Ok((a, i))
+}
+
+/// `stream-node-max-entries` and `stream-node-max-bytes` as set now.
+fn node_limits(ctx: &Ctx<'_>) -> NodeLimits {
+    let get = |name| usize::try_from(ctx.state.settings.int(name)).unwrap_or(0);
+    NodeLimits {
+        entries: get("stream-node-max-entries"),
+        bytes: get("stream-node-max-bytes"),
+    }
+}
+
+/// The argument that makes an approximate trim exact for replicas: the length left
+/// (MAXLEN) or the first ID left (MINID).
+fn exact_trim_arg(s: &Stream, trim: Trim) -> Bytes {
+    match trim {
+        Trim::MaxLen(_) => Bytes::from(s.len().to_string()),
+        Trim::MinId(_) => s.first().map_or(StreamId::MAX, |(id, _)| id).to_bytes(),
+    }
+}
+
+/// ```text
+/// XADD key [NOMKSTREAM] [<MAXLEN | MINID> [= | ~] threshold [LIMIT count]] <* | id>
+///     field value [field value ...]
+/// ```
+fn xadd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let argv = args.argv();
+    let (trim, idpos) = parse_add_or_trim(ctx, argv, true)?;
+    let field_pos = idpos + 1;
+    let nfields = argv.len().saturating_sub(field_pos);
+    if nfields < 2 || nfields % 2 == 1 {
+        return Err(CommandError::WrongArity("xadd".into()));
+    }
+    if matches!(trim.id, Some((StreamId { ms: 0, seq: 0 }, true))) {
+        return Err(CommandError::err(
+            "The ID specified in XADD must be greater than 0-0",
+        ));
+    }
+    let key = argv[1].clone();
+    let now = now(ctx);
+    let limits = node_limits(ctx);
+    let exists = match ctx.lookup_mut(&key).map(|e| &e.value) {
+        None => false,
+        Some(Value::Stream(_)) => true,
+        Some(_) => return Err(CommandError::WrongType),
+    };
+    if !exists {
+        if trim.no_mkstream {
+            return Ok(Frame::Null);
+        }
+        ctx.set(key.clone(), Value::Stream(Box::default()), None);
+    }
+    let fields: Box<[Bytes]> = argv[field_pos..].to_vec().into_boxed_slice();
+    let Some(s) = stream_at(ctx, &key)? else {
+        return Err(CommandError::err("internal error: stream vanished"));
+    };
+    if s.last_id == StreamId::MAX {
+        return Err(CommandError::err(
+            "The stream has exhausted the last possible ID, unable to add more items",
+        ));
+    }
+    let total: usize = fields.iter().map(|f| f.len()).sum();
+    if total > u32::MAX as usize {
+        return Err(CommandError::err("Elements are too large to be stored"));
+    }
+    let Some(id) = s.next_id(trim.id, now) else {
+        return Err(CommandError::err(
+            "The ID specified in XADD is equal or smaller than the target stream top item",
+        ));
+    };
+    s.append(id, fields, limits);
+    let (trimmed, exact_arg) = match trim.trim {
+        Some(t) => {
+            let n = s.trim(t, trim.approx, trim.limit);
+            (n, trim.approx.then(|| exact_trim_arg(s, t)))
+        }
+        None => (0, None),
+    };
+    ctx.modified(&key);
+    event(ctx, "xadd", &key);
+    if trimmed > 0 {
+        event(ctx, "xtrim", &key);
+    }
+    if ctx.propagating() {
+        let mut out = argv.to_vec();
+        if let Some(exact) = exact_arg {
+            out[trim.arg_idx - 1] = Bytes::from_static(b"=");
+            out[trim.arg_idx] = exact;
+        }
+        if !matches!(trim.id, Some((_, true))) {
+            out[idpos] = id.to_bytes();
+        }
+        ctx.propagate(out);
+    }
+    Ok(Frame::Bulk(id.to_bytes()))
+}
+
+/// ```text
+/// XTRIM key <MAXLEN | MINID> [= | ~] threshold [LIMIT count]
+/// ```
+fn xtrim(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let argv = args.argv();
+    let (trim, _) = parse_add_or_trim(ctx, argv, false)?;
+    let key = argv[1].clone();
+    let Some(s) = stream_at(ctx, &key)? else {
+        return Ok(Frame::Integer(0));
+    };
+    let Some(t) = trim.trim else {
+        return Ok(Frame::Integer(0));
+    };
+    let deleted = s.trim(t, trim.approx, trim.limit);
+    let exact = trim.approx.then(|| exact_trim_arg(s, t));
+    if deleted > 0 {
+        ctx.modified(&key);
+        event(ctx, "xtrim", &key);
+        if ctx.propagating() {
+            let mut out = argv.to_vec();
+            if let Some(exact) = exact {
+                out[trim.arg_idx - 1] = Bytes::from_static(b"=");
+                out[trim.arg_idx] = exact;
+            }
+            ctx.propagate(out);
+        }
+    }
+    Ok(int(deleted))
+}
+
+// ---------------------------------------------------------------------------------------
+// XRANGE, XREVRANGE, XLEN, XDEL
+
+fn xrange(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    xrange_generic(ctx, args, false)
+}
+
+fn xrevrange(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    xrange_generic(ctx, args, true)
+}
+
+/// ```text
+/// XRANGE key start end [COUNT count]      XREVRANGE key end start [COUNT count]
+/// ```
+fn xrange_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, rev: bool) -> CmdResult {
+    let key = args.bytes()?;
+    let (a, b) = (args.bytes()?, args.bytes()?);
+    let (start_arg, end_arg) = if rev { (b, a) } else { (a, b) };
+    let (mut start, start_ex) = parse_interval(&start_arg, 0)?;
+    if start_ex {
+        start = start
+            .next()
+            .ok_or_else(|| CommandError::err("invalid start ID for the interval"))?;
+    }
+    let (mut end, end_ex) = parse_interval(&end_arg, u64::MAX)?;
+    if end_ex {
+        end = end
+            .prev()
+            .ok_or_else(|| CommandError::err("invalid end ID for the interval"))?;
+    }
+    let mut count: Option<usize> = None;
+    while let Some(opt) = args.next() {
+        if opt.eq_ignore_ascii_case(b"count") && args.remaining() >= 1 {
+            let n = args.i64()?;
+            count = Some(usize::try_from(n.max(0)).unwrap_or(usize::MAX));
+        } else {
+            return Err(CommandError::Syntax);
+        }
+    }
+    let Some(s) = stream_at(ctx, &key)? else {
+        return Ok(Frame::Array(Vec::new()));
+    };
+    if count == Some(0) {
+        return Ok(Frame::NullArray);
+    }
+    let limit = count.unwrap_or(usize::MAX);
+    Ok(Frame::Array(
+        s.range(start, end, rev)
+            .take(limit)
+            .map(|(id, f)| entry_frame(id, f))
+            .collect(),
+    ))
+}
+
+/// ```text
+/// XLEN key
+/// ```
+fn xlen(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    Ok(int(stream_at(ctx, &key)?.map_or(0, |s| s.len())))
+}
+
+/// ```text
+/// XDEL key id [id ...]
+/// ```
+fn xdel(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    if stream_at(ctx, &key)?.is_none() {
+        return Ok(Frame::Integer(0));
+    }
+    let ids = args
+        .rest()
+        .iter()
+        .map(|a| parse_id(a, 0, true, false).map(|(id, _)| id))
+        .collect::<Result<Vec<_>, _>>()?;
+    let Some(s) = stream_at(ctx, &key)? else {
+        return Ok(Frame::Integer(0));
+    };
+    let deleted = ids.into_iter().filter(|id| s.delete(*id)).count();
+    if deleted > 0 {
+        ctx.modified(&key);
+        event(ctx, "xdel", &key);
+    }
+    Ok(int(deleted))
+}
+
+// ---------------------------------------------------------------------------------------
+// XREAD, XREADGROUP
+
+fn xread(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    xread_generic(ctx, args, false)
+}
+
+fn xreadgroup(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    xread_generic(ctx, args, true)
+}
+
+/// Reads for a group: entries after the group's last ID (`>`), recorded as pending for
+/// `consumer` unless `noack`, advancing the group; Redis's `streamReplyWithRange` with a
+/// group.
+fn read_new_for_group(
+    s: &mut Stream,
+    group_name: &Bytes,
+    consumer: &Bytes,
+    count: usize,
+    noack: bool,
+    now: u64,
+) -> Vec<Frame> {
+    let Some(last) = s.groups.get(group_name).map(|g| g.last_id) else {
+        return Vec::new();
+    };
+    let Some(start) = last.next() else {
+        return Vec::new();
+    };
+    let picked: Vec<(StreamId, Box<[Bytes]>)> = s
+        .range(start, StreamId::MAX, false)
+        .take(count)
+        .map(|(id, f)| (id, f.to_vec().into_boxed_slice()))
+        .collect();
+    let mut out = Vec::with_capacity(picked.len());
+    for (id, fields) in picked {
+        let tombstones = s.range_has_tombstones(id, StreamId::MAX);
+        let estimate = s.distance_from_first(id);
+        let entries_added = s.entries_added;
+        if let Some(g) = s.groups.get_mut(group_name) {
+            if id > g.last_id {
+                g.entries_read = match g.entries_read {
+                    Some(read) if !tombstones => Some(read + 1),
+                    _ if entries_added > 0 => estimate,
+                    other => other,
+                };
+                g.last_id = id;
+            }
+            if !noack {
+                g.assign(id, consumer, now, 1);
+            }
+        }
+        out.push(entry_frame(id, &fields));
+    }
+    out
+}
+
+/// Reads a consumer's own history: its pending entries from `start`, each delivered again
+/// (`streamReplyWithRangeFromConsumerPEL`); deleted entries come back with a nil body.
+fn read_history(
+    s: &mut Stream,
+    group_name: &Bytes,
+    consumer: &Bytes,
+    start: StreamId,
+    count: usize,
+    now: u64,
+) -> Vec<Frame> {
+    let ids: Vec<StreamId> = s
+        .groups
+        .get(group_name)
+        .and_then(|g| g.consumers.get(consumer))
+        .map(|c| c.pel.range(start..).take(count).copied().collect())
+        .unwrap_or_default();
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        match s.get(id).map(<[Bytes]>::to_vec) {
+            Some(fields) => {
+                if let Some(p) = s
+                    .groups
+                    .get_mut(group_name)
+                    .and_then(|g| g.pel.get_mut(&id))
+                {
+                    p.delivery_time = now;
+                    p.delivery_count += 1;
+                }
+                out.push(entry_frame(id, &fields));
+            }
+            None => out.push(Frame::Array(vec![id_frame(id), Frame::NullArray])),
+        }
+    }
+    out
+}
+
+/// Creates `consumer` in the group if missing (with its `xgroup-createconsumer` event) and
+/// marks it seen now.
+fn touch_consumer(
+    ctx: &mut Ctx<'_>,
+    key: &Bytes,
+    group: &Bytes,
+    consumer: &Bytes,
+) -> Result<(), CommandError> {
+    let now = now(ctx);
+    let created = {
+        let Some(s) = stream_at(ctx, key)? else {
+            return Ok(());
+        };
+        let Some(g) = s.groups.get_mut(group) else {
+            return Ok(());
+        };
+        match g.consumers.get_mut(consumer) {
+            Some(c) => {
+                c.seen_time = now;
+                false
+            }
+            None => {
+                g.consumers.insert(
+                    consumer.clone(),
+                    crate::db::stream::Consumer {
+                        seen_time: now,
+                        pel: Default::default(),
+                    },
+                );
+                true
+            }
+        }
+    };
+    if created {
+        ctx.state.dirty += 1;
+        event(ctx, "xgroup-createconsumer", key);
+    }
+    Ok(())
+}
+
+/// ```text
+/// XREAD [COUNT count] [BLOCK milliseconds] STREAMS key [key ...] id [id ...]
+/// XREADGROUP GROUP group consumer [COUNT count] [BLOCK milliseconds] [NOACK]
+///     STREAMS key [key ...] id [id ...]
+/// ```
+fn xread_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, group_mode: bool) -> CmdResult {
+    let argv = args.argv();
+    let mut timeout: Option<Option<Duration>> = None;
+    let mut count = 0usize;
+    let mut streams_arg = 0;
+    let mut noack = false;
+    let mut group: Option<(Bytes, Bytes)> = None;
+    let mut i = 1;
+    while i < argv.len() {
+        let more = argv.len() - i - 1;
+        let o = &argv[i][..];
+        if o.eq_ignore_ascii_case(b"block") && more > 0 {
+            if ctx.client.in_script {
+                return Err(CommandError::err(format!(
+                    "{} command is not allowed with BLOCK option from scripts",
+                    super::lossy(&argv[0], usize::MAX)
+                )));
+            }
+            i += 1;
+            timeout = Some(parse_block_ms(&argv[i], ctx.now)?);
+        } else if o.eq_ignore_ascii_case(b"count") && more > 0 {
+            i += 1;
+            let n = super::parse_i64(&argv[i])?;
+            count = usize::try_from(n.max(0)).unwrap_or(usize::MAX);
+        } else if o.eq_ignore_ascii_case(b"streams") && more > 0 {
+            streams_arg = i + 1;
+            if !(argv.len() - streams_arg).is_multiple_of(2) {
+                return Err(CommandError::err(
+                    "Unbalanced XREAD list of streams: for each stream key an ID or '$' must be \
+                     specified.",
+                ));
+            }
+            break;
+        } else if o.eq_ignore_ascii_case(b"group") && more >= 2 {
+            if !group_mode {
+                return Err(CommandError::err(
+                    "The GROUP option is only supported by XREADGROUP. You called XREAD instead.",
+                ));
+            }
+            group = Some((argv[i + 1].clone(), argv[i + 2].clone()));
+            i += 2;
+        } else if o.eq_ignore_ascii_case(b"noack") {
+            if !group_mode {
+                return Err(CommandError::err(
+                    "The NOACK option is only supported by XREADGROUP. You called XREAD instead.",
+                ));
+            }
+            noack = true;
+        } else {
+            return Err(CommandError::Syntax);
+        }
+        i += 1;
+    }
+    if streams_arg == 0 {
+        return Err(CommandError::Syntax);
+    }
+    if group_mode && group.is_none() {
+        return Err(CommandError::err("Missing GROUP option for XREADGROUP"));
+    }
+    let n = (argv.len() - streams_arg) / 2;
+    let keys = &argv[streams_arg..streams_arg + n];
+    let id_args = &argv[streams_arg + n..];
+    // The IDs to read after: `None` for XREADGROUP's `>`.
+    let mut ids: Vec<Option<StreamId>> = Vec::with_capacity(n);
+    let mut rewritten: Option<Vec<Bytes>> = None;
+    for (k, (key, id_arg)) in keys.iter().zip(id_args).enumerate() {
+        let last = match stream_at(ctx, key)? {
+            Some(s) => {
+                if let Some((g, _)) = &group {
+                    if !s.groups.contains_key(g) {
+                        return Err(no_group_readgroup(key, g));
+                    }
+                }
+                Some(s.last_id)
+            }
+            None => {
+                if let Some((g, _)) = &group {
+                    return Err(no_group_readgroup(key, g));
+                }
+                None
+            }
+        };
+        if &id_arg[..] == b"$" {
+            if group_mode {
+                return Err(CommandError::err(
+                    "The $ ID is meaningless in the context of XREADGROUP: you want to read the \
+                     history of this consumer by specifying a proper ID, or use the > ID to get \
+                     new messages. The $ ID would just return an empty result set.",
+                ));
+            }
+            let id = last.unwrap_or(StreamId::MIN);
+            // A blocked XREAD waits for entries after the last ID of now.
+            rewritten.get_or_insert_with(|| argv.to_vec())[streams_arg + n + k] = id.to_bytes();
+            ids.push(Some(id));
+        } else if &id_arg[..] == b">" {
+            if !group_mode {
+                return Err(CommandError::err(
+                    "The > ID can be specified only when calling XREADGROUP using the GROUP \
+                     <group> <consumer> option.",
+                ));
+            }
+            ids.push(None);
+        } else {
+            ids.push(Some(parse_id(id_arg, 0, true, false)?.0));
+        }
+    }
+    let limit = if count == 0 { usize::MAX } else { count };
+    let now = now(ctx);
+    let mut served: Vec<(Bytes, Vec<Frame>)> = Vec::new();
+    for (key, id) in keys.iter().zip(&ids) {
+        let Some(s) = stream_at(ctx, key)? else {
+            continue;
+        };
+        match (&group, id) {
+            (Some((g, consumer)), history) => {
+                let has_new = s
+                    .last()
+                    .is_some_and(|(top, _)| s.groups.get(g).is_some_and(|grp| top > grp.last_id));
+                if history.is_none() && !has_new {
+                    continue;
+                }
+                let (g, consumer) = (g.clone(), consumer.clone());
+                touch_consumer(ctx, key, &g, &consumer)?;
+                let Some(s) = stream_at(ctx, key)? else {
+                    continue;
+                };
+                let entries = match history {
+                    // Entries after the ID given, as for new ones.
+                    Some(after) => match after.next() {
+                        Some(start) => read_history(s, &g, &consumer, start, limit, now),
+                        None => Vec::new(),
+                    },
+                    None => read_new_for_group(s, &g, &consumer, limit, noack, now),
+                };
+                ctx.state.dirty += 1;
+                served.push((key.clone(), entries));
+            }
+            (None, Some(after)) => {
+                let has_new = s.last().is_some_and(|(top, _)| top > *after);
+                if !has_new {
+                    continue;
+                }
+                let Some(start) = after.next() else {
+                    continue;
+                };
+                let entries = s
+                    .range(start, StreamId::MAX, false)
+                    .take(limit)
+                    .map(|(id, f)| entry_frame(id, f))
+                    .collect();
+                served.push((key.clone(), entries));
+            }
+            (None, None) => {}
+        }
+    }
+    if !served.is_empty() {
+        return Ok(match ctx.client.resp {
+            Version::Resp2 => Frame::Array(
+                served
+                    .into_iter()
+                    .map(|(k, e)| Frame::Array(vec![Frame::Bulk(k), Frame::Array(e)]))
+                    .collect(),
+            ),
+            Version::Resp3 => Frame::Map(
+                served
+                    .into_iter()
+                    .map(|(k, e)| (Frame::Bulk(k), Frame::Array(e)))
+                    .collect(),
+            ),
+        });
+    }
+    let Some(timeout) = timeout else {
+        return Ok(Frame::NullArray);
+    };
+    if ctx.client.in_exec || ctx.client.in_script {
+        return Ok(Frame::NullArray);
+    }
+    ctx.client.block = Some(BlockRequest {
+        keys: keys.to_vec(),
+        timeout,
+        kind: BlockKind::Stream,
+        argv: rewritten,
+    });
+    Ok(Frame::NullArray)
+}
+
+/// `BLOCK milliseconds` (`getTimeoutFromObjectOrReply` in milliseconds; 0 = forever).
+fn parse_block_ms(arg: &[u8], now: u64) -> Result<Option<Duration>, CommandError> {
+    let ms = super::parse_i64(arg)
+        .map_err(|_| CommandError::err("timeout is not an integer or out of range"))?;
+    if ms < 0 {
+        return Err(CommandError::err("timeout is negative"));
+    }
+    if ms == 0 {
+        return Ok(None);
+    }
+    if ms > i64::MAX - now as i64 {
+        return Err(CommandError::err("timeout is out of range"));
+    }
+    Ok(Some(Duration::from_millis(ms as u64)))
+}
+
+// ---------------------------------------------------------------------------------------
+// XGROUP
+
+/// `XGROUP` alone.
+fn xgroup_container(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Err(CommandError::WrongArity("xgroup".into()))
+}
+
+/// Redis's `addReplySubcommandSyntaxError` for XGROUP/XINFO.
+fn subcommand_syntax(args: &Args<'_>, container: &str) -> CommandError {
+    let sub = args.argv().get(1).map(|s| &s[..]).unwrap_or_default();
+    CommandError::err(format!(
+        "unknown subcommand or wrong number of arguments for '{}'. Try {container} HELP.",
+        super::lossy(sub, 128)
+    ))
+}
+
+/// Options after XGROUP CREATE/SETID's ID: `MKSTREAM` (CREATE), `ENTRIESREAD n`.
+fn xgroup_options(args: &mut Args<'_>, create: bool) -> Result<(bool, Option<u64>), CommandError> {
+    let mut mkstream = false;
+    let mut entries_read = None;
+    let rest = args.rest();
+    let mut i = 0;
+    while i < rest.len() {
+        if create && rest[i].eq_ignore_ascii_case(b"mkstream") {
+            mkstream = true;
+            i += 1;
+        } else if rest[i].eq_ignore_ascii_case(b"entriesread") && i + 1 < rest.len() {
+            let n = super::parse_i64(&rest[i + 1])?;
+            if n < -1 {
+                return Err(CommandError::err(
+                    "value for ENTRIESREAD must be positive or -1",
+                ));
+            }
+            entries_read = u64::try_from(n).ok();
+            i += 2;
+        } else {
+            return Err(subcommand_syntax(args, "XGROUP"));
+        }
+    }
+    Ok((mkstream, entries_read))
+}
+
+/// The stream an XGROUP subcommand works on, with Redis's error when it is missing.
+fn xgroup_stream<'c>(ctx: &'c mut Ctx<'_>, key: &Bytes) -> Result<&'c mut Stream, CommandError> {
+    stream_at(ctx, key)?.ok_or_else(|| {
+        CommandError::err(
+            "The XGROUP subcommand requires the key to exist. Note that for CREATE you may want \
+             to use the MKSTREAM option to create an empty stream automatically.",
+        )
+    })
+}
+
+/// ```text
+/// XGROUP CREATE key group <id | $> [MKSTREAM] [ENTRIESREAD entries-read]
+/// ```
+fn xgroup_create(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let name = args.bytes()?;
+    let id_arg = args.bytes()?;
+    if args.argv().len() > 8 {
+        return Err(subcommand_syntax(args, "XGROUP"));
+    }
+    let (mkstream, entries_read) = xgroup_options(args, true)?;
+    let exists = stream_at(ctx, &key)?.is_some();
+    if !exists && !mkstream {
+        xgroup_stream(ctx, &key)?;
+    }
+    let id = if &id_arg[..] == b"$" {
+        stream_at(ctx, &key)?.map_or(StreamId::MIN, |s| s.last_id)
+    } else {
+        parse_id(&id_arg, 0, true, false)?.0
+    };
+    if !exists {
+        ctx.set(key.clone(), Value::Stream(Box::default()), None);
+    }
+    let s = xgroup_stream(ctx, &key)?;
+    if s.groups.contains_key(&name) {
+        return Err(CommandError::Raw(
+            "BUSYGROUP Consumer Group name already exists".into(),
+        ));
+    }
+    s.groups.insert(
+        name,
+        Group {
+            last_id: id,
+            entries_read,
+            ..Group::default()
+        },
+    );
+    ctx.modified(&key);
+    event(ctx, "xgroup-create", &key);
+    Ok(Frame::ok())
+}
+
+/// ```text
+/// XGROUP SETID key group <id | $> [ENTRIESREAD entries-read]
+/// ```
+fn xgroup_setid(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let name = args.bytes()?;
+    let id_arg = args.bytes()?;
+    if !matches!(args.argv().len(), 5 | 7) {
+        return Err(subcommand_syntax(args, "XGROUP"));
+    }
+    let (_, entries_read) = xgroup_options(args, false)?;
+    let s = xgroup_stream(ctx, &key)?;
+    if !s.groups.contains_key(&name) {
+        return Err(no_group_for_key(&name, &key));
+    }
+    let id = if &id_arg[..] == b"$" {
+        s.last_id
+    } else {
+        parse_id(&id_arg, 0, false, false)?.0
+    };
+    if let Some(g) = s.groups.get_mut(&name) {
+        g.last_id = id;
+        g.entries_read = entries_read;
+    }
+    ctx.modified(&key);
+    event(ctx, "xgroup-setid", &key);
+    Ok(Frame::ok())
+}
+
+/// ```text
+/// XGROUP DESTROY key group
+/// ```
+fn xgroup_destroy(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let name = args.bytes()?;
+    let s = xgroup_stream(ctx, &key)?;
+    if s.groups.remove(&name).is_none() {
+        return Ok(Frame::Integer(0));
+    }
+    // Clients blocked on the group are woken by the write (and find it gone).
+    ctx.modified(&key);
+    event(ctx, "xgroup-destroy", &key);
+    Ok(Frame::Integer(1))
+}
+
+/// ```text
+/// XGROUP CREATECONSUMER key group consumer
+/// ```
+fn xgroup_createconsumer(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let name = args.bytes()?;
+    let consumer = args.bytes()?;
+    let now = now(ctx);
+    let s = xgroup_stream(ctx, &key)?;
+    let Some(g) = s.groups.get_mut(&name) else {
+        return Err(no_group_for_key(&name, &key));
+    };
+    if g.consumers.contains_key(&consumer) {
+        return Ok(Frame::Integer(0));
+    }
+    g.consumers.insert(
+        consumer,
+        crate::db::stream::Consumer {
+            seen_time: now,
+            pel: Default::default(),
+        },
+    );
+    ctx.modified(&key);
+    event(ctx, "xgroup-createconsumer", &key);
+    Ok(Frame::Integer(1))
+}
+
+/// ```text
+/// XGROUP DELCONSUMER key group consumer
+/// ```
+fn xgroup_delconsumer(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let name = args.bytes()?;
+    let consumer = args.bytes()?;
+    let s = xgroup_stream(ctx, &key)?;
+    let Some(g) = s.groups.get_mut(&name) else {
+        return Err(no_group_for_key(&name, &key));
+    };
+    let Some(c) = g.consumers.remove(&consumer) else {
+        return Ok(Frame::Integer(0));
+    };
+    // Its pending entries go with it.
+    for id in &c.pel {
+        g.pel.remove(id);
+    }
+    ctx.modified(&key);
+    event(ctx, "xgroup-delconsumer", &key);
+    Ok(int(c.pel.len()))
+}
+
+/// ```text
+/// XGROUP HELP
+/// ```
+fn xgroup_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(help(&[
+        "XGROUP <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "CREATE <key> <groupname> <id|$> [option]",
+        "    Create a new consumer group. Options are:",
+        "    * MKSTREAM",
+        "      Create the empty stream if it does not exist.",
+        "    * ENTRIESREAD entries_read",
+        "      Set the group's entries_read counter (internal use).",
+        "CREATECONSUMER <key> <groupname> <consumer>",
+        "    Create a new consumer in the specified group.",
+        "DELCONSUMER <key> <groupname> <consumer>",
+        "    Remove the specified consumer.",
+        "DESTROY <key> <groupname>",
+        "    Remove the specified group.",
+        "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
+        "    Set the current group ID and entries_read counter.",
+        "HELP",
+        "    Prints this help.",
+    ]))
+}
+
+fn help(lines: &[&'static str]) -> Frame {
+    Frame::Array(
+        lines
+            .iter()
+            .map(|l| Frame::Simple(Bytes::from_static(l.as_bytes())))
+            .collect(),
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// XSETID, XACK, XPENDING
+
+/// ```text
+/// XSETID key last-id [ENTRIESADDED entries-added] [MAXDELETEDID max-deleted-id]
+/// ```
+fn xsetid(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let (id, _) = parse_id(&args.bytes()?, 0, true, false)?;
+    let mut entries_added: Option<u64> = None;
+    let mut max_deleted = StreamId::MIN;
+    while let Some(opt) = args.next() {
+        if opt.eq_ignore_ascii_case(b"entriesadded") && args.remaining() >= 1 {
+            let n = args.i64()?;
+            entries_added = Some(
+                u64::try_from(n)
+                    .map_err(|_| CommandError::err("entries_added must be positive"))?,
+            );
+        } else if opt.eq_ignore_ascii_case(b"maxdeletedid") && args.remaining() >= 1 {
+            let (m, _) = parse_id(&args.bytes()?, 0, true, false)?;
+            if id < m {
+                return Err(CommandError::err(
+                    "The ID specified in XSETID is smaller than the provided max_deleted_entry_id",
+                ));
+            }
+            max_deleted = m;
+        } else {
+            return Err(CommandError::Syntax);
+        }
+    }
+    let Some(s) = stream_at(ctx, &key)? else {
+        return Err(CommandError::NoSuchKey);
+    };
+    if let Some((top, _)) = s.last() {
+        if id < top {
+            return Err(CommandError::err(
+                "The ID specified in XSETID is smaller than the target stream top item",
+            ));
+        }
+        if entries_added.is_some_and(|n| (s.len() as u64) > n) {
+            return Err(CommandError::err(
+                "The entries_added specified in XSETID is smaller than the target stream length",
+            ));
+        }
+    }
+    s.last_id = id;
+    if let Some(n) = entries_added {
+        s.entries_added = n;
+    }
+    if max_deleted != StreamId::MIN {
+        s.max_deleted_id = max_deleted;
+    }
+    ctx.modified(&key);
+    event(ctx, "xsetid", &key);
+    Ok(Frame::ok())
+}
+
+/// ```text
+/// XACK key group id [id ...]
+/// ```
+fn xack(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let name = args.bytes()?;
+    let has_group = match stream_at(ctx, &key)? {
+        Some(s) => s.groups.contains_key(&name),
+        None => false,
+    };
+    if !has_group {
+        return Ok(Frame::Integer(0));
+    }
+    let ids = args
+        .rest()
+        .iter()
+        .map(|a| parse_id(a, 0, true, false).map(|(id, _)| id))
+        .collect::<Result<Vec<_>, _>>()?;
+    let Some(g) = stream_at(ctx, &key)?.and_then(|s| s.groups.get_mut(&name)) else {
+        return Ok(Frame::Integer(0));
+    };
+    let acked = ids.into_iter().filter(|id| g.ack(*id)).count();
+    if acked > 0 {
+        ctx.modified(&key);
+    }
+    Ok(int(acked))
+}
+
+/// ```text
+/// XPENDING key group [[IDLE min-idle-time] start end count [consumer]]
+/// ```
+fn xpending(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let argv = args.argv();
+    let argc = argv.len();
+    let key = argv[1].clone();
+    let name = argv[2].clone();
+    if argc != 3 && !(6..=9).contains(&argc) {
+        return Err(CommandError::Syntax);
+    }
+    let mut range: Option<(StreamId, StreamId, usize, Option<Bytes>, u64)> = None;
+    if argc >= 6 {
+        let mut start_idx = 3;
+        let mut min_idle = 0u64;
+        if argv[3].eq_ignore_ascii_case(b"idle") {
+            let v = super::parse_i64(&argv[4])?;
+            if argc < 8 {
+                return Err(CommandError::Syntax);
+            }
+            min_idle = u64::try_from(v).unwrap_or(0);
+            start_idx += 2;
+        }
+        let count = super::parse_i64(&argv[start_idx + 2])?;
+        let count = usize::try_from(count.max(0)).unwrap_or(usize::MAX);
+        let (mut start, start_ex) = parse_interval(&argv[start_idx], 0)?;
+        if start_ex {
+            start = start
+                .next()
+                .ok_or_else(|| CommandError::err("invalid start ID for the interval"))?;
+        }
+        let (mut end, end_ex) = parse_interval(&argv[start_idx + 1], u64::MAX)?;
+        if end_ex {
+            end = end
+                .prev()
+                .ok_or_else(|| CommandError::err("invalid end ID for the interval"))?;
+        }
+        let consumer = argv.get(start_idx + 3).cloned();
+        range = Some((start, end, count, consumer, min_idle));
+    }
+    let now = now(ctx);
+    let Some(g) = stream_at(ctx, &key)?.and_then(|s| s.groups.get(&name)) else {
+        return Err(no_group(&key, &name));
+    };
+    let Some((start, end, count, consumer, min_idle)) = range else {
+        if g.pel.is_empty() {
+            return Ok(Frame::Array(vec![
+                Frame::Integer(0),
+                Frame::Null,
+                Frame::Null,
+                Frame::NullArray,
+            ]));
+        }
+        let first = g.pel.keys().next().copied().unwrap_or_default();
+        let last = g.pel.keys().next_back().copied().unwrap_or_default();
+        let consumers = g
+            .consumers
+            .iter()
+            .filter(|(_, c)| !c.pel.is_empty())
+            .map(|(n, c)| {
+                Frame::Array(vec![
+                    Frame::Bulk(n.clone()),
+                    Frame::Bulk(Bytes::from(c.pel.len().to_string())),
+                ])
+            })
+            .collect();
+        return Ok(Frame::Array(vec![
+            int(g.pel.len()),
+            id_frame(first),
+            id_frame(last),
+            Frame::Array(consumers),
+        ]));
+    };
+    let ids: Vec<StreamId> = match &consumer {
+        Some(c) => match g.consumers.get(c) {
+            Some(c) => c.pel.range(start..=end.max(start)).copied().collect(),
+            None => return Ok(Frame::Array(Vec::new())),
+        },
+        None => g
+            .pel
+            .range(start..=end.max(start))
+            .map(|(id, _)| *id)
+            .collect(),
+    };
+    let mut out = Vec::new();
+    for id in ids {
+        if out.len() >= count || id > end {
+            break;
+        }
+        let Some(p) = g.pel.get(&id) else { continue };
+        let idle = now.saturating_sub(p.delivery_time);
+        if min_idle > 0 && idle < min_idle {
+            continue;
+        }
+        out.push(Frame::Array(vec![
+            id_frame(id),
+            Frame::Bulk(p.consumer.clone()),
+            int(idle),
+            int(p.delivery_count),
+        ]));
+    }
+    Ok(Frame::Array(out))
+}
+
+// ---------------------------------------------------------------------------------------
+// XCLAIM, XAUTOCLAIM
+
+/// ```text
+/// XCLAIM key group consumer min-idle-time id [id ...] [IDLE ms] [TIME unix-time-ms]
+///     [RETRYCOUNT count] [FORCE] [JUSTID] [LASTID lastid]
+/// ```
+fn xclaim(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let argv = args.argv();
+    let key = argv[1].clone();
+    let name = argv[2].clone();
+    let consumer = argv[3].clone();
+    let has_group = match stream_at(ctx, &key)? {
+        Some(s) => s.groups.contains_key(&name),
+        None => false,
+    };
+    if !has_group {
+        return Err(no_group(&key, &name));
+    }
+    let min_idle = super::parse_i64(&argv[4])
+        .map_err(|_| CommandError::err("Invalid min-idle-time argument for XCLAIM"))?
+        .max(0) as u64;
+    let mut ids = Vec::new();
+    let mut j = 5;
+    while j < argv.len() {
+        match parse_id(&argv[j], 0, true, false) {
+            Ok((id, _)) => ids.push(id),
+            Err(_) => break,
+        }
+        j += 1;
+    }
+    let now = now(ctx);
+    let (mut force, mut justid) = (false, false);
+    let mut retry: Option<u64> = None;
+    let mut delivery: Option<i64> = None;
+    let mut last_id = StreamId::MIN;
+    while j < argv.len() {
+        let more = argv.len() - 1 - j;
+        let opt = &argv[j][..];
+        if opt.eq_ignore_ascii_case(b"force") {
+            force = true;
+        } else if opt.eq_ignore_ascii_case(b"justid") {
+            justid = true;
+        } else if opt.eq_ignore_ascii_case(b"idle") && more > 0 {
+            j += 1;
+            let v = super::parse_i64(&argv[j])
+                .map_err(|_| CommandError::err("Invalid IDLE option argument for XCLAIM"))?;
+            delivery = Some((now as i64).saturating_sub(v));
+        } else if opt.eq_ignore_ascii_case(b"time") && more > 0 {
+            j += 1;
+            let v = super::parse_i64(&argv[j])
+                .map_err(|_| CommandError::err("Invalid TIME option argument for XCLAIM"))?;
+            delivery = Some(v);
+        } else if opt.eq_ignore_ascii_case(b"retrycount") && more > 0 {
+            j += 1;
+            let v = super::parse_i64(&argv[j])
+                .map_err(|_| CommandError::err("Invalid RETRYCOUNT option argument for XCLAIM"))?;
+            retry = Some(v as u64);
+        } else if opt.eq_ignore_ascii_case(b"lastid") && more > 0 {
+            j += 1;
+            last_id = parse_id(&argv[j], 0, true, false)?.0;
+        } else {
+            return Err(CommandError::err(format!(
+                "Unrecognized XCLAIM option '{}'",
+                super::lossy(opt, usize::MAX)
+            )));
+        }
+        j += 1;
+    }
+    let delivery = match delivery {
+        Some(t) if t >= 0 && (t as u64) <= now => t as u64,
+        _ => now,
+    };
+    let mut claimed = Vec::new();
+    let mut consumer_ready = false;
+    let mut changed = false;
+    for id in ids {
+        let Some(s) = stream_at(ctx, &key)? else {
+            break;
+        };
+        let exists = s.get(id).is_some();
+        let Some(g) = s.groups.get_mut(&name) else {
+            break;
+        };
+        if last_id > g.last_id {
+            g.last_id = last_id;
+            changed = true;
+        }
+        if !exists {
+            if g.ack(id) {
+                changed = true;
+            }
+            continue;
+        }
+        let pending = g.pel.get(&id).cloned();
+        if pending.is_none() && !force {
+            continue;
+        }
+        if let Some(p) = &pending {
+            if min_idle > 0 && now.saturating_sub(p.delivery_time) < min_idle {
+                continue;
+            }
+        }
+        if !consumer_ready {
+            touch_consumer(ctx, &key, &name, &consumer)?;
+            consumer_ready = true;
+        }
+        let Some(s) = stream_at(ctx, &key)? else {
+            break;
+        };
+        let fields = s.get(id).map(<[Bytes]>::to_vec).unwrap_or_default();
+        let Some(g) = s.groups.get_mut(&name) else {
+            break;
+        };
+        let count = match (retry, &pending) {
+            (Some(r), _) => r,
+            (None, Some(p)) if !justid => p.delivery_count + 1,
+            (None, Some(p)) => p.delivery_count,
+            // A forced claim starts a new pending entry at one delivery (Redis's
+            // streamCreateNACK), then counts this one unless JUSTID.
+            (None, None) if !justid => 2,
+            (None, None) => 1,
+        };
+        g.assign(id, &consumer, delivery, count);
+        changed = true;
+        claimed.push(if justid {
+            id_frame(id)
+        } else {
+            entry_frame(id, &fields)
+        });
+    }
+    if let Some(g) = stream_at(ctx, &key)?.and_then(|s| s.groups.get_mut(&name)) {
+        if last_id > g.last_id {
+            g.last_id = last_id;
+            changed = true;
+        }
+    }
+    if changed {
+        ctx.modified(&key);
+    }
+    Ok(Frame::Array(claimed))
+}
+
+/// ```text
+/// XAUTOCLAIM key group consumer min-idle-time start [COUNT count] [JUSTID]
+/// ```
+fn xautoclaim(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let argv = args.argv();
+    let key = argv[1].clone();
+    let name = argv[2].clone();
+    let consumer = argv[3].clone();
+    let min_idle = super::parse_i64(&argv[4])
+        .map_err(|_| CommandError::err("Invalid min-idle-time argument for XAUTOCLAIM"))?
+        .max(0) as u64;
+    let (mut start, start_ex) = parse_interval(&argv[5], 0)?;
+    if start_ex {
+        start = start
+            .next()
+            .ok_or_else(|| CommandError::err("invalid start ID for the interval"))?;
+    }
+    let mut count: u64 = 100;
+    let mut justid = false;
+    let mut j = 6;
+    while j < argv.len() {
+        let more = argv.len() - 1 - j;
+        let opt = &argv[j][..];
+        if opt.eq_ignore_ascii_case(b"count") && more > 0 {
+            let max = i64::MAX / 16;
+            count = match super::parse_i64(&argv[j + 1]) {
+                Ok(n) if (1..=max).contains(&n) => n as u64,
+                _ => return Err(CommandError::err("COUNT must be > 0")),
+            };
+            j += 1;
+        } else if opt.eq_ignore_ascii_case(b"justid") {
+            justid = true;
+        } else {
+            return Err(CommandError::Syntax);
+        }
+        j += 1;
+    }
+    let has_group = match stream_at(ctx, &key)? {
+        Some(s) => s.groups.contains_key(&name),
+        None => false,
+    };
+    if !has_group {
+        return Err(no_group(&key, &name));
+    }
+    let now = now(ctx);
+    let mut attempts = count.saturating_mul(10);
+    let mut claimed = Vec::new();
+    let mut deleted = Vec::new();
+    let mut next = start;
+    let mut consumer_ready = false;
+    loop {
+        if attempts == 0 || count == 0 {
+            break;
+        }
+        let Some(s) = stream_at(ctx, &key)? else {
+            break;
+        };
+        let Some(g) = s.groups.get(&name) else { break };
+        let Some((id, p)) = g.pel.range(next..).next().map(|(i, p)| (*i, p.clone())) else {
+            break;
+        };
+        attempts -= 1;
+        next = match id.next() {
+            Some(n) => n,
+            None => StreamId::MAX,
+        };
+        let exists = s.get(id).is_some();
+        if !exists {
+            if let Some(g) = s.groups.get_mut(&name) {
+                g.ack(id);
+            }
+            deleted.push(id_frame(id));
+            count -= 1;
+            continue;
+        }
+        if min_idle > 0 && now.saturating_sub(p.delivery_time) < min_idle {
+            continue;
+        }
+        if !consumer_ready {
+            touch_consumer(ctx, &key, &name, &consumer)?;
+            consumer_ready = true;
+        }
+        let Some(s) = stream_at(ctx, &key)? else {
+            break;
+        };
+        let fields = s.get(id).map(<[Bytes]>::to_vec).unwrap_or_default();
+        let Some(g) = s.groups.get_mut(&name) else {
+            break;
+        };
+        let deliveries = if justid {
+            p.delivery_count
+        } else {
+            p.delivery_count + 1
+        };
+        g.assign(id, &consumer, now, deliveries);
+        claimed.push(if justid {
+            id_frame(id)
+        } else {
+            entry_frame(id, &fields)
+        });
+        count -= 1;
+        if id == StreamId::MAX {
+            break;
+        }
+    }
+    // The cursor: the next pending ID the scan would look at, 0-0 when it went through.
+    let cursor = stream_at(ctx, &key)?
+        .and_then(|s| s.groups.get(&name))
+        .and_then(|g| g.pel.range(next..).next().map(|(id, _)| *id))
+        .unwrap_or(StreamId::MIN);
+    if !claimed.is_empty() || !deleted.is_empty() {
+        ctx.modified(&key);
+    }
+    Ok(Frame::Array(vec![
+        id_frame(cursor),
+        Frame::Array(claimed),
+        Frame::Array(deleted),
+    ]))
+}
+
+// ---------------------------------------------------------------------------------------
+// XINFO
+
+/// `XINFO` alone.
+fn xinfo_container(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Err(CommandError::WrongArity("xinfo".into()))
+}
+
+/// The stream an XINFO subcommand reads: `ERR no such key` when missing.
+fn xinfo_stream_at<'c>(ctx: &'c mut Ctx<'_>, key: &Bytes) -> Result<&'c mut Stream, CommandError> {
+    stream_at(ctx, key)?.ok_or(CommandError::NoSuchKey)
+}
+
+/// ```text
+/// XINFO CONSUMERS key group
+/// ```
+fn xinfo_consumers(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let name = args.bytes()?;
+    let now = now(ctx);
+    let s = xinfo_stream_at(ctx, &key)?;
+    let Some(g) = s.groups.get(&name) else {
+        return Err(no_group_for_key(&name, &key));
+    };
+    Ok(Frame::Array(
+        g.consumers
+            .iter()
+            .map(|(n, c)| {
+                Frame::Map(vec![
+                    (bulk_str("name"), Frame::Bulk(n.clone())),
+                    (bulk_str("pending"), int(c.pel.len())),
+                    (bulk_str("idle"), int(now.saturating_sub(c.seen_time))),
+                ])
+            })
+            .collect(),
+    ))
+}
+
+/// ```text
+/// XINFO GROUPS key
+/// ```
+fn xinfo_groups(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let s = xinfo_stream_at(ctx, &key)?;
+    Ok(Frame::Array(
+        s.groups
+            .iter()
+            .map(|(n, g)| {
+                Frame::Map(vec![
+                    (bulk_str("name"), Frame::Bulk(n.clone())),
+                    (bulk_str("consumers"), int(g.consumers.len())),
+                    (bulk_str("pending"), int(g.pel.len())),
+                    (bulk_str("last-delivered-id"), id_frame(g.last_id)),
+                    (
+                        bulk_str("entries-read"),
+                        g.entries_read.map_or(Frame::Null, int),
+                    ),
+                    (bulk_str("lag"), s.group_lag(g).map_or(Frame::Null, int)),
+                ])
+            })
+            .collect(),
+    ))
+}
+
+/// ```text
+/// XINFO STREAM key [FULL [COUNT count]]
+/// ```
+fn xinfo_stream(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let opts = args.rest();
+    let mut full = false;
+    let mut count = 10usize;
+    if !opts.is_empty() {
+        if !(opts.len() == 1 || opts.len() == 3) || !opts[0].eq_ignore_ascii_case(b"full") {
+            return Err(subcommand_syntax(args, "XINFO"));
+        }
+        full = true;
+        if opts.len() == 3 {
+            if !opts[1].eq_ignore_ascii_case(b"count") {
+                return Err(subcommand_syntax(args, "XINFO"));
+            }
+            let n = super::parse_i64(&opts[2])?;
+            count = if n < 0 { 10 } else { n as usize };
+        }
+    }
+    let limit = if count == 0 { usize::MAX } else { count };
+    let s = xinfo_stream_at(ctx, &key)?;
+    let keys = s.node_count();
+    let mut fields = vec![
+        (bulk_str("length"), int(s.len())),
+        (bulk_str("radix-tree-keys"), int(keys)),
+        (bulk_str("radix-tree-nodes"), int(s.rax_nodes())),
+        (bulk_str("last-generated-id"), id_frame(s.last_id)),
+        (bulk_str("max-deleted-entry-id"), id_frame(s.max_deleted_id)),
+        (bulk_str("entries-added"), int(s.entries_added)),
+        (bulk_str("recorded-first-entry-id"), id_frame(s.first_id)),
+    ];
+    if !full {
+        fields.push((bulk_str("groups"), int(s.groups.len())));
+        fields.push((
+            bulk_str("first-entry"),
+            s.first().map_or(Frame::Null, |(id, f)| entry_frame(id, f)),
+        ));
+        fields.push((
+            bulk_str("last-entry"),
+            s.last().map_or(Frame::Null, |(id, f)| entry_frame(id, f)),
+        ));
+        return Ok(Frame::Map(fields));
+    }
+    fields.push((
+        bulk_str("entries"),
+        Frame::Array(
+            s.range(StreamId::MIN, StreamId::MAX, false)
+                .take(limit)
+                .map(|(id, f)| entry_frame(id, f))
+                .collect(),
+        ),
+    ));
+    let groups = s
+        .groups
+        .iter()
+        .map(|(n, g)| {
+            let pending = g
+                .pel
+                .iter()
+                .take(limit)
+                .map(|(id, p)| {
+                    Frame::Array(vec![
+                        id_frame(*id),
+                        Frame::Bulk(p.consumer.clone()),
+                        int(p.delivery_time),
+                        int(p.delivery_count),
+                    ])
+                })
+                .collect();
+            let consumers = g
+                .consumers
+                .iter()
+                .map(|(cn, c)| {
+                    let pending = c
+                        .pel
+                        .iter()
+                        .take(limit)
+                        .filter_map(|id| g.pel.get(id).map(|p| (id, p)))
+                        .map(|(id, p)| {
+                            Frame::Array(vec![
+                                id_frame(*id),
+                                int(p.delivery_time),
+                                int(p.delivery_count),
+                            ])
+                        })
+                        .collect();
+                    Frame::Map(vec![
+                        (bulk_str("name"), Frame::Bulk(cn.clone())),
+                        (bulk_str("seen-time"), int(c.seen_time)),
+                        (bulk_str("pel-count"), int(c.pel.len())),
+                        (bulk_str("pending"), Frame::Array(pending)),
+                    ])
+                })
+                .collect();
+            Frame::Map(vec![
+                (bulk_str("name"), Frame::Bulk(n.clone())),
+                (bulk_str("last-delivered-id"), id_frame(g.last_id)),
+                (
+                    bulk_str("entries-read"),
+                    g.entries_read.map_or(Frame::Null, int),
+                ),
+                (bulk_str("lag"), s.group_lag(g).map_or(Frame::Null, int)),
+                (bulk_str("pel-count"), int(g.pel.len())),
+                (bulk_str("pending"), Frame::Array(pending)),
+                (bulk_str("consumers"), Frame::Array(consumers)),
+            ])
+        })
+        .collect();
+    fields.push((bulk_str("groups"), Frame::Array(groups)));
+    Ok(Frame::Map(fields))
+}
+
+/// ```text
+/// XINFO HELP
+/// ```
+fn xinfo_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(help(&[
+        "XINFO <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "CONSUMERS <key> <groupname>",
+        "    Show consumers of <groupname>.",
+        "GROUPS <key>",
+        "    Show the stream consumer groups.",
+        "STREAM <key> [FULL [COUNT <count>]",
+        "    Show information about the stream.",
+        "HELP",
+        "    Prints this help.",
+    ]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_parse_as_redis() {
+        let ok = |a: &[u8]| parse_id(a, 0, true, true).ok();
+        assert_eq!(ok(b"5"), Some((StreamId { ms: 5, seq: 0 }, true)));
+        assert_eq!(ok(b"5-3"), Some((StreamId { ms: 5, seq: 3 }, true)));
+        assert_eq!(ok(b"5-*"), Some((StreamId { ms: 5, seq: 0 }, false)));
+        assert_eq!(ok(b"-"), None);
+        assert_eq!(ok(b"5-x"), None);
+        assert_eq!(ok(b"18446744073709551616"), None);
+        assert_eq!(
+            parse_id(b"+", 0, false, false).ok(),
+            Some((StreamId::MAX, true))
+        );
+        assert_eq!(
+            parse_id(b"7", u64::MAX, false, false).map(|(i, _)| i).ok(),
+            Some(StreamId {
+                ms: 7,
+                seq: u64::MAX
+            })
+        );
+    }
+}
