@@ -24,6 +24,8 @@ pub(crate) struct Live {
     pub(crate) maxmemory: AtomicU64,
     /// `min-replicas-to-write` (0: none): when set, writes first count the good replicas.
     pub(crate) min_replicas_to_write: AtomicU64,
+    /// Persistence: the last save, a background save running, how the last one ended.
+    pub(crate) saves: std::sync::Arc<crate::cmd::SaveStatus>,
     /// `client-output-buffer-limit normal`: hard bytes, soft bytes, soft seconds (0 = none).
     pub(crate) normal_output_limit: [AtomicU64; 3],
     /// Open connections (counted at accept, for `maxclients`).
@@ -60,6 +62,7 @@ impl Live {
             query_buffer_limit: AtomicU64::new(1 << 30),
             maxmemory: AtomicU64::new(0),
             min_replicas_to_write: AtomicU64::new(0),
+            saves: Default::default(),
             normal_output_limit: Default::default(),
             connected: AtomicU64::new(0),
             rejected: AtomicU64::new(0),

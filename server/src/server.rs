@@ -185,6 +185,16 @@ impl ServerBuilder {
             let mut state = node.state.lock().await;
             crate::cmd::apply_startup_settings(&mut state, &node, &config.settings)
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+            // An RDB file is loaded when its place was given (`--dir`, `--dbfilename`), so a
+            // stray dump.rdb in the working directory never changes a test server's data.
+            let placed = config
+                .settings
+                .iter()
+                .any(|(name, _)| matches!(name.as_str(), "dir" | "dbfilename"));
+            if placed {
+                crate::cmd::load_at_start(&mut state, &node)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+            }
         }
         if let Some(cluster) = cluster {
             let offset = node.state.lock().await.repl.offset_mirror();

@@ -39,9 +39,6 @@ pub(crate) struct State {
     pub(crate) repl: crate::replication::ReplState,
     /// Every `CONFIG GET|SET` parameter's run-time value.
     pub(crate) settings: crate::config_table::Settings,
-    /// Unix seconds of the last save (`LASTSAVE`, `rdb_last_save_time`): the start time, as
-    /// we never save.
-    pub(crate) last_save_unix: u64,
     /// The Lua interpreter and script cache (created on first use; taken out while a script
     /// runs, so `redis.call` can borrow the rest of the state).
     pub(crate) scripting: Option<Box<crate::script::Engine>>,
@@ -98,7 +95,6 @@ impl State {
             notify_flags: crate::notify::parse_flags(config.notify_keyspace_events.as_bytes())
                 .unwrap_or(0),
             settings: crate::config_table::Settings::new(&config),
-            last_save_unix: 0,
             scripting: None,
             functions: Default::default(),
             cmdstats: Default::default(),
@@ -307,9 +303,8 @@ impl Node {
         run_id: String,
         seed: u64,
     ) -> Node {
-        let mut state = State::new(config.clone(), seed);
-        state.last_save_unix = clock.now_ms() / 1000;
-        Node {
+        let state = State::new(config.clone(), seed);
+        let node = Node {
             busy_threshold_ms: AtomicU64::new(config.busy_reply_threshold.as_millis() as u64),
             auth_required: AtomicBool::new(config.requirepass.is_some()),
             last_client_id: AtomicU64::new(0),
@@ -326,7 +321,13 @@ impl Node {
             monitors: Default::default(),
             cluster: Default::default(),
             enable_debug_command: config.enable_debug_command,
-        }
+        };
+        // Before any save, LASTSAVE reports the start time (as Redis does).
+        node.live
+            .saves
+            .last_save_unix
+            .store(node.clock.now_ms() / 1000, Ordering::Relaxed);
+        node
     }
 
     /// Redis's refusal of a protected command (`DEBUG`) that `enable-debug-command` does not

@@ -421,6 +421,10 @@ async fn contents(con: &mut redis::aio::MultiplexedConnection, key: &str) -> Str
             m.sort();
             m
         }
+        k if k.contains("stream") => {
+            let full = support::run(con, &["XINFO", "STREAM", key, "FULL"]).await;
+            vec![full.into_bytes()]
+        }
         k if k.contains("hash") => {
             let mut m: Vec<Vec<u8>> = support::cmd(&["HGETALL", key])
                 .query_async(con)
@@ -478,6 +482,12 @@ async fn dump_and_restore_match_redis_across_servers() {
         vec!["SADD", "ss", "a", "b"],
         vec!["HSET", "h", "f", "v", "n", "7"],
         vec!["ZADD", "z", "1.5", "a", "-2", "b", "inf", "c"],
+        vec!["XADD", "x", "1-1", "f", "v", "g", "w"],
+        vec!["XADD", "x", "2-0", "f", "1", "g", "-2"],
+        vec!["XADD", "x", "3-0", "other", "field"],
+        vec!["XDEL", "x", "2-0"],
+        vec!["XGROUP", "CREATE", "x", "grp", "0"],
+        vec!["XGROUP", "CREATECONSUMER", "x", "grp", "idle"],
     ];
     let mut hset = vec!["HSET", "hbig"];
     hset.extend(big_hash.iter().map(String::as_str));
@@ -490,7 +500,7 @@ async fn dump_and_restore_match_redis_across_servers() {
         pair.same(args).await;
     }
     let keys = [
-        "s", "i", "big", "l", "si", "ss", "h", "z", "hbig", "lbig", "zbig",
+        "s", "i", "big", "l", "si", "ss", "h", "z", "hbig", "lbig", "zbig", "x",
     ];
     for key in keys {
         // Our own payload round-trips here.
@@ -578,4 +588,166 @@ async fn dump_and_restore_match_redis_across_servers() {
     .await;
     let pttl = pair.close(&["PTTL", "t"], 1000).await;
     assert!(pttl > 98_000, "{pttl}");
+}
+
+/// A fresh directory under the system's temporary directory for one test's RDB files.
+fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("locksmith-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+// SAVE writes an RDB file (every type, expiries, several databases, function libraries) that
+// our server loads at start from --dir/--dbfilename and redis-server loads too; a file that
+// redis-server saved loads here; BGSAVE and LASTSAVE report as Redis's do.
+#[tokio::test]
+async fn save_writes_an_rdb_file_that_loads_here_and_in_redis() {
+    let dir = scratch_dir("rdb");
+    let dir_s = dir.display().to_string();
+    let ours = locksmith_server::Server::builder()
+        .config_set("dir", dir_s.clone())
+        .config_set("dbfilename", "ours.rdb")
+        .start()
+        .await
+        .unwrap();
+    let mut con = support::conn(&ours.url()).await;
+    let long = "x".repeat(200);
+    let lib = "#!lua name=lib\nredis.register_function('f', function() return 'hi' end)";
+    let setup: &[&[&str]] = &[
+        &["SET", "s", "hello"],
+        &["SET", "n", "12345"],
+        &["SET", "big", &long],
+        &["SET", "volatile", "v", "PX", "100000"],
+        &["RPUSH", "l", "a", "b", "1", "-5"],
+        &["SADD", "st", "1", "2", "x"],
+        &["HSET", "h", "f", "v"],
+        &["ZADD", "z", "1.5", "a", "2", "b"],
+        &["XADD", "x", "1-1", "f", "v"],
+        &["XGROUP", "CREATE", "x", "g", "0"],
+        &["SELECT", "3"],
+        &["SET", "db3", "yes"],
+        &["SELECT", "0"],
+        &["FUNCTION", "LOAD", lib],
+    ];
+    for args in setup {
+        let _ = support::run(&mut con, args).await;
+    }
+    assert_eq!(support::run(&mut con, &["SAVE"]).await, "ok");
+    let info: String = support::cmd(&["INFO", "persistence"])
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert!(
+        info.contains("rdb_changes_since_last_save:0") && info.contains("rdb_saves:1"),
+        "{info}"
+    );
+    assert_eq!(
+        support::run(&mut con, &["BGSAVE"]).await,
+        "simple-string(\"Background saving started\")"
+    );
+    // Bounded wait for the background write to finish.
+    for _ in 0..500 {
+        let info: String = support::cmd(&["INFO", "persistence"])
+            .query_async(&mut con)
+            .await
+            .unwrap();
+        if info.contains("rdb_bgsave_in_progress:0") && info.contains("rdb_saves:2") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let checks: &[&[&str]] = &[
+        &["DBSIZE"],
+        &["GET", "big"],
+        &["LRANGE", "l", "0", "-1"],
+        &["SMEMBERS", "st"],
+        &["ZRANGE", "z", "0", "-1", "WITHSCORES"],
+        &["XINFO", "GROUPS", "x"],
+        &["FCALL", "f", "0"],
+    ];
+    async fn answers(
+        con: &mut redis::aio::MultiplexedConnection,
+        checks: &[&[&str]],
+    ) -> Vec<String> {
+        let mut out = Vec::new();
+        for args in checks {
+            let mut reply = support::run(con, args).await;
+            if args[0] == "SMEMBERS" {
+                let mut m: Vec<String> = support::cmd(args).query_async(con).await.unwrap();
+                m.sort();
+                reply = format!("{m:?}");
+            }
+            out.push(reply);
+        }
+        let ttl: i64 = support::cmd(&["PTTL", "volatile"])
+            .query_async(con)
+            .await
+            .unwrap();
+        out.push(format!("volatile {}", ttl > 90_000));
+        out
+    }
+    let expected = answers(&mut con, checks).await;
+    // Our server loads its own file at start.
+    let again = locksmith_server::Server::builder()
+        .config_set("dir", dir_s.clone())
+        .config_set("dbfilename", "ours.rdb")
+        .start()
+        .await
+        .unwrap();
+    let mut again_con = support::conn(&again.url()).await;
+    assert_eq!(answers(&mut again_con, checks).await, expected);
+    let db3 = support::run(
+        &mut again_con,
+        &[
+            "EVAL",
+            "redis.call('select', 3) return redis.call('get', 'db3')",
+            "0",
+        ],
+    )
+    .await;
+    assert_eq!(db3, "bulk-string('\"yes\"')");
+    // redis-server loads it, and what redis-server saves loads here.
+    let Some(real) = support::RealRedis::start_with(&["--dir", &dir_s, "--dbfilename", "ours.rdb"])
+    else {
+        return;
+    };
+    let mut real_con = support::conn(&real.url()).await;
+    assert_eq!(answers(&mut real_con, checks).await, expected);
+    // (dbfilename is a protected setting in Redis 7: it saves over the same file.)
+    let _ = support::run(&mut real_con, &["SET", "from_redis", "1"]).await;
+    assert_eq!(support::run(&mut real_con, &["SAVE"]).await, "ok");
+    let theirs = locksmith_server::Server::builder()
+        .config_set("dir", dir_s.clone())
+        .config_set("dbfilename", "ours.rdb")
+        .start()
+        .await
+        .unwrap();
+    let mut theirs_con = support::conn(&theirs.url()).await;
+    let from: String = support::cmd(&["GET", "from_redis"])
+        .query_async(&mut theirs_con)
+        .await
+        .unwrap();
+    assert_eq!(from, "1");
+    let mut loaded = answers(&mut theirs_con, checks).await;
+    loaded[0] = expected[0].clone(); // one more key
+    assert_eq!(loaded, expected);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// A file that is not an RDB file stops the server from starting, with the reason.
+#[tokio::test]
+async fn a_corrupt_rdb_file_is_refused_at_start() {
+    let dir = scratch_dir("bad-rdb");
+    std::fs::write(dir.join("bad.rdb"), b"REDIS0010\xfe\x00\x00\x05hel").unwrap();
+    let started = locksmith_server::Server::builder()
+        .config_set("dir", dir.display().to_string())
+        .config_set("dbfilename", "bad.rdb")
+        .start()
+        .await;
+    let Err(err) = started else {
+        panic!("a corrupt file must stop the start");
+    };
+    assert!(err.to_string().contains("bad.rdb"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

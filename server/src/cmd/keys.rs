@@ -385,15 +385,9 @@ fn copy(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// Redis's RDB serialisation of the value with its version and CRC64 (see [`crate::rdb`]).
 fn dump(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    match ctx.lookup(&key) {
-        None => Ok(Frame::Null),
-        Some(e) => match crate::rdb::dump_value(&e.value) {
-            Some(payload) => Ok(Frame::Bulk(Bytes::from(payload))),
-            None => Err(CommandError::err(
-                "DUMP of a stream is not supported by this server",
-            )),
-        },
-    }
+    Ok(ctx.lookup(&key).map_or(Frame::Null, |e| {
+        Frame::Bulk(Bytes::from(crate::rdb::dump_value(&e.value)))
+    }))
 }
 
 /// ```text

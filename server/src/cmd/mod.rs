@@ -22,6 +22,7 @@ mod keys;
 mod ldouble;
 mod list;
 mod parse;
+mod persistence;
 pub(crate) mod pubsub;
 pub(crate) mod replication;
 mod scan;
@@ -35,11 +36,13 @@ mod transaction;
 mod zset;
 
 pub(crate) use config::apply_startup_settings;
+pub(crate) use connection::REDIS_VERSION;
 pub(crate) use error::{lossy, CmdResult, CommandError};
 pub(crate) use parse::{
     parse_f64, parse_f64_saturating, parse_i32, parse_i64, random_count, repeated_picks, strtod,
     Args,
 };
+pub(crate) use persistence::{load_at_start, SaveStatus};
 pub(crate) use script::command_exists;
 pub(crate) use sort::keys as sort_keys;
 
@@ -240,7 +243,7 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 19] {
+fn families() -> [&'static [CommandSpec]; 20] {
     [
         connection::COMMANDS,
         sort::COMMANDS,
@@ -260,6 +263,7 @@ fn families() -> [&'static [CommandSpec]; 19] {
         script::COMMANDS,
         function::COMMANDS,
         stream::COMMANDS,
+        persistence::COMMANDS,
         cluster::COMMANDS,
     ]
 }

@@ -33,12 +33,6 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("time", 1, time)
         .flags(LOADING | STALE | FAST)
         .doc("server", "Returns the server time."),
-    CommandSpec::new("lastsave", 1, lastsave)
-        .flags(LOADING | STALE | FAST)
-        .doc(
-            "server",
-            "Returns the Unix timestamp of the last successful save to disk.",
-        ),
     // Runs on the blocking pool (RUNS_SCRIPT) so DEBUG SLEEP can hold the state lock, as
     // Redis blocks, without stalling the reactor.
     CommandSpec::new("debug", -2, debug)
@@ -124,13 +118,6 @@ fn time(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
         bulk_str(&(us / 1_000_000).to_string()),
         bulk_str(&(us % 1_000_000).to_string()),
     ]))
-}
-
-/// ```text
-/// LASTSAVE
-/// ```
-fn lastsave(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
-    Ok(Frame::Integer(ctx.state.last_save_unix as i64))
 }
 
 /// ```text
@@ -456,11 +443,22 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
         "persistence" => {
             line("loading", &0);
             line("async_loading", &0);
-            line("rdb_changes_since_last_save", &state.dirty);
-            line("rdb_bgsave_in_progress", &0);
-            line("rdb_last_save_time", &state.last_save_unix);
-            line("rdb_last_bgsave_status", &"ok");
-            line("rdb_saves", &0);
+            let saves = &node.live.saves;
+            let changes = state
+                .dirty
+                .saturating_sub(saves.dirty_at_save.load(Ordering::Relaxed));
+            line("rdb_changes_since_last_save", &changes);
+            line(
+                "rdb_bgsave_in_progress",
+                &u8::from(saves.in_progress.load(Ordering::Relaxed)),
+            );
+            line(
+                "rdb_last_save_time",
+                &saves.last_save_unix.load(Ordering::Relaxed),
+            );
+            let failed = saves.last_bgsave_failed.load(Ordering::Relaxed);
+            line("rdb_last_bgsave_status", &if failed { "err" } else { "ok" });
+            line("rdb_saves", &saves.saves.load(Ordering::Relaxed));
             line("aof_enabled", &0);
             line("aof_rewrite_in_progress", &0);
             line("aof_rewrite_scheduled", &0);

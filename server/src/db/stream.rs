@@ -546,6 +546,51 @@ impl Stream {
             .map(|read| self.entries_added.saturating_sub(read))
     }
 
+    /// Each node with its master fields and live entries, in order (for the RDB form).
+    pub(crate) fn nodes(&self) -> Vec<NodeView<'_>> {
+        let keys: Vec<StreamId> = self.nodes.keys().copied().collect();
+        keys.iter()
+            .enumerate()
+            .map(|(i, &key)| {
+                let entries = match keys.get(i + 1) {
+                    Some(&next) => self.entries.range(key..next),
+                    None => self.entries.range(key..),
+                }
+                .map(|(id, f)| (*id, &f[..]))
+                .collect();
+                let masters = self.master_fields.get(&key).map_or(&[][..], |m| &m[..]);
+                (key, masters, entries)
+            })
+            .collect()
+    }
+
+    /// Adds a node read from an RDB payload: its key, master fields, live entries (in
+    /// order, after the previous node's) and how many entries it held in all, and its size.
+    pub(crate) fn push_node(
+        &mut self,
+        key: StreamId,
+        masters: Box<[Bytes]>,
+        entries: Vec<(StreamId, Box<[Bytes]>)>,
+        inserted: usize,
+        bytes: usize,
+    ) {
+        let live = entries.len();
+        for (id, fields) in entries {
+            self.entries.insert(id, fields);
+        }
+        if live > 0 {
+            self.nodes.insert(
+                key,
+                Node {
+                    live,
+                    inserted: inserted.max(live),
+                    bytes,
+                },
+            );
+            self.master_fields.insert(key, masters);
+        }
+    }
+
     /// Bytes the value holds, for memory accounting.
     pub(crate) fn approx_bytes(&self) -> usize {
         let nodes: usize = self.nodes.values().map(|n| n.bytes).sum();
@@ -557,6 +602,9 @@ impl Stream {
         nodes + groups + 64
     }
 }
+
+/// A node as the RDB form writes it: its key (master ID), master fields, live entries.
+pub(crate) type NodeView<'a> = (StreamId, &'a [Bytes], Vec<(StreamId, &'a [Bytes])>);
 
 /// A trimming strategy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

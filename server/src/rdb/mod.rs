@@ -4,7 +4,9 @@
 //! against what is left before anything is allocated.
 
 mod crc64;
+pub(crate) mod file;
 mod lzf;
+mod stream;
 mod value;
 
 pub(crate) use value::{dump as dump_value, restore as restore_value};

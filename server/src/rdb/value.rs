@@ -17,56 +17,66 @@ const TYPE_SET_INTSET: u8 = 11;
 const TYPE_HASH_LISTPACK: u8 = 16;
 const TYPE_ZSET_LISTPACK: u8 = 17;
 const TYPE_LIST_QUICKLIST_2: u8 = 18;
+const TYPE_STREAM_LISTPACKS: u8 = 15;
+const TYPE_STREAM_LISTPACKS_2: u8 = 19;
 
 /// `QUICKLIST_NODE_CONTAINER_PLAIN`: a node holding one element as a plain string.
 const CONTAINER_PLAIN: u64 = 1;
 /// `QUICKLIST_NODE_CONTAINER_PACKED`: a node holding a listpack.
 const CONTAINER_PACKED: u64 = 2;
 
-/// `DUMP`'s payload for `value`: its type, its body, the RDB version and the CRC64; `None`
-/// for a stream (its RDB form is not written yet).
-pub(crate) fn dump(value: &Value) -> Option<Vec<u8>> {
+/// `DUMP`'s payload for `value`: its type, its body, the RDB version and the CRC64.
+pub(crate) fn dump(value: &Value) -> Vec<u8> {
     let mut out = Vec::new();
+    write_value(&mut out, value);
+    super::finish_payload(&mut out);
+    out
+}
+
+/// Appends `value`'s RDB type byte and body (as in an RDB file, after the key).
+pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
+    let out = &mut *out;
     match value {
-        Value::Stream(_) => return None,
+        Value::Stream(s) => {
+            out.push(TYPE_STREAM_LISTPACKS_2);
+            super::stream::write(out, s);
+        }
         Value::String(s) => {
             out.push(TYPE_STRING);
-            super::write_string(&mut out, s);
+            super::write_string(out, s);
         }
         Value::List(items) => {
             out.push(TYPE_LIST);
-            super::write_len(&mut out, items.len() as u64);
+            super::write_len(out, items.len() as u64);
             for item in items {
-                super::write_string(&mut out, item);
+                super::write_string(out, item);
             }
         }
         Value::Set(members) => {
             out.push(TYPE_SET);
-            super::write_len(&mut out, members.len() as u64);
+            super::write_len(out, members.len() as u64);
             for member in members {
-                super::write_string(&mut out, member);
+                super::write_string(out, member);
             }
         }
         Value::Hash(hash) => {
             out.push(TYPE_HASH);
-            super::write_len(&mut out, hash.len() as u64);
+            super::write_len(out, hash.len() as u64);
             for (field, value) in hash.iter() {
-                super::write_string(&mut out, field);
-                super::write_string(&mut out, value);
+                super::write_string(out, field);
+                super::write_string(out, value);
             }
         }
         Value::ZSet(zset) => {
             out.push(TYPE_ZSET_2);
-            super::write_len(&mut out, zset.len() as u64);
+            super::write_len(out, zset.len() as u64);
             // Redis writes from the highest score down, so loading appends at the head.
             for (member, score) in zset.ordered(true) {
-                super::write_string(&mut out, member);
-                super::write_binary_double(&mut out, score);
+                super::write_string(out, member);
+                super::write_binary_double(out, score);
             }
         }
     }
-    super::finish_payload(&mut out);
-    Some(out)
 }
 
 /// The value in a `DUMP` payload body (footer already checked and removed); the whole body
@@ -82,8 +92,12 @@ pub(crate) fn restore(body: &[u8]) -> Result<Value, Malformed> {
     Ok(value)
 }
 
-fn read_value(r: &mut Reader<'_>, kind: u8) -> Result<Value, Malformed> {
+/// Reads a value of RDB type `kind` (as in an RDB file, after the key).
+pub(crate) fn read_value(r: &mut Reader<'_>, kind: u8) -> Result<Value, Malformed> {
     Ok(match kind {
+        TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 => Value::Stream(Box::new(
+            super::stream::read(r, kind == TYPE_STREAM_LISTPACKS_2)?,
+        )),
         TYPE_STRING => Value::String(Bytes::from(r.string()?)),
         TYPE_LIST => {
             let n = r.count(1)?;
@@ -248,11 +262,12 @@ fn listpack(blob: &[u8]) -> Result<Vec<Bytes>, Malformed> {
         };
         // The back length: the entry's size, in 1 to 5 bytes.
         let size = start - r.remaining();
+        // lpEncodeBacklen's widths.
         let backlen = match size {
             0..=127 => 1,
-            128..=16_383 => 2,
-            16_384..=2_097_151 => 3,
-            2_097_152..=268_435_455 => 4,
+            128..=16_382 => 2,
+            16_383..=2_097_150 => 3,
+            2_097_151..=268_435_454 => 4,
             _ => 5,
         };
         r.take(backlen)?;
@@ -284,7 +299,7 @@ mod tests {
     use super::*;
 
     fn round_trip(value: Value) -> Value {
-        let payload = dump(&value).expect("not a stream");
+        let payload = dump(&value);
         let body = super::super::verify_payload(&payload).expect("valid footer");
         restore(body).expect("restores")
     }

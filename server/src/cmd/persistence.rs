@@ -1,0 +1,208 @@
+//! Persistence for fixtures: SAVE and BGSAVE write an RDB file (`dir`/`dbfilename`) that
+//! redis-server loads; LASTSAVE; and loading such a file when the server starts
+//! ([`load_at_start`]). There is no AOF and no automatic `save` schedule.
+
+use super::{flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use crate::rdb::file;
+use crate::shared::{Node, State};
+use bytes::Bytes;
+use locksmith_resp::Frame;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// The persistence family's table.
+pub(crate) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("save", 1, save)
+        .flags(ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI)
+        .doc("server", "Synchronously saves the database(s) to disk."),
+    CommandSpec::new("bgsave", -1, bgsave)
+        .flags(ADMIN | NOSCRIPT | NO_ASYNC_LOADING)
+        .doc("server", "Asynchronously saves the database(s) to disk."),
+    CommandSpec::new("lastsave", 1, lastsave)
+        .flags(LOADING | STALE | FAST)
+        .doc(
+            "server",
+            "Returns the Unix timestamp of the last successful save to disk.",
+        ),
+];
+
+/// What `INFO persistence` and `LASTSAVE` report, readable without the state lock (a
+/// background save finishes on its own thread).
+#[derive(Debug, Default)]
+pub(crate) struct SaveStatus {
+    /// Unix seconds of the last successful save (the start time before any).
+    pub(crate) last_save_unix: AtomicU64,
+    /// A background save is writing.
+    pub(crate) in_progress: AtomicBool,
+    /// The last background save failed.
+    pub(crate) last_bgsave_failed: AtomicBool,
+    /// Successful saves.
+    pub(crate) saves: AtomicU64,
+    /// `State::dirty` as of the last successful save (`rdb_changes_since_last_save`).
+    pub(crate) dirty_at_save: AtomicU64,
+}
+
+/// `dir`/`dbfilename`.
+fn rdb_path(state: &State) -> PathBuf {
+    let dir = state.settings.get("dir");
+    let name = state.settings.get("dbfilename");
+    if dir.is_empty() {
+        PathBuf::from(name)
+    } else {
+        PathBuf::from(dir).join(name)
+    }
+}
+
+/// The node's data as an RDB file.
+fn encode(state: &State, now_ms: u64) -> Vec<u8> {
+    let dbs: Vec<file::SavedDb<'_>> = state
+        .dbs
+        .iter()
+        .enumerate()
+        .map(|(i, db)| {
+            let keys = db
+                .entries()
+                .filter(|(_, e)| e.expire_at.is_none_or(|at| at > now_ms))
+                .map(|(k, e)| (k, &e.value, e.expire_at))
+                .collect();
+            (i, keys)
+        })
+        .collect();
+    let functions: Vec<Bytes> = state
+        .functions
+        .libraries()
+        .map(|l| l.code.clone())
+        .collect();
+    file::write(&dbs, &functions, now_ms)
+}
+
+/// Writes `data` to `path` through a temporary file renamed over it (as Redis does).
+fn write_file(path: &PathBuf, data: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_file_name(format!("temp-{}.rdb", std::process::id()));
+    std::fs::write(&tmp, data)?;
+    std::fs::rename(&tmp, path)
+}
+
+impl SaveStatus {
+    /// Records a successful save, at `now_ms`, of the data as of `dirty`.
+    fn saved(&self, now_ms: u64, dirty: u64) {
+        self.last_save_unix.store(now_ms / 1000, Ordering::Relaxed);
+        self.saves.fetch_add(1, Ordering::Relaxed);
+        self.dirty_at_save.store(dirty, Ordering::Relaxed);
+    }
+}
+
+/// ```text
+/// SAVE
+/// ```
+fn save(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    if ctx.node.live.saves.in_progress.load(Ordering::Acquire) {
+        return Err(CommandError::err("Background save already in progress"));
+    }
+    let data = encode(ctx.state, ctx.now);
+    let path = rdb_path(ctx.state);
+    match write_file(&path, &data) {
+        Ok(()) => {
+            tracing::info!(path = %path.display(), "DB saved on disk");
+            ctx.node
+                .live
+                .saves
+                .saved(ctx.node.clock.now_ms(), ctx.state.dirty);
+            Ok(Frame::ok())
+        }
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "failed saving the DB");
+            Err(CommandError::Raw("ERR".into()))
+        }
+    }
+}
+
+/// ```text
+/// BGSAVE [SCHEDULE]
+/// ```
+/// The data is encoded under the state lock (a consistent snapshot, as a fork gives Redis);
+/// the file is written on another thread.
+fn bgsave(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    match args.remaining() {
+        0 => {}
+        1 if args.eat("schedule") => {}
+        _ => return Err(CommandError::Syntax),
+    }
+    let status = &ctx.node.live.saves;
+    if status.in_progress.swap(true, Ordering::AcqRel) {
+        return Err(CommandError::err("Background save already in progress"));
+    }
+    let data = encode(ctx.state, ctx.now);
+    let path = rdb_path(ctx.state);
+    let dirty = ctx.state.dirty;
+    let status = ctx.node.live.saves.clone();
+    let clock = ctx.node.clock.clone();
+    std::thread::spawn(move || {
+        match write_file(&path, &data) {
+            Ok(()) => {
+                tracing::info!(path = %path.display(), "Background saving terminated with success");
+                status.saved(clock.now_ms(), dirty);
+                status.last_bgsave_failed.store(false, Ordering::Relaxed);
+            }
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "Background saving error");
+                status.last_bgsave_failed.store(true, Ordering::Relaxed);
+            }
+        }
+        status.in_progress.store(false, Ordering::Release);
+    });
+    Ok(Frame::simple("Background saving started"))
+}
+
+/// ```text
+/// LASTSAVE
+/// ```
+fn lastsave(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    let at = ctx.node.live.saves.last_save_unix.load(Ordering::Relaxed);
+    Ok(Frame::Integer(i64::try_from(at).unwrap_or(i64::MAX)))
+}
+
+/// Loads the RDB file at `dir`/`dbfilename` into a fresh node, if it exists: its keys (those
+/// not expired) and function libraries. Returns how many keys were loaded.
+///
+/// # Errors
+///
+/// A file that cannot be read or parsed, as Redis refuses to start on one.
+pub(crate) fn load_at_start(state: &mut State, node: &Node) -> Result<usize, String> {
+    let path = rdb_path(state);
+    let data = match std::fs::read(&path) {
+        Ok(data) => data,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let now = node.clock.now_ms();
+    let contents =
+        file::read(&data, now, state.dbs.len()).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut loaded = 0;
+    for (index, keys) in contents.dbs {
+        let Some(db) = state.dbs.get_mut(index) else {
+            continue;
+        };
+        for key in keys {
+            db.insert(key.name, key.value, key.expire_at, now);
+            loaded += 1;
+        }
+    }
+    let limit = usize::try_from(state.config.lua_memory_limit).unwrap_or(usize::MAX);
+    for code in contents.functions {
+        let kill = node.script.kill.clone();
+        let make = move || {
+            crate::script::Engine::new_functions(kill, super::command_exists, limit)
+                .map_err(|e| e.to_string())
+        };
+        state
+            .functions
+            .load(&code, false, None, make)
+            .map_err(|e| format!("{}: function library: {e}", path.display()))?;
+    }
+    if let Ok(mut counts) = node.script.function_counts.lock() {
+        *counts = state.functions.counts();
+    }
+    tracing::info!(path = %path.display(), keys = loaded, "DB loaded from disk");
+    Ok(loaded)
+}
