@@ -493,3 +493,232 @@ async fn lcs_matches_redis() {
         .await;
     }
 }
+
+/// BITCOUNT, BITPOS, BITOP, BITFIELD and BITFIELD_RO: ranges in bytes and bits, every
+/// overflow mode, `#` offsets and the error texts, row by row against Redis.
+#[tokio::test]
+async fn bitmap_commands_match_redis() {
+    let mut pair = support::Pair::start().await;
+    pair.all_same(&[
+        &["set", "s", "foobar"],
+        &["set", "e", ""],
+        &["bitcount", "s"],
+        &["bitcount", "s", "0", "0"],
+        &["bitcount", "s", "1", "1"],
+        &["bitcount", "s", "1", "-1"],
+        &["bitcount", "s", "-3", "-1"],
+        &["bitcount", "s", "-1", "-3"],
+        &["bitcount", "s", "5", "30", "bit"],
+        &["bitcount", "s", "0", "-1", "bit"],
+        &["bitcount", "s", "-9", "-1", "bit"],
+        &["bitcount", "s", "0", "100"],
+        &["bitcount", "s", "0", "1", "bogus"],
+        &["bitcount", "s", "0"],
+        &["bitcount", "s", "x", "1"],
+        &["bitcount", "nokey"],
+        &["bitcount", "e"],
+        &["bitcount", "s", "0", "1", "byte"],
+        &["bitpos", "s", "1"],
+        &["bitpos", "s", "0"],
+        &["bitpos", "s", "2"],
+        &["bitpos", "s", "x"],
+        &["bitpos", "nokey", "1"],
+        &["bitpos", "nokey", "0"],
+        &["bitpos", "e", "0"],
+        &["bitpos", "e", "1"],
+        &["bitpos", "s", "1", "2"],
+        &["bitpos", "s", "0", "2", "-1"],
+        &["bitpos", "s", "1", "7", "15", "bit"],
+        &["bitpos", "s", "0", "7", "15", "bit"],
+        &["bitpos", "s", "0", "3", "3", "bit"],
+        &["bitpos", "s", "1", "-3"],
+        &["bitpos", "s", "1", "0", "-1", "bogus"],
+        &["bitpos", "s", "1", "0", "-1", "bit", "extra"],
+        &["set", "ff", "\\xff\\xff\\xff"],
+        &["bitpos", "ff", "0"],
+        &["bitpos", "ff", "0", "0"],
+        &["bitpos", "ff", "0", "0", "-1"],
+        &["bitpos", "ff", "0", "0", "-1", "bit"],
+        &["bitpos", "ff", "1", "5", "12", "bit"],
+        &["bitpos", "ff", "0", "5", "12", "bit"],
+        &["set", "zz", "\\x00\\x00"],
+        &["bitpos", "zz", "1"],
+        &["bitpos", "zz", "1", "0", "-1", "bit"],
+        &["bitpos", "zz", "0", "9", "bit"],
+        &["bitop", "and", "d", "s", "ff"],
+        &["get", "d"],
+        &["bitop", "or", "d", "s", "zz", "nokey"],
+        &["get", "d"],
+        &["bitop", "xor", "d", "s", "s"],
+        &["get", "d"],
+        &["bitop", "not", "d", "s"],
+        &["get", "d"],
+        &["bitop", "not", "d", "s", "ff"],
+        &["bitop", "bogus", "d", "s"],
+        &["bitop", "and", "d", "nokey", "nokey2"],
+        &["exists", "d"],
+        &["lpush", "l", "a"],
+        &["bitop", "and", "d", "s", "l"],
+        &["bitcount", "l"],
+        &["bitpos", "l", "1"],
+        &["bitfield", "bf", "set", "u8", "0", "255", "get", "u8", "0"],
+        &[
+            "bitfield", "bf", "incrby", "u8", "0", "10", "get", "u8", "0",
+        ],
+        &[
+            "bitfield", "bf", "overflow", "sat", "incrby", "u8", "0", "300",
+        ],
+        &[
+            "bitfield", "bf", "overflow", "fail", "incrby", "u8", "0", "1",
+        ],
+        &[
+            "bitfield", "bf", "overflow", "wrap", "incrby", "i8", "0", "1",
+        ],
+        &[
+            "bitfield", "bf", "set", "i8", "#1", "-100", "get", "i8", "#1", "incrby", "i8", "#1",
+            "-100",
+        ],
+        &[
+            "bitfield", "bf", "overflow", "sat", "incrby", "i8", "#1", "-100",
+        ],
+        &[
+            "bitfield", "bf", "set", "i64", "0", "-1", "get", "i64", "0", "incrby", "i64", "0", "1",
+        ],
+        &[
+            "bitfield",
+            "bf",
+            "overflow",
+            "sat",
+            "incrby",
+            "i64",
+            "0",
+            "9223372036854775807",
+            "incrby",
+            "i64",
+            "0",
+            "9223372036854775807",
+        ],
+        &[
+            "bitfield", "bf", "get", "u63", "0", "get", "i1", "3", "get", "u1", "3", "get", "i5",
+            "100",
+        ],
+        &["bitfield", "bf", "get", "u64", "0"],
+        &["bitfield", "bf", "get", "i65", "0"],
+        &["bitfield", "bf", "get", "x8", "0"],
+        &["bitfield", "bf", "get", "u8", "-1"],
+        &["bitfield", "bf", "get", "u8", "#-1"],
+        &["bitfield", "bf", "get", "u8", "x"],
+        &["bitfield", "bf", "set", "u8", "0", "x"],
+        &["bitfield", "bf", "overflow", "bogus", "get", "u8", "0"],
+        &["bitfield", "bf", "bogus"],
+        &["bitfield", "bf", "get", "u8"],
+        &["bitfield", "nokey", "get", "u8", "0"],
+        &["bitfield", "l", "get", "u8", "0"],
+        &["bitfield", "l", "set", "u8", "0", "1"],
+        &["bitfield_ro", "bf", "get", "u8", "0", "get", "i4", "4"],
+        &["bitfield_ro", "bf", "set", "u8", "0", "1"],
+        &["bitfield_ro", "nokey", "get", "u8", "0"],
+        &["bitfield", "bf"],
+        &["bitfield_ro", "bf"],
+        &["get", "bf"],
+        &["strlen", "bf"],
+        &[
+            "bitfield", "newbf", "overflow", "fail", "incrby", "u2", "10", "5",
+        ],
+        &["exists", "newbf"],
+        &["get", "newbf"],
+        &[
+            "bitfield", "bf", "set", "u4", "4", "300", "overflow", "sat", "set", "u4", "4", "300",
+            "get", "u4", "4",
+        ],
+        &[
+            "bitfield", "bf", "overflow", "wrap", "set", "i4", "0", "100", "overflow", "sat",
+            "set", "i4", "0", "100", "set", "i4", "0", "-100", "get", "i4", "0",
+        ],
+        &["bitfield", "bf", "set", "u8", "4294967288", "1"],
+    ])
+    .await;
+}
+
+// The same commands on random binary strings, ranges and fields (a fixed seed, bounded).
+#[tokio::test]
+async fn bitmap_commands_on_random_data_match_redis() {
+    use rand::{Rng, SeedableRng};
+    let mut pair = support::Pair::start().await;
+    let Some(real_con) = pair.real_con.as_mut() else {
+        return;
+    };
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    for _ in 0..150 {
+        let len = rng.random_range(0..6);
+        let value: Vec<u8> = (0..len).map(|_| rng.random::<u8>()).collect();
+        let (a, b) = (rng.random_range(-12..12i64), rng.random_range(-50..50i64));
+        let signed = rng.random_bool(0.5);
+        let bits = if signed {
+            rng.random_range(1..=64)
+        } else {
+            rng.random_range(1..=63)
+        };
+        let ty = format!("{}{bits}", if signed { "i" } else { "u" });
+        let mode = ["wrap", "sat", "fail"][rng.random_range(0..3)];
+        let incr = if rng.random_bool(0.5) {
+            rng.random::<i64>()
+        } else {
+            rng.random_range(-300..300)
+        };
+        let off = rng.random_range(0..40u32).to_string();
+        let commands: Vec<Vec<Vec<u8>>> = vec![
+            vec![b"SET".to_vec(), b"k".to_vec(), value.clone()],
+            vec![
+                b"BITCOUNT".to_vec(),
+                b"k".to_vec(),
+                a.to_string().into(),
+                b.to_string().into(),
+                b"BIT".to_vec(),
+            ],
+            vec![
+                b"BITPOS".to_vec(),
+                b"k".to_vec(),
+                b"0".to_vec(),
+                a.to_string().into(),
+                b.to_string().into(),
+            ],
+            vec![
+                b"BITPOS".to_vec(),
+                b"k".to_vec(),
+                b"1".to_vec(),
+                b.to_string().into(),
+                a.to_string().into(),
+                b"BIT".to_vec(),
+            ],
+            vec![
+                b"BITOP".to_vec(),
+                b"XOR".to_vec(),
+                b"d".to_vec(),
+                b"k".to_vec(),
+                b"d".to_vec(),
+            ],
+            vec![b"GET".to_vec(), b"d".to_vec()],
+            vec![
+                b"BITFIELD".to_vec(),
+                b"k".to_vec(),
+                b"OVERFLOW".to_vec(),
+                mode.into(),
+                b"INCRBY".to_vec(),
+                ty.clone().into(),
+                off.clone().into(),
+                incr.to_string().into(),
+            ],
+            vec![b"GET".to_vec(), b"k".to_vec()],
+        ];
+        for args in commands {
+            let mut cmd = redis::cmd(std::str::from_utf8(&args[0]).unwrap());
+            for arg in &args[1..] {
+                cmd.arg(&arg[..]);
+            }
+            let ours: redis::RedisResult<redis::Value> = cmd.query_async(&mut pair.ours_con).await;
+            let theirs: redis::RedisResult<redis::Value> = cmd.query_async(real_con).await;
+            assert_eq!(format!("{ours:?}"), format!("{theirs:?}"), "{args:?}");
+        }
+    }
+}
