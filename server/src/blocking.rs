@@ -253,9 +253,7 @@ pub(crate) fn serve_ready(state: &mut State, node: &Node, effects: &mut Effects)
                     if let Some(waiter) = state.blocked.take(id) {
                         if let Ok(resolved) = cmd::resolve(&waiter.argv) {
                             let zero = Duration::ZERO;
-                            state
-                                .cmdstats
-                                .record(resolved.spec, resolved.parent, zero, true);
+                            state.cmdstats.record(resolved, Some(zero), true);
                         }
                         let _ = waiter.reply.send(Frame::error(error));
                     }

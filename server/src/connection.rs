@@ -576,9 +576,7 @@ impl Connection {
                 // Timed out: the call is counted now (a served one was counted when it ran).
                 if let Ok(resolved) = cmd::resolve(argv) {
                     let zero = Duration::ZERO;
-                    state
-                        .cmdstats
-                        .record(resolved.spec, resolved.parent, zero, false);
+                    state.cmdstats.record(resolved, Some(zero), false);
                 }
                 Frame::NullArray
             }

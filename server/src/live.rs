@@ -116,7 +116,7 @@ impl Live {
     /// Counts a call of `resolved` refused before it ran.
     pub(crate) fn reject_call(&self, resolved: crate::cmd::Resolved) {
         if let Ok(mut rejected) = self.rejected_calls.lock() {
-            rejected.reject(resolved.spec, resolved.parent);
+            rejected.reject(resolved);
         }
     }
 

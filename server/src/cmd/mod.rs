@@ -281,6 +281,10 @@ struct Table {
     slots: Box<[Option<&'static CommandSpec>]>,
     /// Every top-level command once.
     specs: Vec<&'static CommandSpec>,
+    /// Per slot: where its subcommands' statistics indexes start (see [`Resolved::stat`]).
+    sub_base: Box<[u32]>,
+    /// How many statistics indexes there are (slots, then every subcommand).
+    stat_count: usize,
 }
 
 impl Table {
@@ -302,24 +306,47 @@ impl Table {
             }
         }
         let specs = slots.iter().flatten().copied().collect();
+        // A top-level command's statistics index is its slot; subcommands follow the slots.
+        let mut next = slots.len();
+        let sub_base = slots
+            .iter()
+            .map(|slot| {
+                let base = next;
+                next += slot.map_or(0, |spec| spec.subcommands.len());
+                u32::try_from(base).unwrap_or(u32::MAX)
+            })
+            .collect();
         Table {
             slots: slots.into_boxed_slice(),
             specs,
+            sub_base,
+            stat_count: next,
         }
     }
 
-    /// The spec named `lower` (already lowercase), whose name hashes to `hash`.
-    fn find(&self, hash: u64, lower: &[u8]) -> Option<&'static CommandSpec> {
+    /// The spec named `lower` (already lowercase), whose name hashes to `hash`, and its slot.
+    fn find(&self, hash: u64, lower: &[u8]) -> Option<(&'static CommandSpec, usize)> {
         let mask = self.slots.len() - 1;
         let mut i = hash as usize & mask;
         for _ in 0..self.slots.len() {
             let spec = (*self.slots.get(i)?)?;
             if spec.name.as_bytes() == lower {
-                return Some(spec);
+                return Some((spec, i));
             }
             i = (i + 1) & mask;
         }
         None
+    }
+
+    /// The statistics index of `spec` at `slot`, or of its subcommand at `sub`.
+    fn stat(&self, slot: usize, sub: Option<usize>) -> u32 {
+        match sub {
+            None => u32::try_from(slot).unwrap_or(u32::MAX),
+            Some(p) => self
+                .sub_base
+                .get(slot)
+                .map_or(u32::MAX, |base| base.saturating_add(p as u32)),
+        }
     }
 }
 
@@ -337,9 +364,19 @@ pub(crate) fn table() -> &'static [&'static CommandSpec] {
     &TABLE.specs
 }
 
+/// How many per-command statistics indexes there are ([`Resolved::stat`] is below this).
+pub(crate) fn stat_count() -> usize {
+    TABLE.stat_count
+}
+
 /// Looks a command up by name, ignoring ASCII case (no allocation: names longer than any
 /// command are unknown).
 pub(crate) fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
+    lookup_slot(name).map(|(spec, _)| spec)
+}
+
+/// [`lookup`], with the command's slot in the table.
+fn lookup_slot(name: &[u8]) -> Option<(&'static CommandSpec, usize)> {
     let mut buf = [0u8; 32];
     let lower = buf.get_mut(..name.len())?;
     let mut hash = FNV_OFFSET;
@@ -357,20 +394,22 @@ pub(crate) fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
 /// Unknown command or subcommand, or the arity check failing, with Redis's texts.
 pub(crate) fn resolve(argv: &[Bytes]) -> Result<Resolved, CommandError> {
     let name = argv.first().ok_or(CommandError::Syntax)?;
-    let spec = lookup(name).ok_or_else(|| CommandError::unknown_command(argv))?;
+    let (spec, slot) = lookup_slot(name).ok_or_else(|| CommandError::unknown_command(argv))?;
     if !spec.subcommands.is_empty() && argv.len() >= 2 {
         let sub = argv.get(1).map_or(&[][..], |s| &s[..]);
         let found = spec
             .subcommands
             .iter()
-            .find(|s| s.name.as_bytes().eq_ignore_ascii_case(sub));
+            .enumerate()
+            .find(|(_, s)| s.name.as_bytes().eq_ignore_ascii_case(sub));
         return match found {
-            Some(sub_spec) if sub_spec.arity_ok(argv.len()) => Ok(Resolved {
+            Some((p, sub_spec)) if sub_spec.arity_ok(argv.len()) => Ok(Resolved {
                 spec: sub_spec,
                 first_arg: 2,
                 parent: Some(spec),
+                stat: TABLE.stat(slot, Some(p)),
             }),
-            Some(sub_spec) => Err(CommandError::WrongArity(format!(
+            Some((_, sub_spec)) => Err(CommandError::WrongArity(format!(
                 "{}|{}",
                 spec.name, sub_spec.name
             ))),
@@ -387,27 +426,31 @@ pub(crate) fn resolve(argv: &[Bytes]) -> Result<Resolved, CommandError> {
         spec,
         first_arg: 1,
         parent: None,
+        stat: TABLE.stat(slot, None),
     })
 }
 
 /// The spec `argv` names, whatever its arity (to count a call refused for its arity).
 pub(crate) fn resolve_name(argv: &[Bytes]) -> Option<Resolved> {
-    let spec = lookup(argv.first()?)?;
+    let (spec, slot) = lookup_slot(argv.first()?)?;
     if let (false, Some(sub)) = (spec.subcommands.is_empty(), argv.get(1)) {
-        let sub_spec = spec
+        let (p, sub_spec) = spec
             .subcommands
             .iter()
-            .find(|s| s.name.as_bytes().eq_ignore_ascii_case(sub))?;
+            .enumerate()
+            .find(|(_, s)| s.name.as_bytes().eq_ignore_ascii_case(sub))?;
         return Some(Resolved {
             spec: sub_spec,
             first_arg: 2,
             parent: Some(spec),
+            stat: TABLE.stat(slot, Some(p)),
         });
     }
     Some(Resolved {
         spec,
         first_arg: 1,
         parent: None,
+        stat: TABLE.stat(slot, None),
     })
 }
 
@@ -420,6 +463,8 @@ pub(crate) struct Resolved {
     pub(crate) first_arg: usize,
     /// The container command for a subcommand (`client` for `CLIENT LIST`).
     pub(crate) parent: Option<&'static CommandSpec>,
+    /// Its index in per-command statistics (below [`stat_count`]).
+    pub(crate) stat: u32,
 }
 
 /// A bulk string copied from `s` (names and values the server formats).
@@ -638,10 +683,8 @@ pub(crate) fn execute(
 
 /// Runs an already-resolved command (see [`execute`]).
 pub(crate) fn execute_resolved(
-    Resolved {
-        spec,
-        first_arg,
-        parent,
+    resolved @ Resolved {
+        spec, first_arg, ..
     }: Resolved,
     state: &mut State,
     node: &Node,
@@ -651,11 +694,11 @@ pub(crate) fn execute_resolved(
     effects: &mut Effects,
 ) -> Frame {
     if !client.authenticated && !spec.has(flags::NO_AUTH) {
-        state.cmdstats.reject(spec, parent);
+        state.cmdstats.reject(resolved);
         return CommandError::NoAuth.into();
     }
     if spec.has(flags::WRITE) && state.repl.refuses_write_from(client) {
-        state.cmdstats.reject(spec, parent);
+        state.cmdstats.reject(resolved);
         return CommandError::Raw(crate::replication::READONLY_ERROR.into()).into();
     }
     if !spec.has(flags::SKIP_MONITOR | flags::ADMIN) && node.monitors.active() {
@@ -672,7 +715,10 @@ pub(crate) fn execute_resolved(
     state.stats.commands += 1;
     let db = client.db;
     let mut args = Args::new(argv, first_arg);
-    let started = std::time::Instant::now();
+    // Commands a script runs are counted but not timed (the script's own call is timed
+    // whole), and others on a sample of calls (see `cmdstats`).
+    let timed = !client.in_script && state.cmdstats.should_time(resolved);
+    let started = timed.then(std::time::Instant::now);
     let reply = {
         let mut ctx = Ctx {
             state,
@@ -689,7 +735,7 @@ pub(crate) fn execute_resolved(
     if client.block.is_none() {
         state
             .cmdstats
-            .record(spec, parent, started.elapsed(), failed);
+            .record(resolved, started.map(|t| t.elapsed()), failed);
     }
     if state.dirty != dirty_before
         && effects.propagate.len() == propagated_before

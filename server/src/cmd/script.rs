@@ -369,9 +369,10 @@ fn run_script(
     let status = &ctx.node.script;
     status.running.store(false, Ordering::Release);
     status.kill.store(false, Ordering::Release);
-    status.is_function.store(false, Ordering::Release);
-    if let Ok(mut running) = status.function.lock() {
-        *running = None;
+    if status.is_function.swap(false, Ordering::AcqRel) {
+        if let Ok(mut running) = status.function.lock() {
+            *running = None;
+        }
     }
     status.done.notify_waiters();
     reply
