@@ -246,6 +246,9 @@ pub(crate) struct ClientState {
     /// started (Redis's `pre_command_oom_state`): a script then may not start writing with a
     /// command that can grow memory.
     pub(crate) pre_command_oom: bool,
+    /// The error reply being sent was already counted in `INFO errorstats` (a script's error
+    /// raised by a command it ran, counted when that command failed).
+    pub(crate) error_counted: bool,
 }
 
 impl ClientState {
@@ -270,6 +273,7 @@ impl ClientState {
             cluster_readonly: false,
             unwatch_pending: false,
             pre_command_oom: false,
+            error_counted: false,
         }
     }
 

@@ -347,7 +347,9 @@ impl Connection {
     /// them after `RESET`).
     fn emit(&mut self, reply: &Frame) {
         if let Frame::Error(line) = reply {
-            self.node.live.count_error(line);
+            if !std::mem::take(&mut self.client.error_counted) {
+                self.node.live.count_error(line);
+            }
         }
         // Pub/sub confirmations are pushes, which Redis sends even under `CLIENT REPLY OFF`
         // (its `CLIENT_PUSHING`).

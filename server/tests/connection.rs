@@ -878,3 +878,59 @@ async fn commandstats_count_calls_failures_and_rejections_as_redis() {
     let _ = support::run(&mut pair.ours_con, &["CONFIG", "RESETSTAT"]).await;
     assert!(call_counts(&mut pair.ours_con).await.is_empty());
 }
+
+/// `INFO errorstats` lines and `total_error_replies`, sorted.
+async fn error_counts(con: &mut redis::aio::MultiplexedConnection) -> Vec<String> {
+    let text: String = support::cmd(&["INFO", "everything"])
+        .query_async(con)
+        .await
+        .unwrap();
+    let mut out: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with("errorstat_") || l.starts_with("total_error_replies:"))
+        .map(String::from)
+        .collect();
+    out.sort();
+    out
+}
+
+// An error of a command a script runs is counted once, when it happens: in errorstats and the
+// command's failed or rejected calls; the script's reply passing it on is not counted again
+// (Redis's ignore_error_stats_update), while an error the script raises itself is.
+#[tokio::test]
+async fn errors_inside_scripts_are_counted_once_as_redis() {
+    let mut pair = Pair::start().await;
+    let script: &[&[&str]] = &[
+        &["CONFIG", "RESETSTAT"],
+        &["EVAL", "return redis.call('select', 99)", "0"],
+        &["EVAL", "local t = redis.pcall('select', 99) return 1", "0"],
+        &["EVAL", "return redis.pcall('select', 99)", "0"],
+        &["EVAL", "return redis.call('nosuch')", "0"],
+        &["EVAL", "return redis.pcall('set', 'k')", "0"],
+        &[
+            "EVAL",
+            "#!lua flags=no-writes\nreturn redis.call('set', 'k', 'v')",
+            "0",
+        ],
+        &["EVAL", "error('raised by the script')", "0"],
+        &["EVAL", "return redis.error_reply('MY custom')", "0"],
+    ];
+    for args in script {
+        let _ = support::run(&mut pair.ours_con, args).await;
+    }
+    let ours = (
+        call_counts(&mut pair.ours_con).await,
+        error_counts(&mut pair.ours_con).await,
+    );
+    assert!(
+        ours.1.iter().any(|l| l.starts_with("errorstat_ERR:count=")),
+        "{ours:?}"
+    );
+    if let Some(real_con) = pair.real_con.as_mut() {
+        for args in script {
+            let _ = support::run(real_con, args).await;
+        }
+        let theirs = (call_counts(real_con).await, error_counts(real_con).await);
+        assert_eq!(ours, theirs);
+    }
+}

@@ -401,9 +401,8 @@ async fn blocked_readers_are_served_and_time_out_as_in_redis() {
     writer.same(&[&["XADD", "s", "1-1", "f", "v"]], 1).await;
     twin.expect(1).await;
     second.expect(1).await;
-    writer
-        .same(&[&["XPENDING", "s", "g", "-", "+", "10", "c2"]], 1)
-        .await;
+    // (The summary form: the detailed one reports idle milliseconds, a clock reading.)
+    writer.same(&[&["XPENDING", "s", "g"]], 1).await;
     // A timeout.
     twin.same(&[&["XREAD", "BLOCK", "50", "STREAMS", "s", "$"]], 1)
         .await;

@@ -348,6 +348,9 @@ fn run_script(
             }
         }
     };
+    if reply.is_error() && engine.last_error_counted() {
+        ctx.client.error_counted = true;
+    }
     ctx.client.db = saved_db;
     ctx.client.resp = saved_resp;
     ctx.client.in_script = false;
@@ -390,6 +393,26 @@ struct ScriptCaller<'c, 'a> {
 
 impl Dispatcher for ScriptCaller<'_, '_> {
     fn call(&mut self, argv: &[Bytes], resp3: bool, repl: u8) -> Result<Frame, String> {
+        // Errors of the commands a script runs are counted when they happen (the script's
+        // reply, if it passes one on, is marked as counted), as Redis's scriptCall does.
+        let outcome = self.dispatch(argv, resp3, repl);
+        match &outcome {
+            Err(text) => {
+                self.ctx.node.live.count_error(text.as_bytes());
+                // Refused before it ran: a rejected call of that command (if it is one).
+                if let Some(resolved) = super::resolve_name(argv) {
+                    self.ctx.state.cmdstats.reject(resolved);
+                }
+            }
+            Ok(Frame::Error(line)) => self.ctx.node.live.count_error(line),
+            Ok(_) => {}
+        }
+        outcome
+    }
+}
+
+impl ScriptCaller<'_, '_> {
+    fn dispatch(&mut self, argv: &[Bytes], resp3: bool, repl: u8) -> Result<Frame, String> {
         let resolved = match super::resolve(argv) {
             Ok(resolved) => resolved,
             Err(CommandError::WrongArity(_)) => {

@@ -261,6 +261,9 @@ struct RunShared {
     rand: AtomicU64,
     /// Where the kill hook stopped the script: (source, line).
     killed_at: Mutex<Option<(String, i64)>>,
+    /// The last run's reply is an error already counted in the error statistics (it came
+    /// from a command the script ran: `ignore_error_stats_update`).
+    error_counted: AtomicBool,
     /// The dispatcher of the run in progress.
     dispatch: DispatchSlot,
     /// While `FUNCTION LOAD` runs a library's code: the functions it registered so far.
@@ -564,6 +567,12 @@ impl Engine {
         self.scripts.get(sha)
     }
 
+    /// Whether the last run's reply is an error that was already counted when the command
+    /// the script ran failed (Redis's `ignore_error_stats_update`): not to be counted again.
+    pub(crate) fn last_error_counted(&self) -> bool {
+        self.shared.error_counted.load(Ordering::Relaxed)
+    }
+
     /// Bytes the interpreter holds (`used_memory_lua`).
     pub(crate) fn memory_used(&self) -> usize {
         self.hook.memory.used()
@@ -688,6 +697,9 @@ impl Engine {
                 };
                 let exhausted = exhausted_cell.get();
                 let resp3 = shared.resp.load(Ordering::Relaxed) == 3;
+                shared
+                    .error_counted
+                    .store(counted_error(stack), Ordering::Relaxed);
                 let killed = kill.load(Ordering::Acquire);
                 Ok(match status {
                     _ if killed => killed_reply(stack, shared, sha, KILLED_ERROR),
@@ -735,6 +747,22 @@ impl Engine {
             )),
         }
     }
+}
+
+/// Whether the value on top is an error table marked `ignore_error_stats_update`.
+fn counted_error(stack: &mut Stack<'_>) -> bool {
+    if stack.kind(-1) != Kind::Table {
+        return false;
+    }
+    let top = stack.top();
+    let marked = matches!(
+        stack.get_field(top, b"ignore_error_stats_update"),
+        Ok(Kind::Boolean)
+    ) && stack.boolean(-1) == Some(true);
+    if stack.top() > top {
+        stack.pop(stack.top() - top);
+    }
+    marked
 }
 
 /// Sets `__index` of the (read-only) metatable `mt` to `value`, keeping it read-only.
