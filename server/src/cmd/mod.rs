@@ -18,6 +18,7 @@ mod error;
 mod expire;
 mod function;
 mod hash;
+mod hyperloglog;
 mod keys;
 mod ldouble;
 mod list;
@@ -243,7 +244,7 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 20] {
+fn families() -> [&'static [CommandSpec]; 21] {
     [
         connection::COMMANDS,
         sort::COMMANDS,
@@ -264,6 +265,7 @@ fn families() -> [&'static [CommandSpec]; 20] {
         function::COMMANDS,
         stream::COMMANDS,
         persistence::COMMANDS,
+        hyperloglog::COMMANDS,
         cluster::COMMANDS,
     ]
 }
