@@ -161,6 +161,9 @@ struct Node {
     inserted: usize,
     /// Estimated listpack bytes.
     bytes: usize,
+    /// The ID of the last entry appended to it, deleted or not (Redis reads the listpack's
+    /// last entry, tombstones included, when it trims by MINID).
+    last: StreamId,
 }
 
 /// A stream value.
@@ -364,6 +367,7 @@ impl Stream {
                         live: 0,
                         inserted: 0,
                         bytes: master_bytes,
+                        last: id,
                     },
                 );
                 self.master_fields.insert(id, masters);
@@ -393,6 +397,7 @@ impl Stream {
             node.live += 1;
             node.inserted += 1;
             node.bytes += bytes;
+            node.last = id;
         }
         self.entries.insert(id, fields);
         self.last_id = id;
@@ -461,7 +466,7 @@ impl Stream {
             };
             let whole = match trim {
                 Trim::MaxLen(maxlen) => self.entries.len() - node.live >= maxlen,
-                Trim::MinId(minid) => node_entries.last().is_none_or(|last| *last < minid),
+                Trim::MinId(minid) => node.last < minid,
             };
             if whole {
                 for id in node_entries {
@@ -532,21 +537,23 @@ impl Stream {
         None
     }
 
-    /// `streamReplyWithCGLag`: entries the group has yet to read, when known.
-    pub(crate) fn group_lag(&self, group: &Group) -> Option<u64> {
+    /// `streamReplyWithCGLag`: entries the group has yet to read, when known (negative when a
+    /// group's `ENTRIESREAD` was set past what was added, as Redis reports it).
+    pub(crate) fn group_lag(&self, group: &Group) -> Option<i64> {
+        let lag = |read: u64| (self.entries_added as i64).wrapping_sub(read as i64);
         if self.entries_added == 0 {
             return Some(0);
         }
         if let Some(read) = group.entries_read {
             if !self.range_has_tombstones(group.last_id, StreamId::MAX) {
-                return Some(self.entries_added.saturating_sub(read));
+                return Some(lag(read));
             }
         }
-        self.distance_from_first(group.last_id)
-            .map(|read| self.entries_added.saturating_sub(read))
+        self.distance_from_first(group.last_id).map(lag)
     }
 
-    /// Each node with its master fields and live entries, in order (for the RDB form).
+    /// Each node with its master fields, live entries and last ID (a tombstone's, if the last
+    /// entry appended was deleted), in order (for the RDB form).
     pub(crate) fn nodes(&self) -> Vec<NodeView<'_>> {
         let keys: Vec<StreamId> = self.nodes.keys().copied().collect();
         keys.iter()
@@ -559,7 +566,8 @@ impl Stream {
                 .map(|(id, f)| (*id, &f[..]))
                 .collect();
                 let masters = self.master_fields.get(&key).map_or(&[][..], |m| &m[..]);
-                (key, masters, entries)
+                let last = self.nodes.get(&key).map_or(key, |n| n.last);
+                (key, masters, entries, last)
             })
             .collect()
     }
@@ -571,8 +579,7 @@ impl Stream {
         key: StreamId,
         masters: Box<[Bytes]>,
         entries: Vec<(StreamId, Box<[Bytes]>)>,
-        inserted: usize,
-        bytes: usize,
+        (inserted, bytes, last): (usize, usize, StreamId),
     ) {
         let live = entries.len();
         for (id, fields) in entries {
@@ -585,6 +592,7 @@ impl Stream {
                     live,
                     inserted: inserted.max(live),
                     bytes,
+                    last,
                 },
             );
             self.master_fields.insert(key, masters);
@@ -603,8 +611,14 @@ impl Stream {
     }
 }
 
-/// A node as the RDB form writes it: its key (master ID), master fields, live entries.
-pub(crate) type NodeView<'a> = (StreamId, &'a [Bytes], Vec<(StreamId, &'a [Bytes])>);
+/// A node as the RDB form writes it: its key (master ID), master fields, live entries, and the
+/// ID of the last entry appended to it.
+pub(crate) type NodeView<'a> = (
+    StreamId,
+    &'a [Bytes],
+    Vec<(StreamId, &'a [Bytes])>,
+    StreamId,
+);
 
 /// A trimming strategy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -135,11 +135,14 @@ fn read_raw_id(r: &mut Reader<'_>) -> Result<StreamId, Malformed> {
 pub(crate) fn write(out: &mut Vec<u8>, s: &Stream) {
     let nodes = s.nodes();
     write_len(out, nodes.len() as u64);
-    for (key, masters, entries) in nodes {
+    for (key, masters, entries, last) in nodes {
         write_string(out, &raw_id(key));
+        // When the last entry appended was deleted, it stays as a tombstone (as in Redis's
+        // listpack), so trimming by MINID after a reload sees the same last ID.
+        let tombstone = entries.last().is_none_or(|(id, _)| *id < last);
         let mut lp = Listpack::new();
         lp.int(entries.len() as i64);
-        lp.int(0);
+        lp.int(i64::from(tombstone));
         lp.int(masters.len() as i64);
         for f in masters {
             lp.string(f);
@@ -167,6 +170,15 @@ pub(crate) fn write(out: &mut Vec<u8>, s: &Stream) {
                 }
                 lp.int((2 * pairs + 4) as i64);
             }
+        }
+        if tombstone {
+            lp.int(FLAG_DELETED | FLAG_SAMEFIELDS);
+            lp.int(last.ms.wrapping_sub(key.ms) as i64);
+            lp.int(last.seq.wrapping_sub(key.seq) as i64);
+            for _ in masters {
+                lp.string(b"");
+            }
+            lp.int((masters.len() + 3) as i64);
         }
         write_string(out, &lp.finish());
     }
@@ -310,6 +322,7 @@ pub(crate) fn read(r: &mut Reader<'_>, v2: bool) -> Result<Stream, Malformed> {
             return Err(Malformed);
         }
         let mut entries = Vec::with_capacity(live);
+        let mut last = key;
         for _ in 0..live.saturating_add(deleted) {
             let mut int = || it.next().ok_or(Malformed).and_then(Element::int);
             let flags = int()?;
@@ -331,6 +344,7 @@ pub(crate) fn read(r: &mut Reader<'_>, v2: bool) -> Result<Stream, Malformed> {
             };
             it.next().ok_or(Malformed)?; // lp-count
             let id = StreamId { ms, seq };
+            last = last.max(id);
             if flags & FLAG_DELETED == 0 {
                 if entries
                     .last()
@@ -344,7 +358,7 @@ pub(crate) fn read(r: &mut Reader<'_>, v2: bool) -> Result<Stream, Malformed> {
         if it.next().is_some() || entries.len() != live {
             return Err(Malformed);
         }
-        s.push_node(key, masters, entries, live + deleted, blob.len());
+        s.push_node(key, masters, entries, (live + deleted, blob.len(), last));
     }
     let length = r.len()?;
     if length != s.len() as u64 {
