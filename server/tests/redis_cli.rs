@@ -254,3 +254,45 @@ fn shutdown_command_stops_the_binary() {
     let exit = wait_exit(&mut bin.child, Duration::from_secs(10)).expect("still running");
     assert!(exit.success(), "{exit:?}");
 }
+
+// `--port 0` picks a free port; as soon as it accepts connections the binary prints
+// `ready <host>:<port>` on stdout and writes the port to `--port-file`, so a script can wait
+// for either (bounded waits here).
+#[test]
+fn port_zero_announces_the_port_on_stdout_and_in_the_port_file() {
+    use std::io::{BufRead, BufReader};
+    let dir = std::env::temp_dir().join(format!("locksmith-portfile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let port_file = dir.join("port");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_locksmith-server"))
+        .args(["--port", "0", "--loglevel", "warning", "--port-file"])
+        .arg(&port_file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("no ready line");
+    let addr = line
+        .trim_end()
+        .strip_prefix("ready ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+    let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
+    assert_ne!(port, 0);
+    assert_eq!(
+        std::fs::read_to_string(&port_file).unwrap(),
+        format!("{port}\n")
+    );
+    assert!(exchange(port, b"PING\r\n").starts_with("+PONG"));
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -15,9 +15,13 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[derive(Debug, Parser)]
 #[command(name = "locksmith-server", version)]
 struct Args {
-    /// TCP port to listen on.
+    /// TCP port to listen on (0: a free port, reported on the `ready` line).
     #[arg(long, default_value_t = 6379)]
     port: u16,
+    /// Once the server accepts connections, write its port (a number and a newline) to this
+    /// file, atomically (a temporary file renamed into place).
+    #[arg(long = "port-file")]
+    port_file: Option<std::path::PathBuf>,
     /// Address to bind.
     #[arg(long, default_value = "127.0.0.1")]
     bind: IpAddr,
@@ -151,6 +155,27 @@ async fn run_topology(args: &Args) -> Result<Topology, Box<dyn std::error::Error
         println!("sentinel {addr} (master name {})", topology.master_name());
     }
     Ok(topology)
+}
+
+/// Prints the readiness line on stdout, flushed: `ready <host>:<port>` (the documented,
+/// machine-readable line a script waits for; with `--port 0` it tells the port picked).
+fn announce_ready(addr: std::net::SocketAddr) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "ready {addr}");
+    let _ = out.flush();
+}
+
+/// Writes `port` to `path` through a temporary file renamed over it, so a reader never sees a
+/// partial number.
+fn write_port_file(path: &std::path::Path, port: u16) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "port".into());
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, format!("{port}\n"))?;
+    std::fs::rename(&tmp, path)
 }
 
 fn tracing_filter(level: &str) -> String {
@@ -327,8 +352,18 @@ async fn serve(
     } else {
         (Some(Server::start(config).await?), None)
     };
-    if let Some(server) = &server {
-        tracing::info!(addr = %server.addr(), "Ready to accept connections tcp");
+    // The address clients use: the server's, or a topology's front.
+    let ready = match (&server, &topology) {
+        (Some(server), _) => Some(server.addr()),
+        (None, Some(topology)) => Some(topology.front_addr()),
+        (None, None) => None,
+    };
+    if let Some(addr) = ready {
+        tracing::info!(%addr, "Ready to accept connections tcp");
+        if let Some(path) = &args.port_file {
+            write_port_file(path, addr.port())?;
+        }
+        announce_ready(addr);
     }
     tokio::select! {
         signal = stop => {
