@@ -191,10 +191,12 @@ pub struct Pair {
 impl Pair {
     pub async fn start() -> Pair {
         let ours = start().await;
-        let ours_con = conn(&ours.url()).await;
+        // Patient: some compared commands (a BITFIELD at the last offset) make a server
+        // allocate 512 MB, which takes longer than the default timeout on a loaded machine.
+        let ours_con = patient_conn(&ours.url()).await;
         let real = RealRedis::start();
         let real_con = match &real {
-            Some(r) => Some(conn(&r.url()).await),
+            Some(r) => Some(patient_conn(&r.url()).await),
             None => None,
         };
         Pair {
