@@ -408,17 +408,11 @@ fn no_evict(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// Ends a blocking command's wait as its timeout would (the default), or with Redis's
 /// `UNBLOCKED` error; 1 if the client was blocked.
 fn unblock(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
-    // As sent: Redis echoes the subcommand's own spelling.
-    let sub = lossy(args.argv().get(1).map_or(&b""[..], |s| &s[..]), 128);
-    let rest = args.rest();
-    let (id, reason) = match rest {
+    let (id, reason) = match args.rest() {
         [id] => (id, None),
         [id, reason] => (id, Some(reason)),
-        _ => {
-            return Err(CommandError::err(format!(
-                "unknown subcommand or wrong number of arguments for '{sub}'. Try CLIENT HELP."
-            )))
-        }
+        // As sent: Redis echoes the subcommand's own spelling.
+        _ => return Err(CommandError::subcommand_syntax("CLIENT", args.argv())),
     };
     // Redis checks the reason before the id.
     let reply = match reason {

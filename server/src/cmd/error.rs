@@ -72,6 +72,15 @@ impl CommandError {
         }
         CommandError::UnknownCommand { name, args }
     }
+
+    /// Redis's `addReplySubcommandSyntaxError`: the subcommand in `argv[1]` as sent, then
+    /// `Try <container> HELP.`
+    pub(crate) fn subcommand_syntax(container: &str, argv: &[bytes::Bytes]) -> Self {
+        let sub = argv.get(1).map(|s| lossy(s, 128)).unwrap_or_default();
+        CommandError::err(format!(
+            "unknown subcommand or wrong number of arguments for '{sub}'. Try {container} HELP."
+        ))
+    }
 }
 
 /// Up to `max` bytes of `b` as text (Redis prints `%.128s`).

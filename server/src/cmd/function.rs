@@ -91,11 +91,7 @@ fn function_container(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 
 /// The error Redis's `addReplySubcommandSyntaxError` gives, naming the subcommand as sent.
 fn subcommand_syntax(args: &Args<'_>) -> CommandError {
-    let sub = args.argv().get(1).map(|s| &s[..]).unwrap_or_default();
-    CommandError::err(format!(
-        "unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
-        super::lossy(sub, 128)
-    ))
+    CommandError::subcommand_syntax("FUNCTION", args.argv())
 }
 
 /// Makes the functions interpreter (on first use and after `FUNCTION FLUSH`).
@@ -407,7 +403,6 @@ fn function_kill_busy(node: &Node, _argv: &[Bytes]) -> Frame {
 /// ```
 fn function_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     const LINES: &[&str] = &[
-        "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
         "LOAD [REPLACE] <FUNCTION CODE>",
         "    Create a new library with the given library name and code.",
         "DELETE <LIBRARY NAME>",
@@ -445,13 +440,6 @@ fn function_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
         "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
         "      libraries with the new libraries (notice that even on this option there is a chance of failure",
         "      in case of functions name collision with another library).",
-        "HELP",
-        "    Prints this help.",
     ];
-    Ok(Frame::Array(
-        LINES
-            .iter()
-            .map(|l| Frame::Simple(Bytes::from_static(l.as_bytes())))
-            .collect(),
-    ))
+    Ok(super::client::help_lines("FUNCTION", LINES))
 }

@@ -7,6 +7,7 @@
 //! Redis rewrites them; the consumer-group commands go out as sent, so a replica applies the
 //! same state change (delivery times are its own clock's).
 
+use super::client::help_lines;
 use super::{bulk_str, flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
 use crate::blocking::{BlockKind, BlockRequest};
 use crate::db::stream::{Group, NodeLimits, Stream, StreamId, Trim};
@@ -979,15 +980,6 @@ fn xgroup_container(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     Err(CommandError::WrongArity("xgroup".into()))
 }
 
-/// Redis's `addReplySubcommandSyntaxError` for XGROUP/XINFO.
-fn subcommand_syntax(args: &Args<'_>, container: &str) -> CommandError {
-    let sub = args.argv().get(1).map(|s| &s[..]).unwrap_or_default();
-    CommandError::err(format!(
-        "unknown subcommand or wrong number of arguments for '{}'. Try {container} HELP.",
-        super::lossy(sub, 128)
-    ))
-}
-
 /// Options after XGROUP CREATE/SETID's ID: `MKSTREAM` (CREATE), `ENTRIESREAD n`.
 fn xgroup_options(args: &mut Args<'_>, create: bool) -> Result<(bool, Option<u64>), CommandError> {
     let mut mkstream = false;
@@ -1008,7 +1000,7 @@ fn xgroup_options(args: &mut Args<'_>, create: bool) -> Result<(bool, Option<u64
             entries_read = u64::try_from(n).ok();
             i += 2;
         } else {
-            return Err(subcommand_syntax(args, "XGROUP"));
+            return Err(CommandError::subcommand_syntax("XGROUP", args.argv()));
         }
     }
     Ok((mkstream, entries_read))
@@ -1032,7 +1024,7 @@ fn xgroup_create(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let name = args.bytes()?;
     let id_arg = args.bytes()?;
     if args.argv().len() > 8 {
-        return Err(subcommand_syntax(args, "XGROUP"));
+        return Err(CommandError::subcommand_syntax("XGROUP", args.argv()));
     }
     let (mkstream, entries_read) = xgroup_options(args, true)?;
     let exists = stream_at(ctx, &key)?.is_some();
@@ -1074,7 +1066,7 @@ fn xgroup_setid(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let name = args.bytes()?;
     let id_arg = args.bytes()?;
     if !matches!(args.argv().len(), 5 | 7) {
-        return Err(subcommand_syntax(args, "XGROUP"));
+        return Err(CommandError::subcommand_syntax("XGROUP", args.argv()));
     }
     let (_, entries_read) = xgroup_options(args, false)?;
     let s = xgroup_stream(ctx, &key)?;
@@ -1165,34 +1157,25 @@ fn xgroup_delconsumer(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// XGROUP HELP
 /// ```
 fn xgroup_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
-    Ok(help(&[
-        "XGROUP <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "CREATE <key> <groupname> <id|$> [option]",
-        "    Create a new consumer group. Options are:",
-        "    * MKSTREAM",
-        "      Create the empty stream if it does not exist.",
-        "    * ENTRIESREAD entries_read",
-        "      Set the group's entries_read counter (internal use).",
-        "CREATECONSUMER <key> <groupname> <consumer>",
-        "    Create a new consumer in the specified group.",
-        "DELCONSUMER <key> <groupname> <consumer>",
-        "    Remove the specified consumer.",
-        "DESTROY <key> <groupname>",
-        "    Remove the specified group.",
-        "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
-        "    Set the current group ID and entries_read counter.",
-        "HELP",
-        "    Prints this help.",
-    ]))
-}
-
-fn help(lines: &[&'static str]) -> Frame {
-    Frame::Array(
-        lines
-            .iter()
-            .map(|l| Frame::Simple(Bytes::from_static(l.as_bytes())))
-            .collect(),
-    )
+    Ok(help_lines(
+        "XGROUP",
+        &[
+            "CREATE <key> <groupname> <id|$> [option]",
+            "    Create a new consumer group. Options are:",
+            "    * MKSTREAM",
+            "      Create the empty stream if it does not exist.",
+            "    * ENTRIESREAD entries_read",
+            "      Set the group's entries_read counter (internal use).",
+            "CREATECONSUMER <key> <groupname> <consumer>",
+            "    Create a new consumer in the specified group.",
+            "DELCONSUMER <key> <groupname> <consumer>",
+            "    Remove the specified consumer.",
+            "DESTROY <key> <groupname>",
+            "    Remove the specified group.",
+            "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
+            "    Set the current group ID and entries_read counter.",
+        ],
+    ))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1721,12 +1704,12 @@ fn xinfo_stream(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let mut count = 10usize;
     if !opts.is_empty() {
         if !(opts.len() == 1 || opts.len() == 3) || !opts[0].eq_ignore_ascii_case(b"full") {
-            return Err(subcommand_syntax(args, "XINFO"));
+            return Err(CommandError::subcommand_syntax("XINFO", args.argv()));
         }
         full = true;
         if opts.len() == 3 {
             if !opts[1].eq_ignore_ascii_case(b"count") {
-                return Err(subcommand_syntax(args, "XINFO"));
+                return Err(CommandError::subcommand_syntax("XINFO", args.argv()));
             }
             let n = super::parse_i64(&opts[2])?;
             count = if n < 0 { 10 } else { n as usize };
@@ -1829,17 +1812,17 @@ fn xinfo_stream(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// XINFO HELP
 /// ```
 fn xinfo_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
-    Ok(help(&[
-        "XINFO <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "CONSUMERS <key> <groupname>",
-        "    Show consumers of <groupname>.",
-        "GROUPS <key>",
-        "    Show the stream consumer groups.",
-        "STREAM <key> [FULL [COUNT <count>]",
-        "    Show information about the stream.",
-        "HELP",
-        "    Prints this help.",
-    ]))
+    Ok(help_lines(
+        "XINFO",
+        &[
+            "CONSUMERS <key> <groupname>",
+            "    Show consumers of <groupname>.",
+            "GROUPS <key>",
+            "    Show the stream consumer groups.",
+            "STREAM <key> [FULL [COUNT <count>]",
+            "    Show information about the stream.",
+        ],
+    ))
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! delta-encoded against the node's ID, with the same-fields flag), the stream's counters,
 //! and its consumer groups with their pending entries and consumers.
 
+use super::value::{listpack_elements, Element};
 use super::{write_len, write_string, Malformed, Reader};
 use crate::db::stream::{Consumer, Group, Pending, Stream, StreamId};
 use bytes::Bytes;
@@ -218,80 +219,6 @@ pub(crate) fn write(out: &mut Vec<u8>, s: &Stream) {
     }
 }
 
-/// One listpack element.
-enum Element<'a> {
-    Int(i64),
-    Str(&'a [u8]),
-}
-
-impl Element<'_> {
-    fn int(&self) -> Result<i64, Malformed> {
-        match self {
-            Element::Int(v) => Ok(*v),
-            Element::Str(s) => locksmith_resp::parse_integer(s).ok_or(Malformed),
-        }
-    }
-
-    fn bytes(&self) -> Bytes {
-        match self {
-            Element::Int(v) => Bytes::from(v.to_string()),
-            Element::Str(s) => Bytes::copy_from_slice(s),
-        }
-    }
-}
-
-/// The elements of a listpack blob.
-fn elements(blob: &[u8]) -> Result<Vec<Element<'_>>, Malformed> {
-    let mut r = Reader::new(blob);
-    let total = usize::try_from(r.uint_le(4)?).map_err(|_| Malformed)?;
-    r.uint_le(2)?;
-    if total != blob.len() {
-        return Err(Malformed);
-    }
-    let sign = |v: u64, bits: u32| ((v << (64 - bits)) as i64) >> (64 - bits);
-    let mut out = Vec::new();
-    loop {
-        let start = r.remaining();
-        let first = r.byte()?;
-        let e = match first {
-            0xFF => break,
-            0x00..=0x7F => Element::Int(i64::from(first)),
-            0x80..=0xBF => Element::Str(r.take(usize::from(first & 0x3F))?),
-            0xC0..=0xDF => Element::Int(sign(
-                (u64::from(first & 0x1F) << 8) | u64::from(r.byte()?),
-                13,
-            )),
-            0xE0..=0xEF => {
-                let n = (usize::from(first & 0x0F) << 8) | usize::from(r.byte()?);
-                Element::Str(r.take(n)?)
-            }
-            0xF0 => {
-                let n = usize::try_from(r.uint_le(4)?).map_err(|_| Malformed)?;
-                Element::Str(r.take(n)?)
-            }
-            0xF1 => Element::Int(sign(r.uint_le(2)?, 16)),
-            0xF2 => Element::Int(sign(r.uint_le(3)?, 24)),
-            0xF3 => Element::Int(sign(r.uint_le(4)?, 32)),
-            0xF4 => Element::Int(r.uint_le(8)? as i64),
-            _ => return Err(Malformed),
-        };
-        let size = start - r.remaining();
-        let backlen = match size {
-            0..=127 => 1,
-            128..=16_382 => 2,
-            16_383..=2_097_150 => 3,
-            2_097_151..=268_435_454 => 4,
-            _ => 5,
-        };
-        r.take(backlen)?;
-        out.push(e);
-    }
-    if r.remaining() != 0 {
-        return Err(Malformed);
-    }
-    Ok(out)
-}
-
 /// Reads a stream body; `v2` for `RDB_TYPE_STREAM_LISTPACKS_2`.
 pub(crate) fn read(r: &mut Reader<'_>, v2: bool) -> Result<Stream, Malformed> {
     let mut s = Stream::default();
@@ -308,7 +235,7 @@ pub(crate) fn read(r: &mut Reader<'_>, v2: bool) -> Result<Stream, Malformed> {
         }
         last_key = Some(key);
         let blob = r.string()?;
-        let els = elements(&blob)?;
+        let els = listpack_elements(&blob)?;
         let mut it = els.iter();
         let mut next_int = || it.next().ok_or(Malformed).and_then(Element::int);
         let live = usize::try_from(next_int()?).map_err(|_| Malformed)?;

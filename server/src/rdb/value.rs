@@ -223,9 +223,17 @@ fn intset(blob: &[u8]) -> Result<Vec<i64>, Malformed> {
         .collect()
 }
 
-/// The entries of a listpack blob, integers as their decimal text. The header's byte count
-/// must match the blob and the entries must end with the terminator exactly at its end.
+/// The entries of a listpack blob, integers as their decimal text.
 fn listpack(blob: &[u8]) -> Result<Vec<Bytes>, Malformed> {
+    Ok(listpack_elements(blob)?
+        .iter()
+        .map(Element::bytes)
+        .collect())
+}
+
+/// The elements of a listpack blob. The header's byte count must match the blob and the
+/// elements must end with the terminator exactly at its end.
+pub(super) fn listpack_elements(blob: &[u8]) -> Result<Vec<Element<'_>>, Malformed> {
     let mut r = Reader::new(blob);
     let total = usize::try_from(r.uint_le(4)?).map_err(|_| Malformed)?;
     let _count = r.uint_le(2)?;
@@ -239,25 +247,25 @@ fn listpack(blob: &[u8]) -> Result<Vec<Bytes>, Malformed> {
         if first == 0xff {
             break;
         }
-        let entry = match first {
-            0x00..=0x7f => Entry::Int(i64::from(first)),
-            0x80..=0xbf => Entry::Str(r.take(usize::from(first & 0x3f))?),
+        let element = match first {
+            0x00..=0x7f => Element::Int(i64::from(first)),
+            0x80..=0xbf => Element::Str(r.take(usize::from(first & 0x3f))?),
             0xc0..=0xdf => {
                 let v = (u64::from(first & 0x1f) << 8) | u64::from(r.byte()?);
-                Entry::Int(sign_extend(v, 13))
+                Element::Int(sign_extend(v, 13))
             }
             0xe0..=0xef => {
                 let n = (usize::from(first & 0x0f) << 8) | usize::from(r.byte()?);
-                Entry::Str(r.take(n)?)
+                Element::Str(r.take(n)?)
             }
             0xf0 => {
                 let n = usize::try_from(r.uint_le(4)?).map_err(|_| Malformed)?;
-                Entry::Str(r.take(n)?)
+                Element::Str(r.take(n)?)
             }
-            0xf1 => Entry::Int(sign_extend(r.uint_le(2)?, 16)),
-            0xf2 => Entry::Int(sign_extend(r.uint_le(3)?, 24)),
-            0xf3 => Entry::Int(sign_extend(r.uint_le(4)?, 32)),
-            0xf4 => Entry::Int(r.uint_le(8)? as i64),
+            0xf1 => Element::Int(sign_extend(r.uint_le(2)?, 16)),
+            0xf2 => Element::Int(sign_extend(r.uint_le(3)?, 24)),
+            0xf3 => Element::Int(sign_extend(r.uint_le(4)?, 32)),
+            0xf4 => Element::Int(r.uint_le(8)? as i64),
             _ => return Err(Malformed),
         };
         // The back length: the entry's size, in 1 to 5 bytes.
@@ -271,10 +279,7 @@ fn listpack(blob: &[u8]) -> Result<Vec<Bytes>, Malformed> {
             _ => 5,
         };
         r.take(backlen)?;
-        out.push(match entry {
-            Entry::Int(v) => Bytes::from(v.to_string()),
-            Entry::Str(s) => Bytes::copy_from_slice(s),
-        });
+        out.push(element);
     }
     if r.remaining() != 0 {
         return Err(Malformed);
@@ -282,10 +287,30 @@ fn listpack(blob: &[u8]) -> Result<Vec<Bytes>, Malformed> {
     Ok(out)
 }
 
-/// One listpack entry.
-enum Entry<'a> {
+/// One listpack element.
+pub(super) enum Element<'a> {
+    /// An integer-encoded element.
     Int(i64),
+    /// A string element, borrowed from the blob.
     Str(&'a [u8]),
+}
+
+impl Element<'_> {
+    /// The element as an integer (a string element must hold one).
+    pub(super) fn int(&self) -> Result<i64, Malformed> {
+        match self {
+            Element::Int(v) => Ok(*v),
+            Element::Str(s) => locksmith_resp::parse_integer(s).ok_or(Malformed),
+        }
+    }
+
+    /// The element as bytes, integers as their decimal text.
+    pub(super) fn bytes(&self) -> Bytes {
+        match self {
+            Element::Int(v) => Bytes::from(v.to_string()),
+            Element::Str(s) => Bytes::copy_from_slice(s),
+        }
+    }
 }
 
 /// `v` (its low `bits` bits) as a signed integer.

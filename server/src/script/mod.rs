@@ -236,6 +236,14 @@ pub(crate) fn parse_shebang(body: &[u8]) -> Result<(u32, usize), String> {
 }
 
 /// Lowercase hex SHA1 of `data` (script ids, `redis.sha1hex`).
+/// The message of a chunk's compile error: Lua's own text for a syntax error.
+fn compile_error(e: mlua::Error) -> String {
+    match e {
+        mlua::Error::SyntaxError { message, .. } => message,
+        other => other.to_string(),
+    }
+}
+
 pub(crate) fn sha1hex(data: &[u8]) -> String {
     use sha1::{Digest, Sha1};
     hex::encode(Sha1::digest(data))
@@ -457,11 +465,10 @@ impl Engine {
             .set_mode(ChunkMode::Text)
             .into_function()
             .map_err(|e| {
-                let msg = match e {
-                    mlua::Error::SyntaxError { message, .. } => message,
-                    other => other.to_string(),
-                };
-                format!("ERR Error compiling script (new function): {msg}")
+                format!(
+                    "ERR Error compiling script (new function): {}",
+                    compile_error(e)
+                )
             })?;
         let func = self
             .main
@@ -490,13 +497,7 @@ impl Engine {
             .set_mode(ChunkMode::Text)
             .set_environment(env.env.clone())
             .into_function()
-            .map_err(|e| {
-                let msg = match e {
-                    mlua::Error::SyntaxError { message, .. } => message,
-                    other => other.to_string(),
-                };
-                format!("Error compiling function: {msg}")
-            })?;
+            .map_err(|e| format!("Error compiling function: {}", compile_error(e)))?;
         let chunk = self
             .lua
             .create_registry_value(chunk)
