@@ -9,8 +9,8 @@
 //! cargo run --example failover
 //! ```
 
+use locksmith::harness::{Checker, Timeline, Topology};
 use locksmith::lock::{Client, ClientOptions, ReplicaSync};
-use locksmith::server::harness::{Checker, Timeline, Topology};
 use std::path::PathBuf;
 use std::time::Duration;
 

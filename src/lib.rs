@@ -4,11 +4,11 @@
 //! This umbrella crate only re-exports the member crates, each behind a feature: `lock` (the
 //! default), `server`, and `harness`; `resp` is always there.
 
+/// The fault-injecting harness (feature `harness`).
+#[cfg(feature = "harness")]
+pub use locksmith_harness as harness;
 #[cfg(feature = "lock")]
 pub use locksmith_lock as lock;
 pub use locksmith_resp as resp;
 #[cfg(feature = "server")]
 pub use locksmith_server as server;
-/// The fault-injecting harness (feature `harness`).
-#[cfg(feature = "harness")]
-pub use locksmith_server::harness;

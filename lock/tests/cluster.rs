@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use locksmith_harness::Topology;
 use locksmith_lock::{Client, ClientOptions};
-use locksmith_server::Topology;
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -234,7 +234,7 @@ async fn read_write_locks_share_reads_and_wake_the_writer_on_every_shard() {
 }
 
 /// The id of the node of `topology` that owns `key`.
-async fn owner_id(topology: &Topology, key: &str) -> locksmith_server::harness::NodeId {
+async fn owner_id(topology: &Topology, key: &str) -> locksmith_harness::NodeId {
     for node in topology.nodes() {
         let mut con = redis::Client::open(topology.url(node))
             .unwrap()
@@ -252,7 +252,7 @@ async fn owner_id(topology: &Topology, key: &str) -> locksmith_server::harness::
 
 #[tokio::test]
 async fn a_hung_node_does_not_hold_the_waiters_of_other_nodes() {
-    use locksmith_server::harness::{Chunk, Verdict};
+    use locksmith_harness::{Chunk, Verdict};
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
 

@@ -174,7 +174,7 @@ async fn unknown_master_name_is_an_error() {
 // `requirepass`, whose Sentinel endpoint also requires AUTH.
 #[tokio::test]
 async fn the_sentinel_follower_keeps_password_and_database_across_a_failover() {
-    use locksmith_server::harness::Topology;
+    use locksmith_harness::Topology;
     let topology = Topology::builder()
         .replicas(1)
         .sentinel(0)

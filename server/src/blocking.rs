@@ -13,7 +13,7 @@
 use crate::client::{ClientHandle, ClientState};
 use crate::cmd::{self, CmdResult, CommandError, Ctx};
 use crate::db::Value;
-use crate::shared::{Effects, Node, State};
+use crate::node::{Effects, Node, State};
 use bytes::Bytes;
 use locksmith_resp::{Frame, Version};
 use std::collections::{HashMap, VecDeque};
@@ -275,7 +275,7 @@ pub(crate) fn serve_ready(state: &mut State, node: &Node, effects: &mut Effects)
             client.db = waiter.db;
             client.resp = waiter.resp;
             let argv = waiter.argv.clone();
-            let reply = cmd::execute(state, node, &mut client, &argv, now, effects);
+            let reply = cmd::call_argv(state, node, &mut client, &argv, now, effects);
             if client.block.is_some() {
                 if kind == BlockKind::Stream {
                     // Nothing after its ID: it stays blocked; others may read from theirs.
@@ -343,7 +343,7 @@ mod tests {
             let argv: Vec<Bytes> = args.iter().map(|a| Bytes::from(a.to_string())).collect();
             let mut effects = Effects::default();
             let client = &mut self.clients[c];
-            let reply = cmd::execute(
+            let reply = cmd::call_argv(
                 &mut self.state,
                 &self.node,
                 client,

@@ -80,6 +80,33 @@ pub(crate) struct ClientHandle {
 }
 
 impl ClientHandle {
+    /// The handle of a new client of `node` (a fresh id, flags `N`, RESP2), connected from
+    /// `addr` to `laddr`.
+    pub(crate) fn new(
+        node: &crate::node::Node,
+        addr: SocketAddr,
+        laddr: SocketAddr,
+        outbox: Outbox,
+    ) -> Self {
+        let created_ms = node.clock.now_ms();
+        ClientHandle {
+            id: node.next_client_id(),
+            addr,
+            laddr,
+            created_ms,
+            info: Mutex::new(ClientInfo {
+                flags: "N".into(),
+                multi: -1,
+                resp: 2,
+                last_interaction_ms: created_ms,
+                ..Default::default()
+            }),
+            outbox,
+            killed: Default::default(),
+            kill_notify: Default::default(),
+        }
+    }
+
     /// Asks the connection to close.
     pub(crate) fn kill(&self) {
         self.killed.store(true, Ordering::Release);

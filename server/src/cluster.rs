@@ -11,7 +11,7 @@
 //! ([`View::promote`]); there is no resharding, no `ASK`, and no automatic failover.
 
 use crate::cmd::{flags, CommandError, CommandSpec};
-use crate::shared::{Effects, Node};
+use crate::node::{Effects, Node};
 use bytes::Bytes;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -13,7 +13,7 @@
 //! evict, is `OOM` for the commands Redis refuses then (see [`Outcome`]).
 
 use crate::db::Access;
-use crate::shared::{Effects, State};
+use crate::node::{Effects, State};
 use bytes::Bytes;
 use rand::Rng;
 use std::cmp::Reverse;
@@ -90,7 +90,7 @@ impl Policy {
 }
 
 /// The eviction policy and the candidate pool (`maxmemory` itself is read live from
-/// [`crate::live::Live`], as every connection checks it before taking the state lock).
+/// [`crate::node::lockfree::Live`], as every connection checks it before taking the state lock).
 #[derive(Debug, Default)]
 pub(crate) struct Eviction {
     /// `maxmemory-policy`.

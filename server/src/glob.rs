@@ -2,7 +2,7 @@
 //! CONFIG GET and friends: `*`, `?`, `[...]`, `[^...]`, ranges, and `\` escapes, byte-wise.
 
 /// Whether `string` matches `pattern` under Redis's rules (`nocase` = ASCII case-insensitive).
-pub(crate) fn glob_match(pattern: &[u8], string: &[u8], nocase: bool) -> bool {
+pub fn glob_match(pattern: &[u8], string: &[u8], nocase: bool) -> bool {
     let mut skip_longer = false;
     match_impl(pattern, string, nocase, &mut skip_longer, 0)
 }

@@ -1,7 +1,8 @@
 //! A Redis-compatible in-memory server: RESP2/RESP3, strings, hashes, lists, sets, sorted sets,
-//! key expiry on a per-node clock, Lua 5.1 scripting as Redis 7 runs it, pub/sub, transactions,
-//! blocking commands, and a fault-injecting [`harness`] (replicated topologies, failover,
-//! partitions, clock jumps, pauses) with a checker for lost locks.
+//! streams, bitmaps, HyperLogLog, key expiry on a per-node clock, Lua 5.1 scripting and
+//! functions as Redis 7 runs them, pub/sub, transactions, blocking commands, persistence (RDB),
+//! replication and cluster mode. A node's [`control`] surface lets a fault harness (the
+//! `locksmith-harness` crate) drive it beyond its commands.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -13,6 +14,8 @@
 //! ```
 
 mod blocking;
+#[cfg(feature = "cli")]
+pub mod cli;
 mod client;
 mod clock;
 mod cluster;
@@ -21,30 +24,28 @@ mod cmdstats;
 mod config;
 mod config_table;
 mod connection;
+pub mod control;
 mod db;
+mod dispatch;
 mod evict;
 mod glob;
-pub mod harness;
-mod live;
-mod local;
+mod local_client;
 mod monitor;
+mod node;
 mod notify;
 mod pubsub;
 mod rdb;
 mod replication;
 mod script;
 mod server;
-mod shared;
 mod transaction;
 
 pub use clock::Clock;
+pub use cmd::CommandError;
 pub use config::{Config, EnableCommand};
-pub use harness::{
-    Checker, FaultGuard, HarnessError, History, NodeId, Timeline, Topology, TopologyBuilder,
-    Violation,
-};
+pub use glob::glob_match;
 #[doc(hidden)]
-pub use local::LocalClient;
+pub use local_client::LocalClient;
 pub use server::{Server, ServerBuilder, ServerHandle};
 
 /// A memory size as redis-server reads one (`1gb`, `512mb`, `100k`, `4096`), in bytes.

@@ -10,8 +10,8 @@
 
 use crate::client::{ClientHandle, ClientInfo};
 use crate::glob::glob_match;
+use crate::node::{Effects, State};
 use crate::notify;
-use crate::shared::{Effects, State};
 use bytes::{Bytes, BytesMut};
 use indexmap::{IndexMap, IndexSet};
 use locksmith_resp::Frame;

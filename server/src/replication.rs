@@ -12,7 +12,7 @@
 
 use crate::client::{ClientHandle, ClientInfo, ClientState, Outbox};
 use crate::cmd;
-use crate::shared::{Effects, Node};
+use crate::node::{Effects, Node};
 use bytes::Bytes;
 use locksmith_resp::Frame;
 use rand::rngs::StdRng;
@@ -89,7 +89,7 @@ impl Default for ReplicaLimit {
     }
 }
 
-/// Replication state of one node, kept in [`crate::shared::State`].
+/// Replication state of one node, kept in [`crate::node::State`].
 #[derive(Debug)]
 pub(crate) struct ReplState {
     role: Role,
@@ -243,7 +243,7 @@ fn encoded_len(argv: &[Bytes]) -> u64 {
 }
 
 /// Appends the write effects of one atomic unit to the master's stream and sends them to every
-/// replica link. Called from [`crate::shared::State::finish_effects`] under the state lock, so
+/// replica link. Called from [`crate::node::State::finish_effects`] under the state lock, so
 /// the stream order is the execution order. Replicas ignore their own effects: their offset is
 /// the master's, set when a batch is applied.
 pub(crate) fn feed(repl: &mut ReplState, propagate: &[(usize, Vec<Bytes>)]) {
@@ -303,30 +303,28 @@ fn over_output_limit(f: &mut Feed, offset: u64, limit: ReplicaLimit, now: Instan
     false
 }
 
-/// Delay, jitter and stall of one replica link, changed at run time by the harness.
+/// Delay, jitter and stall of one replica link, changed at run time by whoever attached it
+/// ([`crate::control::NodeControl::attach_replica`]).
 #[derive(Debug)]
-pub(crate) struct LinkControl {
+pub struct LinkControl {
     delay_ms: AtomicU64,
     jitter_ms: AtomicU64,
     /// Stalled or partitioned: nothing is delivered until it is false again.
     blocked: watch::Sender<bool>,
-    /// Whether the replica side is up (for `ROLE`'s link state).
-    pub(crate) up: AtomicBool,
 }
 
 impl LinkControl {
     /// A link delivering after `delay` plus up to `jitter`.
-    pub(crate) fn new(delay: Duration, jitter: Duration, blocked: bool) -> Self {
+    pub fn new(delay: Duration, jitter: Duration, blocked: bool) -> Self {
         LinkControl {
             delay_ms: AtomicU64::new(delay.as_millis() as u64),
             jitter_ms: AtomicU64::new(jitter.as_millis() as u64),
             blocked: watch::channel(blocked).0,
-            up: AtomicBool::new(true),
         }
     }
 
     /// Sets the delay and jitter for batches not yet delivered.
-    pub(crate) fn set_delay(&self, delay: Duration, jitter: Duration) {
+    pub fn set_delay(&self, delay: Duration, jitter: Duration) {
         self.delay_ms
             .store(delay.as_millis() as u64, Ordering::Relaxed);
         self.jitter_ms
@@ -334,7 +332,7 @@ impl LinkControl {
     }
 
     /// Stops (true) or resumes (false) delivery.
-    pub(crate) fn set_blocked(&self, blocked: bool) {
+    pub fn set_blocked(&self, blocked: bool) {
         self.blocked.send_if_modified(|b| {
             let changed = *b != blocked;
             *b = blocked;
@@ -343,7 +341,7 @@ impl LinkControl {
     }
 
     /// Whether delivery is stopped.
-    pub(crate) fn is_blocked(&self) -> bool {
+    pub fn is_blocked(&self) -> bool {
         *self.blocked.borrow()
     }
 
@@ -351,15 +349,6 @@ impl LinkControl {
     pub(crate) fn lag_seconds(&self) -> u64 {
         self.delay_ms.load(Ordering::Relaxed) / 1000
     }
-}
-
-/// A started link: the task that feeds `replica` and the id the master knows it by.
-#[derive(Debug)]
-pub(crate) struct Link {
-    /// Link id (unique per process).
-    pub(crate) id: u64,
-    /// The delivery task.
-    pub(crate) task: tokio::task::JoinHandle<()>,
 }
 
 static NEXT_LINK: AtomicU64 = AtomicU64::new(1);
@@ -374,7 +363,7 @@ pub(crate) async fn attach(
     replica_addr: SocketAddr,
     ctl: Arc<LinkControl>,
     seed: u64,
-) -> Link {
+) -> crate::control::ReplicaLink {
     let id = NEXT_LINK.fetch_add(1, Ordering::Relaxed);
     let ends = Ends {
         master: Arc::downgrade(master),
@@ -386,7 +375,7 @@ pub(crate) async fn attach(
     };
     let stream = ends.full_sync(master, &ctl).await;
     let task = tokio::spawn(run_link(ends, stream, ctl, StdRng::seed_from_u64(seed)));
-    Link { id, task }
+    crate::control::ReplicaLink { id, task }
 }
 
 /// Both ends of one link, for the full synchronisations it makes.
@@ -521,7 +510,7 @@ async fn run_link(ends: Ends, mut stream: Stream, ctl: Arc<LinkControl>, mut rng
             let now = replica.clock.now_ms();
             for argv in batch.commands.iter() {
                 let reply =
-                    cmd::execute(&mut state, &replica, &mut client, argv, now, &mut effects);
+                    cmd::call_argv(&mut state, &replica, &mut client, argv, now, &mut effects);
                 if let Frame::Error(e) = reply {
                     tracing::warn!(error = %String::from_utf8_lossy(&e), "replica failed to apply a command");
                 }

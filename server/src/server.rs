@@ -4,7 +4,7 @@
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::connection;
-use crate::shared::{Effects, Node};
+use crate::node::{Effects, Node};
 use rand::{Rng, SeedableRng};
 use std::io;
 use std::net::SocketAddr;
@@ -125,10 +125,15 @@ impl ServerBuilder {
         self
     }
 
-    /// Makes the node the member `cluster.me` of a cluster (harness topologies).
-    pub(crate) fn cluster_member(mut self, cluster: crate::cluster::Cluster) -> Self {
+    /// Makes the node member `me` of the cluster `view` describes (cluster mode on): it serves
+    /// the slots the view gives it, redirects the others with `MOVED` and reaches the other
+    /// members' subscribers with its `PUBLISH` (a harness topology starts each node so).
+    pub fn cluster_member(mut self, view: &crate::control::ClusterView, me: usize) -> Self {
         self.config.cluster_enabled = true;
-        self.cluster = Some(cluster);
+        self.cluster = Some(crate::cluster::Cluster {
+            view: view.view.clone(),
+            me,
+        });
         self
     }
 
@@ -158,7 +163,7 @@ impl ServerBuilder {
     /// When the listener cannot be bound, or a start-up setting ([`Config::settings`]) is
     /// unknown or invalid.
     pub async fn start(self) -> io::Result<ServerHandle> {
-        let listener = listen(
+        let listener = crate::control::listen(
             SocketAddr::new(self.config.bind, self.config.port),
             self.config.tcp_backlog,
         )?;
@@ -221,24 +226,9 @@ impl ServerBuilder {
             shutdown_tx,
             done_rx: Some(done_rx),
             tasks: vec![accept, expire],
+            runtime: tokio::runtime::Handle::current(),
         })
     }
-}
-
-/// A listening socket on `addr` with Redis's socket options: `SO_REUSEADDR` (a restarted
-/// server gets its port back at once) and a listen backlog of `backlog` (`tcp-backlog`, 511 by
-/// default as in Redis; the kernel caps it at `net.core.somaxconn`). tokio's own `bind` uses
-/// 1024 and the standard library 128: with 128, a burst of connects overflowed the accept
-/// queue and the dropped SYNs cost clients a one-second retransmit.
-pub(crate) fn listen(addr: SocketAddr, backlog: u32) -> io::Result<TcpListener> {
-    let socket = if addr.is_ipv4() {
-        tokio::net::TcpSocket::new_v4()?
-    } else {
-        tokio::net::TcpSocket::new_v6()?
-    };
-    socket.set_reuseaddr(true)?;
-    socket.bind(addr)?;
-    socket.listen(backlog)
 }
 
 async fn accept_loop(
@@ -329,6 +319,8 @@ pub struct ServerHandle {
     shutdown_tx: broadcast::Sender<()>,
     done_rx: Option<mpsc::Receiver<()>>,
     tasks: Vec<JoinHandle<()>>,
+    /// The runtime the node's tasks run on (the in-process client blocks on it).
+    runtime: tokio::runtime::Handle,
 }
 
 impl ServerHandle {
@@ -342,15 +334,22 @@ impl ServerHandle {
         format!("redis://{}/", self.addr)
     }
 
-    /// The node's shared state (for the harness).
-    pub(crate) fn node(&self) -> &Arc<Node> {
-        &self.node
+    /// The node's control surface (replica links, pauses, an admin hook; see
+    /// [`crate::control`]).
+    pub fn control(&self) -> crate::control::NodeControl {
+        crate::control::NodeControl {
+            node: self.node.clone(),
+        }
     }
 
     /// An in-process client of this node (benchmarks; not for async contexts).
     #[doc(hidden)]
-    pub fn local_client(&self) -> crate::local::LocalClient {
-        crate::local::LocalClient::new(self.node.clone())
+    pub fn local_client(&self) -> crate::local_client::LocalClient {
+        crate::local_client::LocalClient::new(
+            self.node.clone(),
+            self.runtime.clone(),
+            self.shutdown_tx.subscribe(),
+        )
     }
 
     /// The node's clock (shift it to simulate a clock jump).

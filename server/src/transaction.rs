@@ -6,7 +6,7 @@
 
 use crate::client::ClientState;
 use crate::cmd::{flags, CommandError, Resolved};
-use crate::shared::{Node, State};
+use crate::node::{Node, State};
 use bytes::Bytes;
 use locksmith_resp::{Frame, Version};
 use std::collections::{HashMap, HashSet};

@@ -1,7 +1,7 @@
 //! Connections at Redis's scale: 10 000 clients connecting at once to the binary all get PONG
 //! (the listen backlog is `tcp-backlog`, 511, and accepting never stalls).
 
-mod support;
+use locksmith_testkit as support;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

@@ -1,12 +1,11 @@
 //! Helpers shared by the umbrella scenarios: recording lock operations of the real library into
-//! the harness [`History`], turning a [`LostSignal`] into a recorded loss, and writing each
-//! scenario's timeline to `target/tmp/locksmith-timelines/<name>.html`.
+//! the harness [`History`] and turning a [`LostSignal`] into a recorded loss (timelines:
+//! `locksmith_testkit::write_timeline!`).
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
+use locksmith::harness::History;
 use locksmith::lock::{LockError, LostReason, LostSignal};
-use locksmith::server::harness::{History, Timeline};
 use std::future::Future;
-use std::path::PathBuf;
 use tokio::task::JoinHandle;
 
 /// Runs an acquire (`Ok(true)` = acquired) and records it as `who` on `resource`.
@@ -75,21 +74,6 @@ pub fn record_loss(
         }
         reason
     })
-}
-
-/// Where a scenario's timeline goes: `<target>/tmp/locksmith-timelines/<name>.html`.
-pub fn timeline_path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join("locksmith-timelines")
-        .join(format!("{name}.html"))
-}
-
-/// Writes the timeline of `history` for scenario `name`; returns its path.
-pub fn write_timeline(name: &str, title: &str, history: &History) -> PathBuf {
-    let path = timeline_path(name);
-    Timeline::new(title, history).write_html(&path).unwrap();
-    eprintln!("timeline: {}", path.display());
-    path
 }
 
 /// Logs to stderr when `RUST_LOG` is set (for debugging a scenario).

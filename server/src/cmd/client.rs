@@ -4,7 +4,7 @@
 use super::connection::set_client_name;
 use super::{flags::*, lossy, parse_i64, Args, CmdResult, CommandError, CommandSpec, Ctx};
 use crate::client::ClientHandle;
-use crate::live::PauseMode;
+use crate::node::lockfree::PauseMode;
 use bytes::Bytes;
 use locksmith_resp::Frame;
 use std::fmt::Write as _;

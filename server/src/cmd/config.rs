@@ -5,7 +5,7 @@ use super::client::help_lines;
 use super::{bulk_str, flags::*, lossy, Args, CmdResult, CommandError, CommandSpec, Ctx};
 use crate::config_table::{self, Param};
 use crate::glob::glob_match;
-use crate::shared::{Node, State, Stats};
+use crate::node::{Node, State, Stats};
 use locksmith_resp::Frame;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;

@@ -1,11 +1,11 @@
 //! Keyspace events and replication effects of the string, expiry, hash and key commands,
 //! checked against what Redis 7.0 raises and propagates (not observable over the wire yet).
 
-use super::execute;
+use super::call_argv;
 use crate::client::ClientState;
 use crate::config::Config;
+use crate::node::{Effects, Node, State};
 use crate::notify;
-use crate::shared::{Effects, Node, State};
 use bytes::Bytes;
 use locksmith_resp::Frame;
 
@@ -36,7 +36,7 @@ impl Harness {
     fn run(&mut self, args: &[&str]) -> (Frame, Observed) {
         let argv: Vec<Bytes> = args.iter().map(|a| Bytes::from(a.to_string())).collect();
         let mut effects = Effects::default();
-        let reply = execute(
+        let reply = call_argv(
             &mut self.state,
             &self.node,
             &mut self.client,

@@ -5,7 +5,8 @@ use locksmith_resp::Frame;
 
 /// Why a command failed. `Display` is the exact reply line without the leading `-`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum CommandError {
+#[non_exhaustive]
+pub enum CommandError {
     /// Arity check failed; holds the lowercase command name (`config|get` for subcommands).
     #[error("ERR wrong number of arguments for '{0}' command")]
     WrongArity(String),
@@ -53,12 +54,12 @@ pub(crate) enum CommandError {
 
 impl CommandError {
     /// An `ERR <msg>` error.
-    pub(crate) fn err(msg: impl std::fmt::Display) -> Self {
+    pub fn err(msg: impl std::fmt::Display) -> Self {
         CommandError::Raw(format!("ERR {msg}"))
     }
 
     /// The unknown-command error for `argv`, formatted as Redis 7's `processCommand` does.
-    pub(crate) fn unknown_command(argv: &[bytes::Bytes]) -> Self {
+    pub fn unknown_command(argv: &[bytes::Bytes]) -> Self {
         let name = argv.first().map(|n| lossy(n, 128)).unwrap_or_default();
         let mut args = String::new();
         for arg in argv.iter().skip(1) {
@@ -75,7 +76,7 @@ impl CommandError {
 
     /// Redis's `addReplySubcommandSyntaxError`: the subcommand in `argv[1]` as sent, then
     /// `Try <container> HELP.`
-    pub(crate) fn subcommand_syntax(container: &str, argv: &[bytes::Bytes]) -> Self {
+    pub fn subcommand_syntax(container: &str, argv: &[bytes::Bytes]) -> Self {
         let sub = argv.get(1).map(|s| lossy(s, 128)).unwrap_or_default();
         CommandError::err(format!(
             "unknown subcommand or wrong number of arguments for '{sub}'. Try {container} HELP."

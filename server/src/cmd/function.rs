@@ -5,8 +5,8 @@
 use super::script::{command_exists, feed_monitors, kill_running, run_checked, Runnable};
 use super::{bulk_str, flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
 use crate::glob::glob_match;
+use crate::node::Node;
 use crate::script::{script_flags, Engine, RestorePolicy};
-use crate::shared::Node;
 use bytes::Bytes;
 use locksmith_resp::Frame;
 use std::time::Duration;

@@ -38,7 +38,8 @@ mod zset;
 
 pub(crate) use config::apply_startup_settings;
 pub(crate) use connection::REDIS_VERSION;
-pub(crate) use error::{lossy, CmdResult, CommandError};
+pub use error::CommandError;
+pub(crate) use error::{lossy, CmdResult};
 pub(crate) use parse::{
     parse_f64, parse_f64_saturating, parse_i32, parse_i64, random_count, repeated_picks, strtod,
     Args,
@@ -49,7 +50,7 @@ pub(crate) use sort::keys as sort_keys;
 
 use crate::client::ClientState;
 use crate::db::{Db, Entry, Found, Removed, Value};
-use crate::shared::{Effects, Node, State};
+use crate::node::{Effects, Node, State};
 use bytes::Bytes;
 use locksmith_resp::Frame;
 use std::sync::LazyLock;
@@ -469,6 +470,18 @@ pub(crate) struct Resolved {
     pub(crate) stat: u32,
 }
 
+impl Resolved {
+    /// The command's name when it is a top-level command, `""` for a subcommand (so a
+    /// subcommand named like a command, `CLIENT PAUSE`'s `pause`, never matches one).
+    pub(crate) fn top_name(&self) -> &'static str {
+        if self.first_arg > 1 {
+            ""
+        } else {
+            self.spec.name
+        }
+    }
+}
+
 /// A bulk string copied from `s` (names and values the server formats).
 pub(crate) fn bulk_str(s: &str) -> Frame {
     Frame::Bulk(Bytes::copy_from_slice(s.as_bytes()))
@@ -666,10 +679,10 @@ impl Ctx<'_> {
     }
 }
 
-/// Runs one command for `client` under the state lock and returns its reply. Errors become
-/// error replies. Write commands that changed data and did not propagate explicitly are
-/// propagated as sent.
-pub(crate) fn execute(
+/// Runs one command for `client` under the state lock and returns its reply: [`call`] after
+/// the lookup. For the replication link and blocked-client re-execution, which enter the
+/// pipeline here (see [`crate::dispatch`]).
+pub(crate) fn call_argv(
     state: &mut State,
     node: &Node,
     client: &mut ClientState,
@@ -678,13 +691,17 @@ pub(crate) fn execute(
     effects: &mut Effects,
 ) -> Frame {
     match resolve(argv) {
-        Ok(resolved) => execute_resolved(resolved, state, node, client, argv, now, effects),
+        Ok(resolved) => call(resolved, state, node, client, argv, now, effects),
         Err(e) => e.into(),
     }
 }
 
-/// Runs an already-resolved command (see [`execute`]).
-pub(crate) fn execute_resolved(
+/// Redis's `call()`: the execution step every command takes, from a client
+/// ([`crate::dispatch::Session::process`]), `EXEC`, a script's `redis.call` or the
+/// replication link. Checks authentication and the read-only replica, feeds MONITOR, runs the
+/// handler, counts the call, and propagates a write that changed data and did not propagate
+/// explicitly as sent. Errors become error replies.
+pub(crate) fn call(
     resolved @ Resolved {
         spec, first_arg, ..
     }: Resolved,
@@ -788,11 +805,11 @@ mod table_tests {
             &["PEXPIRE", "k", "100"],
             &["HSET", "h", "f", "v"],
         ] {
-            let reply = execute(&mut state, &node, &mut client, &argv(args), 0, &mut effects);
+            let reply = call_argv(&mut state, &node, &mut client, &argv(args), 0, &mut effects);
             assert!(!reply.is_error(), "{args:?}: {reply:?}");
         }
         // The expired key is reclaimed with its event but no DEL for a replica.
-        execute(
+        call_argv(
             &mut state,
             &node,
             &mut client,

@@ -3,8 +3,8 @@
 //! ([`load_at_start`]). There is no AOF and no automatic `save` schedule.
 
 use super::{flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use crate::node::{Node, State};
 use crate::rdb::file;
-use crate::shared::{Node, State};
 use bytes::Bytes;
 use locksmith_resp::Frame;
 use std::path::PathBuf;

@@ -4,8 +4,8 @@
 
 use super::{flags::*, parse_i64, Args, CmdResult, CommandError, CommandSpec, Ctx};
 use crate::client::ClientState;
+use crate::node::Node;
 use crate::replication::Role;
-use crate::shared::Node;
 use bytes::Bytes;
 use locksmith_resp::Frame;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -157,8 +157,9 @@ pub(crate) fn replicaof_args(argv: &[Bytes]) -> Result<Option<(String, u16)>, Co
 /// REPLICAOF host port | NO ONE
 /// ```
 ///
-/// On a node outside a harness topology: `NO ONE` (it already is a master); a master address
-/// is refused, since the node can only replicate from nodes of its topology.
+/// On a node whose replication nobody manages (no admin hook serves `REPLICAOF`): `NO ONE`
+/// (it already is a master); a master address is refused, since the node replicates only
+/// through links its embedder attaches (a harness topology).
 fn replicaof_standalone(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     match replicaof_args(args.argv())? {
         None => {
@@ -171,7 +172,9 @@ fn replicaof_standalone(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
 }
 
-/// Whether `argv` is a command the connection runs through [`run_async_command`].
+/// Whether `argv` is a command the pipeline runs through [`run_async_command`]: `WAIT`, and
+/// what the node's admin hook serves (a name the node does not know, or `REPLICAOF`/`SLAVEOF`
+/// on a node whose replication its embedder manages; see [`crate::control::AdminHook`]).
 pub(crate) fn is_async_command(node: &Node, argv: &[Bytes]) -> bool {
     let Some(name) = argv.first() else {
         return false;
@@ -179,10 +182,13 @@ pub(crate) fn is_async_command(node: &Node, argv: &[Bytes]) -> bool {
     if name.eq_ignore_ascii_case(b"wait") {
         return true;
     }
-    node.harness.get().is_some()
+    let Some(hook) = node.admin_hook.get() else {
+        return false;
+    };
+    hook.serves(name)
         && (name.eq_ignore_ascii_case(b"replicaof")
             || name.eq_ignore_ascii_case(b"slaveof")
-            || crate::harness::is_admin_command(name))
+            || super::lookup(name).is_none())
 }
 
 /// Runs a command that waits on other tasks (see [`is_async_command`]) without the state lock.
@@ -193,14 +199,21 @@ pub(crate) async fn run_async_command(node: &Node, client: &ClientState, argv: &
     let Some(name) = argv.first() else {
         return CommandError::Syntax.into();
     };
-    if crate::harness::is_admin_command(name) {
-        return crate::harness::run_admin(node, client.handle.addr, argv).await;
+    let known = super::lookup(name).is_some();
+    if known {
+        if let Err(e) = super::resolve(argv) {
+            return e.into();
+        }
+        if name.eq_ignore_ascii_case(b"wait") {
+            return wait_blocking(node, argv).await;
+        }
+        // REPLICAOF/SLAVEOF reach the hook with arguments Redis would accept.
+        if let Err(e) = replicaof_args(argv) {
+            return e.into();
+        }
     }
-    if let Err(e) = super::resolve(argv) {
-        return e.into();
+    match node.admin_hook.get() {
+        Some(hook) => hook.run(client.handle.addr, argv.to_vec()).await,
+        None => CommandError::unknown_command(argv).into(),
     }
-    if name.eq_ignore_ascii_case(b"wait") {
-        return wait_blocking(node, argv).await;
-    }
-    crate::harness::run_replicaof(node, argv).await
 }

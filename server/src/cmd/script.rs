@@ -7,8 +7,8 @@
 
 use super::{flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
 use crate::monitor::Origin;
+use crate::node::Node;
 use crate::script::{self, script_flags, Dispatcher, Engine};
-use crate::shared::Node;
 use bytes::Bytes;
 use locksmith_resp::{Frame, Version};
 use std::sync::atomic::Ordering;
@@ -287,7 +287,7 @@ pub(super) fn run_checked(
     }
     if !compat && flags & script_flags::NO_WRITES == 0 && !ctx.state.enough_good_replicas(ctx.node)
     {
-        return Err(CommandError::Raw(crate::shared::NOREPLICAS_ERROR.into()));
+        return Err(CommandError::Raw(crate::node::NOREPLICAS_ERROR.into()));
     }
     let allow_oom = !compat && flags & script_flags::ALLOW_OOM != 0;
     let read_only = ro || flags & script_flags::NO_WRITES != 0;
@@ -355,20 +355,7 @@ fn run_script(
     ctx.client.resp = saved_resp;
     ctx.client.in_script = false;
     // Redis 7 replicates a script as its effects, wrapped in MULTI/EXEC when there are several.
-    let propagated = ctx.effects.propagate.len() - propagated_before;
-    if propagated > 1 {
-        let db = ctx
-            .effects
-            .propagate
-            .get(propagated_before)
-            .map_or(saved_db, |(db, _)| *db);
-        ctx.effects
-            .propagate
-            .insert(propagated_before, (db, vec![Bytes::from_static(b"MULTI")]));
-        ctx.effects
-            .propagate
-            .push((db, vec![Bytes::from_static(b"EXEC")]));
-    }
+    ctx.effects.wrap_in_transaction(propagated_before, saved_db);
     let status = &ctx.node.script;
     status.running.store(false, Ordering::Release);
     status.kill.store(false, Ordering::Release);
@@ -429,7 +416,7 @@ impl ScriptCaller<'_, '_> {
         }
         let ctx = &mut self.ctx;
         if spec.has(WRITE) && !ctx.state.enough_good_replicas(ctx.node) {
-            return Err(crate::shared::NOREPLICAS_ERROR.into());
+            return Err(crate::node::NOREPLICAS_ERROR.into());
         }
         let readonly = ctx.client.cluster_readonly;
         self.slots.check(ctx.node, readonly, spec, argv)?;
@@ -456,7 +443,7 @@ impl ScriptCaller<'_, '_> {
             Version::Resp2
         };
         let before = ctx.effects.propagate.len();
-        let reply = super::execute_resolved(
+        let reply = super::call(
             resolved,
             ctx.state,
             ctx.node,

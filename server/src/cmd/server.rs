@@ -3,7 +3,7 @@
 
 use super::client::help_lines;
 use super::{bulk_str, flags::*, lossy, Args, CmdResult, CommandError, CommandSpec, Ctx};
-use crate::shared::Node;
+use crate::node::Node;
 use bytes::Bytes;
 use locksmith_resp::Frame;
 use std::fmt::Write as _;
@@ -392,7 +392,7 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
         }
         "clients" => {
             let clients = node.clients.all();
-            let blocked = state.blocked_clients();
+            let blocked = state.blocked_clients() + node.live.pause.waiting.load(Ordering::Relaxed);
             line("connected_clients", &clients.len());
             line("cluster_connections", &0);
             line("maxclients", &node.live.maxclients.load(Ordering::Relaxed));

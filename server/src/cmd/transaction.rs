@@ -4,7 +4,6 @@
 
 use super::{flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
 use crate::transaction::{self, EXECABORT};
-use bytes::Bytes;
 use locksmith_resp::Frame;
 
 /// The transaction family's table.
@@ -75,7 +74,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     ctx.client.in_exec = true;
     let mut replies = Vec::with_capacity(multi.queue.len());
     for (resolved, argv) in &multi.queue {
-        replies.push(super::execute_resolved(
+        replies.push(super::call(
             *resolved,
             ctx.state,
             ctx.node,
@@ -87,21 +86,8 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     }
     ctx.client.in_exec = false;
     // Replicas get several writes as one MULTI/EXEC block, as Redis propagates them.
-    let propagated = ctx.effects.propagate.len() - propagated_before;
-    if propagated > 1 {
-        let db = ctx
-            .effects
-            .propagate
-            .get(propagated_before)
-            .map_or(ctx.client.db, |(db, _)| *db);
-        ctx.effects
-            .propagate
-            .insert(propagated_before, (db, vec![Bytes::from_static(b"MULTI")]));
-        let last_db = ctx.effects.propagate.last().map_or(db, |(db, _)| *db);
-        ctx.effects
-            .propagate
-            .push((last_db, vec![Bytes::from_static(b"EXEC")]));
-    }
+    ctx.effects
+        .wrap_in_transaction(propagated_before, ctx.client.db);
     Ok(Frame::Array(replies))
 }
 

@@ -347,7 +347,7 @@ impl Db {
     }
 
     /// Accounts `key`'s memory again after its value was changed in place (every write
-    /// reports the keys it modified; [`crate::shared::State::finish_effects`] calls this).
+    /// reports the keys it modified; [`crate::node::State::finish_effects`] calls this).
     pub(crate) fn resize(&mut self, key: &[u8]) {
         let hash = hash_key(&self.hasher, key);
         if let Some(slot) = self.entries.find_mut(hash, |s| s.key[..] == *key) {

@@ -1,0 +1,377 @@
+//! `LOCKSMITH.*`: the harness's faults as commands, so a test in any language (or `redis-cli`)
+//! can drive a topology. Any node of the topology, the front address and the Sentinel endpoint
+//! accept them. Faults applied this way stay until `LOCKSMITH.HEAL` (network faults),
+//! `LOCKSMITH.RESUME` (a stall) or their own end (a pause).
+
+use super::{HarnessError, Inner, NodeId, NodeRole};
+use bytes::Bytes;
+use locksmith_resp::Frame;
+use locksmith_server::control::{AdminHook, ReplyFuture};
+use locksmith_server::CommandError;
+use std::net::SocketAddr;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+const PREFIX: &[u8] = b"locksmith.";
+
+/// (name, arity as Redis counts it, usage) of every admin command.
+const COMMANDS: &[(&str, i32, &str)] = &[
+    ("failover", -1, "LOCKSMITH.FAILOVER [node] -- kill the master, promote the most up-to-date replica (or node)"),
+    ("kill", 2, "LOCKSMITH.KILL node -- stop a node: connections reset, links cut"),
+    ("restart", 2, "LOCKSMITH.RESTART node -- start a node again, empty, on the same address"),
+    ("partition", 3, "LOCKSMITH.PARTITION a b -- cut replication between two nodes"),
+    ("isolate", 2, "LOCKSMITH.ISOLATE node -- cut a node from every node and black-hole its clients"),
+    ("heal", 1, "LOCKSMITH.HEAL -- end every partition, isolation and client-link fault"),
+    ("clock", 3, "LOCKSMITH.CLOCK node delta-ms -- jump a node's clock (its TTLs move with it)"),
+    ("pause", 3, "LOCKSMITH.PAUSE node ms -- stop a node from answering for ms, like SIGSTOP"),
+    ("repldelay", -2, "LOCKSMITH.REPLDELAY ms [jitter-ms] -- delay every replication link"),
+    ("stall", 1, "LOCKSMITH.STALL -- stop replication until LOCKSMITH.RESUME"),
+    ("resume", 1, "LOCKSMITH.RESUME -- resume a stalled replication"),
+    ("latency", 3, "LOCKSMITH.LATENCY node ms -- add latency to a node's client links"),
+    ("drop", 2, "LOCKSMITH.DROP node -- silently drop a node's client traffic"),
+    ("reset", 2, "LOCKSMITH.RESET node -- reset a node's client connections"),
+    ("replicaof", 3, "LOCKSMITH.REPLICAOF node master|NO-ONE -- re-point a node's replication"),
+    ("topology", 1, "LOCKSMITH.TOPOLOGY -- front address, seed, and every node's role, port and offset"),
+    ("help", 1, "LOCKSMITH.HELP -- this text"),
+];
+
+/// Whether `name` is a `LOCKSMITH.*` command.
+pub(crate) fn is_admin_command(name: &[u8]) -> bool {
+    name.get(..PREFIX.len())
+        .is_some_and(|p| p.eq_ignore_ascii_case(PREFIX))
+}
+
+/// The admin hook each node of a topology gets: it serves `LOCKSMITH.*` and re-points the
+/// node's replication on `REPLICAOF`/`SLAVEOF` (links between the topology's nodes).
+#[derive(Debug)]
+pub(crate) struct Hook {
+    pub(crate) topology: Weak<Inner>,
+    pub(crate) id: NodeId,
+}
+
+impl AdminHook for Hook {
+    fn serves(&self, name: &[u8]) -> bool {
+        is_admin_command(name)
+            || name.eq_ignore_ascii_case(b"replicaof")
+            || name.eq_ignore_ascii_case(b"slaveof")
+    }
+
+    fn run(&self, origin: SocketAddr, argv: Vec<Bytes>) -> ReplyFuture {
+        let Some(inner) = self.topology.upgrade() else {
+            return Box::pin(std::future::ready(Frame::error("ERR the topology is gone")));
+        };
+        let admin = argv.first().is_some_and(|name| is_admin_command(name));
+        if admin {
+            execute(inner, argv, Some(origin))
+        } else {
+            Box::pin(replicaof(inner, self.id.index(), argv))
+        }
+    }
+}
+
+/// Runs `REPLICAOF host port | NO ONE` (arguments checked by the node) on node `me`.
+async fn replicaof(inner: Arc<Inner>, me: usize, argv: Vec<Bytes>) -> Frame {
+    let host = argv.get(1).map(|h| lossy(h, 256)).unwrap_or_default();
+    let port = argv.get(2).map(|p| lossy(p, 32)).unwrap_or_default();
+    let target = if host.eq_ignore_ascii_case("no") && port.eq_ignore_ascii_case("one") {
+        None
+    } else {
+        let Ok(port) = port.parse::<u16>() else {
+            return CommandError::err("Invalid master port").into();
+        };
+        let name = format!("{host}:{port}");
+        let found = inner.node_by_name(&name).or_else(|_| {
+            // `localhost` and the like: match the port among the nodes.
+            inner
+                .slots
+                .iter()
+                .position(|s| s.addr.port() == port)
+                .ok_or(HarnessError::UnknownNode(name))
+        });
+        match found {
+            Ok(i) => Some(i),
+            Err(e) => return CommandError::err(e).into(),
+        }
+    };
+    let task = tokio::spawn(async move {
+        let _ops = inner.ops.lock().await;
+        match target {
+            None => inner.make_master(me).await.map(|()| Frame::ok()),
+            Some(t) if inner.replica_of(me) == Some(t) => Ok(Frame::Simple(Bytes::from_static(
+                b"OK Already connected to specified master",
+            ))),
+            Some(t) => inner.attach(t, me).await.map(|()| Frame::ok()),
+        }
+    });
+    match task.await {
+        Ok(Ok(f)) => f,
+        Ok(Err(e)) => CommandError::err(e).into(),
+        Err(_) => CommandError::err("replicaof failed").into(),
+    }
+}
+
+/// Up to `max` bytes of `b` as text (Redis prints `%.128s`).
+pub(crate) fn lossy(b: &[u8], max: usize) -> String {
+    String::from_utf8_lossy(b.get(..max.min(b.len())).unwrap_or(b)).into_owned()
+}
+
+/// An integer argument, parsed as Redis's `string2ll` (no sign but `-`, no spaces).
+fn parse_i64(b: &[u8]) -> Result<i64, CommandError> {
+    std::str::from_utf8(b)
+        .ok()
+        .filter(|s| !s.starts_with('+'))
+        .and_then(|s| s.parse().ok())
+        .ok_or(CommandError::NotInteger)
+}
+
+fn arg(argv: &[Bytes], i: usize) -> String {
+    argv.get(i).map(|a| lossy(a, 256)).unwrap_or_default()
+}
+
+fn ms_arg(argv: &[Bytes], i: usize) -> Result<u64, CommandError> {
+    let v = parse_i64(argv.get(i).ok_or(CommandError::Syntax)?)?;
+    u64::try_from(v).map_err(|_| CommandError::err("milliseconds must not be negative"))
+}
+
+/// Runs an admin command on its own task, so a command that kills the node it arrived on
+/// still completes. Boxed: restarting a node starts a server whose connections run admin
+/// commands, a cycle an opaque future type cannot express.
+pub(crate) fn execute(
+    inner: Arc<Inner>,
+    argv: Vec<Bytes>,
+    origin: Option<SocketAddr>,
+) -> ReplyFuture {
+    Box::pin(execute_inner(inner, argv, origin))
+}
+
+async fn execute_inner(inner: Arc<Inner>, argv: Vec<Bytes>, origin: Option<SocketAddr>) -> Frame {
+    let name = argv
+        .first()
+        .and_then(|n| n.get(PREFIX.len()..))
+        .map(|s| String::from_utf8_lossy(s).to_ascii_lowercase())
+        .unwrap_or_default();
+    let Some(&(_, arity, _)) = COMMANDS.iter().find(|(n, _, _)| *n == name) else {
+        return CommandError::unknown_command(&argv).into();
+    };
+    let argc = argv.len() as i32;
+    if (arity >= 0 && argc != arity) || (arity < 0 && argc < -arity) {
+        return CommandError::WrongArity(format!("locksmith.{name}")).into();
+    }
+    let task = tokio::spawn(async move {
+        let _ops = inner.ops.lock().await;
+        if let Ok(mut spare) = inner.spare.lock() {
+            *spare = origin.into_iter().collect();
+        }
+        let reply = dispatch(&inner, &name, &argv).await;
+        if let Ok(mut spare) = inner.spare.lock() {
+            spare.clear();
+        }
+        reply
+    });
+    match task.await {
+        Ok(Ok(frame)) => frame,
+        Ok(Err(e)) => e.into(),
+        Err(_) => CommandError::err("admin command failed").into(),
+    }
+}
+
+fn harness_err(e: HarnessError) -> CommandError {
+    CommandError::err(e)
+}
+
+async fn dispatch(inner: &Arc<Inner>, name: &str, argv: &[Bytes]) -> Result<Frame, CommandError> {
+    let node = |i: usize| inner.node_by_name(&arg(argv, i)).map_err(harness_err);
+    let keep = |g: super::FaultGuard| {
+        if let Ok(mut guards) = inner.wire_guards.lock() {
+            guards.push(g);
+        }
+    };
+    match name {
+        "failover" => {
+            let target = if argv.len() > 1 { Some(node(1)?) } else { None };
+            let new = inner.failover(target, true).await.map_err(harness_err)?;
+            Ok(Frame::bulk(new.to_string()))
+        }
+        "kill" => {
+            let n = node(1)?;
+            inner.kill(n).await.map_err(harness_err)?;
+            Ok(Frame::ok())
+        }
+        "restart" => {
+            let n = node(1)?;
+            inner.restart(n).await.map_err(harness_err)?;
+            Ok(Frame::ok())
+        }
+        "partition" => {
+            let (a, b) = (node(1)?, node(2)?);
+            keep(inner.partition(a, b, Some(format!("partition n{a} | n{b}"))));
+            Ok(Frame::ok())
+        }
+        "isolate" => {
+            let n = node(1)?;
+            let topology = super::Topology {
+                inner: inner.clone(),
+            };
+            keep(topology.isolate(super::NodeId(n)).map_err(harness_err)?);
+            Ok(Frame::ok())
+        }
+        "heal" => {
+            inner.heal();
+            Ok(Frame::ok())
+        }
+        "clock" => {
+            let n = node(1)?;
+            let delta = parse_i64(argv.get(2).ok_or(CommandError::Syntax)?)?;
+            let slot = inner.slot(n).map_err(harness_err)?;
+            slot.clock.shift(delta);
+            inner.fault(format!("clock n{n} {delta:+} ms"));
+            Ok(Frame::Integer(slot.clock.shift_ms()))
+        }
+        "pause" => {
+            let n = node(1)?;
+            let ms = ms_arg(argv, 2)?;
+            let guard = inner
+                .pause(n, Duration::from_millis(ms))
+                .await
+                .map_err(harness_err)?;
+            guard.detach();
+            Ok(Frame::ok())
+        }
+        "repldelay" => {
+            let delay = ms_arg(argv, 1)?;
+            let jitter = if argv.len() > 2 { ms_arg(argv, 2)? } else { 0 };
+            if argv.len() > 3 {
+                return Err(CommandError::Syntax);
+            }
+            inner.set_delay(Duration::from_millis(delay), Duration::from_millis(jitter));
+            inner.fault(format!("replication delay {delay} ms"));
+            Ok(Frame::ok())
+        }
+        "stall" => {
+            keep(inner.stall());
+            Ok(Frame::ok())
+        }
+        "resume" => {
+            let stalls: Vec<_> = inner
+                .wire_guards
+                .lock()
+                .map(|mut g| {
+                    let (stalls, rest) = std::mem::take(&mut *g)
+                        .into_iter()
+                        .partition(|g| g.label() == "replication stalled");
+                    *g = rest;
+                    stalls
+                })
+                .unwrap_or_default();
+            drop(stalls);
+            Ok(Frame::ok())
+        }
+        "latency" => {
+            let n = node(1)?;
+            let ms = ms_arg(argv, 2)?;
+            let d = Duration::from_millis(ms);
+            let g = inner
+                .link_rule(
+                    n,
+                    Arc::new(move |_: &super::Chunk| super::Verdict::Delay(d)),
+                    format!("latency n{n} {ms} ms"),
+                )
+                .map_err(harness_err)?;
+            keep(g);
+            Ok(Frame::ok())
+        }
+        "drop" => {
+            let n = node(1)?;
+            let g = inner
+                .link_rule(
+                    n,
+                    Arc::new(|_: &super::Chunk| super::Verdict::Drop),
+                    format!("drop traffic n{n}"),
+                )
+                .map_err(harness_err)?;
+            keep(g);
+            Ok(Frame::ok())
+        }
+        "reset" => {
+            let n = node(1)?;
+            let count = inner.slot(n).map_err(harness_err)?.proxy.reset_all();
+            inner.fault(format!("reset {count} connection(s) of n{n}"));
+            Ok(Frame::Integer(count as i64))
+        }
+        "replicaof" => {
+            let n = node(1)?;
+            let target = arg(argv, 2);
+            if target.eq_ignore_ascii_case("no-one") {
+                inner.make_master(n).await.map_err(harness_err)?;
+            } else {
+                let m = inner.node_by_name(&target).map_err(harness_err)?;
+                inner.attach(m, n).await.map_err(harness_err)?;
+            }
+            Ok(Frame::ok())
+        }
+        "topology" => Ok(topology_frame(inner)),
+        _ => Ok(Frame::Array(
+            COMMANDS
+                .iter()
+                .map(|(_, _, usage)| Frame::Simple(Bytes::from_static(usage.as_bytes())))
+                .collect(),
+        )),
+    }
+}
+
+/// One flat field/value array for the topology, then one per node.
+fn topology_frame(inner: &Inner) -> Frame {
+    let mut out = Vec::new();
+    let master = inner.master_index();
+    let mut head = vec![
+        Frame::bulk("front"),
+        Frame::bulk(inner.front.addr().to_string()),
+        Frame::bulk("master"),
+        Frame::bulk(format!("n{master}")),
+        Frame::bulk("seed"),
+        Frame::bulk(inner.seed.to_string()),
+    ];
+    if let Some(s) = inner.sentinel.get() {
+        head.push(Frame::bulk("sentinel"));
+        head.push(Frame::bulk(s.addr().to_string()));
+    }
+    out.push(Frame::Array(head));
+    for info in inner.info() {
+        let i = info.id.index();
+        let (role, of, link) = match info.role {
+            NodeRole::Master => ("master", String::new(), String::new()),
+            NodeRole::Replica(m) => (
+                "replica",
+                m.to_string(),
+                if inner.links_up(m.index(), i) {
+                    "up"
+                } else {
+                    "down"
+                }
+                .to_string(),
+            ),
+            NodeRole::Down => ("down", String::new(), String::new()),
+        };
+        out.push(Frame::Array(vec![
+            Frame::bulk("node"),
+            Frame::bulk(info.id.to_string()),
+            Frame::bulk("addr"),
+            Frame::bulk(info.addr.to_string()),
+            Frame::bulk("port"),
+            Frame::Integer(i64::from(info.addr.port())),
+            Frame::bulk("role"),
+            Frame::bulk(role),
+            Frame::bulk("master"),
+            Frame::bulk(of),
+            Frame::bulk("link"),
+            Frame::bulk(link),
+            Frame::bulk("offset"),
+            Frame::Integer(info.offset as i64),
+            Frame::bulk("clock-shift-ms"),
+            Frame::Integer(info.clock_shift_ms),
+            Frame::bulk("paused"),
+            Frame::Integer(i64::from(info.paused)),
+        ]));
+    }
+    Frame::Array(out)
+}

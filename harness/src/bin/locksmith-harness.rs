@@ -1,0 +1,157 @@
+//! `locksmith-harness`: a fault-injecting topology from the command line — one master with
+//! replicas behind a front address, independent masters (RedLock) or cluster shards, an
+//! optional Sentinel endpoint, and the `LOCKSMITH.*` admin commands on every node.
+
+use clap::Parser;
+use locksmith_harness::Topology;
+use locksmith_server::cli::{self, SHUTDOWN_GRACE};
+use std::net::IpAddr;
+use std::time::Duration;
+
+/// A topology of Redis-compatible nodes that fail on command.
+#[derive(Debug, Parser)]
+#[command(name = "locksmith-harness", version)]
+struct Args {
+    /// The front address's port: it always routes to the current master (0: a free port,
+    /// reported on the `ready` line).
+    #[arg(long, default_value_t = 6379)]
+    port: u16,
+    /// Once the front accepts connections, write its port (a number and a newline) to this
+    /// file, atomically.
+    #[arg(long = "port-file")]
+    port_file: Option<std::path::PathBuf>,
+    /// Address to bind (front, nodes and Sentinel).
+    #[arg(long, default_value = "127.0.0.1")]
+    bind: IpAddr,
+    /// Every node (and the Sentinel endpoint) requires clients to AUTH with this password.
+    #[arg(long)]
+    requirepass: Option<String>,
+    /// Log level: debug, verbose, notice or warning (redis-server's names), or a tracing filter.
+    #[arg(long, default_value = "notice")]
+    loglevel: String,
+    /// Seed for every random choice (printed at start).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// One master with this many replicas (with --cluster-enabled: replicas per shard).
+    #[arg(long, default_value_t = 0)]
+    replicas: usize,
+    /// This many independent masters (RedLock), or cluster shards with --cluster-enabled.
+    #[arg(long, default_value_t = 1)]
+    masters: usize,
+    /// Replication delay of every link, in milliseconds.
+    #[arg(long = "replication-delay-ms", default_value_t = 0)]
+    replication_delay_ms: u64,
+    /// Random extra replication delay, up to this many milliseconds (seeded).
+    #[arg(long = "replication-jitter-ms", default_value_t = 0)]
+    replication_jitter_ms: u64,
+    /// Start a Sentinel endpoint on this port (0 = a free port).
+    #[arg(long = "sentinel-port")]
+    sentinel_port: Option<u16>,
+    /// The master name the Sentinel endpoint reports.
+    #[arg(long = "master-name", default_value = "mymaster")]
+    master_name: String,
+    /// Ports of the topology's nodes: this one and the next ones (default: free ports).
+    #[arg(long = "node-port")]
+    node_port: Option<u16>,
+    /// A Redis Cluster of --masters shards (`yes`|`no`).
+    #[arg(
+        long = "cluster-enabled",
+        default_value = "no",
+        value_parser = cli::yes_no,
+        action = clap::ArgAction::Set
+    )]
+    cluster_enabled: bool,
+}
+
+/// Starts the topology and prints where everything listens.
+#[allow(clippy::print_stdout)]
+async fn start(args: &Args) -> Result<Topology, Box<dyn std::error::Error>> {
+    let mut builder = Topology::builder();
+    builder
+        .masters(args.masters)
+        .replicas(args.replicas)
+        .replication_delay(Duration::from_millis(args.replication_delay_ms))
+        .replication_jitter(Duration::from_millis(args.replication_jitter_ms))
+        .master_name(args.master_name.clone())
+        .front_port(args.port)
+        .bind(args.bind);
+    if let Some(seed) = args.seed {
+        builder.seed(seed);
+    }
+    if let Some(password) = &args.requirepass {
+        builder.requirepass(password.clone());
+    }
+    if let Some(port) = args.sentinel_port {
+        builder.sentinel(port);
+    }
+    if let Some(port) = args.node_port {
+        builder.node_ports(port);
+    }
+    if args.cluster_enabled {
+        builder.cluster(args.masters);
+    }
+    let topology = builder.build().await?;
+    println!("seed {}", topology.seed());
+    println!(
+        "front {} (routes to the current master)",
+        topology.front_addr()
+    );
+    for info in topology.nodes_info() {
+        println!("node {} {} {:?}", info.id, info.addr, info.role);
+    }
+    if let Some(addr) = topology.sentinel_addr() {
+        println!("sentinel {addr} (master name {})", topology.master_name());
+    }
+    Ok(topology)
+}
+
+fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    cli::raise_open_files_limit();
+    let stop = match cli::watch_signals() {
+        Ok(stop) => stop,
+        Err(e) => {
+            eprintln!("locksmith-harness: cannot install signal handlers: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let served = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(Into::into)
+        .and_then(|runtime| runtime.block_on(serve(args, stop)));
+    let code = match served {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("locksmith-harness: {e}");
+            1
+        }
+    };
+    // Not a return: dropping the runtime would wait for a script still running on its
+    // blocking pool.
+    std::process::exit(code)
+}
+
+async fn serve(
+    args: Args,
+    stop: tokio::sync::oneshot::Receiver<&'static str>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    cli::init_logging(&args.loglevel);
+    let topology = start(&args).await?;
+    let addr = topology.front_addr();
+    tracing::info!(%addr, "Ready to accept connections tcp");
+    cli::announce_ready(addr, args.port_file.as_deref())?;
+    let signal = stop.await;
+    tracing::info!(
+        "Received {} scheduling shutdown...",
+        signal.unwrap_or("a signal")
+    );
+    if tokio::time::timeout(SHUTDOWN_GRACE, topology.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("the graceful shutdown did not finish in time, exiting now");
+    }
+    Ok(())
+}

@@ -1,0 +1,542 @@
+//! What clients observed, and the checker that finds mutual-exclusion violations in it.
+//!
+//! A [`History`] records lock operations (acquire ok/failed, release, lost, resource writes),
+//! each with the start and end time on the topology's clock (milliseconds since the topology
+//! started, tokio time, so virtual time works) and the fencing token it carried; the topology
+//! records every fault into the same history. [`Checker::check`] turns acquires and releases
+//! into holds — from the moment an acquire *returned* ok until the release was *sent* (or the
+//! loss was noticed, or the end of the history) — and reports every pair of holders of the same
+//! resource whose holds overlap.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use tokio::time::Instant;
+
+/// What a recorded operation did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EventKind {
+    /// An acquire that succeeded: the client holds the lock from the end of the operation.
+    Acquired,
+    /// An acquire that did not get the lock.
+    AcquireFailed,
+    /// A release (the hold ends when the release starts).
+    Released,
+    /// The client learnt it lost the lock (watchdog renewal failed, key gone).
+    Lost,
+    /// A write to the protected resource, accepted or rejected (fencing).
+    Write {
+        /// Whether the resource accepted it.
+        accepted: bool,
+    },
+}
+
+/// One recorded operation (a plain data record).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Event {
+    /// Who did it.
+    pub client: String,
+    /// Which lock or resource.
+    pub resource: String,
+    /// What happened.
+    pub kind: EventKind,
+    /// When the operation started (ms on the topology clock).
+    pub start_ms: u64,
+    /// When it ended.
+    pub end_ms: u64,
+    /// The fencing token it carried, if any.
+    pub token: Option<u64>,
+    /// Recording order (set by [`History::record`]): orders events that share a millisecond,
+    /// as they do under virtual time.
+    pub seq: u64,
+    /// Where the operation's start falls in the same order: taken by [`History::begin`], or
+    /// equal to `seq` for an event recorded whole. A release that started before an acquire
+    /// completed is a hand-over even when both end in the same millisecond.
+    pub start_seq: u64,
+}
+
+impl Event {
+    /// An event to [`History::record`] (its `seq` is assigned when recorded).
+    pub fn new(
+        client: impl Into<String>,
+        resource: impl Into<String>,
+        kind: EventKind,
+        start_ms: u64,
+        end_ms: u64,
+        token: Option<u64>,
+    ) -> Self {
+        Event {
+            client: client.into(),
+            resource: resource.into(),
+            kind,
+            start_ms,
+            end_ms,
+            token,
+            seq: 0,
+            start_seq: 0,
+        }
+    }
+}
+
+/// A fault as the topology applied it (a plain data record).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct FaultRecord {
+    /// What was done, e.g. `fail_master n0 -> n1`.
+    pub label: String,
+    /// When it took effect (ms on the topology clock).
+    pub start_ms: u64,
+    /// When it was undone (`None`: permanent or still active).
+    pub end_ms: Option<u64>,
+}
+
+#[derive(Debug, Default)]
+struct Log {
+    events: Vec<Event>,
+    faults: Vec<FaultRecord>,
+    /// The next sequence number (shared by begins and records).
+    next_seq: u64,
+}
+
+impl Log {
+    fn ticket(&mut self) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        seq
+    }
+}
+
+/// A shared, cloneable record of what clients observed and which faults were applied.
+///
+/// ```
+/// use locksmith_harness::{Checker, History};
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let history = History::new();
+/// let a = history.begin("a", "lock");
+/// a.acquired(Some(1));
+/// let b = history.begin("b", "lock");
+/// b.acquired(Some(2));
+/// let violations = Checker::check(&history);
+/// assert_eq!(violations.len(), 1);
+/// assert_eq!(violations[0].fencing_rejects_stale, Some(true));
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct History {
+    origin: Instant,
+    log: Arc<Mutex<Log>>,
+}
+
+impl Default for History {
+    fn default() -> Self {
+        History::new()
+    }
+}
+
+impl History {
+    /// An empty history whose clock starts now.
+    pub fn new() -> Self {
+        History {
+            origin: Instant::now(),
+            log: Arc::default(),
+        }
+    }
+
+    /// Milliseconds since the history (topology) started.
+    pub fn now_ms(&self) -> u64 {
+        self.origin.elapsed().as_millis() as u64
+    }
+
+    /// Starts an operation by `client` on `resource`; finish it with one of [`Pending`]'s
+    /// methods, which records it with both times.
+    pub fn begin(&self, client: impl Into<String>, resource: impl Into<String>) -> Pending {
+        let start_seq = self.log.lock().map(|mut log| log.ticket()).unwrap_or(0);
+        Pending {
+            history: self.clone(),
+            client: client.into(),
+            resource: resource.into(),
+            start_ms: self.now_ms(),
+            start_seq,
+        }
+    }
+
+    /// Records a complete event (its `seq` and `start_seq` are assigned here).
+    pub fn record(&self, event: Event) {
+        self.record_from(event, None);
+    }
+
+    fn record_from(&self, mut event: Event, start_seq: Option<u64>) {
+        if let Ok(mut log) = self.log.lock() {
+            event.seq = log.ticket();
+            event.start_seq = start_seq.unwrap_or(event.seq);
+            log.events.push(event);
+        }
+    }
+
+    /// Records a fault taking effect now; returns its index for [`History::fault_ended`].
+    pub fn fault(&self, label: impl Into<String>) -> usize {
+        let start_ms = self.now_ms();
+        self.log
+            .lock()
+            .map(|mut log| {
+                log.faults.push(FaultRecord {
+                    label: label.into(),
+                    start_ms,
+                    end_ms: None,
+                });
+                log.faults.len() - 1
+            })
+            .unwrap_or(0)
+    }
+
+    /// Marks fault `index` as undone now.
+    pub fn fault_ended(&self, index: usize) {
+        let now = self.now_ms();
+        if let Ok(mut log) = self.log.lock() {
+            if let Some(f) = log.faults.get_mut(index) {
+                f.end_ms.get_or_insert(now);
+            }
+        }
+    }
+
+    /// Every recorded event, in recording order.
+    pub fn events(&self) -> Vec<Event> {
+        self.log
+            .lock()
+            .map(|l| l.events.clone())
+            .unwrap_or_default()
+    }
+
+    /// Every recorded fault, in order.
+    pub fn faults(&self) -> Vec<FaultRecord> {
+        self.log
+            .lock()
+            .map(|l| l.faults.clone())
+            .unwrap_or_default()
+    }
+}
+
+/// An operation begun with [`History::begin`], recorded when finished.
+#[derive(Debug)]
+#[must_use = "an operation is recorded only when finished"]
+pub struct Pending {
+    history: History,
+    client: String,
+    resource: String,
+    start_ms: u64,
+    start_seq: u64,
+}
+
+impl Pending {
+    fn finish(self, kind: EventKind, token: Option<u64>) {
+        let end_ms = self.history.now_ms();
+        self.history.record_from(
+            Event {
+                client: self.client,
+                resource: self.resource,
+                kind,
+                start_ms: self.start_ms,
+                end_ms,
+                token,
+                seq: 0,
+                start_seq: 0,
+            },
+            Some(self.start_seq),
+        );
+    }
+
+    /// The acquire succeeded (with its fencing token, if any).
+    pub fn acquired(self, token: Option<u64>) {
+        self.finish(EventKind::Acquired, token);
+    }
+
+    /// The acquire failed.
+    pub fn failed(self) {
+        self.finish(EventKind::AcquireFailed, None);
+    }
+
+    /// The lock was released.
+    pub fn released(self) {
+        self.finish(EventKind::Released, None);
+    }
+
+    /// The client learnt it lost the lock.
+    pub fn lost(self) {
+        self.finish(EventKind::Lost, None);
+    }
+
+    /// A write to the resource with `token`, accepted or rejected.
+    pub fn wrote(self, token: Option<u64>, accepted: bool) {
+        self.finish(EventKind::Write { accepted }, token);
+    }
+}
+
+/// One client's uninterrupted hold of a resource (a plain data record).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Hold {
+    /// The holder.
+    pub client: String,
+    /// The resource.
+    pub resource: String,
+    /// When the acquire returned ok.
+    pub from_ms: u64,
+    /// When the release started or the loss was noticed (or the end of the history).
+    pub to_ms: u64,
+    /// Whether the hold was still open at the end of the history.
+    pub open: bool,
+    /// The fencing token of the acquire.
+    pub token: Option<u64>,
+    /// Recording order of the acquire (breaks ties between equal times).
+    pub from_seq: u64,
+    /// Order of the start of the release or loss (`u64::MAX` while open).
+    pub to_seq: u64,
+}
+
+/// Two holders of the same resource at the same time (a plain data record).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Violation {
+    /// The resource.
+    pub resource: String,
+    /// The holder that acquired first (the stale one once the second acquired).
+    pub first: Hold,
+    /// The holder that acquired while the first still held.
+    pub second: Hold,
+    /// Start of the overlap (ms).
+    pub overlap_from_ms: u64,
+    /// End of the overlap (ms).
+    pub overlap_to_ms: u64,
+    /// Faults in effect or applied between the first acquire and the end of the overlap.
+    pub faults: Vec<String>,
+    /// Whether a resource checking fencing tokens would have rejected the stale holder
+    /// (`None` when a holder had no token).
+    pub fencing_rejects_stale: Option<bool>,
+}
+
+impl Violation {
+    /// How long both held the resource.
+    pub fn overlap_ms(&self) -> u64 {
+        self.overlap_to_ms.saturating_sub(self.overlap_from_ms)
+    }
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {} (from {} ms) and {} (from {} ms) both held it for {} ms [{}..{}]",
+            self.resource,
+            self.first.client,
+            self.first.from_ms,
+            self.second.client,
+            self.second.from_ms,
+            self.overlap_ms(),
+            self.overlap_from_ms,
+            self.overlap_to_ms
+        )?;
+        if !self.faults.is_empty() {
+            write!(f, " under {}", self.faults.join(", "))?;
+        }
+        match self.fencing_rejects_stale {
+            Some(true) => write!(f, "; fencing tokens would reject the stale holder"),
+            Some(false) => write!(f, "; fencing tokens would NOT reject the stale holder"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Finds mutual-exclusion violations in a [`History`].
+#[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
+pub struct Checker;
+
+impl Checker {
+    /// The holds the history shows, per resource in acquire order.
+    pub fn holds(history: &History) -> Vec<Hold> {
+        let events = history.events();
+        let end = events
+            .iter()
+            .map(|e| e.end_ms)
+            .chain(
+                history
+                    .faults()
+                    .iter()
+                    .map(|f| f.end_ms.unwrap_or(f.start_ms)),
+            )
+            .max()
+            .unwrap_or(0)
+            .max(history.now_ms());
+        let mut open: BTreeMap<(String, String), Hold> = BTreeMap::new();
+        let mut holds = Vec::new();
+        let mut ordered: Vec<&Event> = events.iter().collect();
+        ordered.sort_by_key(|e| (e.end_ms, e.seq));
+        for e in ordered {
+            let key = (e.resource.clone(), e.client.clone());
+            match e.kind {
+                EventKind::Acquired => {
+                    // Re-acquiring while holding (reentrancy) keeps the first hold open.
+                    open.entry(key).or_insert_with(|| Hold {
+                        client: e.client.clone(),
+                        resource: e.resource.clone(),
+                        from_ms: e.end_ms,
+                        to_ms: end,
+                        open: true,
+                        token: e.token,
+                        from_seq: e.seq,
+                        to_seq: u64::MAX,
+                    });
+                }
+                EventKind::Released | EventKind::Lost => {
+                    if let Some(mut hold) = open.remove(&key) {
+                        hold.to_ms = e.start_ms.max(hold.from_ms);
+                        hold.to_seq = e.start_seq;
+                        hold.open = false;
+                        holds.push(hold);
+                    }
+                }
+                EventKind::AcquireFailed | EventKind::Write { .. } => {}
+            }
+        }
+        holds.extend(open.into_values());
+        holds.sort_by(|a, b| {
+            (&a.resource, a.from_ms, &a.client).cmp(&(&b.resource, b.from_ms, &b.client))
+        });
+        holds
+    }
+
+    /// Every pair of different clients whose holds of one resource overlap: the later acquire
+    /// happened before the earlier hold ended (by time, then by recording order, so overlaps
+    /// within one millisecond of virtual time count too).
+    pub fn check(history: &History) -> Vec<Violation> {
+        let holds = Self::holds(history);
+        let faults = history.faults();
+        let mut out = Vec::new();
+        for (i, a) in holds.iter().enumerate() {
+            for b in holds.iter().skip(i + 1) {
+                if a.resource != b.resource || a.client == b.client {
+                    continue;
+                }
+                let (first, second) = if (a.from_ms, a.from_seq) <= (b.from_ms, b.from_seq) {
+                    (a, b)
+                } else {
+                    (b, a)
+                };
+                if (second.from_ms, second.from_seq) >= (first.to_ms, first.to_seq) {
+                    continue;
+                }
+                let from = second.from_ms;
+                let to = first.to_ms.min(second.to_ms).max(from);
+                let labels = faults
+                    .iter()
+                    .filter(|f| f.start_ms <= to && f.end_ms.is_none_or(|e| e >= first.from_ms))
+                    .map(|f| f.label.clone())
+                    .collect();
+                out.push(Violation {
+                    resource: a.resource.clone(),
+                    first: first.clone(),
+                    second: second.clone(),
+                    overlap_from_ms: from,
+                    overlap_to_ms: to,
+                    faults: labels,
+                    fencing_rejects_stale: match (first.token, second.token) {
+                        (Some(x), Some(y)) => Some(x < y),
+                        _ => None,
+                    },
+                });
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(client: &str, kind: EventKind, start: u64, end: u64, token: Option<u64>) -> Event {
+        Event {
+            client: client.into(),
+            resource: "r".into(),
+            kind,
+            start_ms: start,
+            end_ms: end,
+            token,
+            seq: 0,
+            start_seq: 0,
+        }
+    }
+
+    #[test]
+    fn sequential_holds_are_not_a_violation() {
+        let h = History::new();
+        h.record(ev("a", EventKind::Acquired, 0, 1, None));
+        h.record(ev("a", EventKind::Released, 5, 6, None));
+        h.record(ev("b", EventKind::AcquireFailed, 2, 3, None));
+        h.record(ev("b", EventKind::Acquired, 6, 7, None));
+        h.record(ev("b", EventKind::Released, 9, 9, None));
+        assert!(Checker::check(&h).is_empty());
+        assert_eq!(Checker::holds(&h).len(), 2);
+    }
+
+    #[test]
+    fn an_acquire_recorded_before_a_release_in_the_same_millisecond_overlaps() {
+        let h = History::new();
+        h.record(ev("a", EventKind::Acquired, 0, 0, None));
+        h.record(ev("b", EventKind::Acquired, 5, 5, None));
+        h.record(ev("a", EventKind::Released, 5, 5, None));
+        let v = Checker::check(&h);
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].overlap_ms(), 0);
+        // The other order is a hand-over, not an overlap.
+        let h = History::new();
+        h.record(ev("a", EventKind::Acquired, 0, 0, None));
+        h.record(ev("a", EventKind::Released, 5, 5, None));
+        h.record(ev("b", EventKind::Acquired, 5, 5, None));
+        assert!(Checker::check(&h).is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_release_begun_before_the_next_acquire_completed_is_a_hand_over() {
+        // Virtual time: everything happens in one millisecond. A's release starts, B's acquire
+        // (waiting on the server) completes, then A's release returns.
+        let h = History::new();
+        h.begin("a", "r").acquired(None);
+        let release = h.begin("a", "r");
+        let acquire = h.begin("b", "r");
+        acquire.acquired(None);
+        release.released();
+        assert!(Checker::check(&h).is_empty(), "{:?}", Checker::check(&h));
+        // B's acquire completing before A's release started is an overlap.
+        let h = History::new();
+        h.begin("a", "r").acquired(None);
+        h.begin("b", "r").acquired(None);
+        h.begin("a", "r").released();
+        assert_eq!(Checker::check(&h).len(), 1);
+    }
+
+    #[test]
+    fn overlapping_holds_are_reported_with_the_fault_and_fencing() {
+        let h = History::new();
+        h.record(ev("a", EventKind::Acquired, 0, 10, Some(3)));
+        h.record(ev("b", EventKind::Acquired, 40, 50, Some(4)));
+        h.record(ev("a", EventKind::Released, 100, 101, None));
+        h.record(ev("b", EventKind::Released, 120, 121, None));
+        if let Ok(mut log) = h.log.lock() {
+            log.faults.push(FaultRecord {
+                label: "fail_master n0 -> n1".into(),
+                start_ms: 20,
+                end_ms: None,
+            });
+        }
+        let v = Checker::check(&h);
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].first.client, "a");
+        assert_eq!(v[0].second.client, "b");
+        assert_eq!((v[0].overlap_from_ms, v[0].overlap_to_ms), (50, 100));
+        assert_eq!(v[0].overlap_ms(), 50);
+        assert_eq!(v[0].faults, vec!["fail_master n0 -> n1".to_string()]);
+        assert_eq!(v[0].fencing_rejects_stale, Some(true));
+    }
+}

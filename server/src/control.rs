@@ -1,0 +1,194 @@
+//! A running node's control surface, beyond its commands: what a fault harness (the
+//! `locksmith-harness` crate) or any program embedding nodes needs to drive them — replica
+//! links it attaches and cuts, the replication offset, a pause that stops the node as `SIGSTOP`
+//! would, a shared cluster view, and a hook for commands the embedder serves itself (`LOCKSMITH.*`
+//! admin commands, `REPLICAOF` on a node whose replication the embedder manages).
+//!
+//! The server knows nothing of who drives it: it calls the [`AdminHook`] it was given and
+//! exposes these operations on [`NodeControl`] (from [`crate::ServerHandle::control`]).
+
+use crate::clock::Clock;
+use crate::node::{Node, State};
+use bytes::Bytes;
+use locksmith_resp::Frame;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use tokio::sync::OwnedMutexGuard;
+
+pub use crate::replication::LinkControl;
+
+/// A boxed future of a command's reply, `Send` so connections can await it.
+pub type ReplyFuture = Pin<Box<dyn Future<Output = Frame> + Send + 'static>>;
+
+/// Commands a node hands to its embedder instead of running them itself.
+///
+/// The node asks [`AdminHook::serves`] about every command of a name it does not know, and
+/// about `REPLICAOF`/`SLAVEOF` (after their arity check): a node whose replication is managed
+/// from outside lets the embedder re-point it. Served commands run without the node's state
+/// lock (they may stop or restart the very node they arrived on), after authentication.
+pub trait AdminHook: Send + Sync + 'static {
+    /// Whether the hook serves the command named `name` (as sent, any case).
+    fn serves(&self, name: &[u8]) -> bool;
+
+    /// Runs `argv`, sent by the client at `origin`.
+    fn run(&self, origin: SocketAddr, argv: Vec<Bytes>) -> ReplyFuture;
+}
+
+/// A handle to a running node's controls. Clones drive the same node; it stays valid after
+/// the node stopped (operations then act on a node nobody reaches).
+#[derive(Debug, Clone)]
+pub struct NodeControl {
+    pub(crate) node: Arc<Node>,
+}
+
+/// A replica link started by [`NodeControl::attach_replica`]: the task that applies the
+/// master's stream on the replica. Dropping it leaves the link running; [`ReplicaLink::abort`]
+/// stops delivery.
+#[derive(Debug)]
+pub struct ReplicaLink {
+    /// The id the master knows the link by ([`NodeControl::drop_replica`]).
+    pub id: u64,
+    pub(crate) task: tokio::task::JoinHandle<()>,
+}
+
+impl ReplicaLink {
+    /// Stops delivering the master's stream (what was in flight is lost).
+    pub fn abort(&self) {
+        self.task.abort();
+    }
+}
+
+/// A node stopped as `SIGSTOP` would stop a process: connections accept and buffer requests,
+/// nothing is executed, expired or replicated until the value is dropped.
+#[derive(Debug)]
+pub struct Frozen {
+    _state: OwnedMutexGuard<State>,
+}
+
+impl NodeControl {
+    /// Installs the hook for commands the embedder serves; false if the node has one already.
+    pub fn set_admin_hook(&self, hook: Arc<dyn AdminHook>) -> bool {
+        self.node
+            .admin_hook
+            .set(crate::node::AdminHookSlot(hook))
+            .is_ok()
+    }
+
+    /// The node's run id (`INFO server` `run_id`), fixed for its life.
+    pub fn run_id(&self) -> &str {
+        &self.node.run_id
+    }
+
+    /// The node's clock.
+    pub fn clock(&self) -> &Clock {
+        &self.node.clock
+    }
+
+    /// A live mirror of the node's replication offset (what `INFO replication` reports),
+    /// readable without the node's state lock.
+    pub async fn offset_mirror(&self) -> Arc<AtomicU64> {
+        self.node.state.lock().await.repl.offset_mirror()
+    }
+
+    /// `REPLICAOF NO ONE`: the node stops being a replica and keeps its data.
+    pub async fn become_master(&self) {
+        self.node.state.lock().await.repl.become_master();
+    }
+
+    /// Makes `replica` a replica of this node: a full synchronisation (the replica's data is
+    /// replaced by a copy of this node's, taken atomically with registering the feed), then a
+    /// task that applies the write stream on the replica through `ctl` (delay, jitter, stall).
+    /// `addr` and `replica_addr` are the addresses each side is advertised at (`ROLE`, `INFO`);
+    /// `seed` drives the link's jitter.
+    pub async fn attach_replica(
+        &self,
+        addr: SocketAddr,
+        replica: &NodeControl,
+        replica_addr: SocketAddr,
+        ctl: Arc<LinkControl>,
+        seed: u64,
+    ) -> ReplicaLink {
+        crate::replication::attach(&self.node, addr, &replica.node, replica_addr, ctl, seed).await
+    }
+
+    /// Forgets the replica link `link` on this (master) node: it no longer feeds it nor counts
+    /// it for `WAIT` and `min-replicas-to-write`.
+    pub async fn drop_replica(&self, link: u64) {
+        self.node.state.lock().await.repl.remove_feed(link);
+    }
+
+    /// Stops the node until the returned value is dropped (see [`Frozen`]).
+    pub async fn freeze(&self) -> Frozen {
+        Frozen {
+            _state: self.node.state.clone().lock_owned().await,
+        }
+    }
+}
+
+/// Who serves which hash slots in a cluster of nodes, shared by all of them: a node started
+/// with [`crate::ServerBuilder::cluster_member`] answers `CLUSTER SLOTS|SHARDS|NODES` from it
+/// and redirects with `MOVED`. Changed only by [`ClusterView::promote`] (a shard's failover).
+#[derive(Debug, Clone)]
+pub struct ClusterView {
+    pub(crate) view: Arc<crate::cluster::View>,
+}
+
+impl ClusterView {
+    /// `masters` masters splitting the 16384 slots as `redis-cli --cluster create` does, each
+    /// followed by `replicas` replicas: member `i` is at `addrs[i]`, named `ids[i]` (40
+    /// characters, see [`ClusterView::random_node_id`]).
+    pub fn even(masters: usize, replicas: usize, addrs: &[SocketAddr], ids: Vec<String>) -> Self {
+        ClusterView {
+            view: Arc::new(crate::cluster::View::even(masters, replicas, addrs, ids)),
+        }
+    }
+
+    /// A random node id: 40 lowercase hex characters, as Redis Cluster names its nodes.
+    pub fn random_node_id(rng: &mut impl rand::Rng) -> String {
+        crate::cluster::node_id(rng)
+    }
+
+    /// The master member `i` replicates, if it is a replica.
+    pub fn replica_of(&self, i: usize) -> Option<usize> {
+        self.view.layout().replica_of(i)
+    }
+
+    /// The replicas of master `m`.
+    pub fn replicas_of(&self, m: usize) -> Vec<usize> {
+        self.view.layout().replicas_of(m).collect()
+    }
+
+    /// Every (master, replica) pair.
+    pub fn links(&self) -> Vec<(usize, usize)> {
+        self.view.layout().links()
+    }
+
+    /// Redis Cluster's failover of a shard to its replica `new`: `new` takes its master's
+    /// slots with a config epoch above every other, the old master and the shard's other
+    /// replicas become its replicas. Returns the old master.
+    ///
+    /// # Errors
+    /// When `new` is not a replica.
+    pub fn promote(&self, new: usize) -> Result<usize, String> {
+        self.view.promote(new)
+    }
+}
+
+/// A listening socket on `addr` with Redis's socket options: `SO_REUSEADDR` (a restarted
+/// server gets its port back at once) and a listen backlog of `backlog` (`tcp-backlog`, 511 by
+/// default as in Redis; the kernel caps it at `net.core.somaxconn`). tokio's own `bind` uses
+/// 1024 and the standard library 128: with 128, a burst of connects overflowed the accept
+/// queue and the dropped SYNs cost clients a one-second retransmit.
+pub fn listen(addr: SocketAddr, backlog: u32) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(backlog)
+}

@@ -1,0 +1,573 @@
+//! The one command pipeline: Redis's `processCommand`, in its order, for every client that
+//! sends commands — a TCP connection ([`crate::connection`]) and the in-process
+//! [`crate::local_client::LocalClient`] alike.
+//!
+//! [`Session::process`] takes one request through the steps: commands that wait on other
+//! tasks (`WAIT`, `REPLICAOF`, admin hooks) run without the state lock; then the lookup and
+//! arity check, protected commands, the cluster slot check, the busy-script rules for
+//! transactions, the state lock (or `BUSY`), `maxmemory` (an eviction round, then `OOM`),
+//! `min-replicas-to-write`, the `MULTI` gate (subscribed-mode refusals, queueing), and
+//! finally [`crate::cmd::call`] (authentication, read-only replica, MONITOR, the handler,
+//! statistics, propagation) followed by the command's effects (events, publishes, WATCH,
+//! blocked clients served, the replication stream). `EXEC`, scripts, the replication link and
+//! blocked-client re-execution enter at [`crate::cmd::call`], as they do in Redis.
+//!
+//! Waits that involve the client's transport (a `CLIENT PAUSE`, a blocking command) are here
+//! too, over a [`Transport`]: the connection writes out what it has before waiting and stops
+//! when its peer goes away; the in-process client has nothing to write and never goes away.
+
+use crate::blocking::BlockRequest;
+use crate::client::ClientState;
+use crate::cmd::{self, CommandError, Resolved};
+use crate::node::{Effects, Node, State};
+use crate::transaction;
+use bytes::Bytes;
+use locksmith_resp::Frame;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{broadcast, OwnedMutexGuard};
+
+/// The state lock, held across the commands of one pipelined batch.
+pub(crate) type Guard = Option<OwnedMutexGuard<State>>;
+
+/// Where a session runs script commands (`EVAL`, `FCALL`, an `EXEC` holding one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ScriptPlace {
+    /// Inline on the tokio worker of a multi-thread runtime, handing the worker's other tasks
+    /// to another thread if the script runs long ([`crate::script::InlineRun`]).
+    Worker,
+    /// On the blocking pool (the current-thread runtime cannot hand its tasks off).
+    BlockingPool,
+    /// On the caller's own thread, which is not a runtime worker (the in-process client).
+    Caller,
+}
+
+/// What a session's waits need from its transport.
+pub(crate) trait Transport {
+    /// Writes out the replies so far (before the client waits, as Redis writes them while a
+    /// client is blocked); an error ends the wait and the session.
+    async fn flush(&mut self, session: &Session) -> std::io::Result<()>;
+
+    /// Resolves when the peer went away (input arriving meanwhile is kept for later).
+    async fn closed(&mut self);
+}
+
+/// One client's side of the pipeline: its state and the node it talks to.
+#[derive(Debug)]
+pub(crate) struct Session {
+    /// The node.
+    pub(crate) node: Arc<Node>,
+    /// The client's own state.
+    pub(crate) client: ClientState,
+    /// Where script commands run.
+    pub(crate) scripts: ScriptPlace,
+}
+
+impl Session {
+    /// A session of `client` on `node`.
+    pub(crate) fn new(node: Arc<Node>, client: ClientState, scripts: ScriptPlace) -> Self {
+        Session {
+            node,
+            client,
+            scripts,
+        }
+    }
+
+    /// Runs one request through the pipeline (see the module docs) and returns its reply. A
+    /// blocking command that found nothing leaves its request in `client.block`; the caller
+    /// then calls [`Session::wait_blocked`].
+    pub(crate) async fn process(
+        &mut self,
+        guard: &mut Guard,
+        argv: &[Bytes],
+        effects: &mut Effects,
+    ) -> Frame {
+        // WAIT, REPLICAOF and admin hooks wait on other tasks or nodes: they run without the
+        // state lock.
+        if cmd::replication::is_async_command(&self.node, argv) {
+            if let Some(mut state) = guard.take() {
+                state.finish_effects(&self.node, effects);
+            }
+            return cmd::replication::run_async_command(&self.node, &self.client, argv).await;
+        }
+        let resolved = match cmd::resolve(argv).and_then(|resolved| {
+            self.node
+                .check_protected(resolved.spec, self.client.handle.addr)
+                .map(|()| resolved)
+        }) {
+            Ok(resolved) => resolved,
+            Err(e) => {
+                transaction::flag_error(&mut self.client);
+                if let Some(named) = cmd::resolve_name(argv) {
+                    self.node.live.reject_call(named);
+                }
+                return e.into();
+            }
+        };
+        if let Some(e) =
+            crate::cluster::check_command(&self.node, &mut self.client, resolved.spec, argv)
+        {
+            return self.rejected(resolved, e.into());
+        }
+        if let Some(reply) = self.busy_transaction_rules(resolved, guard.is_some()) {
+            return self.rejected(resolved, reply);
+        }
+        if self.node.live.maxmemory.load(Ordering::Relaxed) > 0 {
+            if let Some(reply) = self.maxmemory_rules(resolved, guard, effects).await {
+                return self.rejected(resolved, reply);
+            }
+        }
+        if self.node.live.min_replicas_to_write.load(Ordering::Relaxed) > 0 {
+            if let Some(reply) = self.min_replicas_rules(resolved, guard).await {
+                return self.rejected(resolved, reply);
+            }
+        }
+        if let Some(reply) = transaction::admit(resolved, &mut self.client, argv) {
+            return self.rejected(resolved, reply);
+        }
+        let runs_script = transaction::runs_script(resolved, &self.client);
+        if runs_script && self.scripts == ScriptPlace::BlockingPool {
+            if let Some(mut state) = guard.take() {
+                state.finish_effects(&self.node, effects);
+            }
+            return self.run_blocking(resolved, argv.to_vec()).await;
+        }
+        if guard.is_none() {
+            match self.lock_state().await {
+                Ok(state) => *guard = Some(state),
+                // `allow_busy` commands (SCRIPT KILL) are served without the lock.
+                Err(busy) => match resolved.spec.busy_handler {
+                    Some(handler) => {
+                        let reply = handler(&self.node, argv);
+                        // SHUTDOWN NOSAVE: Redis exits without replying.
+                        if self.node.live.stop_requested() {
+                            self.client.reply_skip = true;
+                            self.client.close_after_reply = true;
+                        }
+                        return reply;
+                    }
+                    None => return self.rejected(resolved, busy),
+                },
+            }
+        }
+        let Some(state) = guard.as_mut() else {
+            return CommandError::err("internal error: state lock lost").into();
+        };
+        let _inline = (runs_script && self.scripts == ScriptPlace::Worker)
+            .then(crate::script::InlineRun::enter);
+        let reply = self.call(resolved, state, argv, effects);
+        if !effects.is_empty() {
+            state.finish_effects(&self.node, effects);
+        }
+        reply
+    }
+
+    /// The execution step under the state lock: pending UNWATCH, [`cmd::call`], and the
+    /// client's visible last command.
+    fn call(
+        &mut self,
+        resolved: Resolved,
+        state: &mut State,
+        argv: &[Bytes],
+        effects: &mut Effects,
+    ) -> Frame {
+        if std::mem::take(&mut self.client.unwatch_pending) {
+            state.watches.unwatch_all(self.client.id());
+            state.watches.clear_dirty(self.client.id());
+        }
+        let now = self.node.clock.now_ms();
+        let reply = cmd::call(
+            resolved,
+            state,
+            &self.node,
+            &mut self.client,
+            argv,
+            now,
+            effects,
+        );
+        self.note_command(resolved, now);
+        reply
+    }
+
+    /// Counts an error reply in `INFO errorstats`, unless it was counted already (a script's
+    /// error raised by a command it ran, counted when that command failed).
+    pub(crate) fn count_reply(&mut self, reply: &Frame) {
+        if let Frame::Error(line) = reply {
+            if !std::mem::take(&mut self.client.error_counted) {
+                self.node.live.count_error(line);
+            }
+        }
+    }
+
+    /// Counts `reply` as a refusal of `resolved` if it is an error (Redis's `rejectCommand`
+    /// counts `rejected_calls`); returns it.
+    fn rejected(&self, resolved: Resolved, reply: Frame) -> Frame {
+        if reply.is_error() {
+            self.node.live.reject_call(resolved);
+        }
+        reply
+    }
+
+    /// `CLIENT PAUSE`: holds the command back while a pause covers it, releasing the state
+    /// lock and writing out the replies so far (as Redis writes them while a client is
+    /// blocked). Returns false when the session must end meanwhile (killed, server shutdown,
+    /// transport failed).
+    pub(crate) async fn wait_while_paused(
+        &mut self,
+        transport: &mut impl Transport,
+        argv: &[Bytes],
+        guard: &mut Guard,
+        effects: &mut Effects,
+        shutdown: &mut broadcast::Receiver<()>,
+    ) -> bool {
+        if !self.node.live.pause.maybe_active() {
+            return true;
+        }
+        let node = self.node.clone();
+        if !node.live.pause.is_paused(node.clock.now_ms()) {
+            return true;
+        }
+        let Ok(resolved) = cmd::resolve(argv) else {
+            return true;
+        };
+        // An EXEC is held as the commands it would run (Redis's `is_may_replicate_command`).
+        let mut command_flags = resolved.spec.flags;
+        if resolved.top_name() == "exec" {
+            if let Some(multi) = &self.client.multi {
+                for (queued, _) in &multi.queue {
+                    command_flags |= queued.spec.flags;
+                }
+            }
+        }
+        let handle = self.client.handle.clone();
+        // Bounded: each pass either ends the wait or sleeps until the pause ends or changes.
+        loop {
+            let now = node.clock.now_ms();
+            let Some(end) = node.live.pause.holds(command_flags, now) else {
+                if guard.is_some() {
+                    return true;
+                }
+                // Look again under the state lock: CLIENT PAUSE runs under it, so a pause
+                // that began while we waited for the lock is seen.
+                match self.lock_state().await {
+                    Ok(state) => *guard = Some(state),
+                    Err(_) => return true,
+                }
+                continue;
+            };
+            if let Some(mut state) = guard.take() {
+                state.finish_effects(&node, effects);
+            }
+            if transport.flush(self).await.is_err() || handle.is_killed() {
+                return false;
+            }
+            let changed = node.live.pause.changed.notified();
+            // Redis blocks the client meanwhile: `INFO` counts it, `CLIENT LIST` flags it `b`.
+            let _blocked = PauseWait::enter(&node, &self.client);
+            tokio::select! {
+                _ = changed => {}
+                _ = tokio::time::sleep(Duration::from_millis(end.saturating_sub(now).max(1))) => {}
+                _ = handle.kill_notify.notified() => return false,
+                _ = shutdown.recv() => return false,
+            }
+            if handle.is_killed() {
+                return false;
+            }
+        }
+    }
+
+    /// Blocks the client (a blocking command found nothing): registers the wait, releases the
+    /// state lock, writes the replies of earlier pipelined commands, then waits for a write
+    /// to serve it (the reply comes over a oneshot) or for its timeout (tokio time, so paused
+    /// clocks work). `None` when the session must end meanwhile (peer gone, killed,
+    /// shutdown). `CLIENT LIST` flags the client `b` while it waits.
+    pub(crate) async fn wait_blocked(
+        &mut self,
+        transport: &mut impl Transport,
+        guard: &mut Guard,
+        effects: &mut Effects,
+        argv: &[Bytes],
+        request: BlockRequest,
+        shutdown: &mut broadcast::Receiver<()>,
+    ) -> Option<Frame> {
+        let Some(mut state) = guard.take() else {
+            return Some(Frame::NullArray);
+        };
+        self.client.handle.update(|info| info.set_flag('b', true));
+        let mut served = state.blocked.register(&self.client, argv, &request);
+        state.finish_effects(&self.node, effects);
+        drop(state);
+        let waited = async {
+            transport.flush(self).await.ok()?;
+            let handle = self.client.handle.clone();
+            let timeout = async {
+                match request.timeout {
+                    Some(d) => tokio::time::sleep(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                reply = &mut served => Some(Some(reply.unwrap_or(Frame::NullArray))),
+                _ = timeout => Some(None),
+                _ = handle.kill_notify.notified() => None,
+                _ = shutdown.recv() => None,
+                _ = transport.closed() => None,
+            }
+        }
+        .await;
+        self.client.handle.update(|info| info.set_flag('b', false));
+        match waited? {
+            Some(reply) => Some(reply),
+            None => {
+                // Timed out: stop waiting, unless a write served the client just now.
+                let mut state = self.node.state.clone().lock_owned().await;
+                state.blocked.remove(self.client.id());
+                let reply = match served.try_recv() {
+                    Ok(reply) => reply,
+                    Err(_) => {
+                        // The call is counted now (a served one was counted when it ran).
+                        if let Ok(resolved) = cmd::resolve(argv) {
+                            state.cmdstats.record(resolved, Some(Duration::ZERO), false);
+                        }
+                        Frame::NullArray
+                    }
+                };
+                *guard = Some(state);
+                Some(reply)
+            }
+        }
+    }
+
+    /// Records the command as the client's last one (`CLIENT LIST`'s `cmd`, `db`, `resp`).
+    fn note_command(&self, resolved: Resolved, now: u64) {
+        let db = self.client.db;
+        let resp = match self.client.resp {
+            locksmith_resp::Version::Resp2 => 2,
+            locksmith_resp::Version::Resp3 => 3,
+        };
+        self.client.handle.update(|info| {
+            info.db = db;
+            info.resp = resp;
+            info.last_cmd.clear();
+            if let Some(parent) = resolved.parent {
+                info.last_cmd.push_str(parent.name);
+                info.last_cmd.push('|');
+            }
+            info.last_cmd.push_str(resolved.spec.name);
+            info.last_interaction_ms = now;
+        });
+    }
+
+    /// Runs a script command on the blocking pool with the state lock held, so a long script
+    /// never stalls the reactor and other clients can be told `BUSY`.
+    async fn run_blocking(&mut self, resolved: Resolved, argv: Vec<Bytes>) -> Frame {
+        let mut state = match self.lock_state().await {
+            Ok(state) => state,
+            Err(busy) => return busy,
+        };
+        let placeholder = Session::new(
+            self.node.clone(),
+            ClientState::new(self.client.handle.clone(), false),
+            self.scripts,
+        );
+        let mut session = std::mem::replace(self, placeholder);
+        let task = tokio::task::spawn_blocking(move || {
+            let mut effects = Effects::default();
+            let reply = session.call(resolved, &mut state, &argv, &mut effects);
+            state.finish_effects(&session.node, &mut effects);
+            (session, reply)
+        });
+        match task.await {
+            Ok((session, reply)) => {
+                *self = session;
+                reply
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "script task failed");
+                self.client.close_after_reply = true;
+                CommandError::err("internal error while running the script").into()
+            }
+        }
+    }
+
+    /// Redis's `processCommand` while a script is busy, for transactions: a command that is not
+    /// `allow_busy` is refused with `BUSY` and flags the transaction (so a later EXEC aborts
+    /// rather than run half of it), EXEC is refused by discarding its transaction (`EXECABORT
+    /// Transaction discarded because of: BUSY ...`), and MULTI and DISCARD work (they only touch
+    /// the client). `None` when not busy or nothing applies (`holding`: this session has the
+    /// state lock, so no script of another can be running).
+    fn busy_transaction_rules(&mut self, resolved: Resolved, holding: bool) -> Option<Frame> {
+        if holding {
+            return None;
+        }
+        let threshold = self.node.busy_threshold_ms.load(Ordering::Relaxed);
+        if self
+            .node
+            .script_running_for()
+            .is_none_or(|elapsed| elapsed < threshold)
+        {
+            return None;
+        }
+        match resolved.top_name() {
+            "multi" if self.client.multi.is_none() => {
+                self.client.multi = Some(Default::default());
+                self.client.handle.update(|info| {
+                    info.multi = 0;
+                    info.set_flag('x', true);
+                });
+                Some(Frame::ok())
+            }
+            "discard" if self.client.multi.is_some() => {
+                self.end_transaction_while_busy();
+                Some(Frame::ok())
+            }
+            "exec" if self.client.multi.is_some() => Some(self.exec_abort(self.node.busy_error())),
+            _ if self.client.multi.is_some() && !resolved.spec.has(cmd::flags::ALLOW_BUSY) => {
+                transaction::flag_error(&mut self.client);
+                Some(Frame::error(self.node.busy_error()))
+            }
+            _ => None,
+        }
+    }
+
+    /// Redis's `processCommand` under `maxmemory`: an eviction round first; then, if memory is
+    /// still over the limit, `OOM` for a command that may grow memory (`denyoom`), for an
+    /// EXEC whose queue holds one (`EXECABORT`, the transaction discarded), and for any command
+    /// but EXEC, DISCARD, QUIT and RESET inside MULTI (queueing costs memory too). Whether
+    /// memory was over is kept for the scripts this command runs.
+    async fn maxmemory_rules(
+        &mut self,
+        resolved: Resolved,
+        guard: &mut Guard,
+        effects: &mut Effects,
+    ) -> Option<Frame> {
+        if guard.is_none() {
+            // Busy: the command is refused (or served without the lock) further on.
+            *guard = Some(self.lock_state().await.ok()?);
+        }
+        let state = guard.as_mut()?;
+        let now = self.node.clock.now_ms();
+        let limit = self.node.live.maxmemory.load(Ordering::Relaxed);
+        let oom =
+            state.perform_evictions(limit, now, effects) == crate::evict::Outcome::OutOfMemory;
+        if !effects.is_empty() {
+            state.finish_effects(&self.node, effects);
+        }
+        self.client.pre_command_oom = oom;
+        if !oom {
+            return None;
+        }
+        let top = resolved.top_name();
+        let denyoom = cmd::flags::DENYOOM;
+        let in_multi = self.client.multi.is_some();
+        let queued_denyoom = top == "exec" && self.queue_holds(denyoom);
+        let reject = resolved.spec.has(denyoom)
+            || queued_denyoom
+            || (in_multi && !matches!(top, "exec" | "discard" | "quit" | "reset"));
+        if !reject {
+            return None;
+        }
+        if top == "exec" && in_multi {
+            return Some(self.exec_abort(crate::evict::OOM_ERROR));
+        }
+        transaction::flag_error(&mut self.client);
+        Some(Frame::error(crate::evict::OOM_ERROR))
+    }
+
+    /// Redis's `processCommand` under `min-replicas-to-write`: a write command, or an EXEC
+    /// whose queue holds one, is refused with `NOREPLICAS` (the transaction discarded) while
+    /// fewer good replicas are attached.
+    async fn min_replicas_rules(&mut self, resolved: Resolved, guard: &mut Guard) -> Option<Frame> {
+        let write = cmd::flags::WRITE;
+        let is_exec = resolved.top_name() == "exec" && self.client.multi.is_some();
+        if !(resolved.spec.has(write) || (is_exec && self.queue_holds(write))) {
+            return None;
+        }
+        if guard.is_none() {
+            *guard = Some(self.lock_state().await.ok()?);
+        }
+        if guard.as_ref()?.enough_good_replicas(&self.node) {
+            return None;
+        }
+        if is_exec {
+            return Some(self.exec_abort(crate::node::NOREPLICAS_ERROR));
+        }
+        transaction::flag_error(&mut self.client);
+        Some(Frame::error(crate::node::NOREPLICAS_ERROR))
+    }
+
+    /// Whether the open transaction queued a command with `flag`.
+    fn queue_holds(&self, flag: u32) -> bool {
+        self.client
+            .multi
+            .as_ref()
+            .is_some_and(|multi| multi.queue.iter().any(|(queued, _)| queued.spec.has(flag)))
+    }
+
+    /// Redis's `execCommandAbort`: EXEC refused before it runs (`reason`, an error line)
+    /// discards the transaction and answers `EXECABORT`.
+    fn exec_abort(&mut self, reason: &str) -> Frame {
+        self.end_transaction_while_busy();
+        Frame::error(format!(
+            "EXECABORT Transaction discarded because of: {}",
+            reason.trim_start_matches('-')
+        ))
+    }
+
+    /// Leaves the transaction without the state lock; its WATCHes go at the next locked command.
+    fn end_transaction_while_busy(&mut self) {
+        self.client.multi = None;
+        self.client.unwatch_pending = true;
+        self.client.handle.update(|info| {
+            info.multi = -1;
+            info.set_flag('x', false);
+            info.set_flag('d', false);
+        });
+    }
+
+    /// Takes the state lock, or answers `BUSY` while a script runs past the threshold.
+    pub(crate) async fn lock_state(&self) -> Result<OwnedMutexGuard<State>, Frame> {
+        if let Ok(state) = self.node.state.clone().try_lock_owned() {
+            return Ok(state);
+        }
+        let lock = self.node.state.clone().lock_owned();
+        tokio::pin!(lock);
+        loop {
+            let threshold = self.node.busy_threshold_ms.load(Ordering::Relaxed);
+            let wait = match self.node.script_running_for() {
+                Some(elapsed) if elapsed >= threshold => {
+                    return Err(Frame::error(self.node.busy_error()))
+                }
+                Some(elapsed) => Duration::from_millis(threshold - elapsed),
+                // Re-check now and then: a script may start while we wait for the lock.
+                None => Duration::from_millis(threshold.clamp(1, 50)),
+            };
+            tokio::select! {
+                state = &mut lock => return Ok(state),
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+}
+
+/// A client waiting for a `CLIENT PAUSE` to end, counted as blocked while the guard lives.
+struct PauseWait<'a> {
+    node: &'a Node,
+    client: &'a ClientState,
+}
+
+impl<'a> PauseWait<'a> {
+    fn enter(node: &'a Node, client: &'a ClientState) -> Self {
+        node.live.pause.waiting.fetch_add(1, Ordering::Relaxed);
+        client.handle.update(|info| info.set_flag('b', true));
+        PauseWait { node, client }
+    }
+}
+
+impl Drop for PauseWait<'_> {
+    fn drop(&mut self) {
+        self.node.live.pause.waiting.fetch_sub(1, Ordering::Relaxed);
+        self.client.handle.update(|info| info.set_flag('b', false));
+    }
+}

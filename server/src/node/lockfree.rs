@@ -1,0 +1,300 @@
+//! Node state read and written without the state lock: limits the connection tasks check on
+//! every read (`timeout`, `maxclients`, `proto-max-bulk-len`), `CLIENT PAUSE`, the counters
+//! `INFO` reports that connections bump (network bytes, error replies, ops per second), and the
+//! `SHUTDOWN` request.
+
+use crate::cmd::flags;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use tokio::sync::{watch, Notify};
+
+/// Lock-free node state; one per [`crate::node::Node`].
+#[derive(Debug)]
+pub(crate) struct Live {
+    /// `timeout`: close clients idle this many seconds (0 = never).
+    pub(crate) idle_timeout_s: AtomicU64,
+    /// `maxclients`.
+    pub(crate) maxclients: AtomicU64,
+    /// `proto-max-bulk-len`.
+    pub(crate) proto_max_bulk_len: AtomicU64,
+    /// `client-query-buffer-limit`: a client whose unprocessed input grows past it is closed.
+    pub(crate) query_buffer_limit: AtomicU64,
+    /// `maxmemory` (0: none): when set, every command first runs an eviction round.
+    pub(crate) maxmemory: AtomicU64,
+    /// `min-replicas-to-write` (0: none): when set, writes first count the good replicas.
+    pub(crate) min_replicas_to_write: AtomicU64,
+    /// Persistence: the last save, a background save running, how the last one ended.
+    pub(crate) saves: std::sync::Arc<crate::cmd::SaveStatus>,
+    /// `client-output-buffer-limit normal`: hard bytes, soft bytes, soft seconds (0 = none).
+    pub(crate) normal_output_limit: [AtomicU64; 3],
+    /// Open connections (counted at accept, for `maxclients`).
+    pub(crate) connected: AtomicU64,
+    /// Connections refused because of `maxclients` (`rejected_connections`).
+    pub(crate) rejected: AtomicU64,
+    /// Bytes read from clients (`total_net_input_bytes`).
+    pub(crate) net_input: AtomicU64,
+    /// Bytes written to clients (`total_net_output_bytes`).
+    pub(crate) net_output: AtomicU64,
+    /// Error replies by error code (`INFO errorstats`).
+    errors: Mutex<BTreeMap<String, u64>>,
+    /// Commands refused before they ran, some without the state lock (`rejected_calls`).
+    pub(crate) rejected_calls: Mutex<crate::cmdstats::CommandStats>,
+    /// Error replies in all (`total_error_replies`).
+    pub(crate) total_errors: AtomicU64,
+    /// `DEBUG SET-ACTIVE-EXPIRE`: whether the active expiry cycle runs.
+    pub(crate) active_expire: AtomicBool,
+    /// `CLIENT PAUSE`.
+    pub(crate) pause: Pause,
+    /// Samples of the command counter for `instantaneous_ops_per_sec`.
+    ops: Mutex<OpsSampler>,
+    /// Set by `SHUTDOWN`; the accept loop and the binary watch it.
+    stop: watch::Sender<bool>,
+}
+
+impl Live {
+    /// Live state with Redis's defaults for `maxclients` and `proto-max-bulk-len`.
+    pub(crate) fn new(maxclients: u64) -> Self {
+        Live {
+            idle_timeout_s: AtomicU64::new(0),
+            maxclients: AtomicU64::new(maxclients),
+            proto_max_bulk_len: AtomicU64::new(locksmith_resp::PROTO_MAX_BULK_LEN as u64),
+            query_buffer_limit: AtomicU64::new(1 << 30),
+            maxmemory: AtomicU64::new(0),
+            min_replicas_to_write: AtomicU64::new(0),
+            saves: Default::default(),
+            normal_output_limit: Default::default(),
+            connected: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
+            net_input: AtomicU64::new(0),
+            net_output: AtomicU64::new(0),
+            errors: Mutex::new(BTreeMap::new()),
+            rejected_calls: Mutex::new(Default::default()),
+            total_errors: AtomicU64::new(0),
+            active_expire: AtomicBool::new(true),
+            pause: Pause::default(),
+            ops: Mutex::new(OpsSampler::default()),
+            stop: watch::Sender::new(false),
+        }
+    }
+
+    /// Counts an error reply whose text is `line` (`ERR …`, `WRONGTYPE …`).
+    pub(crate) fn count_error(&self, line: &[u8]) {
+        self.total_errors.fetch_add(1, Ordering::Relaxed);
+        let code = line.split(|&b| b == b' ').next().unwrap_or_default();
+        let code = String::from_utf8_lossy(code.get(..code.len().min(64)).unwrap_or(code));
+        if let Ok(mut errors) = self.errors.lock() {
+            // Redis stops adding new codes past 128 (ERRORSTATS_LIMIT).
+            if errors.len() < 128 || errors.contains_key(code.as_ref()) {
+                *errors.entry(code.into_owned()).or_insert(0) += 1;
+            }
+        }
+    }
+
+    /// Error counts by code.
+    pub(crate) fn error_counts(&self) -> Vec<(String, u64)> {
+        self.errors
+            .lock()
+            .map(|e| e.iter().map(|(k, v)| (k.clone(), *v)).collect())
+            .unwrap_or_default()
+    }
+
+    /// `CONFIG RESETSTAT`.
+    pub(crate) fn reset_stats(&self) {
+        self.rejected.store(0, Ordering::Relaxed);
+        self.net_input.store(0, Ordering::Relaxed);
+        self.net_output.store(0, Ordering::Relaxed);
+        self.total_errors.store(0, Ordering::Relaxed);
+        if let Ok(mut errors) = self.errors.lock() {
+            errors.clear();
+        }
+        if let Ok(mut rejected) = self.rejected_calls.lock() {
+            rejected.reset();
+        }
+    }
+
+    /// Counts a call of `resolved` refused before it ran.
+    pub(crate) fn reject_call(&self, resolved: crate::cmd::Resolved) {
+        if let Ok(mut rejected) = self.rejected_calls.lock() {
+            rejected.reject(resolved);
+        }
+    }
+
+    /// Records the command counter at `now_ms` (called every active expiry tick).
+    pub(crate) fn sample_ops(&self, now_ms: u64, commands: u64) {
+        if let Ok(mut ops) = self.ops.lock() {
+            ops.sample(now_ms, commands);
+        }
+    }
+
+    /// Commands per second over the last samples.
+    pub(crate) fn ops_per_sec(&self) -> u64 {
+        self.ops.lock().map(|o| o.per_sec()).unwrap_or(0)
+    }
+
+    /// Asks the node to shut down (`SHUTDOWN`).
+    pub(crate) fn request_stop(&self) {
+        self.stop.send_replace(true);
+    }
+
+    /// Whether the node was asked to shut down.
+    pub(crate) fn stop_requested(&self) -> bool {
+        *self.stop.borrow()
+    }
+
+    /// Resolves once `SHUTDOWN` is requested.
+    pub(crate) async fn stopped(&self) {
+        let mut rx = self.stop.subscribe();
+        let _ = rx.wait_for(|stop| *stop).await;
+    }
+}
+
+/// Redis samples the command counter every 100 ms into 16 slots (`STATS_METRIC_SAMPLES`).
+#[derive(Debug, Default)]
+struct OpsSampler {
+    last_ms: u64,
+    last_count: u64,
+    samples: [u64; 16],
+    index: usize,
+}
+
+impl OpsSampler {
+    fn sample(&mut self, now_ms: u64, count: u64) {
+        if self.last_ms != 0 && now_ms > self.last_ms {
+            let ops = count.saturating_sub(self.last_count) * 1000 / (now_ms - self.last_ms);
+            if let Some(slot) = self.samples.get_mut(self.index % 16) {
+                *slot = ops;
+            }
+            self.index = (self.index + 1) % 16;
+        }
+        self.last_ms = now_ms;
+        self.last_count = count;
+    }
+
+    fn per_sec(&self) -> u64 {
+        self.samples.iter().sum::<u64>() / 16
+    }
+}
+
+/// What `CLIENT PAUSE` holds back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub(crate) enum PauseMode {
+    /// Nothing paused.
+    #[default]
+    Off,
+    /// Commands that write or may replicate (`WRITE`).
+    Write,
+    /// Every command (`ALL`).
+    All,
+}
+
+/// `CLIENT PAUSE` state: the mode and the node-clock ms it ends at.
+#[derive(Debug, Default)]
+pub(crate) struct Pause {
+    /// Fast check: a pause may be in effect.
+    active: AtomicBool,
+    state: Mutex<(PauseMode, u64)>,
+    /// Signalled on `CLIENT UNPAUSE` and on a new pause.
+    pub(crate) changed: Notify,
+    /// Clients whose command waits for the pause to end (Redis counts them in
+    /// `blocked_clients`).
+    pub(crate) waiting: std::sync::atomic::AtomicUsize,
+}
+
+impl Pause {
+    /// Pauses until `end_ms`. As Redis's `pauseClients`, a pause never weakens one in effect:
+    /// the stricter mode and the later end win.
+    pub(crate) fn pause(&self, mode: PauseMode, end_ms: u64, now_ms: u64) {
+        if let Ok(mut state) = self.state.lock() {
+            let (old_mode, old_end) = *state;
+            let (old_mode, old_end) = if old_end > now_ms {
+                (old_mode, old_end)
+            } else {
+                (PauseMode::Off, 0)
+            };
+            *state = (mode.max(old_mode), end_ms.max(old_end));
+            self.active.store(true, Ordering::Release);
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// `CLIENT UNPAUSE`.
+    pub(crate) fn unpause(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            *state = (PauseMode::Off, 0);
+            self.active.store(false, Ordering::Release);
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// Whether a pause may be in effect (one atomic load, no clock read: the per-command
+    /// fast path).
+    pub(crate) fn maybe_active(&self) -> bool {
+        self.active.load(Ordering::Acquire)
+    }
+
+    /// The mode in effect at `now_ms` and when it ends.
+    pub(crate) fn current(&self, now_ms: u64) -> (PauseMode, u64) {
+        if !self.active.load(Ordering::Acquire) {
+            return (PauseMode::Off, 0);
+        }
+        match self.state.lock() {
+            Ok(state) if state.1 > now_ms => *state,
+            Ok(mut state) => {
+                // Expired: later checks take the fast path again.
+                *state = (PauseMode::Off, 0);
+                self.active.store(false, Ordering::Release);
+                (PauseMode::Off, 0)
+            }
+            Err(_) => (PauseMode::Off, 0),
+        }
+    }
+
+    /// Whether a command with `command_flags` must wait at `now_ms`, and until when.
+    pub(crate) fn holds(&self, command_flags: u32, now_ms: u64) -> Option<u64> {
+        let (mode, end) = self.current(now_ms);
+        let held = match mode {
+            PauseMode::Off => false,
+            PauseMode::All => true,
+            PauseMode::Write => command_flags & (flags::WRITE | flags::MAY_REPLICATE) != 0,
+        };
+        held.then_some(end)
+    }
+
+    /// Whether any pause is in effect at `now_ms` (the active expiry cycle stops meanwhile).
+    pub(crate) fn is_paused(&self, now_ms: u64) -> bool {
+        self.current(now_ms).0 != PauseMode::Off
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pause_never_weakens_the_one_in_effect() {
+        let p = Pause::default();
+        p.pause(PauseMode::All, 1000, 0);
+        p.pause(PauseMode::Write, 500, 0);
+        assert_eq!(p.current(10), (PauseMode::All, 1000));
+        assert_eq!(p.holds(0, 10), Some(1000));
+        assert_eq!(p.current(1000), (PauseMode::Off, 0));
+        p.pause(PauseMode::Write, 3000, 2000);
+        assert_eq!(p.holds(0, 2001), None);
+        assert_eq!(p.holds(flags::WRITE, 2001), Some(3000));
+        p.unpause();
+        assert_eq!(p.holds(flags::WRITE, 2001), None);
+    }
+
+    #[test]
+    fn error_codes_are_counted_by_first_word() {
+        let live = Live::new(10);
+        live.count_error(b"ERR syntax error");
+        live.count_error(b"ERR x");
+        live.count_error(b"WRONGTYPE Operation");
+        assert_eq!(
+            live.error_counts(),
+            vec![("ERR".to_string(), 2), ("WRONGTYPE".to_string(), 1)]
+        );
+    }
+}

@@ -1,0 +1,485 @@
+//! One node's state, shared by every connection: the keyspace and everything commands mutate
+//! ([`State`], behind one async mutex, so a command, a `MULTI`/`EXEC` block or a script is
+//! atomic), plus the parts read without that lock ([`Node`]: clock, client registry, and the
+//! limits, counters and pause in [`lockfree`]).
+
+pub(crate) mod lockfree;
+
+use crate::client::ClientRegistry;
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::db::Db;
+use bytes::Bytes;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::{Mutex, Notify};
+
+/// Everything commands read and write, guarded by [`Node::state`].
+#[derive(Debug)]
+pub(crate) struct State {
+    /// The numbered databases.
+    pub(crate) dbs: Vec<Db>,
+    /// Run-time configuration.
+    pub(crate) config: Config,
+    /// Writes since start (`rdb_changes_since_last_save`); a command that changed data bumps it.
+    pub(crate) dirty: u64,
+    /// The node's seeded random source.
+    pub(crate) rng: StdRng,
+    /// Counters for `INFO stats`.
+    pub(crate) stats: Stats,
+    /// Clients blocked on keys (BLPOP, BZPOPMIN…).
+    pub(crate) blocked: crate::blocking::Blocked,
+    /// Pub/sub subscriptions and the subscribers' output limit.
+    pub(crate) pubsub: crate::pubsub::PubSub,
+    /// WATCHed keys and which clients' transactions they invalidated.
+    pub(crate) watches: crate::transaction::Watches,
+    /// `notify-keyspace-events` as [`crate::notify`] flags (0 = off, Redis's default).
+    pub(crate) notify_flags: u32,
+    /// Replication role, offset and the feeds to replicas.
+    pub(crate) repl: crate::replication::ReplState,
+    /// Every `CONFIG GET|SET` parameter's run-time value.
+    pub(crate) settings: crate::config_table::Settings,
+    /// The Lua interpreter and script cache (created on first use; taken out while a script
+    /// runs, so `redis.call` can borrow the rest of the state).
+    pub(crate) scripting: Option<Box<crate::script::Engine>>,
+    /// Function libraries (`FUNCTION LOAD`, `FCALL`); they survive `FLUSHALL` and
+    /// `SCRIPT FLUSH`.
+    pub(crate) functions: crate::script::Libraries,
+    /// Calls, time and failures per command (`INFO commandstats`, `INFO latencystats`).
+    pub(crate) cmdstats: crate::cmdstats::CommandStats,
+    /// `maxmemory`, its policy and the eviction candidates.
+    pub(crate) eviction: crate::evict::Eviction,
+}
+
+/// Counters reported by `INFO`.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Stats {
+    /// Commands executed.
+    pub(crate) commands: u64,
+    /// Key lookups that found a key.
+    pub(crate) keyspace_hits: u64,
+    /// Key lookups that found nothing.
+    pub(crate) keyspace_misses: u64,
+    /// Keys removed because their TTL ran out.
+    pub(crate) expired_keys: u64,
+    /// Keys removed to stay under `maxmemory`.
+    pub(crate) evicted_keys: u64,
+}
+
+/// The error for a write while fewer good replicas than `min-replicas-to-write` are attached.
+pub(crate) const NOREPLICAS_ERROR: &str = "NOREPLICAS Not enough good replicas to write.";
+
+impl State {
+    /// Redis's `checkGoodReplicasStatus`: whether writes may run, as far as
+    /// `min-replicas-to-write` and `min-replicas-max-lag` go (a replica always may).
+    pub(crate) fn enough_good_replicas(&self, node: &Node) -> bool {
+        let min = node.live.min_replicas_to_write.load(Ordering::Relaxed);
+        if min == 0 || self.repl.is_replica() {
+            return true;
+        }
+        let max_lag = self.settings.int("min-replicas-max-lag");
+        max_lag <= 0 || self.repl.good_replicas(max_lag as u64) as u64 >= min
+    }
+
+    /// Fresh state for `config`.
+    pub(crate) fn new(config: Config, seed: u64) -> Self {
+        State {
+            dbs: (0..config.databases).map(|_| Db::default()).collect(),
+            dirty: 0,
+            rng: StdRng::seed_from_u64(seed),
+            stats: Stats::default(),
+            repl: crate::replication::ReplState::new(seed),
+            blocked: Default::default(),
+            pubsub: Default::default(),
+            watches: Default::default(),
+            notify_flags: crate::notify::parse_flags(config.notify_keyspace_events.as_bytes())
+                .unwrap_or(0),
+            settings: crate::config_table::Settings::new(&config),
+            scripting: None,
+            functions: Default::default(),
+            cmdstats: Default::default(),
+            eviction: Default::default(),
+            config,
+        }
+    }
+
+    /// Sets `notify-keyspace-events` (flags from [`crate::notify::parse_flags`]).
+    pub(crate) fn set_notify_flags(&mut self, flags: u32) {
+        self.notify_flags = flags;
+    }
+
+    /// Sets `client-output-buffer-limit pubsub <hard> <soft> <soft-seconds>` (bytes, bytes,
+    /// seconds; 0 disables a limit).
+    pub(crate) fn set_pubsub_output_limit(&mut self, hard: u64, soft: u64, soft_seconds: u64) {
+        self.pubsub.limit = crate::pubsub::OutputLimit {
+            hard_bytes: hard,
+            soft_bytes: soft,
+            soft_seconds,
+        };
+    }
+
+    /// Removes `key` from `db` because its TTL ran out, with Redis's side effects: the
+    /// `expired` keyspace event, a `DEL` propagated to replicas, and WATCH invalidation.
+    pub(crate) fn expire_key(&mut self, db: usize, key: &Bytes, effects: &mut Effects) {
+        if let Some(d) = self.dbs.get_mut(db) {
+            if d.remove(key).is_some() {
+                self.expired(db, key, effects);
+            }
+        }
+    }
+
+    /// The side effects of `key`, already removed from `db`, having expired.
+    fn expired(&mut self, db: usize, key: &Bytes, effects: &mut Effects) {
+        self.stats.expired_keys += 1;
+        let propagating = effects.propagating(&self.repl);
+        effects.key_expired(db, key, propagating);
+    }
+
+    /// One pass of the active expiry cycle: reclaims keys whose deadline passed at `now`
+    /// (at most `budget` per database, as Redis bounds each cycle).
+    pub(crate) fn active_expire(&mut self, now: u64, budget: usize, effects: &mut Effects) {
+        // Replicas do not expire keys themselves: they wait for the master's DEL (as Redis).
+        if self.repl.is_replica() {
+            return;
+        }
+        for db in 0..self.dbs.len() {
+            let keys = self.dbs.get_mut(db).map(|d| d.take_expired(now, budget));
+            for key in keys.unwrap_or_default() {
+                self.expired(db, &key, effects);
+            }
+        }
+    }
+}
+
+/// Side effects of executing commands, applied by the connection once the command is done.
+#[derive(Debug)]
+pub(crate) struct Effects {
+    /// Pub/sub messages to deliver, in publish order: (channel, message).
+    pub(crate) publishes: Vec<(Bytes, Bytes)>,
+    /// Shard-channel messages (`SPUBLISH`) to deliver, in order: (channel, message).
+    pub(crate) shard_publishes: Vec<(Bytes, Bytes)>,
+    /// For each entry of `events`, how many `publishes` preceded it, so keyspace
+    /// notifications and `PUBLISH`ed messages reach subscribers in the order they happened.
+    pub(crate) event_marks: Vec<usize>,
+    /// Keyspace events raised: (db, class flag, event, key); turned into publishes according to
+    /// `notify-keyspace-events`.
+    pub(crate) events: Vec<(usize, u32, &'static str, Bytes)>,
+    /// Keys written: (db, key); drives WATCH invalidation and blocked-client wake-ups.
+    pub(crate) modified: Vec<(usize, Bytes)>,
+    /// Write effects for replicas, in order: (db, argv). Recorded only while
+    /// [`Effects::propagating`] says something will consume them.
+    pub(crate) propagate: Vec<(usize, Vec<Bytes>)>,
+    /// Record `propagate` even when no replication backlog consumes it. On in unit tests
+    /// (which inspect what a command propagates without a replica), off otherwise.
+    pub(crate) record_propagation: bool,
+}
+
+// Not derived: `record_propagation` defaults to on in unit tests.
+#[allow(clippy::derivable_impls)]
+impl Default for Effects {
+    fn default() -> Self {
+        Effects {
+            publishes: Vec::new(),
+            shard_publishes: Vec::new(),
+            event_marks: Vec::new(),
+            events: Vec::new(),
+            modified: Vec::new(),
+            propagate: Vec::new(),
+            record_propagation: cfg!(test),
+        }
+    }
+}
+
+impl Effects {
+    /// Wraps the writes propagated since index `from` in `MULTI`/`EXEC` when there are
+    /// several, as Redis replicates a transaction or a script's effects (`db`: the database
+    /// of an empty wrap).
+    pub(crate) fn wrap_in_transaction(&mut self, from: usize, db: usize) {
+        if self.propagate.len().saturating_sub(from) < 2 {
+            return;
+        }
+        let first_db = self.propagate.get(from).map_or(db, |(db, _)| *db);
+        self.propagate
+            .insert(from, (first_db, vec![Bytes::from_static(b"MULTI")]));
+        let last_db = self.propagate.last().map_or(first_db, |(db, _)| *db);
+        self.propagate
+            .push((last_db, vec![Bytes::from_static(b"EXEC")]));
+    }
+
+    /// Whether write effects must be recorded in `propagate`: only
+    /// [`crate::replication::feed`] reads them, and it drops them unless the node has a
+    /// replication backlog, so without one, copying every write's argv is wasted. The backlog
+    /// never goes away once it exists, and a node that gains one mid-command (becoming a
+    /// replica) drops its own effects anyway, so this never loses an entry `feed` would send.
+    pub(crate) fn propagating(&self, repl: &crate::replication::ReplState) -> bool {
+        self.record_propagation || repl.has_backlog()
+    }
+
+    /// Records the side effects of reclaiming expired `key` in `db` (already removed): the
+    /// `expired` keyspace event, WATCH invalidation and, if `propagating`, a `DEL` for
+    /// replicas.
+    pub(crate) fn key_expired(&mut self, db: usize, key: &Bytes, propagating: bool) {
+        self.keyspace_event(db, crate::notify::EXPIRED, "expired", key);
+        self.modified.push((db, key.clone()));
+        if propagating {
+            self.propagate
+                .push((db, vec![Bytes::from_static(b"DEL"), key.clone()]));
+        }
+    }
+
+    /// Records a keyspace event of class `class` (see [`crate::notify`]).
+    pub(crate) fn keyspace_event(
+        &mut self,
+        db: usize,
+        class: u32,
+        event: &'static str,
+        key: &Bytes,
+    ) {
+        self.events.push((db, class, event, key.clone()));
+        self.event_marks.push(self.publishes.len());
+    }
+
+    /// Whether nothing was recorded.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.publishes.is_empty()
+            && self.shard_publishes.is_empty()
+            && self.events.is_empty()
+            && self.modified.is_empty()
+            && self.propagate.is_empty()
+    }
+}
+
+/// What a running script looks like from outside the state lock (for `BUSY` and
+/// `SCRIPT KILL`).
+#[derive(Debug, Default)]
+pub(crate) struct ScriptStatus {
+    /// A script is executing now.
+    pub(crate) running: AtomicBool,
+    /// Node-clock ms when it started.
+    pub(crate) started_ms: AtomicU64,
+    /// `SCRIPT KILL` asked it to stop (shared with the Lua instruction hook).
+    pub(crate) kill: Arc<AtomicBool>,
+    /// It performed a write (then it cannot be killed).
+    pub(crate) wrote: AtomicBool,
+    /// The running script is a function (`FCALL`): its name and command line, for
+    /// `FUNCTION STATS`; `None` for `EVAL`.
+    pub(crate) function: std::sync::Mutex<Option<(String, Vec<bytes::Bytes>)>>,
+    /// Set with `function`, read without its lock (which `BUSY` text, which KILL applies).
+    pub(crate) is_function: AtomicBool,
+    /// (libraries, functions) loaded, for `FUNCTION STATS` while a script is busy.
+    pub(crate) function_counts: std::sync::Mutex<(usize, usize)>,
+    /// Signalled when a script finishes.
+    pub(crate) done: Notify,
+}
+
+/// A node's [`crate::control::AdminHook`] (a newtype, so [`Node`] stays `Debug`).
+#[derive(Clone)]
+pub(crate) struct AdminHookSlot(pub(crate) Arc<dyn crate::control::AdminHook>);
+
+impl std::ops::Deref for AdminHookSlot {
+    type Target = dyn crate::control::AdminHook;
+
+    fn deref(&self) -> &Self::Target {
+        &*self.0
+    }
+}
+
+impl std::fmt::Debug for AdminHookSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AdminHook")
+    }
+}
+
+/// One server node: the shared handle every connection holds.
+#[derive(Debug)]
+pub(crate) struct Node {
+    /// The keyspace and all mutable command state.
+    pub(crate) state: Arc<Mutex<State>>,
+    /// This node's clock.
+    pub(crate) clock: Clock,
+    /// Connected clients.
+    pub(crate) clients: ClientRegistry,
+    /// The address the listener is bound to.
+    pub(crate) addr: SocketAddr,
+    /// 40 hex characters, fixed for the node's life (`INFO server` run_id).
+    pub(crate) run_id: String,
+    /// Node-clock ms at start.
+    pub(crate) started_ms: u64,
+    /// The running script, if any.
+    pub(crate) script: ScriptStatus,
+    /// Total connections accepted.
+    pub(crate) connections_received: AtomicU64,
+    /// The `busy-reply-threshold` in ms, readable without the state lock.
+    pub(crate) busy_threshold_ms: AtomicU64,
+    /// Whether `requirepass` is set, readable without the state lock.
+    pub(crate) auth_required: AtomicBool,
+    /// The last client id handed out.
+    pub(crate) last_client_id: AtomicU64,
+    /// The embedder's hook for commands it serves (a harness's admin commands, REPLICAOF).
+    pub(crate) admin_hook: std::sync::OnceLock<AdminHookSlot>,
+    /// Limits, counters and `CLIENT PAUSE`, readable without the state lock.
+    pub(crate) live: crate::node::lockfree::Live,
+    /// Clients in MONITOR mode.
+    pub(crate) monitors: crate::monitor::Monitors,
+    /// Set in cluster mode: the cluster and this node's place in it.
+    pub(crate) cluster: std::sync::OnceLock<crate::cluster::Cluster>,
+    /// `enable-debug-command` (immutable, as in Redis).
+    pub(crate) enable_debug_command: crate::EnableCommand,
+}
+
+impl Node {
+    /// A node with fresh state for `config`, reading time from `clock`.
+    pub(crate) fn new(
+        config: &Config,
+        clock: Clock,
+        addr: SocketAddr,
+        run_id: String,
+        seed: u64,
+    ) -> Node {
+        let state = State::new(config.clone(), seed);
+        let node = Node {
+            busy_threshold_ms: AtomicU64::new(config.busy_reply_threshold.as_millis() as u64),
+            auth_required: AtomicBool::new(config.requirepass.is_some()),
+            last_client_id: AtomicU64::new(0),
+            started_ms: clock.now_ms(),
+            state: Arc::new(Mutex::new(state)),
+            clock,
+            clients: Default::default(),
+            addr,
+            run_id,
+            script: Default::default(),
+            connections_received: AtomicU64::new(0),
+            admin_hook: Default::default(),
+            live: crate::node::lockfree::Live::new(config.maxclients as u64),
+            monitors: Default::default(),
+            cluster: Default::default(),
+            enable_debug_command: config.enable_debug_command,
+        };
+        // Before any save, LASTSAVE reports the start time (as Redis does).
+        node.live
+            .saves
+            .last_save_unix
+            .store(node.clock.now_ms() / 1000, Ordering::Relaxed);
+        node
+    }
+
+    /// Redis's refusal of a protected command (`DEBUG`) that `enable-debug-command` does not
+    /// allow for a client connected from `peer`.
+    pub(crate) fn check_protected(
+        &self,
+        spec: &crate::cmd::CommandSpec,
+        peer: SocketAddr,
+    ) -> Result<(), crate::cmd::CommandError> {
+        if spec.flags & crate::cmd::flags::PROTECTED == 0 || self.enable_debug_command.allows(peer)
+        {
+            return Ok(());
+        }
+        Err(crate::cmd::CommandError::err(
+            "DEBUG command not allowed. If the enable-debug-command option is set to \"local\", \
+             you can run it from a local connection, otherwise you need to set this option in \
+             the configuration file, and then restart the server.",
+        ))
+    }
+
+    /// A fresh, increasing client id.
+    pub(crate) fn next_client_id(&self) -> u64 {
+        self.last_client_id.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Whether new connections must `AUTH` first.
+    pub(crate) fn requires_auth(&self) -> bool {
+        self.auth_required.load(Ordering::Relaxed)
+    }
+
+    /// The `BUSY` error for the script running now: Redis names the command that may stop it
+    /// (`SCRIPT KILL` for `EVAL`, `FUNCTION KILL` for `FCALL`).
+    pub(crate) fn busy_error(&self) -> &'static str {
+        if self.script.is_function.load(Ordering::Acquire) {
+            crate::connection::BUSY_FUNCTION_ERROR
+        } else {
+            crate::connection::BUSY_ERROR
+        }
+    }
+
+    /// Milliseconds since the running script started, if one runs.
+    pub(crate) fn script_running_for(&self) -> Option<u64> {
+        if self.script.running.load(Ordering::Acquire) {
+            let started = self.script.started_ms.load(Ordering::Acquire);
+            Some(self.clock.now_ms().saturating_sub(started))
+        } else {
+            None
+        }
+    }
+}
+
+impl State {
+    /// Applies the side effects of the commands just run, still under the state lock, so
+    /// they take effect atomically after the command (or script, or `EXEC`) and before any
+    /// other client's command: keyspace events become publishes, publishes are fanned out to
+    /// subscribers, written keys invalidate WATCHes and wake blocked clients, and write effects
+    /// go to replicas. Each subsystem adds its part here.
+    pub(crate) fn finish_effects(&mut self, node: &Node, effects: &mut Effects) {
+        // First, so the pops of served clients join the events, WATCH and propagation below.
+        crate::blocking::serve_ready(self, node, effects);
+        self.account_modified(&effects.modified);
+        crate::transaction::touch_watched(self, node, &effects.modified);
+        crate::cluster::broadcast(node, &effects.publishes);
+        // Reading the clock costs about as much as a small command; `deliver` only needs it
+        // when there are subscribers.
+        let now = if self.pubsub.is_empty() {
+            0
+        } else {
+            node.clock.now_ms()
+        };
+        crate::pubsub::deliver(self, effects, now);
+        crate::replication::feed(&mut self.repl, &effects.propagate);
+        effects.modified.clear();
+        effects.propagate.clear();
+    }
+
+    /// Measures the written keys again, so [`State::used_memory`] follows values changed in
+    /// place (a key written twice in a row is measured once).
+    fn account_modified(&mut self, modified: &[(usize, Bytes)]) {
+        let mut last: Option<&(usize, Bytes)> = None;
+        for written in modified {
+            if last == Some(written) {
+                continue;
+            }
+            last = Some(written);
+            if let Some(db) = self.dbs.get_mut(written.0) {
+                db.resize(&written.1);
+            }
+        }
+    }
+
+    /// Forgets everything held for client `id` (subscriptions, watched keys, blocked waits)
+    /// when its connection closes.
+    pub(crate) fn client_gone(&mut self, id: u64) {
+        self.blocked.remove(id);
+        self.pubsub.remove_client(id);
+        self.watches.remove_client(id);
+    }
+
+    /// Number of clients blocked on keys (`INFO clients` `blocked_clients`).
+    pub(crate) fn blocked_clients(&self) -> usize {
+        self.blocked.len()
+    }
+}
+
+#[cfg(test)]
+impl Node {
+    /// A node with default config whose clock reads 1 000 000 ms, not listening anywhere,
+    /// for unit tests that run commands without a server.
+    pub(crate) fn for_tests() -> Node {
+        Node::new(
+            &Config::default(),
+            Clock::starting_at(1_000_000),
+            SocketAddr::from(([127, 0, 0, 1], 1)),
+            String::new(),
+            1,
+        )
+    }
+}

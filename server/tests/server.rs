@@ -1,0 +1,28 @@
+//! The server's tests against its public API and the wire, one binary (linking one test binary
+//! instead of twenty saves minutes of a cold `cargo test --workspace`). Most compare replies
+//! with a real redis-server when one is on the PATH. `many_clients` (10 000 sockets) stays a
+//! binary of its own.
+
+mod server {
+    mod blocking;
+    mod cluster;
+    mod connection;
+    mod differential;
+    mod expiry;
+    mod extreme_args;
+    mod hashes;
+    mod keys;
+    mod lists;
+    mod maxmemory;
+    mod protocol;
+    mod pubsub;
+    mod redis_cli;
+    mod script_memory;
+    mod scripting;
+    mod sets;
+    mod smoke;
+    mod streams;
+    mod strings;
+    mod transactions;
+    mod zsets;
+}

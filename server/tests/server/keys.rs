@@ -1,0 +1,753 @@
+//! Generic key commands compared side by side with real Redis, plus SCAN's cursor guarantee
+//! under churn and OBJECT IDLETIME under paused time.
+
+use locksmith_testkit as support;
+
+use redis::AsyncCommands;
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// Runs `args` on both servers and compares the replies as sorted string lists (for KEYS and
+/// other unordered replies).
+async fn same_sorted(pair: &mut support::Pair, args: &[&str]) -> Vec<String> {
+    let mut ours: Vec<String> = support::cmd(args)
+        .query_async(&mut pair.ours_con)
+        .await
+        .unwrap();
+    ours.sort();
+    if let Some(real_con) = &mut pair.real_con {
+        let mut real: Vec<String> = support::cmd(args).query_async(real_con).await.unwrap();
+        real.sort();
+        assert_eq!(ours, real, "{args:?} (left: ours, right: redis)");
+    }
+    ours
+}
+
+/// Every key a full SCAN iteration with `extra` options returns, on one connection.
+async fn scan_all(con: &mut redis::aio::MultiplexedConnection, extra: &[&str]) -> BTreeSet<String> {
+    let mut cursor = "0".to_string();
+    let mut seen = BTreeSet::new();
+    loop {
+        let mut c = redis::cmd("SCAN");
+        c.arg(&cursor);
+        for e in extra {
+            c.arg(*e);
+        }
+        let (next, keys): (String, Vec<String>) = c.query_async(con).await.unwrap();
+        seen.extend(keys);
+        if next == "0" {
+            return seen;
+        }
+        cursor = next;
+    }
+}
+
+#[tokio::test]
+async fn del_exists_type_match_redis() {
+    let mut pair = support::Pair::start().await;
+    pair.all_same(&[
+        &["MSET", "a", "1", "b", "2", "c", "3"],
+        &["HSET", "h", "f", "v"],
+        &["EXISTS", "a", "a", "b", "missing"],
+        &["EXISTS"],
+        &["TYPE", "a"],
+        &["TYPE", "h"],
+        &["TYPE", "missing"],
+        &["TYPE"],
+        &["TYPE", "a", "b"],
+        &["DEL", "a", "a", "missing"],
+        &["UNLINK", "b", "h", "zz"],
+        &["DEL"],
+        &["UNLINK"],
+        &["EXISTS", "a", "b", "c", "h"],
+        &["TOUCH", "c", "c", "missing"],
+        &["TOUCH"],
+        &["RANDOMKEY"],
+        &["DEL", "c"],
+        &["RANDOMKEY"],
+        &["RANDOMKEY", "x"],
+    ])
+    .await;
+}
+
+#[tokio::test]
+async fn rename_matches_redis() {
+    let mut pair = support::Pair::start().await;
+    pair.all_same(&[
+        &["RENAME", "missing", "x"],
+        &["RENAME", "missing", "missing"],
+        &["RENAMENX", "missing", "x"],
+        &["RENAMENX", "missing", "missing"],
+        &["SET", "a", "1", "EX", "100"],
+        &["RENAME", "a", "a"],
+        &["RENAMENX", "a", "a"],
+        &["RENAME", "a", "b"],
+        &["EXISTS", "a"],
+        &["GET", "b"],
+        &["HSET", "h", "f", "v"],
+        &["RENAMENX", "b", "h"],
+        &["RENAME", "h", "b"],
+        &["TYPE", "b"],
+        &["TTL", "b"],
+        &["SET", "c", "x"],
+        &["RENAMENX", "c", "d"],
+        &["GET", "d"],
+        &["RENAME", "a"],
+        &["RENAMENX", "a", "b", "c"],
+    ])
+    .await;
+    pair.all_same(&[&["SET", "t", "v", "PX", "50000"], &["RENAME", "t", "u"]])
+        .await;
+    pair.close(&["PTTL", "u"], 50).await;
+}
+
+#[tokio::test]
+async fn keys_and_scan_match_redis() {
+    let mut pair = support::Pair::start().await;
+    pair.all_same(&[
+        &[
+            "MSET", "foo", "1", "foobar", "2", "bar", "3", "f[o]o", "4", "", "empty",
+        ],
+        &["HSET", "hash", "f", "v"],
+        &["KEYS"],
+        &["SCAN"],
+        &["SCAN", "abc"],
+        &["SCAN", "1.5"],
+        &["SCAN", "18446744073709551616"],
+        &["SCAN", "0", "COUNT", "0"],
+        &["SCAN", "0", "COUNT", "-1"],
+        &["SCAN", "0", "COUNT", "x"],
+        &["SCAN", "0", "COUNT"],
+        &["SCAN", "0", "MATCH"],
+        &["SCAN", "0", "TYPE"],
+        &["SCAN", "0", "FOO", "bar"],
+    ])
+    .await;
+    for pattern in [
+        "*",
+        "",
+        "foo*",
+        "f?o",
+        "*bar",
+        "f\\[o\\]o",
+        "[fb]*",
+        "[^f]*",
+        "nomatch*",
+    ] {
+        same_sorted(&mut pair, &["KEYS", pattern]).await;
+    }
+    let all = same_sorted(&mut pair, &["KEYS", "*"]).await;
+    assert_eq!(all.len(), 6);
+    assert!(all.contains(&String::new()));
+    // A full iteration returns the same key set on both (order and batching may differ).
+    let cases: &[&[&str]] = &[
+        &[],
+        &["COUNT", "1"],
+        &["MATCH", "foo*"],
+        &["TYPE", "hash"],
+        &["TYPE", "STRING"],
+        &["TYPE", "nosuchtype"],
+        &["MATCH", "*", "COUNT", "2", "TYPE", "string"],
+    ];
+    for extra in cases {
+        let ours = scan_all(&mut pair.ours_con, extra).await;
+        if let Some(real_con) = &mut pair.real_con {
+            let real = scan_all(real_con, extra).await;
+            assert_eq!(ours, real, "SCAN {extra:?}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn scan_returns_every_stable_key_despite_churn() {
+    let server = support::start().await;
+    let mut con = support::conn(&server.url()).await;
+    for i in 0..1000 {
+        let _: () = con.set(format!("stable:{i}"), i).await.unwrap();
+    }
+    let mut cursor: u64 = 0;
+    let mut seen = BTreeSet::new();
+    let mut round = 0;
+    loop {
+        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(25)
+            .query_async(&mut con)
+            .await
+            .unwrap();
+        seen.extend(keys);
+        // Add and remove other keys between calls.
+        round += 1;
+        for j in 0..10 {
+            let _: () = con.set(format!("churn:{round}:{j}"), 1).await.unwrap();
+        }
+        if round > 1 {
+            let _: i64 = con.del(format!("churn:{}:3", round - 1)).await.unwrap();
+        }
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+        assert!(round < 10_000, "SCAN did not terminate");
+    }
+    for i in 0..1000 {
+        assert!(seen.contains(&format!("stable:{i}")), "stable:{i} missed");
+    }
+    let err = redis::cmd("SCAN")
+        .arg("nope")
+        .query_async::<redis::Value>(&mut con)
+        .await
+        .unwrap_err();
+    assert_eq!(support::error_text(&err), "ERR invalid cursor");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn copy_move_swapdb_match_redis() {
+    let mut pair = support::Pair::start().await;
+    pair.all_same(&[
+        &["SET", "s", "v", "EX", "100"],
+        &["HSET", "h", "a", "1", "b", "2"],
+        &["COPY", "s", "s"],
+        &["COPY", "s", "s", "DB", "0"],
+        &["COPY", "missing", "x"],
+        &["COPY", "s", "s2"],
+        &["GET", "s2"],
+        &["COPY", "s", "s2"],
+        &["COPY", "h", "s2"],
+        &["COPY", "h", "s2", "REPLACE"],
+        &["TYPE", "s2"],
+        &["HSET", "s2", "c", "3"],
+        &["HGETALL", "h"],
+        &["HGETALL", "s2"],
+        &["COPY", "s", "x", "DB", "99"],
+        &["COPY", "s", "x", "DB", "-1"],
+        &["COPY", "s", "x", "DB", "abc"],
+        &["COPY", "s", "x", "DB"],
+        &["COPY", "s", "x", "FOO"],
+        &["COPY", "s", "s", "DB", "1"],
+        &["COPY", "s", "x", "DB", "1", "REPLACE"],
+        &["COPY", "s"],
+        &["SELECT", "1"],
+        &["GET", "s"],
+        &["GET", "x"],
+        &["SELECT", "0"],
+        &["MOVE", "s", "0"],
+        &["MOVE", "s", "99"],
+        &["MOVE", "s", "-1"],
+        &["MOVE", "s", "x"],
+        &["MOVE", "missing", "1"],
+        &["MOVE", "missing", "99"],
+        &["MOVE", "s", "1"],
+        &["DEL", "x"],
+        &["MOVE", "s2", "1"],
+        &["MOVE", "s2", "2"],
+        &["EXISTS", "s2"],
+        &["MOVE", "s"],
+        &["SWAPDB", "0", "x"],
+        &["SWAPDB", "x", "0"],
+        &["SWAPDB", "0", "99"],
+        &["SWAPDB", "-1", "0"],
+        &["SWAPDB", "0", "0"],
+        &["SWAPDB", "0"],
+        &["SET", "zero", "0"],
+        &["SWAPDB", "0", "2"],
+        &["GET", "zero"],
+        &["HGETALL", "s2"],
+        &["SELECT", "2"],
+        &["GET", "zero"],
+        &["SWAPDB", "2", "0"],
+        &["GET", "zero"],
+        &["SELECT", "0"],
+        &["GET", "zero"],
+    ])
+    .await;
+    pair.all_same(&[&["SELECT", "1"]]).await;
+    pair.close(&["TTL", "s"], 1).await;
+    pair.close(&["TTL", "x"], 1).await;
+}
+
+#[tokio::test]
+async fn object_matches_redis() {
+    let mut pair = support::Pair::start().await;
+    pair.all_same(&[
+        &["SET", "int", "12345"],
+        &["SET", "neg", "-5"],
+        &["SET", "emb", "hello"],
+        &[
+            "SET",
+            "raw",
+            "this string is longer than forty-four bytes in total",
+        ],
+        &["SET", "notint", "012"],
+        &["SET", "bigint", "123456789012345678901"],
+        &["SET", "small", "42"],
+        &["HSET", "hash", "a", "1"],
+        &["OBJECT", "ENCODING", "int"],
+        &["OBJECT", "ENCODING", "neg"],
+        &["OBJECT", "ENCODING", "emb"],
+        &["OBJECT", "ENCODING", "raw"],
+        &["OBJECT", "ENCODING", "notint"],
+        &["OBJECT", "ENCODING", "bigint"],
+        &["OBJECT", "ENCODING", "hash"],
+        &["OBJECT", "ENCODING", "missing"],
+        &["OBJECT", "REFCOUNT", "small"],
+        &["OBJECT", "REFCOUNT", "int"],
+        &["OBJECT", "REFCOUNT", "emb"],
+        &["OBJECT", "REFCOUNT", "hash"],
+        &["OBJECT", "REFCOUNT", "missing"],
+        &["INCR", "small"],
+        &["OBJECT", "REFCOUNT", "small"],
+        &["OBJECT", "FREQ", "emb"],
+        &["OBJECT", "FREQ", "missing"],
+        &["OBJECT", "IDLETIME", "missing"],
+        &["OBJECT", "IDLETIME", "emb"],
+        &["OBJECT", "HELP"],
+        &["OBJECT", "help", "x"],
+        &["OBJECT"],
+        &["OBJECT", "FOO"],
+        &["OBJECT", "FOO", "bar"],
+        &["OBJECT", "ENCODING"],
+        &["OBJECT", "ENCODING", "a", "b"],
+        &["OBJECT", "encoding", "emb"],
+    ])
+    .await;
+    let mut args: Vec<String> = vec!["HSET".into(), "bighash".into()];
+    for i in 0..513 {
+        args.push(format!("f{i}"));
+        args.push("v".into());
+    }
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    pair.same(&refs).await;
+    pair.all_same(&[
+        &["OBJECT", "ENCODING", "bighash"],
+        &["HSET", "longval", "f", &"x".repeat(65)],
+        &["OBJECT", "ENCODING", "longval"],
+    ])
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn object_idletime_follows_the_node_clock() {
+    let server = support::start().await;
+    let mut con = support::conn(&server.url()).await;
+    let _: () = con.set("k", "v").await.unwrap();
+    tokio::time::advance(Duration::from_millis(3500)).await;
+    let idle: i64 = redis::cmd("OBJECT")
+        .arg("IDLETIME")
+        .arg("k")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(idle, 3);
+    // TYPE and OBJECT do not touch; GET does.
+    let _: String = redis::cmd("TYPE")
+        .arg("k")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let idle: i64 = redis::cmd("OBJECT")
+        .arg("IDLETIME")
+        .arg("k")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(idle, 3);
+    let _: String = con.get("k").await.unwrap();
+    let idle: i64 = redis::cmd("OBJECT")
+        .arg("IDLETIME")
+        .arg("k")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(idle, 0);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn sync_and_typed_key_apis() {
+    let server = support::start().await;
+    let mut con = support::conn(&server.url()).await;
+    let _: () = con.set("a", "1").await.unwrap();
+    let _: () = con.rename("a", "b").await.unwrap();
+    let moved: bool = con.rename_nx("b", "c").await.unwrap();
+    assert!(moved);
+    let exists: bool = con.exists("c").await.unwrap();
+    assert!(exists);
+    let keys: Vec<String> = con.keys("*").await.unwrap();
+    assert_eq!(keys, ["c"]);
+    let url = server.url();
+    tokio::task::spawn_blocking(move || {
+        let client = redis::Client::open(url).unwrap();
+        let mut con = client.get_connection().unwrap();
+        let k: Option<String> = redis::cmd("RANDOMKEY").query(&mut con).unwrap();
+        assert_eq!(k.as_deref(), Some("c"));
+        let scanned: Vec<String> = redis::Commands::scan(&mut con)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(scanned, ["c"]);
+        let n: i64 = redis::Commands::del(&mut con, "c").unwrap();
+        assert_eq!(n, 1);
+        let k: Option<String> = redis::cmd("RANDOMKEY").query(&mut con).unwrap();
+        assert_eq!(k, None);
+    })
+    .await
+    .unwrap();
+    server.shutdown().await;
+}
+
+/// The contents of `key` in a comparable form (type, then sorted where order is not kept).
+async fn contents(con: &mut redis::aio::MultiplexedConnection, key: &str) -> String {
+    let kind = support::run(con, &["TYPE", key]).await;
+    let mut items: Vec<Vec<u8>> = match kind.as_str() {
+        "string" | "simple-string(\"string\")" => {
+            vec![support::cmd(&["GET", key]).query_async(con).await.unwrap()]
+        }
+        k if k.contains("list") => support::cmd(&["LRANGE", key, "0", "-1"])
+            .query_async(con)
+            .await
+            .unwrap(),
+        k if k.contains("zset") => support::cmd(&["ZRANGE", key, "0", "-1", "WITHSCORES"])
+            .query_async(con)
+            .await
+            .unwrap(),
+        k if k.contains("set") => {
+            let mut m: Vec<Vec<u8>> = support::cmd(&["SMEMBERS", key])
+                .query_async(con)
+                .await
+                .unwrap();
+            m.sort();
+            m
+        }
+        k if k.contains("stream") => {
+            let full = support::run(con, &["XINFO", "STREAM", key, "FULL"]).await;
+            vec![full.into_bytes()]
+        }
+        k if k.contains("hash") => {
+            let mut m: Vec<Vec<u8>> = support::cmd(&["HGETALL", key])
+                .query_async(con)
+                .await
+                .unwrap();
+            m.sort();
+            m
+        }
+        other => panic!("unexpected type {other}"),
+    };
+    items.insert(0, kind.into_bytes());
+    format!("{items:?}")
+}
+
+/// RESTORE `payload` at `key` with extra arguments; the reply as text.
+async fn restore_raw(
+    con: &mut redis::aio::MultiplexedConnection,
+    key: &str,
+    ttl: &str,
+    payload: &[u8],
+    extra: &[&str],
+) -> String {
+    let mut cmd = redis::cmd("RESTORE");
+    cmd.arg(key).arg(ttl).arg(payload);
+    for e in extra {
+        cmd.arg(*e);
+    }
+    let r: redis::RedisResult<redis::Value> = cmd.query_async(con).await;
+    match r {
+        Ok(v) => format!("{v:?}"),
+        Err(e) => format!("ERROR {}", support::error_text(&e)),
+    }
+}
+
+// DUMP of every type in every encoding Redis 7.0 writes (listpacks, intsets, quicklists,
+// integer and LZF strings) restores here with the same contents, and our DUMP restores on
+// Redis; RESTORE's options and errors answer as Redis's do.
+#[tokio::test]
+async fn dump_and_restore_match_redis_across_servers() {
+    let mut pair = support::Pair::start().await;
+    let long = "x".repeat(100);
+    let big_hash: Vec<String> = (0..3)
+        .flat_map(|i| [format!("f{i}"), "v".repeat(80)])
+        .collect();
+    let big_list: Vec<String> = (0..300).map(|i| i.to_string()).collect();
+    let big_zset: Vec<String> = (0..200)
+        .flat_map(|i| [format!("{}.5", i), format!("m{i}")])
+        .collect();
+    let mut setup: Vec<Vec<&str>> = vec![
+        vec!["SET", "s", "hello"],
+        vec!["SET", "i", "-12345"],
+        vec!["SET", "big", &long],
+        vec!["RPUSH", "l", "a", "b", "1", "-5", "70000", &long],
+        vec!["SADD", "si", "1", "2", "-3", "100000"],
+        vec!["SADD", "ss", "a", "b"],
+        vec!["HSET", "h", "f", "v", "n", "7"],
+        vec!["ZADD", "z", "1.5", "a", "-2", "b", "inf", "c"],
+        vec!["XADD", "x", "1-1", "f", "v", "g", "w"],
+        vec!["XADD", "x", "2-0", "f", "1", "g", "-2"],
+        vec!["XADD", "x", "3-0", "other", "field"],
+        vec!["XDEL", "x", "2-0"],
+        vec!["XGROUP", "CREATE", "x", "grp", "0"],
+        vec!["XGROUP", "CREATECONSUMER", "x", "grp", "idle"],
+    ];
+    let mut hset = vec!["HSET", "hbig"];
+    hset.extend(big_hash.iter().map(String::as_str));
+    let mut rpush = vec!["RPUSH", "lbig"];
+    rpush.extend(big_list.iter().map(String::as_str));
+    let mut zadd = vec!["ZADD", "zbig"];
+    zadd.extend(big_zset.iter().map(String::as_str));
+    setup.extend([hset, rpush, zadd]);
+    for args in &setup {
+        pair.same(args).await;
+    }
+    let keys = [
+        "s", "i", "big", "l", "si", "ss", "h", "z", "hbig", "lbig", "zbig", "x",
+    ];
+    for key in keys {
+        // Our own payload round-trips here.
+        let ours: Vec<u8> = support::cmd(&["DUMP", key])
+            .query_async(&mut pair.ours_con)
+            .await
+            .unwrap();
+        let copy = format!("{key}_copy");
+        assert_eq!(
+            restore_raw(&mut pair.ours_con, &copy, "0", &ours, &[]).await,
+            "ok"
+        );
+        assert_eq!(
+            contents(&mut pair.ours_con, key).await,
+            contents(&mut pair.ours_con, &copy).await
+        );
+        let Some(real_con) = &mut pair.real_con else {
+            continue;
+        };
+        // Redis's payload restores here, ours on Redis.
+        let theirs: Vec<u8> = support::cmd(&["DUMP", key])
+            .query_async(real_con)
+            .await
+            .unwrap();
+        let from_redis = format!("{key}_from_redis");
+        assert_eq!(
+            restore_raw(&mut pair.ours_con, &from_redis, "0", &theirs, &[]).await,
+            "ok",
+            "{key}"
+        );
+        assert_eq!(
+            contents(&mut pair.ours_con, &from_redis).await,
+            contents(real_con, key).await,
+            "{key}"
+        );
+        let from_ours = format!("{key}_from_ours");
+        assert_eq!(
+            restore_raw(real_con, &from_ours, "0", &ours, &[]).await,
+            "ok",
+            "{key}"
+        );
+        assert_eq!(
+            contents(real_con, &from_ours).await,
+            contents(&mut pair.ours_con, key).await,
+            "{key}"
+        );
+    }
+    // Options and errors, in Redis's order of checks.
+    let payload: Vec<u8> = support::cmd(&["DUMP", "s"])
+        .query_async(&mut pair.ours_con)
+        .await
+        .unwrap();
+    let mut corrupt = payload.clone();
+    let last = corrupt.len() - 1;
+    corrupt[last] ^= 1;
+    let cases: &[(&str, &str, &[u8], &[&str])] = &[
+        ("s", "0", &payload, &[]),
+        ("n", "-1", &payload, &[]),
+        ("n", "x", &payload, &[]),
+        ("n", "0", b"bad", &[]),
+        ("n", "0", &corrupt, &[]),
+        ("n", "0", &payload, &["bogus"]),
+        ("n", "0", &payload, &["IDLETIME", "-1"]),
+        ("n", "0", &payload, &["FREQ", "256"]),
+        ("n", "0", &payload, &["IDLETIME", "1", "FREQ", "2"]),
+        ("n", "0", &payload, &["IDLETIME"]),
+        ("n", "1", &payload, &["ABSTTL"]),
+        ("s", "0", &payload, &["REPLACE", "IDLETIME", "5"]),
+        ("t", "100000", &payload, &[]),
+        ("u", "0", &payload[1..], &[]),
+    ];
+    for (key, ttl, p, extra) in cases {
+        let ours = restore_raw(&mut pair.ours_con, key, ttl, p, extra).await;
+        if let Some(real_con) = &mut pair.real_con {
+            let theirs = restore_raw(real_con, key, ttl, p, extra).await;
+            assert_eq!(ours, theirs, "RESTORE {key} {ttl} {extra:?}");
+        }
+    }
+    pair.all_same(&[
+        &["EXISTS", "n"],
+        &["DUMP", "nosuchkey"],
+        &["GET", "t"],
+        &["OBJECT", "IDLETIME", "s"],
+    ])
+    .await;
+    let pttl = pair.close(&["PTTL", "t"], 1000).await;
+    assert!(pttl > 98_000, "{pttl}");
+}
+
+/// A fresh directory under the system's temporary directory for one test's RDB files.
+fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("locksmith-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+// SAVE writes an RDB file (every type, expiries, several databases, function libraries) that
+// our server loads at start from --dir/--dbfilename and redis-server loads too; a file that
+// redis-server saved loads here; BGSAVE and LASTSAVE report as Redis's do.
+#[tokio::test]
+async fn save_writes_an_rdb_file_that_loads_here_and_in_redis() {
+    let dir = scratch_dir("rdb");
+    let dir_s = dir.display().to_string();
+    let ours = locksmith_server::Server::builder()
+        .config_set("dir", dir_s.clone())
+        .config_set("dbfilename", "ours.rdb")
+        .start()
+        .await
+        .unwrap();
+    let mut con = support::conn(&ours.url()).await;
+    let long = "x".repeat(200);
+    let lib = "#!lua name=lib\nredis.register_function('f', function() return 'hi' end)";
+    let setup: &[&[&str]] = &[
+        &["SET", "s", "hello"],
+        &["SET", "n", "12345"],
+        &["SET", "big", &long],
+        &["SET", "volatile", "v", "PX", "100000"],
+        &["RPUSH", "l", "a", "b", "1", "-5"],
+        &["SADD", "st", "1", "2", "x"],
+        &["HSET", "h", "f", "v"],
+        &["ZADD", "z", "1.5", "a", "2", "b"],
+        &["XADD", "x", "1-1", "f", "v"],
+        &["XGROUP", "CREATE", "x", "g", "0"],
+        &["SELECT", "3"],
+        &["SET", "db3", "yes"],
+        &["SELECT", "0"],
+        &["FUNCTION", "LOAD", lib],
+    ];
+    for args in setup {
+        let _ = support::run(&mut con, args).await;
+    }
+    assert_eq!(support::run(&mut con, &["SAVE"]).await, "ok");
+    let info: String = support::cmd(&["INFO", "persistence"])
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert!(
+        info.contains("rdb_changes_since_last_save:0") && info.contains("rdb_saves:1"),
+        "{info}"
+    );
+    assert_eq!(
+        support::run(&mut con, &["BGSAVE"]).await,
+        "simple-string(\"Background saving started\")"
+    );
+    // Bounded wait for the background write to finish.
+    for _ in 0..500 {
+        let info: String = support::cmd(&["INFO", "persistence"])
+            .query_async(&mut con)
+            .await
+            .unwrap();
+        if info.contains("rdb_bgsave_in_progress:0") && info.contains("rdb_saves:2") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let checks: &[&[&str]] = &[
+        &["DBSIZE"],
+        &["GET", "big"],
+        &["LRANGE", "l", "0", "-1"],
+        &["SMEMBERS", "st"],
+        &["ZRANGE", "z", "0", "-1", "WITHSCORES"],
+        &["XINFO", "GROUPS", "x"],
+        &["FCALL", "f", "0"],
+    ];
+    async fn answers(
+        con: &mut redis::aio::MultiplexedConnection,
+        checks: &[&[&str]],
+    ) -> Vec<String> {
+        let mut out = Vec::new();
+        for args in checks {
+            let mut reply = support::run(con, args).await;
+            if args[0] == "SMEMBERS" {
+                let mut m: Vec<String> = support::cmd(args).query_async(con).await.unwrap();
+                m.sort();
+                reply = format!("{m:?}");
+            }
+            out.push(reply);
+        }
+        let ttl: i64 = support::cmd(&["PTTL", "volatile"])
+            .query_async(con)
+            .await
+            .unwrap();
+        out.push(format!("volatile {}", ttl > 90_000));
+        out
+    }
+    let expected = answers(&mut con, checks).await;
+    // Our server loads its own file at start.
+    let again = locksmith_server::Server::builder()
+        .config_set("dir", dir_s.clone())
+        .config_set("dbfilename", "ours.rdb")
+        .start()
+        .await
+        .unwrap();
+    let mut again_con = support::conn(&again.url()).await;
+    assert_eq!(answers(&mut again_con, checks).await, expected);
+    let db3 = support::run(
+        &mut again_con,
+        &[
+            "EVAL",
+            "redis.call('select', 3) return redis.call('get', 'db3')",
+            "0",
+        ],
+    )
+    .await;
+    assert_eq!(db3, "bulk-string('\"yes\"')");
+    // redis-server loads it, and what redis-server saves loads here.
+    let Some(real) = support::RealRedis::start_with(&["--dir", &dir_s, "--dbfilename", "ours.rdb"])
+    else {
+        return;
+    };
+    let mut real_con = support::conn(&real.url()).await;
+    assert_eq!(answers(&mut real_con, checks).await, expected);
+    // (dbfilename is a protected setting in Redis 7: it saves over the same file.)
+    let _ = support::run(&mut real_con, &["SET", "from_redis", "1"]).await;
+    assert_eq!(support::run(&mut real_con, &["SAVE"]).await, "ok");
+    let theirs = locksmith_server::Server::builder()
+        .config_set("dir", dir_s.clone())
+        .config_set("dbfilename", "ours.rdb")
+        .start()
+        .await
+        .unwrap();
+    let mut theirs_con = support::conn(&theirs.url()).await;
+    let from: String = support::cmd(&["GET", "from_redis"])
+        .query_async(&mut theirs_con)
+        .await
+        .unwrap();
+    assert_eq!(from, "1");
+    let mut loaded = answers(&mut theirs_con, checks).await;
+    loaded[0] = expected[0].clone(); // one more key
+    assert_eq!(loaded, expected);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// A file that is not an RDB file stops the server from starting, with the reason.
+#[tokio::test]
+async fn a_corrupt_rdb_file_is_refused_at_start() {
+    let dir = scratch_dir("bad-rdb");
+    std::fs::write(dir.join("bad.rdb"), b"REDIS0010\xfe\x00\x00\x05hel").unwrap();
+    let started = locksmith_server::Server::builder()
+        .config_set("dir", dir.display().to_string())
+        .config_set("dbfilename", "bad.rdb")
+        .start()
+        .await;
+    let Err(err) = started else {
+        panic!("a corrupt file must stop the start");
+    };
+    assert!(err.to_string().contains("bad.rdb"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

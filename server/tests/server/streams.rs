@@ -1,0 +1,535 @@
+//! Streams compared with real Redis 7.0: every command's argument checks and error texts,
+//! consumer groups (pending entries, claims, entries-read and lag), trimming by whole nodes
+//! with `~` (the same entries go as in Redis), XINFO, RESP3 replies, and XREAD/XREADGROUP
+//! blocking: served by XADD in FIFO order, timing out, never blocking in MULTI or scripts.
+
+use locksmith_testkit as support;
+
+use std::time::Duration;
+use support::{Pair, Twin};
+
+/// Commands with explicit IDs (no clock in the replies), errors included.
+const ERRORS_AND_BASICS: &[&[&str]] = &[
+    &["xadd", "s", "1-1", "a", "1"],
+    &["xadd", "s", "1-1", "a", "1"],
+    &["xadd", "s", "1", "a", "1"],
+    &["xadd", "s", "1-*", "b", "2"],
+    &["xadd", "s", "2-5", "c", "3", "d", "4"],
+    &["xadd", "s", "0-0", "a", "1"],
+    &["xadd", "s2", "0-0", "a", "1"],
+    &["exists", "s2"],
+    &["xadd", "s"],
+    &["xadd", "s", "3-0", "a"],
+    &["xadd", "s", "maxlen"],
+    &["xadd", "s", "maxlen", "2", "3-0", "a", "1"],
+    &["xlen", "s"],
+    &["xrange", "s", "-", "+"],
+    &["xadd", "s", "maxlen", "-1", "4-0", "a", "1"],
+    &["xadd", "s", "maxlen", "1", "minid", "2", "4-0", "a", "1"],
+    &["xadd", "s", "limit", "10", "4-0", "a", "1"],
+    &[
+        "xadd", "s", "maxlen", "=", "2", "limit", "10", "4-0", "a", "1",
+    ],
+    &["xadd", "s", "nomkstream", "4-0", "x", "y"],
+    &["xadd", "nos", "nomkstream", "4-0", "x", "y"],
+    &["exists", "nos"],
+    &["xadd", "s", "bogus", "a", "1"],
+    &["xadd", "s", "5-x", "a", "1"],
+    &["xrange", "s", "-", "+", "count", "1"],
+    &["xrange", "s", "-", "+", "count", "0"],
+    &["xrange", "s", "-", "+", "count", "-1"],
+    &["xrange", "s", "(1-1", "+"],
+    &["xrange", "s", "-", "(4-0"],
+    &[
+        "xrange",
+        "s",
+        "(18446744073709551615-18446744073709551615",
+        "+",
+    ],
+    &["xrange", "s", "-", "(0-0"],
+    &["xrange", "s", "2", "2"],
+    &["xrevrange", "s", "+", "-", "count", "2"],
+    &["xrevrange", "s", "+", "-"],
+    &["xrange", "s", "-", "+", "bogus"],
+    &["xrange", "s", "-", "+", "count"],
+    &["xrange", "nokey", "-", "+"],
+    &["set", "str", "v"],
+    &["xrange", "str", "-", "+"],
+    &["xlen", "str"],
+    &["xadd", "str", "1", "a", "1"],
+    &["xdel", "s", "1-1", "9-9"],
+    &["xdel", "s", "bad"],
+    &["xlen", "s"],
+    &["xinfo", "stream", "s"],
+    &["xinfo", "stream", "nokey"],
+    &["xinfo", "stream", "s", "bogus"],
+    &["xinfo", "stream", "s", "full"],
+    &["xinfo", "stream", "s", "full", "count", "1"],
+    &["xtrim", "s", "maxlen", "1"],
+    &["xtrim", "s"],
+    &["xtrim", "s", "minid", "0"],
+    &["xtrim", "s", "limit", "5", "maxlen", "1"],
+    &["xtrim", "s", "maxlen", "~", "0", "limit", "1"],
+    &["xtrim", "nokey", "maxlen", "1"],
+    &["xrange", "s", "-", "+"],
+    &["xgroup", "create", "s", "g", "0"],
+    &["xgroup", "create", "s", "g", "0"],
+    &["xgroup", "create", "nokey", "g", "0"],
+    &["xgroup", "create", "nokey", "g", "0", "mkstream"],
+    &[
+        "xgroup",
+        "create",
+        "nokey2",
+        "g",
+        "$",
+        "mkstream",
+        "entriesread",
+        "5",
+    ],
+    &["xgroup", "create", "s", "g2", "$", "bogus"],
+    &["xgroup", "create", "s", "g3", "$", "entriesread", "-2"],
+    &["xinfo", "groups", "s"],
+    &["xinfo", "groups", "nokey2"],
+    &["xgroup", "setid", "s", "g", "0", "entriesread", "0"],
+    &["xgroup", "setid", "s", "nog", "0"],
+    &["xgroup", "setid", "s", "g", "bad"],
+    &["xgroup", "createconsumer", "s", "g", "alice"],
+    &["xgroup", "createconsumer", "s", "g", "alice"],
+    &["xgroup", "createconsumer", "s", "nog", "alice"],
+    &["xgroup", "delconsumer", "s", "g", "bob"],
+    &["xgroup", "destroy", "s", "nog"],
+    &["xgroup", "destroy", "nokey", "g"],
+    &["xgroup", "help"],
+    &["xgroup", "bogus"],
+    &["xgroup"],
+    &["xinfo", "help"],
+    &["xsetid", "s", "1-0"],
+    &["xsetid", "s", "10-0", "entriesadded", "1"],
+    &["xsetid", "s", "10-0", "maxdeletedid", "11-0"],
+    &["xsetid", "nokey", "1-0"],
+    &["xsetid", "s", "10-0", "bogus"],
+    &[
+        "xsetid",
+        "s",
+        "10-0",
+        "entriesadded",
+        "100",
+        "maxdeletedid",
+        "9-0",
+    ],
+    &["xinfo", "stream", "s"],
+    &["xadd", "s", "9999-0", "f", "v"],
+    &["xack", "s", "g", "1-0"],
+    &["xack", "s", "nog", "1-0"],
+    &["xack", "s", "g", "bad"],
+    &["xpending", "s", "g"],
+    &["xpending", "s", "nog"],
+    &["xpending", "s", "g", "-", "+", "10"],
+    &["xpending", "s", "g", "-", "+", "10", "alice"],
+    &["xpending", "s", "g", "idle", "10", "-", "+", "10"],
+    &["xpending", "s", "g", "idle", "10", "-", "+"],
+    &["xpending", "s", "g", "-", "+", "x"],
+    &["xpending", "s"],
+    &["xclaim", "s", "nog", "c", "0", "1-0"],
+    &["xclaim", "s", "g", "c", "x", "1-0"],
+    &["xautoclaim", "s", "g", "c", "0", "0"],
+    &["xautoclaim", "s", "g", "c", "0", "0", "count", "0"],
+    &["xautoclaim", "s", "g", "c", "0", "0", "justid", "bogus"],
+    &["xautoclaim", "s", "nog", "c", "0", "0"],
+    &["xread", "streams", "s"],
+    &["xread", "streams", "s", "0"],
+    &["xread", "count", "1", "streams", "s", "0"],
+    &["xread", "count", "x", "streams", "s", "0"],
+    &["xread", "group", "g", "c", "streams", "s", "0"],
+    &["xread", "noack", "streams", "s", "0"],
+    &["xread", "streams", "s", ">"],
+    &["xread", "streams", "nokey", "0"],
+    &["xread", "block", "x", "streams", "s", "0"],
+    &["xread", "block", "-1", "streams", "s", "0"],
+    &["xreadgroup", "group", "g", "c", "streams", "s", "$"],
+    &["xreadgroup", "group", "nog", "c", "streams", "s", ">"],
+    &["xreadgroup", "group", "g", "c", "streams", "nokey", ">"],
+    &["xreadgroup", "streams", "s", ">"],
+];
+
+/// Consumer groups: delivery, history, acknowledgement, claims, entries-read and lag.
+const GROUPS: &[&[&str]] = &[
+    &["xadd", "x", "100", "a", "1"],
+    &["xadd", "x", "101", "b", "1"],
+    &["xadd", "x", "102", "c", "1"],
+    &["xadd", "x", "103", "e", "1"],
+    &["xadd", "x", "104", "f", "1"],
+    &["xadd", "x", "105", "g", "1"],
+    &["xgroup", "create", "x", "g1", "0"],
+    &["xgroup", "create", "x", "g2", "0"],
+    &[
+        "xreadgroup",
+        "group",
+        "g1",
+        "Alice",
+        "count",
+        "1",
+        "streams",
+        "x",
+        ">",
+    ],
+    &[
+        "xreadgroup",
+        "group",
+        "g1",
+        "Bob",
+        "count",
+        "1",
+        "streams",
+        "x",
+        ">",
+    ],
+    &[
+        "xreadgroup",
+        "group",
+        "g1",
+        "Bob",
+        "noack",
+        "count",
+        "1",
+        "streams",
+        "x",
+        ">",
+    ],
+    &[
+        "xreadgroup",
+        "group",
+        "g2",
+        "Charlie",
+        "count",
+        "4",
+        "streams",
+        "x",
+        ">",
+    ],
+    &["xgroup", "setid", "x", "g1", "101-0"],
+    &[
+        "xreadgroup",
+        "group",
+        "g1",
+        "Dave",
+        "count",
+        "3",
+        "streams",
+        "x",
+        ">",
+    ],
+    &["xdel", "x", "103"],
+    &["xinfo", "groups", "x"],
+    &["xpending", "x", "g1"],
+    &["xreadgroup", "group", "g1", "Alice", "streams", "x", "0"],
+    &["xreadgroup", "group", "g1", "Dave", "streams", "x", "0"],
+    &[
+        "xreadgroup",
+        "group",
+        "g1",
+        "Dave",
+        "count",
+        "1",
+        "streams",
+        "x",
+        "0",
+    ],
+    &["xreadgroup", "group", "g1", "Nobody", "streams", "x", "0"],
+    &["xack", "x", "g1", "102-0", "103-0", "999-0"],
+    &["xinfo", "groups", "x"],
+    &["xclaim", "x", "g1", "Zed", "0", "100-0", "justid"],
+    &[
+        "xclaim",
+        "x",
+        "g1",
+        "Zed",
+        "0",
+        "104-0",
+        "retrycount",
+        "7",
+        "justid",
+    ],
+    &["xclaim", "x", "g1", "Zed", "0", "105-0", "force", "justid"],
+    &["xclaim", "x", "g1", "Zed", "0", "103-0", "force"],
+    &["xclaim", "x", "g1", "Zed", "0", "101-0", "bogus"],
+    &[
+        "xclaim", "x", "g1", "Zed", "0", "100-0", "lastid", "200-0", "justid",
+    ],
+    &["xinfo", "groups", "x"],
+    &[
+        "xautoclaim",
+        "x",
+        "g2",
+        "Yan",
+        "0",
+        "0",
+        "count",
+        "2",
+        "justid",
+    ],
+    &[
+        "xautoclaim",
+        "x",
+        "g2",
+        "Yan",
+        "0",
+        "0",
+        "count",
+        "10",
+        "justid",
+    ],
+    &["xautoclaim", "x", "g2", "Yan", "0", "(0-0", "justid"],
+    &["xgroup", "delconsumer", "x", "g2", "Yan"],
+    &["xgroup", "delconsumer", "x", "g2", "Charlie"],
+    &["xinfo", "groups", "x"],
+    &["xgroup", "destroy", "x", "g2"],
+    &["xinfo", "groups", "x"],
+    &["xadd", "y", "1", "a", "1"],
+    &["xadd", "y", "2", "b", "2"],
+    &["xgroup", "create", "y", "g", "0"],
+    &["xdel", "y", "1"],
+    &["xinfo", "groups", "y"],
+    &["xreadgroup", "group", "g", "c", "streams", "y", ">"],
+    &["xinfo", "groups", "y"],
+    &["xadd", "y", "3", "c", "3"],
+    &["xinfo", "groups", "y"],
+    &["xinfo", "stream", "y"],
+    &["xgroup", "create", "e", "g", "$", "mkstream"],
+    &["xinfo", "stream", "e"],
+    &["xinfo", "stream", "e", "full"],
+    &["xadd", "z", "maxlen", "~", "5", "1", "a", "1"],
+    &["xtrim", "z", "maxlen", "~", "0"],
+    &["xdel", "z", "1"],
+    &["xinfo", "stream", "z"],
+    &["xadd", "z", "2", "b", "2"],
+    &["xinfo", "stream", "z"],
+];
+
+#[tokio::test]
+async fn stream_commands_and_errors_match_redis() {
+    let mut pair = Pair::start().await;
+    pair.all_same(ERRORS_AND_BASICS).await;
+    pair.same(&["FLUSHALL"]).await;
+    pair.all_same(GROUPS).await;
+}
+
+#[tokio::test]
+async fn stream_replies_match_redis_in_resp3() {
+    let mut pair = support::Resp3Pair::start().await;
+    pair.all_same(GROUPS).await;
+    pair.all_same(&[
+        &["XREAD", "STREAMS", "x", "y", "0", "0"],
+        &["XINFO", "STREAM", "x"],
+    ])
+    .await;
+}
+
+// `~` trimming removes the nodes Redis would (100 entries or about 4 KB each), and the radix
+// tree figures of XINFO follow.
+#[tokio::test]
+async fn approximate_trimming_removes_the_same_entries_as_redis() {
+    let mut pair = Pair::start().await;
+    let mut script: Vec<Vec<String>> = Vec::new();
+    for i in 1..=1000 {
+        script.push(vec![
+            "XADD".into(),
+            "t".into(),
+            i.to_string(),
+            "item".into(),
+            "2".into(),
+        ]);
+    }
+    for i in 1..=120 {
+        script.push(vec![
+            "XADD".into(),
+            "w".into(),
+            i.to_string(),
+            "k".repeat(40),
+            "v".repeat(40),
+        ]);
+    }
+    for cmd in [
+        "XTRIM t MAXLEN ~ 550",
+        "XLEN t",
+        "XTRIM t MAXLEN ~ 100 LIMIT 250",
+        "XLEN t",
+        "XTRIM t MINID ~ 800",
+        "XTRIM t MINID 850",
+        "XINFO STREAM t",
+        "XTRIM w MAXLEN ~ 1",
+        "XLEN w",
+        "XINFO STREAM w",
+    ] {
+        script.push(cmd.split(' ').map(String::from).collect());
+    }
+    for args in &script {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        pair.same(&args).await;
+    }
+}
+
+// XREAD BLOCK with `$` is served by the next XADD; XREADGROUP BLOCK `>` too, FIFO; a timeout
+// answers nil; inside MULTI they answer at once, inside a script BLOCK is refused.
+#[tokio::test]
+async fn blocked_readers_are_served_and_time_out_as_in_redis() {
+    let pair = Pair::start().await;
+    let mut twin = Twin::connect(&pair).await;
+    let mut writer = Twin::connect(&pair).await;
+    let mut second = Twin::connect(&pair).await;
+    writer
+        .same(&[&["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]], 1)
+        .await;
+    twin.send(&[&["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]])
+        .await;
+    second
+        .send(&[&[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c2",
+            "BLOCK",
+            "0",
+            "STREAMS",
+            "s",
+            ">",
+        ]])
+        .await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    writer.same(&[&["XADD", "s", "1-1", "f", "v"]], 1).await;
+    twin.expect(1).await;
+    second.expect(1).await;
+    // (The summary form: the detailed one reports idle milliseconds, a clock reading.)
+    writer.same(&[&["XPENDING", "s", "g"]], 1).await;
+    // A timeout.
+    twin.same(&[&["XREAD", "BLOCK", "50", "STREAMS", "s", "$"]], 1)
+        .await;
+    // MULTI never blocks; scripts refuse BLOCK.
+    twin.same(
+        &[
+            &["MULTI"],
+            &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"],
+            &[
+                "XREADGROUP",
+                "GROUP",
+                "g",
+                "c",
+                "BLOCK",
+                "0",
+                "STREAMS",
+                "s",
+                ">",
+            ],
+            &["EXEC"],
+        ],
+        4,
+    )
+    .await;
+    twin.same(
+        &[&[
+            "EVAL",
+            "return redis.pcall('xread','BLOCK',0,'STREAMS','s','$')",
+            "1",
+            "s",
+        ]],
+        1,
+    )
+    .await;
+    twin.same(
+        &[&[
+            "EVAL",
+            "return redis.pcall('xread','STREAMS','s','$')",
+            "1",
+            "s",
+        ]],
+        1,
+    )
+    .await;
+}
+
+// Random stream operations (explicit IDs, every trimming form with small nodes, groups, reads,
+// acknowledgements, claims) on both servers, replies compared one by one; a fixed seed and a
+// bounded count. The state-changing replies and XINFO/XPENDING summaries hold no clock.
+#[tokio::test]
+async fn random_stream_operations_match_redis() {
+    use rand::{Rng, SeedableRng};
+    let mut pair = Pair::start().await;
+    if pair.real_con.is_none() {
+        return;
+    }
+    pair.same(&["CONFIG", "SET", "stream-node-max-entries", "5"])
+        .await;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(14);
+    let mut ms = 0u64;
+    for t in 0..1500u32 {
+        let id = |rng: &mut rand::rngs::StdRng, ms: u64| {
+            format!("{}-{}", rng.random_range(0..ms + 3), rng.random_range(0..3))
+        };
+        let k = ["s1", "s2"][rng.random_range(0..2)];
+        let g = ["g1", "g2"][rng.random_range(0..2)];
+        let c = ["a", "b", "c"][rng.random_range(0..3)];
+        let mut cmd: Vec<String> = Vec::new();
+        let mut push = |parts: &[&str]| cmd.extend(parts.iter().map(|p| p.to_string()));
+        match rng.random_range(0..16) {
+            0..=4 => {
+                ms += [0, 1, 1, 2][rng.random_range(0..4)];
+                push(&["XADD", k]);
+                match rng.random_range(0..5) {
+                    0 => push(&["MAXLEN", "~", &rng.random_range(0..15).to_string()]),
+                    1 => push(&["MINID", &id(&mut rng, ms)]),
+                    2 => push(&["MAXLEN", &rng.random_range(0..20).to_string()]),
+                    3 => push(&[
+                        "MINID",
+                        "~",
+                        &id(&mut rng, ms),
+                        "LIMIT",
+                        &rng.random_range(0..8).to_string(),
+                    ]),
+                    _ => {}
+                }
+                push(&[
+                    &format!("{ms}-{}", rng.random_range(0..3)),
+                    "f",
+                    &t.to_string(),
+                ]);
+            }
+            5 => push(&["XDEL", k, &id(&mut rng, ms), &id(&mut rng, ms)]),
+            6 => push(&[
+                "XTRIM",
+                k,
+                "MINID",
+                ["~", "="][rng.random_range(0..2)],
+                &id(&mut rng, ms),
+            ]),
+            7 => push(&["XGROUP", "CREATE", k, g, &id(&mut rng, ms), "MKSTREAM"]),
+            8 => push(&["XREADGROUP", "GROUP", g, c, "COUNT", "2", "STREAMS", k, ">"]),
+            9 => push(&["XACK", k, g, &id(&mut rng, ms), &id(&mut rng, ms)]),
+            10 => push(&["XCLAIM", k, g, c, "0", &id(&mut rng, ms), "JUSTID", "FORCE"]),
+            11 => push(&[
+                "XAUTOCLAIM",
+                k,
+                g,
+                c,
+                "0",
+                &id(&mut rng, ms),
+                "COUNT",
+                "3",
+                "JUSTID",
+            ]),
+            12 => push(&["XPENDING", k, g]),
+            13 => push(&["XINFO", "GROUPS", k]),
+            14 => push(&["XINFO", "STREAM", k]),
+            _ => push(&[
+                "XTRIM",
+                k,
+                "MAXLEN",
+                "~",
+                &rng.random_range(0..15).to_string(),
+            ]),
+        }
+        let args: Vec<&str> = cmd.iter().map(String::as_str).collect();
+        pair.same(&args).await;
+    }
+    pair.same(&["CONFIG", "SET", "stream-node-max-entries", "100"])
+        .await;
+}
