@@ -17,6 +17,8 @@ mod client;
 mod cluster;
 mod core;
 mod error;
+mod guard;
+mod kind;
 mod latch;
 mod lock;
 mod multi;
@@ -32,11 +34,13 @@ mod watchdog;
 pub use client::{Client, MetricsSnapshot};
 pub use cluster::Connection;
 pub use error::{LockError, LostReason, Result};
+pub use guard::{LockGuard, Section};
+pub use kind::DistributedLock;
 pub use latch::CountDownLatch;
 pub use lock::{
     FairLock, FencedLock, Lock, NonReentrantLock, ReadLock, ReadWriteLock, SpinLock, WriteLock,
 };
-pub use multi::{MultiLock, NodeOutcome, QuorumOutcome, RedLock};
+pub use multi::{MultiLock, MultiLockGuard, NodeOutcome, QuorumOutcome, RedLock};
 pub use options::{Backoff, ClientOptions, ReplicaSync};
 pub use owner::Owner;
 pub use semaphore::Semaphore;

@@ -114,6 +114,12 @@ impl LostSignal {
     pub fn is_lost(&self) -> bool {
         self.rx.borrow().is_some()
     }
+
+    /// True once the lock was reported lost or the hold ended (released, force-unlocked, or
+    /// the client shut down): no longer a hold to rely on.
+    pub(crate) fn is_over(&self) -> bool {
+        self.rx.borrow().is_some() || self.rx.has_changed().is_err()
+    }
 }
 
 /// How long before a lease runs out (counted from the send time of the request that set it)
