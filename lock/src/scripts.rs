@@ -29,6 +29,15 @@ pub(crate) const LOCK_FORCE_RELEASE_SRC: &str = "if (redis.call('del', KEYS[1]) 
 /// `RedissonBaseLock.renewExpirationAsync`. KEYS: name. ARGV: lease ms, owner field.
 pub(crate) const RENEW_SRC: &str = "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('pexpire', KEYS[1], ARGV[1]); return 1; end; return 0;";
 
+/// `LockTask.buildChunk` (Redisson's batched watchdog, `lockWatchdogBatchSize` locks per
+/// call). KEYS: the lock names. ARGV: lease ms, then one owner field per key. Returns one
+/// 1 (renewed) or 0 (not held) per key.
+pub(crate) const RENEW_BATCH_SRC: &str = "local result = {} for i = 1, #KEYS, 1 do if (redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1) then redis.call('pexpire', KEYS[i], ARGV[1]); table.insert(result, 1); else table.insert(result, 0); end; end; return result;";
+
+/// `ReadLockTask.buildChunk`: the batched read-lock renewal. KEYS: pairs (name, key prefix).
+/// ARGV: lease ms, then per pair a count and that many owner fields. Returns one 1/0 per pair.
+pub(crate) const READ_RENEW_BATCH_SRC: &str = "local result = {} local argIdx = 2 for i = 1, #KEYS, 2 do local anyAlive = false; local lockNamesCount = tonumber(ARGV[argIdx]); argIdx = argIdx + 1; for k = 1, lockNamesCount do local counter = redis.call('hget', KEYS[i], ARGV[argIdx]); if (counter ~= false) then anyAlive = true; for c=counter, 1, -1 do redis.call('pexpire', KEYS[i+1] .. ':' .. ARGV[argIdx] .. ':rwlock_timeout:' .. c, ARGV[1]); end; end; argIdx = argIdx + 1; end; if (anyAlive) then redis.call('pexpire', KEYS[i], ARGV[1]); table.insert(result, 1); else table.insert(result, 0); end; end; return result;";
+
 /// `RedissonFencedLock.tryLockInnerAsync` (token variant). KEYS: name, token key.
 /// ARGV: lease ms, owner field. Returns `{-1, token}` when acquired, else `{pttl, -1}`.
 pub(crate) const FENCED_ACQUIRE_SRC: &str = "if (redis.call('exists', KEYS[1]) == 0 or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then local token = redis.call('incr', KEYS[2]);redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return {-1, token}; end; return {redis.call('pttl', KEYS[1]), -1};";
@@ -70,10 +79,6 @@ pub(crate) const READ_ACQUIRE_SRC: &str = "local mode = redis.call('hget', KEYS[
 /// read-timeout prefix, key prefix, latch. ARGV: message, owner field, publish command,
 /// latch timeout ms.
 pub(crate) const READ_RELEASE_SRC: &str = "local val = redis.call('get', KEYS[5]); if val ~= false then return tonumber(val);end; local mode = redis.call('hget', KEYS[1], 'mode'); if (mode == false) then redis.call(ARGV[3], KEYS[2], ARGV[1]); redis.call('set', KEYS[5], 1, 'px', ARGV[4]); return 1; end; local lockExists = redis.call('hexists', KEYS[1], ARGV[2]); if (lockExists == 0) then return nil;end; local counter = redis.call('hincrby', KEYS[1], ARGV[2], -1); if (counter == 0) then redis.call('hdel', KEYS[1], ARGV[2]); end;redis.call('del', KEYS[3] .. ':' .. (counter+1)); if (redis.call('hlen', KEYS[1]) > 1) then local maxRemainTime = -3; local keys = redis.call('hkeys', KEYS[1]); for n, key in ipairs(keys) do counter = tonumber(redis.call('hget', KEYS[1], key)); if type(counter) == 'number' then for i=counter, 1, -1 do local remainTime = redis.call('pttl', KEYS[4] .. ':' .. key .. ':rwlock_timeout:' .. i); maxRemainTime = math.max(remainTime, maxRemainTime);end; end; end; if maxRemainTime > 0 then redis.call('pexpire', KEYS[1], maxRemainTime); redis.call('set', KEYS[5], 0, 'px', ARGV[4]); return 0; end;if mode == 'write' then redis.call('set', KEYS[5], 0, 'px', ARGV[4]); return 0;end; end; redis.call('del', KEYS[1]); redis.call(ARGV[3], KEYS[2], ARGV[1]); redis.call('set', KEYS[5], 1, 'px', ARGV[4]); return 1; ";
-
-/// `RedissonReadLock.renewExpirationAsync`: renews the hash and every read-hold timeout key.
-/// KEYS: name, key prefix. ARGV: lease ms, owner field.
-pub(crate) const READ_RENEW_SRC: &str = "local counter = redis.call('hget', KEYS[1], ARGV[2]); if (counter ~= false) then redis.call('pexpire', KEYS[1], ARGV[1]); if (redis.call('hlen', KEYS[1]) > 1) then local keys = redis.call('hkeys', KEYS[1]); for n, key in ipairs(keys) do counter = tonumber(redis.call('hget', KEYS[1], key)); if type(counter) == 'number' then for i=counter, 1, -1 do redis.call('pexpire', KEYS[2] .. ':' .. key .. ':rwlock_timeout:' .. i, ARGV[1]); end; end; end; end; return 1; end; return 0;";
 
 /// `RedissonReadLock.forceUnlockAsync`. KEYS: name, channel. ARGV: message, publish command.
 pub(crate) const READ_FORCE_RELEASE_SRC: &str = "if (redis.call('hget', KEYS[1], 'mode') == 'read') then redis.call('del', KEYS[1]); redis.call(ARGV[2], KEYS[2], ARGV[1]); return 1; end; return 0; ";
@@ -145,6 +150,8 @@ scripts! {
     LOCK_RELEASE = LOCK_RELEASE_SRC;
     LOCK_FORCE_RELEASE = LOCK_FORCE_RELEASE_SRC;
     RENEW = RENEW_SRC;
+    RENEW_BATCH = RENEW_BATCH_SRC;
+    READ_RENEW_BATCH = READ_RENEW_BATCH_SRC;
     FENCED_ACQUIRE = FENCED_ACQUIRE_SRC;
     SPIN_RELEASE = SPIN_RELEASE_SRC;
     SPIN_FORCE_RELEASE = SPIN_FORCE_RELEASE_SRC;
@@ -155,7 +162,6 @@ scripts! {
     FAIR_FORCE_RELEASE = FAIR_FORCE_RELEASE_SRC;
     READ_ACQUIRE = READ_ACQUIRE_SRC;
     READ_RELEASE = READ_RELEASE_SRC;
-    READ_RENEW = READ_RENEW_SRC;
     READ_FORCE_RELEASE = READ_FORCE_RELEASE_SRC;
     WRITE_ACQUIRE = WRITE_ACQUIRE_SRC;
     WRITE_RELEASE = WRITE_RELEASE_SRC;
