@@ -24,6 +24,7 @@ mod lock;
 mod multi;
 mod options;
 mod owner;
+mod permit;
 mod scripts;
 mod semaphore;
 mod sentinel;
@@ -43,6 +44,7 @@ pub use lock::{
 pub use multi::{MultiLock, MultiLockGuard, NodeOutcome, QuorumOutcome, RedLock};
 pub use options::{Backoff, ClientOptions, ReplicaSync};
 pub use owner::Owner;
+pub use permit::PermitExpirableSemaphore;
 pub use semaphore::Semaphore;
 pub use simple::SimpleLock;
 pub use watchdog::{safety_margin, LostSignal};

@@ -126,6 +126,48 @@ pub(crate) const SEMAPHORE_TRY_SET_TTL_SRC: &str = "local value = redis.call('ge
 /// publish command.
 pub(crate) const SEMAPHORE_ADD_SRC: &str = "local value = redis.call('get', KEYS[1]); if (value == false) then value = 0;end;redis.call('set', KEYS[1], value + ARGV[1]); redis.call(ARGV[2], KEYS[2], value + ARGV[1]); ";
 
+/// `RedissonPermitExpirableSemaphore.`tryAcquireAsync(ids, timeoutDate)`. KEYS: name, timeout zset, channel. ARGV: permits,
+/// timeout date ms, now ms, non-expirable timeout, publish command, then the ids (16 raw bytes
+/// each). Returns `OK`, `:<nearest timeout date>` or nil.
+pub(crate) const PES_TRY_ACQUIRE_SRC: &str = "local expiredIds = redis.call('zrangebyscore', KEYS[2], 0, ARGV[3], 'limit', 0, ARGV[1]); if #expiredIds > 0 then redis.call('zrem', KEYS[2], unpack(expiredIds)); local value = redis.call('incrby', KEYS[1], #expiredIds); if tonumber(value) > 0 then redis.call(ARGV[5], KEYS[3], value); end;end; local value = redis.call('get', KEYS[1]); if (value ~= false and tonumber(value) >= tonumber(ARGV[1])) then redis.call('decrby', KEYS[1], ARGV[1]); for i = 6, #ARGV, 1 do redis.call('zadd', KEYS[2], ARGV[2], ARGV[i]); end; local ttl = redis.call('pttl', KEYS[1]); if ttl > 0 then redis.call('pexpire', KEYS[2], ttl); end; return 'OK'; end; local v = redis.call('zrange', KEYS[2], 0, 0, 'WITHSCORES'); if v[1] ~= nil and v[2] ~= ARGV[4] then return ':' .. tostring(v[2]); end return nil;";
+
+/// `RedissonPermitExpirableSemaphore.`tryReleaseAsync(permitId)`. KEYS: name, channel, timeout zset. ARGV: id bytes, 1, now ms,
+/// publish command. Returns 1 when released before its lease ran out.
+pub(crate) const PES_TRY_RELEASE_SRC: &str = "local expire = redis.call('zscore', KEYS[3], ARGV[1]);local removed = redis.call('zrem', KEYS[3], ARGV[1]);if tonumber(removed) ~= 1 then return 0;end;local value = redis.call('incrby', KEYS[1], ARGV[2]); redis.call(ARGV[4], KEYS[2], value); if tonumber(expire) <= tonumber(ARGV[3]) then return 0;end;return 1;";
+
+/// `RedissonPermitExpirableSemaphore.`tryReleaseAsync(permitsIds)`. KEYS: name, channel, timeout zset. ARGV: count, now ms,
+/// publish command, then the ids. Returns how many were released (0 when any is unknown or
+/// expired).
+pub(crate) const PES_TRY_RELEASE_MANY_SRC: &str = "for i = 4, #ARGV, 1 do local expire = redis.call('zscore', KEYS[3], ARGV[i]);if expire== false or tonumber(expire) <= tonumber(ARGV[2]) then return 0;end; end; local expiredIds = redis.call('zrangebyscore', KEYS[3], 0, ARGV[2], 'limit', 0, -1); if #expiredIds > 0 then redis.call('zrem', KEYS[3], unpack(expiredIds)); local value = redis.call('incrby', KEYS[1], #expiredIds); if tonumber(value) > 0 then redis.call(ARGV[3], KEYS[2], value); end; end; local keys = {}; for i = 4, #ARGV, 1 do table.insert(keys, ARGV[i]); end; local removed = redis.call('zrem', KEYS[3], unpack(keys)); redis.call('incrby', KEYS[1], removed); redis.call(ARGV[3], KEYS[2], removed); return removed;";
+
+/// `RedissonPermitExpirableSemaphore.`availablePermitsAsync`. KEYS: name, timeout zset, channel. ARGV: now ms, publish command.
+pub(crate) const PES_AVAILABLE_SRC: &str = "local expiredIds = redis.call('zrangebyscore', KEYS[2], 0, ARGV[1], 'limit', 0, -1); if #expiredIds > 0 then redis.call('zrem', KEYS[2], unpack(expiredIds)); local value = redis.call('incrby', KEYS[1], #expiredIds); if tonumber(value) > 0 then redis.call(ARGV[2], KEYS[3], value); end;return value; end; local ret = redis.call('get', KEYS[1]); return ret == false and 0 or ret;";
+
+/// `RedissonPermitExpirableSemaphore.`getPermitsAsync` (available + acquired). KEYS: name, timeout zset, channel. ARGV: now
+/// ms, publish command.
+pub(crate) const PES_PERMITS_SRC: &str = "local expiredIds = redis.call('zrangebyscore', KEYS[2], 0, ARGV[1], 'limit', 0, -1); if #expiredIds > 0 then redis.call('zrem', KEYS[2], unpack(expiredIds)); local value = redis.call('incrby', KEYS[1], #expiredIds); if tonumber(value) > 0 then redis.call(ARGV[2], KEYS[3], value); end;end; local available = redis.call('get', KEYS[1]); if available == false then return 0 end;local acquired = redis.call('zcount', KEYS[2], 0, '+inf'); if acquired == false then return tonumber(available) end;return tonumber(available) + acquired;";
+
+/// `RedissonPermitExpirableSemaphore.`acquiredPermitsAsync`. KEYS: name, timeout zset, channel. ARGV: now ms, publish command.
+pub(crate) const PES_ACQUIRED_SRC: &str = "local expiredIds = redis.call('zrangebyscore', KEYS[2], 0, ARGV[1], 'limit', 0, -1); if #expiredIds > 0 then redis.call('zrem', KEYS[2], unpack(expiredIds)); local value = redis.call('incrby', KEYS[1], #expiredIds); if tonumber(value) > 0 then redis.call(ARGV[2], KEYS[3], value); end;end; local acquired = redis.call('zcount', KEYS[2], 0, '+inf'); return acquired == false and 0 or acquired;";
+
+/// `RedissonPermitExpirableSemaphore.`setPermitsAsync` (the maximum, acquired permits included). KEYS: name, channel,
+/// timeout zset. ARGV: permits, publish command.
+pub(crate) const PES_SET_PERMITS_SRC: &str = "local available = redis.call('get', KEYS[1]); if (available == false) then redis.call('set', KEYS[1], ARGV[1]); redis.call(ARGV[2], KEYS[2], ARGV[1]); return;end;local acquired = redis.call('zcount', KEYS[3], 0, '+inf'); local maximum = (acquired == false and 0 or acquired) + tonumber(available); if (maximum == tonumber(ARGV[1])) then return;end;redis.call('incrby', KEYS[1], tonumber(ARGV[1]) - maximum); redis.call(ARGV[2], KEYS[2], ARGV[1]);";
+
+/// `RedissonPermitExpirableSemaphore.`trySetPermitsAsync`. KEYS: name, channel. ARGV: permits, publish command.
+pub(crate) const PES_TRY_SET_PERMITS_SRC: &str = "local value = redis.call('get', KEYS[1]); if (value == false) then redis.call('set', KEYS[1], ARGV[1]); redis.call(ARGV[2], KEYS[2], ARGV[1]); return 1;end;return 0;";
+
+/// `RedissonPermitExpirableSemaphore.`addPermitsAsync`. KEYS: name, channel. ARGV: permits (may be negative), publish command.
+pub(crate) const PES_ADD_PERMITS_SRC: &str = "local value = redis.call('get', KEYS[1]); if (value == false) then value = 0;end;redis.call('set', KEYS[1], tonumber(value) + tonumber(ARGV[1])); if tonumber(ARGV[1]) > 0 then redis.call(ARGV[2], KEYS[2], ARGV[1]); end;";
+
+/// `RedissonPermitExpirableSemaphore.`updateLeaseTimeAsync`. KEYS: name, timeout zset, channel. ARGV: id bytes, new timeout
+/// date ms, now ms, publish command. Returns 1 when the permit is held.
+pub(crate) const PES_UPDATE_LEASE_SRC: &str = "local expiredIds = redis.call('zrangebyscore', KEYS[2], 0, ARGV[3], 'limit', 0, -1); if #expiredIds > 0 then redis.call('zrem', KEYS[2], unpack(expiredIds)); local value = redis.call('incrby', KEYS[1], #expiredIds); if tonumber(value) > 0 then redis.call(ARGV[4], KEYS[3], value); end;end; local value = redis.call('zscore', KEYS[2], ARGV[1]); if (value ~= false) then redis.call('zadd', KEYS[2], ARGV[2], ARGV[1]); return 1;end;return 0;";
+
+/// `RedissonPermitExpirableSemaphore.`getLeaseTimeAsync`. KEYS: name, timeout zset, channel. ARGV: id bytes, non-expirable
+/// timeout, now ms, publish command. Returns -1 (no lease), the ms left, or 0 (unknown id).
+pub(crate) const PES_LEASE_TIME_SRC: &str = "local expiredIds = redis.call('zrangebyscore', KEYS[2], 0, ARGV[3], 'limit', 0, -1); if #expiredIds > 0 then redis.call('zrem', KEYS[2], unpack(expiredIds)); local value = redis.call('incrby', KEYS[1], #expiredIds); if tonumber(value) > 0 then redis.call(ARGV[4], KEYS[3], value); end;end; local value = redis.call('zscore', KEYS[2], ARGV[1]); if (value ~= false) then return tonumber(value) == tonumber(ARGV[2]) and -1 or tonumber(value) - tonumber(ARGV[3]);end;return 0;";
+
 /// `RedissonCountDownLatch.countDownAsync`. KEYS: name, channel. ARGV: zero-count message,
 /// publish command.
 pub(crate) const LATCH_COUNT_DOWN_SRC: &str = "local v = redis.call('decr', KEYS[1]);if v <= 0 then redis.call('del', KEYS[1]) end;if v == 0 then redis.call(ARGV[2], KEYS[2], ARGV[1]) end;";
@@ -175,6 +217,17 @@ scripts! {
     SEMAPHORE_TRY_SET = SEMAPHORE_TRY_SET_SRC;
     SEMAPHORE_TRY_SET_TTL = SEMAPHORE_TRY_SET_TTL_SRC;
     SEMAPHORE_ADD = SEMAPHORE_ADD_SRC;
+    PES_TRY_ACQUIRE = PES_TRY_ACQUIRE_SRC;
+    PES_TRY_RELEASE = PES_TRY_RELEASE_SRC;
+    PES_TRY_RELEASE_MANY = PES_TRY_RELEASE_MANY_SRC;
+    PES_AVAILABLE = PES_AVAILABLE_SRC;
+    PES_PERMITS = PES_PERMITS_SRC;
+    PES_ACQUIRED = PES_ACQUIRED_SRC;
+    PES_SET_PERMITS = PES_SET_PERMITS_SRC;
+    PES_TRY_SET_PERMITS = PES_TRY_SET_PERMITS_SRC;
+    PES_ADD_PERMITS = PES_ADD_PERMITS_SRC;
+    PES_UPDATE_LEASE = PES_UPDATE_LEASE_SRC;
+    PES_LEASE_TIME = PES_LEASE_TIME_SRC;
     LATCH_COUNT_DOWN = LATCH_COUNT_DOWN_SRC;
     LATCH_TRY_SET = LATCH_TRY_SET_SRC;
     LATCH_DELETE = LATCH_DELETE_SRC;
@@ -194,5 +247,42 @@ mod tests {
     fn every_script_has_a_stable_sha1() {
         assert_eq!(LOCK_ACQUIRE.get_hash().len(), 40);
         assert_ne!(LOCK_ACQUIRE.get_hash(), LOCK_RELEASE.get_hash());
+    }
+
+    // SHA1s of Redisson's own script text (the Java concatenations of
+    // RedissonPermitExpirableSemaphore and of the renewal tasks, joined), computed from its
+    // source: a changed byte in our copies fails here.
+    #[test]
+    fn permit_expirable_semaphore_and_batch_renewal_scripts_are_redissons_text() {
+        let pinned: [(&Script, &str); 13] = [
+            (&PES_TRY_ACQUIRE, "992c96b09a3d8ea0b37f5dc12e5347a44d93909d"),
+            (&PES_TRY_RELEASE, "4ce079451bee2993ce00c8a4e205b536c6ccad67"),
+            (
+                &PES_TRY_RELEASE_MANY,
+                "cf3ab77b1c0ae1226ae0e06e5cb18ee75f56c96b",
+            ),
+            (&PES_AVAILABLE, "26b3972b2c9e617556282f404cb79709d746a713"),
+            (&PES_PERMITS, "e242db5c1c68811b0d26a41937dcf22415b6d872"),
+            (&PES_ACQUIRED, "6f0b0be79a0c146c778cb14f40c10eb5b706e574"),
+            (&PES_SET_PERMITS, "494d8561fee0cdb033f6c28d74c052c52189a578"),
+            (
+                &PES_TRY_SET_PERMITS,
+                "241ce4e87e652b4f9b39d33cbcd7df9ee8ed906c",
+            ),
+            (&PES_ADD_PERMITS, "ec6fb1cd5f66817424e8fe70fee7929391b7c6f0"),
+            (
+                &PES_UPDATE_LEASE,
+                "2298b02cc67a89f2a638e47503db3675c73d77f5",
+            ),
+            (&PES_LEASE_TIME, "8be95cb5221cc7ee883cacb8859a8b32ef501a0e"),
+            (&RENEW_BATCH, "6a3d31570dc6f4b0bd32bcdc8e75667747c6f635"),
+            (
+                &READ_RENEW_BATCH,
+                "38d2b478dfbe264ab67c221b7e4be62245f00ba0",
+            ),
+        ];
+        for (script, sha) in pinned {
+            assert_eq!(script.get_hash(), sha);
+        }
     }
 }
