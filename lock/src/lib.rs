@@ -13,6 +13,8 @@
 //! # Ok(()) }
 //! ```
 
+#[cfg(feature = "blocking")]
+pub mod blocking;
 mod client;
 mod cluster;
 mod core;
