@@ -48,6 +48,9 @@ pub(crate) struct Inner {
     /// paused test clock was advanced (always 0 outside paused-time tests).
     pub(crate) clock_base: tokio::time::Instant,
     pub(crate) clock_base_std: std::time::Instant,
+    /// The runtime the client was opened on: background work started from a thread outside
+    /// any runtime (a guard dropped there, a blocking facade call) runs on it.
+    pub(crate) runtime: tokio::runtime::Handle,
 }
 
 impl Client {
@@ -154,6 +157,7 @@ impl Client {
             metrics: Metrics::default(),
             clock_base: tokio::time::Instant::now(),
             clock_base_std: std::time::Instant::now(),
+            runtime: tokio::runtime::Handle::current(),
         });
         tracing::debug!(client_id = %inner.id, sync_replicas, "locksmith client connected");
         Client { inner }

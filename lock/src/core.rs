@@ -12,6 +12,7 @@ use tokio::time::Instant;
 
 use crate::client::{ms, prefix_name, request_id, suffix_name, Client, Metrics};
 use crate::error::{LockError, Result};
+use crate::guard::LockGuard;
 use crate::options::Backoff;
 use crate::owner::Owner;
 use crate::scripts;
@@ -83,8 +84,11 @@ impl Drop for HandleState {
     }
 }
 
+/// `pub` (in this private module, so still unreachable from outside) only because the sealed
+/// supertrait of `DistributedLock` hands it out; its fields stay crate-private.
 #[derive(Clone)]
-pub(crate) struct Core {
+#[allow(unreachable_pub)]
+pub struct Core {
     pub(crate) client: Client,
     pub(crate) name: String,
     pub(crate) owner: Owner,
@@ -664,6 +668,18 @@ impl Core {
                 Ok(())
             }
         }
+    }
+
+    /// Acquires as [`Core::acquire`] and wraps the hold in a guard.
+    pub(crate) async fn acquire_guard(
+        &self,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> Result<Option<LockGuard>> {
+        Ok(self
+            .acquire(wait, lease)
+            .await?
+            .map(|token| LockGuard::new(self.clone(), token)))
     }
 
     pub(crate) async fn force_release(&self) -> Result<bool> {

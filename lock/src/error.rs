@@ -12,6 +12,9 @@ pub enum LostReason {
     RenewalFailed,
     /// The lease given at acquisition elapsed before the lock was released.
     LeaseExpired,
+    /// The hold ended while a guard's critical section still ran on it: the lock was
+    /// force-unlocked, or released through the lock handle instead of the guard.
+    Ended,
 }
 
 /// The error type of every lock operation.

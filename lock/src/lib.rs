@@ -3,25 +3,67 @@
 //! Locks taken here and locks taken by Java Redisson contend for the same keys: same hash
 //! layout, owner fields (`"<client-uuid>:<owner-id>"`), channels, messages and Lua scripts.
 //!
-//! ```no_run
-//! # async fn demo() -> Result<(), locksmith_lock::LockError> {
-//! let client = locksmith_lock::Client::open("redis://127.0.0.1:6379/").await?;
+//! A guard releases the lock when it goes out of scope (on `?` and on a panic too); the
+//! Redisson-style `lock()`/`unlock()` pair stays for code written that way:
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let server = locksmith_server::Server::builder().start().await?;
+//! # let url = server.url();
+//! use locksmith_lock::Client;
+//!
+//! let client = Client::open(&url).await?; // e.g. "redis://127.0.0.1:6379/"
 //! let lock = client.lock("orders");
-//! lock.lock().await?;            // watchdog renews every 10 s until unlock
-//! // ... critical section ...
+//! {
+//!     let guard = lock.acquire().await?; // the watchdog renews every 10 s while it lives
+//!     // ... critical section ...
+//!     guard.unlock().await?; // or let it drop: the release is spawned
+//! }
+//! lock.lock().await?; // Redisson style
 //! lock.unlock().await?;
 //! # Ok(()) }
 //! ```
+//!
+//! A scoped critical section is cancelled, with `LockError::Lost`, when the lock is lost (a
+//! failover, a pause past the lease); with a fenced lock it gets the token, which the resource
+//! checks so that a stale holder's write is refused:
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let server = locksmith_server::Server::builder().start().await?;
+//! # let url = server.url();
+//! use locksmith_lock::{Client, FencingGate};
+//!
+//! let client = Client::open(&url).await?;
+//! let lock = client.fenced_lock("invoice-42");
+//! let gate = FencingGate::new("invoice-42:token");
+//! let mut conn = client.connection();
+//! let written = lock
+//!     .with_token(|token| async move {
+//!         gate.write(&mut conn, token, "invoice-42", "paid").await
+//!     })
+//!     .await??;
+//! assert!(written);
+//! # Ok(()) }
+//! ```
 
+#[cfg(feature = "blocking")]
+pub mod blocking;
 mod client;
 mod cluster;
 mod core;
 mod error;
+mod fence;
+mod guard;
+mod kind;
 mod latch;
 mod lock;
 mod multi;
 mod options;
 mod owner;
+mod permit;
 mod scripts;
 mod semaphore;
 mod sentinel;
@@ -32,13 +74,17 @@ mod watchdog;
 pub use client::{Client, MetricsSnapshot};
 pub use cluster::Connection;
 pub use error::{LockError, LostReason, Result};
+pub use fence::{FencingGate, TokenFence};
+pub use guard::{LockGuard, Section};
+pub use kind::DistributedLock;
 pub use latch::CountDownLatch;
 pub use lock::{
     FairLock, FencedLock, Lock, NonReentrantLock, ReadLock, ReadWriteLock, SpinLock, WriteLock,
 };
-pub use multi::{MultiLock, NodeOutcome, QuorumOutcome, RedLock};
+pub use multi::{MultiLock, MultiLockGuard, NodeOutcome, QuorumOutcome, RedLock};
 pub use options::{Backoff, ClientOptions, ReplicaSync};
 pub use owner::Owner;
+pub use permit::PermitExpirableSemaphore;
 pub use semaphore::Semaphore;
 pub use simple::SimpleLock;
 pub use watchdog::{safety_margin, LostSignal};
@@ -67,4 +113,40 @@ pub mod script_sources {
     pub const READ_ACQUIRE: &str = crate::scripts::READ_ACQUIRE_SRC;
     /// `RedissonWriteLock` acquire.
     pub const WRITE_ACQUIRE: &str = crate::scripts::WRITE_ACQUIRE_SRC;
+}
+
+/// The README's lock examples are these doctests: every ```rust block of its "Using the lock
+/// library" section must appear, line for line, among the visible lines of this file's doc
+/// examples (with `locksmith::lock::` for `locksmith_lock::`), so it runs in `cargo test`.
+#[cfg(test)]
+mod readme {
+    #[test]
+    fn the_readme_lock_examples_are_doctests_of_this_crate() {
+        let readme = include_str!("../../README.md");
+        let docs: Vec<&str> = include_str!("lib.rs")
+            .lines()
+            .filter_map(|l| l.strip_prefix("//!"))
+            .map(|l| l.strip_prefix(' ').unwrap_or(l))
+            .filter(|l| !l.starts_with("# ") && *l != "#")
+            .collect();
+        let docs = docs.join("\n");
+        let start = readme
+            .find("## Using the lock library")
+            .expect("the README has a lock section");
+        let section = &readme[start..];
+        let end = section[3..].find("\n## ").map_or(section.len(), |e| e + 3);
+        let mut blocks = 0;
+        for block in section[..end].split("```rust").skip(1) {
+            let code = block.split("```").next().unwrap_or("");
+            let code = code
+                .trim_matches('\n')
+                .replace("locksmith::lock::", "locksmith_lock::");
+            assert!(
+                docs.contains(&code),
+                "README block not among the doctests:\n{code}"
+            );
+            blocks += 1;
+        }
+        assert!(blocks >= 2, "{blocks} blocks");
+    }
 }

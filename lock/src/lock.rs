@@ -15,6 +15,8 @@ use std::time::Duration;
 use crate::client::Client;
 use crate::core::{Core, Kind};
 use crate::error::Result;
+use crate::guard::{LockGuard, Section};
+use crate::kind::DistributedLock;
 use crate::options::Backoff;
 use crate::owner::Owner;
 use crate::watchdog::LostSignal;
@@ -55,6 +57,72 @@ macro_rules! common_lock_api {
                 $ty {
                     core: self.core.with_owner(owner),
                 }
+            }
+
+            /// Acquires, waiting as long as needed, and returns a guard that releases the lock
+            /// when dropped; the watchdog renews the lease while the guard lives. Dropping the
+            /// future cancels the wait and never leaves the lock behind.
+            ///
+            /// # Errors
+            /// Redis errors; [`LockError::Shutdown`](crate::LockError::Shutdown) after shutdown.
+            pub async fn acquire(&self) -> Result<LockGuard> {
+                self.core.acquire_guard(None, None).await?.ok_or_else(|| {
+                    crate::LockError::unexpected("acquire", "no hold without a wait limit")
+                })
+            }
+
+            /// [`acquire`](Self::acquire) with a fixed lease (no watchdog): the lock expires
+            /// after `lease` unless the guard releases it before.
+            ///
+            /// # Errors
+            /// Redis errors.
+            pub async fn acquire_with_lease(&self, lease: Duration) -> Result<LockGuard> {
+                self.core
+                    .acquire_guard(None, Some(lease))
+                    .await?
+                    .ok_or_else(|| {
+                        crate::LockError::unexpected("acquire", "no hold without a wait limit")
+                    })
+            }
+
+            /// One attempt, no waiting: a guard when acquired (watchdog-renewed).
+            ///
+            /// # Errors
+            /// Redis errors (never turned into `None`).
+            pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+                self.core.acquire_guard(Some(Duration::ZERO), None).await
+            }
+
+            /// Waits up to `wait`; a guard when acquired. With `lease` the lock expires after
+            /// it, with `None` the watchdog renews it while the guard lives.
+            ///
+            /// # Errors
+            /// Redis errors.
+            pub async fn try_acquire_for(
+                &self,
+                wait: Duration,
+                lease: Option<Duration>,
+            ) -> Result<Option<LockGuard>> {
+                self.core.acquire_guard(Some(wait), lease).await
+            }
+
+            /// A scoped critical section: acquires (watchdog), runs the future `f` returns, and
+            /// releases. When the lock is lost while the section runs, the future is dropped
+            /// (cancelled) and the call returns [`LockError::Lost`](crate::LockError::Lost),
+            /// so the section never runs on past the point where another client may hold the
+            /// lock. `f` receives a [`Section`] (for the fenced lock, with its token). A panic
+            /// in the section releases the lock as the guard unwinds.
+            ///
+            /// # Errors
+            /// [`LockError::Lost`](crate::LockError::Lost) (`is_lost()`) when the lock was lost
+            /// during the section; acquisition errors. A failed release after a completed
+            /// section is logged (the hold expires after its lease), not returned.
+            pub async fn with_lock<F, Fut, T>(&self, f: F) -> Result<T>
+            where
+                F: FnOnce(Section) -> Fut,
+                Fut: std::future::Future<Output = T>,
+            {
+                self.acquire().await?.scope(f).await
             }
 
             /// Acquires, waiting as long as needed; the watchdog renews the lease until
@@ -175,6 +243,17 @@ macro_rules! common_lock_api {
                 self.core.is_renewing()
             }
         }
+
+        impl crate::kind::sealed::Sealed for $ty {
+            fn core(&self) -> &Core {
+                &self.core
+            }
+            fn new_owner_boxed(&self) -> Box<dyn DistributedLock> {
+                Box::new(self.clone())
+            }
+        }
+
+        impl DistributedLock for $ty {}
     };
 }
 
@@ -287,6 +366,23 @@ impl FencedLock {
             .arg(self.core.token_name())
             .query_async(&mut conn)
             .await?)
+    }
+
+    /// A scoped critical section handed this acquisition's fencing token: acquires
+    /// (watchdog), runs the future `f(token)` returns, releases; cancelled with
+    /// [`LockError::Lost`](crate::LockError::Lost) when the lock is lost meanwhile, as
+    /// [`with_lock`](Self::with_lock).
+    ///
+    /// # Errors
+    /// As [`with_lock`](Self::with_lock).
+    pub async fn with_token<F, Fut, T>(&self, f: F) -> Result<T>
+    where
+        F: FnOnce(i64) -> Fut,
+        Fut: std::future::Future<Output = T>,
+    {
+        let guard = self.acquire().await?;
+        let token = self.token_of(Some(guard.token()))?;
+        guard.scope(|_| f(token)).await
     }
 
     fn token_of(&self, r: Option<Option<i64>>) -> Result<i64> {

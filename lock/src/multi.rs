@@ -12,10 +12,13 @@
 
 use std::time::Duration;
 
+use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::time::Instant;
 
-use crate::error::{LockError, Result};
-use crate::lock::Lock;
+use crate::core::Core;
+use crate::error::{LockError, LostReason, Result};
+use crate::guard::LockGuard;
+use crate::kind::DistributedLock;
 
 /// What happened on one node during an attempt.
 #[derive(Debug)]
@@ -68,7 +71,7 @@ impl QuorumOutcome {
 /// cancelled `try_lock_for`), so no partial lock stays behind and keeps being renewed.
 struct Rollback {
     /// Handles for the same owners as the acquired locks.
-    held: Vec<Lock>,
+    held: Vec<Core>,
 }
 
 impl Rollback {
@@ -76,8 +79,8 @@ impl Rollback {
         Rollback { held: Vec::new() }
     }
 
-    fn push(&mut self, lock: &Lock) {
-        self.held.push(lock.with_owner(lock.owner()));
+    fn push(&mut self, lock: &dyn DistributedLock) {
+        self.held.push(lock.core().clone());
     }
 
     /// The round decided (success, or it released what it held itself).
@@ -95,8 +98,8 @@ impl Drop for Rollback {
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
                 for lock in held {
-                    if let Err(e) = lock.unlock().await {
-                        tracing::debug!(lock = %lock.name(), error = %e, "multi-lock cancel rollback failed");
+                    if let Err(e) = lock.release().await {
+                        tracing::debug!(lock = %lock.name, error = %e, "multi-lock cancel rollback failed");
                     }
                 }
             });
@@ -105,7 +108,7 @@ impl Drop for Rollback {
 }
 
 /// The lease every lock ends with: `lease`, or the watchdog's lease of the first lock's client.
-fn effective_lease(locks: &[Lock], lease: Option<Duration>) -> Duration {
+fn effective_lease(locks: &[Box<dyn DistributedLock>], lease: Option<Duration>) -> Duration {
     lease.unwrap_or_else(|| {
         locks.first().map_or(Duration::from_secs(30), |l| {
             l.client().options().watchdog_timeout
@@ -123,7 +126,7 @@ fn validity(lease: Duration, round_start: Instant) -> Option<Duration> {
 
 /// The owner-checked PEXPIRE to the real lease on every acquired lock (and their lost
 /// signals' deadlines with it), all nodes at once.
-async fn set_leases(locks: &[Lock], acquired: &[usize], lease: Duration) {
+async fn set_leases(locks: &[Box<dyn DistributedLock>], acquired: &[usize], lease: Duration) {
     let futs = acquired
         .iter()
         .filter_map(|&i| locks.get(i))
@@ -139,31 +142,164 @@ async fn set_leases(locks: &[Lock], acquired: &[usize], lease: Duration) {
     }
 }
 
-/// Redisson's `RedissonMultiLock`: holds all of its locks or none.
-#[derive(Debug, Clone)]
+/// Redisson's `RedissonMultiLock`: holds all of its locks or none. The locks may be of any
+/// kind and on any clients (a fair lock, a read lock and a write lock together, as Redisson
+/// allows); see [`DistributedLock`].
+#[derive(Debug)]
 pub struct MultiLock {
-    locks: Vec<Lock>,
+    locks: Vec<Box<dyn DistributedLock>>,
     quorum: bool,
 }
 
-/// Redisson's `RedissonRedLock`: holds a majority (N/2+1) of independent locks.
+/// A multi-lock over handles for **new owners** (what `Clone` does on each kind).
+impl Clone for MultiLock {
+    fn clone(&self) -> Self {
+        MultiLock {
+            locks: self.locks.iter().map(|l| l.clone_boxed()).collect(),
+            quorum: self.quorum,
+        }
+    }
+}
+
+/// Redisson's `RedissonRedLock`: holds a majority (N/2+1) of independent locks, of any kind.
 #[derive(Debug, Clone)]
 pub struct RedLock {
     inner: MultiLock,
 }
 
+/// The locks a [`MultiLock`] or [`RedLock`] acquired, released when dropped (each release is
+/// spawned, as [`LockGuard`] does), with the attempt's [`QuorumOutcome`].
+#[derive(Debug)]
+#[must_use = "dropping a MultiLockGuard releases the locks"]
+pub struct MultiLockGuard {
+    guards: Vec<LockGuard>,
+    /// How many of `guards` must stay held: all of them for a MultiLock, the quorum for a
+    /// RedLock.
+    needed: usize,
+    outcome: QuorumOutcome,
+}
+
+impl MultiLockGuard {
+    fn new(locks: &[Box<dyn DistributedLock>], outcome: QuorumOutcome, needed: usize) -> Self {
+        let guards: Vec<LockGuard> = locks
+            .iter()
+            .zip(&outcome.nodes)
+            .filter(|(_, n)| n.is_acquired())
+            .map(|(l, _)| LockGuard::new(l.core().clone(), None))
+            .collect();
+        MultiLockGuard {
+            needed: needed.min(guards.len()),
+            guards,
+            outcome,
+        }
+    }
+
+    /// What the attempt got, per lock, and its validity.
+    pub fn outcome(&self) -> &QuorumOutcome {
+        &self.outcome
+    }
+
+    /// The guards of the locks held, in the order given.
+    pub fn guards(&self) -> &[LockGuard] {
+        &self.guards
+    }
+
+    /// True once so many locks were lost that the whole lock is no longer held (any one for a
+    /// MultiLock; more than N − quorum for a RedLock).
+    pub fn is_lost(&self) -> bool {
+        let lost = self.guards.iter().filter(|g| g.is_lost()).count();
+        self.guards.len() - lost < self.needed
+    }
+
+    /// Runs `fut` as a critical section, cancelled (dropped) when the whole lock is lost (see
+    /// [`is_lost`](Self::is_lost)), as [`LockGuard::run`] does for one lock.
+    ///
+    /// # Errors
+    /// [`LockError::Lost`] with the reason of the loss that broke the lock.
+    pub async fn run<F: std::future::Future>(&self, fut: F) -> Result<F::Output> {
+        let mut signals: FuturesUnordered<_> = self
+            .guards
+            .iter()
+            .map(|g| {
+                let signal = g.lost_signal();
+                let name = g.name().to_owned();
+                async move {
+                    let reason = match signal {
+                        Some(mut s) => s.lost().await,
+                        None => None,
+                    };
+                    (name, reason.unwrap_or(LostReason::Ended))
+                }
+            })
+            .collect();
+        let spare = self.guards.len() - self.needed;
+        let broken = async move {
+            let mut lost = 0;
+            while let Some((name, reason)) = signals.next().await {
+                lost += 1;
+                if lost > spare {
+                    return LockError::Lost { name, reason };
+                }
+            }
+            std::future::pending().await
+        };
+        tokio::select! {
+            biased;
+            e = broken => Err(e),
+            out = fut => Ok(out),
+        }
+    }
+
+    /// Releases every lock held; the first error if any release failed (all are attempted).
+    ///
+    /// # Errors
+    /// The first per-lock error.
+    pub async fn unlock(self) -> Result<()> {
+        futures::future::join_all(self.guards.into_iter().map(LockGuard::unlock))
+            .await
+            .into_iter()
+            .collect()
+    }
+}
+
 impl MultiLock {
-    /// A multi-lock over `locks` (each bound to its own client and owner).
-    pub fn new(locks: Vec<Lock>) -> Self {
+    /// A multi-lock over `locks` (each bound to its own client and owner). Mix kinds with
+    /// boxed handles: `MultiLock::new(vec![fair.boxed(), read.boxed()])`.
+    pub fn new<L: DistributedLock + 'static>(locks: Vec<L>) -> Self {
         MultiLock {
-            locks,
+            locks: locks.into_iter().map(DistributedLock::boxed).collect(),
             quorum: false,
         }
     }
 
     /// The locks.
-    pub fn locks(&self) -> &[Lock] {
+    pub fn locks(&self) -> &[Box<dyn DistributedLock>] {
         &self.locks
+    }
+
+    /// Acquires every lock, retrying rounds as [`lock`](Self::lock) does, and returns a guard
+    /// that releases them all when dropped.
+    ///
+    /// # Errors
+    /// See [`MultiLock::try_lock_for`].
+    pub async fn acquire(&self, lease: Option<Duration>) -> Result<MultiLockGuard> {
+        let out = self.lock(lease).await?;
+        Ok(MultiLockGuard::new(&self.locks, out, self.locks.len()))
+    }
+
+    /// [`try_lock_for`](Self::try_lock_for) returning a guard when acquired.
+    ///
+    /// # Errors
+    /// See [`MultiLock::try_lock_for`].
+    pub async fn try_acquire_for(
+        &self,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> Result<Option<MultiLockGuard>> {
+        let out = self.try_lock_for(wait, lease).await?;
+        Ok(out
+            .acquired
+            .then(|| MultiLockGuard::new(&self.locks, out, self.locks.len())))
     }
 
     fn min_locks(&self) -> usize {
@@ -237,7 +373,7 @@ impl MultiLock {
             };
             if ok {
                 acquired.push(i);
-                guard.push(lock);
+                guard.push(lock.as_ref());
             } else {
                 if self.locks.len() - acquired.len() == self.failed_locks_limit() {
                     break;
@@ -378,19 +514,45 @@ fn lock_wait_time(remain: Option<Duration>, n: usize, quorum: bool) -> Option<Du
 }
 
 impl RedLock {
-    /// A RedLock over `locks`, normally one per independent server.
-    pub fn new(locks: Vec<Lock>) -> Self {
+    /// A RedLock over `locks`, normally one per independent server, of any kind.
+    pub fn new<L: DistributedLock + 'static>(locks: Vec<L>) -> Self {
         RedLock {
             inner: MultiLock {
-                locks,
+                locks: locks.into_iter().map(DistributedLock::boxed).collect(),
                 quorum: true,
             },
         }
     }
 
     /// The locks.
-    pub fn locks(&self) -> &[Lock] {
+    pub fn locks(&self) -> &[Box<dyn DistributedLock>] {
         &self.inner.locks
+    }
+
+    /// Acquires a majority, retrying as [`lock`](Self::lock) does, and returns a guard that
+    /// releases what it holds when dropped; its [`run`](MultiLockGuard::run) cancels a section
+    /// once fewer than a quorum of the locks remain held.
+    ///
+    /// # Errors
+    /// Only errors that are not per node.
+    pub async fn acquire(&self, lease: Option<Duration>) -> Result<MultiLockGuard> {
+        let out = self.lock(lease).await?;
+        Ok(MultiLockGuard::new(&self.inner.locks, out, self.quorum()))
+    }
+
+    /// [`try_lock_for`](Self::try_lock_for) returning a guard when a majority is held.
+    ///
+    /// # Errors
+    /// Only errors that are not per node.
+    pub async fn try_acquire_for(
+        &self,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> Result<Option<MultiLockGuard>> {
+        let out = self.try_lock_for(wait, lease).await?;
+        Ok(out
+            .acquired
+            .then(|| MultiLockGuard::new(&self.inner.locks, out, self.quorum())))
     }
 
     /// How many locks make a quorum (N/2+1).
@@ -438,7 +600,7 @@ impl RedLock {
                 nodes.push(match res {
                     Ok(true) => {
                         acquired.push(i);
-                        guard.push(lock);
+                        guard.push(lock.as_ref());
                         NodeOutcome::Acquired
                     }
                     Ok(false) => NodeOutcome::Busy,

@@ -37,6 +37,10 @@ pub struct ClientOptions {
     pub response_timeout: Duration,
     /// Connection timeout.
     pub connection_timeout: Duration,
+    /// How many held locks one watchdog script call renews (Redisson's
+    /// `lockWatchdogBatchSize`, 100): each renewal period costs one round trip per this many
+    /// locks (per hash slot in a cluster).
+    pub watchdog_batch_size: usize,
 }
 
 impl Default for ClientOptions {
@@ -50,6 +54,7 @@ impl Default for ClientOptions {
             fair_wait_timeout: Duration::from_secs(300),
             response_timeout: Duration::from_secs(10),
             connection_timeout: Duration::from_secs(3),
+            watchdog_batch_size: 100,
         }
     }
 }
@@ -88,6 +93,11 @@ impl ClientOptions {
     /// Sets the connection timeout.
     pub fn connection_timeout(mut self, d: Duration) -> Self {
         self.connection_timeout = d;
+        self
+    }
+    /// Sets how many locks one watchdog script call renews (at least 1).
+    pub fn watchdog_batch_size(mut self, n: usize) -> Self {
+        self.watchdog_batch_size = n.max(1);
         self
     }
 }

@@ -29,6 +29,15 @@ pub(crate) const LOCK_FORCE_RELEASE_SRC: &str = "if (redis.call('del', KEYS[1]) 
 /// `RedissonBaseLock.renewExpirationAsync`. KEYS: name. ARGV: lease ms, owner field.
 pub(crate) const RENEW_SRC: &str = "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('pexpire', KEYS[1], ARGV[1]); return 1; end; return 0;";
 
+/// `LockTask.buildChunk` (Redisson's batched watchdog, `lockWatchdogBatchSize` locks per
+/// call). KEYS: the lock names. ARGV: lease ms, then one owner field per key. Returns one
+/// 1 (renewed) or 0 (not held) per key.
+pub(crate) const RENEW_BATCH_SRC: &str = "local result = {} for i = 1, #KEYS, 1 do if (redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1) then redis.call('pexpire', KEYS[i], ARGV[1]); table.insert(result, 1); else table.insert(result, 0); end; end; return result;";
+
+/// `ReadLockTask.buildChunk`: the batched read-lock renewal. KEYS: pairs (name, key prefix).
+/// ARGV: lease ms, then per pair a count and that many owner fields. Returns one 1/0 per pair.
+pub(crate) const READ_RENEW_BATCH_SRC: &str = "local result = {} local argIdx = 2 for i = 1, #KEYS, 2 do local anyAlive = false; local lockNamesCount = tonumber(ARGV[argIdx]); argIdx = argIdx + 1; for k = 1, lockNamesCount do local counter = redis.call('hget', KEYS[i], ARGV[argIdx]); if (counter ~= false) then anyAlive = true; for c=counter, 1, -1 do redis.call('pexpire', KEYS[i+1] .. ':' .. ARGV[argIdx] .. ':rwlock_timeout:' .. c, ARGV[1]); end; end; argIdx = argIdx + 1; end; if (anyAlive) then redis.call('pexpire', KEYS[i], ARGV[1]); table.insert(result, 1); else table.insert(result, 0); end; end; return result;";
+
 /// `RedissonFencedLock.tryLockInnerAsync` (token variant). KEYS: name, token key.
 /// ARGV: lease ms, owner field. Returns `{-1, token}` when acquired, else `{pttl, -1}`.
 pub(crate) const FENCED_ACQUIRE_SRC: &str = "if (redis.call('exists', KEYS[1]) == 0 or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then local token = redis.call('incr', KEYS[2]);redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return {-1, token}; end; return {redis.call('pttl', KEYS[1]), -1};";
@@ -70,10 +79,6 @@ pub(crate) const READ_ACQUIRE_SRC: &str = "local mode = redis.call('hget', KEYS[
 /// read-timeout prefix, key prefix, latch. ARGV: message, owner field, publish command,
 /// latch timeout ms.
 pub(crate) const READ_RELEASE_SRC: &str = "local val = redis.call('get', KEYS[5]); if val ~= false then return tonumber(val);end; local mode = redis.call('hget', KEYS[1], 'mode'); if (mode == false) then redis.call(ARGV[3], KEYS[2], ARGV[1]); redis.call('set', KEYS[5], 1, 'px', ARGV[4]); return 1; end; local lockExists = redis.call('hexists', KEYS[1], ARGV[2]); if (lockExists == 0) then return nil;end; local counter = redis.call('hincrby', KEYS[1], ARGV[2], -1); if (counter == 0) then redis.call('hdel', KEYS[1], ARGV[2]); end;redis.call('del', KEYS[3] .. ':' .. (counter+1)); if (redis.call('hlen', KEYS[1]) > 1) then local maxRemainTime = -3; local keys = redis.call('hkeys', KEYS[1]); for n, key in ipairs(keys) do counter = tonumber(redis.call('hget', KEYS[1], key)); if type(counter) == 'number' then for i=counter, 1, -1 do local remainTime = redis.call('pttl', KEYS[4] .. ':' .. key .. ':rwlock_timeout:' .. i); maxRemainTime = math.max(remainTime, maxRemainTime);end; end; end; if maxRemainTime > 0 then redis.call('pexpire', KEYS[1], maxRemainTime); redis.call('set', KEYS[5], 0, 'px', ARGV[4]); return 0; end;if mode == 'write' then redis.call('set', KEYS[5], 0, 'px', ARGV[4]); return 0;end; end; redis.call('del', KEYS[1]); redis.call(ARGV[3], KEYS[2], ARGV[1]); redis.call('set', KEYS[5], 1, 'px', ARGV[4]); return 1; ";
-
-/// `RedissonReadLock.renewExpirationAsync`: renews the hash and every read-hold timeout key.
-/// KEYS: name, key prefix. ARGV: lease ms, owner field.
-pub(crate) const READ_RENEW_SRC: &str = "local counter = redis.call('hget', KEYS[1], ARGV[2]); if (counter ~= false) then redis.call('pexpire', KEYS[1], ARGV[1]); if (redis.call('hlen', KEYS[1]) > 1) then local keys = redis.call('hkeys', KEYS[1]); for n, key in ipairs(keys) do counter = tonumber(redis.call('hget', KEYS[1], key)); if type(counter) == 'number' then for i=counter, 1, -1 do redis.call('pexpire', KEYS[2] .. ':' .. key .. ':rwlock_timeout:' .. i, ARGV[1]); end; end; end; end; return 1; end; return 0;";
 
 /// `RedissonReadLock.forceUnlockAsync`. KEYS: name, channel. ARGV: message, publish command.
 pub(crate) const READ_FORCE_RELEASE_SRC: &str = "if (redis.call('hget', KEYS[1], 'mode') == 'read') then redis.call('del', KEYS[1]); redis.call(ARGV[2], KEYS[2], ARGV[1]); return 1; end; return 0; ";
@@ -121,6 +126,48 @@ pub(crate) const SEMAPHORE_TRY_SET_TTL_SRC: &str = "local value = redis.call('ge
 /// publish command.
 pub(crate) const SEMAPHORE_ADD_SRC: &str = "local value = redis.call('get', KEYS[1]); if (value == false) then value = 0;end;redis.call('set', KEYS[1], value + ARGV[1]); redis.call(ARGV[2], KEYS[2], value + ARGV[1]); ";
 
+/// `RedissonPermitExpirableSemaphore.`tryAcquireAsync(ids, timeoutDate)`. KEYS: name, timeout zset, channel. ARGV: permits,
+/// timeout date ms, now ms, non-expirable timeout, publish command, then the ids (16 raw bytes
+/// each). Returns `OK`, `:<nearest timeout date>` or nil.
+pub(crate) const PES_TRY_ACQUIRE_SRC: &str = "local expiredIds = redis.call('zrangebyscore', KEYS[2], 0, ARGV[3], 'limit', 0, ARGV[1]); if #expiredIds > 0 then redis.call('zrem', KEYS[2], unpack(expiredIds)); local value = redis.call('incrby', KEYS[1], #expiredIds); if tonumber(value) > 0 then redis.call(ARGV[5], KEYS[3], value); end;end; local value = redis.call('get', KEYS[1]); if (value ~= false and tonumber(value) >= tonumber(ARGV[1])) then redis.call('decrby', KEYS[1], ARGV[1]); for i = 6, #ARGV, 1 do redis.call('zadd', KEYS[2], ARGV[2], ARGV[i]); end; local ttl = redis.call('pttl', KEYS[1]); if ttl > 0 then redis.call('pexpire', KEYS[2], ttl); end; return 'OK'; end; local v = redis.call('zrange', KEYS[2], 0, 0, 'WITHSCORES'); if v[1] ~= nil and v[2] ~= ARGV[4] then return ':' .. tostring(v[2]); end return nil;";
+
+/// `RedissonPermitExpirableSemaphore.`tryReleaseAsync(permitId)`. KEYS: name, channel, timeout zset. ARGV: id bytes, 1, now ms,
+/// publish command. Returns 1 when released before its lease ran out.
+pub(crate) const PES_TRY_RELEASE_SRC: &str = "local expire = redis.call('zscore', KEYS[3], ARGV[1]);local removed = redis.call('zrem', KEYS[3], ARGV[1]);if tonumber(removed) ~= 1 then return 0;end;local value = redis.call('incrby', KEYS[1], ARGV[2]); redis.call(ARGV[4], KEYS[2], value); if tonumber(expire) <= tonumber(ARGV[3]) then return 0;end;return 1;";
+
+/// `RedissonPermitExpirableSemaphore.`tryReleaseAsync(permitsIds)`. KEYS: name, channel, timeout zset. ARGV: count, now ms,
+/// publish command, then the ids. Returns how many were released (0 when any is unknown or
+/// expired).
+pub(crate) const PES_TRY_RELEASE_MANY_SRC: &str = "for i = 4, #ARGV, 1 do local expire = redis.call('zscore', KEYS[3], ARGV[i]);if expire== false or tonumber(expire) <= tonumber(ARGV[2]) then return 0;end; end; local expiredIds = redis.call('zrangebyscore', KEYS[3], 0, ARGV[2], 'limit', 0, -1); if #expiredIds > 0 then redis.call('zrem', KEYS[3], unpack(expiredIds)); local value = redis.call('incrby', KEYS[1], #expiredIds); if tonumber(value) > 0 then redis.call(ARGV[3], KEYS[2], value); end; end; local keys = {}; for i = 4, #ARGV, 1 do table.insert(keys, ARGV[i]); end; local removed = redis.call('zrem', KEYS[3], unpack(keys)); redis.call('incrby', KEYS[1], removed); redis.call(ARGV[3], KEYS[2], removed); return removed;";
+
+/// `RedissonPermitExpirableSemaphore.`availablePermitsAsync`. KEYS: name, timeout zset, channel. ARGV: now ms, publish command.
+pub(crate) const PES_AVAILABLE_SRC: &str = "local expiredIds = redis.call('zrangebyscore', KEYS[2], 0, ARGV[1], 'limit', 0, -1); if #expiredIds > 0 then redis.call('zrem', KEYS[2], unpack(expiredIds)); local value = redis.call('incrby', KEYS[1], #expiredIds); if tonumber(value) > 0 then redis.call(ARGV[2], KEYS[3], value); end;return value; end; local ret = redis.call('get', KEYS[1]); return ret == false and 0 or ret;";
+
+/// `RedissonPermitExpirableSemaphore.`getPermitsAsync` (available + acquired). KEYS: name, timeout zset, channel. ARGV: now
+/// ms, publish command.
+pub(crate) const PES_PERMITS_SRC: &str = "local expiredIds = redis.call('zrangebyscore', KEYS[2], 0, ARGV[1], 'limit', 0, -1); if #expiredIds > 0 then redis.call('zrem', KEYS[2], unpack(expiredIds)); local value = redis.call('incrby', KEYS[1], #expiredIds); if tonumber(value) > 0 then redis.call(ARGV[2], KEYS[3], value); end;end; local available = redis.call('get', KEYS[1]); if available == false then return 0 end;local acquired = redis.call('zcount', KEYS[2], 0, '+inf'); if acquired == false then return tonumber(available) end;return tonumber(available) + acquired;";
+
+/// `RedissonPermitExpirableSemaphore.`acquiredPermitsAsync`. KEYS: name, timeout zset, channel. ARGV: now ms, publish command.
+pub(crate) const PES_ACQUIRED_SRC: &str = "local expiredIds = redis.call('zrangebyscore', KEYS[2], 0, ARGV[1], 'limit', 0, -1); if #expiredIds > 0 then redis.call('zrem', KEYS[2], unpack(expiredIds)); local value = redis.call('incrby', KEYS[1], #expiredIds); if tonumber(value) > 0 then redis.call(ARGV[2], KEYS[3], value); end;end; local acquired = redis.call('zcount', KEYS[2], 0, '+inf'); return acquired == false and 0 or acquired;";
+
+/// `RedissonPermitExpirableSemaphore.`setPermitsAsync` (the maximum, acquired permits included). KEYS: name, channel,
+/// timeout zset. ARGV: permits, publish command.
+pub(crate) const PES_SET_PERMITS_SRC: &str = "local available = redis.call('get', KEYS[1]); if (available == false) then redis.call('set', KEYS[1], ARGV[1]); redis.call(ARGV[2], KEYS[2], ARGV[1]); return;end;local acquired = redis.call('zcount', KEYS[3], 0, '+inf'); local maximum = (acquired == false and 0 or acquired) + tonumber(available); if (maximum == tonumber(ARGV[1])) then return;end;redis.call('incrby', KEYS[1], tonumber(ARGV[1]) - maximum); redis.call(ARGV[2], KEYS[2], ARGV[1]);";
+
+/// `RedissonPermitExpirableSemaphore.`trySetPermitsAsync`. KEYS: name, channel. ARGV: permits, publish command.
+pub(crate) const PES_TRY_SET_PERMITS_SRC: &str = "local value = redis.call('get', KEYS[1]); if (value == false) then redis.call('set', KEYS[1], ARGV[1]); redis.call(ARGV[2], KEYS[2], ARGV[1]); return 1;end;return 0;";
+
+/// `RedissonPermitExpirableSemaphore.`addPermitsAsync`. KEYS: name, channel. ARGV: permits (may be negative), publish command.
+pub(crate) const PES_ADD_PERMITS_SRC: &str = "local value = redis.call('get', KEYS[1]); if (value == false) then value = 0;end;redis.call('set', KEYS[1], tonumber(value) + tonumber(ARGV[1])); if tonumber(ARGV[1]) > 0 then redis.call(ARGV[2], KEYS[2], ARGV[1]); end;";
+
+/// `RedissonPermitExpirableSemaphore.`updateLeaseTimeAsync`. KEYS: name, timeout zset, channel. ARGV: id bytes, new timeout
+/// date ms, now ms, publish command. Returns 1 when the permit is held.
+pub(crate) const PES_UPDATE_LEASE_SRC: &str = "local expiredIds = redis.call('zrangebyscore', KEYS[2], 0, ARGV[3], 'limit', 0, -1); if #expiredIds > 0 then redis.call('zrem', KEYS[2], unpack(expiredIds)); local value = redis.call('incrby', KEYS[1], #expiredIds); if tonumber(value) > 0 then redis.call(ARGV[4], KEYS[3], value); end;end; local value = redis.call('zscore', KEYS[2], ARGV[1]); if (value ~= false) then redis.call('zadd', KEYS[2], ARGV[2], ARGV[1]); return 1;end;return 0;";
+
+/// `RedissonPermitExpirableSemaphore.`getLeaseTimeAsync`. KEYS: name, timeout zset, channel. ARGV: id bytes, non-expirable
+/// timeout, now ms, publish command. Returns -1 (no lease), the ms left, or 0 (unknown id).
+pub(crate) const PES_LEASE_TIME_SRC: &str = "local expiredIds = redis.call('zrangebyscore', KEYS[2], 0, ARGV[3], 'limit', 0, -1); if #expiredIds > 0 then redis.call('zrem', KEYS[2], unpack(expiredIds)); local value = redis.call('incrby', KEYS[1], #expiredIds); if tonumber(value) > 0 then redis.call(ARGV[4], KEYS[3], value); end;end; local value = redis.call('zscore', KEYS[2], ARGV[1]); if (value ~= false) then return tonumber(value) == tonumber(ARGV[2]) and -1 or tonumber(value) - tonumber(ARGV[3]);end;return 0;";
+
 /// `RedissonCountDownLatch.countDownAsync`. KEYS: name, channel. ARGV: zero-count message,
 /// publish command.
 pub(crate) const LATCH_COUNT_DOWN_SRC: &str = "local v = redis.call('decr', KEYS[1]);if v <= 0 then redis.call('del', KEYS[1]) end;if v == 0 then redis.call(ARGV[2], KEYS[2], ARGV[1]) end;";
@@ -145,6 +192,8 @@ scripts! {
     LOCK_RELEASE = LOCK_RELEASE_SRC;
     LOCK_FORCE_RELEASE = LOCK_FORCE_RELEASE_SRC;
     RENEW = RENEW_SRC;
+    RENEW_BATCH = RENEW_BATCH_SRC;
+    READ_RENEW_BATCH = READ_RENEW_BATCH_SRC;
     FENCED_ACQUIRE = FENCED_ACQUIRE_SRC;
     SPIN_RELEASE = SPIN_RELEASE_SRC;
     SPIN_FORCE_RELEASE = SPIN_FORCE_RELEASE_SRC;
@@ -155,7 +204,6 @@ scripts! {
     FAIR_FORCE_RELEASE = FAIR_FORCE_RELEASE_SRC;
     READ_ACQUIRE = READ_ACQUIRE_SRC;
     READ_RELEASE = READ_RELEASE_SRC;
-    READ_RENEW = READ_RENEW_SRC;
     READ_FORCE_RELEASE = READ_FORCE_RELEASE_SRC;
     WRITE_ACQUIRE = WRITE_ACQUIRE_SRC;
     WRITE_RELEASE = WRITE_RELEASE_SRC;
@@ -169,6 +217,17 @@ scripts! {
     SEMAPHORE_TRY_SET = SEMAPHORE_TRY_SET_SRC;
     SEMAPHORE_TRY_SET_TTL = SEMAPHORE_TRY_SET_TTL_SRC;
     SEMAPHORE_ADD = SEMAPHORE_ADD_SRC;
+    PES_TRY_ACQUIRE = PES_TRY_ACQUIRE_SRC;
+    PES_TRY_RELEASE = PES_TRY_RELEASE_SRC;
+    PES_TRY_RELEASE_MANY = PES_TRY_RELEASE_MANY_SRC;
+    PES_AVAILABLE = PES_AVAILABLE_SRC;
+    PES_PERMITS = PES_PERMITS_SRC;
+    PES_ACQUIRED = PES_ACQUIRED_SRC;
+    PES_SET_PERMITS = PES_SET_PERMITS_SRC;
+    PES_TRY_SET_PERMITS = PES_TRY_SET_PERMITS_SRC;
+    PES_ADD_PERMITS = PES_ADD_PERMITS_SRC;
+    PES_UPDATE_LEASE = PES_UPDATE_LEASE_SRC;
+    PES_LEASE_TIME = PES_LEASE_TIME_SRC;
     LATCH_COUNT_DOWN = LATCH_COUNT_DOWN_SRC;
     LATCH_TRY_SET = LATCH_TRY_SET_SRC;
     LATCH_DELETE = LATCH_DELETE_SRC;
@@ -188,5 +247,42 @@ mod tests {
     fn every_script_has_a_stable_sha1() {
         assert_eq!(LOCK_ACQUIRE.get_hash().len(), 40);
         assert_ne!(LOCK_ACQUIRE.get_hash(), LOCK_RELEASE.get_hash());
+    }
+
+    // SHA1s of Redisson's own script text (the Java concatenations of
+    // RedissonPermitExpirableSemaphore and of the renewal tasks, joined), computed from its
+    // source: a changed byte in our copies fails here.
+    #[test]
+    fn permit_expirable_semaphore_and_batch_renewal_scripts_are_redissons_text() {
+        let pinned: [(&Script, &str); 13] = [
+            (&PES_TRY_ACQUIRE, "992c96b09a3d8ea0b37f5dc12e5347a44d93909d"),
+            (&PES_TRY_RELEASE, "4ce079451bee2993ce00c8a4e205b536c6ccad67"),
+            (
+                &PES_TRY_RELEASE_MANY,
+                "cf3ab77b1c0ae1226ae0e06e5cb18ee75f56c96b",
+            ),
+            (&PES_AVAILABLE, "26b3972b2c9e617556282f404cb79709d746a713"),
+            (&PES_PERMITS, "e242db5c1c68811b0d26a41937dcf22415b6d872"),
+            (&PES_ACQUIRED, "6f0b0be79a0c146c778cb14f40c10eb5b706e574"),
+            (&PES_SET_PERMITS, "494d8561fee0cdb033f6c28d74c052c52189a578"),
+            (
+                &PES_TRY_SET_PERMITS,
+                "241ce4e87e652b4f9b39d33cbcd7df9ee8ed906c",
+            ),
+            (&PES_ADD_PERMITS, "ec6fb1cd5f66817424e8fe70fee7929391b7c6f0"),
+            (
+                &PES_UPDATE_LEASE,
+                "2298b02cc67a89f2a638e47503db3675c73d77f5",
+            ),
+            (&PES_LEASE_TIME, "8be95cb5221cc7ee883cacb8859a8b32ef501a0e"),
+            (&RENEW_BATCH, "6a3d31570dc6f4b0bd32bcdc8e75667747c6f635"),
+            (
+                &READ_RENEW_BATCH,
+                "38d2b478dfbe264ab67c221b7e4be62245f00ba0",
+            ),
+        ];
+        for (script, sha) in pinned {
+            assert_eq!(script.get_hash(), sha);
+        }
     }
 }

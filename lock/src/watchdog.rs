@@ -1,27 +1,39 @@
-//! The watchdog: one renewal task per held (lock, owner), renewing every lease/3 until release,
-//! and the lock-lost signal it raises when a renewal finds the lock gone or renewals fail past
-//! the lease. Locks taken with an explicit lease get no renewal; their signal fires when the
-//! lease runs out.
+//! The watchdog and the lock-lost signal.
+//!
+//! Renewal is batched as Redisson 3.2x's renewal scheduler (`RenewalTask`, `LockTask`,
+//! `ReadLockTask`) does it: one scheduler task per client, while any hold wants renewal, wakes
+//! every lease/3 and renews **all** watchdog holds of the client in chunks of
+//! [`ClientOptions::watchdog_batch_size`](crate::ClientOptions::watchdog_batch_size) (Redisson's
+//! `lockWatchdogBatchSize`, 100), one script call per chunk (in a cluster, per chunk of one hash
+//! slot). A service holding thousands of locks pays tens of round trips per period, not
+//! thousands.
+//!
+//! Each hold has a small task of its own that keeps the lost-signal promise: it fires the
+//! signal at the moment the key may have expired (send time of the last successful renewal +
+//! lease − [`safety_margin`]) unless a renewal moved that deadline first; a renewal that finds
+//! the lock gone fires it at once. Locks taken with an explicit lease get no renewal; their
+//! signal fires when the lease runs out.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Weak};
 use std::time::Duration;
 
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::client::{ms, Client, Inner, Metrics};
+use crate::cluster::{key_slot, Connection};
 use crate::error::LostReason;
 use crate::scripts;
 
 /// How a hold is renewed.
 #[derive(Debug, Clone)]
 pub(crate) enum Renewal {
-    /// `RENEW` on the hash field.
+    /// `hexists` + `pexpire` on the hash field (`LockTask`).
     Hash,
-    /// Redisson's read-lock renewal (also renews each read-hold timeout key).
+    /// Redisson's read-lock renewal (`ReadLockTask`: also renews each read-hold timeout key).
     Read { key_prefix: String },
 }
 
@@ -35,16 +47,33 @@ type Key = (String, String);
 
 #[derive(Default)]
 pub(crate) struct Registry {
-    entries: Mutex<HashMap<Key, Entry>>,
+    state: Mutex<State>,
     shut: AtomicBool,
+}
+
+#[derive(Default)]
+struct State {
+    entries: HashMap<Key, Entry>,
+    /// The renewal scheduler, while any hold wants renewal.
+    scheduler: Option<Scheduler>,
+}
+
+struct Scheduler {
+    task: JoinHandle<()>,
+    /// Holds to renew at once (a leased re-entry cut the key's TTL under a renewed hold).
+    urgent: mpsc::UnboundedSender<Key>,
 }
 
 struct Entry {
     /// The modes of the holds, in acquisition order (re-entries nest: the newest goes first).
     holds: Vec<HoldMode>,
+    renewal: Renewal,
+    /// The lease timer (leased holds) or the deadline watcher (watchdog).
     task: Option<JoinHandle<()>>,
-    /// Whether `task` is the watchdog (renewing) rather than a lease timer.
+    /// Whether the scheduler renews this hold (rather than a lease timer running out).
     renewing: bool,
+    /// While renewing: when the key may have expired unless renewed; renewals move it.
+    deadline_tx: Option<watch::Sender<Instant>>,
     lost_tx: watch::Sender<Option<LostReason>>,
 }
 
@@ -71,14 +100,31 @@ impl Entry {
             t.abort();
         }
         self.renewing = false;
+        self.deadline_tx = None;
     }
 
-    /// Starts `task` in `mode`, `sent` being when the request that set the key's TTL was sent;
-    /// with `renew_now` the watchdog renews at once instead of after a period.
-    fn start(&mut self, task: Task, mode: HoldMode, sent: Instant, renew_now: bool) {
+    /// Runs the task `mode` needs, `sent` being when the request that set the key's TTL was
+    /// sent: a deadline watcher the scheduler's renewals push forward, or a lease timer.
+    fn start(&mut self, client: &Client, key: &Key, mode: HoldMode, sent: Instant) {
         self.stop_task();
-        self.renewing = matches!(mode, HoldMode::Watchdog(_));
-        self.task = Some(tokio::spawn(task.run(mode, sent, renew_now)));
+        let watch = Watch {
+            client: client.weak(),
+            name: key.0.clone(),
+            field: key.1.clone(),
+            lost_tx: self.lost_tx.clone(),
+        };
+        let rt = &client.inner.runtime;
+        self.task = Some(match mode {
+            HoldMode::Lease(lease) => {
+                rt.spawn(watch.lease_timer(sent + lease.saturating_sub(safety_margin(lease))))
+            }
+            HoldMode::Watchdog(lease) => {
+                let (tx, rx) = watch::channel(sent + valid_for(lease));
+                self.deadline_tx = Some(tx);
+                self.renewing = true;
+                rt.spawn(watch.deadline(rx))
+            }
+        });
     }
 }
 
@@ -114,6 +160,12 @@ impl LostSignal {
     pub fn is_lost(&self) -> bool {
         self.rx.borrow().is_some()
     }
+
+    /// True once the lock was reported lost or the hold ended (released, force-unlocked, or
+    /// the client shut down): no longer a hold to rely on.
+    pub(crate) fn is_over(&self) -> bool {
+        self.rx.borrow().is_some() || self.rx.has_changed().is_err()
+    }
 }
 
 /// How long before a lease runs out (counted from the send time of the request that set it)
@@ -123,8 +175,24 @@ pub fn safety_margin(lease: Duration) -> Duration {
     lease / 100 + Duration::from_millis(2)
 }
 
+/// How long after its send time a request that set `lease` keeps the key certainly alive.
+fn valid_for(lease: Duration) -> Duration {
+    lease.saturating_sub(safety_margin(lease))
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Reports a loss unless one was reported already (the first reason stands).
+fn report_lost(lost_tx: &watch::Sender<Option<LostReason>>, reason: LostReason) -> bool {
+    lost_tx.send_if_modified(|v| {
+        if v.is_some() {
+            return false;
+        }
+        *v = Some(reason);
+        true
+    })
 }
 
 impl Registry {
@@ -133,8 +201,8 @@ impl Registry {
     }
 
     /// Records one more hold of (name, field) taken in `mode` by a request sent at `sent`, and
-    /// runs the background task the holds need: the watchdog while any hold wants renewal (a
-    /// leased re-entry leaves it running), else a timer for the newest lease.
+    /// runs what the holds need: renewal while any hold wants it (a leased re-entry leaves it
+    /// running, and has the key renewed at once), else a timer for the newest lease.
     pub(crate) fn register(
         &self,
         client: &Client,
@@ -147,12 +215,14 @@ impl Registry {
         if self.is_shut_down() {
             return;
         }
-        let mut map = lock(&self.entries);
+        let mut st = lock(&self.state);
         let key = (name.to_owned(), field.to_owned());
-        let e = map.entry(key).or_insert_with(|| Entry {
+        let e = st.entries.entry(key.clone()).or_insert_with(|| Entry {
             holds: Vec::new(),
+            renewal: renewal.clone(),
             task: None,
             renewing: false,
+            deadline_tx: None,
             lost_tx: watch::channel(None).0,
         });
         if e.lost_tx.borrow().is_some() {
@@ -162,24 +232,29 @@ impl Registry {
             e.stop_task();
             e.lost_tx = watch::channel(None).0;
         }
+        e.renewal = renewal;
         e.holds.push(mode);
-        let task = Task {
-            client: client.weak(),
-            name: name.to_owned(),
-            field: field.to_owned(),
-            renewal,
-            lost_tx: e.lost_tx.clone(),
-        };
+        let mut urgent = false;
         match (e.watchdog(), mode) {
             // Already renewing, and this re-entry set the watchdog's own lease again.
             (Some(_), HoldMode::Watchdog(_)) if e.renewing && e.task.is_some() => {}
             // A leased re-entry under a renewed hold cut the key's TTL to its lease: renew at
             // once, so the outer hold keeps the watchdog's lease.
             (Some(lease), HoldMode::Lease(_)) => {
-                e.start(task, HoldMode::Watchdog(lease), sent, true)
+                if !e.renewing {
+                    e.start(client, &key, HoldMode::Watchdog(lease), sent);
+                }
+                urgent = true;
             }
-            (Some(lease), _) => e.start(task, HoldMode::Watchdog(lease), sent, false),
-            (None, mode) => e.start(task, mode, sent, false),
+            (Some(lease), _) => e.start(client, &key, HoldMode::Watchdog(lease), sent),
+            (None, mode) => e.start(client, &key, mode, sent),
+        }
+        let renewing = e.renewing;
+        if renewing {
+            let s = ensure_scheduler(&mut st, client);
+            if urgent {
+                let _ = s.urgent.send(key);
+            }
         }
     }
 
@@ -187,9 +262,9 @@ impl Registry {
     /// the signal. Called whatever the release script answered, as Redisson cancels renewal
     /// whatever the unlock's outcome.
     pub(crate) fn release(&self, client: &Client, name: &str, field: &str, fully: bool) {
-        let mut map = lock(&self.entries);
+        let mut st = lock(&self.state);
         let key = (name.to_owned(), field.to_owned());
-        let Some(e) = map.get_mut(&key) else {
+        let Some(e) = st.entries.get_mut(&key) else {
             return;
         };
         if fully {
@@ -198,7 +273,7 @@ impl Registry {
             e.holds.pop();
         }
         if e.holds.is_empty() {
-            if let Some(mut e) = map.remove(&key) {
+            if let Some(mut e) = st.entries.remove(&key) {
                 e.stop_task();
             }
             return;
@@ -206,14 +281,7 @@ impl Registry {
         if e.renewing && e.watchdog().is_none() {
             // The last hold that wanted renewal is gone: the leased ones left run out.
             if let Some(lease) = e.newest_lease() {
-                let task = Task {
-                    client: client.weak(),
-                    name: name.to_owned(),
-                    field: field.to_owned(),
-                    renewal: Renewal::Hash,
-                    lost_tx: e.lost_tx.clone(),
-                };
-                e.start(task, HoldMode::Lease(lease), Instant::now(), false);
+                e.start(client, &key, HoldMode::Lease(lease), Instant::now());
             }
         }
     }
@@ -229,29 +297,23 @@ impl Registry {
         lease: Duration,
         sent: Instant,
     ) {
-        let mut map = lock(&self.entries);
-        let Some(e) = map.get_mut(&(name.to_owned(), field.to_owned())) else {
+        let mut st = lock(&self.state);
+        let key = (name.to_owned(), field.to_owned());
+        let Some(e) = st.entries.get_mut(&key) else {
             return;
         };
         if let Some(last) = e.holds.last_mut() {
             *last = HoldMode::Lease(lease);
         }
         if e.watchdog().is_none() && e.lost_tx.borrow().is_none() {
-            let task = Task {
-                client: client.weak(),
-                name: name.to_owned(),
-                field: field.to_owned(),
-                renewal: Renewal::Hash,
-                lost_tx: e.lost_tx.clone(),
-            };
-            e.start(task, HoldMode::Lease(lease), sent, false);
+            e.start(client, &key, HoldMode::Lease(lease), sent);
         }
     }
 
     /// Forgets every hold of `name` (after `force_unlock`).
     pub(crate) fn release_all(&self, name: &str) {
-        let mut map = lock(&self.entries);
-        map.retain(|(n, _), e| {
+        let mut st = lock(&self.state);
+        st.entries.retain(|(n, _), e| {
             if n == name {
                 e.stop_task();
                 false
@@ -262,8 +324,9 @@ impl Registry {
     }
 
     pub(crate) fn signal(&self, name: &str, field: &str) -> Option<LostSignal> {
-        let map = lock(&self.entries);
-        map.get(&(name.to_owned(), field.to_owned()))
+        let st = lock(&self.state);
+        st.entries
+            .get(&(name.to_owned(), field.to_owned()))
             .map(|e| LostSignal {
                 rx: e.lost_tx.subscribe(),
             })
@@ -271,16 +334,17 @@ impl Registry {
 
     /// Whether the hold of (name, field) was reported lost (and not released since).
     pub(crate) fn is_lost(&self, name: &str, field: &str) -> bool {
-        lock(&self.entries)
+        lock(&self.state)
+            .entries
             .get(&(name.to_owned(), field.to_owned()))
             .is_some_and(|e| e.lost_tx.borrow().is_some())
     }
 
-    /// Whether the watchdog renews (name, field) right now: held, renewing, and not lost.
     /// Whether a hold that wants renewal remains after the newest one is released (the lease
     /// an unlock's PEXPIRE must leave on the key).
     pub(crate) fn renews_after_release(&self, name: &str, field: &str) -> bool {
-        lock(&self.entries)
+        lock(&self.state)
+            .entries
             .get(&(name.to_owned(), field.to_owned()))
             .is_some_and(|e| {
                 let n = e.holds.len().saturating_sub(1);
@@ -290,139 +354,285 @@ impl Registry {
             })
     }
 
+    /// Whether the watchdog renews (name, field) right now: held, renewing, and not lost.
     pub(crate) fn is_renewing(&self, name: &str, field: &str) -> bool {
-        lock(&self.entries)
+        lock(&self.state)
+            .entries
             .get(&(name.to_owned(), field.to_owned()))
             .is_some_and(|e| e.renewing && e.lost_tx.borrow().is_none())
     }
 
     pub(crate) fn shutdown(&self) {
         self.shut.store(true, Ordering::Release);
-        let mut map = lock(&self.entries);
-        for (_, mut e) in map.drain() {
+        let mut st = lock(&self.state);
+        for (_, mut e) in st.entries.drain() {
             e.stop_task();
+        }
+        if let Some(s) = st.scheduler.take() {
+            s.task.abort();
+        }
+    }
+
+    /// The holds to renew now: those given (urgent), or every renewing hold. With none left
+    /// at a periodic round, the scheduler is retired (under the same lock `register` starts
+    /// it under, so no hold is left without one).
+    fn due(&self, only: Option<&[Key]>) -> Option<Vec<Item>> {
+        let mut st = lock(&self.state);
+        let item = |k: &Key, e: &Entry| {
+            let deadline_tx = e.deadline_tx.clone()?;
+            (e.renewing && e.lost_tx.borrow().is_none()).then(|| Item {
+                name: k.0.clone(),
+                field: k.1.clone(),
+                renewal: e.renewal.clone(),
+                deadline_tx,
+                lost_tx: e.lost_tx.clone(),
+            })
+        };
+        match only {
+            Some(keys) => Some(
+                keys.iter()
+                    .filter_map(|k| st.entries.get(k).and_then(|e| item(k, e)))
+                    .collect(),
+            ),
+            None => {
+                let items: Vec<Item> = st.entries.iter().filter_map(|(k, e)| item(k, e)).collect();
+                if items.is_empty() {
+                    st.scheduler = None;
+                    return None;
+                }
+                Some(items)
+            }
+        }
+    }
+
+    /// A renewal found (name, field) not held: reports the loss and stops its task, unless the
+    /// entry is a newer hold than the one the renewal was for.
+    fn not_held(&self, item: &Item) {
+        let mut st = lock(&self.state);
+        if let Some(e) = st.entries.get_mut(&(item.name.clone(), item.field.clone())) {
+            if e.lost_tx.same_channel(&item.lost_tx) {
+                e.stop_task();
+            }
+        }
+        drop(st);
+        if report_lost(&item.lost_tx, LostReason::NotHeld) {
+            tracing::warn!(name = %item.name, owner = %item.field, reason = ?LostReason::NotHeld, "lock lost");
         }
     }
 }
 
-struct Task {
-    client: Weak<Inner>,
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        for e in st.entries.values_mut() {
+            e.stop_task();
+        }
+        if let Some(s) = st.scheduler.take() {
+            s.task.abort();
+        }
+    }
+}
+
+/// Starts the client's renewal scheduler unless it runs.
+fn ensure_scheduler<'a>(st: &'a mut State, client: &Client) -> &'a Scheduler {
+    if st.scheduler.as_ref().is_some_and(|s| s.task.is_finished()) {
+        st.scheduler = None;
+    }
+    st.scheduler.get_or_insert_with(|| {
+        let (urgent, rx) = mpsc::unbounded_channel();
+        let task = client.inner.runtime.spawn(run_scheduler(
+            client.weak(),
+            rx,
+            client.options().watchdog_timeout,
+        ));
+        Scheduler { task, urgent }
+    })
+}
+
+/// One hold to renew, with the senders of the entry it was read from.
+struct Item {
     name: String,
     field: String,
     renewal: Renewal,
+    deadline_tx: watch::Sender<Instant>,
     lost_tx: watch::Sender<Option<LostReason>>,
 }
 
-impl Task {
-    /// Runs until the hold ends (the task is aborted) or the lock is lost. `sent` is when the
-    /// request that last set the key's TTL was sent.
-    async fn run(self, mode: HoldMode, sent: Instant, renew_now: bool) {
-        match mode {
-            HoldMode::Lease(lease) => {
-                tokio::time::sleep_until(sent + lease.saturating_sub(safety_margin(lease))).await;
-                self.lost(LostReason::LeaseExpired);
+/// Renews every watchdog hold every lease/3 (counted from the end of the previous round, as
+/// Redisson reschedules its renewal task), and urgent holds at once.
+async fn run_scheduler(
+    client: Weak<Inner>,
+    mut urgent: mpsc::UnboundedReceiver<Key>,
+    lease: Duration,
+) {
+    let period = lease / 3;
+    let mut next = Instant::now() + period;
+    loop {
+        let only = tokio::select! {
+            _ = tokio::time::sleep_until(next) => None,
+            Some(k) = urgent.recv() => {
+                let mut keys = vec![k];
+                while let Ok(k) = urgent.try_recv() {
+                    keys.push(k);
+                }
+                Some(keys)
             }
-            HoldMode::Watchdog(lease) => {
-                let period = lease / 3;
-                let valid_for = lease.saturating_sub(safety_margin(lease));
-                // The key may have expired from here on, unless a renewal succeeds first.
-                let mut deadline = sent + valid_for;
-                let mut wait = if renew_now { Duration::ZERO } else { period };
-                loop {
-                    tokio::select! {
-                        _ = tokio::time::sleep(wait) => wait = period,
-                        _ = tokio::time::sleep_until(deadline) => {
-                            self.expired();
-                            return;
-                        }
+        };
+        let Some(inner) = client.upgrade() else {
+            return;
+        };
+        let client = Client { inner };
+        let Some(items) = client.inner.registry.due(only.as_deref()) else {
+            return;
+        };
+        renew(&client, items, lease).await;
+        if only.is_none() {
+            next = Instant::now() + period;
+        }
+    }
+}
+
+/// Renews `items` in chunks of the batch size (one hash slot per chunk in a cluster), all
+/// chunks at once.
+async fn renew(client: &Client, items: Vec<Item>, lease: Duration) {
+    let batch = client.options().watchdog_batch_size.max(1);
+    let cluster = matches!(client.connection(), Connection::Cluster(_));
+    // BTreeMap: a deterministic chunk order.
+    let mut groups: BTreeMap<(bool, u16), Vec<Item>> = BTreeMap::new();
+    for item in items {
+        let read = matches!(item.renewal, Renewal::Read { .. });
+        let slot = if cluster {
+            key_slot(item.name.as_bytes())
+        } else {
+            0
+        };
+        groups.entry((read, slot)).or_default().push(item);
+    }
+    let mut chunks: Vec<Vec<Item>> = Vec::new();
+    for group in groups.into_values() {
+        let mut group = group.into_iter().peekable();
+        while group.peek().is_some() {
+            chunks.push(group.by_ref().take(batch).collect());
+        }
+    }
+    futures::future::join_all(chunks.into_iter().map(|c| renew_chunk(client, c, lease))).await;
+}
+
+async fn renew_chunk(client: &Client, chunk: Vec<Item>, lease: Duration) {
+    let span = tracing::debug_span!("renew", locks = chunk.len());
+    let sent = Instant::now();
+    let res = tracing::Instrument::instrument(renew_retrying(client, &chunk, lease), span).await;
+    let metrics = &client.inner.metrics;
+    match res {
+        Ok(flags) if flags.len() == chunk.len() => {
+            for (item, renewed) in chunk.iter().zip(flags) {
+                if renewed == 1 {
+                    Metrics::inc(&metrics.renewals);
+                    item.deadline_tx.send_replace(sent + valid_for(lease));
+                } else {
+                    Metrics::inc(&metrics.lost);
+                    client.inner.registry.not_held(item);
+                }
+            }
+            tracing::trace!(locks = chunk.len(), "locks renewed");
+        }
+        other => {
+            for _ in &chunk {
+                Metrics::inc(&metrics.renewal_failures);
+            }
+            tracing::warn!(locks = chunk.len(), result = ?other, "lock renewal failed");
+        }
+    }
+}
+
+/// [`renew_batch`], tried once more at once when the connection was dropped: the command
+/// connection reconnects on its own (to the new master after a failover behind a stable
+/// address), and waiting a whole period would hide a lost lock for that long.
+async fn renew_retrying(
+    client: &Client,
+    chunk: &[Item],
+    lease: Duration,
+) -> redis::RedisResult<Vec<i64>> {
+    match renew_batch(client, chunk, lease).await {
+        Err(e) if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() => {
+            tracing::debug!(error = %e, "renewal connection dropped; retrying");
+            renew_batch(client, chunk, lease).await
+        }
+        other => other,
+    }
+}
+
+/// One script call renewing every hold of `chunk` (all of one renewal kind).
+async fn renew_batch(
+    client: &Client,
+    chunk: &[Item],
+    lease: Duration,
+) -> redis::RedisResult<Vec<i64>> {
+    let read = chunk
+        .first()
+        .is_some_and(|i| matches!(i.renewal, Renewal::Read { .. }));
+    let mut inv = if read {
+        scripts::READ_RENEW_BATCH.prepare_invoke()
+    } else {
+        scripts::RENEW_BATCH.prepare_invoke()
+    };
+    inv.arg(ms(lease));
+    for item in chunk {
+        inv.key(&item.name);
+        match &item.renewal {
+            Renewal::Read { key_prefix } => {
+                inv.key(key_prefix).arg(1).arg(&item.field);
+            }
+            Renewal::Hash => {
+                inv.arg(&item.field);
+            }
+        }
+    }
+    let mut conn = client.connection();
+    inv.invoke_async(&mut conn).await
+}
+
+/// What a hold's own task watches: its lease, or its renewal deadline.
+struct Watch {
+    client: Weak<Inner>,
+    name: String,
+    field: String,
+    lost_tx: watch::Sender<Option<LostReason>>,
+}
+
+impl Watch {
+    /// A leased hold: lost when the lease runs out.
+    async fn lease_timer(self, at: Instant) {
+        tokio::time::sleep_until(at).await;
+        self.lost(LostReason::LeaseExpired);
+    }
+
+    /// A renewed hold: lost when no renewal moved the deadline before it passed. Ends when the
+    /// hold ends (the entry drops the deadline's sender).
+    async fn deadline(self, mut deadline: watch::Receiver<Instant>) {
+        loop {
+            let at = *deadline.borrow_and_update();
+            tokio::select! {
+                _ = tokio::time::sleep_until(at) => {
+                    // The key may have expired on the server, unless a renewal succeeds first.
+                    if let Some(inner) = self.client.upgrade() {
+                        Metrics::inc(&inner.metrics.lost);
                     }
-                    let Some(inner) = self.client.upgrade() else {
+                    self.lost(LostReason::RenewalFailed);
+                    return;
+                }
+                changed = deadline.changed() => {
+                    if changed.is_err() {
                         return;
-                    };
-                    let client = Client { inner };
-                    let span =
-                        tracing::debug_span!("renew", name = %self.name, owner = %self.field);
-                    let sent = Instant::now();
-                    let renewed = tokio::select! {
-                        r = tracing::Instrument::instrument(self.renew_retrying(&client, lease), span) => r,
-                        _ = tokio::time::sleep_until(deadline) => {
-                            Metrics::inc(&client.inner.metrics.renewal_failures);
-                            self.expired();
-                            return;
-                        }
-                    };
-                    match renewed {
-                        Ok(true) => {
-                            Metrics::inc(&client.inner.metrics.renewals);
-                            tracing::trace!(name = %self.name, "lock renewed");
-                            deadline = sent + valid_for;
-                        }
-                        Ok(false) => {
-                            Metrics::inc(&client.inner.metrics.lost);
-                            self.lost(LostReason::NotHeld);
-                            return;
-                        }
-                        Err(e) => {
-                            Metrics::inc(&client.inner.metrics.renewal_failures);
-                            tracing::warn!(name = %self.name, error = %e, "lock renewal failed");
-                            if Instant::now() >= deadline {
-                                self.expired();
-                                return;
-                            }
-                        }
                     }
                 }
             }
         }
     }
 
-    /// No renewal succeeded within the lease: the key may have expired on the server.
-    fn expired(&self) {
-        if let Some(inner) = self.client.upgrade() {
-            Metrics::inc(&inner.metrics.lost);
-        }
-        self.lost(LostReason::RenewalFailed);
-    }
-
     fn lost(&self, reason: LostReason) {
-        tracing::warn!(name = %self.name, owner = %self.field, ?reason, "lock lost");
-        self.lost_tx.send_replace(Some(reason));
-    }
-
-    /// [`Task::renew`], tried once more at once when the connection was dropped: the command
-    /// connection reconnects on its own (to the new master after a failover behind a stable
-    /// address), and waiting a whole period would hide a lost lock for that long.
-    async fn renew_retrying(&self, client: &Client, lease: Duration) -> redis::RedisResult<bool> {
-        match self.renew(client, lease).await {
-            Err(e) if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() => {
-                tracing::debug!(name = %self.name, error = %e, "renewal connection dropped; retrying");
-                self.renew(client, lease).await
-            }
-            other => other,
+        if report_lost(&self.lost_tx, reason.clone()) {
+            tracing::warn!(name = %self.name, owner = %self.field, ?reason, "lock lost");
         }
-    }
-
-    async fn renew(&self, client: &Client, lease: Duration) -> redis::RedisResult<bool> {
-        let mut conn = client.connection();
-        let r: i64 = match &self.renewal {
-            Renewal::Hash => {
-                scripts::RENEW
-                    .key(&self.name)
-                    .arg(ms(lease))
-                    .arg(&self.field)
-                    .invoke_async(&mut conn)
-                    .await?
-            }
-            Renewal::Read { key_prefix } => {
-                scripts::READ_RENEW
-                    .key(&self.name)
-                    .key(key_prefix)
-                    .arg(ms(lease))
-                    .arg(&self.field)
-                    .invoke_async(&mut conn)
-                    .await?
-            }
-        };
-        Ok(r == 1)
     }
 }

@@ -233,3 +233,119 @@ async fn redlock_reports_validity_and_its_locks_follow_the_real_lease() {
         other.unlock().await.unwrap();
     }
 }
+
+// Redisson's MultiLock takes any RLock: here a fair lock, a read lock and a write lock, one on
+// each server, held together; each excludes what its kind excludes (a second reader shares the
+// read lock, a writer waits), and the guard releases all three.
+#[tokio::test]
+async fn a_multilock_mixes_fair_read_and_write_locks() {
+    use locksmith_lock::DistributedLock;
+    for (bs, cs) in trios().await {
+        let (fair_name, read_name, write_name) = (name("mix-fair"), name("mix-r"), name("mix-w"));
+        let me = Owner::new();
+        let mixed = MultiLock::new(vec![
+            cs[0].fair_lock_for(&fair_name, me).boxed(),
+            cs[1]
+                .read_write_lock_for(&read_name, me)
+                .read_lock()
+                .boxed(),
+            cs[2]
+                .read_write_lock_for(&write_name, me)
+                .write_lock()
+                .boxed(),
+        ]);
+        let guard = mixed.acquire(Some(Duration::from_secs(10))).await.unwrap();
+        assert!(guard.outcome().acquired);
+        assert_eq!(guard.guards().len(), 3);
+        assert!(mixed.is_held_by_me().await.unwrap());
+        let mode = |i: usize, key: String| {
+            let b = &bs[i];
+            async move {
+                let mut raw = b.raw().await;
+                let m: Option<String> = redis::cmd("HGET")
+                    .arg(key)
+                    .arg("mode")
+                    .query_async(&mut raw)
+                    .await
+                    .unwrap();
+                m
+            }
+        };
+        assert_eq!(mode(1, read_name.clone()).await.as_deref(), Some("read"));
+        assert_eq!(mode(2, write_name.clone()).await.as_deref(), Some("write"));
+        assert!(!cs[0].fair_lock(&fair_name).try_lock().await.unwrap());
+        let reader = cs[1].read_write_lock(&read_name).read_lock();
+        assert!(reader.try_lock().await.unwrap(), "readers share");
+        reader.unlock().await.unwrap();
+        assert!(!cs[1]
+            .read_write_lock(&read_name)
+            .write_lock()
+            .try_lock()
+            .await
+            .unwrap());
+        assert!(!cs[2]
+            .read_write_lock(&write_name)
+            .read_lock()
+            .try_lock()
+            .await
+            .unwrap());
+        // A second mixed MultiLock (new owners) cannot get it while the guard lives.
+        assert!(!mixed.clone().try_lock().await.unwrap().acquired);
+        guard.unlock().await.unwrap();
+        assert!(!mixed.is_held_by_me().await.unwrap());
+        let again = mixed.clone();
+        let g = again
+            .try_acquire_for(Some(Duration::from_secs(5)), None)
+            .await
+            .unwrap()
+            .expect("free after the guard's unlock");
+        drop(g);
+        for l in again.locks() {
+            assert!(
+                support::eventually(Duration::from_secs(5), || async {
+                    !l.is_locked().await.unwrap()
+                })
+                .await,
+                "{} still held after the guard was dropped",
+                l.name()
+            );
+        }
+    }
+}
+
+// A RedLock of fair locks: its guard's section runs while a majority is held and is cancelled
+// once too many of its locks are lost.
+#[tokio::test]
+async fn a_redlock_guard_cancels_its_section_when_the_majority_is_lost() {
+    use locksmith_lock::{ClientOptions, LockError};
+    for (bs, _) in trios().await {
+        let mut cs = Vec::new();
+        for b in &bs {
+            cs.push(
+                b.client_with(ClientOptions::default().watchdog_timeout(MS(900)))
+                    .await,
+            );
+        }
+        let n = name("red-fair");
+        let me = Owner::new();
+        let red = RedLock::new(cs.iter().map(|c| c.fair_lock_for(&n, me)).collect());
+        let guard = red.acquire(None).await.unwrap();
+        assert_eq!(guard.guards().len(), 3);
+        // One lost lock leaves a majority: the section still completes.
+        assert!(cs[0].fair_lock(&n).force_unlock().await.unwrap());
+        let fine = guard.run(tokio::time::sleep(MS(700))).await;
+        assert!(fine.is_ok(), "{fine:?}");
+        // A second loss breaks the majority.
+        let intruder = bs[1].client().await;
+        assert!(intruder.fair_lock(&n).force_unlock().await.unwrap());
+        let res = tokio::time::timeout(
+            Duration::from_secs(10),
+            guard.run(tokio::time::sleep(Duration::from_secs(3600))),
+        )
+        .await
+        .expect("cancelled");
+        assert!(matches!(res, Err(LockError::Lost { .. })), "{res:?}");
+        assert!(guard.is_lost());
+        drop(guard);
+    }
+}
