@@ -9,15 +9,12 @@
 //!   point spread evenly over the poll interval (not timed), so a poller's expected handoff is
 //!   about half its interval plus a round trip.
 //!
-//! A target is only a URL provider ([`Target`]): today a `redis-server` started on a free port
-//! (the group is skipped with one printed line when it is not on the PATH). Our in-process
-//! server joins as a second target by adding it to [`targets`].
+//! A target is only a URL provider ([`Target`]): a `redis-server` started on a free port (the
+//! group is skipped with one printed line when it is not on the PATH).
 //!
 //! Run: `cargo bench --bench locks` (add `-- --quick` for a short run).
 #![allow(missing_docs, clippy::print_stdout)]
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,56 +31,19 @@ trait Target {
     fn url(&self) -> &str;
 }
 
-/// A `redis-server` child on a free loopback port, killed on drop.
+/// A `redis-server` child on a free loopback port (the testkit's launcher), killed on drop.
 struct RealRedis {
     url: String,
-    child: Child,
+    _server: locksmith_testkit::RealRedis,
 }
 
 impl RealRedis {
     fn start() -> Option<RealRedis> {
-        let ok = Command::new("redis-server")
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false);
-        if !ok {
-            println!("redis-server not on PATH: skipping the redis-server target");
-            return None;
-        }
-        let port = TcpListener::bind("127.0.0.1:0")
-            .ok()?
-            .local_addr()
-            .ok()?
-            .port();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        let url = format!("redis://127.0.0.1:{port}/");
-        let client = redis::Client::open(url.as_str()).ok()?;
-        for _ in 0..250 {
-            if let Ok(mut c) = client.get_connection() {
-                if redis::cmd("PING").query::<String>(&mut c).is_ok() {
-                    return Some(RealRedis { url, child });
-                }
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        println!("redis-server on port {port} did not answer: skipping it");
-        None
-    }
-}
-
-impl Drop for RealRedis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let server = locksmith_testkit::RealRedis::start()?;
+        Some(RealRedis {
+            url: server.url(),
+            _server: server,
+        })
     }
 }
 
@@ -96,7 +56,8 @@ impl Target for RealRedis {
     }
 }
 
-/// The servers to bench against. The in-process server is added here once its scripting lands.
+/// The servers to bench against: a real redis-server. (Our server's script throughput is
+/// measured by `server/benches/scripts.rs` and side by side by `benches/compare.sh`.)
 fn targets() -> Vec<Box<dyn Target>> {
     let mut v: Vec<Box<dyn Target>> = Vec::new();
     if let Some(r) = RealRedis::start() {

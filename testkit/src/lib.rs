@@ -100,21 +100,8 @@ impl RealRedis {
             child: Some(child),
             port,
         };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
-                let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
-                if s.write_all(b"PING\r\n").is_ok() {
-                    let mut buf = [0u8; 64];
-                    if let Ok(n) = s.read(&mut buf) {
-                        // With --requirepass, NOAUTH also proves the server is up.
-                        if buf[..n].starts_with(b"+PONG") || buf[..n].starts_with(b"-NOAUTH") {
-                            return Some(real);
-                        }
-                    }
-                }
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        if answers_ping(port, Duration::from_secs(10)) {
+            return Some(real);
         }
         panic!("redis-server did not answer PING on port {port} within 10 s");
     }
@@ -142,6 +129,100 @@ impl Drop for RealRedis {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// A real `redis-server --sentinel` monitoring `127.0.0.1:<master_port>` as `master_name` with a
+/// quorum of 1 and short timeouts; its config lives in a temporary directory removed on drop.
+pub struct RealSentinel {
+    child: Option<Child>,
+    dir: std::path::PathBuf,
+    /// The port it listens on.
+    pub port: u16,
+}
+
+impl RealSentinel {
+    /// Starts a Sentinel if `redis-server` is on the PATH; otherwise prints one line and
+    /// returns None.
+    pub fn start(master_name: &str, master_port: u16) -> Option<RealSentinel> {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!(
+            "locksmith-sentinel-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let conf = dir.join("sentinel.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "port {port}\nbind 127.0.0.1\ndir {dir}\n\
+                 sentinel monitor {master_name} 127.0.0.1 {master_port} 1\n\
+                 sentinel down-after-milliseconds {master_name} 1000\n\
+                 sentinel failover-timeout {master_name} 5000\n\
+                 sentinel parallel-syncs {master_name} 1\n",
+                dir = dir.display()
+            ),
+        )
+        .unwrap();
+        let spawned = Command::new("redis-server")
+            .arg(&conf)
+            .arg("--sentinel")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let Ok(child) = spawned else {
+            eprintln!("redis-server not on PATH: skipping the comparison with real Sentinel");
+            let _ = std::fs::remove_dir_all(&dir);
+            return None;
+        };
+        let sentinel = RealSentinel {
+            child: Some(child),
+            dir,
+            port,
+        };
+        if answers_ping(port, Duration::from_secs(10)) {
+            return Some(sentinel);
+        }
+        panic!("sentinel on port {port} did not answer PING within 10 s");
+    }
+
+    /// `redis://127.0.0.1:<port>/`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for RealSentinel {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Whether a server on loopback `port` answers PING (`+PONG`, or `-NOAUTH` with a password)
+/// within `within`, polling every 20 ms.
+fn answers_ping(port: u16, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
+            let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+            if s.write_all(b"PING\r\n").is_ok() {
+                let mut buf = [0u8; 64];
+                if let Ok(n) = s.read(&mut buf) {
+                    let reply = buf.get(..n).unwrap_or_default();
+                    if reply.starts_with(b"+PONG") || reply.starts_with(b"-NOAUTH") {
+                        return true;
+                    }
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
 }
 
 /// Sends `bytes` to `addr` and reads until the peer closes or `idle` passes without data

@@ -1,6 +1,6 @@
 //! `FairLock` behaviours from SCENARIOS.md (RedissonFairLockTest), on every backend.
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

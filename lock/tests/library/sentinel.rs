@@ -5,7 +5,7 @@
 //! Real Redis only (master, replica, one sentinel with quorum 1). A failover takes a few seconds
 //! locally; every wait is bounded (30 s) and generous, never a timing assertion.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! non-atomically inside the section must end exact, and no two holders may overlap.
 //! N defaults to 1000 (`LOCKSMITH_CONTENTION_ITERS` overrides it).
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;

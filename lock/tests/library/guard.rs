@@ -3,7 +3,7 @@
 //! the hold over; `with_lock` cancels its section when the lock is lost, under the harness's
 //! failover and pause faults too.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;

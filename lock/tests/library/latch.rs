@@ -1,7 +1,7 @@
 //! `CountDownLatch` (Redisson's `RCountDownLatch`), adapted from `RedissonCountDownLatchTest`
 //! (SCENARIOS.md rows 173–181).
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

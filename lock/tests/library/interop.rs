@@ -1,7 +1,7 @@
 //! Wire compatibility with Java Redisson: the exact layout of a held lock, release by the seeds'
 //! Redisson script run by hand, and waking on that script's PUBLISH.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::time::Duration;

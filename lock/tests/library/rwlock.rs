@@ -1,6 +1,6 @@
 //! `ReadWriteLock` behaviours from SCENARIOS.md (RedissonReadWriteLockTest), on every backend.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! are renewed in one script call per batch, not one per lock. The round trips are counted on
 //! the server (INFO commandstats: calls of EVAL and EVALSHA), never timed.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

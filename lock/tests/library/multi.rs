@@ -1,7 +1,7 @@
 //! `MultiLock` and `RedLock` behaviours (RedissonMultiLockTest, RedissonRedLockTest), on
 //! independent servers.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

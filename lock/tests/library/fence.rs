@@ -1,7 +1,7 @@
 //! The fencing helpers on the resource side: tokens from `FencedLock` acquisitions, a stale
 //! holder's write refused by `FencingGate` (in Redis) and `TokenFence` (in process).
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

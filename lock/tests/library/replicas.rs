@@ -1,7 +1,7 @@
 //! Replica acknowledgement: with replicas, each lock write is followed by `WAIT`; an acquisition
 //! no replica acknowledged is rolled back and reported, as Redisson's "None of slaves were synced".
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

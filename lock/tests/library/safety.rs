@@ -2,7 +2,7 @@
 //! re-entry keeps the outer hold's watchdog, the lost signal fires before the key may have
 //! expired, clones are new owners, and the non-reentrant lock.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::time::Duration;

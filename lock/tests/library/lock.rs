@@ -1,6 +1,6 @@
 //! `Lock` (Redisson RLock) behaviours from SCENARIOS.md, on every backend.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! The blocking facade (feature `blocking`, enabled for the tests): plain `#[test]`s without a
 //! runtime of their own. Our in-process server runs on a runtime of its own thread here.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

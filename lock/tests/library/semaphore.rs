@@ -2,7 +2,7 @@
 //! (SCENARIOS.md rows 126–142): permits, add/reduce, drain, release on a missing key, blocking
 //! acquire woken by release over pub/sub, and mutual exclusion under concurrency.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! with ids, leases that return permits by themselves, waiting for a release or for the
 //! nearest lease to end, and Redisson's key layout.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

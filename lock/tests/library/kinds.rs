@@ -1,6 +1,6 @@
 //! `SpinLock`, `FencedLock` and `SimpleLock` behaviours, on every backend.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
