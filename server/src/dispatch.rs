@@ -231,7 +231,9 @@ impl Session {
         let Ok(resolved) = cmd::resolve(argv) else {
             return true;
         };
-        // An EXEC is held as the commands it would run (Redis's `is_may_replicate_command`).
+        // An EXEC is held as the commands it would run (Redis's `is_may_replicate_command`);
+        // a script as its declared flags (a `no-writes` script is a read), which for EVALSHA
+        // and FCALL only the state knows.
         let mut command_flags = resolved.spec.flags;
         if resolved.top_name() == "exec" {
             if let Some(multi) = &self.client.multi {
@@ -239,6 +241,13 @@ impl Session {
                     command_flags |= queued.spec.flags;
                 }
             }
+        } else if resolved.spec.has(cmd::flags::RUNS_SCRIPT) {
+            if guard.is_none() {
+                if let Ok(state) = self.lock_state().await {
+                    *guard = Some(state);
+                }
+            }
+            command_flags = cmd::script_command_flags(guard.as_deref(), resolved, argv);
         }
         let handle = self.client.handle.clone();
         // Bounded: each pass either ends the wait or sleeps until the pause ends or changes.

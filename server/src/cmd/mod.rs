@@ -45,7 +45,7 @@ pub(crate) use parse::{
     Args,
 };
 pub(crate) use persistence::{load_at_start, SaveStatus};
-pub(crate) use script::command_exists;
+pub(crate) use script::{command_exists, command_flags as script_command_flags};
 pub(crate) use sort::keys as sort_keys;
 
 use crate::client::ClientState;
@@ -532,6 +532,16 @@ impl Ctx<'_> {
     pub(crate) fn find(&mut self, key: &Bytes, touch: bool) -> Option<&mut Entry> {
         let (db, now) = (self.client.db, self.now);
         let state = &mut *self.state;
+        // During a CLIENT PAUSE an expired key reads as missing but stays: deleting it would
+        // be a write (Redis's `expireIfNeeded` while paused).
+        let pause = &self.node.live.pause;
+        if pause.maybe_active()
+            && pause.is_paused(now)
+            && state.dbs.get(db).and_then(|d| d.get(key, now)).is_none()
+        {
+            state.stats.keyspace_misses += 1;
+            return None;
+        }
         let found = match state.dbs.get_mut(db) {
             Some(d) => d.find_live(key, now, touch),
             None => Found::Missing,

@@ -589,3 +589,65 @@ fn monitor(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     }
     Ok(Frame::ok())
 }
+
+/// Redis's `getCommandFlags` for the script commands (`evalGetCommandFlags`,
+/// `fcallGetCommandFlags`): a script or function that declares flags replaces the command's
+/// `write`, `denyoom`, `stale` and `may_replicate` flags with what it declared, so the checks
+/// made before running it (`CLIENT PAUSE WRITE`, …) see a `no-writes` script as a read. A
+/// script without a shebang, one not found, or (without `state`) one only known by its SHA1
+/// keeps the command's flags.
+pub(crate) fn command_flags(
+    state: Option<&crate::node::State>,
+    resolved: super::Resolved,
+    argv: &[Bytes],
+) -> u32 {
+    let spec_flags = resolved.spec.flags;
+    if !resolved.spec.has(RUNS_SCRIPT) || resolved.first_arg != 1 {
+        return spec_flags;
+    }
+    let Some(target) = argv.get(1) else {
+        return spec_flags;
+    };
+    let declared = match resolved.spec.name {
+        "eval" | "eval_ro" => {
+            let cached = state
+                .and_then(|s| s.scripting.as_deref())
+                .and_then(|engine| engine.get(&script::sha1hex(target)).map(|c| c.flags));
+            match cached {
+                Some(flags) => Some(flags),
+                None => script::parse_shebang(target).ok().map(|(flags, _)| flags),
+            }
+        }
+        "evalsha" | "evalsha_ro" => {
+            let sha = String::from_utf8_lossy(target).to_ascii_lowercase();
+            state
+                .and_then(|s| s.scripting.as_deref())
+                .and_then(|engine| engine.get(&sha).map(|c| c.flags))
+        }
+        "fcall" | "fcall_ro" => state
+            .and_then(|s| s.functions.function(target))
+            .map(|(_, function)| function.flags),
+        _ => None,
+    };
+    match declared {
+        Some(flags) if flags & script_flags::EVAL_COMPAT == 0 => {
+            script_flags_to_command_flags(spec_flags, flags)
+        }
+        _ => spec_flags,
+    }
+}
+
+/// Redis's `scriptFlagsToCmdFlags`.
+fn script_flags_to_command_flags(command: u32, script: u32) -> u32 {
+    let mut flags = command & !(STALE | DENYOOM | WRITE | MAY_REPLICATE);
+    if script & (script_flags::ALLOW_OOM | script_flags::NO_WRITES) == 0 {
+        flags |= DENYOOM;
+    }
+    if script & script_flags::NO_WRITES == 0 {
+        flags |= WRITE;
+    }
+    if script & script_flags::ALLOW_STALE != 0 {
+        flags |= STALE;
+    }
+    flags
+}
