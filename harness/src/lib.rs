@@ -1396,6 +1396,82 @@ impl Topology {
     }
 }
 
+impl TopologyBuilder {
+    /// Builds the topology on a runtime of its own (one worker thread) and returns at once with
+    /// it serving: for synchronous code, such as a plain `#[test]` without tokio. Faults that
+    /// wait run through [`BlockingTopology::block_on`]; the rest of [`Topology`] is reached
+    /// through `Deref`. Dropping it stops every node.
+    ///
+    /// ```
+    /// use locksmith_harness::Topology;
+    /// let topology = Topology::builder().replicas(1).seed(3).build_blocking()?;
+    /// let mut con = redis::Client::open(topology.front_url())?.get_connection()?;
+    /// let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut con)?;
+    /// let promoted = topology.block_on(topology.fail_master())?;
+    /// assert_eq!(topology.master(), promoted);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`TopologyBuilder::build`], and when the runtime cannot be built.
+    pub fn build_blocking(&self) -> Result<BlockingTopology, HarnessError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("locksmith-harness")
+            .enable_all()
+            .build()?;
+        let topology = runtime.block_on(self.build())?;
+        Ok(BlockingTopology {
+            topology,
+            runtime: Some(runtime),
+        })
+    }
+}
+
+/// A [`Topology`] running on a runtime of its own, for synchronous code (see
+/// [`TopologyBuilder::build_blocking`]). Dropping it stops every node (bounded, 5 s) and the
+/// runtime.
+#[derive(Debug)]
+pub struct BlockingTopology {
+    topology: Topology,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl BlockingTopology {
+    /// Runs `future` (a fault such as [`Topology::fail_master`]) to completion on the
+    /// topology's runtime, blocking the calling thread; not for use inside an async context.
+    pub fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+        match &self.runtime {
+            Some(runtime) => runtime.block_on(future),
+            None => unreachable!("the runtime is taken only when the topology is dropped"),
+        }
+    }
+}
+
+impl std::ops::Deref for BlockingTopology {
+    type Target = Topology;
+
+    fn deref(&self) -> &Topology {
+        &self.topology
+    }
+}
+
+impl Drop for BlockingTopology {
+    fn drop(&mut self) {
+        let Some(runtime) = self.runtime.take() else {
+            return;
+        };
+        if tokio::runtime::Handle::try_current().is_err() {
+            let topology = self.topology.clone();
+            runtime.block_on(async {
+                let _ = tokio::time::timeout(Duration::from_secs(5), topology.shutdown()).await;
+            });
+        }
+        runtime.shutdown_background();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -46,7 +46,7 @@ pub use config::{Config, EnableCommand};
 pub use glob::glob_match;
 #[doc(hidden)]
 pub use local_client::LocalClient;
-pub use server::{Server, ServerBuilder, ServerHandle};
+pub use server::{BlockingServer, Server, ServerBuilder, ServerHandle};
 
 /// A memory size as redis-server reads one (`1gb`, `512mb`, `100k`, `4096`), in bytes.
 pub fn parse_memory_size(text: &str) -> Option<u64> {

@@ -156,6 +156,37 @@ impl ServerBuilder {
         &self.config
     }
 
+    /// Starts the node on a runtime of its own (one worker thread) and returns at once with
+    /// it serving: for synchronous code, such as a plain `#[test]` without tokio. The node
+    /// stops when the returned [`BlockingServer`] is dropped.
+    ///
+    /// ```
+    /// let server = locksmith_server::Server::builder().start_blocking()?;
+    /// let mut con = redis::Client::open(server.url())?.get_connection()?;
+    /// let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut con)?;
+    /// let v: String = redis::cmd("GET").arg("k").query(&mut con)?;
+    /// assert_eq!(v, "v");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// When the runtime cannot be built or the listener cannot be bound.
+    pub fn start_blocking(self) -> io::Result<BlockingServer> {
+        // Multi-thread even with one worker: a long script hands the worker's other
+        // connections to a new thread so they get BUSY (see `script::InlineRun`).
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("locksmith-server")
+            .enable_all()
+            .build()?;
+        let handle = runtime.block_on(self.start())?;
+        Ok(BlockingServer {
+            handle,
+            runtime: Some(runtime),
+        })
+    }
+
     /// Binds the listener and starts serving on the current tokio runtime.
     ///
     /// # Errors
@@ -372,6 +403,11 @@ impl ServerHandle {
     /// running script is stopped (as `SCRIPT KILL` does, also when it wrote) and `DEBUG SLEEP`
     /// ends early.
     pub async fn shutdown(mut self) {
+        self.stop_and_wait().await;
+    }
+
+    /// [`ServerHandle::shutdown`] without consuming the handle.
+    async fn stop_and_wait(&mut self) {
         self.stop_node();
         for task in self.tasks.drain(..) {
             let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
@@ -397,5 +433,89 @@ impl ServerHandle {
 impl Drop for ServerHandle {
     fn drop(&mut self) {
         self.stop_node();
+    }
+}
+
+/// A node running on a runtime of its own, for synchronous code: a plain `#[test]` starts a
+/// fresh server in one line with [`BlockingServer::start`] (or a configured one with
+/// [`ServerBuilder::start_blocking`]), and dropping it shuts the node down (bounded, 5 s) and
+/// its runtime. Usable from async code too (dropped there, the node is told to stop and its
+/// runtime shut down in the background).
+#[derive(Debug)]
+pub struct BlockingServer {
+    handle: ServerHandle,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl BlockingServer {
+    /// A fresh node with Redis's defaults on a free loopback port.
+    ///
+    /// ```
+    /// let server = locksmith_server::BlockingServer::start()?;
+    /// let mut con = redis::Client::open(server.url())?.get_connection()?;
+    /// let pong: String = redis::cmd("PING").query(&mut con)?;
+    /// assert_eq!(pong, "PONG");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// When the runtime cannot be built or the listener cannot be bound.
+    pub fn start() -> io::Result<BlockingServer> {
+        Server::builder().start_blocking()
+    }
+
+    /// The running node's handle (address, clock, control surface).
+    pub fn handle(&self) -> &ServerHandle {
+        &self.handle
+    }
+
+    /// The address the node listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.handle().addr()
+    }
+
+    /// The port the node listens on.
+    pub fn port(&self) -> u16 {
+        self.addr().port()
+    }
+
+    /// `redis://host:port/` for clients.
+    pub fn url(&self) -> String {
+        self.handle().url()
+    }
+
+    /// An in-process client of the node (see [`crate::LocalClient`]).
+    #[doc(hidden)]
+    pub fn local_client(&self) -> crate::local_client::LocalClient {
+        self.handle().local_client()
+    }
+
+    /// Shuts the node down and waits for it (at most 5 s), then its runtime.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        let Some(runtime) = self.runtime.take() else {
+            return;
+        };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            // Inside a runtime a thread may not block on another: the node is told to stop,
+            // and its runtime ends in the background.
+            self.handle.stop_node();
+        } else {
+            let handle = &mut self.handle;
+            runtime.block_on(async {
+                let _ = tokio::time::timeout(Duration::from_secs(5), handle.stop_and_wait()).await;
+            });
+        }
+        runtime.shutdown_background();
+    }
+}
+
+impl Drop for BlockingServer {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
