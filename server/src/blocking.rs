@@ -11,8 +11,10 @@
 //! command still finds nothing stays blocked.
 
 use crate::client::{ClientHandle, ClientState};
-use crate::cmd::{self, CmdResult, CommandError, Ctx};
+use crate::cmd::{self, Ctx};
 use crate::db::Value;
+use crate::error::CmdResult;
+use crate::error::CommandError;
 use crate::node::{Effects, Node, State};
 use bytes::Bytes;
 use locksmith_resp::{Frame, Version};
@@ -201,7 +203,7 @@ pub(crate) fn parse_timeout(arg: &[u8], now: u64) -> Result<Option<Duration>, Co
     if arg.first().is_none_or(|b| b.is_ascii_whitespace()) {
         return Err(not_float());
     }
-    let seconds = match crate::cmd::strtod(arg) {
+    let seconds = match crate::args::strtod(arg) {
         Some((v, _)) if !v.is_nan() => v,
         _ => return Err(not_float()),
     };

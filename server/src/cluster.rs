@@ -10,7 +10,9 @@
 //! changes only when the harness fails a shard over to one of its replicas
 //! ([`View::promote`]); there is no resharding, no `ASK`, and no automatic failover.
 
-use crate::cmd::{flags, CommandError, CommandSpec};
+use crate::cmd::CommandSpec;
+use crate::error::CommandError;
+use crate::flags;
 use crate::node::{Effects, Node};
 use bytes::Bytes;
 use std::net::SocketAddr;

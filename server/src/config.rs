@@ -4,6 +4,10 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
+/// The Redis version we report (`HELLO`, `INFO server`, RDB files): the release our replies
+/// are checked against.
+pub(crate) const REDIS_VERSION: &str = "7.0.15";
+
 /// Start-up settings of one server node. Defaults are Redis's where Redis has one, except the
 /// port: an embedded server listens on port 0 (a free port) unless told otherwise; the binary
 /// defaults to 6379.

@@ -1634,7 +1634,7 @@ impl Param {
             Kind::Percentiles => {
                 let mut out = Vec::new();
                 for w in words(value) {
-                    let p = crate::cmd::parse_f64(w)
+                    let p = crate::args::parse_f64(w)
                         .ok_or("Invalid latency-tracking-info-percentiles parameters")?;
                     if !(0.0..=100.0).contains(&p) {
                         return Err(

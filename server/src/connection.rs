@@ -28,13 +28,6 @@ use tokio::sync::broadcast;
 const READ_CHUNK_MIN: usize = 1024;
 const READ_CHUNK_MAX: usize = 64 * 1024;
 
-/// `BUSY` reply while a script (`EVAL`) runs past the threshold.
-pub(crate) const BUSY_ERROR: &str =
-    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
-/// `BUSY` reply while a function (`FCALL`) runs past the threshold.
-pub(crate) const BUSY_FUNCTION_ERROR: &str =
-    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
-
 /// Serves one accepted socket until the peer leaves, the client is killed, or the server
 /// shuts down.
 pub(crate) async fn serve(

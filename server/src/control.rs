@@ -9,56 +9,19 @@
 
 use crate::clock::Clock;
 use crate::node::{Node, State};
-use bytes::Bytes;
-use locksmith_resp::Frame;
-use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use tokio::sync::OwnedMutexGuard;
 
-pub use crate::replication::LinkControl;
-
-/// A boxed future of a command's reply, `Send` so connections can await it.
-pub type ReplyFuture = Pin<Box<dyn Future<Output = Frame> + Send + 'static>>;
-
-/// Commands a node hands to its embedder instead of running them itself.
-///
-/// The node asks [`AdminHook::serves`] about every command of a name it does not know, and
-/// about `REPLICAOF`/`SLAVEOF` (after their arity check): a node whose replication is managed
-/// from outside lets the embedder re-point it. Served commands run without the node's state
-/// lock (they may stop or restart the very node they arrived on), after authentication.
-pub trait AdminHook: Send + Sync + 'static {
-    /// Whether the hook serves the command named `name` (as sent, any case).
-    fn serves(&self, name: &[u8]) -> bool;
-
-    /// Runs `argv`, sent by the client at `origin`.
-    fn run(&self, origin: SocketAddr, argv: Vec<Bytes>) -> ReplyFuture;
-}
+pub use crate::node::{AdminHook, ReplyFuture};
+pub use crate::replication::{LinkControl, ReplicaLink};
 
 /// A handle to a running node's controls. Clones drive the same node; it stays valid after
 /// the node stopped (operations then act on a node nobody reaches).
 #[derive(Debug, Clone)]
 pub struct NodeControl {
     pub(crate) node: Arc<Node>,
-}
-
-/// A replica link started by [`NodeControl::attach_replica`]: the task that applies the
-/// master's stream on the replica. Dropping it leaves the link running; [`ReplicaLink::abort`]
-/// stops delivery.
-#[derive(Debug)]
-pub struct ReplicaLink {
-    /// The id the master knows the link by ([`NodeControl::drop_replica`]).
-    pub id: u64,
-    pub(crate) task: tokio::task::JoinHandle<()>,
-}
-
-impl ReplicaLink {
-    /// Stops delivering the master's stream (what was in flight is lost).
-    pub fn abort(&self) {
-        self.task.abort();
-    }
 }
 
 /// A node stopped as `SIGSTOP` would stop a process: connections accept and buffer requests,

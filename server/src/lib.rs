@@ -13,6 +13,7 @@
 //! # }
 //! ```
 
+mod args;
 mod blocking;
 #[cfg(feature = "cli")]
 pub mod cli;
@@ -27,8 +28,12 @@ mod connection;
 pub mod control;
 mod db;
 mod dispatch;
+mod error;
 mod evict;
+mod flags;
 mod glob;
+#[cfg(test)]
+mod layer_tests;
 mod local_client;
 mod monitor;
 mod node;
@@ -41,8 +46,8 @@ mod server;
 mod transaction;
 
 pub use clock::Clock;
-pub use cmd::CommandError;
 pub use config::{Config, EnableCommand};
+pub use error::CommandError;
 pub use glob::glob_match;
 #[doc(hidden)]
 pub use local_client::LocalClient;

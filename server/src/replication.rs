@@ -351,6 +351,23 @@ impl LinkControl {
     }
 }
 
+/// A replica link started by [`crate::control::NodeControl::attach_replica`]: the task that applies the
+/// master's stream on the replica. Dropping it leaves the link running; [`ReplicaLink::abort`]
+/// stops delivery.
+#[derive(Debug)]
+pub struct ReplicaLink {
+    /// The id the master knows the link by ([`crate::control::NodeControl::drop_replica`]).
+    pub id: u64,
+    pub(crate) task: tokio::task::JoinHandle<()>,
+}
+
+impl ReplicaLink {
+    /// Stops delivering the master's stream (what was in flight is lost).
+    pub fn abort(&self) {
+        self.task.abort();
+    }
+}
+
 static NEXT_LINK: AtomicU64 = AtomicU64::new(1);
 
 /// Attaches `replica` (advertised as `replica_addr`) to `master` (advertised as `master_addr`):
@@ -363,7 +380,7 @@ pub(crate) async fn attach(
     replica_addr: SocketAddr,
     ctl: Arc<LinkControl>,
     seed: u64,
-) -> crate::control::ReplicaLink {
+) -> ReplicaLink {
     let id = NEXT_LINK.fetch_add(1, Ordering::Relaxed);
     let ends = Ends {
         master: Arc::downgrade(master),
@@ -375,7 +392,7 @@ pub(crate) async fn attach(
     };
     let stream = ends.full_sync(master, &ctl).await;
     let task = tokio::spawn(run_link(ends, stream, ctl, StdRng::seed_from_u64(seed)));
-    crate::control::ReplicaLink { id, task }
+    ReplicaLink { id, task }
 }
 
 /// Both ends of one link, for the full synchronisations it makes.

@@ -5,7 +5,9 @@
 //! `Effects::modified`).
 
 use crate::client::ClientState;
-use crate::cmd::{flags, CommandError, Resolved};
+use crate::cmd::Resolved;
+use crate::error::CommandError;
+use crate::flags;
 use crate::node::{Node, State};
 use bytes::Bytes;
 use locksmith_resp::{Frame, Version};

@@ -5,9 +5,7 @@ use bytes::Bytes;
 use locksmith_resp::{Frame, Version};
 use std::sync::atomic::Ordering;
 
-/// The Redis version we report (`HELLO`, `INFO server`): the release our replies are
-/// checked against.
-pub(crate) const REDIS_VERSION: &str = "7.0.15";
+pub(crate) use crate::config::REDIS_VERSION;
 
 /// `WRONGPASS` reply of `AUTH` and `HELLO … AUTH`.
 const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";

@@ -14,7 +14,6 @@ mod config;
 mod connection;
 #[cfg(test)]
 mod effects_tests;
-mod error;
 mod expire;
 mod function;
 mod hash;
@@ -22,7 +21,6 @@ mod hyperloglog;
 mod keys;
 mod ldouble;
 mod list;
-mod parse;
 mod persistence;
 pub(crate) mod pubsub;
 pub(crate) mod replication;
@@ -36,15 +34,14 @@ mod string;
 mod transaction;
 mod zset;
 
-pub(crate) use config::apply_startup_settings;
-pub(crate) use connection::REDIS_VERSION;
-pub use error::CommandError;
-pub(crate) use error::{lossy, CmdResult};
-pub(crate) use parse::{
+pub(crate) use crate::args::{
     parse_f64, parse_f64_saturating, parse_i32, parse_i64, random_count, repeated_picks, strtod,
     Args,
 };
-pub(crate) use persistence::{load_at_start, SaveStatus};
+pub(crate) use crate::error::CommandError;
+pub(crate) use crate::error::{lossy, CmdResult};
+pub(crate) use config::apply_startup_settings;
+pub(crate) use persistence::load_at_start;
 pub(crate) use script::{command_exists, command_flags as script_command_flags};
 pub(crate) use sort::keys as sort_keys;
 
@@ -55,74 +52,7 @@ use bytes::Bytes;
 use locksmith_resp::Frame;
 use std::sync::LazyLock;
 
-/// Command flags, named as `COMMAND INFO` reports them.
-pub(crate) mod flags {
-    /// May modify the keyspace.
-    pub(crate) const WRITE: u32 = 1 << 0;
-    /// Only reads.
-    pub(crate) const READONLY: u32 = 1 << 1;
-    /// May grow memory.
-    pub(crate) const DENYOOM: u32 = 1 << 2;
-    /// Administrative.
-    pub(crate) const ADMIN: u32 = 1 << 3;
-    /// Pub/sub command.
-    pub(crate) const PUBSUB: u32 = 1 << 4;
-    /// Refused inside scripts.
-    pub(crate) const NOSCRIPT: u32 = 1 << 5;
-    /// May block the client.
-    pub(crate) const BLOCKING: u32 = 1 << 6;
-    /// Allowed while loading.
-    pub(crate) const LOADING: u32 = 1 << 7;
-    /// Allowed on a stale replica.
-    pub(crate) const STALE: u32 = 1 << 8;
-    /// Not shown to MONITOR.
-    pub(crate) const SKIP_MONITOR: u32 = 1 << 9;
-    /// O(1) or O(log N).
-    pub(crate) const FAST: u32 = 1 << 10;
-    /// Allowed before AUTH.
-    pub(crate) const NO_AUTH: u32 = 1 << 11;
-    /// May replicate even though not a write.
-    pub(crate) const MAY_REPLICATE: u32 = 1 << 12;
-    /// Refused inside MULTI.
-    pub(crate) const NO_MULTI: u32 = 1 << 13;
-    /// Served while a script is busy.
-    pub(crate) const ALLOW_BUSY: u32 = 1 << 14;
-    /// Keys are found by parsing arguments.
-    pub(crate) const MOVABLE_KEYS: u32 = 1 << 15;
-    /// Runs Lua: executed off the reactor thread (not a Redis flag; never shown).
-    pub(crate) const RUNS_SCRIPT: u32 = 1 << 16;
-    /// Not logged to the slow log.
-    pub(crate) const SKIP_SLOWLOG: u32 = 1 << 17;
-    /// May run with no key arguments although it takes keys.
-    pub(crate) const NO_MANDATORY_KEYS: u32 = 1 << 18;
-    /// Refused while loading asynchronously.
-    pub(crate) const NO_ASYNC_LOADING: u32 = 1 << 19;
-    /// Allowed only as `enable-debug-command` says (`DEBUG`).
-    pub(crate) const PROTECTED: u32 = 1 << 20;
-
-    /// (flag, name) in the order Redis 7.0's `COMMAND INFO` lists them (`addReplyCommandFlags`;
-    /// `may_replicate` is hidden there on purpose, so it is not listed).
-    pub(crate) const NAMES: &[(u32, &str)] = &[
-        (WRITE, "write"),
-        (READONLY, "readonly"),
-        (DENYOOM, "denyoom"),
-        (ADMIN, "admin"),
-        (PUBSUB, "pubsub"),
-        (NOSCRIPT, "noscript"),
-        (BLOCKING, "blocking"),
-        (LOADING, "loading"),
-        (STALE, "stale"),
-        (SKIP_MONITOR, "skip_monitor"),
-        (SKIP_SLOWLOG, "skip_slowlog"),
-        (FAST, "fast"),
-        (NO_AUTH, "no_auth"),
-        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
-        (NO_ASYNC_LOADING, "no_async_loading"),
-        (NO_MULTI, "no_multi"),
-        (MOVABLE_KEYS, "movablekeys"),
-        (ALLOW_BUSY, "allow_busy"),
-    ];
-}
+pub(crate) use crate::flags;
 
 /// A command handler.
 pub(crate) type Handler = fn(&mut Ctx<'_>, &mut Args<'_>) -> CmdResult;

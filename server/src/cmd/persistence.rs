@@ -8,7 +8,7 @@ use crate::rdb::file;
 use bytes::Bytes;
 use locksmith_resp::Frame;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 /// The persistence family's table.
 pub(crate) static COMMANDS: &[CommandSpec] = &[
@@ -25,22 +25,6 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
             "Returns the Unix timestamp of the last successful save to disk.",
         ),
 ];
-
-/// What `INFO persistence` and `LASTSAVE` report, readable without the state lock (a
-/// background save finishes on its own thread).
-#[derive(Debug, Default)]
-pub(crate) struct SaveStatus {
-    /// Unix seconds of the last successful save (the start time before any).
-    pub(crate) last_save_unix: AtomicU64,
-    /// A background save is writing.
-    pub(crate) in_progress: AtomicBool,
-    /// The last background save failed.
-    pub(crate) last_bgsave_failed: AtomicBool,
-    /// Successful saves.
-    pub(crate) saves: AtomicU64,
-    /// `State::dirty` as of the last successful save (`rdb_changes_since_last_save`).
-    pub(crate) dirty_at_save: AtomicU64,
-}
 
 /// `dir`/`dbfilename`.
 fn rdb_path(state: &State) -> PathBuf {
@@ -81,15 +65,6 @@ fn write_file(path: &PathBuf, data: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_file_name(format!("temp-{}.rdb", std::process::id()));
     std::fs::write(&tmp, data)?;
     std::fs::rename(&tmp, path)
-}
-
-impl SaveStatus {
-    /// Records a successful save, at `now_ms`, of the data as of `dirty`.
-    fn saved(&self, now_ms: u64, dirty: u64) {
-        self.last_save_unix.store(now_ms / 1000, Ordering::Relaxed);
-        self.saves.fetch_add(1, Ordering::Relaxed);
-        self.dirty_at_save.store(dirty, Ordering::Relaxed);
-    }
 }
 
 /// ```text

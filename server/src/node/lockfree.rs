@@ -3,7 +3,7 @@
 //! `INFO` reports that connections bump (network bytes, error replies, ops per second), and the
 //! `SHUTDOWN` request.
 
-use crate::cmd::flags;
+use crate::flags;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -25,7 +25,7 @@ pub(crate) struct Live {
     /// `min-replicas-to-write` (0: none): when set, writes first count the good replicas.
     pub(crate) min_replicas_to_write: AtomicU64,
     /// Persistence: the last save, a background save running, how the last one ended.
-    pub(crate) saves: std::sync::Arc<crate::cmd::SaveStatus>,
+    pub(crate) saves: std::sync::Arc<crate::rdb::SaveStatus>,
     /// `client-output-buffer-limit normal`: hard bytes, soft bytes, soft seconds (0 = none).
     pub(crate) normal_output_limit: [AtomicU64; 3],
     /// Open connections (counted at accept, for `maxclients`).

@@ -17,6 +17,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::{Mutex, Notify};
 
+/// `BUSY` reply while a script (`EVAL`) runs past the threshold.
+pub(crate) const BUSY_ERROR: &str =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+/// `BUSY` reply while a function (`FCALL`) runs past the threshold.
+pub(crate) const BUSY_FUNCTION_ERROR: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+
 /// Everything commands read and write, guarded by [`Node::state`].
 #[derive(Debug)]
 pub(crate) struct State {
@@ -275,12 +282,30 @@ pub(crate) struct ScriptStatus {
     pub(crate) done: Notify,
 }
 
-/// A node's [`crate::control::AdminHook`] (a newtype, so [`Node`] stays `Debug`).
+/// A boxed future of a command's reply, `Send` so connections can await it.
+pub type ReplyFuture =
+    std::pin::Pin<Box<dyn std::future::Future<Output = locksmith_resp::Frame> + Send + 'static>>;
+
+/// Commands a node hands to its embedder instead of running them itself.
+///
+/// The node asks [`AdminHook::serves`] about every command of a name it does not know, and
+/// about `REPLICAOF`/`SLAVEOF` (after their arity check): a node whose replication is managed
+/// from outside lets the embedder re-point it. Served commands run without the node's state
+/// lock (they may stop or restart the very node they arrived on), after authentication.
+pub trait AdminHook: Send + Sync + 'static {
+    /// Whether the hook serves the command named `name` (as sent, any case).
+    fn serves(&self, name: &[u8]) -> bool;
+
+    /// Runs `argv`, sent by the client at `origin`.
+    fn run(&self, origin: SocketAddr, argv: Vec<Bytes>) -> ReplyFuture;
+}
+
+/// A node's [`AdminHook`] (a newtype, so [`Node`] stays `Debug`).
 #[derive(Clone)]
-pub(crate) struct AdminHookSlot(pub(crate) Arc<dyn crate::control::AdminHook>);
+pub(crate) struct AdminHookSlot(pub(crate) Arc<dyn AdminHook>);
 
 impl std::ops::Deref for AdminHookSlot {
-    type Target = dyn crate::control::AdminHook;
+    type Target = dyn AdminHook;
 
     fn deref(&self) -> &Self::Target {
         &*self.0
@@ -372,12 +397,11 @@ impl Node {
         &self,
         spec: &crate::cmd::CommandSpec,
         peer: SocketAddr,
-    ) -> Result<(), crate::cmd::CommandError> {
-        if spec.flags & crate::cmd::flags::PROTECTED == 0 || self.enable_debug_command.allows(peer)
-        {
+    ) -> Result<(), crate::error::CommandError> {
+        if spec.flags & crate::flags::PROTECTED == 0 || self.enable_debug_command.allows(peer) {
             return Ok(());
         }
-        Err(crate::cmd::CommandError::err(
+        Err(crate::error::CommandError::err(
             "DEBUG command not allowed. If the enable-debug-command option is set to \"local\", \
              you can run it from a local connection, otherwise you need to set this option in \
              the configuration file, and then restart the server.",
@@ -398,9 +422,9 @@ impl Node {
     /// (`SCRIPT KILL` for `EVAL`, `FUNCTION KILL` for `FCALL`).
     pub(crate) fn busy_error(&self) -> &'static str {
         if self.script.is_function.load(Ordering::Acquire) {
-            crate::connection::BUSY_FUNCTION_ERROR
+            BUSY_FUNCTION_ERROR
         } else {
-            crate::connection::BUSY_ERROR
+            BUSY_ERROR
         }
     }
 

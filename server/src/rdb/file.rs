@@ -51,7 +51,7 @@ pub(crate) fn write(dbs: &[SavedDb<'_>], functions: &[Bytes], now_ms: u64) -> Ve
         write_string(out, k.as_bytes());
         write_string(out, v.as_bytes());
     };
-    aux(&mut out, "redis-ver", crate::cmd::REDIS_VERSION);
+    aux(&mut out, "redis-ver", crate::config::REDIS_VERSION);
     aux(&mut out, "redis-bits", "64");
     aux(&mut out, "ctime", &(now_ms / 1000).to_string());
     aux(&mut out, "used-mem", "0");

@@ -3,6 +3,8 @@
 //! footer. Reading is strict and bounded: a payload is untrusted bytes, every length is checked
 //! against what is left before anything is allocated.
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
 mod crc64;
 pub(crate) mod file;
 mod lzf;
@@ -306,5 +308,30 @@ mod tests {
         bad[2] = b'y';
         assert_eq!(verify_payload(&bad), None);
         assert_eq!(verify_payload(b"short"), None);
+    }
+}
+
+/// What `INFO persistence` and `LASTSAVE` report, readable without the state lock (a
+/// background save finishes on its own thread).
+#[derive(Debug, Default)]
+pub(crate) struct SaveStatus {
+    /// Unix seconds of the last successful save (the start time before any).
+    pub(crate) last_save_unix: AtomicU64,
+    /// A background save is writing.
+    pub(crate) in_progress: AtomicBool,
+    /// The last background save failed.
+    pub(crate) last_bgsave_failed: AtomicBool,
+    /// Successful saves.
+    pub(crate) saves: AtomicU64,
+    /// `State::dirty` as of the last successful save (`rdb_changes_since_last_save`).
+    pub(crate) dirty_at_save: AtomicU64,
+}
+
+impl SaveStatus {
+    /// Records a successful save, at `now_ms`, of the data as of `dirty`.
+    pub(crate) fn saved(&self, now_ms: u64, dirty: u64) {
+        self.last_save_unix.store(now_ms / 1000, Ordering::Relaxed);
+        self.saves.fetch_add(1, Ordering::Relaxed);
+        self.dirty_at_save.store(dirty, Ordering::Relaxed);
     }
 }

@@ -177,7 +177,7 @@ pub(crate) fn read_value(r: &mut Reader<'_>, kind: u8) -> Result<Value, Malforme
             let mut zset = ZSet::default();
             let mut it = entries.into_iter();
             while let (Some(member), Some(score)) = (it.next(), it.next()) {
-                let score = crate::cmd::parse_f64(&score).ok_or(Malformed)?;
+                let score = crate::args::parse_f64(&score).ok_or(Malformed)?;
                 if score.is_nan() || zset.insert(member, score).is_some() {
                     return Err(Malformed);
                 }

@@ -1,6 +1,6 @@
 //! The argument cursor handlers read their arguments through.
 
-use super::CommandError;
+use crate::error::CommandError;
 use bytes::Bytes;
 
 /// Cursor over a command's arguments (after the command and subcommand names).
