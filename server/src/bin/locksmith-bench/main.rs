@@ -50,10 +50,10 @@ struct Args {
     #[arg(long, value_name = "FILE")]
     script: Option<PathBuf>,
     /// KEYS templates of --script.
-    #[arg(long, num_args = 0.., value_name = "TEMPLATE", requires = "script")]
+    #[arg(long, num_args = 0.., allow_negative_numbers = true, value_name = "TEMPLATE", requires = "script")]
     keys: Vec<String>,
     /// ARGV templates of --script.
-    #[arg(long, num_args = 0.., value_name = "TEMPLATE", requires = "script")]
+    #[arg(long, num_args = 0.., allow_negative_numbers = true, value_name = "TEMPLATE", requires = "script")]
     args: Vec<String>,
     /// Accepted replies (repeatable, any of them): any, nil, int, int:N (or just N), ok,
     /// status, status:TEXT, bulk, bulk:TEXT, array. Other replies count as `unexpected`
