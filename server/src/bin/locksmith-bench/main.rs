@@ -37,9 +37,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// Templates in --keys/--args may use {rand} (a random number below --keyspace, zero-padded to
 /// 12 digits as redis-benchmark's __rand_int__, one per iteration), {client} (client number
 /// from 0), {seq} (the client's request number), {iter} (the client's iteration of a
-/// multi-step scenario), {owner} (Redisson's owner field <uuid>:<client+1>), {run} (8 hex
-/// digits per run) and {now} (ms since the Unix epoch). Other braces, such as hash tags, are
-/// kept as written.
+/// multi-step scenario), {owner} (Redisson's owner field: the run's uuid, a colon, client + 1),
+/// {run} (8 hex digits per run) and {now} (ms since the Unix epoch). Other braces, such as hash
+/// tags, are kept as written.
 #[derive(Debug, Parser)]
 #[command(name = "locksmith-bench", version, after_help = scenario_help())]
 struct Args {
