@@ -10,8 +10,8 @@
 
 use std::future::Future;
 
-use crate::core::Core;
 use crate::error::{LockError, LostReason, Result};
+use crate::hold::Core;
 use crate::owner::Owner;
 use crate::watchdog::LostSignal;
 

@@ -23,7 +23,7 @@ use crate::watchdog::LostSignal;
 #[allow(unreachable_pub)]
 pub(crate) mod sealed {
     use super::DistributedLock;
-    use crate::core::Core;
+    use crate::hold::Core;
 
     pub trait Sealed {
         /// The machinery shared by every kind.
@@ -219,7 +219,7 @@ pub trait DistributedLock: sealed::Sealed + Send + Sync + std::fmt::Debug {
 }
 
 impl sealed::Sealed for Box<dyn DistributedLock> {
-    fn core(&self) -> &crate::core::Core {
+    fn core(&self) -> &crate::hold::Core {
         (**self).core()
     }
     fn new_owner_boxed(&self) -> Box<dyn DistributedLock> {

@@ -53,10 +53,10 @@
 pub mod blocking;
 mod client;
 mod cluster;
-mod core;
 mod error;
 mod fence;
 mod guard;
+mod hold;
 mod kind;
 mod latch;
 mod lock;

@@ -13,9 +13,9 @@
 use std::time::Duration;
 
 use crate::client::Client;
-use crate::core::{Core, Kind};
 use crate::error::Result;
 use crate::guard::{LockGuard, Section};
+use crate::hold::{Core, Kind};
 use crate::kind::DistributedLock;
 use crate::options::Backoff;
 use crate::owner::Owner;

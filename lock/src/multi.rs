@@ -15,9 +15,9 @@ use std::time::Duration;
 use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::time::Instant;
 
-use crate::core::Core;
 use crate::error::{LockError, LostReason, Result};
 use crate::guard::LockGuard;
+use crate::hold::Core;
 use crate::kind::DistributedLock;
 
 /// What happened on one node during an attempt.

@@ -1,4 +1,5 @@
-//! The machinery every Redisson-style lock kind shares: the acquire attempt (cancel-safe), the
+//! One hold of a lock, the machinery every Redisson-style lock kind shares (named `hold`, not
+//! `core`, which would shadow the `core` crate): the acquire attempt (cancel-safe), the
 //! wait loop on the unlock channel (or backoff for the spin lock), release with Redisson's
 //! unlock latch, and the read-only queries.
 
