@@ -44,8 +44,8 @@ pub fn init_logging(level: &str) {
         .init();
 }
 
-/// Announces readiness once the server accepts connections: writes the port to `port_file`
-/// if given (atomically), then prints `ready <host>:<port>` on stdout, flushed (the
+/// Announces readiness once the server accepts connections: logs it, writes the port to
+/// `port_file` if given (atomically), then prints `ready <host>:<port>` on stdout, flushed (the
 /// documented, machine-readable line a script waits for; with `--port 0` it tells the port
 /// picked).
 ///
@@ -56,12 +56,55 @@ pub fn announce_ready(
     port_file: Option<&std::path::Path>,
 ) -> std::io::Result<()> {
     use std::io::Write;
+    tracing::info!(%addr, "Ready to accept connections tcp");
     if let Some(path) = port_file {
         write_port_file(path, addr.port())?;
     }
     let mut out = std::io::stdout().lock();
     writeln!(out, "ready {addr}")?;
     out.flush()
+}
+
+/// Runs a binary: raises the open-files limit, installs the signal handlers, then runs
+/// `serve` (given the signal receiver of [`watch_signals`]) on a multi-thread runtime of
+/// `workers` threads — multi-thread even with one, so a long script hands the worker's other
+/// connections to a new thread and they get BUSY. An error is printed as `name: error` and the
+/// process exits with code 1, else 0. It exits rather than returns: dropping the runtime would
+/// wait for a script still running on its blocking pool.
+pub fn run<F, Fut>(name: &str, workers: usize, serve: F) -> !
+where
+    F: FnOnce(tokio::sync::oneshot::Receiver<&'static str>) -> Fut,
+    Fut: std::future::Future<Output = Result<(), Box<dyn std::error::Error>>>,
+{
+    raise_open_files_limit();
+    let served = watch_signals()
+        .map_err(|e| format!("cannot install signal handlers: {e}").into())
+        .and_then(|stop| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(workers.max(1))
+                .enable_all()
+                .build()
+                .map_err(Into::into)
+                .and_then(|runtime| runtime.block_on(serve(stop)))
+        });
+    let code = match served {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            1
+        }
+    };
+    std::process::exit(code)
+}
+
+/// Awaits a graceful shutdown for at most [`SHUTDOWN_GRACE`], logging when it did not finish.
+pub async fn shut_down_within_grace(shutdown: impl std::future::Future<Output = ()>) {
+    if tokio::time::timeout(SHUTDOWN_GRACE, shutdown)
+        .await
+        .is_err()
+    {
+        tracing::warn!("the graceful shutdown did not finish in time, exiting now");
+    }
 }
 
 /// Writes `port` to `path` through a temporary file renamed over it, so a reader never sees a

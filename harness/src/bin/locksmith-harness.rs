@@ -4,7 +4,7 @@
 
 use clap::Parser;
 use locksmith_harness::Topology;
-use locksmith_server::cli::{self, SHUTDOWN_GRACE};
+use locksmith_server::cli;
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -105,32 +105,9 @@ async fn start(args: &Args) -> Result<Topology, Box<dyn std::error::Error>> {
     Ok(topology)
 }
 
-fn main() -> std::process::ExitCode {
+fn main() {
     let args = Args::parse();
-    cli::raise_open_files_limit();
-    let stop = match cli::watch_signals() {
-        Ok(stop) => stop,
-        Err(e) => {
-            eprintln!("locksmith-harness: cannot install signal handlers: {e}");
-            return std::process::ExitCode::FAILURE;
-        }
-    };
-    let served = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(Into::into)
-        .and_then(|runtime| runtime.block_on(serve(args, stop)));
-    let code = match served {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("locksmith-harness: {e}");
-            1
-        }
-    };
-    // Not a return: dropping the runtime would wait for a script still running on its
-    // blocking pool.
-    std::process::exit(code)
+    cli::run("locksmith-harness", 1, |stop| serve(args, stop))
 }
 
 async fn serve(
@@ -139,19 +116,12 @@ async fn serve(
 ) -> Result<(), Box<dyn std::error::Error>> {
     cli::init_logging(&args.loglevel);
     let topology = start(&args).await?;
-    let addr = topology.front_addr();
-    tracing::info!(%addr, "Ready to accept connections tcp");
-    cli::announce_ready(addr, args.port_file.as_deref())?;
+    cli::announce_ready(topology.front_addr(), args.port_file.as_deref())?;
     let signal = stop.await;
     tracing::info!(
         "Received {} scheduling shutdown...",
         signal.unwrap_or("a signal")
     );
-    if tokio::time::timeout(SHUTDOWN_GRACE, topology.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::warn!("the graceful shutdown did not finish in time, exiting now");
-    }
+    cli::shut_down_within_grace(topology.shutdown()).await;
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! `locksmith-server`: the Redis-compatible server as a binary. Flags mirror redis-server's.
 
 use clap::Parser;
-use locksmith_server::cli::{self, SHUTDOWN_GRACE};
+use locksmith_server::cli;
 use locksmith_server::{Config, EnableCommand, Server};
 use std::net::IpAddr;
 use std::time::Duration;
@@ -121,36 +121,13 @@ fn split_config_parameters(argv: Vec<String>) -> (Vec<String>, Vec<(String, Stri
     (flags, settings)
 }
 
-fn main() -> std::process::ExitCode {
+fn main() {
     let (argv, settings) = split_config_parameters(std::env::args().collect());
     let mut args = Args::parse_from(argv);
     args.settings = settings;
-    cli::raise_open_files_limit();
-    let stop = match cli::watch_signals() {
-        Ok(stop) => stop,
-        Err(e) => {
-            eprintln!("locksmith-server: cannot install signal handlers: {e}");
-            return std::process::ExitCode::FAILURE;
-        }
-    };
-    // Always the multi-thread flavour, even with one worker: a long script hands the worker's
-    // other connections to a new thread (`block_in_place`) so they get BUSY.
-    let served = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(args.worker_threads.max(1))
-        .enable_all()
-        .build()
-        .map_err(Into::into)
-        .and_then(|runtime| runtime.block_on(serve(args, stop)));
-    let code = match served {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("locksmith-server: {e}");
-            1
-        }
-    };
-    // Not a return: dropping the runtime would wait for a script still running on its
-    // blocking pool.
-    std::process::exit(code)
+    cli::run("locksmith-server", args.worker_threads, |stop| {
+        serve(args, stop)
+    })
 }
 
 async fn serve(
@@ -179,9 +156,7 @@ async fn serve(
         );
     }
     let server = Server::start(config).await?;
-    let addr = server.addr();
-    tracing::info!(%addr, "Ready to accept connections tcp");
-    cli::announce_ready(addr, args.port_file.as_deref())?;
+    cli::announce_ready(server.addr(), args.port_file.as_deref())?;
     tokio::select! {
         signal = stop => {
             let name = signal.unwrap_or("a signal");
@@ -191,12 +166,7 @@ async fn serve(
         _ = server.stopped() => {}
     }
     tracing::info!("shutting down");
-    if tokio::time::timeout(SHUTDOWN_GRACE, server.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::warn!("the graceful shutdown did not finish in time, exiting now");
-    }
+    cli::shut_down_within_grace(server.shutdown()).await;
     tracing::info!("Redis is now ready to exit, bye bye...");
     Ok(())
 }
