@@ -237,9 +237,7 @@ impl Session {
         let mut command_flags = resolved.spec.flags;
         if resolved.top_name() == "exec" {
             if let Some(multi) = &self.client.multi {
-                for (queued, _) in &multi.queue {
-                    command_flags |= queued.spec.flags;
-                }
+                command_flags |= multi.queued_flags();
             }
         } else if resolved.spec.has(cmd::flags::RUNS_SCRIPT) {
             if guard.is_none() {
@@ -511,7 +509,7 @@ impl Session {
         self.client
             .multi
             .as_ref()
-            .is_some_and(|multi| multi.queue.iter().any(|(queued, _)| queued.spec.has(flag)))
+            .is_some_and(|multi| multi.queued_flags() & flag != 0)
     }
 
     /// Redis's `execCommandAbort`: EXEC refused before it runs (`reason`, an error line)

@@ -26,11 +26,17 @@ pub(crate) struct MultiState {
 }
 
 impl MultiState {
-    /// Whether running the queue needs the script pool (it holds `EVAL` or the like).
-    pub(crate) fn runs_script(&self) -> bool {
+    /// The flags of every queued command together: what an `EXEC` of the queue will do (write,
+    /// grow memory, run a script), as Redis's `mstate.cmd_flags`.
+    pub(crate) fn queued_flags(&self) -> u32 {
         self.queue
             .iter()
-            .any(|(resolved, _)| resolved.spec.has(flags::RUNS_SCRIPT))
+            .fold(0, |all, (resolved, _)| all | resolved.spec.flags)
+    }
+
+    /// Whether running the queue needs the script pool (it holds `EVAL` or the like).
+    pub(crate) fn runs_script(&self) -> bool {
+        self.queued_flags() & flags::RUNS_SCRIPT != 0
     }
 }
 
