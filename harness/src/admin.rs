@@ -115,13 +115,9 @@ pub(crate) fn lossy(b: &[u8], max: usize) -> String {
     String::from_utf8_lossy(b.get(..max.min(b.len())).unwrap_or(b)).into_owned()
 }
 
-/// An integer argument, parsed as Redis's `string2ll` (no sign but `-`, no spaces).
+/// An integer argument, parsed as Redis does (`ERR value is not an integer or out of range`).
 fn parse_i64(b: &[u8]) -> Result<i64, CommandError> {
-    std::str::from_utf8(b)
-        .ok()
-        .filter(|s| !s.starts_with('+'))
-        .and_then(|s| s.parse().ok())
-        .ok_or(CommandError::NotInteger)
+    locksmith_resp::parse_integer(b).ok_or(CommandError::NotInteger)
 }
 
 fn arg(argv: &[Bytes], i: usize) -> String {
