@@ -317,8 +317,6 @@ fn stream_group_gone(value: Option<&Value>, argv: &[Bytes]) -> Option<&'static s
 mod tests {
     use super::*;
 
-    use crate::config::Config;
-
     struct Harness {
         state: State,
         node: Node,
@@ -333,7 +331,7 @@ mod tests {
         fn new() -> Self {
             let node = Node::for_tests();
             Harness {
-                state: State::new(Config::default(), 1),
+                state: State::for_tests(),
                 node,
                 clients: (1..=3).map(client).collect(),
             }

@@ -10,7 +10,7 @@
 //! changes only when the harness fails a shard over to one of its replicas
 //! ([`View::promote`]); there is no resharding, no `ASK`, and no automatic failover.
 
-use crate::cmd::CommandSpec;
+use crate::command_meta::CommandMeta;
 use crate::error::CommandError;
 use crate::flags;
 use crate::node::{Effects, Node};
@@ -389,59 +389,6 @@ pub(crate) fn broadcast(node: &Node, publishes: &[(Bytes, Bytes)]) {
     }
 }
 
-/// The key arguments of `argv` for `spec`: the key positions, or for commands whose keys
-/// follow a `numkeys` argument (`EVAL`, `ZUNIONSTORE`, `LMPOP`…) the keys it announces.
-/// A `numkeys` that does not parse or overruns the arguments yields no keys: the command
-/// then reports its own error.
-pub(crate) fn command_keys<'a>(spec: &CommandSpec, argv: &'a [Bytes]) -> Vec<&'a Bytes> {
-    if !spec.has(flags::MOVABLE_KEYS) {
-        return spec
-            .key_indexes(argv.len())
-            .into_iter()
-            .filter_map(|i| argv.get(i))
-            .collect();
-    }
-    if matches!(spec.name, "sort" | "sort_ro") {
-        return crate::cmd::sort_keys(argv);
-    }
-    if matches!(spec.name, "xread" | "xreadgroup") {
-        // The keys are the first half of what follows STREAMS.
-        let Some(at) = argv
-            .iter()
-            .skip(1)
-            .position(|a| a.eq_ignore_ascii_case(b"streams"))
-        else {
-            return Vec::new();
-        };
-        let rest = argv.get(at + 2..).unwrap_or_default();
-        if rest.len() % 2 != 0 {
-            return Vec::new();
-        }
-        return rest.iter().take(rest.len() / 2).collect();
-    }
-    // (index of numkeys, keys before it)
-    let (numkeys_at, fixed): (usize, &[usize]) = match spec.name {
-        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => (2, &[]),
-        "zunionstore" | "zinterstore" | "zdiffstore" => (2, &[1]),
-        "blmpop" | "bzmpop" => (2, &[]),
-        _ => (1, &[]),
-    };
-    let mut keys: Vec<&Bytes> = fixed.iter().filter_map(|&i| argv.get(i)).collect();
-    let Some(n) = argv
-        .get(numkeys_at)
-        .and_then(|n| std::str::from_utf8(n).ok())
-        .and_then(|n| n.parse::<usize>().ok())
-    else {
-        return keys;
-    };
-    let first = numkeys_at + 1;
-    match argv.get(first..first.saturating_add(n)) {
-        Some(more) => keys.extend(more),
-        None => return Vec::new(),
-    }
-    keys
-}
-
 /// Why a command may not run on this node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Redirect {
@@ -471,7 +418,7 @@ impl Redirect {
 pub(crate) fn route<'a>(
     cluster: &Cluster,
     readonly: bool,
-    commands: impl IntoIterator<Item = (&'a CommandSpec, &'a [Bytes])>,
+    commands: impl IntoIterator<Item = (&'a CommandMeta, &'a [Bytes])>,
 ) -> Result<Option<u16>, Redirect> {
     let mut slot = None;
     let mut owner = None;
@@ -480,7 +427,7 @@ pub(crate) fn route<'a>(
     for (spec, argv) in commands {
         writes |= spec.has(flags::WRITE);
         shard_pubsub |= matches!(spec.name, "ssubscribe" | "sunsubscribe" | "spublish");
-        for key in command_keys(spec, argv) {
+        for key in spec.keys_of(argv) {
             let s = key_hash_slot(key);
             match slot {
                 None => {
@@ -518,7 +465,7 @@ pub(crate) fn route<'a>(
 pub(crate) fn check_command(
     node: &Node,
     client: &mut crate::client::ClientState,
-    spec: &'static CommandSpec,
+    spec: &'static CommandMeta,
     argv: &[Bytes],
 ) -> Option<CommandError> {
     let cluster = node.cluster.get()?;
@@ -538,7 +485,7 @@ pub(crate) fn check_command(
 pub(crate) fn check_exec(
     node: &Node,
     readonly: bool,
-    queue: &[(crate::cmd::Resolved, Vec<Bytes>)],
+    queue: &[(crate::command_meta::Resolved, Vec<Bytes>)],
 ) -> Result<(), CommandError> {
     let Some(cluster) = node.cluster.get() else {
         return Ok(());
@@ -576,7 +523,7 @@ impl ScriptSlots {
         &mut self,
         node: &Node,
         readonly: bool,
-        spec: &'static CommandSpec,
+        spec: &'static CommandMeta,
         argv: &[Bytes],
     ) -> Result<(), String> {
         let Some(cluster) = node.cluster.get() else {
@@ -670,28 +617,5 @@ mod tests {
         assert_eq!(layout.role(1).map(|r| r.epoch), Some(3));
         assert_eq!(layout.links(), vec![(1, 0), (2, 3)]);
         assert!(view.promote(2).is_err());
-    }
-
-    #[test]
-    fn movable_keys_follow_numkeys() {
-        let argv = |parts: &[&str]| -> Vec<Bytes> {
-            parts
-                .iter()
-                .map(|p| Bytes::copy_from_slice(p.as_bytes()))
-                .collect()
-        };
-        let spec = |name: &str| crate::cmd::lookup(name.as_bytes()).unwrap();
-        let eval = argv(&["EVAL", "return 1", "2", "a", "b", "c"]);
-        assert_eq!(command_keys(spec("eval"), &eval), vec!["a", "b"]);
-        let zu = argv(&["ZUNIONSTORE", "d", "2", "a", "b", "WEIGHTS", "1", "2"]);
-        assert_eq!(command_keys(spec("zunionstore"), &zu), vec!["d", "a", "b"]);
-        let lmpop = argv(&["LMPOP", "2", "a", "b", "LEFT"]);
-        assert_eq!(command_keys(spec("lmpop"), &lmpop), vec!["a", "b"]);
-        let blmpop = argv(&["BLMPOP", "0", "1", "a", "LEFT"]);
-        assert_eq!(command_keys(spec("blmpop"), &blmpop), vec!["a"]);
-        let bad = argv(&["EVAL", "return 1", "9", "a"]);
-        assert!(command_keys(spec("eval"), &bad).is_empty());
-        let mset = argv(&["MSET", "a", "1", "b", "2"]);
-        assert_eq!(command_keys(spec("mset"), &mset), vec!["a", "b"]);
     }
 }

@@ -12,6 +12,7 @@
 //! (`spawn_blocking`).
 
 use crate::client::{ClientHandle, ClientState, Outbox, OutboxReceiver};
+use crate::config::runtime::{ClientClass, OutputLimit};
 use crate::dispatch::{Guard, ScriptPlace, Session, Transport};
 use crate::node::{Effects, Node};
 use bytes::BytesMut;
@@ -111,7 +112,7 @@ impl Connection {
             if handle.is_killed() {
                 return Ok(());
             }
-            let idle_timeout = node.live.idle_timeout_s.load(Ordering::Relaxed);
+            let idle_timeout = node.config.timeout_s();
             tokio::select! {
                 _ = &mut killed => return Ok(()),
                 _ = &mut stop => return Ok(()),
@@ -137,7 +138,7 @@ impl Connection {
                     if read == 0 {
                         return Ok(());
                     }
-                    let limit = node.live.query_buffer_limit.load(Ordering::Relaxed);
+                    let limit = node.config.client_query_buffer_limit();
                     if self.io.rbuf.len() as u64 > limit {
                         tracing::warn!(
                             client = handle.id,
@@ -232,7 +233,7 @@ impl Connection {
     fn sync_limits(&mut self) {
         let node = &self.session.node;
         let client = &mut self.session.client;
-        let max_bulk = node.live.proto_max_bulk_len.load(Ordering::Relaxed);
+        let max_bulk = node.config.proto_max_bulk_len();
         self.decoder.set_limits(Limits {
             max_bulk_len: usize::try_from(max_bulk).unwrap_or(usize::MAX),
             ..Limits::default()
@@ -323,11 +324,11 @@ impl Transport for Io {
             // the hard limit the client is closed at once, past the soft one when the output
             // has not drained within its seconds.
             let pending = self.wbuf.len() as u64;
-            let [hard, soft, soft_seconds] = node
-                .live
-                .normal_output_limit
-                .each_ref()
-                .map(|v| v.load(Ordering::Relaxed));
+            let OutputLimit {
+                hard_bytes: hard,
+                soft_bytes: soft,
+                soft_seconds,
+            } = node.config.output_limit(ClientClass::Normal);
             let normal = session.client.subscriptions == 0;
             let over_limit = || {
                 tracing::warn!(

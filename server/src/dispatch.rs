@@ -113,12 +113,12 @@ impl Session {
         if let Some(reply) = self.busy_transaction_rules(resolved, guard.is_some()) {
             return self.rejected(resolved, reply);
         }
-        if self.node.live.maxmemory.load(Ordering::Relaxed) > 0 {
+        if self.node.config.maxmemory() > 0 {
             if let Some(reply) = self.maxmemory_rules(resolved, guard, effects).await {
                 return self.rejected(resolved, reply);
             }
         }
-        if self.node.live.min_replicas_to_write.load(Ordering::Relaxed) > 0 {
+        if self.node.config.min_replicas_to_write() > 0 {
             if let Some(reply) = self.min_replicas_rules(resolved, guard).await {
                 return self.rejected(resolved, reply);
             }
@@ -137,7 +137,7 @@ impl Session {
             match self.lock_state().await {
                 Ok(state) => *guard = Some(state),
                 // `allow_busy` commands (SCRIPT KILL) are served without the lock.
-                Err(busy) => match resolved.spec.busy_handler {
+                Err(busy) => match crate::cmd::spec_of(&resolved).and_then(|s| s.busy_handler) {
                     Some(handler) => {
                         let reply = handler(&self.node, argv);
                         // SHUTDOWN NOSAVE: Redis exits without replying.
@@ -408,7 +408,7 @@ impl Session {
         if holding {
             return None;
         }
-        let threshold = self.node.busy_threshold_ms.load(Ordering::Relaxed);
+        let threshold = self.node.config.busy_reply_threshold_ms();
         if self
             .node
             .script_running_for()
@@ -455,7 +455,7 @@ impl Session {
         }
         let state = guard.as_mut()?;
         let now = self.node.clock.now_ms();
-        let limit = self.node.live.maxmemory.load(Ordering::Relaxed);
+        let limit = self.node.config.maxmemory();
         let oom =
             state.perform_evictions(limit, now, effects) == crate::evict::Outcome::OutOfMemory;
         if !effects.is_empty() {
@@ -541,7 +541,7 @@ impl Session {
         let lock = self.node.state.clone().lock_owned();
         tokio::pin!(lock);
         loop {
-            let threshold = self.node.busy_threshold_ms.load(Ordering::Relaxed);
+            let threshold = self.node.config.busy_reply_threshold_ms();
             let wait = match self.node.script_running_for() {
                 Some(elapsed) if elapsed >= threshold => {
                     return Err(Frame::error(self.node.busy_error()))

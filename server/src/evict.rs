@@ -115,6 +115,22 @@ impl State {
         BASELINE_MEMORY + self.dbs.iter().map(|d| d.used_bytes() as u64).sum::<u64>()
     }
 
+    /// The apply step of `maxmemory-policy`, `lfu-log-factor` and `lfu-decay-time`: takes the
+    /// policy from the node's configuration, and how keys record their accesses (an LRU clock,
+    /// or an LFU counter with the configured log factor and decay).
+    pub(crate) fn apply_eviction_config(&mut self) {
+        let policy = Policy::parse(self.config.maxmemory_policy());
+        let access = if policy.is_lfu() {
+            Access::Lfu {
+                log_factor: self.config.lfu_log_factor(),
+                decay_minutes: self.config.lfu_decay_time(),
+            }
+        } else {
+            Access::Lru
+        };
+        self.set_eviction_policy(policy, access);
+    }
+
     /// Sets `maxmemory-policy`; switching between LRU and LFU changes how accesses are
     /// recorded from now on.
     pub(crate) fn set_eviction_policy(&mut self, policy: Policy, access: Access) {
@@ -245,7 +261,7 @@ mod tests {
     use crate::db::Value;
 
     fn state_with(keys: usize, policy: Policy) -> State {
-        let mut state = State::new(crate::Config::default(), 1);
+        let mut state = State::for_tests();
         for i in 0..keys {
             let key = Bytes::from(format!("key:{i}"));
             let value = Value::String(Bytes::from(vec![b'x'; 100]));

@@ -22,8 +22,8 @@ mod clock;
 mod cluster;
 mod cmd;
 mod cmdstats;
+mod command_meta;
 mod config;
-mod config_table;
 mod connection;
 pub mod control;
 mod db;
@@ -49,17 +49,25 @@ pub use clock::Clock;
 pub use config::{Config, EnableCommand};
 pub use error::CommandError;
 pub use glob::glob_match;
+
+/// The configuration parameters that change this server's behaviour: by `CONFIG SET` at run
+/// time, or as start-up settings ([`ServerBuilder::config_set`]) for those Redis makes
+/// immutable or protected. Every other parameter Redis 7.0 knows is accepted, validated as
+/// Redis validates it and shown by `CONFIG GET`, but changes nothing here.
+pub fn honoured_parameters() -> impl Iterator<Item = &'static str> {
+    config::runtime::BINDINGS.iter().map(|b| b.name)
+}
 #[doc(hidden)]
 pub use local_client::LocalClient;
 pub use server::{BlockingServer, Server, ServerBuilder, ServerHandle};
 
 /// A memory size as redis-server reads one (`1gb`, `512mb`, `100k`, `4096`), in bytes.
 pub fn parse_memory_size(text: &str) -> Option<u64> {
-    config_table::parse_memory(text.as_bytes())
+    config::table::parse_memory(text.as_bytes())
 }
 
 /// Whether `name` is a parameter `CONFIG GET|SET` knows (any case, aliases included), so
 /// `--name value` on the command line can set it as redis-server does.
 pub fn is_config_parameter(name: &str) -> bool {
-    config_table::find(name.as_bytes()).is_some()
+    config::table::find(name.as_bytes()).is_some()
 }

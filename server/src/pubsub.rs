@@ -9,6 +9,7 @@
 //! the script that sent it.
 
 use crate::client::{ClientHandle, ClientInfo};
+use crate::config::runtime::{ClientClass, OutputLimit};
 use crate::glob::glob_match;
 use crate::node::{Effects, State};
 use crate::notify;
@@ -27,55 +28,6 @@ pub(crate) enum Kind {
     Pattern,
     /// `SSUBSCRIBE shardchannel`.
     Shard,
-}
-
-/// `client-output-buffer-limit` for one client class: a hard limit in bytes (0 = none), a
-/// soft limit in bytes (0 = none) and how long the soft limit may be exceeded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct OutputLimit {
-    /// Disconnect as soon as this many bytes are pending.
-    pub(crate) hard_bytes: u64,
-    /// Disconnect when at least this many bytes stay pending for longer than `soft_seconds`.
-    pub(crate) soft_bytes: u64,
-    /// Seconds the soft limit may be exceeded.
-    pub(crate) soft_seconds: u64,
-}
-
-impl OutputLimit {
-    /// Redis's default for the pubsub class: `client-output-buffer-limit pubsub 32mb 8mb 60`.
-    pub(crate) const PUBSUB_DEFAULT: OutputLimit = OutputLimit {
-        hard_bytes: 32 * 1024 * 1024,
-        soft_bytes: 8 * 1024 * 1024,
-        soft_seconds: 60,
-    };
-
-    /// Whether a client with `pending` bytes queued at node time `now_ms` must be disconnected,
-    /// as Redis's `checkClientOutputBufferLimits`: the hard limit at once, the soft limit once
-    /// it has been exceeded continuously for more than `soft_seconds`. `soft_since` remembers
-    /// when the soft limit was first exceeded and is reset when the client drops below it.
-    pub(crate) fn exceeded(&self, pending: u64, now_ms: u64, soft_since: &mut Option<u64>) -> bool {
-        if self.hard_bytes > 0 && pending >= self.hard_bytes {
-            return true;
-        }
-        if self.soft_bytes > 0 && pending >= self.soft_bytes {
-            match *soft_since {
-                None => {
-                    *soft_since = Some(now_ms);
-                    false
-                }
-                Some(since) => now_ms.saturating_sub(since) > self.soft_seconds * 1000,
-            }
-        } else {
-            *soft_since = None;
-            false
-        }
-    }
-}
-
-impl Default for OutputLimit {
-    fn default() -> Self {
-        OutputLimit::PUBSUB_DEFAULT
-    }
 }
 
 /// One subscribed client.
@@ -103,6 +55,15 @@ impl Subscriber {
     }
 }
 
+/// When and under which `client-output-buffer-limit pubsub` messages are delivered.
+#[derive(Debug, Clone, Copy)]
+struct Delivery {
+    /// Node-clock ms now.
+    now_ms: u64,
+    /// The pubsub class's output limit as configured now.
+    limit: OutputLimit,
+}
+
 /// Every subscription of the node (lives in [`State`], under the state lock).
 #[derive(Debug, Default)]
 pub(crate) struct PubSub {
@@ -114,8 +75,6 @@ pub(crate) struct PubSub {
     shard: HashMap<Bytes, IndexSet<u64>>,
     /// Subscribed clients by id.
     clients: HashMap<u64, Subscriber>,
-    /// `client-output-buffer-limit pubsub`.
-    pub(crate) limit: OutputLimit,
 }
 
 impl PubSub {
@@ -265,13 +224,13 @@ impl PubSub {
 
     /// Delivers `message` on `channel` to its subscribers, then to the subscribers of every
     /// matching pattern (Redis's order).
-    fn publish(&mut self, channel: &Bytes, message: &Bytes, now_ms: u64) {
+    fn publish(&mut self, channel: &Bytes, message: &Bytes, at: Delivery) {
         if let Some(ids) = self.channels.get(channel) {
             let frame = message_frame(channel, message);
             let size = frame_size(&frame);
             let ids: Vec<u64> = ids.iter().copied().collect();
             for id in ids {
-                self.send(id, frame.clone(), size, now_ms);
+                self.send(id, frame.clone(), size, at);
             }
         }
         let matching: Vec<(Bytes, Vec<u64>)> = self
@@ -289,13 +248,13 @@ impl PubSub {
             ]);
             let size = frame_size(&frame);
             for id in ids {
-                self.send(id, frame.clone(), size, now_ms);
+                self.send(id, frame.clone(), size, at);
             }
         }
     }
 
     /// Delivers `message` on shard channel `channel`.
-    fn shard_publish(&mut self, channel: &Bytes, message: &Bytes, now_ms: u64) {
+    fn shard_publish(&mut self, channel: &Bytes, message: &Bytes, at: Delivery) {
         let Some(ids) = self.shard.get(channel) else {
             return;
         };
@@ -307,14 +266,13 @@ impl PubSub {
         let size = frame_size(&frame);
         let ids: Vec<u64> = ids.iter().copied().collect();
         for id in ids {
-            self.send(id, frame.clone(), size, now_ms);
+            self.send(id, frame.clone(), size, at);
         }
     }
 
     /// Queues `frame` for subscriber `id`, disconnecting it when its pending output passes
     /// the pubsub output-buffer limit; a disconnected subscriber gets nothing more.
-    fn send(&mut self, id: u64, frame: Frame, size: usize, now_ms: u64) {
-        let limit = self.limit;
+    fn send(&mut self, id: u64, frame: Frame, size: usize, at: Delivery) {
         let Some(sub) = self.clients.get_mut(&id) else {
             return;
         };
@@ -322,7 +280,7 @@ impl PubSub {
             return;
         }
         let pending = sub.handle.outbox.send(frame, size) as u64;
-        if limit.exceeded(pending, now_ms, &mut sub.soft_since) {
+        if at.limit.exceeded(pending, at.now_ms, &mut sub.soft_since) {
             tracing::warn!(
                 client = id,
                 pending,
@@ -394,23 +352,27 @@ pub(crate) fn deliver(state: &mut State, effects: &mut Effects, now_ms: u64) {
     let marks = std::mem::take(&mut effects.event_marks);
     let publishes = std::mem::take(&mut effects.publishes);
     let shard = std::mem::take(&mut effects.shard_publishes);
-    let flags = state.notify_flags;
+    let flags = state.config.notify_keyspace_events();
+    let at = Delivery {
+        now_ms,
+        limit: state.config.output_limit(ClientClass::Pubsub),
+    };
     let mut published = publishes.into_iter().enumerate().peekable();
     for (i, (db, class, event, key)) in events.into_iter().enumerate() {
         // Events raised after some PUBLISHes go out after those messages.
         let mark = marks.get(i).copied().unwrap_or(0);
         while let Some((_, (channel, message))) = published.next_if(|(n, _)| *n < mark) {
-            state.pubsub.publish(&channel, &message, now_ms);
+            state.pubsub.publish(&channel, &message, at);
         }
         for (channel, message) in keyspace_messages(flags, db, class, event, &key) {
-            state.pubsub.publish(&channel, &message, now_ms);
+            state.pubsub.publish(&channel, &message, at);
         }
     }
     for (_, (channel, message)) in published {
-        state.pubsub.publish(&channel, &message, now_ms);
+        state.pubsub.publish(&channel, &message, at);
     }
     for (channel, message) in shard {
-        state.pubsub.shard_publish(&channel, &message, now_ms);
+        state.pubsub.shard_publish(&channel, &message, at);
     }
 }
 
@@ -465,40 +427,6 @@ mod tests {
                 assert_eq!(frame_size(frame), out.len());
             }
         }
-    }
-
-    #[test]
-    fn hard_limit_disconnects_at_once() {
-        let limit = OutputLimit::PUBSUB_DEFAULT;
-        let mut since = None;
-        assert!(!limit.exceeded(1024, 0, &mut since));
-        assert!(limit.exceeded(32 * 1024 * 1024, 0, &mut since));
-    }
-
-    #[test]
-    fn soft_limit_disconnects_only_when_sustained_past_its_seconds() {
-        let limit = OutputLimit::PUBSUB_DEFAULT;
-        let mut since = None;
-        let over = 9 * 1024 * 1024;
-        assert!(!limit.exceeded(over, 1_000, &mut since));
-        assert_eq!(since, Some(1_000));
-        assert!(!limit.exceeded(over, 61_000, &mut since));
-        assert!(limit.exceeded(over, 61_001, &mut since));
-        // Dropping below the soft limit resets the clock.
-        assert!(!limit.exceeded(10, 62_000, &mut since));
-        assert_eq!(since, None);
-        assert!(!limit.exceeded(over, 200_000, &mut since));
-    }
-
-    #[test]
-    fn zero_limits_never_disconnect() {
-        let limit = OutputLimit {
-            hard_bytes: 0,
-            soft_bytes: 0,
-            soft_seconds: 0,
-        };
-        let mut since = None;
-        assert!(!limit.exceeded(u64::MAX, 0, &mut since));
     }
 
     #[test]

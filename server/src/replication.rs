@@ -12,6 +12,7 @@
 
 use crate::client::{ClientHandle, ClientInfo, ClientState, Outbox};
 use crate::cmd;
+use crate::config::runtime::OutputLimit;
 use crate::node::{Effects, Node};
 use bytes::Bytes;
 use locksmith_resp::Frame;
@@ -67,28 +68,6 @@ struct Feed {
     ctl: Arc<LinkControl>,
 }
 
-/// `client-output-buffer-limit replica <hard> <soft> <soft seconds>` (bytes, bytes, seconds;
-/// 0 disables a limit); Redis's default is 256 MB, 64 MB for 60 s.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ReplicaLimit {
-    /// Bytes past which the replica is dropped at once.
-    pub(crate) hard: u64,
-    /// Bytes past which, held for `soft_seconds`, the replica is dropped.
-    pub(crate) soft: u64,
-    /// See `soft`.
-    pub(crate) soft_seconds: u64,
-}
-
-impl Default for ReplicaLimit {
-    fn default() -> Self {
-        ReplicaLimit {
-            hard: 256 << 20,
-            soft: 64 << 20,
-            soft_seconds: 60,
-        }
-    }
-}
-
 /// Replication state of one node, kept in [`crate::node::State`].
 #[derive(Debug)]
 pub(crate) struct ReplState {
@@ -106,8 +85,6 @@ pub(crate) struct ReplState {
     /// Bumped on every acknowledgement, so `WAIT` can sleep until one arrives.
     acked: Arc<watch::Sender<u64>>,
     rng: StdRng,
-    /// The replica class of `client-output-buffer-limit`.
-    pub(crate) replica_limit: ReplicaLimit,
 }
 
 impl ReplState {
@@ -124,7 +101,6 @@ impl ReplState {
             feeds: Vec::new(),
             acked: Arc::new(watch::channel(0).0),
             rng,
-            replica_limit: ReplicaLimit::default(),
         }
     }
 
@@ -245,8 +221,9 @@ fn encoded_len(argv: &[Bytes]) -> u64 {
 /// Appends the write effects of one atomic unit to the master's stream and sends them to every
 /// replica link. Called from [`crate::node::State::finish_effects`] under the state lock, so
 /// the stream order is the execution order. Replicas ignore their own effects: their offset is
-/// the master's, set when a batch is applied.
-pub(crate) fn feed(repl: &mut ReplState, propagate: &[(usize, Vec<Bytes>)]) {
+/// the master's, set when a batch is applied. A replica whose unapplied stream passes `limit`
+/// (`client-output-buffer-limit replica`) is dropped.
+pub(crate) fn feed(repl: &mut ReplState, propagate: &[(usize, Vec<Bytes>)], limit: OutputLimit) {
     if propagate.is_empty() || repl.is_replica() || !repl.backlog {
         return;
     }
@@ -265,7 +242,6 @@ pub(crate) fn feed(repl: &mut ReplState, propagate: &[(usize, Vec<Bytes>)]) {
     repl.set_offset(offset);
     let commands = Arc::new(commands);
     let sent_at = Instant::now();
-    let limit = repl.replica_limit;
     repl.feeds.retain_mut(|f| {
         if over_output_limit(f, offset, limit, sent_at) {
             tracing::warn!(
@@ -290,12 +266,12 @@ pub(crate) fn feed(repl: &mut ReplState, propagate: &[(usize, Vec<Bytes>)]) {
 /// Whether the stream `f` has not applied yet, up to `offset`, is past the replica output
 /// buffer limit: the hard one, or the soft one for longer than its seconds (Redis's
 /// `checkClientOutputBufferLimits`).
-fn over_output_limit(f: &mut Feed, offset: u64, limit: ReplicaLimit, now: Instant) -> bool {
+fn over_output_limit(f: &mut Feed, offset: u64, limit: OutputLimit, now: Instant) -> bool {
     let pending = offset.saturating_sub(f.ack.load(Ordering::Acquire));
-    if limit.hard > 0 && pending >= limit.hard {
+    if limit.hard_bytes > 0 && pending >= limit.hard_bytes {
         return true;
     }
-    if limit.soft > 0 && pending >= limit.soft {
+    if limit.soft_bytes > 0 && pending >= limit.soft_bytes {
         let since = *f.soft_since.get_or_insert(now);
         return now.duration_since(since) > Duration::from_secs(limit.soft_seconds);
     }
@@ -441,7 +417,7 @@ impl Ends {
             let mut state = self.replica.state.lock().await;
             state.dbs = snapshot;
             let kill = self.replica.script.kill.clone();
-            let limit = usize::try_from(state.config.lua_memory_limit).unwrap_or(usize::MAX);
+            let limit = state.config.lua_memory_limit();
             let make = move || {
                 crate::script::Engine::new_functions(kill, cmd::command_exists, limit)
                     .map_err(|e| e.to_string())
@@ -624,13 +600,14 @@ mod tests {
             Bytes::from_static(b"k"),
             Bytes::from_static(b"v"),
         ];
-        feed(&mut repl, &[(0, set.clone()), (0, set.clone())]);
+        let limit = OutputLimit::default();
+        feed(&mut repl, &[(0, set.clone()), (0, set.clone())], limit);
         let batch = rx.try_recv().unwrap();
         assert_eq!(batch.commands.len(), 3);
         assert_eq!(batch.commands[0][0], Bytes::from_static(b"SELECT"));
         // *2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n = 23 bytes
         assert_eq!(repl.offset, 23 + 27 + 27);
-        feed(&mut repl, &[(0, set)]);
+        feed(&mut repl, &[(0, set)], limit);
         assert_eq!(rx.try_recv().unwrap().commands.len(), 1);
     }
 

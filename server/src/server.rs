@@ -2,6 +2,8 @@
 //! task and graceful shutdown (the shape of mini-redis `server.rs`).
 
 use crate::clock::Clock;
+use crate::config::runtime::RuntimeConfig;
+use crate::config::table;
 use crate::config::Config;
 use crate::connection;
 use crate::node::{Effects, Node};
@@ -194,43 +196,39 @@ impl ServerBuilder {
     /// When the listener cannot be bound, or a start-up setting ([`Config::settings`]) is
     /// unknown or invalid.
     pub async fn start(self) -> io::Result<ServerHandle> {
+        let runtime = RuntimeConfig::new(&self.config)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let listener = crate::control::listen(
-            SocketAddr::new(self.config.bind, self.config.port),
-            self.config.tcp_backlog,
+            SocketAddr::new(runtime.bind(), runtime.port()),
+            runtime.tcp_backlog(),
         )?;
         let addr = listener.local_addr()?;
+        // CONFIG GET port and INFO report the port actually bound.
+        runtime.set_bound_port(addr.port());
         let clock = self.clock.unwrap_or_default();
         let seed = self.config.seed.unwrap_or_else(rand::random);
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5eed);
         let run_id: String = (0..40)
             .map(|_| char::from_digit(rng.random_range(0..16), 16).unwrap_or('0'))
             .collect();
-        let mut config = self.config;
-        // CONFIG GET port and INFO report the port actually bound.
-        config.port = addr.port();
         let cluster = match self.cluster {
             Some(cluster) => Some(cluster),
-            None if config.cluster_enabled => Some(crate::cluster::Cluster::single(
+            None if runtime.cluster_enabled() => Some(crate::cluster::Cluster::single(
                 crate::cluster::node_id(&mut rng),
                 addr,
             )),
             None => None,
         };
-        let node = Arc::new(Node::new(&config, clock, addr, run_id, seed));
-        if !config.settings.is_empty() {
+        let node = Arc::new(Node::new(Arc::new(runtime), clock, addr, run_id, seed));
+        // An RDB file is loaded when its place was given (`--dir`, `--dbfilename`), so a
+        // stray dump.rdb in the working directory never changes a test server's data.
+        let placed = self.config.settings.iter().any(|(name, _)| {
+            table::find(name.as_bytes()).is_some_and(|p| matches!(p.name, "dir" | "dbfilename"))
+        });
+        if placed {
             let mut state = node.state.lock().await;
-            crate::cmd::apply_startup_settings(&mut state, &node, &config.settings)
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-            // An RDB file is loaded when its place was given (`--dir`, `--dbfilename`), so a
-            // stray dump.rdb in the working directory never changes a test server's data.
-            let placed = config
-                .settings
-                .iter()
-                .any(|(name, _)| matches!(name.as_str(), "dir" | "dbfilename"));
-            if placed {
-                crate::cmd::load_at_start(&mut state, &node)
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-            }
+            crate::cmd::load_at_start(&mut state, &node)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
         }
         if let Some(cluster) = cluster {
             let offset = node.state.lock().await.repl.offset_mirror();
@@ -290,7 +288,7 @@ async fn accept_loop(
         };
         node.connections_received.fetch_add(1, Ordering::Relaxed);
         // `maxclients` can change at run time (CONFIG SET), so count instead of a semaphore.
-        let max = node.live.maxclients.load(Ordering::Relaxed);
+        let max = node.config.maxclients();
         if node.live.connected.fetch_add(1, Ordering::AcqRel) >= max {
             node.live.connected.fetch_sub(1, Ordering::AcqRel);
             node.live.rejected.fetch_add(1, Ordering::Relaxed);
@@ -333,7 +331,7 @@ async fn active_expire_loop(
         node.live.sample_ops(now, state.stats.commands);
         // `hz` sets the cycle's frequency; DEBUG SET-ACTIVE-EXPIRE 0 and CLIENT PAUSE stop
         // it, as in Redis.
-        period = Duration::from_millis(1000 / state.settings.hz());
+        period = Duration::from_millis(1000 / node.config.hz());
         if node.live.active_expire.load(Ordering::Relaxed) && !node.live.pause.is_paused(now) {
             state.active_expire(now, ACTIVE_EXPIRE_BUDGET, &mut effects);
             state.finish_effects(&node, &mut effects);

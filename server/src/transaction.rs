@@ -5,7 +5,7 @@
 //! `Effects::modified`).
 
 use crate::client::ClientState;
-use crate::cmd::Resolved;
+use crate::command_meta::Resolved;
 use crate::error::CommandError;
 use crate::flags;
 use crate::node::{Node, State};

@@ -7,6 +7,7 @@ mod server {
     mod bench;
     mod blocking;
     mod cluster;
+    mod config_live;
     mod connection;
     mod differential;
     mod expiry;

@@ -423,6 +423,12 @@ impl Wire {
         self.stream.write_all(&out).await.unwrap();
     }
 
+    /// Sends `bytes` as they are (a partial or malformed request).
+    pub async fn send_raw(&mut self, bytes: &[u8]) {
+        use tokio::io::AsyncWriteExt;
+        self.stream.write_all(bytes).await.unwrap();
+    }
+
     /// The raw bytes of the next frame (waits at most 10 s).
     pub async fn frame(&mut self) -> Vec<u8> {
         tokio::time::timeout(Duration::from_secs(10), self.next_frame())

@@ -55,7 +55,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
 /// Redis's `getBitOffsetFromArgument`: a non-negative integer whose byte lies within
 /// `proto-max-bulk-len`.
 fn bit_offset(ctx: &Ctx<'_>, arg: &[u8]) -> Result<u64, CommandError> {
-    let max_bytes = ctx.proto_max_bulk_len();
+    let max_bytes = ctx.node.config.proto_max_bulk_len();
     parse_i64(arg)
         .ok()
         .and_then(|n| u64::try_from(n).ok())
@@ -404,7 +404,7 @@ fn field_offset(ctx: &Ctx<'_>, arg: &[u8], bits: u32) -> Result<u64, CommandErro
         n = n.checked_mul(i64::from(bits)).ok_or_else(err)?;
     }
     let n = u64::try_from(n).map_err(|_| err())?;
-    if n >> 3 >= ctx.proto_max_bulk_len() {
+    if n >> 3 >= ctx.node.config.proto_max_bulk_len() {
         return Err(err());
     }
     Ok(n)

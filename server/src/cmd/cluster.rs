@@ -417,3 +417,31 @@ fn asking(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     cluster(ctx)?;
     Ok(Frame::ok())
 }
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    #[test]
+    fn movable_keys_follow_numkeys() {
+        let argv = |parts: &[&str]| -> Vec<Bytes> {
+            parts
+                .iter()
+                .map(|p| Bytes::copy_from_slice(p.as_bytes()))
+                .collect()
+        };
+        let spec = |name: &str| super::super::lookup(name.as_bytes()).unwrap();
+        let eval = argv(&["EVAL", "return 1", "2", "a", "b", "c"]);
+        assert_eq!(spec("eval").keys_of(&eval), vec!["a", "b"]);
+        let zu = argv(&["ZUNIONSTORE", "d", "2", "a", "b", "WEIGHTS", "1", "2"]);
+        assert_eq!(spec("zunionstore").keys_of(&zu), vec!["d", "a", "b"]);
+        let lmpop = argv(&["LMPOP", "2", "a", "b", "LEFT"]);
+        assert_eq!(spec("lmpop").keys_of(&lmpop), vec!["a", "b"]);
+        let blmpop = argv(&["BLMPOP", "0", "1", "a", "LEFT"]);
+        assert_eq!(spec("blmpop").keys_of(&blmpop), vec!["a"]);
+        let bad = argv(&["EVAL", "return 1", "9", "a"]);
+        assert!(spec("eval").keys_of(&bad).is_empty());
+        let mset = argv(&["MSET", "a", "1", "b", "2"]);
+        assert_eq!(spec("mset").keys_of(&mset), vec!["a", "b"]);
+    }
+}

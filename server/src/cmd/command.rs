@@ -335,7 +335,8 @@ fn command_getkeys(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         return Err(CommandError::err("The command has no key arguments"));
     }
     // Keys found by parsing (`numkeys`, `STORE`...) as cluster routing finds them.
-    let keys: Vec<Frame> = crate::cluster::command_keys(spec, argv)
+    let keys: Vec<Frame> = spec
+        .keys_of(argv)
         .into_iter()
         .cloned()
         .map(Frame::Bulk)

@@ -3,13 +3,13 @@
 
 use super::client::help_lines;
 use super::{bulk_str, flags::*, lossy, Args, CmdResult, CommandError, CommandSpec, Ctx};
-use crate::config_table::{self, Param};
+use crate::config::runtime::StateStep;
+use crate::config::table::{self, Param};
 use crate::glob::glob_match;
-use crate::node::{Node, State, Stats};
+use crate::node::Stats;
 use locksmith_resp::Frame;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 pub(super) static CONFIG_SUBCOMMANDS: &[CommandSpec] = &[
     CommandSpec::new("get", -3, config_get)
@@ -35,11 +35,6 @@ pub(super) static CONFIG_SUBCOMMANDS: &[CommandSpec] = &[
         ),
 ];
 
-/// The value `CONFIG GET` shows for `param`.
-fn param_value(state: &State, param: &Param) -> String {
-    state.settings.get(param.name).to_string()
-}
-
 /// ```text
 /// CONFIG GET parameter [parameter ...]
 /// ```
@@ -50,22 +45,22 @@ fn config_get(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         // Without glob characters the name is looked up directly and echoed as given,
         // as Redis 7 does.
         if !pattern.iter().any(|b| matches!(b, b'*' | b'?' | b'[')) {
-            if let Some(param) = config_table::find(pattern) {
+            if let Some(param) = table::find(pattern) {
                 if seen.insert(pattern.to_vec()) {
                     out.push((
                         Frame::Bulk(pattern.clone()),
-                        bulk_str(&param_value(ctx.state, param)),
+                        bulk_str(&ctx.node.config.get(param)),
                     ));
                 }
             }
             continue;
         }
-        for param in config_table::PARAMS {
+        for param in table::PARAMS {
             for name in std::iter::once(param.name).chain(param.alias) {
                 if glob_match(pattern, name.as_bytes(), true)
                     && seen.insert(name.as_bytes().to_vec())
                 {
-                    out.push((bulk_str(name), bulk_str(&param_value(ctx.state, param))));
+                    out.push((bulk_str(name), bulk_str(&ctx.node.config.get(param))));
                 }
             }
         }
@@ -95,7 +90,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         let [name, value] = pair else {
             return Err(CommandError::Syntax);
         };
-        let Some(param) = config_table::find(name) else {
+        let Some(param) = table::find(name) else {
             return Err(CommandError::err(format!(
                 "Unknown option or number of arguments for CONFIG SET - '{}'",
                 lossy(name, 128)
@@ -105,119 +100,24 @@ fn config_set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             return Err(failed(name, "duplicate parameter"));
         }
         let normalized = param
-            .validate(value, &ctx.state.settings)
+            .validate(value, &ctx.node.config)
             .map_err(|reason| failed(name, &reason))?;
         changes.push((param, normalized));
     }
+    let mut steps = Vec::new();
     for (param, value) in changes {
-        set_param(ctx.state, ctx.node, param, value);
+        ctx.node.config.store(param, &value);
+        if let Some(step) = crate::config::runtime::binding(param.name).and_then(|b| b.then) {
+            steps.push(step);
+        }
+    }
+    steps.dedup();
+    for step in steps {
+        match step {
+            StateStep::Eviction => ctx.state.apply_eviction_config(),
+        }
     }
     Ok(Frame::ok())
-}
-
-/// Applies the start-up `settings` ([`crate::Config::settings`]) to a node, as `CONFIG SET`
-/// would, one at a time and in order; the error names the first that cannot be set.
-pub(crate) fn apply_startup_settings(
-    state: &mut State,
-    node: &Node,
-    settings: &[(String, String)],
-) -> Result<(), String> {
-    for (name, value) in settings {
-        let Some(param) = config_table::find(name.as_bytes()) else {
-            return Err(format!("unknown config parameter '{name}'"));
-        };
-        let value = param
-            .validate_value(value.as_bytes(), &state.settings)
-            .map_err(|reason| format!("'{name} {value}': {reason}"))?;
-        set_param(state, node, param, value);
-    }
-    Ok(())
-}
-
-/// Sets one validated parameter: its stored value and what it changes.
-fn set_param(state: &mut State, node: &Node, param: &'static Param, value: String) {
-    apply(state, node, param, &value);
-    state.settings.set(param.name, value);
-    if param.name == "client-output-buffer-limit" {
-        // The normal class is enforced by each connection, the pub/sub class by the
-        // subscriber registry, the replica class by the replication feeds.
-        let [normal, replica, pubsub] = state.settings.buffer_limits();
-        for (slot, v) in node.live.normal_output_limit.iter().zip([
-            normal.hard,
-            normal.soft,
-            normal.soft_seconds,
-        ]) {
-            slot.store(v, Ordering::Relaxed);
-        }
-        state.set_pubsub_output_limit(pubsub.hard, pubsub.soft, pubsub.soft_seconds);
-        state.repl.replica_limit = crate::replication::ReplicaLimit {
-            hard: replica.hard,
-            soft: replica.soft,
-            soft_seconds: replica.soft_seconds,
-        };
-    }
-}
-
-/// Applies a validated parameter that changes our behaviour.
-fn apply(state: &mut State, node: &Node, param: &Param, value: &str) {
-    let number = || value.parse::<u64>().unwrap_or(0);
-    match param.name {
-        "requirepass" => {
-            state.config.requirepass = (!value.is_empty()).then(|| value.to_string());
-            node.auth_required
-                .store(!value.is_empty(), Ordering::Relaxed);
-        }
-        "busy-reply-threshold" => {
-            state.config.busy_reply_threshold = Duration::from_millis(number());
-            node.busy_threshold_ms.store(number(), Ordering::Relaxed);
-        }
-        "notify-keyspace-events" => {
-            state.set_notify_flags(crate::notify::parse_flags(value.as_bytes()).unwrap_or(0));
-        }
-        "min-replicas-to-write" => {
-            node.live
-                .min_replicas_to_write
-                .store(number(), Ordering::Relaxed);
-        }
-        "maxclients" => {
-            state.config.maxclients = number() as usize;
-            node.live.maxclients.store(number(), Ordering::Relaxed);
-        }
-        "proto-max-bulk-len" => node
-            .live
-            .proto_max_bulk_len
-            .store(number(), Ordering::Relaxed),
-        "timeout" => node.live.idle_timeout_s.store(number(), Ordering::Relaxed),
-        "maxmemory" => {
-            node.live.maxmemory.store(number(), Ordering::Relaxed);
-        }
-        "maxmemory-policy" | "lfu-log-factor" | "lfu-decay-time" => {
-            state.settings.set(param.name, value.to_string());
-            let (policy, access) = eviction_settings(&state.settings);
-            state.set_eviction_policy(policy, access);
-        }
-        "client-query-buffer-limit" => node
-            .live
-            .query_buffer_limit
-            .store(number(), Ordering::Relaxed),
-        _ => {}
-    }
-}
-
-/// `maxmemory-policy` and how it records accesses (`lfu-log-factor`, `lfu-decay-time`).
-pub(crate) fn eviction_settings(
-    settings: &crate::config_table::Settings,
-) -> (crate::evict::Policy, crate::db::Access) {
-    let policy = crate::evict::Policy::parse(settings.get("maxmemory-policy"));
-    let access = if policy.is_lfu() {
-        crate::db::Access::Lfu {
-            log_factor: u32::try_from(settings.int("lfu-log-factor").max(0)).unwrap_or(u32::MAX),
-            decay_minutes: settings.int("lfu-decay-time").max(0) as u64,
-        }
-    } else {
-        crate::db::Access::Lru
-    };
-    (policy, access)
 }
 
 /// ```text

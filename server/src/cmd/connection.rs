@@ -3,7 +3,6 @@
 use super::{flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
 use bytes::Bytes;
 use locksmith_resp::{Frame, Version};
-use std::sync::atomic::Ordering;
 
 pub(crate) use crate::config::REDIS_VERSION;
 
@@ -93,7 +92,7 @@ fn credentials_ok(ctx: &Ctx<'_>, user: &[u8], password: &[u8]) -> bool {
     if user != b"default" {
         return false;
     }
-    match &ctx.state.config.requirepass {
+    match &ctx.node.config.requirepass() {
         None => true,
         Some(expected) => constant_time_eq(expected.as_bytes(), password),
     }
@@ -110,7 +109,7 @@ fn auth(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (user, password) = match args.rest() {
         [password] => {
             // Redis keeps the old error for the one-argument form without a password.
-            if ctx.state.config.requirepass.is_none() {
+            if ctx.node.config.requirepass().is_none() {
                 return Err(CommandError::err(
                     "AUTH <password> called without any password configured for the default \
                      user. Are you sure your configuration is correct?",
@@ -227,7 +226,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     crate::transaction::reset(ctx.state, ctx.client);
     super::pubsub::reset(ctx);
     ctx.state.client_gone(ctx.client.id());
-    let authenticated = !ctx.node.auth_required.load(Ordering::Relaxed);
+    let authenticated = !ctx.node.config.requires_auth();
     ctx.client.reset(authenticated);
     Ok(Frame::simple("RESET"))
 }

@@ -3,7 +3,6 @@
 
 use super::call_argv;
 use crate::client::ClientState;
-use crate::config::Config;
 use crate::node::{Effects, Node, State};
 use crate::notify;
 use bytes::Bytes;
@@ -26,7 +25,7 @@ impl Harness {
     fn new() -> Self {
         let node = Node::for_tests();
         Harness {
-            state: State::new(Config::default(), 1),
+            state: State::for_tests(),
             node,
             client: ClientState::for_tests(1),
             now: 1_000_000,

@@ -95,10 +95,10 @@ fn subcommand_syntax(args: &Args<'_>) -> CommandError {
 }
 
 /// Makes the functions interpreter (on first use and after `FUNCTION FLUSH`).
-fn make_engine(node: &Node, lua_memory_limit: u64) -> impl FnOnce() -> Result<Engine, String> {
+fn make_engine(node: &Node, lua_memory_limit: usize) -> impl FnOnce() -> Result<Engine, String> {
     let kill = node.script.kill.clone();
     move || {
-        let limit = usize::try_from(lua_memory_limit).unwrap_or(usize::MAX);
+        let limit = lua_memory_limit;
         Engine::new_functions(kill, command_exists, limit).map_err(|e| {
             tracing::error!(error = %e, "cannot create the Lua interpreter for functions");
             "Lua interpreter unavailable".to_string()
@@ -182,7 +182,7 @@ fn function_load(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         .map_err(|_| CommandError::err("Function code is missing"))?;
     // What the master sends is applied whatever it takes (`mustObeyClient`).
     let timeout = (ctx.client.id() != crate::replication::MASTER_CLIENT_ID).then_some(LOAD_TIMEOUT);
-    let make = make_engine(ctx.node, ctx.state.config.lua_memory_limit);
+    let make = make_engine(ctx.node, ctx.node.config.lua_memory_limit());
     let name = ctx
         .state
         .functions
@@ -314,7 +314,7 @@ fn function_restore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             ))
         }
     };
-    let make = make_engine(ctx.node, ctx.state.config.lua_memory_limit);
+    let make = make_engine(ctx.node, ctx.node.config.lua_memory_limit());
     ctx.state
         .functions
         .restore(&payload, policy, make)

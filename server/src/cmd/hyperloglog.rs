@@ -474,7 +474,7 @@ fn hll_at(ctx: &mut Ctx<'_>, key: &Bytes) -> Result<Option<Vec<u8>>, CommandErro
 }
 
 fn sparse_max(ctx: &Ctx<'_>) -> usize {
-    usize::try_from(ctx.state.settings.int("hll-sparse-max-bytes")).unwrap_or(3000)
+    ctx.node.config.hll_sparse_max_bytes()
 }
 
 /// Stores `s` at `key`, keeping its deadline (the value changes in place, as in Redis).

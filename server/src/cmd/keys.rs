@@ -499,7 +499,7 @@ fn move_(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     if let Some(d) = ctx.state.dbs.get_mut(dst_db) {
         d.insert(key.clone(), entry.value, entry.expire_at, now);
     }
-    if ctx.state.notify_flags & notify::NEW != 0 {
+    if ctx.state.config.notify_keyspace_events() & notify::NEW != 0 {
         ctx.effects.keyspace_event(dst_db, notify::NEW, "new", &key);
     }
     ctx.state.dirty += 1;

@@ -40,12 +40,11 @@ pub(crate) use crate::args::{
 };
 pub(crate) use crate::error::CommandError;
 pub(crate) use crate::error::{lossy, CmdResult};
-pub(crate) use config::apply_startup_settings;
 pub(crate) use persistence::load_at_start;
 pub(crate) use script::{command_exists, command_flags as script_command_flags};
-pub(crate) use sort::keys as sort_keys;
 
 use crate::client::ClientState;
+pub(crate) use crate::command_meta::{CommandMeta, Resolved};
 use crate::db::{Db, Entry, Found, Removed, Value};
 use crate::node::{Effects, Node, State};
 use bytes::Bytes;
@@ -61,25 +60,12 @@ pub(crate) type Handler = fn(&mut Ctx<'_>, &mut Args<'_>) -> CmdResult;
 /// (`SCRIPT KILL`): it gets the node and the command line.
 pub(crate) type BusyHandler = fn(&Node, &[Bytes]) -> Frame;
 
-/// One entry of the command table.
+/// One entry of the command table: the command's description ([`CommandMeta`], which
+/// `CommandSpec` derefs to) and how it runs.
 #[derive(Debug)]
 pub(crate) struct CommandSpec {
-    /// Lowercase name.
-    pub(crate) name: &'static str,
-    /// Redis arity: N = exactly N arguments (name included), -N = at least N.
-    pub(crate) arity: i32,
-    /// [`flags`] bits.
-    pub(crate) flags: u32,
-    /// Index of the first key (0 = no keys).
-    pub(crate) first_key: i32,
-    /// Index of the last key (-1 = last argument, -2 = one before it…).
-    pub(crate) last_key: i32,
-    /// Step between keys.
-    pub(crate) step: i32,
-    /// ACL category/group for `COMMAND DOCS` (`string`, `generic`, `connection`…).
-    pub(crate) group: &'static str,
-    /// One-line summary for `COMMAND DOCS`.
-    pub(crate) summary: &'static str,
+    /// Name, arity, flags, key positions, documentation.
+    pub(crate) meta: CommandMeta,
     /// The handler (for a container, runs when no subcommand is given or matched).
     pub(crate) handler: Handler,
     /// Subcommands (`CONFIG GET`…); empty for plain commands.
@@ -88,18 +74,19 @@ pub(crate) struct CommandSpec {
     pub(crate) busy_handler: Option<BusyHandler>,
 }
 
+impl std::ops::Deref for CommandSpec {
+    type Target = CommandMeta;
+
+    fn deref(&self) -> &CommandMeta {
+        &self.meta
+    }
+}
+
 impl CommandSpec {
     /// A plain command with no keys; chain the `keys`/`flags`/`doc` setters.
     pub(crate) const fn new(name: &'static str, arity: i32, handler: Handler) -> Self {
         CommandSpec {
-            name,
-            arity,
-            flags: 0,
-            first_key: 0,
-            last_key: 0,
-            step: 0,
-            group: "generic",
-            summary: "",
+            meta: CommandMeta::new(name, arity),
             handler,
             subcommands: &[],
             busy_handler: None,
@@ -108,22 +95,22 @@ impl CommandSpec {
 
     /// Sets the flags.
     pub(crate) const fn flags(mut self, flags: u32) -> Self {
-        self.flags = flags;
+        self.meta.flags = flags;
         self
     }
 
     /// Sets the key positions.
     pub(crate) const fn keys(mut self, first: i32, last: i32, step: i32) -> Self {
-        self.first_key = first;
-        self.last_key = last;
-        self.step = step;
+        self.meta.first_key = first;
+        self.meta.last_key = last;
+        self.meta.step = step;
         self
     }
 
     /// Sets the group and summary.
     pub(crate) const fn doc(mut self, group: &'static str, summary: &'static str) -> Self {
-        self.group = group;
-        self.summary = summary;
+        self.meta.group = group;
+        self.meta.summary = summary;
         self
     }
 
@@ -137,40 +124,6 @@ impl CommandSpec {
     pub(crate) const fn subs(mut self, subs: &'static [CommandSpec]) -> Self {
         self.subcommands = subs;
         self
-    }
-
-    /// Whether `argc` arguments satisfy the arity.
-    pub(crate) fn arity_ok(&self, argc: usize) -> bool {
-        let argc = argc as i64;
-        let arity = i64::from(self.arity);
-        if arity >= 0 {
-            argc == arity
-        } else {
-            argc >= -arity
-        }
-    }
-
-    /// Whether the command has `flag`.
-    pub(crate) fn has(&self, flag: u32) -> bool {
-        self.flags & flag != 0
-    }
-
-    /// The key arguments of `argv` according to the key positions.
-    pub(crate) fn key_indexes(&self, argc: usize) -> Vec<usize> {
-        if self.first_key <= 0 {
-            return Vec::new();
-        }
-        let first = self.first_key as usize;
-        let last = if self.last_key < 0 {
-            argc as i64 + i64::from(self.last_key)
-        } else {
-            i64::from(self.last_key)
-        };
-        let step = self.step.max(1) as usize;
-        (first..)
-            .step_by(step)
-            .take_while(|&i| (i as i64) <= last && i < argc)
-            .collect()
     }
 }
 
@@ -216,8 +169,8 @@ struct Table {
     specs: Vec<&'static CommandSpec>,
     /// Per slot: where its subcommands' statistics indexes start (see [`Resolved::stat`]).
     sub_base: Box<[u32]>,
-    /// How many statistics indexes there are (slots, then every subcommand).
-    stat_count: usize,
+    /// Every command and subcommand by its statistics index ([`Resolved::stat`]).
+    by_stat: Box<[Option<&'static CommandSpec>]>,
 }
 
 impl Table {
@@ -240,12 +193,12 @@ impl Table {
         }
         let specs = slots.iter().flatten().copied().collect();
         // A top-level command's statistics index is its slot; subcommands follow the slots.
-        let mut next = slots.len();
+        let mut by_stat = slots.clone();
         let sub_base = slots
             .iter()
             .map(|slot| {
-                let base = next;
-                next += slot.map_or(0, |spec| spec.subcommands.len());
+                let base = by_stat.len();
+                by_stat.extend(slot.iter().flat_map(|spec| spec.subcommands).map(Some));
                 u32::try_from(base).unwrap_or(u32::MAX)
             })
             .collect();
@@ -253,7 +206,7 @@ impl Table {
             slots: slots.into_boxed_slice(),
             specs,
             sub_base,
-            stat_count: next,
+            by_stat: by_stat.into_boxed_slice(),
         }
     }
 
@@ -297,9 +250,13 @@ pub(crate) fn table() -> &'static [&'static CommandSpec] {
     &TABLE.specs
 }
 
-/// How many per-command statistics indexes there are ([`Resolved::stat`] is below this).
-pub(crate) fn stat_count() -> usize {
-    TABLE.stat_count
+/// The command `resolved` names, with its handler.
+pub(crate) fn spec_of(resolved: &Resolved) -> Option<&'static CommandSpec> {
+    TABLE
+        .by_stat
+        .get(usize::try_from(resolved.stat).ok()?)
+        .copied()
+        .flatten()
 }
 
 /// Looks a command up by name, ignoring ASCII case (no allocation: names longer than any
@@ -337,9 +294,9 @@ pub(crate) fn resolve(argv: &[Bytes]) -> Result<Resolved, CommandError> {
             .find(|(_, s)| s.name.as_bytes().eq_ignore_ascii_case(sub));
         return match found {
             Some((p, sub_spec)) if sub_spec.arity_ok(argv.len()) => Ok(Resolved {
-                spec: sub_spec,
+                spec: &sub_spec.meta,
                 first_arg: 2,
-                parent: Some(spec),
+                parent: Some(&spec.meta),
                 stat: TABLE.stat(slot, Some(p)),
             }),
             Some((_, sub_spec)) => Err(CommandError::WrongArity(format!(
@@ -356,7 +313,7 @@ pub(crate) fn resolve(argv: &[Bytes]) -> Result<Resolved, CommandError> {
         return Err(CommandError::WrongArity(spec.name.to_string()));
     }
     Ok(Resolved {
-        spec,
+        spec: &spec.meta,
         first_arg: 1,
         parent: None,
         stat: TABLE.stat(slot, None),
@@ -373,43 +330,18 @@ pub(crate) fn resolve_name(argv: &[Bytes]) -> Option<Resolved> {
             .enumerate()
             .find(|(_, s)| s.name.as_bytes().eq_ignore_ascii_case(sub))?;
         return Some(Resolved {
-            spec: sub_spec,
+            spec: &sub_spec.meta,
             first_arg: 2,
-            parent: Some(spec),
+            parent: Some(&spec.meta),
             stat: TABLE.stat(slot, Some(p)),
         });
     }
     Some(Resolved {
-        spec,
+        spec: &spec.meta,
         first_arg: 1,
         parent: None,
         stat: TABLE.stat(slot, None),
     })
-}
-
-/// A command line matched to its spec.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Resolved {
-    /// The spec to run (a subcommand's for container commands).
-    pub(crate) spec: &'static CommandSpec,
-    /// Index of the first argument after the command (and subcommand) name.
-    pub(crate) first_arg: usize,
-    /// The container command for a subcommand (`client` for `CLIENT LIST`).
-    pub(crate) parent: Option<&'static CommandSpec>,
-    /// Its index in per-command statistics (below [`stat_count`]).
-    pub(crate) stat: u32,
-}
-
-impl Resolved {
-    /// The command's name when it is a top-level command, `""` for a subcommand (so a
-    /// subcommand named like a command, `CLIENT PAUSE`'s `pause`, never matches one).
-    pub(crate) fn top_name(&self) -> &'static str {
-        if self.first_arg > 1 {
-            ""
-        } else {
-            self.spec.name
-        }
-    }
 }
 
 /// A bulk string copied from `s` (names and values the server formats).
@@ -432,22 +364,6 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// `proto-max-bulk-len` as set now: the most a string may grow to.
-    pub(crate) fn proto_max_bulk_len(&self) -> u64 {
-        self.node
-            .live
-            .proto_max_bulk_len
-            .load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// `maxmemory` as set now (0: no limit).
-    pub(crate) fn maxmemory(&self) -> u64 {
-        self.node
-            .live
-            .maxmemory
-            .load(std::sync::atomic::Ordering::Relaxed)
-    }
-
     /// The selected database.
     pub(crate) fn db(&mut self) -> &mut Db {
         let index = self.client.db;
@@ -517,7 +433,7 @@ impl Ctx<'_> {
             state.stats.keyspace_hits += 1;
         } else {
             state.stats.keyspace_misses += 1;
-            if state.notify_flags & crate::notify::NEW != 0 {
+            if state.config.notify_keyspace_events() & crate::notify::NEW != 0 {
                 self.effects
                     .keyspace_event(db, crate::notify::NEW, "new", key);
             }
@@ -556,7 +472,7 @@ impl Ctx<'_> {
     /// Raises the `new` keyspace event for `key`, just added to the selected db (Redis's
     /// `dbAdd`), when `notify-keyspace-events` has `n` (checked first: keys are created often).
     pub(crate) fn created(&mut self, key: &Bytes) {
-        if self.state.notify_flags & crate::notify::NEW != 0 {
+        if self.state.config.notify_keyspace_events() & crate::notify::NEW != 0 {
             self.notify(crate::notify::NEW, "new", key);
         }
     }
@@ -686,7 +602,10 @@ pub(crate) fn call(
             now,
             effects,
         };
-        (spec.handler)(&mut ctx, &mut args)
+        match spec_of(&resolved) {
+            Some(command) => (command.handler)(&mut ctx, &mut args),
+            None => Err(CommandError::unknown_command(argv)),
+        }
     };
     let failed = matches!(reply, Err(_) | Ok(Frame::Error(_)));
     // A command that blocked is counted once, when it is served or times out (as Redis's
@@ -709,7 +628,6 @@ pub(crate) fn call(
 #[cfg(test)]
 mod table_tests {
     use super::*;
-    use crate::config::Config;
 
     #[test]
     fn lookup_finds_every_command_in_any_case() {
@@ -731,7 +649,7 @@ mod table_tests {
     #[test]
     fn writes_are_not_copied_for_replication_without_a_backlog() {
         let node = Node::for_tests();
-        let mut state = State::new(Config::default(), 1);
+        let mut state = State::for_tests();
         let mut client = ClientState::for_tests(1);
         let mut effects = Effects {
             record_propagation: false,

@@ -28,8 +28,8 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
 
 /// `dir`/`dbfilename`.
 fn rdb_path(state: &State) -> PathBuf {
-    let dir = state.settings.get("dir");
-    let name = state.settings.get("dbfilename");
+    let dir = state.config.dir();
+    let name = state.config.dbfilename();
     if dir.is_empty() {
         PathBuf::from(name)
     } else {
@@ -163,7 +163,7 @@ pub(crate) fn load_at_start(state: &mut State, node: &Node) -> Result<usize, Str
             loaded += 1;
         }
     }
-    let limit = usize::try_from(state.config.lua_memory_limit).unwrap_or(usize::MAX);
+    let limit = state.config.lua_memory_limit();
     for code in contents.functions {
         let kill = node.script.kill.clone();
         let make = move || {

@@ -118,7 +118,7 @@ static SCRIPT_SUBCOMMANDS: &[CommandSpec] = &[
 /// The node's engine, created on first use.
 fn engine<'s>(ctx: &'s mut Ctx<'_>) -> Result<&'s mut Engine, CommandError> {
     if ctx.state.scripting.is_none() {
-        let limit = usize::try_from(ctx.state.config.lua_memory_limit).unwrap_or(usize::MAX);
+        let limit = ctx.state.config.lua_memory_limit();
         let engine =
             Engine::new(ctx.node.script.kill.clone(), command_exists, limit).map_err(|e| {
                 tracing::error!(error = %e, "cannot create the Lua interpreter");
@@ -271,7 +271,7 @@ pub(super) fn run_checked(
     if !compat
         && flags & (script_flags::ALLOW_OOM | script_flags::NO_WRITES) == 0
         && ctx.client.pre_command_oom
-        && ctx.maxmemory() > 0
+        && ctx.node.config.maxmemory() > 0
     {
         // A flagged script that may write is `denyoom`: at top level Redis refuses it as any
         // such command; run by EXEC, its own check speaks of the flag.
@@ -425,7 +425,7 @@ impl ScriptCaller<'_, '_> {
         if spec.has(super::flags::DENYOOM)
             && !self.allow_oom
             && ctx.client.pre_command_oom
-            && ctx.maxmemory() > 0
+            && ctx.node.config.maxmemory() > 0
             && !ctx.node.script.wrote.load(Ordering::Acquire)
         {
             return Err(crate::evict::OOM_ERROR.into());

@@ -361,7 +361,7 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
     match name {
         "server" => {
             let uptime = now.saturating_sub(node.started_ms) / 1000;
-            let hz = state.settings.hz();
+            let hz = state.config.hz();
             line("redis_version", &super::connection::REDIS_VERSION);
             line("redis_git_sha1", &"00000000");
             line("redis_git_dirty", &0);
@@ -395,7 +395,7 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
             let blocked = state.blocked_clients() + node.live.pause.waiting.load(Ordering::Relaxed);
             line("connected_clients", &clients.len());
             line("cluster_connections", &0);
-            line("maxclients", &node.live.maxclients.load(Ordering::Relaxed));
+            line("maxclients", &node.config.maxclients());
             line("client_recent_max_input_buffer", &0);
             line("client_recent_max_output_buffer", &0);
             line("blocked_clients", &blocked);
@@ -404,7 +404,7 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
         }
         "memory" => {
             let used = state.used_memory();
-            let maxmemory = state.settings.int("maxmemory").max(0) as u64;
+            let maxmemory = state.config.maxmemory();
             line("used_memory", &used);
             line("used_memory_human", &human_bytes(used));
             line("used_memory_rss", &used);
@@ -435,7 +435,7 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
             );
             line("maxmemory", &maxmemory);
             line("maxmemory_human", &human_bytes(maxmemory));
-            line("maxmemory_policy", &state.settings.get("maxmemory-policy"));
+            line("maxmemory_policy", &state.config.maxmemory_policy());
             line("mem_fragmentation_ratio", &"1.00");
             line("mem_allocator", &"libc");
             line("lazyfree_pending_objects", &0);

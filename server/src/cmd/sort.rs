@@ -30,26 +30,6 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         ),
 ];
 
-/// The keys a `SORT` names: the sorted key and, with `STORE`, the destination.
-pub(crate) fn keys(argv: &[Bytes]) -> Vec<&Bytes> {
-    let mut keys: Vec<&Bytes> = argv.get(1).into_iter().collect();
-    let mut j = 2;
-    while let Some(opt) = argv.get(j) {
-        let skip = if opt.eq_ignore_ascii_case(b"limit") {
-            2
-        } else if opt.eq_ignore_ascii_case(b"by") || opt.eq_ignore_ascii_case(b"get") {
-            1
-        } else if opt.eq_ignore_ascii_case(b"store") {
-            keys.extend(argv.get(j + 1));
-            1
-        } else {
-            0
-        };
-        j += 1 + skip;
-    }
-    keys
-}
-
 /// ```text
 /// SORT key [BY pattern] [LIMIT offset count] [GET pattern [GET pattern ...]] [ASC | DESC]
 ///   [ALPHA] [STORE destination]

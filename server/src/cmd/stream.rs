@@ -425,10 +425,9 @@ fn parse_add_or_trim(
 
 /// `stream-node-max-entries` and `stream-node-max-bytes` as set now.
 fn node_limits(ctx: &Ctx<'_>) -> NodeLimits {
-    let get = |name| usize::try_from(ctx.state.settings.int(name)).unwrap_or(0);
     NodeLimits {
-        entries: get("stream-node-max-entries"),
-        bytes: get("stream-node-max-bytes"),
+        entries: ctx.node.config.stream_node_max_entries(),
+        bytes: ctx.node.config.stream_node_max_bytes(),
     }
 }
 

@@ -593,7 +593,7 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 
 /// Redis's `checkStringLength`, against the live `proto-max-bulk-len` (CONFIG SET applies).
 fn check_string_length(ctx: &Ctx<'_>, size: u64, append: u64) -> Result<(), CommandError> {
-    let max = ctx.proto_max_bulk_len();
+    let max = ctx.node.config.proto_max_bulk_len();
     if size.saturating_add(append) > max {
         return Err(CommandError::err(
             "string exceeds maximum allowed size (proto-max-bulk-len)",
@@ -749,7 +749,7 @@ fn lcs(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
     let (alen, blen) = (a.len(), b.len());
     let cells = (alen + 1) as u64 * (blen + 1) as u64;
-    let max = ctx.proto_max_bulk_len();
+    let max = ctx.node.config.proto_max_bulk_len();
     if cells.saturating_mul(4) > max {
         return Err(CommandError::err(
             "Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len",

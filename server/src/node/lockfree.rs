@@ -1,7 +1,7 @@
-//! Node state read and written without the state lock: limits the connection tasks check on
-//! every read (`timeout`, `maxclients`, `proto-max-bulk-len`), `CLIENT PAUSE`, the counters
-//! `INFO` reports that connections bump (network bytes, error replies, ops per second), and the
-//! `SHUTDOWN` request.
+//! Node state read and written without the state lock: `CLIENT PAUSE`, the counters `INFO`
+//! reports that connections bump (network bytes, error replies, ops per second), and the
+//! `SHUTDOWN` request. (The limits connections check live in the node's
+//! [`RuntimeConfig`](crate::config::runtime::RuntimeConfig).)
 
 use crate::flags;
 use std::collections::BTreeMap;
@@ -12,22 +12,8 @@ use tokio::sync::{watch, Notify};
 /// Lock-free node state; one per [`crate::node::Node`].
 #[derive(Debug)]
 pub(crate) struct Live {
-    /// `timeout`: close clients idle this many seconds (0 = never).
-    pub(crate) idle_timeout_s: AtomicU64,
-    /// `maxclients`.
-    pub(crate) maxclients: AtomicU64,
-    /// `proto-max-bulk-len`.
-    pub(crate) proto_max_bulk_len: AtomicU64,
-    /// `client-query-buffer-limit`: a client whose unprocessed input grows past it is closed.
-    pub(crate) query_buffer_limit: AtomicU64,
-    /// `maxmemory` (0: none): when set, every command first runs an eviction round.
-    pub(crate) maxmemory: AtomicU64,
-    /// `min-replicas-to-write` (0: none): when set, writes first count the good replicas.
-    pub(crate) min_replicas_to_write: AtomicU64,
     /// Persistence: the last save, a background save running, how the last one ended.
     pub(crate) saves: std::sync::Arc<crate::rdb::SaveStatus>,
-    /// `client-output-buffer-limit normal`: hard bytes, soft bytes, soft seconds (0 = none).
-    pub(crate) normal_output_limit: [AtomicU64; 3],
     /// Open connections (counted at accept, for `maxclients`).
     pub(crate) connected: AtomicU64,
     /// Connections refused because of `maxclients` (`rejected_connections`).
@@ -53,17 +39,10 @@ pub(crate) struct Live {
 }
 
 impl Live {
-    /// Live state with Redis's defaults for `maxclients` and `proto-max-bulk-len`.
-    pub(crate) fn new(maxclients: u64) -> Self {
+    /// Fresh counters, no pause, no save yet.
+    pub(crate) fn new() -> Self {
         Live {
-            idle_timeout_s: AtomicU64::new(0),
-            maxclients: AtomicU64::new(maxclients),
-            proto_max_bulk_len: AtomicU64::new(locksmith_resp::PROTO_MAX_BULK_LEN as u64),
-            query_buffer_limit: AtomicU64::new(1 << 30),
-            maxmemory: AtomicU64::new(0),
-            min_replicas_to_write: AtomicU64::new(0),
             saves: Default::default(),
-            normal_output_limit: Default::default(),
             connected: AtomicU64::new(0),
             rejected: AtomicU64::new(0),
             net_input: AtomicU64::new(0),
@@ -114,7 +93,7 @@ impl Live {
     }
 
     /// Counts a call of `resolved` refused before it ran.
-    pub(crate) fn reject_call(&self, resolved: crate::cmd::Resolved) {
+    pub(crate) fn reject_call(&self, resolved: crate::command_meta::Resolved) {
         if let Ok(mut rejected) = self.rejected_calls.lock() {
             rejected.reject(resolved);
         }
@@ -288,7 +267,7 @@ mod tests {
 
     #[test]
     fn error_codes_are_counted_by_first_word() {
-        let live = Live::new(10);
+        let live = Live::new();
         live.count_error(b"ERR syntax error");
         live.count_error(b"ERR x");
         live.count_error(b"WRONGTYPE Operation");

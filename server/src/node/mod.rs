@@ -7,7 +7,7 @@ pub(crate) mod lockfree;
 
 use crate::client::ClientRegistry;
 use crate::clock::Clock;
-use crate::config::Config;
+use crate::config::runtime::RuntimeConfig;
 use crate::db::Db;
 use bytes::Bytes;
 use rand::rngs::StdRng;
@@ -29,8 +29,8 @@ pub(crate) const BUSY_FUNCTION_ERROR: &str =
 pub(crate) struct State {
     /// The numbered databases.
     pub(crate) dbs: Vec<Db>,
-    /// Run-time configuration.
-    pub(crate) config: Config,
+    /// The node's run-time configuration (the same one [`Node::config`] holds).
+    pub(crate) config: Arc<RuntimeConfig>,
     /// Writes since start (`rdb_changes_since_last_save`); a command that changed data bumps it.
     pub(crate) dirty: u64,
     /// The node's seeded random source.
@@ -43,12 +43,8 @@ pub(crate) struct State {
     pub(crate) pubsub: crate::pubsub::PubSub,
     /// WATCHed keys and which clients' transactions they invalidated.
     pub(crate) watches: crate::transaction::Watches,
-    /// `notify-keyspace-events` as [`crate::notify`] flags (0 = off, Redis's default).
-    pub(crate) notify_flags: u32,
     /// Replication role, offset and the feeds to replicas.
     pub(crate) repl: crate::replication::ReplState,
-    /// Every `CONFIG GET|SET` parameter's run-time value.
-    pub(crate) settings: crate::config_table::Settings,
     /// The Lua interpreter and script cache (created on first use; taken out while a script
     /// runs, so `redis.call` can borrow the rest of the state).
     pub(crate) scripting: Option<Box<crate::script::Engine>>,
@@ -83,18 +79,18 @@ impl State {
     /// Redis's `checkGoodReplicasStatus`: whether writes may run, as far as
     /// `min-replicas-to-write` and `min-replicas-max-lag` go (a replica always may).
     pub(crate) fn enough_good_replicas(&self, node: &Node) -> bool {
-        let min = node.live.min_replicas_to_write.load(Ordering::Relaxed);
+        let min = node.config.min_replicas_to_write();
         if min == 0 || self.repl.is_replica() {
             return true;
         }
-        let max_lag = self.settings.int("min-replicas-max-lag");
-        max_lag <= 0 || self.repl.good_replicas(max_lag as u64) as u64 >= min
+        let max_lag = node.config.min_replicas_max_lag();
+        max_lag == 0 || self.repl.good_replicas(max_lag) as u64 >= min
     }
 
-    /// Fresh state for `config`.
-    pub(crate) fn new(config: Config, seed: u64) -> Self {
-        State {
-            dbs: (0..config.databases).map(|_| Db::default()).collect(),
+    /// Fresh state for a node configured by `config`.
+    pub(crate) fn new(config: Arc<RuntimeConfig>, seed: u64) -> Self {
+        let mut state = State {
+            dbs: (0..config.databases()).map(|_| Db::default()).collect(),
             dirty: 0,
             rng: StdRng::seed_from_u64(seed),
             stats: Stats::default(),
@@ -102,30 +98,14 @@ impl State {
             blocked: Default::default(),
             pubsub: Default::default(),
             watches: Default::default(),
-            notify_flags: crate::notify::parse_flags(config.notify_keyspace_events.as_bytes())
-                .unwrap_or(0),
-            settings: crate::config_table::Settings::new(&config),
             scripting: None,
             functions: Default::default(),
             cmdstats: Default::default(),
             eviction: Default::default(),
             config,
-        }
-    }
-
-    /// Sets `notify-keyspace-events` (flags from [`crate::notify::parse_flags`]).
-    pub(crate) fn set_notify_flags(&mut self, flags: u32) {
-        self.notify_flags = flags;
-    }
-
-    /// Sets `client-output-buffer-limit pubsub <hard> <soft> <soft-seconds>` (bytes, bytes,
-    /// seconds; 0 disables a limit).
-    pub(crate) fn set_pubsub_output_limit(&mut self, hard: u64, soft: u64, soft_seconds: u64) {
-        self.pubsub.limit = crate::pubsub::OutputLimit {
-            hard_bytes: hard,
-            soft_bytes: soft,
-            soft_seconds,
         };
+        state.apply_eviction_config();
+        state
     }
 
     /// Removes `key` from `db` because its TTL ran out, with Redis's side effects: the
@@ -337,28 +317,24 @@ pub(crate) struct Node {
     pub(crate) script: ScriptStatus,
     /// Total connections accepted.
     pub(crate) connections_received: AtomicU64,
-    /// The `busy-reply-threshold` in ms, readable without the state lock.
-    pub(crate) busy_threshold_ms: AtomicU64,
-    /// Whether `requirepass` is set, readable without the state lock.
-    pub(crate) auth_required: AtomicBool,
+    /// The run-time configuration, read without the state lock (the state holds the same).
+    pub(crate) config: Arc<RuntimeConfig>,
     /// The last client id handed out.
     pub(crate) last_client_id: AtomicU64,
     /// The embedder's hook for commands it serves (a harness's admin commands, REPLICAOF).
     pub(crate) admin_hook: std::sync::OnceLock<AdminHookSlot>,
-    /// Limits, counters and `CLIENT PAUSE`, readable without the state lock.
+    /// Counters and `CLIENT PAUSE`, readable without the state lock.
     pub(crate) live: crate::node::lockfree::Live,
     /// Clients in MONITOR mode.
     pub(crate) monitors: crate::monitor::Monitors,
     /// Set in cluster mode: the cluster and this node's place in it.
     pub(crate) cluster: std::sync::OnceLock<crate::cluster::Cluster>,
-    /// `enable-debug-command` (immutable, as in Redis).
-    pub(crate) enable_debug_command: crate::EnableCommand,
 }
 
 impl Node {
-    /// A node with fresh state for `config`, reading time from `clock`.
+    /// A node with fresh state configured by `config`, reading time from `clock`.
     pub(crate) fn new(
-        config: &Config,
+        config: Arc<RuntimeConfig>,
         clock: Clock,
         addr: SocketAddr,
         run_id: String,
@@ -366,8 +342,7 @@ impl Node {
     ) -> Node {
         let state = State::new(config.clone(), seed);
         let node = Node {
-            busy_threshold_ms: AtomicU64::new(config.busy_reply_threshold.as_millis() as u64),
-            auth_required: AtomicBool::new(config.requirepass.is_some()),
+            config,
             last_client_id: AtomicU64::new(0),
             started_ms: clock.now_ms(),
             state: Arc::new(Mutex::new(state)),
@@ -378,10 +353,9 @@ impl Node {
             script: Default::default(),
             connections_received: AtomicU64::new(0),
             admin_hook: Default::default(),
-            live: crate::node::lockfree::Live::new(config.maxclients as u64),
+            live: crate::node::lockfree::Live::new(),
             monitors: Default::default(),
             cluster: Default::default(),
-            enable_debug_command: config.enable_debug_command,
         };
         // Before any save, LASTSAVE reports the start time (as Redis does).
         node.live
@@ -395,10 +369,12 @@ impl Node {
     /// allow for a client connected from `peer`.
     pub(crate) fn check_protected(
         &self,
-        spec: &crate::cmd::CommandSpec,
+        spec: &crate::command_meta::CommandMeta,
         peer: SocketAddr,
     ) -> Result<(), crate::error::CommandError> {
-        if spec.flags & crate::flags::PROTECTED == 0 || self.enable_debug_command.allows(peer) {
+        if spec.flags & crate::flags::PROTECTED == 0
+            || self.config.enable_debug_command().allows(peer)
+        {
             return Ok(());
         }
         Err(crate::error::CommandError::err(
@@ -415,7 +391,7 @@ impl Node {
 
     /// Whether new connections must `AUTH` first.
     pub(crate) fn requires_auth(&self) -> bool {
-        self.auth_required.load(Ordering::Relaxed)
+        self.config.requires_auth()
     }
 
     /// The `BUSY` error for the script running now: Redis names the command that may stop it
@@ -459,7 +435,10 @@ impl State {
             node.clock.now_ms()
         };
         crate::pubsub::deliver(self, effects, now);
-        crate::replication::feed(&mut self.repl, &effects.propagate);
+        let limit = self
+            .config
+            .output_limit(crate::config::runtime::ClientClass::Replica);
+        crate::replication::feed(&mut self.repl, &effects.propagate, limit);
         effects.modified.clear();
         effects.propagate.clear();
     }
@@ -494,12 +473,20 @@ impl State {
 }
 
 #[cfg(test)]
+impl State {
+    /// Fresh state with the default configuration, for unit tests.
+    pub(crate) fn for_tests() -> State {
+        State::new(Arc::new(RuntimeConfig::for_tests()), 1)
+    }
+}
+
+#[cfg(test)]
 impl Node {
     /// A node with default config whose clock reads 1 000 000 ms, not listening anywhere,
     /// for unit tests that run commands without a server.
     pub(crate) fn for_tests() -> Node {
         Node::new(
-            &Config::default(),
+            Arc::new(RuntimeConfig::for_tests()),
             Clock::starting_at(1_000_000),
             SocketAddr::from(([127, 0, 0, 1], 1)),
             String::new(),

@@ -1,13 +1,13 @@
 //! Every configuration parameter Redis 7.0 knows (`CONFIG GET|SET`), with Redis's defaults,
-//! validation and error texts, and the run-time values ([`Settings`]).
+//! validation and error texts. The values themselves live in
+//! [`RuntimeConfig`](super::runtime::RuntimeConfig).
 //!
 //! The table was taken from a real `redis-server` 7.0.15 (`CONFIG GET *`, then `CONFIG SET`
 //! of each name with good and bad values to learn its type, range and mutability). Parameters
-//! that change our behaviour are applied by `CONFIG SET` in `cmd::server`; the others are
+//! that change our behaviour have a binding in [`super::runtime::BINDINGS`]; the others are
 //! stored, validated as Redis validates them, and reported back.
 
-use crate::config::Config;
-use std::collections::HashMap;
+use super::runtime::{OutputLimit, RuntimeConfig};
 
 /// `CONFIG SET` refuses it: `can't set immutable config`.
 pub(crate) const IMMUTABLE: u8 = 1 << 0;
@@ -406,10 +406,7 @@ pub(crate) static PARAMS: &[Param] = &[
         name: "cluster-port",
         alias: None,
         default: "0",
-        kind: Kind::Int {
-            min: i64::MIN,
-            max: i64::MAX,
-        },
+        kind: Kind::Int { min: 0, max: 65535 },
         flags: IMMUTABLE,
     },
     Param {
@@ -469,8 +466,8 @@ pub(crate) static PARAMS: &[Param] = &[
         alias: None,
         default: "16",
         kind: Kind::Int {
-            min: i64::MIN,
-            max: i64::MAX,
+            min: 1,
+            max: i32::MAX as i64,
         },
         flags: IMMUTABLE,
     },
@@ -568,10 +565,7 @@ pub(crate) static PARAMS: &[Param] = &[
         name: "io-threads",
         alias: None,
         default: "1",
-        kind: Kind::Int {
-            min: i64::MIN,
-            max: i64::MAX,
-        },
+        kind: Kind::Int { min: 1, max: 128 },
         flags: IMMUTABLE,
     },
     Param {
@@ -1135,8 +1129,8 @@ pub(crate) static PARAMS: &[Param] = &[
         alias: None,
         default: "0",
         kind: Kind::Int {
-            min: i64::MIN,
-            max: i64::MAX,
+            min: 0,
+            max: u32::MAX as i64,
         },
         flags: IMMUTABLE,
     },
@@ -1197,8 +1191,8 @@ pub(crate) static PARAMS: &[Param] = &[
         alias: None,
         default: "511",
         kind: Kind::Int {
-            min: i64::MIN,
-            max: i64::MAX,
+            min: 0,
+            max: i32::MAX as i64,
         },
         flags: IMMUTABLE,
     },
@@ -1389,10 +1383,7 @@ pub(crate) static PARAMS: &[Param] = &[
         name: "unixsocketperm",
         alias: None,
         default: "0",
-        kind: Kind::Int {
-            min: i64::MIN,
-            max: i64::MAX,
-        },
+        kind: Kind::Int { min: 0, max: 777 },
         flags: IMMUTABLE,
     },
     Param {
@@ -1449,24 +1440,15 @@ pub(crate) fn parse_memory(text: &[u8]) -> Option<u64> {
     n.checked_mul(mul)
 }
 
-/// The output buffer limit of one client class: hard bytes, soft bytes, soft seconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct BufferLimit {
-    /// Disconnect at once past this many pending bytes (0 = no limit).
-    pub(crate) hard: u64,
-    /// Disconnect when past this many bytes for `soft_seconds` (0 = no limit).
-    pub(crate) soft: u64,
-    /// See `soft`.
-    pub(crate) soft_seconds: u64,
-}
-
 /// Client classes of `client-output-buffer-limit`, in Redis's order.
 const BUFFER_CLASSES: [&str; 3] = ["normal", "slave", "pubsub"];
 
-fn parse_buffer_limits(
+/// Parses `client-output-buffer-limit` groups (`<class> <hard> <soft> <seconds>`) over the
+/// `current` limits of the normal, replica and pubsub classes.
+pub(crate) fn parse_buffer_limits(
     value: &[u8],
-    current: [BufferLimit; 3],
-) -> Result<[BufferLimit; 3], &'static str> {
+    current: [OutputLimit; 3],
+) -> Result<[OutputLimit; 3], &'static str> {
     let words: Vec<&[u8]> = value
         .split(|b| b.is_ascii_whitespace())
         .filter(|w| !w.is_empty())
@@ -1492,9 +1474,9 @@ fn parse_buffer_limits(
             .filter(|&s| s >= 0)
             .ok_or(bad)? as u64;
         if let Some(slot) = limits.get_mut(index) {
-            *slot = BufferLimit {
-                hard,
-                soft,
+            *slot = OutputLimit {
+                hard_bytes: hard,
+                soft_bytes: soft,
                 soft_seconds,
             };
         }
@@ -1502,11 +1484,17 @@ fn parse_buffer_limits(
     Ok(limits)
 }
 
-fn format_buffer_limits(limits: &[BufferLimit; 3]) -> String {
+/// `client-output-buffer-limit` as `CONFIG GET` shows it.
+pub(crate) fn format_buffer_limits(limits: &[OutputLimit; 3]) -> String {
     BUFFER_CLASSES
         .iter()
         .zip(limits)
-        .map(|(class, l)| format!("{class} {} {} {}", l.hard, l.soft, l.soft_seconds))
+        .map(|(class, l)| {
+            format!(
+                "{class} {} {} {}",
+                l.hard_bytes, l.soft_bytes, l.soft_seconds
+            )
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -1521,14 +1509,14 @@ fn words(value: &[u8]) -> Vec<&[u8]> {
 impl Param {
     /// Validates `value` as Redis's `CONFIG SET` does and returns the normalized text
     /// `CONFIG GET` then shows, or the reason Redis gives after `- `.
-    pub(crate) fn validate(&self, value: &[u8], settings: &Settings) -> Result<String, String> {
+    pub(crate) fn validate(&self, value: &[u8], config: &RuntimeConfig) -> Result<String, String> {
         if self.flags & IMMUTABLE != 0 {
             return Err("can't set immutable config".into());
         }
         if self.flags & PROTECTED != 0 {
             return Err("can't set protected config".into());
         }
-        self.validate_value(value, settings)
+        self.validate_value(value, config)
     }
 
     /// Validates `value` as a start-up argument (redis-server's `--name value`): as
@@ -1536,7 +1524,7 @@ impl Param {
     pub(crate) fn validate_value(
         &self,
         value: &[u8],
-        settings: &Settings,
+        config: &RuntimeConfig,
     ) -> Result<String, String> {
         let text = String::from_utf8_lossy(value).into_owned();
         match self.kind {
@@ -1611,7 +1599,12 @@ impl Param {
                     .join(" "))
             }
             Kind::ClientOutputBufferLimit => {
-                let limits = parse_buffer_limits(value, settings.buffer_limits())?;
+                let current = [
+                    config.output_limit(super::runtime::ClientClass::Normal),
+                    config.output_limit(super::runtime::ClientClass::Replica),
+                    config.output_limit(super::runtime::ClientClass::Pubsub),
+                ];
+                let limits = parse_buffer_limits(value, current)?;
                 Ok(format_buffer_limits(&limits))
             }
             Kind::NotifyKeyspaceEvents => crate::notify::parse_flags(value)
@@ -1647,7 +1640,7 @@ impl Param {
                 Ok(out.join(" "))
             }
             Kind::Bind => {
-                if text == settings.get("bind") {
+                if text == config.bind().to_string() {
                     Ok(text)
                 } else {
                     // We cannot move the listener at run time.
@@ -1660,7 +1653,7 @@ impl Param {
                 if !(0..=65535).contains(&n) {
                     return Err("argument must be between 0 and 65535 inclusive".into());
                 }
-                if n.to_string() == settings.get("port") {
+                if n == i64::from(config.port()) {
                     Ok(n.to_string())
                 } else {
                     Err("Unable to listen on this port".into())
@@ -1670,95 +1663,12 @@ impl Param {
     }
 }
 
-/// The run-time value of every parameter, as `CONFIG GET` shows it.
-#[derive(Debug, Clone)]
-pub(crate) struct Settings {
-    values: HashMap<&'static str, String>,
-}
-
-impl Settings {
-    /// Redis's defaults, overridden by the start-up `config`.
-    pub(crate) fn new(config: &Config) -> Self {
-        let mut values: HashMap<&'static str, String> = PARAMS
-            .iter()
-            .map(|p| (p.name, p.default.to_string()))
-            .collect();
-        let mut put = |name: &'static str, value: String| {
-            values.insert(name, value);
-        };
-        put("bind", config.bind.to_string());
-        put("port", config.port.to_string());
-        put("databases", config.databases.to_string());
-        put("maxclients", config.maxclients.to_string());
-        put(
-            "busy-reply-threshold",
-            config.busy_reply_threshold.as_millis().to_string(),
-        );
-        put(
-            "requirepass",
-            config.requirepass.clone().unwrap_or_default(),
-        );
-        if config.cluster_enabled {
-            put("cluster-enabled", "yes".into());
-        }
-        put("tcp-backlog", config.tcp_backlog.to_string());
-        put(
-            "enable-debug-command",
-            config.enable_debug_command.as_str().into(),
-        );
-        let dir = std::env::current_dir()
-            .map(|d| d.display().to_string())
-            .unwrap_or_default();
-        put("dir", dir);
-        Settings { values }
-    }
-
-    /// The value of the parameter named `name` (canonical name); empty if unknown.
-    pub(crate) fn get(&self, name: &str) -> &str {
-        self.values.get(name).map(String::as_str).unwrap_or("")
-    }
-
-    /// Stores an already validated value under the canonical `name`.
-    pub(crate) fn set(&mut self, name: &'static str, value: String) {
-        self.values.insert(name, value);
-    }
-
-    /// An integer parameter (0 if unset or not numeric).
-    pub(crate) fn int(&self, name: &str) -> i64 {
-        self.get(name).parse().unwrap_or(0)
-    }
-
-    /// `hz`, clamped as Redis clamps it.
-    pub(crate) fn hz(&self) -> u64 {
-        self.int("hz").clamp(1, 500) as u64
-    }
-
-    /// `client-output-buffer-limit` for normal, replica and pubsub clients.
-    pub(crate) fn buffer_limits(&self) -> [BufferLimit; 3] {
-        let fallback = [
-            BufferLimit::default(),
-            BufferLimit {
-                hard: 268_435_456,
-                soft: 67_108_864,
-                soft_seconds: 60,
-            },
-            BufferLimit {
-                hard: 33_554_432,
-                soft: 8_388_608,
-                soft_seconds: 60,
-            },
-        ];
-        parse_buffer_limits(self.get("client-output-buffer-limit").as_bytes(), fallback)
-            .unwrap_or(fallback)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn settings() -> Settings {
-        Settings::new(&Config::default())
+    fn settings() -> RuntimeConfig {
+        RuntimeConfig::new(&crate::Config::default()).expect("default config is valid")
     }
 
     #[test]

@@ -1,5 +1,9 @@
-//! Server settings: the start-up [`Config`] a user builds, and the values `CONFIG GET|SET`
-//! read and change at run time.
+//! Server settings: the start-up [`Config`] a user builds, the table of every parameter Redis
+//! knows ([`table`]), and the one run-time configuration a node reads and `CONFIG SET`
+//! changes ([`runtime::RuntimeConfig`]).
+
+pub(crate) mod runtime;
+pub(crate) mod table;
 
 use std::net::IpAddr;
 use std::time::Duration;

@@ -1,0 +1,206 @@
+//! What the server knows about a command apart from how to run it ([`CommandMeta`]: name,
+//! arity, flags, key positions, documentation), and a command line resolved against the table
+//! ([`Resolved`]). The node state below the command layer (statistics, the MULTI queue, cluster
+//! routing, protected commands) needs only this; the handlers live with the command table in
+//! `cmd`, which maps a [`Resolved`] back to its handler.
+
+use crate::flags;
+use bytes::Bytes;
+
+/// A command's description: everything but its handler.
+#[derive(Debug)]
+pub(crate) struct CommandMeta {
+    /// Lowercase name.
+    pub(crate) name: &'static str,
+    /// Redis arity: N = exactly N arguments (name included), -N = at least N.
+    pub(crate) arity: i32,
+    /// [`crate::flags`] bits.
+    pub(crate) flags: u32,
+    /// Index of the first key (0 = no keys).
+    pub(crate) first_key: i32,
+    /// Index of the last key (-1 = last argument, -2 = one before it…).
+    pub(crate) last_key: i32,
+    /// Step between keys.
+    pub(crate) step: i32,
+    /// ACL category/group for `COMMAND DOCS` (`string`, `generic`, `connection`…).
+    pub(crate) group: &'static str,
+    /// One-line summary for `COMMAND DOCS`.
+    pub(crate) summary: &'static str,
+}
+
+impl CommandMeta {
+    /// A command with no keys, no flags and no documentation.
+    pub(crate) const fn new(name: &'static str, arity: i32) -> Self {
+        CommandMeta {
+            name,
+            arity,
+            flags: 0,
+            first_key: 0,
+            last_key: 0,
+            step: 0,
+            group: "generic",
+            summary: "",
+        }
+    }
+
+    /// Whether `argc` arguments satisfy the arity.
+    pub(crate) fn arity_ok(&self, argc: usize) -> bool {
+        let argc = argc as i64;
+        let arity = i64::from(self.arity);
+        if arity >= 0 {
+            argc == arity
+        } else {
+            argc >= -arity
+        }
+    }
+
+    /// Whether the command has `flag` (one of [`crate::flags`]).
+    pub(crate) fn has(&self, flag: u32) -> bool {
+        self.flags & flag != 0
+    }
+
+    /// The key arguments of a command line of `argc` arguments, by the key positions.
+    pub(crate) fn key_indexes(&self, argc: usize) -> Vec<usize> {
+        if self.first_key <= 0 {
+            return Vec::new();
+        }
+        let first = self.first_key as usize;
+        let last = if self.last_key < 0 {
+            argc as i64 + i64::from(self.last_key)
+        } else {
+            i64::from(self.last_key)
+        };
+        let step = self.step.max(1) as usize;
+        (first..)
+            .step_by(step)
+            .take_while(|&i| (i as i64) <= last && i < argc)
+            .collect()
+    }
+
+    /// The key arguments of `argv`: the key positions, or for commands whose keys
+    /// follow a `numkeys` argument (`EVAL`, `ZUNIONSTORE`, `LMPOP`…) the keys it announces.
+    /// A `numkeys` that does not parse or overruns the arguments yields no keys: the command
+    /// then reports its own error.
+    pub(crate) fn keys_of<'a>(&self, argv: &'a [Bytes]) -> Vec<&'a Bytes> {
+        if !self.has(flags::MOVABLE_KEYS) {
+            return self
+                .key_indexes(argv.len())
+                .into_iter()
+                .filter_map(|i| argv.get(i))
+                .collect();
+        }
+        if matches!(self.name, "sort" | "sort_ro") {
+            return sort_keys(argv);
+        }
+        if matches!(self.name, "xread" | "xreadgroup") {
+            // The keys are the first half of what follows STREAMS.
+            let Some(at) = argv
+                .iter()
+                .skip(1)
+                .position(|a| a.eq_ignore_ascii_case(b"streams"))
+            else {
+                return Vec::new();
+            };
+            let rest = argv.get(at + 2..).unwrap_or_default();
+            if rest.len() % 2 != 0 {
+                return Vec::new();
+            }
+            return rest.iter().take(rest.len() / 2).collect();
+        }
+        // (index of numkeys, keys before it)
+        let (numkeys_at, fixed): (usize, &[usize]) = match self.name {
+            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => (2, &[]),
+            "zunionstore" | "zinterstore" | "zdiffstore" => (2, &[1]),
+            "blmpop" | "bzmpop" => (2, &[]),
+            _ => (1, &[]),
+        };
+        let mut keys: Vec<&Bytes> = fixed.iter().filter_map(|&i| argv.get(i)).collect();
+        let Some(n) = argv
+            .get(numkeys_at)
+            .and_then(|n| std::str::from_utf8(n).ok())
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            return keys;
+        };
+        let first = numkeys_at + 1;
+        match argv.get(first..first.saturating_add(n)) {
+            Some(more) => keys.extend(more),
+            None => return Vec::new(),
+        }
+        keys
+    }
+}
+
+/// A command line resolved against the command table.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Resolved {
+    /// The command to run (a subcommand's for container commands).
+    pub(crate) spec: &'static CommandMeta,
+    /// Index of the first argument after the command (and subcommand) name.
+    pub(crate) first_arg: usize,
+    /// The container command for a subcommand (`client` for `CLIENT LIST`).
+    pub(crate) parent: Option<&'static CommandMeta>,
+    /// Its index in the table: per-command statistics are kept by it, and the command table
+    /// finds the handler by it.
+    pub(crate) stat: u32,
+}
+
+impl Resolved {
+    /// The command's name when it is a top-level command, `""` for a subcommand (so a
+    /// subcommand named like a command, `CLIENT PAUSE`'s `pause`, never matches one).
+    pub(crate) fn top_name(&self) -> &'static str {
+        if self.first_arg > 1 {
+            ""
+        } else {
+            self.spec.name
+        }
+    }
+}
+
+/// The keys a `SORT` names: the sorted key and, with `STORE`, the destination.
+fn sort_keys(argv: &[Bytes]) -> Vec<&Bytes> {
+    let mut keys: Vec<&Bytes> = argv.get(1).into_iter().collect();
+    let mut j = 2;
+    while let Some(opt) = argv.get(j) {
+        let skip = if opt.eq_ignore_ascii_case(b"limit") {
+            2
+        } else if opt.eq_ignore_ascii_case(b"by") || opt.eq_ignore_ascii_case(b"get") {
+            1
+        } else if opt.eq_ignore_ascii_case(b"store") {
+            keys.extend(argv.get(j + 1));
+            1
+        } else {
+            0
+        };
+        j += 1 + skip;
+    }
+    keys
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arity_and_key_positions_follow_redis() {
+        let mset = CommandMeta {
+            first_key: 1,
+            last_key: -1,
+            step: 2,
+            ..CommandMeta::new("mset", -3)
+        };
+        assert!(mset.arity_ok(3) && mset.arity_ok(5) && !mset.arity_ok(2));
+        assert_eq!(mset.key_indexes(5), [1, 3]);
+        let get = CommandMeta {
+            first_key: 1,
+            last_key: 1,
+            step: 1,
+            flags: flags::READONLY,
+            ..CommandMeta::new("get", 2)
+        };
+        assert!(get.arity_ok(2) && !get.arity_ok(3));
+        assert_eq!(get.key_indexes(2), [1]);
+        assert!(get.has(flags::READONLY) && !get.has(flags::WRITE));
+        assert!(CommandMeta::new("ping", -1).key_indexes(3).is_empty());
+    }
+}

@@ -1,0 +1,522 @@
+//! Every configuration parameter the server honours changes behaviour when set: one test per
+//! parameter, named `config_<parameter>` (dashes as underscores), by `CONFIG SET` on a running
+//! server, or as a start-up setting for the parameters Redis makes immutable or protected.
+//! `every_honoured_parameter_has_its_test` keeps the list complete.
+
+use locksmith_server::control::LinkControl;
+use locksmith_server::{EnableCommand, Server, ServerHandle};
+use locksmith_testkit as support;
+use redis::aio::MultiplexedConnection as Con;
+use std::sync::Arc;
+use std::time::Duration;
+use support::{cmd, conn, error_text, Wire};
+
+/// Runs `args`, which must succeed, and returns its reply.
+async fn ok<T: redis::FromRedisValue>(con: &mut Con, args: &[&str]) -> T {
+    match cmd(args).query_async(con).await {
+        Ok(v) => v,
+        Err(e) => panic!("{args:?} failed: {e}"),
+    }
+}
+
+/// Runs `args`, which must fail, and returns the error line.
+async fn err(con: &mut Con, args: &[&str]) -> String {
+    match cmd(args).query_async::<redis::Value>(con).await {
+        Ok(v) => panic!("{args:?} succeeded with {v:?}"),
+        Err(e) => error_text(&e),
+    }
+}
+
+async fn config_set(con: &mut Con, name: &str, value: &str) {
+    let () = ok(con, &["CONFIG", "SET", name, value]).await;
+}
+
+/// The `field` of `INFO section`.
+async fn info_field(con: &mut Con, section: &str, field: &str) -> String {
+    let info: String = ok(con, &["INFO", section]).await;
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("INFO {section} has no {field}"))
+        .trim()
+        .to_string()
+}
+
+async fn server_with(settings: &[(&str, &str)]) -> ServerHandle {
+    let mut builder = Server::builder();
+    for (name, value) in settings {
+        builder = builder.config_set(*name, *value);
+    }
+    builder.start().await.unwrap()
+}
+
+async fn start() -> (ServerHandle, Con) {
+    let server = support::start().await;
+    let con = conn(&server.url()).await;
+    (server, con)
+}
+
+#[test]
+fn every_honoured_parameter_has_its_test() {
+    let source = include_str!("config_live.rs");
+    let missing: Vec<&str> = locksmith_server::honoured_parameters()
+        .filter(|name| {
+            let test = format!("fn config_{}(", name.replace('-', "_"));
+            !source.contains(&test)
+        })
+        .collect();
+    assert!(missing.is_empty(), "no behaviour test for {missing:?}");
+    assert!(locksmith_server::honoured_parameters().count() >= 25);
+}
+
+#[tokio::test]
+async fn config_requirepass() {
+    let (server, mut con) = start().await;
+    config_set(&mut con, "requirepass", "s3cret").await;
+    let mut fresh = conn(&server.url()).await;
+    assert!(err(&mut fresh, &["GET", "k"]).await.starts_with("NOAUTH"));
+    let () = ok(&mut fresh, &["AUTH", "s3cret"]).await;
+    let () = ok(&mut fresh, &["CONFIG", "SET", "requirepass", ""]).await;
+    let mut open = conn(&server.url()).await;
+    let pong: String = ok(&mut open, &["PING"]).await;
+    assert_eq!(pong, "PONG");
+}
+
+#[tokio::test]
+async fn config_busy_reply_threshold() {
+    let (server, mut con) = start().await;
+    config_set(&mut con, "busy-reply-threshold", "20").await;
+    let url = server.url();
+    // A script that runs until killed (or 30 s, a hang guard).
+    let script = tokio::spawn(async move {
+        let mut con = support::patient_conn(&url).await;
+        let body = "local t = redis.call('TIME') local s = tonumber(t[1]) \
+                    while tonumber(redis.call('TIME')[1]) < s + 30 do end";
+        cmd(&["EVAL", body, "0"])
+            .query_async::<redis::Value>(&mut con)
+            .await
+    });
+    let mut busy = None;
+    for _ in 0..200 {
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        match cmd(&["PING"]).query_async::<String>(&mut con).await {
+            Err(e) if error_text(&e).starts_with("BUSY") => {
+                busy = Some(error_text(&e));
+                break;
+            }
+            _ => continue,
+        }
+    }
+    let () = ok(&mut con, &["SCRIPT", "KILL"]).await;
+    let killed = script.await.unwrap().unwrap_err();
+    assert!(error_text(&killed).contains("Script killed by user"));
+    assert!(busy.is_some(), "a script past 20 ms never made PING busy");
+}
+
+#[tokio::test]
+async fn config_maxclients() {
+    let (server, mut con) = start().await;
+    config_set(&mut con, "maxclients", "1").await;
+    let refused = support::raw(server.addr(), b"PING\r\n").await;
+    assert_eq!(refused, b"-ERR max number of clients reached\r\n");
+    config_set(&mut con, "maxclients", "10").await;
+    assert_eq!(support::raw(server.addr(), b"PING\r\n").await, b"+PONG\r\n");
+}
+
+#[tokio::test]
+async fn config_proto_max_bulk_len() {
+    let (_server, mut con) = start().await;
+    config_set(&mut con, "proto-max-bulk-len", "1mb").await;
+    assert_eq!(
+        err(&mut con, &["SETRANGE", "k", "2000000", "x"]).await,
+        "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+    );
+    config_set(&mut con, "proto-max-bulk-len", "4mb").await;
+    let len: i64 = ok(&mut con, &["SETRANGE", "k", "2000000", "x"]).await;
+    assert_eq!(len, 2_000_001);
+}
+
+#[tokio::test]
+async fn config_client_query_buffer_limit() {
+    let (server, mut con) = start().await;
+    // Half of an argument of 3 MB: the unprocessed input grows past the limit.
+    let mut request = b"*2\r\n$4\r\nECHO\r\n$3000000\r\n".to_vec();
+    request.extend(std::iter::repeat_n(b'x', 1_500_000));
+    config_set(&mut con, "client-query-buffer-limit", "1mb").await;
+    let mut wire = Wire::connect(server.addr()).await;
+    wire.send_raw(&request).await;
+    assert!(wire.drain_to_eof(Duration::from_secs(10)).await.is_some());
+    config_set(&mut con, "client-query-buffer-limit", "16mb").await;
+    let mut wire = Wire::connect(server.addr()).await;
+    wire.send_raw(&request).await;
+    assert!(wire
+        .drain_to_eof(Duration::from_millis(300))
+        .await
+        .is_none());
+}
+
+#[tokio::test]
+async fn config_timeout() {
+    let (server, mut con) = start().await;
+    config_set(&mut con, "timeout", "1").await;
+    let mut idle = Wire::connect(server.addr()).await;
+    assert!(idle.drain_to_eof(Duration::from_secs(10)).await.is_some());
+}
+
+#[tokio::test]
+async fn config_maxmemory() {
+    let (_server, mut con) = start().await;
+    config_set(&mut con, "maxmemory", "1").await;
+    assert!(err(&mut con, &["SET", "k", "v"]).await.starts_with("OOM"));
+    config_set(&mut con, "maxmemory", "0").await;
+    let () = ok(&mut con, &["SET", "k", "v"]).await;
+}
+
+#[tokio::test]
+async fn config_maxmemory_policy() {
+    let (_server, mut con) = start().await;
+    let used: u64 = info_field(&mut con, "memory", "used_memory")
+        .await
+        .parse()
+        .unwrap();
+    config_set(&mut con, "maxmemory", &(used + 100_000).to_string()).await;
+    config_set(&mut con, "maxmemory-policy", "allkeys-random").await;
+    let value = "v".repeat(1000);
+    for i in 0..300 {
+        let () = ok(&mut con, &["SET", &format!("k{i}"), &value]).await;
+    }
+    let keys: u64 = ok(&mut con, &["DBSIZE"]).await;
+    assert!(keys < 300, "allkeys-random evicted nothing");
+    config_set(&mut con, "maxmemory-policy", "noeviction").await;
+    let mut refused = false;
+    for i in 300..600 {
+        if cmd(&["SET", &format!("k{i}"), &value])
+            .query_async::<()>(&mut con)
+            .await
+            .is_err()
+        {
+            refused = true;
+            break;
+        }
+    }
+    assert!(refused, "noeviction never refused a write");
+}
+
+#[tokio::test]
+async fn config_lfu_log_factor() {
+    let (_server, mut con) = start().await;
+    config_set(&mut con, "maxmemory-policy", "allkeys-lfu").await;
+    config_set(&mut con, "lfu-log-factor", "0").await;
+    let () = ok(&mut con, &["SET", "k", "v"]).await;
+    for _ in 0..20 {
+        let _: String = ok(&mut con, &["GET", "k"]).await;
+    }
+    // With a log factor of 0 every access counts: 5 (a new key) + 20.
+    let freq: i64 = ok(&mut con, &["OBJECT", "FREQ", "k"]).await;
+    assert_eq!(freq, 25);
+    config_set(&mut con, "lfu-log-factor", "100").await;
+    let () = ok(&mut con, &["SET", "j", "v"]).await;
+    for _ in 0..20 {
+        let _: String = ok(&mut con, &["GET", "j"]).await;
+    }
+    let freq: i64 = ok(&mut con, &["OBJECT", "FREQ", "j"]).await;
+    assert!(freq < 25, "a log factor of 100 still counted every access");
+}
+
+#[tokio::test]
+async fn config_lfu_decay_time() {
+    let (server, mut con) = start().await;
+    config_set(&mut con, "maxmemory-policy", "allkeys-lfu").await;
+    config_set(&mut con, "lfu-log-factor", "0").await;
+    config_set(&mut con, "lfu-decay-time", "0").await;
+    let () = ok(&mut con, &["SET", "k", "v"]).await;
+    for _ in 0..20 {
+        let _: String = ok(&mut con, &["GET", "k"]).await;
+    }
+    server.clock().shift(10 * 60_000);
+    let freq: i64 = ok(&mut con, &["OBJECT", "FREQ", "k"]).await;
+    assert_eq!(freq, 25, "a decay time of 0 never decays");
+    // One per minute: ten minutes later the counter is ten lower.
+    config_set(&mut con, "lfu-decay-time", "1").await;
+    server.clock().shift(10 * 60_000);
+    let freq: i64 = ok(&mut con, &["OBJECT", "FREQ", "k"]).await;
+    assert!(
+        freq < 25,
+        "a decay time of 1 did not decay after 10 minutes"
+    );
+}
+
+#[tokio::test]
+async fn config_min_replicas_to_write() {
+    let (_server, mut con) = start().await;
+    config_set(&mut con, "min-replicas-to-write", "1").await;
+    assert_eq!(
+        err(&mut con, &["SET", "k", "v"]).await,
+        "NOREPLICAS Not enough good replicas to write."
+    );
+    config_set(&mut con, "min-replicas-to-write", "0").await;
+    let () = ok(&mut con, &["SET", "k", "v"]).await;
+}
+
+#[tokio::test]
+async fn config_min_replicas_max_lag() {
+    let (master, mut con) = start().await;
+    let replica = support::start().await;
+    // A replica whose link delivers 3 s late: good while the max lag is at least 3 s.
+    let link = LinkControl::new(Duration::from_secs(3), Duration::ZERO, false);
+    let _link = master
+        .control()
+        .attach_replica(
+            master.addr(),
+            &replica.control(),
+            replica.addr(),
+            Arc::new(link),
+            1,
+        )
+        .await;
+    config_set(&mut con, "min-replicas-to-write", "1").await;
+    config_set(&mut con, "min-replicas-max-lag", "10").await;
+    let () = ok(&mut con, &["SET", "k", "v"]).await;
+    config_set(&mut con, "min-replicas-max-lag", "1").await;
+    assert_eq!(
+        err(&mut con, &["SET", "k", "v"]).await,
+        "NOREPLICAS Not enough good replicas to write."
+    );
+    // 0 turns the check off, as in Redis.
+    config_set(&mut con, "min-replicas-max-lag", "0").await;
+    let () = ok(&mut con, &["SET", "k", "v"]).await;
+}
+
+#[tokio::test]
+async fn config_notify_keyspace_events() {
+    let (server, mut con) = start().await;
+    let mut sub = Wire::connect(server.addr()).await;
+    sub.call(&[&["SUBSCRIBE", "__keyspace@0__:k", "marker"]], 2)
+        .await;
+    // Off (the default): the SET raises nothing, the marker arrives first.
+    let () = ok(&mut con, &["SET", "k", "1"]).await;
+    let _: i64 = ok(&mut con, &["PUBLISH", "marker", "1"]).await;
+    let first = String::from_utf8_lossy(&sub.frame().await).into_owned();
+    assert!(first.contains("marker"), "{first}");
+    config_set(&mut con, "notify-keyspace-events", "KA").await;
+    let () = ok(&mut con, &["SET", "k", "2"]).await;
+    let event = String::from_utf8_lossy(&sub.frame().await).into_owned();
+    assert!(
+        event.contains("__keyspace@0__:k") && event.contains("set"),
+        "{event}"
+    );
+}
+
+#[tokio::test]
+async fn config_client_output_buffer_limit() {
+    let (server, mut con) = start().await;
+    // Pub/sub class: a subscriber that does not read is dropped past 1 MB.
+    config_set(&mut con, "client-output-buffer-limit", "pubsub 1mb 0 0").await;
+    let mut sub = Wire::connect(server.addr()).await;
+    sub.call(&[&["SUBSCRIBE", "ch"]], 1).await;
+    let message = "m".repeat(256 * 1024);
+    let mut dropped = false;
+    for _ in 0..400 {
+        let receivers: i64 = ok(&mut con, &["PUBLISH", "ch", &message]).await;
+        if receivers == 0 {
+            dropped = true;
+            break;
+        }
+    }
+    assert!(dropped, "the subscriber was never dropped");
+    // Normal class: a client that pipelines big replies without reading is dropped.
+    config_set(&mut con, "client-output-buffer-limit", "normal 1mb 0 0").await;
+    let () = ok(&mut con, &["SET", "big", &message]).await;
+    let mut greedy = Wire::connect(server.addr()).await;
+    let gets: Vec<&[&str]> = vec![&["GET", "big"]; 200];
+    greedy.send(&gets).await;
+    let read = greedy.drain_to_eof(Duration::from_secs(10)).await;
+    let read = read.expect("the client was never dropped");
+    assert!(
+        read < 200 * message.len(),
+        "every reply arrived: {read} bytes"
+    );
+}
+
+#[tokio::test]
+async fn config_hz() {
+    let (_server, mut con) = start().await;
+    config_set(&mut con, "hz", "100").await;
+    assert_eq!(info_field(&mut con, "server", "hz").await, "100");
+    config_set(&mut con, "hz", "1").await;
+    assert_eq!(info_field(&mut con, "server", "hz").await, "1");
+}
+
+/// Whether the HyperLogLog at `key` is in the sparse encoding (Redis's header byte 4).
+async fn hll_is_sparse(con: &mut Con, key: &str) -> bool {
+    let header: Vec<u8> = ok(con, &["GETRANGE", key, "4", "4"]).await;
+    header == [1]
+}
+
+#[tokio::test]
+async fn config_hll_sparse_max_bytes() {
+    let (_server, mut con) = start().await;
+    let _: i64 = ok(&mut con, &["PFADD", "sparse", "a", "b", "c"]).await;
+    assert!(hll_is_sparse(&mut con, "sparse").await);
+    config_set(&mut con, "hll-sparse-max-bytes", "0").await;
+    let _: i64 = ok(&mut con, &["PFADD", "dense", "a", "b", "c"]).await;
+    assert!(!hll_is_sparse(&mut con, "dense").await);
+}
+
+/// `radix-tree-keys` of `XINFO STREAM key`: the stream's nodes.
+async fn stream_nodes(con: &mut Con, key: &str) -> i64 {
+    let info: Vec<redis::Value> = ok(con, &["XINFO", "STREAM", key]).await;
+    let at = info
+        .iter()
+        .position(|v| matches!(v, redis::Value::BulkString(b) if b == b"radix-tree-keys"))
+        .expect("XINFO STREAM has radix-tree-keys");
+    match info.get(at + 1) {
+        Some(redis::Value::Int(n)) => *n,
+        other => panic!("radix-tree-keys is {other:?}"),
+    }
+}
+
+async fn fill_stream(con: &mut Con, key: &str) {
+    for _ in 0..10 {
+        let _: String = ok(con, &["XADD", key, "*", "field", "value"]).await;
+    }
+}
+
+#[tokio::test]
+async fn config_stream_node_max_entries() {
+    let (_server, mut con) = start().await;
+    fill_stream(&mut con, "one-node").await;
+    assert_eq!(stream_nodes(&mut con, "one-node").await, 1);
+    config_set(&mut con, "stream-node-max-entries", "2").await;
+    fill_stream(&mut con, "five-nodes").await;
+    assert_eq!(stream_nodes(&mut con, "five-nodes").await, 5);
+}
+
+#[tokio::test]
+async fn config_stream_node_max_bytes() {
+    let (_server, mut con) = start().await;
+    config_set(&mut con, "stream-node-max-bytes", "1").await;
+    fill_stream(&mut con, "s").await;
+    assert!(stream_nodes(&mut con, "s").await > 1);
+}
+
+/// A fresh directory under the system's temporary one, removed by the caller.
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("locksmith-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[tokio::test]
+async fn config_dir() {
+    let dir = temp_dir("config-dir");
+    let server = server_with(&[("dir", &dir.display().to_string())]).await;
+    let mut con = conn(&server.url()).await;
+    let () = ok(&mut con, &["SET", "k", "v"]).await;
+    let () = ok(&mut con, &["SAVE"]).await;
+    assert!(dir.join("dump.rdb").is_file());
+    // Protected, as in Redis: not changed at run time.
+    assert!(err(&mut con, &["CONFIG", "SET", "dir", "/"])
+        .await
+        .contains("can't set protected config"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn config_dbfilename() {
+    let dir = temp_dir("config-dbfilename");
+    let server = server_with(&[
+        ("dir", &dir.display().to_string()),
+        ("dbfilename", "fixture.rdb"),
+    ])
+    .await;
+    let mut con = conn(&server.url()).await;
+    let () = ok(&mut con, &["SET", "k", "v"]).await;
+    let () = ok(&mut con, &["SAVE"]).await;
+    assert!(dir.join("fixture.rdb").is_file());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn config_databases() {
+    let server = server_with(&[("databases", "2")]).await;
+    let mut con = conn(&server.url()).await;
+    let () = ok(&mut con, &["SELECT", "1"]).await;
+    assert_eq!(
+        err(&mut con, &["SELECT", "2"]).await,
+        "ERR DB index is out of range"
+    );
+}
+
+#[tokio::test]
+async fn config_cluster_enabled() {
+    let (_server, mut con) = start().await;
+    assert!(err(&mut con, &["CLUSTER", "INFO"])
+        .await
+        .contains("cluster support disabled"));
+    let server = server_with(&[("cluster-enabled", "yes")]).await;
+    let mut con = conn(&server.url()).await;
+    let info: String = ok(&mut con, &["CLUSTER", "INFO"]).await;
+    assert!(info.contains("cluster_state:ok"), "{info}");
+}
+
+#[tokio::test]
+async fn config_enable_debug_command() {
+    let (_server, mut con) = start().await;
+    assert!(err(&mut con, &["DEBUG", "SLEEP", "0"])
+        .await
+        .starts_with("ERR DEBUG command not allowed"));
+    let server = Server::builder()
+        .enable_debug_command(EnableCommand::Local)
+        .start()
+        .await
+        .unwrap();
+    let mut con = conn(&server.url()).await;
+    let () = ok(&mut con, &["DEBUG", "SLEEP", "0"]).await;
+}
+
+#[tokio::test]
+async fn config_tcp_backlog() {
+    let server = server_with(&[("tcp-backlog", "8")]).await;
+    let mut con = conn(&server.url()).await;
+    let shown: Vec<String> = ok(&mut con, &["CONFIG", "GET", "tcp-backlog"]).await;
+    assert_eq!(shown, ["tcp-backlog", "8"]);
+    // The listener was made with it and accepts.
+    let pong: String = ok(&mut con, &["PING"]).await;
+    assert_eq!(pong, "PONG");
+    assert!(Server::builder()
+        .config_set("tcp-backlog", "-1")
+        .start()
+        .await
+        .is_err());
+}
+
+#[tokio::test]
+async fn config_port() {
+    let (server, mut con) = start().await;
+    let port = server.addr().port().to_string();
+    let shown: Vec<String> = ok(&mut con, &["CONFIG", "GET", "port"]).await;
+    assert_eq!(shown, ["port", port.as_str()]);
+    // Setting the port it has is accepted; moving the listener is not.
+    config_set(&mut con, "port", &port).await;
+    let other = if port == "1" { "2" } else { "1" };
+    assert!(err(&mut con, &["CONFIG", "SET", "port", other])
+        .await
+        .contains("Unable to listen on this port"));
+}
+
+#[tokio::test]
+async fn config_bind() {
+    let server = Server::builder()
+        .bind([127, 0, 0, 1].into())
+        .start()
+        .await
+        .unwrap();
+    assert!(server.addr().ip().is_loopback());
+    let mut con = conn(&server.url()).await;
+    let shown: Vec<String> = ok(&mut con, &["CONFIG", "GET", "bind"]).await;
+    assert_eq!(shown, ["bind", "127.0.0.1"]);
+    assert!(err(&mut con, &["CONFIG", "SET", "bind", "127.0.0.2"])
+        .await
+        .contains("Failed to bind to specified addresses."));
+}
