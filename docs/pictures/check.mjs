@@ -124,7 +124,8 @@ function waitFor(method, sessionId) {
   });
 }
 
-// Prints the verdict, stops the browser, removes its profile once it has exited, and exits.
+// Prints the verdict, closes the browser (killed if it has not gone within 3 s), removes its
+// profile once it has exited, and exits.
 let finished = false;
 function finish(status, lines) {
   if (finished) return;
@@ -134,7 +135,8 @@ function finish(status, lines) {
   process.exitCode = status;
   const done = () => {
     try {
-      rmSync(profile, { recursive: true, force: true });
+      // Its helper processes may still be writing there for a moment.
+      rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
     } catch {
       // A profile left in the temporary directory is not worth failing over.
     }
@@ -142,8 +144,13 @@ function finish(status, lines) {
   };
   if (browser.exitCode !== null || browser.signalCode !== null) return done();
   browser.once("exit", done);
-  setTimeout(done, 5000).unref();
-  browser.kill("SIGKILL");
+  setTimeout(() => browser.kill("SIGKILL"), 3000).unref();
+  setTimeout(done, 6000).unref();
+  try {
+    toBrowser.write(JSON.stringify({ id: nextId++, method: "Browser.close" }) + "\0");
+  } catch {
+    browser.kill("SIGKILL");
+  }
 }
 
 const deadline = setTimeout(() => {
