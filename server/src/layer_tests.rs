@@ -9,7 +9,7 @@ use std::path::Path;
 
 /// Each module's layer, lowest first.
 const LAYERS: &[(&str, &[&str])] = &[
-    // Leaves: errors, argument parsing, command flags, clock, glob, event classes.
+    // Leaves: errors, argument parsing, command flags, clock, glob, event classes, chart ticks.
     (
         "leaf",
         &[
@@ -20,6 +20,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "flags",
             "glob",
             "notify",
+            "ticks",
         ],
     ),
     // Data: the keyspace, configuration, RDB encoding, per-command statistics.

@@ -43,6 +43,7 @@ mod rdb;
 mod replication;
 mod script;
 mod server;
+mod ticks;
 mod transaction;
 
 pub use clock::Clock;
@@ -60,6 +61,7 @@ pub fn honoured_parameters() -> impl Iterator<Item = &'static str> {
 #[doc(hidden)]
 pub use local_client::LocalClient;
 pub use server::{BlockingServer, Server, ServerBuilder, ServerHandle};
+pub use ticks::Ticks;
 
 /// A memory size as redis-server reads one (`1gb`, `512mb`, `100k`, `4096`), in bytes.
 pub fn parse_memory_size(text: &str) -> Option<u64> {

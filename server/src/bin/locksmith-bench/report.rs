@@ -1,8 +1,10 @@
 //! What a run prints: the side-by-side table, the `--json` document (the same numbers, plus
-//! the latency distribution) and the `--html` page (inline SVG charts, no scripts).
+//! the latency distribution) and the `--html` page (a legend of the targets, inline SVG charts
+//! with round axis ticks, no scripts; `docs/pictures/check.mjs` checks it in a browser).
 
 use std::fmt::Write as _;
 
+use locksmith_server::Ticks;
 use serde_json::{json, Value};
 
 use crate::run::{Mode, Outcome, RunConfig};
@@ -217,7 +219,10 @@ impl Report<'_> {
              <title>locksmith-bench: {}</title>\n<style>body{{font-family:sans-serif;\
              margin:2em;color:#222}}table{{border-collapse:collapse}}td,th{{padding:4px 10px;\
              border-bottom:1px solid #ddd;text-align:right}}td:first-child,th:first-child\
-             {{text-align:left}}svg text{{font-size:12px;font-family:sans-serif}}</style>\
+             {{text-align:left}}svg text{{font-size:12px;font-family:sans-serif}}\
+             .legend{{margin:1em 0}}.legend-entry{{margin-right:1.5em;white-space:nowrap}}\
+             .swatch{{display:inline-block;width:14px;height:14px;margin-right:6px;\
+             vertical-align:-2px}}.legend small{{color:#666}}</style>\
              </head><body>\n<h1>locksmith-bench</h1>\n<p><b>{}</b>: {}<br>{}</p>\n",
             esc(&self.workload.name),
             esc(&self.workload.name),
@@ -259,7 +264,9 @@ impl Report<'_> {
                 }
             }
         }
-        h.push_str("</table>\n<h2>Throughput</h2>\n");
+        h.push_str("</table>\n");
+        h.push_str(&self.legend_html());
+        h.push_str("<h2>Throughput</h2>\n");
         h.push_str(&self.throughput_svg());
         h.push_str("\n<h2>Latency distribution</h2>\n<p>Latency at each percentile (HDR histogram; the x axis spreads the tail: 90 %, 99 %, 99.9 %…).</p>\n");
         h.push_str(&self.latency_svg());
@@ -274,28 +281,76 @@ impl Report<'_> {
             .filter_map(|(i, t)| t.outcome.as_ref().ok().map(|o| (i, t, o)))
     }
 
+    /// One entry per target, in its chart colour, with its URL (or why it was not measured).
+    fn legend_html(&self) -> String {
+        let mut h = String::from("<p class=\"legend\"><b>Targets:</b> ");
+        for (i, t) in self.targets.iter().enumerate() {
+            let (color, note) = match &t.outcome {
+                Ok(_) => (color(i), esc(&t.url)),
+                Err(_) => ("#bbb", "failed, not charted".to_string()),
+            };
+            let _ = write!(
+                h,
+                "<span class=\"legend-entry\" data-target=\"{}\" data-measured=\"{}\">\
+                 <span class=\"swatch\" style=\"background:{color}\"></span>\
+                 <span class=\"name\">{}</span> <small>{note}</small></span>",
+                esc(&t.name),
+                t.outcome.is_ok(),
+                esc(&t.name)
+            );
+        }
+        h.push_str("</p>\n");
+        h
+    }
+
     fn throughput_svg(&self) -> String {
-        let (w, row, left) = (760.0, 28.0, 220.0);
-        let height = row * self.targets.len().max(1) as f64 + 10.0;
+        let (w, row, left, right, axis) = (760.0, 28.0, 220.0, 120.0, 36.0);
+        let bars = row * self.targets.len().max(1) as f64 + 6.0;
+        let height = bars + axis;
         let max = self
             .measured()
             .map(|(_, _, o)| o.throughput())
             .fold(0.0, f64::max)
             .max(1.0);
+        // The axis ends at the round tick at or above the best throughput.
+        let ticks = Ticks::new(max, 5);
+        let end = ticks.ceil(max);
+        let ticks = Ticks::new(end, 5);
+        let px = |v: f64| left + (w - left - right) * v / end;
         let mut s = format!(
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{height}\" \
-             role=\"img\" aria-label=\"throughput per target\">\n"
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"throughput\" width=\"{w}\" \
+             height=\"{height}\" role=\"img\" aria-label=\"throughput per target\">\n"
+        );
+        for &v in &ticks.values {
+            let _ = writeln!(
+                s,
+                "<g class=\"tick\"><line x1=\"{0:.1}\" y1=\"0\" x2=\"{0:.1}\" y2=\"{1:.1}\" \
+                 stroke=\"#eee\"/><text x=\"{0:.1}\" y=\"{2:.1}\" text-anchor=\"middle\">{3}</text></g>",
+                px(v),
+                bars + 4.0,
+                bars + 18.0,
+                ticks.label(v)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "<line x1=\"{left}\" y1=\"{bars:.1}\" x2=\"{:.1}\" y2=\"{bars:.1}\" stroke=\"#999\"/>\
+             <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">requests per second</text>",
+            px(end),
+            px(end / 2.0),
+            bars + 33.0
         );
         for (i, t, o) in self.measured() {
             let y = 5.0 + row * i as f64;
-            let bar = (w - left - 120.0) * o.throughput() / max;
+            let bar = px(o.throughput()) - left;
             let _ = writeln!(
                 s,
                 "<text x=\"{:.0}\" y=\"{:.0}\" text-anchor=\"end\">{}</text>\
-                 <rect x=\"{left}\" y=\"{y:.0}\" width=\"{bar:.1}\" height=\"{:.0}\" fill=\"{}\"/>\
+                 <rect class=\"bar\" data-target=\"{}\" x=\"{left}\" y=\"{y:.0}\" width=\"{bar:.1}\" height=\"{:.0}\" fill=\"{}\"/>\
                  <text x=\"{:.1}\" y=\"{:.0}\">{:.0} req/s</text>",
                 left - 8.0,
                 y + row * 0.6,
+                esc(&t.name),
                 esc(&t.name),
                 row - 8.0,
                 color(i),
@@ -309,26 +364,32 @@ impl Report<'_> {
     }
 
     fn latency_svg(&self) -> String {
-        let (w, h, left, bottom, top, right) = (760.0, 360.0, 70.0, 40.0, 10.0, 20.0);
+        let (w, h, left, bottom, top, right) = (760.0, 360.0, 70.0, 40.0, 10.0, 40.0);
         // x: log10(1 / (1 - p)), from p = 0 to p = 99.999 %.
         let x_max = 5.0_f64;
         let curves: Vec<Curve<'_>> = self
             .measured()
             .map(|(i, t, o)| (i, t, distribution(o)))
             .collect();
-        let y_max = curves
+        let slowest_us = curves
             .iter()
             .flat_map(|(_, _, pts)| pts.iter().map(|(_, v)| *v))
             .fold(0.0, f64::max)
             .max(1.0);
+        // Round ticks in ms (labelled µs, ms or s by their step); the axis ends at the round
+        // tick at or above the slowest request.
+        let ticks = Ticks::new(slowest_us / 1000.0, 5);
+        let y_max_ms = ticks.ceil(slowest_us / 1000.0);
+        let ticks = Ticks::new(y_max_ms, 5);
+        let y_max = y_max_ms * 1000.0;
         let px = |p: f64| {
             let x = (1.0 / (1.0 - (p / 100.0).min(0.99999))).log10().min(x_max);
             left + (w - left - right) * x / x_max
         };
         let py = |v: f64| top + (h - top - bottom) * (1.0 - v / y_max);
         let mut s = format!(
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" \
-             role=\"img\" aria-label=\"latency by percentile\">\n\
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"latency\" width=\"{w}\" \
+             height=\"{h}\" role=\"img\" aria-label=\"latency by percentile\">\n\
              <rect x=\"{left}\" y=\"{top}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#999\"/>\n",
             w - left - right,
             h - top - bottom
@@ -350,36 +411,30 @@ impl Report<'_> {
                 h - bottom + 16.0
             );
         }
-        for k in 0..=4 {
-            let v = y_max * k as f64 / 4.0;
-            let y = py(v);
+        for &v in &ticks.values {
+            let y = py(v * 1000.0);
             let _ = writeln!(
                 s,
-                "<line x1=\"{left}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/>\
-                 <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{:.0} µs</text>",
+                "<g class=\"tick\"><line x1=\"{left}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" \
+                 stroke=\"#eee\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text></g>",
                 w - right,
                 left - 6.0,
                 y + 4.0,
-                v
+                ticks.label_ms(v)
             );
         }
-        for (n, (i, t, pts)) in curves.iter().enumerate() {
+        // The legend above the charts names each curve's colour.
+        for (i, t, pts) in &curves {
             let points: Vec<String> = pts
                 .iter()
                 .map(|(p, v)| format!("{:.1},{:.1}", px(*p), py(*v)))
                 .collect();
             let _ = writeln!(
                 s,
-                "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\
-                 <rect x=\"{:.0}\" y=\"{:.0}\" width=\"12\" height=\"12\" fill=\"{}\"/>\
-                 <text x=\"{:.0}\" y=\"{:.0}\">{}</text>",
+                "<polyline data-target=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"><title>{}</title></polyline>",
+                esc(&t.name),
                 color(*i),
                 points.join(" "),
-                left + 10.0,
-                top + 8.0 + 18.0 * n as f64,
-                color(*i),
-                left + 28.0,
-                top + 18.0 + 18.0 * n as f64,
                 esc(&t.name)
             );
         }
@@ -422,4 +477,127 @@ fn esc(s: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn measured(latencies_ns: &[u64]) -> Outcome {
+        let mut o = Outcome::new();
+        for &ns in latencies_ns {
+            o.latency.record(ns).unwrap();
+        }
+        o.replies = latencies_ns.len() as u64;
+        o.ok = o.replies;
+        o.elapsed = Duration::from_millis(10);
+        o
+    }
+
+    fn page(targets: Vec<TargetReport>) -> String {
+        let workload = Workload::scenario("acquire").unwrap();
+        let cfg = RunConfig {
+            clients: 2,
+            pipeline: 1,
+            mode: Mode::Requests(4),
+            warmup: Duration::ZERO,
+            timeout: Duration::from_secs(1),
+            keyspace: 10,
+            seed: 1,
+            run_uuid: "uuid".into(),
+            run_tag: "tag".into(),
+            quiet: true,
+            no_preload: false,
+        };
+        Report {
+            workload: &workload,
+            cfg: &cfg,
+            targets,
+        }
+        .html()
+    }
+
+    fn target(name: &str, outcome: Result<Outcome, String>) -> TargetReport {
+        TargetReport {
+            name: name.into(),
+            url: format!("redis://127.0.0.1:1/{name}"),
+            outcome,
+        }
+    }
+
+    /// The tick labels of the chart whose class is `class`.
+    fn tick_labels<'a>(html: &'a str, class: &str) -> Vec<&'a str> {
+        let chart = html.split(&format!("class=\"{class}\"")).nth(1).unwrap();
+        let chart = &chart[..chart.find("</svg>").unwrap()];
+        chart
+            .split("<g class=\"tick\">")
+            .skip(1)
+            .map(|t| {
+                let text = &t[t.find("<text").unwrap()..];
+                let from = text.find('>').unwrap() + 1;
+                &text[from..from + text[from..].find('<').unwrap()]
+            })
+            .collect()
+    }
+
+    #[test]
+    fn legend_names_every_target_in_its_chart_colour() {
+        let html = page(vec![
+            target("ours", Ok(measured(&[1_000_000, 2_000_000, 3_400_000]))),
+            target("theirs", Ok(measured(&[500_000, 900_000]))),
+            target("down", Err("connection refused".into())),
+        ]);
+        for (i, name) in ["ours", "theirs"].into_iter().enumerate() {
+            let entry = format!(
+                "<span class=\"legend-entry\" data-target=\"{name}\" data-measured=\"true\">\
+                 <span class=\"swatch\" style=\"background:{}\"></span><span class=\"name\">{name}</span>",
+                color(i)
+            );
+            assert!(html.contains(&entry), "{name}");
+            assert!(html.contains(&format!("<rect class=\"bar\" data-target=\"{name}\"")));
+            assert!(html.contains(&format!(
+                "<polyline data-target=\"{name}\" fill=\"none\" stroke=\"{}\"",
+                color(i)
+            )));
+        }
+        assert!(html.contains(
+            "data-target=\"down\" data-measured=\"false\"><span class=\"swatch\" \
+             style=\"background:#bbb\"></span><span class=\"name\">down</span> \
+             <small>failed, not charted</small>"
+        ));
+        assert!(!html.contains("<rect class=\"bar\" data-target=\"down\""));
+    }
+
+    #[test]
+    fn axes_tick_at_round_values() {
+        // The slowest request takes 3.4 ms (3.401 in the histogram's precision): the latency
+        // axis ends at 4 ms and ticks every 1 ms.
+        let html = page(vec![target("ours", Ok(measured(&[1_000_000, 3_400_000])))]);
+        assert_eq!(
+            tick_labels(&html, "latency"),
+            ["0 ms", "1 ms", "2 ms", "3 ms", "4 ms"]
+        );
+        // 2 replies in 10 ms: 200 req/s, ticks every 50 up to 200.
+        assert_eq!(
+            tick_labels(&html, "throughput"),
+            ["0", "50", "100", "150", "200"]
+        );
+    }
+
+    #[test]
+    fn a_run_with_nothing_measured_still_has_its_axes_and_legend() {
+        let html = page(vec![target("down", Err("refused".into()))]);
+        // An axis up to 1 µs, the least the chart shows.
+        assert_eq!(
+            tick_labels(&html, "latency"),
+            ["0.0 µs", "0.2 µs", "0.4 µs", "0.6 µs", "0.8 µs", "1.0 µs"]
+        );
+        assert_eq!(
+            tick_labels(&html, "throughput"),
+            ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0"]
+        );
+        assert!(html.contains("data-target=\"down\" data-measured=\"false\""));
+        assert!(!html.contains("<polyline"));
+    }
 }

@@ -85,7 +85,8 @@ pub(crate) struct Outcome {
 }
 
 impl Outcome {
-    fn new() -> Outcome {
+    /// Nothing measured yet.
+    pub(crate) fn new() -> Outcome {
         Outcome {
             replies: 0,
             ok: 0,
