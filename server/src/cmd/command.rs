@@ -90,7 +90,7 @@ fn acl_categories(spec: &CommandSpec, group: &str) -> Vec<&'static str> {
 /// The key specification Redis 7 derives from (first, last, step).
 fn key_specs(spec: &CommandSpec) -> Frame {
     if spec.first_key <= 0 {
-        return Frame::Array(Vec::new());
+        return Frame::Set(Vec::new());
     }
     let key_flags: &[&'static str] = if spec.has(WRITE) {
         &["RW", "update"]
@@ -103,7 +103,7 @@ fn key_specs(spec: &CommandSpec) -> Frame {
         spec.last_key
     };
     let entry = |k: &'static str, v: Frame| (bulk_str(k), v);
-    Frame::Array(vec![Frame::Map(vec![
+    Frame::Set(vec![Frame::Map(vec![
         entry(
             "flags",
             Frame::Set(key_flags.iter().map(|f| Frame::simple(f)).collect()),
@@ -136,7 +136,7 @@ fn key_specs(spec: &CommandSpec) -> Frame {
 }
 
 /// One `COMMAND INFO` entry in Redis 7's shape: name, arity, flags, first key, last key,
-/// step, ACL categories, tips, key specs, subcommands.
+/// step, ACL categories, tips, key specs, subcommands (sets in RESP3, as Redis sends them).
 fn command_entry(spec: &CommandSpec, parent: Option<&CommandSpec>) -> Frame {
     let name = match parent {
         Some(p) => format!("{}|{}", p.name, spec.name),
@@ -165,9 +165,14 @@ fn command_entry(spec: &CommandSpec, parent: Option<&CommandSpec>) -> Frame {
         Frame::Integer(spec.last_key.into()),
         Frame::Integer(spec.step.into()),
         Frame::Set(cats),
-        Frame::Array(Vec::new()),
+        Frame::Set(Vec::new()),
         key_specs(spec),
-        Frame::Array(subs),
+        // Redis 7.0 sends an empty set when there are no subcommands, an array otherwise.
+        if spec.subcommands.is_empty() {
+            Frame::Set(Vec::new())
+        } else {
+            Frame::Array(subs)
+        },
     ])
 }
 
