@@ -10,7 +10,7 @@
 //! changes only when the harness fails a shard over to one of its replicas
 //! ([`View::promote`]); there is no resharding, no `ASK`, and no automatic failover.
 
-use crate::cmd::CommandSpec;
+use crate::cmd::{BeginSearch, CommandSpec, KeySpec};
 use crate::error::CommandError;
 use crate::flags;
 use crate::node::{Effects, Node};
@@ -394,6 +394,9 @@ pub(crate) fn broadcast(node: &Node, publishes: &[(Bytes, Bytes)]) {
 /// A `numkeys` that does not parse or overruns the arguments yields no keys: the command
 /// then reports its own error.
 pub(crate) fn command_keys<'a>(spec: &CommandSpec, argv: &'a [Bytes]) -> Vec<&'a Bytes> {
+    if !spec.key_specs.is_empty() {
+        return keys_by_specs(spec.key_specs, argv);
+    }
     if !spec.has(flags::MOVABLE_KEYS) {
         return spec
             .key_indexes(argv.len())
@@ -438,6 +441,65 @@ pub(crate) fn command_keys<'a>(spec: &CommandSpec, argv: &'a [Bytes]) -> Vec<&'a
     match argv.get(first..first.saturating_add(n)) {
         Some(more) => keys.extend(more),
         None => return Vec::new(),
+    }
+    keys
+}
+
+/// The keys a command's explicit key specifications find, in their order (Redis 7's
+/// `getKeysUsingKeySpecs`, which it prefers to a command's own key finder): an index, or the
+/// argument after a keyword searched from `startfrom` up to, not including, the last argument;
+/// a keyword not found finds nothing.
+fn keys_by_specs<'a>(specs: &[KeySpec], argv: &'a [Bytes]) -> Vec<&'a Bytes> {
+    let argc = argv.len() as i64;
+    let mut keys = Vec::new();
+    for ks in specs {
+        let first = match ks.begin {
+            BeginSearch::Index(index) => i64::from(index),
+            BeginSearch::Keyword { keyword, startfrom } => {
+                let start = i64::from(startfrom);
+                let (start, end) = if start > 0 {
+                    (start, argc - 1)
+                } else {
+                    (argc + start, 0)
+                };
+                let step = if start <= end { 1 } else { -1 };
+                let mut found = None;
+                let mut i = start;
+                while i != end && (1..argc).contains(&i) {
+                    let matched = usize::try_from(i)
+                        .ok()
+                        .and_then(|i| argv.get(i))
+                        .is_some_and(|a| a.eq_ignore_ascii_case(keyword.as_bytes()));
+                    if matched {
+                        found = Some(i + 1);
+                        break;
+                    }
+                    i += step;
+                }
+                match found {
+                    Some(first) => first,
+                    None => continue,
+                }
+            }
+        };
+        let (lastkey, keystep, _) = ks.range;
+        let last = if lastkey >= 0 {
+            first + i64::from(lastkey)
+        } else {
+            argc + i64::from(lastkey)
+        };
+        if last >= argc || last < first || first >= argc {
+            // An invalid spec: Redis falls back to the command's key finder, which agrees
+            // for every spec we have.
+            continue;
+        }
+        let mut i = first;
+        while i <= last {
+            if let Some(key) = usize::try_from(i).ok().and_then(|i| argv.get(i)) {
+                keys.push(key);
+            }
+            i += i64::from(keystep.max(1));
+        }
     }
     keys
 }

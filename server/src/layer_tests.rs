@@ -9,10 +9,12 @@ use std::path::Path;
 
 /// Each module's layer, lowest first.
 const LAYERS: &[(&str, &[&str])] = &[
-    // Leaves: errors, argument parsing, command flags, clock, glob, event classes.
+    // Leaves: errors, argument parsing, command flags, clock, geohash math, glob, event classes.
     (
         "leaf",
-        &["args", "clock", "error", "flags", "glob", "notify"],
+        &[
+            "args", "clock", "error", "flags", "geohash", "glob", "notify",
+        ],
     ),
     // Data: the keyspace, configuration, RDB encoding, per-command statistics.
     ("data", &["cmdstats", "config", "config_table", "db", "rdb"]),

@@ -16,6 +16,7 @@ mod connection;
 mod effects_tests;
 mod expire;
 mod function;
+mod geo;
 mod hash;
 mod hyperloglog;
 mod keys;
@@ -86,6 +87,34 @@ pub(crate) struct CommandSpec {
     pub(crate) subcommands: &'static [CommandSpec],
     /// Run instead of `handler`, without the state lock, while a script is busy.
     pub(crate) busy_handler: Option<BusyHandler>,
+    /// Redis 7's key specifications, for commands the key positions above describe only in
+    /// part (a destination key found by a keyword); empty: derived from the positions.
+    pub(crate) key_specs: &'static [KeySpec],
+}
+
+/// One key specification of `COMMAND INFO` (Redis 7's `keySpec`).
+#[derive(Debug)]
+pub(crate) struct KeySpec {
+    /// Its flags as `COMMAND INFO` names them (`RO`, `OW`, `access`, `update`...).
+    pub(crate) flags: &'static [&'static str],
+    /// Where the search for the key starts.
+    pub(crate) begin: BeginSearch,
+    /// `find_keys` as a range: the last key relative to the first, the step, the limit.
+    pub(crate) range: (i32, i32, i32),
+}
+
+/// Where a key specification's search starts (`begin_search`).
+#[derive(Debug)]
+pub(crate) enum BeginSearch {
+    /// At this argument index.
+    Index(i32),
+    /// After `keyword`, searched from argument `startfrom` on (negative: from the end).
+    Keyword {
+        /// The keyword, as Redis spells it (`STORE`).
+        keyword: &'static str,
+        /// Where the search starts.
+        startfrom: i32,
+    },
 }
 
 impl CommandSpec {
@@ -103,7 +132,14 @@ impl CommandSpec {
             handler,
             subcommands: &[],
             busy_handler: None,
+            key_specs: &[],
         }
+    }
+
+    /// Sets explicit key specifications (see [`CommandSpec::key_specs`]).
+    pub(crate) const fn key_specs(mut self, specs: &'static [KeySpec]) -> Self {
+        self.key_specs = specs;
+        self
     }
 
     /// Sets the flags.
@@ -175,7 +211,7 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 21] {
+fn families() -> [&'static [CommandSpec]; 22] {
     [
         connection::COMMANDS,
         sort::COMMANDS,
@@ -197,6 +233,7 @@ fn families() -> [&'static [CommandSpec]; 21] {
         stream::COMMANDS,
         persistence::COMMANDS,
         hyperloglog::COMMANDS,
+        geo::COMMANDS,
         cluster::COMMANDS,
     ]
 }
