@@ -469,6 +469,8 @@ fn keys_by_specs<'a>(specs: &[KeySpec], argv: &'a [Bytes]) -> Vec<&'a Bytes> {
                     let matched = usize::try_from(i)
                         .ok()
                         .and_then(|i| argv.get(i))
+                        // `strcasecmp`: the argument up to a NUL byte.
+                        .and_then(|a| a.split(|&b| b == 0).next())
                         .is_some_and(|a| a.eq_ignore_ascii_case(keyword.as_bytes()));
                     if matched {
                         found = Some(i + 1);

@@ -133,6 +133,18 @@ fn arg(argv: &[Bytes], i: usize) -> Result<&Bytes, CommandError> {
     argv.get(i).ok_or(CommandError::Syntax)
 }
 
+/// `arg` up to its first NUL byte: what C's `strcasecmp` compares.
+fn c_str(arg: &Bytes) -> Bytes {
+    let end = arg.iter().position(|&b| b == 0).unwrap_or(arg.len());
+    arg.slice(..end)
+}
+
+/// Whether `arg` is `word` as Redis's `strcasecmp` sees it (ASCII case ignored, and the
+/// comparison stops at a NUL byte: `km\0x` is `km`). Redis matches option words and units so.
+fn word_is(arg: &Bytes, word: &str) -> bool {
+    c_str(arg).eq_ignore_ascii_case(word.as_bytes())
+}
+
 /// The sorted set at `key`: `Ok(None)` if absent, `WRONGTYPE` if another type (Redis's
 /// `lookupKeyRead` then `checkType`).
 fn zset_at<'c>(ctx: &'c mut Ctx<'_>, key: &Bytes) -> Result<Option<&'c ZSet>, CommandError> {
@@ -169,16 +181,11 @@ fn member_position(z: &ZSet, member: &[u8]) -> Result<[f64; 2], CommandError> {
 }
 
 /// Meters per `unit` (`extractUnitOrReply`).
-fn unit(text: &[u8]) -> Result<f64, CommandError> {
-    let known: [(&[u8], f64); 4] = [
-        (b"m", 1.0),
-        (b"km", 1000.0),
-        (b"ft", 0.3048),
-        (b"mi", 1609.34),
-    ];
+fn unit(text: &Bytes) -> Result<f64, CommandError> {
+    let known = [("m", 1.0), ("km", 1000.0), ("ft", 0.3048), ("mi", 1609.34)];
     known
         .iter()
-        .find(|(name, _)| text.eq_ignore_ascii_case(name))
+        .find(|(name, _)| word_is(text, name))
         .map(|(_, meters)| *meters)
         .ok_or_else(|| CommandError::err("unsupported unit provided. please use M, KM, FT, MI"))
 }
@@ -266,11 +273,11 @@ fn geoadd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (mut xx, mut nx) = (false, false);
     let mut longidx = 2;
     while let Some(opt) = argv.get(longidx) {
-        if opt.eq_ignore_ascii_case(b"nx") {
+        if word_is(opt, "nx") {
             nx = true;
-        } else if opt.eq_ignore_ascii_case(b"xx") {
+        } else if word_is(opt, "xx") {
             xx = true;
-        } else if !opt.eq_ignore_ascii_case(b"ch") {
+        } else if !word_is(opt, "ch") {
             break;
         }
         longidx += 1;
@@ -281,7 +288,9 @@ fn geoadd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
     let mut zadd_argv = Vec::with_capacity(longidx + triples.len() / 3 * 2);
     zadd_argv.push(Bytes::from_static(b"zadd"));
-    zadd_argv.extend(argv.get(1..longidx).unwrap_or_default().iter().cloned());
+    zadd_argv.extend(argv.get(1).cloned());
+    // ZADD reads the options with `strcasecmp` too: what it sees of them.
+    zadd_argv.extend(argv.get(2..longidx).unwrap_or_default().iter().map(c_str));
     for triple in triples.chunks_exact(3) {
         let [lon, lat] = lon_lat(triple.get(..2).unwrap_or_default())?;
         let hash = geohash::encode_wgs84(lon, lat, GEO_STEP_MAX).unwrap_or_default();
@@ -499,7 +508,7 @@ fn parse_query(z: Option<&ZSet>, argv: &[Bytes], form: Form) -> Result<Query, Co
     let remaining = options.len();
     let mut i = 0;
     while let Some(opt) = options.get(i) {
-        let is = |word: &str| opt.eq_ignore_ascii_case(word.as_bytes());
+        let is = |word: &str| word_is(opt, word);
         let next = options.get(i + 1);
         if is("withdist") {
             q.withdist = true;
@@ -1128,9 +1137,11 @@ mod tests {
 
     #[test]
     fn units_and_coordinates_are_checked_as_redis_does() {
-        assert_eq!(unit(b"KM"), Ok(1000.0));
-        assert_eq!(unit(b"mi"), Ok(1609.34));
-        assert!(unit(b"yd").is_err());
+        assert_eq!(unit(&Bytes::from_static(b"KM")), Ok(1000.0));
+        assert_eq!(unit(&Bytes::from_static(b"mi")), Ok(1609.34));
+        assert_eq!(unit(&Bytes::from_static(b"km\0x")), Ok(1000.0));
+        assert!(unit(&Bytes::from_static(b"yd")).is_err());
+        assert!(unit(&Bytes::from_static(b"")).is_err());
         let pair =
             |a: &str, b: &str| lon_lat(&[Bytes::from(a.to_string()), Bytes::from(b.to_string())]);
         assert_eq!(pair("-180", "85.05112878"), Ok([-180.0, GEO_LAT_MAX]));

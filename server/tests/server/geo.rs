@@ -772,3 +772,84 @@ async fn command_info_and_key_extraction_match_redis_for_geo() {
         "{docs}"
     );
 }
+
+/// Redis compares option words and units with `strcasecmp`, which stops at a NUL byte.
+#[tokio::test]
+async fn words_with_a_nul_byte_read_as_redis_reads_them() {
+    let pair = Pair::start().await;
+    let mut twin = Twin::connect(&pair).await;
+    all_same(&mut twin, &["GEOADD k 1 2 a 3 4 b"]).await;
+    let commands: &[&[&[u8]]] = &[
+        &[b"GEODIST", b"k", b"a", b"b", b"km\0x"],
+        &[
+            b"GEOADD", b"k", b"nx\0y", b"CH\0", b"5", b"6", b"c", b"1", b"2", b"a",
+        ],
+        &[b"GEOADD", b"k", b"xx\0", b"nx", b"5", b"6", b"c"],
+        &[
+            b"GEOSEARCH",
+            b"k",
+            b"fromlonlat\0",
+            b"1",
+            b"2",
+            b"byradius\0z",
+            b"500",
+            b"km\0",
+            b"withdist\0",
+            b"COUNT\0",
+            b"1",
+        ],
+        &[
+            b"GEORADIUS",
+            b"k",
+            b"1",
+            b"2",
+            b"500",
+            b"mi\0",
+            b"STORE\0x",
+            b"d",
+        ],
+        &[b"ZRANGE", b"d", b"0", b"-1"],
+        &[
+            b"COMMAND",
+            b"GETKEYS",
+            b"GEORADIUS",
+            b"k",
+            b"1",
+            b"2",
+            b"3",
+            b"km",
+            b"store\0",
+            b"d",
+        ],
+        &[
+            b"GEOSEARCH",
+            b"k",
+            b"FROMLONLAT",
+            b"1",
+            b"2",
+            b"BYRADIUS",
+            b"500",
+            b"km",
+            b"\0",
+        ],
+    ];
+    let mut replies = Vec::new();
+    for command in commands {
+        twin.ours.send_bytes(&[command]).await;
+        let ours = twin.ours.frame().await;
+        if let Some(real) = &mut twin.real {
+            real.send_bytes(&[command]).await;
+            assert_eq!(
+                String::from_utf8_lossy(&ours),
+                String::from_utf8_lossy(&real.frame().await),
+                "{:?}",
+                String::from_utf8_lossy(&command.concat())
+            );
+        }
+        replies.push(String::from_utf8_lossy(&ours).into_owned());
+    }
+    assert_eq!(replies[0], "$8\r\n314.3718\r\n");
+    // NX and CH: `c` added, `a` left alone.
+    assert_eq!(replies[1], ":1\r\n");
+    assert_eq!(replies[7], "-ERR syntax error\r\n");
+}
