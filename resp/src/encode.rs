@@ -30,6 +30,26 @@ pub fn format_double(d: f64) -> String {
     }
 }
 
+/// Formats a double the way Redis 7.0's `addReplyHumanLongDouble` does (`ld2string` with
+/// `LD_STR_HUMAN`): C's `%.17Lf` of the value widened to `long double` (exact, so the exact
+/// decimal expansion rounded half to even at 17 fractional digits), trailing zeros and a bare
+/// point removed, `-0` written `0`; `inf`/`-inf`.
+pub fn format_human_double(d: f64) -> String {
+    if d.is_infinite() {
+        return if d > 0.0 { "inf" } else { "-inf" }.to_string();
+    }
+    if d.is_nan() {
+        return if d.is_sign_negative() { "-nan" } else { "nan" }.to_string();
+    }
+    let fixed = format!("{d:.17}");
+    let text = strip_fraction_zeros(&fixed);
+    if text == "-0" {
+        "0".to_string()
+    } else {
+        text.to_string()
+    }
+}
+
 fn strip_fraction_zeros(s: &str) -> &str {
     if s.contains('.') {
         s.trim_end_matches('0').trim_end_matches('.')
@@ -66,6 +86,14 @@ pub fn encode(frame: &Frame, version: Version, out: &mut BytesMut) {
         }
         Frame::Double(d) => {
             let text = format_double(*d);
+            if resp3 {
+                line(out, b',', text.as_bytes());
+            } else {
+                bulk(out, text.as_bytes());
+            }
+        }
+        Frame::HumanDouble(d) => {
+            let text = format_human_double(*d);
             if resp3 {
                 line(out, b',', text.as_bytes());
             } else {
@@ -160,6 +188,38 @@ mod tests {
         ] {
             assert_eq!(format_double(d), want, "{d}");
         }
+    }
+
+    #[test]
+    fn human_doubles_format_like_percent_17_lf_trimmed() {
+        // GEOPOS replies of Redis 7.0.15.
+        for (d, want) in [
+            (13.361389338970184, "13.36138933897018433"),
+            (38.115_556_395_496_3, "38.11555639549629859"),
+            (-179.99999731779099, "-179.99999731779098511"),
+            (85.05112878, "85.0511287799999991"),
+            (180.0, "180"),
+            (2.682_209_014_892_578e-6, "0.00000268220901489"),
+            (-2.682_209_014_892_578e-6, "-0.00000268220901489"),
+            (-1e-19, "0"),
+            (-0.0, "0"),
+            (0.5, "0.5"),
+            // A tie at the 18th decimal rounds to even, as glibc's printf does.
+            (0.000003814697265625, "0.00000381469726562"),
+            (1e20, "100000000000000000000"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+        ] {
+            assert_eq!(format_human_double(d), want, "{d}");
+        }
+        assert_eq!(
+            encode_to_vec(&Frame::HumanDouble(180.0), Version::Resp2),
+            b"$3\r\n180\r\n"
+        );
+        assert_eq!(
+            encode_to_vec(&Frame::HumanDouble(0.5), Version::Resp3),
+            b",0.5\r\n"
+        );
     }
 
     #[test]

@@ -37,6 +37,10 @@ pub enum Frame {
     Set(Vec<Frame>),
     /// RESP3 double `,1.5`; a bulk string for RESP2.
     Double(f64),
+    /// A double as Redis formats it for people (`addReplyHumanLongDouble`: `%.17Lf`, trailing
+    /// zeros trimmed, see [`crate::format_human_double`]), as GEOPOS coordinates are:
+    /// RESP3 double `,13.36138933897018433`; a bulk string of the same text for RESP2.
+    HumanDouble(f64),
     /// RESP3 boolean `#t`/`#f`; integer 1/0 for RESP2.
     Boolean(bool),
     /// RESP3 big number `(123…`; a bulk string for RESP2.
@@ -116,6 +120,7 @@ impl fmt::Display for Frame {
             Frame::Verbatim { text, .. } => write!(f, "{}", String::from_utf8_lossy(text)),
             Frame::Null | Frame::NullArray => write!(f, "(nil)"),
             Frame::Double(d) => write!(f, "(double) {}", crate::format_double(*d)),
+            Frame::HumanDouble(d) => write!(f, "(double) {}", crate::format_human_double(*d)),
             Frame::Boolean(b) => write!(f, "({})", if *b { "true" } else { "false" }),
             Frame::Array(items) | Frame::Set(items) | Frame::Push(items) => {
                 if items.is_empty() {

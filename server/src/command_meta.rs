@@ -26,6 +26,34 @@ pub(crate) struct CommandMeta {
     pub(crate) group: &'static str,
     /// One-line summary for `COMMAND DOCS`.
     pub(crate) summary: &'static str,
+    /// Redis 7's key specifications, for commands the key positions above describe only in
+    /// part (a destination key found by a keyword); empty: derived from the positions.
+    pub(crate) key_specs: &'static [KeySpec],
+}
+
+/// One key specification of `COMMAND INFO` (Redis 7's `keySpec`).
+#[derive(Debug)]
+pub(crate) struct KeySpec {
+    /// Its flags as `COMMAND INFO` names them (`RO`, `OW`, `access`, `update`...).
+    pub(crate) flags: &'static [&'static str],
+    /// Where the search for the key starts.
+    pub(crate) begin: BeginSearch,
+    /// `find_keys` as a range: the last key relative to the first, the step, the limit.
+    pub(crate) range: (i32, i32, i32),
+}
+
+/// Where a key specification's search starts (`begin_search`).
+#[derive(Debug)]
+pub(crate) enum BeginSearch {
+    /// At this argument index.
+    Index(i32),
+    /// After `keyword`, searched from argument `startfrom` on (negative: from the end).
+    Keyword {
+        /// The keyword, as Redis spells it (`STORE`).
+        keyword: &'static str,
+        /// Where the search starts.
+        startfrom: i32,
+    },
 }
 
 impl CommandMeta {
@@ -40,6 +68,7 @@ impl CommandMeta {
             step: 0,
             group: "generic",
             summary: "",
+            key_specs: &[],
         }
     }
 
@@ -82,6 +111,9 @@ impl CommandMeta {
     /// A `numkeys` that does not parse or overruns the arguments yields no keys: the command
     /// then reports its own error.
     pub(crate) fn keys_of<'a>(&self, argv: &'a [Bytes]) -> Vec<&'a Bytes> {
+        if !self.key_specs.is_empty() {
+            return keys_by_specs(self.key_specs, argv);
+        }
         if !self.has(flags::MOVABLE_KEYS) {
             return self
                 .key_indexes(argv.len())
@@ -173,6 +205,67 @@ fn sort_keys(argv: &[Bytes]) -> Vec<&Bytes> {
             0
         };
         j += 1 + skip;
+    }
+    keys
+}
+
+/// The keys a command's explicit key specifications find, in their order (Redis 7's
+/// `getKeysUsingKeySpecs`, which it prefers to a command's own key finder): an index, or the
+/// argument after a keyword searched from `startfrom` up to, not including, the last argument;
+/// a keyword not found finds nothing.
+fn keys_by_specs<'a>(specs: &[KeySpec], argv: &'a [Bytes]) -> Vec<&'a Bytes> {
+    let argc = argv.len() as i64;
+    let mut keys = Vec::new();
+    for ks in specs {
+        let first = match ks.begin {
+            BeginSearch::Index(index) => i64::from(index),
+            BeginSearch::Keyword { keyword, startfrom } => {
+                let start = i64::from(startfrom);
+                let (start, end) = if start > 0 {
+                    (start, argc - 1)
+                } else {
+                    (argc + start, 0)
+                };
+                let step = if start <= end { 1 } else { -1 };
+                let mut found = None;
+                let mut i = start;
+                while i != end && (1..argc).contains(&i) {
+                    let matched = usize::try_from(i)
+                        .ok()
+                        .and_then(|i| argv.get(i))
+                        // `strcasecmp`: the argument up to a NUL byte.
+                        .and_then(|a| a.split(|&b| b == 0).next())
+                        .is_some_and(|a| a.eq_ignore_ascii_case(keyword.as_bytes()));
+                    if matched {
+                        found = Some(i + 1);
+                        break;
+                    }
+                    i += step;
+                }
+                match found {
+                    Some(first) => first,
+                    None => continue,
+                }
+            }
+        };
+        let (lastkey, keystep, _) = ks.range;
+        let last = if lastkey >= 0 {
+            first + i64::from(lastkey)
+        } else {
+            argc + i64::from(lastkey)
+        };
+        if last >= argc || last < first || first >= argc {
+            // An invalid spec: Redis falls back to the command's key finder, which agrees
+            // for every spec we have.
+            continue;
+        }
+        let mut i = first;
+        while i <= last {
+            if let Some(key) = usize::try_from(i).ok().and_then(|i| argv.get(i)) {
+                keys.push(key);
+            }
+            i += i64::from(keystep.max(1));
+        }
     }
     keys
 }

@@ -9,7 +9,8 @@ use std::path::Path;
 
 /// Each module's layer, lowest first.
 const LAYERS: &[(&str, &[&str])] = &[
-    // Leaves: errors, argument parsing, command flags, clock, glob, event classes, chart ticks.
+    // Leaves: errors, argument parsing, command descriptions, command flags, clock, geohash
+    // math, glob, event classes, chart ticks.
     (
         "leaf",
         &[
@@ -18,6 +19,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "command_meta",
             "error",
             "flags",
+            "geohash",
             "glob",
             "notify",
             "ticks",

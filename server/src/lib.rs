@@ -31,6 +31,7 @@ mod dispatch;
 mod error;
 mod evict;
 mod flags;
+mod geohash;
 mod glob;
 #[cfg(test)]
 mod layer_tests;

@@ -12,6 +12,7 @@ mod server {
     mod differential;
     mod expiry;
     mod extreme_args;
+    mod geo;
     mod hashes;
     mod keys;
     mod lists;

@@ -2,7 +2,10 @@
 //! ACL categories, docs).
 
 use super::client::help_lines;
-use super::{bulk_str, flags, flags::*, table, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{
+    bulk_str, flags, flags::*, table, Args, BeginSearch, CmdResult, CommandError, CommandSpec, Ctx,
+    KeySpec,
+};
 use crate::glob::glob_match;
 use bytes::Bytes;
 use locksmith_resp::Frame;
@@ -59,6 +62,7 @@ fn acl_categories(spec: &CommandSpec, group: &str) -> Vec<&'static str> {
         "list" => cats.push("@list"),
         "hash" => cats.push("@hash"),
         "string" => cats.push("@string"),
+        "geo" => cats.push("@geo"),
         _ => {}
     }
     if has(PUBSUB) || group == "pubsub" {
@@ -87,10 +91,14 @@ fn acl_categories(spec: &CommandSpec, group: &str) -> Vec<&'static str> {
     cats
 }
 
-/// The key specification Redis 7 derives from (first, last, step).
+/// The key specifications: the command's own, or the one Redis 7 derives from
+/// (first, last, step).
 fn key_specs(spec: &CommandSpec) -> Frame {
+    if !spec.key_specs.is_empty() {
+        return Frame::Set(spec.key_specs.iter().map(key_spec_entry).collect());
+    }
     if spec.first_key <= 0 {
-        return Frame::Array(Vec::new());
+        return Frame::Set(Vec::new());
     }
     let key_flags: &[&'static str] = if spec.has(WRITE) {
         &["RW", "update"]
@@ -103,7 +111,7 @@ fn key_specs(spec: &CommandSpec) -> Frame {
         spec.last_key
     };
     let entry = |k: &'static str, v: Frame| (bulk_str(k), v);
-    Frame::Array(vec![Frame::Map(vec![
+    Frame::Set(vec![Frame::Map(vec![
         entry(
             "flags",
             Frame::Set(key_flags.iter().map(|f| Frame::simple(f)).collect()),
@@ -135,8 +143,54 @@ fn key_specs(spec: &CommandSpec) -> Frame {
     ])])
 }
 
+/// One explicit key specification as `COMMAND INFO` shows it (`addReplyCommandKeySpecs`).
+fn key_spec_entry(ks: &KeySpec) -> Frame {
+    let entry = |k: &'static str, v: Frame| (bulk_str(k), v);
+    let begin = match ks.begin {
+        BeginSearch::Index(index) => Frame::Map(vec![
+            entry("type", bulk_str("index")),
+            entry(
+                "spec",
+                Frame::Map(vec![entry("index", Frame::Integer(index.into()))]),
+            ),
+        ]),
+        BeginSearch::Keyword { keyword, startfrom } => Frame::Map(vec![
+            entry("type", bulk_str("keyword")),
+            entry(
+                "spec",
+                Frame::Map(vec![
+                    entry("keyword", bulk_str(keyword)),
+                    entry("startfrom", Frame::Integer(startfrom.into())),
+                ]),
+            ),
+        ]),
+    };
+    let (lastkey, keystep, limit) = ks.range;
+    Frame::Map(vec![
+        entry(
+            "flags",
+            Frame::Set(ks.flags.iter().map(|f| Frame::simple(f)).collect()),
+        ),
+        entry("begin_search", begin),
+        entry(
+            "find_keys",
+            Frame::Map(vec![
+                entry("type", bulk_str("range")),
+                entry(
+                    "spec",
+                    Frame::Map(vec![
+                        entry("lastkey", Frame::Integer(lastkey.into())),
+                        entry("keystep", Frame::Integer(keystep.into())),
+                        entry("limit", Frame::Integer(limit.into())),
+                    ]),
+                ),
+            ]),
+        ),
+    ])
+}
+
 /// One `COMMAND INFO` entry in Redis 7's shape: name, arity, flags, first key, last key,
-/// step, ACL categories, tips, key specs, subcommands.
+/// step, ACL categories, tips, key specs, subcommands (sets in RESP3, as Redis sends them).
 fn command_entry(spec: &CommandSpec, parent: Option<&CommandSpec>) -> Frame {
     let name = match parent {
         Some(p) => format!("{}|{}", p.name, spec.name),
@@ -165,9 +219,14 @@ fn command_entry(spec: &CommandSpec, parent: Option<&CommandSpec>) -> Frame {
         Frame::Integer(spec.last_key.into()),
         Frame::Integer(spec.step.into()),
         Frame::Set(cats),
-        Frame::Array(Vec::new()),
+        Frame::Set(Vec::new()),
         key_specs(spec),
-        Frame::Array(subs),
+        // Redis 7.0 sends an empty set when there are no subcommands, an array otherwise.
+        if spec.subcommands.is_empty() {
+            Frame::Set(Vec::new())
+        } else {
+            Frame::Array(subs)
+        },
     ])
 }
 

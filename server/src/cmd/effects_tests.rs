@@ -1,4 +1,4 @@
-//! Keyspace events and replication effects of the string, expiry, hash and key commands,
+//! Keyspace events and replication effects of the string, expiry, hash, key and GEO commands,
 //! checked against what Redis 7.0 raises and propagates (not observable over the wire yet).
 
 use super::call_argv;
@@ -68,6 +68,7 @@ impl Harness {
 const G: u32 = notify::GENERIC;
 const S: u32 = notify::STRING;
 const H: u32 = notify::HASH;
+const Z: u32 = notify::ZSET;
 
 fn ev(list: &[(usize, u32, &'static str, &str)]) -> Vec<(usize, u32, &'static str, String)> {
     list.iter()
@@ -202,4 +203,95 @@ fn hash_and_key_commands_raise_redis_events() {
     let (reply, _) = h.run(&["EXISTS", "b"]);
     assert_eq!(reply, Frame::Integer(1));
     assert_eq!(h.client.db, 0);
+}
+
+/// The propagations are what a Redis 7.0.15 master sent a replica (`SYNC`) for the same
+/// commands.
+#[test]
+fn geo_commands_propagate_zadd_or_themselves() {
+    let mut h = Harness::new();
+    let (e, p) = h.ok(&[
+        "GEOADD",
+        "g",
+        "CH",
+        "13.361389",
+        "38.115556",
+        "Palermo",
+        "15.087269",
+        "37.502669",
+        "Catania",
+    ]);
+    assert_eq!(e, ev(&[(0, Z, "zadd", "g")]));
+    assert_eq!(
+        p,
+        prop(&["zadd g CH 3479099956230698 Palermo 3479447370796909 Catania"])
+    );
+    let (e, p) = h.ok(&["GEOADD", "g", "NX", "13.361389", "38.115556", "Palermo"]);
+    assert!(e.is_empty() && p.is_empty());
+    let (_, p) = h.ok(&["GEOADD", "g", "XX", "CH", "13.4", "38.1", "Palermo"]);
+    assert_eq!(p, prop(&["zadd g XX CH 3479099937378871 Palermo"]));
+    let (e, p) = h.ok(&["GEORADIUS", "g", "15", "37", "200", "km", "STORE", "d1"]);
+    assert_eq!(e, ev(&[(0, Z, "georadiusstore", "d1")]));
+    assert_eq!(p, prop(&["GEORADIUS g 15 37 200 km STORE d1"]));
+    // An empty result deletes the destination; with nothing to delete nothing propagates.
+    let empty = ["GEORADIUS", "g", "15", "37", "1", "km", "STORE", "d1"];
+    let (e, p) = h.ok(&empty);
+    assert_eq!(e, ev(&[(0, G, "del", "d1")]));
+    assert_eq!(p, prop(&["GEORADIUS g 15 37 1 km STORE d1"]));
+    let (e, p) = h.ok(&empty);
+    assert!(e.is_empty() && p.is_empty());
+    let (e, p) = h.ok(&[
+        "GEOSEARCHSTORE",
+        "d2",
+        "g",
+        "FROMLONLAT",
+        "15",
+        "37",
+        "BYRADIUS",
+        "200",
+        "km",
+        "STOREDIST",
+    ]);
+    assert_eq!(e, ev(&[(0, Z, "geosearchstore", "d2")]));
+    assert_eq!(
+        p,
+        prop(&["GEOSEARCHSTORE d2 g FROMLONLAT 15 37 BYRADIUS 200 km STOREDIST"])
+    );
+    let (e, p) = h.ok(&[
+        "GEOSEARCHSTORE",
+        "d2",
+        "nokey",
+        "FROMLONLAT",
+        "15",
+        "37",
+        "BYRADIUS",
+        "200",
+        "km",
+    ]);
+    assert_eq!(e, ev(&[(0, G, "del", "d2")]));
+    assert_eq!(
+        p,
+        prop(&["GEOSEARCHSTORE d2 nokey FROMLONLAT 15 37 BYRADIUS 200 km"])
+    );
+    let (e, p) = h.ok(&["GEORADIUSBYMEMBER", "nokey", "m", "1", "km", "STORE", "d3"]);
+    assert!(e.is_empty() && p.is_empty());
+    for read in [
+        &["GEORADIUS", "g", "15", "37", "200", "km"][..],
+        &[
+            "GEOSEARCH",
+            "g",
+            "FROMMEMBER",
+            "Palermo",
+            "BYBOX",
+            "1",
+            "1",
+            "km",
+        ],
+        &["GEOPOS", "g", "Palermo"],
+        &["GEODIST", "g", "Palermo", "Catania"],
+        &["GEOHASH", "g", "Palermo"],
+    ] {
+        let (e, p) = h.ok(read);
+        assert!(e.is_empty() && p.is_empty(), "{read:?}");
+    }
 }

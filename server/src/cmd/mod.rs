@@ -16,6 +16,7 @@ mod connection;
 mod effects_tests;
 mod expire;
 mod function;
+mod geo;
 mod hash;
 mod hyperloglog;
 mod keys;
@@ -44,7 +45,7 @@ pub(crate) use persistence::load_at_start;
 pub(crate) use script::{command_exists, command_flags as script_command_flags};
 
 use crate::client::ClientState;
-pub(crate) use crate::command_meta::{CommandMeta, Resolved};
+pub(crate) use crate::command_meta::{BeginSearch, CommandMeta, KeySpec, Resolved};
 use crate::db::{Db, Entry, Found, Removed, Value};
 use crate::node::{Effects, Node, State};
 use bytes::Bytes;
@@ -93,6 +94,12 @@ impl CommandSpec {
         }
     }
 
+    /// Sets explicit key specifications (see [`CommandMeta::key_specs`]).
+    pub(crate) const fn key_specs(mut self, specs: &'static [KeySpec]) -> Self {
+        self.meta.key_specs = specs;
+        self
+    }
+
     /// Sets the flags.
     pub(crate) const fn flags(mut self, flags: u32) -> Self {
         self.meta.flags = flags;
@@ -128,7 +135,7 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 21] {
+fn families() -> [&'static [CommandSpec]; 22] {
     [
         connection::COMMANDS,
         sort::COMMANDS,
@@ -150,6 +157,7 @@ fn families() -> [&'static [CommandSpec]; 21] {
         stream::COMMANDS,
         persistence::COMMANDS,
         hyperloglog::COMMANDS,
+        geo::COMMANDS,
         cluster::COMMANDS,
     ]
 }

@@ -189,7 +189,7 @@ fn members_reply(items: Vec<(Bytes, f64)>, withscores: bool, resp: Version) -> F
 /// ```text
 /// ZADD key [NX | XX] [GT | LT] [CH] [INCR] score member [score member ...]
 /// ```
-fn zadd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+pub(super) fn zadd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     zadd_generic(ctx, args, false)
 }
 

@@ -68,6 +68,14 @@ impl ZSet {
         self.order.iter().map(|(s, m)| (m, s.0))
     }
 
+    /// Members in ascending order from the first whose score is at least `min` (Redis's
+    /// `zslFirstInRange` with an inclusive minimum, then the list onwards).
+    pub(crate) fn scores_from(&self, min: f64) -> impl Iterator<Item = (&Bytes, f64)> + '_ {
+        self.order
+            .range((Score(min), Bytes::new())..)
+            .map(|(s, m)| (m, s.0))
+    }
+
     /// 0-based ascending rank of `member`.
     pub(crate) fn rank(&self, member: &[u8]) -> Option<usize> {
         let score = self.score(member)?;

@@ -12,7 +12,7 @@
 
 use super::stack::{Kind, Scalar, Stack, StackError};
 use bytes::Bytes;
-use locksmith_resp::{format_double, Frame};
+use locksmith_resp::{format_double, format_human_double, Frame};
 use std::os::raw::c_int;
 
 /// Deepest nesting converted from a script's reply (Redis stops at the Lua C stack limit).
@@ -337,6 +337,18 @@ pub(super) fn push_reply(
                 stack.set_field(-2, b"double")?;
             } else {
                 stack.push_bytes(format_double(d).as_bytes())?;
+            }
+        }
+        // Redis's Lua client parses the reply it wrote: the text, or in RESP3 `{double=...}`
+        // of the text read back (17 decimals: fewer significant digits than `d` when small).
+        Frame::HumanDouble(d) => {
+            let text = format_human_double(d);
+            if resp3 {
+                stack.push_table(0, 1)?;
+                stack.push_number(text.parse().unwrap_or(d))?;
+                stack.set_field(-2, b"double")?;
+            } else {
+                stack.push_bytes(text.as_bytes())?;
             }
         }
         Frame::Boolean(b) => {

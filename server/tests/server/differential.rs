@@ -168,6 +168,22 @@ const WORDS: &[&str] = &[
     "IDX",
     "LEN",
     "REPLACE",
+    "15",
+    "37.5",
+    "km",
+    "m",
+    "WITHDIST",
+    "WITHCOORD",
+    "WITHHASH",
+    "FROMMEMBER",
+    "FROMLONLAT",
+    "BYRADIUS",
+    "BYBOX",
+    "ANY",
+    "ASC",
+    "DESC",
+    "STORE",
+    "STOREDIST",
 ];
 
 /// The key space.
