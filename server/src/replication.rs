@@ -12,7 +12,7 @@
 
 use crate::client::{ClientHandle, ClientInfo, ClientState, Outbox};
 use crate::cmd;
-use crate::config::runtime::OutputLimit;
+use crate::config::runtime::{ClientClass, OutputLimit, RuntimeConfig};
 use crate::node::{Effects, Node};
 use bytes::Bytes;
 use locksmith_resp::Frame;
@@ -221,12 +221,17 @@ fn encoded_len(argv: &[Bytes]) -> u64 {
 /// Appends the write effects of one atomic unit to the master's stream and sends them to every
 /// replica link. Called from [`crate::node::State::finish_effects`] under the state lock, so
 /// the stream order is the execution order. Replicas ignore their own effects: their offset is
-/// the master's, set when a batch is applied. A replica whose unapplied stream passes `limit`
-/// (`client-output-buffer-limit replica`) is dropped.
-pub(crate) fn feed(repl: &mut ReplState, propagate: &[(usize, Vec<Bytes>)], limit: OutputLimit) {
+/// the master's, set when a batch is applied. A replica whose unapplied stream passes
+/// `client-output-buffer-limit replica` in `config` is dropped.
+pub(crate) fn feed(
+    repl: &mut ReplState,
+    propagate: &[(usize, Vec<Bytes>)],
+    config: &RuntimeConfig,
+) {
     if propagate.is_empty() || repl.is_replica() || !repl.backlog {
         return;
     }
+    let limit = config.output_limit(ClientClass::Replica);
     let mut commands = Vec::with_capacity(propagate.len() + 1);
     let mut offset = repl.offset;
     for (db, argv) in propagate {
@@ -600,14 +605,14 @@ mod tests {
             Bytes::from_static(b"k"),
             Bytes::from_static(b"v"),
         ];
-        let limit = OutputLimit::default();
-        feed(&mut repl, &[(0, set.clone()), (0, set.clone())], limit);
+        let config = RuntimeConfig::for_tests();
+        feed(&mut repl, &[(0, set.clone()), (0, set.clone())], &config);
         let batch = rx.try_recv().unwrap();
         assert_eq!(batch.commands.len(), 3);
         assert_eq!(batch.commands[0][0], Bytes::from_static(b"SELECT"));
         // *2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n = 23 bytes
         assert_eq!(repl.offset, 23 + 27 + 27);
-        feed(&mut repl, &[(0, set)], limit);
+        feed(&mut repl, &[(0, set)], &config);
         assert_eq!(rx.try_recv().unwrap().commands.len(), 1);
     }
 

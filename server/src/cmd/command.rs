@@ -110,40 +110,15 @@ fn key_specs(spec: &CommandSpec) -> Frame {
     } else {
         spec.last_key
     };
-    let entry = |k: &'static str, v: Frame| (bulk_str(k), v);
-    Frame::Set(vec![Frame::Map(vec![
-        entry(
-            "flags",
-            Frame::Set(key_flags.iter().map(|f| Frame::simple(f)).collect()),
-        ),
-        entry(
-            "begin_search",
-            Frame::Map(vec![
-                entry("type", bulk_str("index")),
-                entry(
-                    "spec",
-                    Frame::Map(vec![entry("index", Frame::Integer(spec.first_key.into()))]),
-                ),
-            ]),
-        ),
-        entry(
-            "find_keys",
-            Frame::Map(vec![
-                entry("type", bulk_str("range")),
-                entry(
-                    "spec",
-                    Frame::Map(vec![
-                        entry("lastkey", Frame::Integer(last_relative.into())),
-                        entry("keystep", Frame::Integer(spec.step.into())),
-                        entry("limit", Frame::Integer(0)),
-                    ]),
-                ),
-            ]),
-        ),
-    ])])
+    let derived = KeySpec {
+        flags: key_flags,
+        begin: BeginSearch::Index(spec.first_key),
+        range: (last_relative, spec.step, 0),
+    };
+    Frame::Set(vec![key_spec_entry(&derived)])
 }
 
-/// One explicit key specification as `COMMAND INFO` shows it (`addReplyCommandKeySpecs`).
+/// One key specification as `COMMAND INFO` shows it (`addReplyCommandKeySpecs`).
 fn key_spec_entry(ks: &KeySpec) -> Frame {
     let entry = |k: &'static str, v: Frame| (bulk_str(k), v);
     let begin = match ks.begin {

@@ -107,11 +107,11 @@ fn config_set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let mut steps = Vec::new();
     for (param, value) in changes {
         ctx.node.config.store(param, &value);
-        if let Some(step) = crate::config::runtime::binding(param.name).and_then(|b| b.then) {
+        let step = crate::config::runtime::binding(param.name).and_then(|b| b.then);
+        if let Some(step) = step.filter(|s| !steps.contains(s)) {
             steps.push(step);
         }
     }
-    steps.dedup();
     for step in steps {
         match step {
             StateStep::Eviction => ctx.state.apply_eviction_config(),

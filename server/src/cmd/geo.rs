@@ -25,46 +25,27 @@ const SOURCE_AT_1: KeySpec = KeySpec {
     range: (0, 1, 0),
 };
 
+/// A destination key after `keyword`, searched from argument `startfrom` (`OW update`).
+const fn destination_after(keyword: &'static str, startfrom: i32) -> KeySpec {
+    KeySpec {
+        flags: &["OW", "update"],
+        begin: BeginSearch::Keyword { keyword, startfrom },
+        range: (0, 1, 0),
+    }
+}
+
 /// GEORADIUS: the source, then a destination after `STORE` or `STOREDIST` from argument 6.
 const GEORADIUS_KEYS: &[KeySpec] = &[
     SOURCE_AT_1,
-    KeySpec {
-        flags: &["OW", "update"],
-        begin: BeginSearch::Keyword {
-            keyword: "STORE",
-            startfrom: 6,
-        },
-        range: (0, 1, 0),
-    },
-    KeySpec {
-        flags: &["OW", "update"],
-        begin: BeginSearch::Keyword {
-            keyword: "STOREDIST",
-            startfrom: 6,
-        },
-        range: (0, 1, 0),
-    },
+    destination_after("STORE", 6),
+    destination_after("STOREDIST", 6),
 ];
 
 /// GEORADIUSBYMEMBER: as GEORADIUS, the keywords searched from argument 5.
 const GEORADIUSBYMEMBER_KEYS: &[KeySpec] = &[
     SOURCE_AT_1,
-    KeySpec {
-        flags: &["OW", "update"],
-        begin: BeginSearch::Keyword {
-            keyword: "STORE",
-            startfrom: 5,
-        },
-        range: (0, 1, 0),
-    },
-    KeySpec {
-        flags: &["OW", "update"],
-        begin: BeginSearch::Keyword {
-            keyword: "STOREDIST",
-            startfrom: 5,
-        },
-        range: (0, 1, 0),
-    },
+    destination_after("STORE", 5),
+    destination_after("STOREDIST", 5),
 ];
 
 /// GEOSEARCHSTORE: the destination at 1, the source at 2.

@@ -5,24 +5,12 @@
 //!
 //! Nothing else holds a copy: a change is seen by the next command that reads it.
 
-use super::table::{self, Param};
+use super::table::{self, Param, MAXMEMORY_POLICIES};
 use super::{Config, EnableCommand};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::{Mutex, RwLock};
-
-/// The `maxmemory-policy` values, in the order [`RuntimeConfig::maxmemory_policy`] indexes.
-pub(crate) const MAXMEMORY_POLICIES: &[&str] = &[
-    "volatile-lru",
-    "volatile-lfu",
-    "volatile-random",
-    "volatile-ttl",
-    "allkeys-lru",
-    "allkeys-lfu",
-    "allkeys-random",
-    "noeviction",
-];
 
 /// A client class of `client-output-buffer-limit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -398,12 +386,16 @@ impl RuntimeConfig {
         match binding(param.name) {
             Some(binding) => (binding.set)(self, value),
             None => {
-                let mut stored = match self.stored.lock() {
-                    Ok(guard) => guard,
-                    Err(poisoned) => poisoned.into_inner(),
-                };
-                stored.insert(param.name, value.to_string());
+                self.stored().insert(param.name, value.to_string());
             }
+        }
+    }
+
+    /// The parameters kept as text.
+    fn stored(&self) -> std::sync::MutexGuard<'_, HashMap<&'static str, String>> {
+        match self.stored.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
         }
     }
 
@@ -411,13 +403,7 @@ impl RuntimeConfig {
     pub(crate) fn get(&self, param: &Param) -> String {
         match binding(param.name) {
             Some(binding) => (binding.get)(self),
-            None => {
-                let stored = match self.stored.lock() {
-                    Ok(guard) => guard,
-                    Err(poisoned) => poisoned.into_inner(),
-                };
-                stored.get(param.name).cloned().unwrap_or_default()
-            }
+            None => self.stored().get(param.name).cloned().unwrap_or_default(),
         }
     }
 

@@ -67,6 +67,19 @@ pub(crate) struct Param {
     pub(crate) flags: u8,
 }
 
+/// The `maxmemory-policy` values, in Redis's order (the run-time configuration stores the
+/// policy as an index into it).
+pub(crate) const MAXMEMORY_POLICIES: &[&str] = &[
+    "volatile-lru",
+    "volatile-lfu",
+    "volatile-random",
+    "volatile-ttl",
+    "allkeys-lru",
+    "allkeys-lfu",
+    "allkeys-random",
+    "noeviction",
+];
+
 /// Every parameter, sorted by name.
 pub(crate) static PARAMS: &[Param] = &[
     Param {
@@ -744,16 +757,7 @@ pub(crate) static PARAMS: &[Param] = &[
         name: "maxmemory-policy",
         alias: None,
         default: "noeviction",
-        kind: Kind::Enum(&[
-            "volatile-lru",
-            "volatile-lfu",
-            "volatile-random",
-            "volatile-ttl",
-            "allkeys-lru",
-            "allkeys-lfu",
-            "allkeys-random",
-            "noeviction",
-        ]),
+        kind: Kind::Enum(MAXMEMORY_POLICIES),
         flags: 0,
     },
     Param {

@@ -435,10 +435,7 @@ impl State {
             node.clock.now_ms()
         };
         crate::pubsub::deliver(self, effects, now);
-        let limit = self
-            .config
-            .output_limit(crate::config::runtime::ClientClass::Replica);
-        crate::replication::feed(&mut self.repl, &effects.propagate, limit);
+        crate::replication::feed(&mut self.repl, &effects.propagate, &self.config);
         effects.modified.clear();
         effects.propagate.clear();
     }
