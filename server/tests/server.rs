@@ -13,6 +13,7 @@ mod server {
     mod expiry;
     mod extreme_args;
     mod hashes;
+    mod introspection;
     mod keys;
     mod lists;
     mod maxmemory;

@@ -21,6 +21,7 @@ mod hyperloglog;
 mod keys;
 mod ldouble;
 mod list;
+mod memory;
 mod persistence;
 pub(crate) mod pubsub;
 pub(crate) mod replication;
@@ -44,7 +45,7 @@ pub(crate) use persistence::load_at_start;
 pub(crate) use script::{command_exists, command_flags as script_command_flags};
 
 use crate::client::ClientState;
-pub(crate) use crate::command_meta::{CommandMeta, Resolved};
+pub(crate) use crate::command_meta::{CommandMeta, DocArg, Resolved};
 use crate::db::{Db, Entry, Found, Removed, Value};
 use crate::node::{Effects, Node, State};
 use bytes::Bytes;
@@ -114,6 +115,31 @@ impl CommandSpec {
         self
     }
 
+    /// Sets the command tips `COMMAND INFO` shows.
+    pub(crate) const fn tips(mut self, tips: &'static [&'static str]) -> Self {
+        self.meta.tips = tips;
+        self
+    }
+
+    /// Sets the key specification's flags (when not the ones the read/write flags imply).
+    pub(crate) const fn key_flags(mut self, flags: &'static [&'static str]) -> Self {
+        self.meta.key_flags = flags;
+        self
+    }
+
+    /// Sets the version that added the command and its complexity (`COMMAND DOCS`).
+    pub(crate) const fn since(mut self, since: &'static str, complexity: &'static str) -> Self {
+        self.meta.since = since;
+        self.meta.complexity = complexity;
+        self
+    }
+
+    /// Sets the documented arguments (`COMMAND DOCS`).
+    pub(crate) const fn args(mut self, arguments: &'static [DocArg]) -> Self {
+        self.meta.arguments = arguments;
+        self
+    }
+
     /// Sets the handler used while a script is busy (`allow_busy` commands).
     pub(crate) const fn busy(mut self, handler: BusyHandler) -> Self {
         self.busy_handler = Some(handler);
@@ -128,7 +154,7 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 21] {
+fn families() -> [&'static [CommandSpec]; 22] {
     [
         connection::COMMANDS,
         sort::COMMANDS,
@@ -151,6 +177,7 @@ fn families() -> [&'static [CommandSpec]; 21] {
         persistence::COMMANDS,
         hyperloglog::COMMANDS,
         cluster::COMMANDS,
+        memory::COMMANDS,
     ]
 }
 
