@@ -32,6 +32,7 @@ mod error;
 mod evict;
 mod flags;
 mod glob;
+mod latency;
 #[cfg(test)]
 mod layer_tests;
 mod local_client;
@@ -43,6 +44,7 @@ mod rdb;
 mod replication;
 mod script;
 mod server;
+mod slowlog;
 mod ticks;
 mod transaction;
 
