@@ -254,8 +254,7 @@ pub(crate) fn serve_ready(state: &mut State, node: &Node, effects: &mut Effects)
                 if let Some(error) = waiting.and_then(|argv| stream_group_gone(value, argv)) {
                     if let Some(waiter) = state.blocked.take(id) {
                         if let Ok(resolved) = cmd::resolve(&waiter.argv) {
-                            let zero = Duration::ZERO;
-                            state.cmdstats.record(resolved, Some(zero), true);
+                            state.cmdstats.record(resolved, Some(0), true);
                         }
                         let _ = waiter.reply.send(Frame::error(error));
                     }

@@ -125,6 +125,15 @@ impl ClientHandle {
         self.info.lock().map(|i| i.clone()).unwrap_or_default()
     }
 
+    /// The name (`CLIENT SETNAME`), empty without one.
+    pub(crate) fn name(&self) -> Bytes {
+        self.info
+            .lock()
+            .ok()
+            .and_then(|i| i.name.clone())
+            .unwrap_or_default()
+    }
+
     /// Updates the visible details.
     pub(crate) fn update(&self, f: impl FnOnce(&mut ClientInfo)) {
         if let Ok(mut info) = self.info.lock() {
@@ -276,6 +285,13 @@ pub(crate) struct ClientState {
     /// The error reply being sent was already counted in `INFO errorstats` (a script's error
     /// raised by a command it ran, counted when that command failed).
     pub(crate) error_counted: bool,
+    /// The clock reading ([`crate::clock::Clock::tick_us`]) at which the command about to
+    /// run started, when the pipeline read it already; taken by `cmd::call`.
+    pub(crate) start_tick: Option<u64>,
+    /// The clock reading at which the last command `cmd::call` timed for this client ended
+    /// (`None` if it was not timed); the pipeline may start the next command of the same
+    /// batch from it instead of reading the clock again.
+    pub(crate) end_tick: Option<u64>,
 }
 
 impl ClientState {
@@ -301,6 +317,8 @@ impl ClientState {
             unwatch_pending: false,
             pre_command_oom: false,
             error_counted: false,
+            start_tick: None,
+            end_tick: None,
         }
     }
 

@@ -60,9 +60,20 @@ impl Clock {
 
     /// Microseconds since the Unix epoch, as this node sees them.
     pub fn now_us(&self) -> u64 {
-        let elapsed = self.inner.start.elapsed().as_micros() as i128;
+        self.us_at(self.tick_us())
+    }
+
+    /// Microseconds since this clock was made, unaffected by shifts: durations are measured
+    /// in these (a clock jump in the middle of a command does not make it slow).
+    pub(crate) fn tick_us(&self) -> u64 {
+        u64::try_from(self.inner.start.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+
+    /// Microseconds since the Unix epoch, as this node saw them at `tick_us` (a reading of
+    /// [`Clock::tick_us`]).
+    pub(crate) fn us_at(&self, tick_us: u64) -> u64 {
         let shift = i128::from(self.inner.shift_ms.load(Ordering::Relaxed)) * 1000;
-        let now = i128::from(self.inner.base_unix_us) + elapsed + shift;
+        let now = i128::from(self.inner.base_unix_us) + i128::from(tick_us) + shift;
         now.clamp(0, i128::from(u64::MAX)) as u64
     }
 

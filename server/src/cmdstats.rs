@@ -2,13 +2,15 @@
 //! spent, calls that failed (replied an error) and calls rejected before they ran
 //! (`INFO commandstats`), and a latency histogram per command (`INFO latencystats`).
 //!
-//! Time is measured on one call in [`TIME_SAMPLE`] of each command (the first, then every
-//! 16th), and `usec` is the sampled mean times the calls: reading the clock around every
-//! command cost ~7 % of pipelined SETs, more than everything else these counters do.
+//! Durations are whole microseconds, as Redis measures them. While the slow log or the
+//! latency monitor is on (the slow log is, by default) every call is timed for them and
+//! counted here; otherwise time is measured on one call in [`TIME_SAMPLE`] of each command
+//! (the first, then every 16th), and `usec` is the sampled mean times the calls: reading the
+//! clock around every command cost ~7 % of pipelined SETs, more than everything else these
+//! counters do.
 
 use crate::command_meta::Resolved;
 use std::fmt::Write as _;
-use std::time::Duration;
 
 /// One call in this many of each command is timed.
 const TIME_SAMPLE: u64 = 16;
@@ -19,11 +21,44 @@ const SUB_BUCKETS: usize = 16;
 /// Powers of two covered (nanoseconds up to 2^40, about 18 minutes).
 const MAGNITUDES: usize = 41;
 
-/// A log-linear histogram of latencies in nanoseconds.
+/// The ranges `LATENCY HISTOGRAM` reports: Redis iterates its HDR histogram (1 ns to 1 s,
+/// two significant digits) logarithmically from 1024 ns, doubling; range `k` ends at the
+/// highest value equivalent to `1024 << k` at that precision, `(1024 << k) * 129 / 128 - 1`
+/// ns, and is labelled with that in whole microseconds. 21 ranges reach 1 s.
+const LEVELS: usize = 21;
+
+/// Redis's `LATENCY_HISTOGRAM_MAX_VALUE`: longer calls are recorded as 1 s.
+const LEVELS_MAX_NS: u64 = 1_000_000_000;
+
+/// The last nanosecond value of `LATENCY HISTOGRAM` range `k`.
+fn level_end_ns(k: usize) -> u64 {
+    let base = 1024u64 << k;
+    base + base / 128 - 1
+}
+
+/// The `LATENCY HISTOGRAM` range of a latency of `ns` (clamped to 1 ns..1 s, as Redis does).
+fn level(ns: u64) -> usize {
+    let ns = ns.clamp(1, LEVELS_MAX_NS);
+    if ns <= level_end_ns(0) {
+        return 0;
+    }
+    // The first power of two ≥ ns is 1024 << k; the range before it ends a little past the
+    // power of two below, so ns falls in range k or k - 1.
+    let k = (64 - (ns - 1).leading_zeros() as usize).saturating_sub(10);
+    if k > 0 && ns <= level_end_ns(k - 1) {
+        k - 1
+    } else {
+        k.min(LEVELS - 1)
+    }
+}
+
+/// A log-linear histogram of latencies in nanoseconds, with the counts per
+/// `LATENCY HISTOGRAM` range beside it.
 #[derive(Debug, Clone)]
 struct Histogram {
     counts: Box<[u64]>,
     total: u64,
+    levels: [u64; LEVELS],
 }
 
 impl Histogram {
@@ -31,6 +66,7 @@ impl Histogram {
         Histogram {
             counts: vec![0; MAGNITUDES * SUB_BUCKETS].into_boxed_slice(),
             total: 0,
+            levels: [0; LEVELS],
         }
     }
 
@@ -59,6 +95,23 @@ impl Histogram {
             *c += 1;
             self.total += 1;
         }
+        if let Some(c) = self.levels.get_mut(level(ns)) {
+            *c += 1;
+        }
+    }
+
+    /// `LATENCY HISTOGRAM`'s `histogram_usec`: (range label in µs, calls up to its end),
+    /// cumulative, ranges that add no call left out.
+    fn cumulative_levels(&self) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        let mut seen = 0;
+        for (k, &count) in self.levels.iter().enumerate() {
+            if count > 0 {
+                seen += count;
+                out.push((level_end_ns(k) / 1000, seen));
+            }
+        }
+        out
     }
 
     /// The value at percentile `p` (0..=100), in nanoseconds.
@@ -87,6 +140,17 @@ struct Entry {
     failed: u64,
     rejected: u64,
     latency: Option<Histogram>,
+}
+
+/// One command's `LATENCY HISTOGRAM` entry.
+#[derive(Debug)]
+pub(crate) struct LatencyHistogram<'a> {
+    /// The command's name (`parent|sub` for a subcommand).
+    pub(crate) name: &'a str,
+    /// The calls timed.
+    pub(crate) calls: u64,
+    /// (range label in µs, calls up to the range's end), ranges that add no call left out.
+    pub(crate) ranges: Vec<(u64, u64)>,
 }
 
 /// More statistics indexes than the command table has.
@@ -133,15 +197,16 @@ impl CommandStats {
         }
     }
 
-    /// A call of `resolved` that failed or not, with how long it took if it was timed.
-    pub(crate) fn record(&mut self, resolved: Resolved, elapsed: Option<Duration>, failed: bool) {
+    /// A call of `resolved` that failed or not, with how long it took in µs if it was timed.
+    pub(crate) fn record(&mut self, resolved: Resolved, elapsed_us: Option<u64>, failed: bool) {
         let Some(entry) = self.entry(resolved) else {
             return;
         };
         entry.calls += 1;
         entry.failed += u64::from(failed);
-        if let Some(elapsed) = elapsed {
-            let ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        if let Some(us) = elapsed_us {
+            // Redis records `duration * 1000` in its histograms.
+            let ns = us.saturating_mul(1000);
             entry.timed += 1;
             entry.timed_ns = entry.timed_ns.saturating_add(ns);
             entry.latency.get_or_insert_with(Histogram::new).record(ns);
@@ -200,6 +265,34 @@ impl CommandStats {
         }
     }
 
+    /// `LATENCY HISTOGRAM` of the command with statistics index `stat`; `None` if no call
+    /// was timed.
+    pub(crate) fn latency_histogram(&self, stat: u32) -> Option<LatencyHistogram<'_>> {
+        let entry = self.entries.get(usize::try_from(stat).ok()?)?.as_ref()?;
+        let histogram = entry.latency.as_ref()?;
+        Some(LatencyHistogram {
+            name: entry.name.as_str(),
+            calls: histogram.total,
+            ranges: histogram.cumulative_levels(),
+        })
+    }
+
+    /// The statistics indexes of every command with a latency histogram, by name.
+    pub(crate) fn timed_commands(&self) -> Vec<u32> {
+        let mut timed: Vec<(&str, u32)> = self
+            .entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| {
+                let e = e.as_ref()?;
+                e.latency.as_ref()?;
+                Some((e.name.as_str(), u32::try_from(i).ok()?))
+            })
+            .collect();
+        timed.sort_unstable();
+        timed.into_iter().map(|(_, i)| i).collect()
+    }
+
     /// `INFO latencystats` lines (p50, p99, p99.9 in microseconds), by command name.
     pub(crate) fn latencystats(&self, out: &mut String) {
         let mut entries: Vec<&Entry> = self.entries.iter().flatten().collect();
@@ -221,7 +314,39 @@ impl CommandStats {
 
 #[cfg(test)]
 mod tests {
-    use super::Histogram;
+    use super::{level, level_end_ns, Histogram, LEVELS};
+
+    #[test]
+    fn latency_histogram_ranges_are_redis_ones() {
+        let labels: Vec<u64> = (0..LEVELS).map(|k| level_end_ns(k) / 1000).collect();
+        assert_eq!(
+            labels,
+            [
+                1, 2, 4, 8, 16, 33, 66, 132, 264, 528, 1056, 2113, 4227, 8454, 16908, 33816, 67633,
+                135266, 270532, 541065, 1082130
+            ]
+        );
+        // Whole microseconds, as Redis records them.
+        for (us, label) in [
+            (0, 1),
+            (1, 1),
+            (2, 2),
+            (3, 4),
+            (33, 33),
+            (34, 66),
+            (66, 66),
+            (67, 132),
+            (1_000_000, 1_082_130),
+            (5_000_000, 1_082_130),
+        ] {
+            assert_eq!(level_end_ns(level(us * 1000)) / 1000, label, "{us} µs");
+        }
+        let mut h = Histogram::new();
+        for us in [1, 1, 3, 40] {
+            h.record(us * 1000);
+        }
+        assert_eq!(h.cumulative_levels(), [(1, 2), (4, 3), (66, 4)]);
+    }
 
     #[test]
     fn buckets_bound_their_values_within_a_sixteenth() {

@@ -29,6 +29,68 @@ pub(crate) struct CommandMeta {
     /// Redis 7's key specifications, for commands the key positions above describe only in
     /// part (a destination key found by a keyword); empty: derived from the positions.
     pub(crate) key_specs: &'static [KeySpec],
+    /// Redis's command tips for `COMMAND INFO` (`nondeterministic_output`,
+    /// `request_policy:all_nodes`…), in Redis's order.
+    pub(crate) tips: &'static [&'static str],
+    /// The key specification's flags when they are not the ones the read/write flags imply
+    /// (`RO`/`access`, `RW`/`update`); empty: implied.
+    pub(crate) key_flags: &'static [&'static str],
+    /// The version that added the command, for `COMMAND DOCS` (empty: not shown).
+    pub(crate) since: &'static str,
+    /// Its time complexity, for `COMMAND DOCS` (empty: not shown).
+    pub(crate) complexity: &'static str,
+    /// (version, change) pairs, for `COMMAND DOCS`.
+    pub(crate) history: &'static [(&'static str, &'static str)],
+    /// Its arguments, for `COMMAND DOCS` (empty: not shown).
+    pub(crate) arguments: &'static [DocArg],
+}
+
+/// One argument of a command as `COMMAND DOCS` describes it.
+#[derive(Debug)]
+pub(crate) struct DocArg {
+    /// The argument's name (`count`, `key`).
+    pub(crate) name: &'static str,
+    /// Its type (`key`, `string`, `integer`…).
+    pub(crate) kind: &'static str,
+    /// For a key, the index of its key specification.
+    pub(crate) key_spec_index: Option<i64>,
+    /// The word that introduces it (`SAMPLES`).
+    pub(crate) token: Option<&'static str>,
+    /// `optional`, `multiple`…
+    pub(crate) flags: &'static [&'static str],
+}
+
+impl DocArg {
+    /// An argument of type `kind`.
+    pub(crate) const fn new(name: &'static str, kind: &'static str) -> Self {
+        DocArg {
+            name,
+            kind,
+            key_spec_index: None,
+            token: None,
+            flags: &[],
+        }
+    }
+
+    /// A key argument, found by key specification `index`.
+    pub(crate) const fn key(name: &'static str, index: i64) -> Self {
+        DocArg {
+            key_spec_index: Some(index),
+            ..DocArg::new(name, "key")
+        }
+    }
+
+    /// Sets the introducing word.
+    pub(crate) const fn token(mut self, token: &'static str) -> Self {
+        self.token = Some(token);
+        self
+    }
+
+    /// Sets the flags.
+    pub(crate) const fn flags(mut self, flags: &'static [&'static str]) -> Self {
+        self.flags = flags;
+        self
+    }
 }
 
 /// One key specification of `COMMAND INFO` (Redis 7's `keySpec`).
@@ -69,6 +131,12 @@ impl CommandMeta {
             group: "generic",
             summary: "",
             key_specs: &[],
+            tips: &[],
+            key_flags: &[],
+            since: "",
+            complexity: "",
+            history: &[],
+            arguments: &[],
         }
     }
 

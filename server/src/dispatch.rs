@@ -83,6 +83,12 @@ impl Session {
         argv: &[Bytes],
         effects: &mut Effects,
     ) -> Frame {
+        // The previous command's end is this one's start only while the state lock was held
+        // from one to the other (every wait releases it, or clears the reading: a pause wait,
+        // a blocked client) and no eviction round runs before this one.
+        if guard.is_none() || self.node.config.maxmemory() > 0 {
+            self.client.end_tick = None;
+        }
         // WAIT, REPLICAOF and admin hooks wait on other tasks or nodes: they run without the
         // state lock.
         if cmd::replication::is_async_command(&self.node, argv) {
@@ -131,6 +137,7 @@ impl Session {
             if let Some(mut state) = guard.take() {
                 state.finish_effects(&self.node, effects);
             }
+            self.client.end_tick = None;
             return self.run_blocking(resolved, argv.to_vec()).await;
         }
         if guard.is_none() {
@@ -176,7 +183,16 @@ impl Session {
             state.watches.unwatch_all(self.client.id());
             state.watches.clear_dirty(self.client.id());
         }
-        let now = self.node.clock.now_ms();
+        // One clock reading per command: the previous command of the batch ended at the
+        // reading this one starts from, when nothing ran in between (see `process`). The
+        // little time between them (its reply encoded, this request decoded) counts here.
+        let tick = self
+            .client
+            .end_tick
+            .take()
+            .unwrap_or_else(|| self.node.clock.tick_us());
+        self.client.start_tick = Some(tick);
+        let now = self.node.clock.us_at(tick) / 1000;
         let reply = cmd::call(
             resolved,
             state,
@@ -186,6 +202,10 @@ impl Session {
             now,
             effects,
         );
+        if self.client.block.is_some() {
+            // The client waits before its next command.
+            self.client.end_tick = None;
+        }
         self.note_command(resolved, now);
         reply
     }
@@ -228,6 +248,9 @@ impl Session {
         if !node.live.pause.is_paused(node.clock.now_ms()) {
             return true;
         }
+        // What follows may take the state lock or wait: the next command reads the clock
+        // afresh (see `process`).
+        self.client.end_tick = None;
         let Ok(resolved) = cmd::resolve(argv) else {
             return true;
         };
@@ -333,9 +356,10 @@ impl Session {
                 let reply = match served.try_recv() {
                     Ok(reply) => reply,
                     Err(_) => {
-                        // The call is counted now (a served one was counted when it ran).
+                        // The call is counted now (a served one was counted when it ran),
+                        // without a latency: Redis's histograms leave timed-out calls out.
                         if let Ok(resolved) = cmd::resolve(argv) {
-                            state.cmdstats.record(resolved, Some(Duration::ZERO), false);
+                            state.cmdstats.record(resolved, None, false);
                         }
                         Frame::NullArray
                     }

@@ -25,8 +25,12 @@ const LAYERS: &[(&str, &[&str])] = &[
             "ticks",
         ],
     ),
-    // Data: the keyspace, configuration, RDB encoding, per-command statistics.
-    ("data", &["cmdstats", "config", "db", "rdb"]),
+    // Data: the keyspace, configuration, RDB encoding, per-command statistics, the slow log
+    // and the latency monitor.
+    (
+        "data",
+        &["cmdstats", "config", "db", "latency", "rdb", "slowlog"],
+    ),
     // Node state: clients, pub/sub, blocking queues, transactions, replication, cluster view,
     // scripting, eviction, monitors, and the node itself.
     (

@@ -33,6 +33,7 @@ mod evict;
 mod flags;
 mod geohash;
 mod glob;
+mod latency;
 #[cfg(test)]
 mod layer_tests;
 mod local_client;
@@ -44,6 +45,7 @@ mod rdb;
 mod replication;
 mod script;
 mod server;
+mod slowlog;
 mod ticks;
 mod transaction;
 

@@ -333,8 +333,19 @@ async fn active_expire_loop(
         // it, as in Redis.
         period = Duration::from_millis(1000 / node.config.hz());
         if node.live.active_expire.load(Ordering::Relaxed) && !node.live.pause.is_paused(now) {
+            // The latency monitor's `expire-cycle` event, as Redis's activeExpireCycle adds.
+            let threshold_ms = node.config.latency_monitor_threshold_ms();
+            let started = (threshold_ms > 0).then(|| node.clock.tick_us());
             state.active_expire(now, ACTIVE_EXPIRE_BUDGET, &mut effects);
             state.finish_effects(&node, &mut effects);
+            if let Some(start) = started {
+                let end = node.clock.tick_us();
+                let ms = end.saturating_sub(start) / 1000;
+                if ms >= threshold_ms {
+                    let now_s = node.clock.us_at(end) / 1_000_000;
+                    state.latency.add("expire-cycle", now_s, ms);
+                }
+            }
         }
     }
     drop(done);

@@ -100,7 +100,9 @@ fn key_specs(spec: &CommandSpec) -> Frame {
     if spec.first_key <= 0 {
         return Frame::Set(Vec::new());
     }
-    let key_flags: &[&'static str] = if spec.has(WRITE) {
+    let key_flags: &[&'static str] = if !spec.key_flags.is_empty() {
+        spec.key_flags
+    } else if spec.has(WRITE) {
         &["RW", "update"]
     } else {
         &["RO", "access"]
@@ -194,7 +196,8 @@ fn command_entry(spec: &CommandSpec, parent: Option<&CommandSpec>) -> Frame {
         Frame::Integer(spec.last_key.into()),
         Frame::Integer(spec.step.into()),
         Frame::Set(cats),
-        Frame::Set(Vec::new()),
+        // Redis 7.0 sends the tips as a set (`~2` for KEYS under RESP3).
+        Frame::Set(spec.tips.iter().map(|t| bulk_str(t)).collect()),
         key_specs(spec),
         // Redis 7.0 sends an empty set when there are no subcommands, an array otherwise.
         if spec.subcommands.is_empty() {
@@ -262,16 +265,55 @@ fn command_info(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     ))
 }
 
+/// One argument in `COMMAND DOCS`, its fields in Redis's order.
+fn doc_argument(arg: &super::DocArg) -> Frame {
+    let entry = |k: &'static str, v: Frame| (bulk_str(k), v);
+    let mut fields = vec![
+        entry("name", bulk_str(arg.name)),
+        entry("type", bulk_str(arg.kind)),
+    ];
+    if let Some(index) = arg.key_spec_index {
+        fields.push(entry("key_spec_index", Frame::Integer(index)));
+    }
+    if let Some(token) = arg.token {
+        fields.push(entry("token", bulk_str(token)));
+    }
+    if !arg.flags.is_empty() {
+        let flags = arg.flags.iter().map(|f| Frame::simple(f)).collect();
+        fields.push(entry("flags", Frame::Set(flags)));
+    }
+    Frame::Map(fields)
+}
+
 /// ```text
 /// COMMAND DOCS [command-name [command-name ...]]
 /// ```
 fn command_docs(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     fn docs(spec: &CommandSpec, parent: Option<&CommandSpec>) -> Frame {
         let entry = |k: &'static str, v: Frame| (bulk_str(k), v);
-        let mut fields = vec![
-            entry("summary", bulk_str(spec.summary)),
-            entry("group", bulk_str(parent.map_or(spec.group, |p| p.group))),
-        ];
+        let mut fields = vec![entry("summary", bulk_str(spec.summary))];
+        if !spec.since.is_empty() {
+            fields.push(entry("since", bulk_str(spec.since)));
+        }
+        fields.push(entry(
+            "group",
+            bulk_str(parent.map_or(spec.group, |p| p.group)),
+        ));
+        if !spec.complexity.is_empty() {
+            fields.push(entry("complexity", bulk_str(spec.complexity)));
+        }
+        if !spec.history.is_empty() {
+            let history = spec
+                .history
+                .iter()
+                .map(|(version, change)| Frame::Array(vec![bulk_str(version), bulk_str(change)]))
+                .collect();
+            fields.push(entry("history", Frame::Array(history)));
+        }
+        if !spec.arguments.is_empty() {
+            let arguments = spec.arguments.iter().map(doc_argument).collect();
+            fields.push(entry("arguments", Frame::Array(arguments)));
+        }
         if !spec.subcommands.is_empty() {
             let subs = spec
                 .subcommands

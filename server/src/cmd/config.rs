@@ -115,6 +115,13 @@ fn config_set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     for step in steps {
         match step {
             StateStep::Eviction => ctx.state.apply_eviction_config(),
+            // Redis trims the slow log after every command while it is on.
+            StateStep::SlowLog => {
+                if ctx.node.config.slowlog_log_slower_than() >= 0 {
+                    let max_len = ctx.node.config.slowlog_max_len();
+                    ctx.state.slowlog.trim(max_len);
+                }
+            }
         }
     }
     Ok(Frame::ok())

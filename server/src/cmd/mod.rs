@@ -20,8 +20,10 @@ mod geo;
 mod hash;
 mod hyperloglog;
 mod keys;
+mod latency;
 mod ldouble;
 mod list;
+mod memory;
 mod persistence;
 pub(crate) mod pubsub;
 pub(crate) mod replication;
@@ -29,6 +31,7 @@ mod scan;
 mod script;
 mod server;
 mod set;
+mod slowlog;
 mod sort;
 mod stream;
 mod string;
@@ -45,7 +48,7 @@ pub(crate) use persistence::load_at_start;
 pub(crate) use script::{command_exists, command_flags as script_command_flags};
 
 use crate::client::ClientState;
-pub(crate) use crate::command_meta::{BeginSearch, CommandMeta, KeySpec, Resolved};
+pub(crate) use crate::command_meta::{BeginSearch, CommandMeta, DocArg, KeySpec, Resolved};
 use crate::db::{Db, Entry, Found, Removed, Value};
 use crate::node::{Effects, Node, State};
 use bytes::Bytes;
@@ -121,6 +124,40 @@ impl CommandSpec {
         self
     }
 
+    /// Sets the command tips `COMMAND INFO` shows.
+    pub(crate) const fn tips(mut self, tips: &'static [&'static str]) -> Self {
+        self.meta.tips = tips;
+        self
+    }
+
+    /// Sets the key specification's flags (when not the ones the read/write flags imply).
+    pub(crate) const fn key_flags(mut self, flags: &'static [&'static str]) -> Self {
+        self.meta.key_flags = flags;
+        self
+    }
+
+    /// Sets the version that added the command and its complexity (`COMMAND DOCS`).
+    pub(crate) const fn since(mut self, since: &'static str, complexity: &'static str) -> Self {
+        self.meta.since = since;
+        self.meta.complexity = complexity;
+        self
+    }
+
+    /// Sets the history of changes (`COMMAND DOCS`).
+    pub(crate) const fn history(
+        mut self,
+        history: &'static [(&'static str, &'static str)],
+    ) -> Self {
+        self.meta.history = history;
+        self
+    }
+
+    /// Sets the documented arguments (`COMMAND DOCS`).
+    pub(crate) const fn args(mut self, arguments: &'static [DocArg]) -> Self {
+        self.meta.arguments = arguments;
+        self
+    }
+
     /// Sets the handler used while a script is busy (`allow_busy` commands).
     pub(crate) const fn busy(mut self, handler: BusyHandler) -> Self {
         self.busy_handler = Some(handler);
@@ -135,7 +172,7 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 22] {
+fn families() -> [&'static [CommandSpec]; 25] {
     [
         connection::COMMANDS,
         sort::COMMANDS,
@@ -159,6 +196,9 @@ fn families() -> [&'static [CommandSpec]; 22] {
         hyperloglog::COMMANDS,
         geo::COMMANDS,
         cluster::COMMANDS,
+        slowlog::COMMANDS,
+        latency::COMMANDS,
+        memory::COMMANDS,
     ]
 }
 
@@ -598,10 +638,22 @@ pub(crate) fn call(
     state.stats.commands += 1;
     let db = client.db;
     let mut args = Args::new(argv, first_arg);
-    // Commands a script runs are counted but not timed (the script's own call is timed
-    // whole), and others on a sample of calls (see `cmdstats`).
-    let timed = !client.in_script && state.cmdstats.should_time(resolved);
-    let started = timed.then(std::time::Instant::now);
+    // Every call is timed while the slow log or the latency monitor is on, as Redis times
+    // every call; otherwise a sample of calls for `INFO commandstats` (see `cmdstats`). The
+    // pipeline may have read the clock for this command already (and EXEC for the commands
+    // it runs), so a pipelined command costs no extra reading. The commands a script runs
+    // cannot reuse one (Lua runs between them): timing them would cost two readings each
+    // (~9 % of a Redisson lock script), so they are timed only with `slowlog-log-slower-than
+    // 0`, which logs every command anyway; otherwise the script's own call stands for them.
+    // Administrative commands are always timed: they are rare, and `CONFIG SET` may turn the
+    // slow log on, which Redis then applies to that very command.
+    let given_start = client.start_tick.take();
+    let watched = node.config.watch_calls_from_us() != u64::MAX
+        && (!client.in_script || node.config.slowlog_log_slower_than() == 0);
+    let timed = watched
+        || spec.has(flags::ADMIN)
+        || (!client.in_script && state.cmdstats.should_time(resolved));
+    let started = timed.then(|| given_start.unwrap_or_else(|| node.clock.tick_us()));
     let reply = {
         let mut ctx = Ctx {
             state,
@@ -616,12 +668,22 @@ pub(crate) fn call(
         }
     };
     let failed = matches!(reply, Err(_) | Ok(Frame::Error(_)));
+    let ended = started.map(|_| node.clock.tick_us());
+    let elapsed_us = started.zip(ended).map(|(s, e)| e.saturating_sub(s));
+    if !client.in_script {
+        client.end_tick = ended;
+    }
     // A command that blocked is counted once, when it is served or times out (as Redis's
     // updateStatsOnUnblock does).
     if client.block.is_none() {
-        state
-            .cmdstats
-            .record(resolved, started.map(|t| t.elapsed()), failed);
+        state.cmdstats.record(resolved, elapsed_us, failed);
+    }
+    // Nothing more unless the slow log or the latency monitor wants this call: one
+    // comparison, with the thresholds as they are now (as Redis checks them after the call).
+    if let (Some(us), Some(end)) = (elapsed_us, ended) {
+        if us >= node.config.watch_calls_from_us() {
+            record_slow_call(state, node, client, resolved, argv, end, us);
+        }
     }
     if state.dirty != dirty_before
         && effects.propagate.len() == propagated_before
@@ -631,6 +693,52 @@ pub(crate) fn call(
         effects.propagate.push((db, argv.to_vec()));
     }
     reply.unwrap_or_else(Frame::from)
+}
+
+/// A call that ran for at least `watch-calls-from` µs (the smaller of the two thresholds),
+/// ending at clock reading `end_tick`: the latency monitor's `command` or `fast-command`
+/// event, and the slow log unless the command is `SKIP_SLOWLOG` or blocked (a blocked
+/// command is logged when it is served), as Redis's `call()` does. A script's commands are
+/// logged with the address `?:0` and no name (Redis's Lua client).
+#[cold]
+fn record_slow_call(
+    state: &mut State,
+    node: &Node,
+    client: &ClientState,
+    resolved: Resolved,
+    argv: &[Bytes],
+    end_tick: u64,
+    elapsed_us: u64,
+) {
+    let now_s = node.clock.us_at(end_tick) / 1_000_000;
+    let latency_ms = node.config.latency_monitor_threshold_ms();
+    if latency_ms > 0 && elapsed_us / 1000 >= latency_ms {
+        let event = if resolved.spec.has(flags::FAST) {
+            "fast-command"
+        } else {
+            "command"
+        };
+        state.latency.add(event, now_s, elapsed_us / 1000);
+    }
+    let slower_than = node.config.slowlog_log_slower_than();
+    if u64::try_from(slower_than).is_ok_and(|t| elapsed_us >= t)
+        && client.block.is_none()
+        && !resolved.spec.has(flags::SKIP_SLOWLOG)
+    {
+        let (peer, name) = if client.in_script {
+            ("?:0".to_string(), Bytes::new())
+        } else {
+            (client.handle.addr.to_string(), client.handle.name())
+        };
+        let command = crate::slowlog::Logged {
+            argv,
+            time: now_s,
+            duration_us: elapsed_us,
+            peer,
+            name,
+        };
+        state.slowlog.push(command, node.config.slowlog_max_len());
+    }
 }
 
 #[cfg(test)]

@@ -73,7 +73,11 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     let propagated_before = ctx.effects.propagate.len();
     ctx.client.in_exec = true;
     let mut replies = Vec::with_capacity(multi.queue.len());
+    // Nothing runs between two queued commands: one starts when the last one ended (the
+    // first reads the clock: what came before EXEC may have waited, as on a replica's link).
+    ctx.client.end_tick = None;
     for (resolved, argv) in &multi.queue {
+        ctx.client.start_tick = ctx.client.end_tick.take();
         replies.push(super::call(
             *resolved,
             ctx.state,

@@ -9,7 +9,7 @@ use super::table::{self, Param, MAXMEMORY_POLICIES};
 use super::{Config, EnableCommand};
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::{Mutex, RwLock};
 
 /// A client class of `client-output-buffer-limit`.
@@ -80,6 +80,8 @@ pub(crate) struct Binding {
 pub(crate) enum StateStep {
     /// The eviction policy and how keys record accesses (LRU clock or LFU counter).
     Eviction,
+    /// The slow log drops its entries beyond `slowlog-max-len` (when it is enabled).
+    SlowLog,
 }
 
 /// The run-time configuration of one node, shared by the node and its state.
@@ -116,6 +118,13 @@ pub(crate) struct RuntimeConfig {
     stream_node_max_entries: AtomicU64,
     dir: RwLock<String>,
     dbfilename: RwLock<String>,
+    slowlog_log_slower_than_us: AtomicI64,
+    slowlog_max_len: AtomicU64,
+    latency_monitor_threshold_ms: AtomicU64,
+    /// Derived from the two above: the duration in µs from which a command interests the slow
+    /// log or the latency monitor (`u64::MAX`: neither is on), so the pipeline decides with one
+    /// load whether to time a command and with one comparison whether to look further.
+    watch_calls_from_us: AtomicU64,
 
     /// Parameters we validate and report but that change nothing here, as text.
     stored: Mutex<HashMap<&'static str, String>>,
@@ -271,6 +280,31 @@ pub(crate) static BINDINGS: &[Binding] = &[
         set: |c, v| write(&c.dbfilename, v.to_string()),
         then: None,
     },
+    Binding {
+        name: "slowlog-log-slower-than",
+        get: |c| c.slowlog_log_slower_than_us.load(Relaxed).to_string(),
+        set: |c, v| {
+            c.slowlog_log_slower_than_us
+                .store(v.parse().unwrap_or(-1), Relaxed);
+            c.update_watch();
+        },
+        then: Some(StateStep::SlowLog),
+    },
+    Binding {
+        name: "slowlog-max-len",
+        get: |c| c.slowlog_max_len.load(Relaxed).to_string(),
+        set: |c, v| c.slowlog_max_len.store(number(v), Relaxed),
+        then: Some(StateStep::SlowLog),
+    },
+    Binding {
+        name: "latency-monitor-threshold",
+        get: |c| c.latency_monitor_threshold_ms.load(Relaxed).to_string(),
+        set: |c, v| {
+            c.latency_monitor_threshold_ms.store(number(v), Relaxed);
+            c.update_watch();
+        },
+        then: None,
+    },
 ];
 
 fn yes_no(on: bool) -> String {
@@ -315,6 +349,10 @@ impl RuntimeConfig {
             stream_node_max_entries: AtomicU64::new(0),
             dir: RwLock::new(String::new()),
             dbfilename: RwLock::new(String::new()),
+            slowlog_log_slower_than_us: AtomicI64::new(-1),
+            slowlog_max_len: AtomicU64::new(0),
+            latency_monitor_threshold_ms: AtomicU64::new(0),
+            watch_calls_from_us: AtomicU64::new(u64::MAX),
             stored: Mutex::new(HashMap::new()),
         };
         for param in table::PARAMS {
@@ -574,6 +612,38 @@ impl RuntimeConfig {
     pub(crate) fn dbfilename(&self) -> String {
         read(&self.dbfilename)
     }
+
+    /// `slowlog-log-slower-than` in µs (negative: the slow log is off; 0: every command).
+    pub(crate) fn slowlog_log_slower_than(&self) -> i64 {
+        self.slowlog_log_slower_than_us.load(Relaxed)
+    }
+
+    /// `slowlog-max-len`.
+    pub(crate) fn slowlog_max_len(&self) -> usize {
+        usize::try_from(self.slowlog_max_len.load(Relaxed)).unwrap_or(usize::MAX)
+    }
+
+    /// `latency-monitor-threshold` in ms (0: the latency monitor is off).
+    pub(crate) fn latency_monitor_threshold_ms(&self) -> u64 {
+        self.latency_monitor_threshold_ms.load(Relaxed)
+    }
+
+    /// The shortest command duration, in µs, that the slow log or the latency monitor
+    /// records; `u64::MAX` when both are off (commands then need not be timed for them).
+    pub(crate) fn watch_calls_from_us(&self) -> u64 {
+        self.watch_calls_from_us.load(Relaxed)
+    }
+
+    /// Recomputes [`RuntimeConfig::watch_calls_from_us`] after either threshold changed.
+    fn update_watch(&self) {
+        let slowlog = u64::try_from(self.slowlog_log_slower_than()).unwrap_or(u64::MAX);
+        let latency = match self.latency_monitor_threshold_ms() {
+            0 => u64::MAX,
+            ms => ms.saturating_mul(1000),
+        };
+        self.watch_calls_from_us
+            .store(slowlog.min(latency), Relaxed);
+    }
 }
 
 #[cfg(test)]
@@ -666,6 +736,27 @@ mod tests {
         soft_bytes: 8 * 1024 * 1024,
         soft_seconds: 60,
     };
+
+    #[test]
+    fn the_call_watch_follows_both_thresholds() {
+        let runtime = RuntimeConfig::for_tests();
+        // Redis's defaults: the slow log at 10 ms, the latency monitor off.
+        assert_eq!(runtime.watch_calls_from_us(), 10_000);
+        let set = |name: &str, value: &str| {
+            let param = table::find(name.as_bytes()).expect("a parameter");
+            runtime.store(param, value);
+        };
+        set("latency-monitor-threshold", "5");
+        assert_eq!(runtime.watch_calls_from_us(), 5_000);
+        set("slowlog-log-slower-than", "-1");
+        assert_eq!(runtime.watch_calls_from_us(), 5_000);
+        set("latency-monitor-threshold", "0");
+        assert_eq!(runtime.watch_calls_from_us(), u64::MAX);
+        set("slowlog-log-slower-than", "0");
+        assert_eq!(runtime.watch_calls_from_us(), 0);
+        assert_eq!(runtime.slowlog_log_slower_than(), 0);
+        assert_eq!(runtime.slowlog_max_len(), 128);
+    }
 
     #[test]
     fn hard_limit_disconnects_at_once() {

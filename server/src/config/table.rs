@@ -713,14 +713,14 @@ pub(crate) static PARAMS: &[Param] = &[
         alias: None,
         default: "",
         kind: Kind::Str,
-        flags: 0,
+        flags: SENSITIVE,
     },
     Param {
         name: "masteruser",
         alias: None,
         default: "",
         kind: Kind::Str,
-        flags: 0,
+        flags: SENSITIVE,
     },
     Param {
         name: "maxclients",
@@ -1113,7 +1113,7 @@ pub(crate) static PARAMS: &[Param] = &[
         alias: None,
         default: "10000",
         kind: Kind::Int {
-            min: i64::MIN,
+            min: -1,
             max: i64::MAX,
         },
         flags: 0,

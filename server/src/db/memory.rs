@@ -2,31 +2,52 @@
 //! header, then the value in its encoding), so `INFO memory`, `MEMORY USAGE` and `maxmemory`
 //! see numbers of the same size as a real Redis holding the same data.
 //!
-//! The estimate of an aggregate reads at most [`SAMPLES`] elements and scales their average by
+//! Two countings share the value estimate: [`entry_size`] counts what the allocator hands out
+//! (a dict entry takes a 32-byte allocation), for `used_memory` and `maxmemory`; [`usage`] is
+//! `MEMORY USAGE`, which Redis computes from the structures' sizes (`objectComputeSize`: a
+//! dict entry is its 24-byte struct, the bucket array is counted whole).
+//!
+//! The estimate of an aggregate reads at most `samples` elements and scales their average by
 //! the element count (as `MEMORY USAGE` does with its default `SAMPLES 5`), so keeping the
 //! total up to date after every write stays cheap however large the value.
 
+use super::stream::element_size as listpack_value;
 use super::{Entry, Value};
 use locksmith_resp as resp;
 
 /// Elements of an aggregate read to estimate its size.
 pub(crate) const SAMPLES: usize = 32;
 
+/// A dict entry's allocation (24 bytes, served from the 32-byte class).
+const DICT_ENTRY_ALLOC: usize = 32;
+/// `sizeof(dictEntry)`, as `MEMORY USAGE` counts it.
+const DICT_ENTRY_STRUCT: usize = 24;
 /// A dict entry (24 bytes, served from the 32-byte class) with its share of the bucket array
 /// (8 bytes per bucket, 1 to 2 buckets per entry).
-const DICT_ENTRY: usize = 32 + 12;
+const DICT_ENTRY: usize = DICT_ENTRY_ALLOC + 12;
+/// `sizeof(robj)`: the object header of every value.
+const ROBJ: usize = 16;
 /// The main dict's entry and the object header (16) of every key.
-const KEY_OVERHEAD: usize = DICT_ENTRY + 16;
+const KEY_OVERHEAD: usize = DICT_ENTRY + ROBJ;
 /// The entry in the `expires` dict of a key with a TTL.
 const EXPIRE_OVERHEAD: usize = DICT_ENTRY;
+/// The slot-to-keys links cluster mode adds to each key's dict entry
+/// (`dictMetadataSize` of the main dict).
+const CLUSTER_KEY_METADATA: usize = 16;
 /// A listpack's header and end byte.
 const LISTPACK_HEADER: usize = 7;
-/// One quicklist node, each holding a listpack of up to 8 KB of elements.
-const QUICKLIST_NODE: usize = 32;
-/// Bytes of elements a quicklist node holds (`list-max-listpack-size -2`).
+/// `sizeof(quicklist)`.
+const QUICKLIST: usize = 40;
+/// `sizeof(quicklistNode)`; each holds a listpack of up to 8 KB of elements.
+const QUICKLIST_NODE: usize = 40;
+/// Bytes a quicklist node's listpack holds at most (`list-max-listpack-size -2`).
 const QUICKLIST_NODE_BYTES: usize = 8 * 1024;
-/// A dict's own header.
+/// `sizeof(dict)`.
 const DICT_HEADER: usize = 56;
+/// `sizeof(zset)` and `sizeof(zskiplist)`.
+const ZSET_HEADERS: usize = 16 + 32;
+/// The skiplist's header node (32 levels), in its allocation class.
+const SKIPLIST_HEADER: usize = 640;
 /// A skiplist node: element pointer, score, backward pointer and on average 1.33 levels of
 /// 16 bytes, in its allocation class.
 const SKIPLIST_NODE: usize = 56;
@@ -41,33 +62,58 @@ pub(crate) fn entry_size(key: &[u8], entry: &Entry) -> usize {
     KEY_OVERHEAD + sds(key.len()) + expire + value_size(&entry.value, SAMPLES)
 }
 
+/// `MEMORY USAGE key SAMPLES samples` (0: every element), as Redis computes it: the key's
+/// sds, its dict entry (with the slot links in cluster mode) and `objectComputeSize` of the
+/// value. Like Redis, the key's TTL is not counted.
+pub(crate) fn usage(key: &[u8], value: &Value, samples: usize, cluster: bool) -> usize {
+    let metadata = if cluster { CLUSTER_KEY_METADATA } else { 0 };
+    sds(key.len()) + DICT_ENTRY_STRUCT + metadata + ROBJ + value_size_counting(value, samples, true)
+}
+
 /// Estimated bytes of `value` beyond its object header, reading at most `samples` elements of
 /// an aggregate (0: all of them).
 pub(crate) fn value_size(value: &Value, samples: usize) -> usize {
+    value_size_counting(value, samples, false)
+}
+
+/// [`value_size`] as the allocator sees it, or (`usage`) as `MEMORY USAGE` counts it: a dict
+/// entry as its struct, compact encodings (listpacks, intsets) read whole as Redis reads their
+/// allocation, and a list sampled by quicklist nodes (about 8 KB of elements each) instead of
+/// by elements.
+fn value_size_counting(value: &Value, samples: usize, usage: bool) -> usize {
+    let dict_entry = if usage {
+        DICT_ENTRY_STRUCT
+    } else {
+        DICT_ENTRY_ALLOC
+    };
+    // Compact encodings hold at most a few hundred elements.
+    let compact_samples = if usage { 0 } else { samples };
     match value {
         Value::String(s) => {
             if s.len() <= 20 && resp::parse_integer(s).is_some() {
                 0
             } else if s.len() <= 44 {
                 // embstr: the object header and the string in one allocation.
-                allocation(16 + 3 + s.len() + 1) - 16
+                allocation(ROBJ + 3 + s.len() + 1) - ROBJ
             } else {
                 sds(s.len())
             }
         }
         Value::List(l) => {
-            let bytes = scaled(l.len(), samples, l.iter().map(|e| listpack_entry(e.len())));
-            let nodes = bytes / QUICKLIST_NODE_BYTES + 1;
-            let per_node = allocation(LISTPACK_HEADER + bytes / nodes);
-            48 + nodes * (QUICKLIST_NODE + per_node)
+            let sizes = l.iter().map(|e| listpack_value(e));
+            let bytes = if usage {
+                scaled_by_bytes(l.len(), samples * QUICKLIST_NODE_BYTES, sizes)
+            } else {
+                scaled(l.len(), samples, sizes)
+            };
+            QUICKLIST + quicklist_nodes(bytes)
         }
         Value::Hash(h) => {
             if Value::hash_is_listpack(h) {
                 let bytes = scaled(
                     h.len(),
-                    samples,
-                    h.iter()
-                        .map(|(f, v)| listpack_entry(f.len()) + listpack_entry(v.len())),
+                    compact_samples,
+                    h.iter().map(|(f, v)| listpack_value(f) + listpack_value(v)),
                 );
                 allocation(LISTPACK_HEADER + bytes)
             } else {
@@ -75,20 +121,35 @@ pub(crate) fn value_size(value: &Value, samples: usize) -> usize {
                     h.len(),
                     samples,
                     h.iter()
-                        .map(|(f, v)| DICT_ENTRY + sds(f.len()) + sds(v.len())),
+                        .map(|(f, v)| dict_entry + sds(f.len()) + sds(v.len())),
                 );
-                DICT_HEADER + bytes
+                dict(h.len()) + bytes
             }
         }
         Value::Set(s) => {
             if value.encoding() == "intset" {
-                allocation(8 + 8 * s.len())
+                // Every member takes the width of the widest (2, 4 or 8 bytes).
+                let width = s
+                    .iter()
+                    .filter_map(|m| resp::parse_integer(m))
+                    .map(|v| {
+                        if i16::try_from(v).is_ok() {
+                            2
+                        } else if i32::try_from(v).is_ok() {
+                            4
+                        } else {
+                            8
+                        }
+                    })
+                    .max()
+                    .unwrap_or(2);
+                allocation(8 + width * s.len())
             } else {
-                DICT_HEADER
+                dict(s.len())
                     + scaled(
                         s.len(),
                         samples,
-                        s.iter().map(|m| DICT_ENTRY + sds(m.len())),
+                        s.iter().map(|m| dict_entry + sds(m.len())),
                     )
             }
         }
@@ -98,29 +159,68 @@ pub(crate) fn value_size(value: &Value, samples: usize) -> usize {
                     LISTPACK_HEADER
                         + scaled(
                             z.len(),
-                            samples,
-                            z.iter().map(|(m, _)| listpack_entry(m.len()) + 4),
+                            compact_samples,
+                            z.iter()
+                                .map(|(m, score)| listpack_value(m) + score_size(score)),
                         ),
                 )
             } else {
-                DICT_HEADER
-                    + 32
+                ZSET_HEADERS
+                    + dict(z.len())
+                    + SKIPLIST_HEADER
                     + scaled(
                         z.len(),
                         samples,
                         z.iter()
-                            .map(|(m, _)| DICT_ENTRY + SKIPLIST_NODE + sds(m.len())),
+                            .map(|(m, _)| dict_entry + SKIPLIST_NODE + sds(m.len())),
                     )
             }
         }
-        Value::Stream(s) => allocation(s.approx_bytes()),
+        Value::Stream(s) => s.memory_usage(samples),
     }
 }
 
-/// The allocation of an sds string of `len` bytes (header, data, terminator).
-fn sds(len: usize) -> usize {
+/// A dict of `len` entries: its header and bucket arrays. Redis doubles the array when it
+/// fills up and moves the entries over one bucket per later operation, both arrays allocated
+/// meanwhile; the move is taken to end once the dict is half again as large as the old array.
+/// Between 513 and 1024 entries a single array of 1024 is assumed: a hash or an intset
+/// converted there starts with it.
+fn dict(len: usize) -> usize {
+    let size = len.next_power_of_two().max(4);
+    let moving = len > 4 && !(513..=1024).contains(&len) && len * 4 <= size * 3;
+    let old = if moving { size / 2 } else { 0 };
+    DICT_HEADER + 8 * (size + old)
+}
+
+/// The quicklist nodes holding `bytes` of listpack elements: full nodes of up to 8 KB, the
+/// last one holding the rest.
+fn quicklist_nodes(bytes: usize) -> usize {
+    let room = QUICKLIST_NODE_BYTES - LISTPACK_HEADER;
+    let (full, rest) = (bytes / room, bytes % room);
+    let last = if rest > 0 || full == 0 {
+        QUICKLIST_NODE + allocation(LISTPACK_HEADER + rest)
+    } else {
+        0
+    };
+    full * (QUICKLIST_NODE + allocation(QUICKLIST_NODE_BYTES)) + last
+}
+
+/// Bytes of a sorted set score in a listpack: Redis stores its text (an integral score as an
+/// integer, which the listpack encodes as one).
+fn score_size(score: f64) -> usize {
+    if score.fract() == 0.0 && score.abs() < 9.0e18 {
+        listpack_value((score as i64).to_string().as_bytes())
+    } else {
+        listpack_value(resp::format_double(score).as_bytes())
+    }
+}
+
+/// The allocation of an sds string of `len` bytes (header, data, terminator), as `sdsnewlen`
+/// makes it: a 1-byte header below 32 bytes (`SDS_TYPE_5`), then 3, 5 or 9.
+pub(crate) fn sds(len: usize) -> usize {
     let header = match len {
-        0..256 => 3,
+        0..32 => 1,
+        32..256 => 3,
         256..65_536 => 5,
         _ => 9,
     };
@@ -129,7 +229,7 @@ fn sds(len: usize) -> usize {
 
 /// The size class jemalloc serves a request of `n` bytes from: 8, then multiples of 16 up to
 /// 128, then four classes per doubling (160, 192, 224, 256, 320, ...).
-fn allocation(n: usize) -> usize {
+pub(crate) fn allocation(n: usize) -> usize {
     if n <= 8 {
         return 8;
     }
@@ -140,17 +240,21 @@ fn allocation(n: usize) -> usize {
     n.div_ceil(step) * step
 }
 
-/// Bytes of one listpack element of `len` bytes: encoding byte(s), data, back-length.
-fn listpack_entry(len: usize) -> usize {
-    let header = if len < 64 {
-        1
-    } else if len < 4096 {
-        2
-    } else {
-        5
-    };
-    let backlen = if len < 127 { 1 } else { 2 };
-    header + len + backlen
+/// The sum of `sizes` over `count` elements, read until their sum reaches `bytes` (0: all)
+/// and scaled from their average beyond that.
+fn scaled_by_bytes(count: usize, bytes: usize, sizes: impl Iterator<Item = usize>) -> usize {
+    let (mut sum, mut read) = (0usize, 0usize);
+    for size in sizes {
+        if bytes != 0 && sum >= bytes {
+            break;
+        }
+        sum += size;
+        read += 1;
+    }
+    if read == 0 || read == count {
+        return sum;
+    }
+    sum / read * count + sum % read * count / read
 }
 
 /// The sum of `sizes` over `count` elements, read in full up to `samples` of them (0: all) and
@@ -201,6 +305,59 @@ mod tests {
             .map(allocation)
             .collect();
         assert_eq!(classes, [8, 16, 32, 112, 160, 192, 320, 1024, 5120]);
+    }
+
+    fn bytes(s: &str) -> Bytes {
+        Bytes::from(s.to_string())
+    }
+
+    /// `MEMORY USAGE` as redis-server 7.0.15 answered it for the same data.
+    #[test]
+    fn usage_matches_redis_for_strings_and_small_aggregates() {
+        let string = |s: &str| Value::String(bytes(s));
+        let cases = [
+            ("str1", string("hello"), 64),
+            ("str2", string("12345"), 48),
+            ("str3", string(&"a".repeat(44)), 96),
+            ("str4", string(&"a".repeat(45)), 112),
+            ("str5", string(&"a".repeat(1000)), 1072),
+            ("str6", string(&"a".repeat(100_000)), 114_736),
+            (
+                "l10",
+                Value::List((1..=10).map(|i| bytes(&format!("element-{i}"))).collect()),
+                256,
+            ),
+            (
+                "is100",
+                Value::Set((1..=100).map(|i| bytes(&i.to_string())).collect()),
+                272,
+            ),
+            (
+                "s100",
+                Value::Set((1..=100).map(|i| bytes(&format!("member-{i}"))).collect()),
+                5128,
+            ),
+        ];
+        for (key, value, redis) in cases {
+            assert_eq!(usage(key.as_bytes(), &value, 5, false), redis, "{key}");
+        }
+        // Cluster mode adds the slot links of the key's dict entry.
+        let v = string("hello");
+        assert_eq!(usage(b"str1", &v, 5, true), 64 + 16);
+    }
+
+    #[test]
+    fn lists_are_sampled_by_quicklist_nodes_for_usage() {
+        // 10 000 elements of 10-14 bytes fill 17 nodes; Redis reads the first 5 nodes.
+        let list: VecDeque<Bytes> = (1..=10_000)
+            .map(|i| bytes(&format!("element-{i}")))
+            .collect();
+        let value = Value::List(list);
+        let all = usage(b"l10000", &value, 0, false);
+        let sampled = usage(b"l10000", &value, 5, false);
+        // redis-server: 140 032 for both.
+        assert_eq!(all, 140_032);
+        assert!(sampled.abs_diff(140_032) * 50 < 140_032, "{sampled}");
     }
 
     #[test]

@@ -188,7 +188,7 @@ pub(crate) struct Stream {
 }
 
 /// Bytes of a listpack element holding `s` (integers are stored as such, as `lpAppend` does).
-fn element_size(s: &[u8]) -> usize {
+pub(crate) fn element_size(s: &[u8]) -> usize {
     let data = match locksmith_resp::parse_integer(s) {
         Some(v) if (0..=127).contains(&v) => 1,
         Some(v) if (-4096..4096).contains(&v) => 2,
@@ -201,6 +201,15 @@ fn element_size(s: &[u8]) -> usize {
         None => 5 + s.len(),
     };
     data + backlen_size(data)
+}
+
+/// Redis's `streamRadixTreeMemoryUsage` of a radix tree of `elements` stream IDs with
+/// `nodes_per_id` nodes each: 16 bytes per ID and a rough 244 per node (a 4-byte header and
+/// 30 pointers), the root at least. The tree of a stream's nodes holds few IDs far apart
+/// (about two nodes each), a PEL many close ones (about one each).
+fn rax_usage(elements: usize, nodes_per_id: usize) -> usize {
+    let nodes = (nodes_per_id * elements).max(1);
+    16 * elements + nodes * (4 + 8 * 30)
 }
 
 /// Bytes of a listpack element holding the integer `v`.
@@ -599,15 +608,64 @@ impl Stream {
         }
     }
 
-    /// Bytes the value holds, for memory accounting.
-    pub(crate) fn approx_bytes(&self) -> usize {
-        let nodes: usize = self.nodes.values().map(|n| n.bytes).sum();
+    /// Redis's `objectComputeSize` of a stream beyond the object header: the stream struct,
+    /// the radix tree of nodes, the nodes' listpacks (the first `samples` (0: all) read,
+    /// their average standing for the others but the last, which is read too) and the
+    /// consumer groups with their PELs and consumers. A node is allocated as Redis does: the
+    /// last one with room for 4096 bytes, the others shrunk to fit once closed.
+    pub(crate) fn memory_usage(&self, samples: usize) -> usize {
+        /// `sizeof(stream)`.
+        const STREAM: usize = 80;
+        /// `sizeof(streamCG)`.
+        const GROUP: usize = 40;
+        /// `sizeof(streamConsumer)`.
+        const CONSUMER: usize = 24;
+        /// `sizeof(streamNACK)`.
+        const NACK: usize = 24;
+        /// A new node's listpack is allocated with this much room
+        /// (`STREAM_LISTPACK_MAX_PRE_ALLOCATE`).
+        const PREALLOC: usize = 4096;
+        let count = self.nodes.len();
+        let samples = if samples == 0 { count } else { samples };
+        let alloc = |(i, node): (usize, &Node)| {
+            let shrunk = super::memory::allocation(node.bytes);
+            if i + 1 == count {
+                shrunk.max(PREALLOC)
+            } else {
+                shrunk
+            }
+        };
+        let sampled: Vec<usize> = self
+            .nodes
+            .values()
+            .enumerate()
+            .take(samples)
+            .map(alloc)
+            .collect();
+        let listpacks = if count <= sampled.len() {
+            sampled.iter().sum()
+        } else {
+            let average = sampled.iter().sum::<usize>() / sampled.len().max(1);
+            let last = self
+                .nodes
+                .values()
+                .last()
+                .map_or(0, |n| alloc((count - 1, n)));
+            average * (count - 1) + last
+        };
         let groups: usize = self
             .groups
             .values()
-            .map(|g| 64 + g.pel.len() * 48 + g.consumers.len() * 64)
+            .map(|g| {
+                let consumers: usize = g
+                    .consumers
+                    .iter()
+                    .map(|(name, c)| CONSUMER + name.len() + rax_usage(c.pel.len(), 1))
+                    .sum();
+                GROUP + rax_usage(g.pel.len(), 1) + NACK * g.pel.len() + consumers
+            })
             .sum();
-        nodes + groups + 64
+        STREAM + rax_usage(count, 2) + listpacks + groups
     }
 }
 

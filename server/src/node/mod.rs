@@ -55,6 +55,10 @@ pub(crate) struct State {
     pub(crate) cmdstats: crate::cmdstats::CommandStats,
     /// `maxmemory`, its policy and the eviction candidates.
     pub(crate) eviction: crate::evict::Eviction,
+    /// Commands slower than `slowlog-log-slower-than` (`SLOWLOG`).
+    pub(crate) slowlog: crate::slowlog::SlowLog,
+    /// Events slower than `latency-monitor-threshold` (`LATENCY`).
+    pub(crate) latency: crate::latency::LatencyMonitor,
 }
 
 /// Counters reported by `INFO`.
@@ -102,6 +106,8 @@ impl State {
             functions: Default::default(),
             cmdstats: Default::default(),
             eviction: Default::default(),
+            slowlog: Default::default(),
+            latency: Default::default(),
             config,
         };
         state.apply_eviction_config();

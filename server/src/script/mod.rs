@@ -308,6 +308,9 @@ pub(crate) struct Engine {
     /// The interpreter's main thread, which scripts run on.
     main: stack::MainState,
     scripts: HashMap<String, Compiled>,
+    /// What Redis counts for the cached scripts' SHA1s and bodies (`lua_scripts_mem`): the
+    /// allocation of each as an sds string.
+    scripts_bytes: usize,
     /// The globals table (read-only, as every table the sandbox reaches).
     globals: stack::Registered,
     /// `__redis__err__handler`.
@@ -424,6 +427,7 @@ impl Engine {
             runs_since_step: Cell::new(0),
             baseline: Cell::new(baseline),
             scripts: HashMap::new(),
+            scripts_bytes: 0,
             globals,
             handler,
             shared,
@@ -474,6 +478,8 @@ impl Engine {
             .main
             .register(&self.lua, func)
             .map_err(|e| e.to_string())?;
+        self.scripts_bytes +=
+            crate::db::memory::sds(sha.len()) + crate::db::memory::sds(body.len());
         self.scripts.insert(sha.clone(), Compiled { flags, func });
         Ok(sha)
     }
@@ -582,6 +588,18 @@ impl Engine {
     /// Number of cached scripts.
     pub(crate) fn len(&self) -> usize {
         self.scripts.len()
+    }
+
+    /// Redis's `evalScriptsMemory` (`MEMORY STATS` `lua.caches`): the cached scripts' SHA1s
+    /// and bodies, a dict entry and a `luaScript` (16 bytes) each, and the dict's buckets.
+    pub(crate) fn cache_memory(&self) -> usize {
+        let n = self.scripts.len();
+        let buckets = if n == 0 {
+            0
+        } else {
+            n.next_power_of_two().max(4)
+        };
+        self.scripts_bytes + n * (24 + 16) + 8 * buckets
     }
 
     /// Runs `script` (cached as `sha`) with `KEYS`/`ARGV`, sending `redis.call` through

@@ -520,3 +520,106 @@ async fn config_bind() {
         .await
         .contains("Failed to bind to specified addresses."));
 }
+
+/// The argument vectors in `SLOWLOG GET count`, newest first.
+async fn slowlog_commands(con: &mut Con, count: &str) -> Vec<Vec<String>> {
+    let entries: Vec<redis::Value> = ok(con, &["SLOWLOG", "GET", count]).await;
+    entries
+        .iter()
+        .map(|e| match e {
+            redis::Value::Array(fields) => match fields.get(3) {
+                Some(argv) => redis::from_redis_value(argv.clone()).unwrap(),
+                None => panic!("short entry {e:?}"),
+            },
+            other => panic!("not an entry: {other:?}"),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn config_slowlog_log_slower_than() {
+    let (_server, mut con) = start().await;
+    // Negative: off.
+    config_set(&mut con, "slowlog-log-slower-than", "-1").await;
+    let () = ok(&mut con, &["SLOWLOG", "RESET"]).await;
+    let () = ok(&mut con, &["SET", "k", "v"]).await;
+    let len: i64 = ok(&mut con, &["SLOWLOG", "LEN"]).await;
+    assert_eq!(len, 0);
+    // 0: every command, the CONFIG SET that turned it on included (as Redis applies it).
+    config_set(&mut con, "slowlog-log-slower-than", "0").await;
+    let () = ok(&mut con, &["SET", "k", "v"]).await;
+    assert_eq!(
+        slowlog_commands(&mut con, "2").await,
+        [
+            vec!["SET", "k", "v"],
+            vec!["CONFIG", "SET", "slowlog-log-slower-than", "0"]
+        ]
+    );
+    // CONFIG RESETSTAT leaves the slow log alone, as in Redis.
+    let () = ok(&mut con, &["CONFIG", "RESETSTAT"]).await;
+    let len: i64 = ok(&mut con, &["SLOWLOG", "LEN"]).await;
+    assert_eq!(len, 4);
+    // An hour: nothing this test runs.
+    config_set(&mut con, "slowlog-log-slower-than", "3600000000").await;
+    let () = ok(&mut con, &["SLOWLOG", "RESET"]).await;
+    let () = ok(&mut con, &["SET", "k", "v"]).await;
+    let len: i64 = ok(&mut con, &["SLOWLOG", "LEN"]).await;
+    assert_eq!(len, 0);
+    assert!(err(
+        &mut con,
+        &["CONFIG", "SET", "slowlog-log-slower-than", "-2"]
+    )
+    .await
+    .contains("argument must be between -1 and 9223372036854775807 inclusive"));
+}
+
+#[tokio::test]
+async fn config_slowlog_max_len() {
+    let (_server, mut con) = start().await;
+    config_set(&mut con, "slowlog-log-slower-than", "0").await;
+    config_set(&mut con, "slowlog-max-len", "3").await;
+    for i in 0..10 {
+        let () = ok(&mut con, &["SET", "k", &i.to_string()]).await;
+    }
+    let len: i64 = ok(&mut con, &["SLOWLOG", "LEN"]).await;
+    assert_eq!(len, 3);
+    assert_eq!(
+        slowlog_commands(&mut con, "-1").await,
+        [
+            vec!["SLOWLOG", "LEN"],
+            vec!["SET", "k", "9"],
+            vec!["SET", "k", "8"]
+        ]
+    );
+    // 0 keeps nothing.
+    config_set(&mut con, "slowlog-max-len", "0").await;
+    let len: i64 = ok(&mut con, &["SLOWLOG", "LEN"]).await;
+    assert_eq!(len, 0);
+}
+
+#[tokio::test]
+async fn config_latency_monitor_threshold() {
+    let server = Server::builder()
+        .enable_debug_command(EnableCommand::Yes)
+        .start()
+        .await
+        .unwrap();
+    let mut con = conn(&server.url()).await;
+    // 0: off, even for a 20 ms command.
+    let () = ok(&mut con, &["DEBUG", "SLEEP", "0.02"]).await;
+    let latest: Vec<redis::Value> = ok(&mut con, &["LATENCY", "LATEST"]).await;
+    assert!(latest.is_empty());
+    // 1 ms: the sleep is a `command` event of at least 20 ms.
+    config_set(&mut con, "latency-monitor-threshold", "1").await;
+    let () = ok(&mut con, &["DEBUG", "SLEEP", "0.02"]).await;
+    let latest: Vec<(String, i64, i64, i64)> = ok(&mut con, &["LATENCY", "LATEST"]).await;
+    assert_eq!(latest.len(), 1);
+    assert_eq!(latest[0].0, "command");
+    assert!(latest[0].2 >= 20, "{latest:?}");
+    assert!(err(
+        &mut con,
+        &["CONFIG", "SET", "latency-monitor-threshold", "-1"]
+    )
+    .await
+    .contains("argument must be between 0 and 9223372036854775807 inclusive"));
+}

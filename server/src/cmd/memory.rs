@@ -1,0 +1,320 @@
+//! `MEMORY USAGE|STATS|DOCTOR|MALLOC-STATS|PURGE|HELP`, from the memory estimate of
+//! [`crate::db::memory`] (Redis's layout, not the allocator's real numbers: there is no
+//! allocator to ask, so fragmentation ratios are 1 and the peak is the current use).
+
+use super::client::help_lines;
+use super::{bulk_str, flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx, DocArg};
+use crate::db::memory;
+use bytes::Bytes;
+use locksmith_resp::Frame;
+
+/// `MEMORY` and its subcommands.
+pub(crate) static COMMANDS: &[CommandSpec] = &[CommandSpec::new("memory", -2, memory_container)
+    .doc("server", "A container for memory diagnostics commands")
+    .since("4.0.0", "Depends on subcommand.")
+    .subs(MEMORY_SUBCOMMANDS)];
+
+/// The tips of the reading subcommands.
+const READ_TIPS: &[&str] = &[
+    "nondeterministic_output",
+    "request_policy:all_shards",
+    "response_policy:special",
+];
+
+/// In Redis's `COMMAND INFO` order.
+static MEMORY_SUBCOMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("help", 2, memory_help)
+        .flags(LOADING | STALE)
+        .doc(
+            "server",
+            "Show helpful text about the different subcommands",
+        )
+        .since("4.0.0", "O(1)"),
+    CommandSpec::new("usage", -3, memory_usage)
+        .flags(READONLY)
+        .keys(2, 2, 1)
+        .key_flags(&["RO"])
+        .doc("server", "Estimate the memory usage of a key")
+        .since("4.0.0", "O(N) where N is the number of samples.")
+        .args(&[
+            DocArg::key("key", 0),
+            DocArg::new("count", "integer")
+                .token("SAMPLES")
+                .flags(&["optional"]),
+        ]),
+    CommandSpec::new("malloc-stats", 2, memory_malloc_stats)
+        .tips(READ_TIPS)
+        .doc("server", "Show allocator internal stats")
+        .since(
+            "4.0.0",
+            "Depends on how much memory is allocated, could be slow",
+        ),
+    CommandSpec::new("doctor", 2, memory_doctor)
+        .tips(READ_TIPS)
+        .doc("server", "Outputs memory problems report")
+        .since("4.0.0", "O(1)"),
+    CommandSpec::new("purge", 2, memory_purge)
+        .tips(&["request_policy:all_shards", "response_policy:all_succeeded"])
+        .doc("server", "Ask the allocator to release memory")
+        .since(
+            "4.0.0",
+            "Depends on how much memory is allocated, could be slow",
+        ),
+    CommandSpec::new("stats", 2, memory_stats)
+        .tips(READ_TIPS)
+        .doc("server", "Show memory usage details")
+        .since("4.0.0", "O(1)"),
+];
+
+/// `MEMORY USAGE`'s default `SAMPLES` (Redis's `OBJ_COMPUTE_SIZE_DEF_SAMPLES`).
+const DEFAULT_SAMPLES: usize = 5;
+
+/// `MEMORY` alone (the arity check answers first; kept for the table).
+fn memory_container(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Err(CommandError::WrongArity("memory".into()))
+}
+
+/// An integer reply of a count of bytes or keys.
+fn integer(n: u64) -> Frame {
+    Frame::Integer(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+/// ```text
+/// MEMORY USAGE key [SAMPLES count]
+/// ```
+///
+/// The key's estimated bytes ([`memory::usage`]), aggregates sampled on `count` elements (5;
+/// 0: all); null if there is no such key. Like Redis, it reads the key as stored, without
+/// expiring it or touching its access time.
+fn memory_usage(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.bytes()?;
+    let mut samples = DEFAULT_SAMPLES;
+    let options = args.rest();
+    let mut j = 0;
+    // Bounded: each pass consumes two arguments or fails.
+    while let Some(option) = options.get(j) {
+        match options.get(j + 1) {
+            Some(count) if option.eq_ignore_ascii_case(b"samples") => {
+                let n = super::parse_i64(count)?;
+                if n < 0 {
+                    return Err(CommandError::Syntax);
+                }
+                samples = usize::try_from(n).unwrap_or(usize::MAX);
+                j += 2;
+            }
+            _ => return Err(CommandError::Syntax),
+        }
+    }
+    let cluster = ctx.node.config.cluster_enabled();
+    let db = ctx.client.db;
+    let usage = ctx
+        .state
+        .dbs
+        .get(db)
+        .and_then(|d| d.raw(&key))
+        .map(|entry| memory::usage(&key, &entry.value, samples, cluster));
+    Ok(usage.map_or(Frame::Null, |bytes| integer(bytes as u64)))
+}
+
+/// What `MEMORY STATS` and `MEMORY DOCTOR` report (Redis's `redisMemOverhead`), from the
+/// estimate.
+struct Overhead {
+    total: u64,
+    startup: u64,
+    backlog: u64,
+    lua_caches: u64,
+    functions_caches: u64,
+    /// Per database with keys: (index, main dict, expires dict, slot-to-keys links).
+    dbs: Vec<(usize, u64, u64, u64)>,
+    keys: u64,
+    overhead_total: u64,
+}
+
+impl Overhead {
+    /// The node's figures now.
+    fn of(ctx: &Ctx<'_>) -> Overhead {
+        let state = &*ctx.state;
+        let total = state.used_memory();
+        let startup = crate::evict::BASELINE_MEMORY;
+        // The backlog's buffer holds what was written since it exists, up to its 1 MB.
+        let backlog = if state.repl.has_backlog() {
+            state.repl.offset().min(1 << 20)
+        } else {
+            0
+        };
+        let lua_caches = state
+            .scripting
+            .as_ref()
+            .map_or(0, |engine| engine.cache_memory() as u64);
+        let functions_caches = functions_overhead(state);
+        let cluster = ctx.node.config.cluster_enabled();
+        let mut dbs = Vec::new();
+        let mut keys = 0;
+        for (index, db) in state.dbs.iter().enumerate() {
+            let (n, expires) = (db.len() as u64, db.volatile_len() as u64);
+            if n == 0 {
+                continue;
+            }
+            keys += n;
+            // dictEntry (24) and the object header (16) per key, 8 bytes per bucket.
+            let main = n * (24 + 16) + 8 * buckets(n);
+            let expires = expires * 24 + 8 * buckets(expires);
+            let slots = if cluster { n * 16 } else { 0 };
+            dbs.push((index, main, expires, slots));
+        }
+        let overhead_total = startup
+            + backlog
+            + lua_caches
+            + functions_caches
+            + dbs.iter().map(|(_, m, e, s)| m + e + s).sum::<u64>();
+        Overhead {
+            total,
+            startup,
+            backlog,
+            lua_caches,
+            functions_caches,
+            dbs,
+            keys,
+            overhead_total,
+        }
+    }
+}
+
+/// The buckets of a dict of `n` entries (none while empty).
+fn buckets(n: u64) -> u64 {
+    if n == 0 {
+        0
+    } else {
+        n.next_power_of_two().max(4)
+    }
+}
+
+/// Redis's `functionsMemoryOverhead`: 200 bytes for the empty registry (the engine's entry
+/// and the library context) and, per function, its dict entry and about its name and
+/// description kept twice.
+fn functions_overhead(state: &crate::node::State) -> u64 {
+    let per_function: u64 = state
+        .functions
+        .libraries()
+        .flat_map(|lib| lib.functions.iter())
+        .map(|f| 24 + 2 * memory::sds(f.name.len()) as u64 + 64)
+        .sum();
+    200 + per_function
+}
+
+/// ```text
+/// MEMORY STATS
+/// ```
+///
+/// Redis's fields in its order; figures from the estimate (`total.allocated` is `INFO`'s
+/// `used_memory`), the allocator's ratios 1 and their byte differences 0.
+fn memory_stats(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    let o = Overhead::of(ctx);
+    let field = |name: &str, value: Frame| (bulk_str(name), value);
+    let mut out = vec![
+        field("peak.allocated", integer(o.total)),
+        field("total.allocated", integer(o.total)),
+        field("startup.allocated", integer(o.startup)),
+        field("replication.backlog", integer(o.backlog)),
+        field("clients.slaves", integer(0)),
+        field("clients.normal", integer(0)),
+        field("cluster.links", integer(0)),
+        field("aof.buffer", integer(0)),
+        field("lua.caches", integer(o.lua_caches)),
+        field("functions.caches", integer(o.functions_caches)),
+    ];
+    for &(index, main, expires, slots) in &o.dbs {
+        out.push(field(
+            &format!("db.{index}"),
+            Frame::Map(vec![
+                field("overhead.hashtable.main", integer(main)),
+                field("overhead.hashtable.expires", integer(expires)),
+                field("overhead.hashtable.slot-to-keys", integer(slots)),
+            ]),
+        ));
+    }
+    let net = o.total.saturating_sub(o.startup).max(1);
+    let dataset = o.total.saturating_sub(o.overhead_total);
+    // Redis computes the percentages in single precision.
+    let percent = |part: u64, whole: u64| f64::from(part as f32 * 100.0 / whole.max(1) as f32);
+    out.extend([
+        field("overhead.total", integer(o.overhead_total)),
+        field("keys.count", integer(o.keys)),
+        field(
+            "keys.bytes-per-key",
+            integer(net.checked_div(o.keys).unwrap_or(0)),
+        ),
+        field("dataset.bytes", integer(dataset)),
+        field("dataset.percentage", Frame::Double(percent(dataset, net))),
+        field("peak.percentage", Frame::Double(percent(o.total, o.total))),
+        field("allocator.allocated", integer(o.total)),
+        field("allocator.active", integer(o.total)),
+        field("allocator.resident", integer(o.total)),
+        field("allocator-fragmentation.ratio", Frame::Double(1.0)),
+        field("allocator-fragmentation.bytes", integer(0)),
+        field("allocator-rss.ratio", Frame::Double(1.0)),
+        field("allocator-rss.bytes", integer(0)),
+        field("rss-overhead.ratio", Frame::Double(1.0)),
+        field("rss-overhead.bytes", integer(0)),
+        field("fragmentation", Frame::Double(1.0)),
+        field("fragmentation.bytes", integer(0)),
+    ]);
+    Ok(Frame::Map(out))
+}
+
+/// Redis's `getMemoryDoctorReport`. With the estimate, the peak equals the current use and
+/// there is no fragmentation or client buffer to report, so beyond an almost empty instance
+/// only a large script cache can be.
+fn memory_doctor(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    let o = Overhead::of(ctx);
+    let scripts = ctx.state.scripting.as_ref().map_or(0, |e| e.len());
+    let text = if o.total < 5 * 1024 * 1024 {
+        "Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting.\n"
+    } else if scripts > 1000 {
+        "Sam, I detected a few issues in this Redis instance memory implants:\n\n * Many scripts: There seem to be many cached scripts in this instance (more than 1000). This may be because scripts are generated and `EVAL`ed, instead of being parameterized (with KEYS and ARGV), `SCRIPT LOAD`ed and `EVALSHA`ed. Unless `SCRIPT FLUSH` is called periodically, the scripts' caches may end up consuming most of your memory.\n\nI'm here to keep you safe, Sam. I want to help you.\n"
+    } else {
+        "Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.\n"
+    };
+    Ok(Frame::Verbatim {
+        format: *b"txt",
+        text: Bytes::from_static(text.as_bytes()),
+    })
+}
+
+/// ```text
+/// MEMORY MALLOC-STATS
+/// ```
+///
+/// Redis's answer when it was not built with jemalloc.
+fn memory_malloc_stats(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(bulk_str("Stats not supported for the current allocator"))
+}
+
+/// ```text
+/// MEMORY PURGE
+/// ```
+fn memory_purge(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(Frame::ok())
+}
+
+/// ```text
+/// MEMORY HELP
+/// ```
+fn memory_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(help_lines(
+        "MEMORY",
+        &[
+            "DOCTOR",
+            "    Return memory problems reports.",
+            "MALLOC-STATS",
+            "    Return internal statistics report from the memory allocator.",
+            "PURGE",
+            "    Attempt to purge dirty pages for reclamation by the allocator.",
+            "STATS",
+            "    Return information about the memory usage of the server.",
+            "USAGE <key> [SAMPLES <count>]",
+            "    Return memory in bytes used by <key> and its value. Nested values are",
+            "    sampled up to <count> times (default: 5, 0 means sample all).",
+        ],
+    ))
+}

@@ -1,0 +1,131 @@
+//! `SLOWLOG GET|LEN|RESET|HELP`: the slow log ([`crate::slowlog`]) as Redis 7.0 shows it.
+//! What gets logged is decided where commands run (`cmd::call`).
+
+use super::client::help_lines;
+use super::{bulk_str, flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx, DocArg};
+use locksmith_resp::Frame;
+
+/// `SLOWLOG` and its subcommands.
+pub(crate) static COMMANDS: &[CommandSpec] = &[CommandSpec::new("slowlog", -2, slowlog)
+    .doc("server", "A container for slow log commands")
+    .since("2.2.12", "Depends on subcommand.")
+    .subs(SLOWLOG_SUBCOMMANDS)];
+
+/// In Redis's `COMMAND INFO` order.
+static SLOWLOG_SUBCOMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("get", -2, slowlog_get)
+        .flags(ADMIN | LOADING | STALE)
+        .tips(&["request_policy:all_nodes", "nondeterministic_output"])
+        .doc("server", "Get the slow log's entries")
+        .since("2.2.12", "O(N) where N is the number of entries returned")
+        .history(&[(
+            "4.0.0",
+            "Added client IP address, port and name to the reply.",
+        )])
+        .args(&[DocArg::new("count", "integer").flags(&["optional"])]),
+    CommandSpec::new("len", 2, slowlog_len)
+        .flags(ADMIN | LOADING | STALE)
+        .tips(&[
+            "request_policy:all_nodes",
+            "response_policy:agg_sum",
+            "nondeterministic_output",
+        ])
+        .doc("server", "Get the slow log's length")
+        .since("2.2.12", "O(1)"),
+    CommandSpec::new("reset", 2, slowlog_reset)
+        .flags(ADMIN | LOADING | STALE)
+        .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
+        .doc("server", "Clear all entries from the slow log")
+        .since(
+            "2.2.12",
+            "O(N) where N is the number of entries in the slowlog",
+        ),
+    CommandSpec::new("help", 2, slowlog_help)
+        .flags(LOADING | STALE)
+        .doc(
+            "server",
+            "Show helpful text about the different subcommands",
+        )
+        .since("6.2.0", "O(1)"),
+];
+
+/// `SLOWLOG` alone (the arity check answers first; kept for the table).
+fn slowlog(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Err(CommandError::WrongArity("slowlog".into()))
+}
+
+/// ```text
+/// SLOWLOG GET [count]
+/// ```
+///
+/// The `count` newest entries (10 by default, `-1` for all), newest first, each `[id, unix
+/// time, microseconds, [args...], client address, client name]`.
+fn slowlog_get(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let count = match args.rest() {
+        [] => 10,
+        // Any bad count gets the range message (Redis's getRangeLongFromObjectOrReply).
+        [count] => match locksmith_resp::parse_integer(count) {
+            Some(-1) => usize::MAX,
+            Some(n) if n >= 0 => usize::try_from(n).unwrap_or(usize::MAX),
+            _ => {
+                return Err(CommandError::err(
+                    "count should be greater than or equal to -1",
+                ))
+            }
+        },
+        _ => return Err(CommandError::subcommand_syntax("SLOWLOG", args.argv())),
+    };
+    let entries = ctx
+        .state
+        .slowlog
+        .newest(count)
+        .map(|e| {
+            Frame::Array(vec![
+                Frame::Integer(i64::try_from(e.id).unwrap_or(i64::MAX)),
+                Frame::Integer(i64::try_from(e.time).unwrap_or(i64::MAX)),
+                Frame::Integer(i64::try_from(e.duration_us).unwrap_or(i64::MAX)),
+                Frame::Array(e.argv.iter().cloned().map(Frame::Bulk).collect()),
+                bulk_str(&e.peer),
+                Frame::Bulk(e.name.clone()),
+            ])
+        })
+        .collect();
+    Ok(Frame::Array(entries))
+}
+
+/// ```text
+/// SLOWLOG LEN
+/// ```
+fn slowlog_len(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(Frame::Integer(
+        i64::try_from(ctx.state.slowlog.len()).unwrap_or(i64::MAX),
+    ))
+}
+
+/// ```text
+/// SLOWLOG RESET
+/// ```
+fn slowlog_reset(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    ctx.state.slowlog.reset();
+    Ok(Frame::ok())
+}
+
+/// ```text
+/// SLOWLOG HELP
+/// ```
+fn slowlog_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(help_lines(
+        "SLOWLOG",
+        &[
+            "GET [<count>]",
+            "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+            "    Entries are made of:",
+            "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+            "    client name",
+            "LEN",
+            "    Return the length of the slowlog.",
+            "RESET",
+            "    Reset the slowlog.",
+        ],
+    ))
+}
