@@ -17,10 +17,13 @@ use crate::dispatch::{Guard, ScriptPlace, Session, Transport};
 use crate::node::{Effects, Node};
 use bytes::BytesMut;
 use locksmith_resp::{encode, Frame, Limits, RequestDecoder, Version};
+use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::broadcast;
 
@@ -29,17 +32,70 @@ use tokio::sync::broadcast;
 const READ_CHUNK_MIN: usize = 1024;
 const READ_CHUNK_MAX: usize = 64 * 1024;
 
-/// Serves one accepted socket until the peer leaves, the client is killed, or the server
-/// shuts down.
+/// A byte stream a node can serve a client over: anything tokio reads and writes (one end of
+/// [`tokio::io::duplex`], a TLS stream…).
+pub trait ClientStream: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
+
+impl<S: AsyncRead + AsyncWrite + Send + Unpin + 'static> ClientStream for S {}
+
+/// What a connection reads and writes: an accepted TCP socket (read on readiness, without
+/// an intermediate future), or any other stream.
+pub(crate) enum Socket {
+    /// A socket the listener accepted.
+    Tcp(TcpStream),
+    /// A stream given to [`crate::ServerHandle::serve_stream`].
+    Stream(Box<dyn ClientStream>),
+}
+
+impl AsyncRead for Socket {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Socket::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+            Socket::Stream(s) => Pin::new(s).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Socket {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Socket::Tcp(s) => Pin::new(s).poll_write(cx, buf),
+            Socket::Stream(s) => Pin::new(s).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Socket::Tcp(s) => Pin::new(s).poll_flush(cx),
+            Socket::Stream(s) => Pin::new(s).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Socket::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+            Socket::Stream(s) => Pin::new(s).poll_shutdown(cx),
+        }
+    }
+}
+
+/// Serves one accepted socket (or stream) until the peer leaves, the client is killed, or
+/// the server shuts down. `addr` is the peer's address, `laddr` the node's.
 pub(crate) async fn serve(
     node: Arc<Node>,
-    socket: TcpStream,
+    socket: Socket,
+    addr: SocketAddr,
+    laddr: SocketAddr,
     mut shutdown: broadcast::Receiver<()>,
 ) {
-    let _ = socket.set_nodelay(true);
-    let (Ok(addr), Ok(laddr)) = (socket.peer_addr(), socket.local_addr()) else {
-        return;
-    };
     let (outbox, outbox_rx) = Outbox::new();
     let handle = Arc::new(ClientHandle::new(&node, addr, laddr, outbox));
     let id = handle.id;
@@ -49,10 +105,11 @@ pub(crate) async fn serve(
     decoder.set_auth_required(auth_required);
     let multi_thread = tokio::runtime::Handle::current().runtime_flavor()
         == tokio::runtime::RuntimeFlavor::MultiThread;
-    let scripts = if multi_thread {
-        ScriptPlace::Worker
-    } else {
-        ScriptPlace::BlockingPool
+    let scripts = match &socket {
+        // A stream's client (a simulation's) runs its scripts on its own task.
+        Socket::Stream(_) => ScriptPlace::Caller,
+        Socket::Tcp(_) if multi_thread => ScriptPlace::Worker,
+        Socket::Tcp(_) => ScriptPlace::BlockingPool,
     };
     let mut conn = Connection {
         session: Session::new(
@@ -86,7 +143,7 @@ struct Connection {
 
 /// The socket side of a connection: the socket, its buffers and the out-of-band queue.
 struct Io {
-    socket: TcpStream,
+    socket: Socket,
     /// How much room the next read gets (adaptive, [`READ_CHUNK_MIN`]..[`READ_CHUNK_MAX`]).
     read_chunk: usize,
     rbuf: BytesMut,
@@ -113,26 +170,14 @@ impl Connection {
                 return Ok(());
             }
             let idle_timeout = node.config.timeout_s();
+            // Biased, in this order: a seeded simulation must not depend on tokio's random
+            // branch choice, and input that arrived beats the idle timer.
             tokio::select! {
+                biased;
                 _ = &mut killed => return Ok(()),
                 _ = &mut stop => return Ok(()),
-                _ = idle(idle_timeout) => {
-                    // `timeout`: Redis closes idle clients, except subscribers.
-                    let info = handle.info();
-                    if info.sub + info.psub + info.ssub == 0 {
-                        return Ok(());
-                    }
-                }
-                Some(frame) = self.io.outbox_rx.recv() => {
-                    let resp = self.session.client.resp;
-                    self.io.push_out_of_band(frame, resp);
-                    self.io.drain_outbox(resp);
-                    self.io.flush(&self.session).await?;
-                    self.io.release_idle_buffers();
-                }
-                ready = self.io.socket.readable() => {
-                    ready?;
-                    let Some(read) = self.io.try_read()? else {
+                read = read_some(&mut self.io.socket, &mut self.io.rbuf, &mut self.io.read_chunk) => {
+                    let Some(read) = read? else {
                         continue;
                     };
                     if read == 0 {
@@ -162,6 +207,20 @@ impl Connection {
                         return Ok(());
                     }
                     self.io.release_idle_buffers();
+                }
+                Some(frame) = self.io.outbox_rx.recv() => {
+                    let resp = self.session.client.resp;
+                    self.io.push_out_of_band(frame, resp);
+                    self.io.drain_outbox(resp);
+                    self.io.flush(&self.session).await?;
+                    self.io.release_idle_buffers();
+                }
+                _ = idle(idle_timeout) => {
+                    // `timeout`: Redis closes idle clients, except subscribers.
+                    let info = handle.info();
+                    if info.sub + info.psub + info.ssub == 0 {
+                        return Ok(());
+                    }
                 }
             }
         }
@@ -265,28 +324,6 @@ impl Connection {
 }
 
 impl Io {
-    /// Reads what the socket has into the read buffer, adapting the room given to the next
-    /// read; `None` when the readiness was spurious.
-    fn try_read(&mut self) -> std::io::Result<Option<usize>> {
-        // The read buffer exists only while there is input: an idle connection holds none
-        // (Redis frees an idle client's query buffer the same way).
-        self.rbuf.reserve(self.read_chunk);
-        let room = self.rbuf.capacity() - self.rbuf.len();
-        let read = match self.socket.try_read_buf(&mut self.rbuf) {
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        self.read_chunk = if read >= room {
-            (self.read_chunk * 2).min(READ_CHUNK_MAX)
-        } else if read < self.read_chunk / 4 {
-            (self.read_chunk / 2).max(READ_CHUNK_MIN)
-        } else {
-            self.read_chunk
-        };
-        Ok(Some(read))
-    }
-
     /// Drops the read and write buffers once everything read was handled and everything
     /// written went out, so an idle connection costs a few KB (as Redis's) instead of 32 KB.
     fn release_idle_buffers(&mut self) {
@@ -345,6 +382,7 @@ impl Transport for Io {
                 .then(|| Duration::from_secs(soft_seconds).max(Duration::from_millis(1)));
             node.live.net_output.fetch_add(pending, Ordering::Relaxed);
             tokio::select! {
+                biased;
                 written = self.socket.write_all(&self.wbuf) => written?,
                 _ = handle.kill_notify.notified() => {
                     return Err(std::io::Error::new(
@@ -376,6 +414,43 @@ impl Transport for Io {
             }
         }
     }
+}
+
+/// Reads what the socket has into the read buffer, adapting the room given to the next read
+/// (`chunk`); `None` when a readiness was spurious. Cancel safe: nothing is read unless it
+/// returns.
+async fn read_some(
+    socket: &mut Socket,
+    rbuf: &mut BytesMut,
+    chunk: &mut usize,
+) -> std::io::Result<Option<usize>> {
+    // The read buffer of a socket exists only while there is input: an idle connection
+    // holds none (Redis frees an idle client's query buffer the same way).
+    let (read, room) = match socket {
+        Socket::Tcp(socket) => {
+            socket.readable().await?;
+            rbuf.reserve(*chunk);
+            let room = rbuf.capacity() - rbuf.len();
+            match socket.try_read_buf(rbuf) {
+                Ok(n) => (n, room),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(None),
+                Err(e) => return Err(e),
+            }
+        }
+        Socket::Stream(stream) => {
+            rbuf.reserve(*chunk);
+            let room = rbuf.capacity() - rbuf.len();
+            (stream.read_buf(rbuf).await?, room)
+        }
+    };
+    *chunk = if read >= room {
+        (*chunk * 2).min(READ_CHUNK_MAX)
+    } else if read < *chunk / 4 {
+        (*chunk / 2).max(READ_CHUNK_MIN)
+    } else {
+        *chunk
+    };
+    Ok(Some(read))
 }
 
 /// Resolves after `timeout_s` seconds, or never when it is 0 (`timeout 0`).

@@ -296,6 +296,7 @@ impl Session {
             // Redis blocks the client meanwhile: `INFO` counts it, `CLIENT LIST` flags it `b`.
             let _blocked = PauseWait::enter(&node, &self.client);
             tokio::select! {
+                biased;
                 _ = changed => {}
                 _ = tokio::time::sleep(Duration::from_millis(end.saturating_sub(now).max(1))) => {}
                 _ = handle.kill_notify.notified() => return false,
@@ -338,6 +339,7 @@ impl Session {
                 }
             };
             tokio::select! {
+                biased;
                 reply = &mut served => Some(Some(reply.unwrap_or(Frame::NullArray))),
                 _ = timeout => Some(None),
                 _ = handle.kill_notify.notified() => None,
@@ -575,6 +577,7 @@ impl Session {
                 None => Duration::from_millis(threshold.clamp(1, 50)),
             };
             tokio::select! {
+                biased;
                 state = &mut lock => return Ok(state),
                 _ = tokio::time::sleep(wait) => {}
             }

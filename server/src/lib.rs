@@ -51,6 +51,7 @@ mod transaction;
 
 pub use clock::Clock;
 pub use config::{Config, EnableCommand};
+pub use connection::ClientStream;
 pub use error::CommandError;
 pub use glob::glob_match;
 
@@ -63,7 +64,7 @@ pub fn honoured_parameters() -> impl Iterator<Item = &'static str> {
 }
 #[doc(hidden)]
 pub use local_client::LocalClient;
-pub use server::{BlockingServer, Server, ServerBuilder, ServerHandle};
+pub use server::{BlockingServer, Server, ServerBuilder, ServerHandle, StreamAcceptor};
 pub use ticks::Ticks;
 
 /// A memory size as redis-server reads one (`1gb`, `512mb`, `100k`, `4096`), in bytes.

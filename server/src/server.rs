@@ -6,6 +6,7 @@ use crate::config::runtime::RuntimeConfig;
 use crate::config::table;
 use crate::config::Config;
 use crate::connection;
+use crate::connection::{ClientStream, Socket};
 use crate::node::{Effects, Node};
 use rand::{Rng, SeedableRng};
 use std::io;
@@ -13,7 +14,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::{broadcast, mpsc};
 use tokio::task::JoinHandle;
 
@@ -42,6 +43,7 @@ impl Server {
             config,
             clock: None,
             cluster: None,
+            in_memory: None,
         }
         .start()
         .await
@@ -55,6 +57,9 @@ pub struct ServerBuilder {
     clock: Option<Clock>,
     /// The node's place in a cluster a harness topology built.
     cluster: Option<crate::cluster::Cluster>,
+    /// No listener: clients come through [`ServerHandle::serve_stream`] only, and the node
+    /// advertises this address.
+    in_memory: Option<SocketAddr>,
 }
 
 impl ServerBuilder {
@@ -153,6 +158,14 @@ impl ServerBuilder {
         self
     }
 
+    /// Starts the node without a listener: it binds no socket and serves only the streams
+    /// given to [`ServerHandle::serve_stream`] (a simulation's in-memory links), advertising
+    /// `addr` as its own (`INFO`, `ROLE`, `CLUSTER SLOTS`, `CONFIG GET port`).
+    pub fn in_memory(mut self, addr: SocketAddr) -> Self {
+        self.in_memory = Some(addr);
+        self
+    }
+
     /// The configuration so far.
     pub fn config(&self) -> &Config {
         &self.config
@@ -198,11 +211,17 @@ impl ServerBuilder {
     pub async fn start(self) -> io::Result<ServerHandle> {
         let runtime = RuntimeConfig::new(&self.config)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        let listener = crate::control::listen(
-            SocketAddr::new(runtime.bind(), runtime.port()),
-            runtime.tcp_backlog(),
-        )?;
-        let addr = listener.local_addr()?;
+        let (listener, addr) = match self.in_memory {
+            Some(addr) => (None, addr),
+            None => {
+                let listener = crate::control::listen(
+                    SocketAddr::new(runtime.bind(), runtime.port()),
+                    runtime.tcp_backlog(),
+                )?;
+                let addr = listener.local_addr()?;
+                (Some(listener), addr)
+            }
+        };
         // CONFIG GET port and INFO report the port actually bound.
         runtime.set_bound_port(addr.port());
         let clock = self.clock.unwrap_or_default();
@@ -247,12 +266,13 @@ impl ServerBuilder {
         let expire = tokio::spawn(active_expire_loop(
             node.clone(),
             shutdown_tx.subscribe(),
-            done_tx,
+            done_tx.clone(),
         ));
         Ok(ServerHandle {
             addr,
             node,
             shutdown_tx,
+            done_tx: Some(done_tx),
             done_rx: Some(done_rx),
             tasks: vec![accept, expire],
             runtime: tokio::runtime::Handle::current(),
@@ -260,8 +280,10 @@ impl ServerBuilder {
     }
 }
 
+/// Accepts connections until the node stops; with no listener (an in-memory node) only
+/// watches for `SHUTDOWN`.
 async fn accept_loop(
-    listener: TcpListener,
+    listener: Option<TcpListener>,
     node: Arc<Node>,
     shutdown: broadcast::Sender<()>,
     done: mpsc::Sender<()>,
@@ -269,16 +291,22 @@ async fn accept_loop(
     let mut stop = shutdown.subscribe();
     loop {
         let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
+            biased;
             _ = stop.recv() => return,
             _ = node.live.stopped() => {
                 // SHUTDOWN: stop every connection and the background tasks.
                 let _ = shutdown.send(());
                 return;
             }
+            accepted = async {
+                match &listener {
+                    Some(listener) => listener.accept().await,
+                    None => std::future::pending().await,
+                }
+            } => accepted,
         };
-        let socket = match accepted {
-            Ok((socket, _)) => socket,
+        let (socket, peer) = match accepted {
+            Ok(accepted) => accepted,
             Err(e) => {
                 // Too many open files and the like: back off instead of spinning.
                 tracing::warn!(error = %e, "accept failed");
@@ -286,28 +314,45 @@ async fn accept_loop(
                 continue;
             }
         };
-        node.connections_received.fetch_add(1, Ordering::Relaxed);
-        // `maxclients` can change at run time (CONFIG SET), so count instead of a semaphore.
-        let max = node.config.maxclients();
-        if node.live.connected.fetch_add(1, Ordering::AcqRel) >= max {
-            node.live.connected.fetch_sub(1, Ordering::AcqRel);
-            node.live.rejected.fetch_add(1, Ordering::Relaxed);
-            tokio::spawn(refuse(socket));
+        let _ = socket.set_nodelay(true);
+        let Ok(local) = socket.local_addr() else {
             continue;
-        }
-        let node = node.clone();
-        let stop = shutdown.subscribe();
-        let done = done.clone();
-        tokio::spawn(async move {
-            connection::serve(node.clone(), socket, stop).await;
-            node.live.connected.fetch_sub(1, Ordering::AcqRel);
-            drop(done);
-        });
+        };
+        admit(&node, Socket::Tcp(socket), peer, local, &shutdown, &done);
     }
 }
 
+/// Counts a new connection against `maxclients` and serves it on a task of its own, or
+/// refuses it with Redis's error.
+fn admit(
+    node: &Arc<Node>,
+    socket: Socket,
+    peer: SocketAddr,
+    local: SocketAddr,
+    shutdown: &broadcast::Sender<()>,
+    done: &mpsc::Sender<()>,
+) {
+    node.connections_received.fetch_add(1, Ordering::Relaxed);
+    // `maxclients` can change at run time (CONFIG SET), so count instead of a semaphore.
+    let max = node.config.maxclients();
+    if node.live.connected.fetch_add(1, Ordering::AcqRel) >= max {
+        node.live.connected.fetch_sub(1, Ordering::AcqRel);
+        node.live.rejected.fetch_add(1, Ordering::Relaxed);
+        tokio::spawn(refuse(socket));
+        return;
+    }
+    let node = node.clone();
+    let stop = shutdown.subscribe();
+    let done = done.clone();
+    tokio::spawn(async move {
+        connection::serve(node.clone(), socket, peer, local, stop).await;
+        node.live.connected.fetch_sub(1, Ordering::AcqRel);
+        drop(done);
+    });
+}
+
 /// Redis answers a client over `maxclients` with this error and closes.
-async fn refuse(mut socket: TcpStream) {
+async fn refuse(mut socket: Socket) {
     use tokio::io::AsyncWriteExt;
     let _ = socket
         .write_all(b"-ERR max number of clients reached\r\n")
@@ -323,6 +368,7 @@ async fn active_expire_loop(
     let mut period = ACTIVE_EXPIRE_PERIOD;
     loop {
         tokio::select! {
+            biased;
             _ = tokio::time::sleep(period) => {}
             _ = stop.recv() => break,
         }
@@ -357,6 +403,9 @@ pub struct ServerHandle {
     addr: SocketAddr,
     node: Arc<Node>,
     shutdown_tx: broadcast::Sender<()>,
+    /// Held for connections served later ([`ServerHandle::serve_stream`]); dropped at
+    /// shutdown so that waiting for `done_rx` ends.
+    done_tx: Option<mpsc::Sender<()>>,
     done_rx: Option<mpsc::Receiver<()>>,
     tasks: Vec<JoinHandle<()>>,
     /// The runtime the node's tasks run on (the in-process client blocks on it).
@@ -392,6 +441,26 @@ impl ServerHandle {
         )
     }
 
+    /// Serves one client over `stream` (anything tokio reads and writes, such as one end of
+    /// [`tokio::io::duplex`]) as a connection from `peer` would be served: counted against
+    /// `maxclients`, listed by `CLIENT LIST`, closed at shutdown. A simulation links its clients
+    /// to a node this way, without sockets; scripts of such a client run inline on its task,
+    /// so a current-thread runtime stays deterministic (no blocking pool).
+    pub fn serve_stream(&self, stream: impl ClientStream, peer: SocketAddr) {
+        self.acceptor().serve_stream(stream, peer);
+    }
+
+    /// A cloneable handle that serves streams for this node (see
+    /// [`ServerHandle::serve_stream`]); once the node stopped it drops what it is given.
+    pub fn acceptor(&self) -> StreamAcceptor {
+        StreamAcceptor {
+            node: self.node.clone(),
+            addr: self.addr,
+            shutdown: self.shutdown_tx.clone(),
+            done: self.done_tx.as_ref().map(mpsc::Sender::downgrade),
+        }
+    }
+
     /// The node's clock (shift it to simulate a clock jump).
     pub fn clock(&self) -> &Clock {
         &self.node.clock
@@ -418,6 +487,7 @@ impl ServerHandle {
     /// [`ServerHandle::shutdown`] without consuming the handle.
     async fn stop_and_wait(&mut self) {
         self.stop_node();
+        self.done_tx = None;
         for task in self.tasks.drain(..) {
             let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
         }
@@ -442,6 +512,36 @@ impl ServerHandle {
 impl Drop for ServerHandle {
     fn drop(&mut self) {
         self.stop_node();
+    }
+}
+
+/// Serves in-memory streams for a node ([`ServerHandle::acceptor`]); cheap to clone.
+#[derive(Debug, Clone)]
+pub struct StreamAcceptor {
+    node: Arc<Node>,
+    addr: SocketAddr,
+    shutdown: broadcast::Sender<()>,
+    /// Weak: an acceptor kept somewhere does not hold the node's shutdown open.
+    done: Option<mpsc::WeakSender<()>>,
+}
+
+impl StreamAcceptor {
+    /// [`ServerHandle::serve_stream`].
+    pub fn serve_stream(&self, stream: impl ClientStream, peer: SocketAddr) {
+        let Some(done) = self.done.as_ref().and_then(mpsc::WeakSender::upgrade) else {
+            return;
+        };
+        if self.node.live.stop_requested() {
+            return;
+        }
+        admit(
+            &self.node,
+            Socket::Stream(Box::new(stream)),
+            peer,
+            self.addr,
+            &self.shutdown,
+            &done,
+        );
     }
 }
 

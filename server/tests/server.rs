@@ -14,6 +14,7 @@ mod server {
     mod extreme_args;
     mod geo;
     mod hashes;
+    mod in_memory;
     mod introspection;
     mod keys;
     mod lists;

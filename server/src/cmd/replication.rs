@@ -130,6 +130,7 @@ async fn wait_blocking(node: &Node, argv: &[Bytes]) -> Frame {
             }
         };
         tokio::select! {
+            biased;
             changed = changes.changed() => if changed.is_err() {
                 return Frame::Integer(acked_count(&acks, target));
             },
