@@ -58,6 +58,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
+/// The port an in-memory topology reports for node `n0` (`n1` is the next one, the front
+/// address the one before): nothing binds it.
+const MEMORY_NODE_PORT: u16 = 30000;
+
 /// A node of a topology: `n0`, `n1`… in build order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct NodeId(usize);
@@ -197,6 +201,7 @@ pub struct TopologyBuilder {
     start_unix_ms: Option<u64>,
     cluster: Option<usize>,
     requirepass: Option<String>,
+    in_memory: bool,
 }
 
 impl Default for TopologyBuilder {
@@ -215,6 +220,7 @@ impl Default for TopologyBuilder {
             start_unix_ms: None,
             cluster: None,
             requirepass: None,
+            in_memory: false,
         }
     }
 }
@@ -296,6 +302,19 @@ impl TopologyBuilder {
         self
     }
 
+    /// Links everything in memory instead of loopback sockets: nodes bind nothing, and
+    /// clients connect with [`Topology::connect`] / [`Topology::connect_front`] (streams
+    /// through the same link rules, see [`Topology::connector`] for the lock library). On a
+    /// current-thread runtime with paused time (`#[tokio::test(flavor = "current_thread",
+    /// start_paused = true)]`) the seed alone then decides the interleaving, so a run replays
+    /// exactly. Addresses are still reported (`127.0.0.1:30000` + the node's index, the front
+    /// at `127.0.0.1:29999`) but nothing listens there. Not with a Sentinel endpoint or a
+    /// cluster (their clients find nodes by address).
+    pub fn in_memory(&mut self, yes: bool) -> &mut Self {
+        self.in_memory = yes;
+        self
+    }
+
     /// `requirepass` for every node (so also through the front address, `LOCKSMITH.*`
     /// included) and for the Sentinel endpoint, as a Sentinel's own `requirepass`.
     pub fn requirepass(&mut self, password: impl Into<String>) -> &mut Self {
@@ -315,6 +334,11 @@ impl TopologyBuilder {
                 "either one master with replicas or independent masters".into(),
             ));
         }
+        if self.in_memory && (self.sentinel.is_some() || self.cluster.is_some()) {
+            return Err(HarnessError::Invalid(
+                "an in-memory topology has no Sentinel endpoint or cluster".into(),
+            ));
+        }
         let seed = self.seed.unwrap_or_else(rand::random);
         let count = match self.cluster {
             Some(shards) => shards * (1 + self.replicas),
@@ -327,12 +351,18 @@ impl TopologyBuilder {
             "starting locksmith topology"
         );
         let mut slots = Vec::with_capacity(count);
+        let ports = Arc::new(link::PortCounter::default());
         for i in 0..count {
             let port = match self.node_ports {
                 Some(first) => first.saturating_add(i as u16),
                 None => 0,
             };
-            let proxy = Proxy::bind(self.bind, port).await?;
+            let proxy = if self.in_memory {
+                let port = MEMORY_NODE_PORT.saturating_add(i as u16);
+                Proxy::memory(SocketAddr::from(([127, 0, 0, 1], port)), ports.clone())
+            } else {
+                Proxy::bind(self.bind, port).await?
+            };
             let clock = match self.start_unix_ms {
                 Some(ms) => Clock::starting_at(ms),
                 None => Clock::new(),
@@ -345,7 +375,14 @@ impl TopologyBuilder {
                 live: Mutex::new(Live::default()),
             });
         }
-        let front = Proxy::bind(self.bind, self.front_port).await?;
+        let front = if self.in_memory {
+            Proxy::memory(
+                SocketAddr::from(([127, 0, 0, 1], MEMORY_NODE_PORT - 1)),
+                ports,
+            )
+        } else {
+            Proxy::bind(self.bind, self.front_port).await?
+        };
         let history = History::new();
         let cluster = self.cluster.map(|shards| {
             let mut rng = StdRng::seed_from_u64(seed ^ 0xc1u64);
@@ -357,6 +394,7 @@ impl TopologyBuilder {
         });
         let inner = Arc::new(Inner {
             seed,
+            in_memory: self.in_memory,
             requirepass: self.requirepass.clone(),
             master_name: self.master_name.clone(),
             replicated: self.masters == 1 && cluster.is_none(),
@@ -472,6 +510,8 @@ impl Drop for Net {
 
 pub(crate) struct Inner {
     seed: u64,
+    /// Nodes and client links in memory ([`TopologyBuilder::in_memory`]).
+    in_memory: bool,
     /// Every node's `requirepass`, and the Sentinel endpoint's.
     requirepass: Option<String>,
     master_name: String,
@@ -578,6 +618,9 @@ impl Inner {
         let slot = self.slot(i)?;
         let seed = self.next_seed();
         let mut builder = Server::builder().seed(seed).clock(slot.clock.clone());
+        if self.in_memory {
+            builder = builder.in_memory(slot.addr);
+        }
         if let Some(password) = &self.requirepass {
             builder = builder.requirepass(password.clone());
         }
@@ -591,7 +634,11 @@ impl Inner {
             id: slot.id,
         }));
         let offset = node.offset_mirror().await;
-        slot.proxy.set_upstream(Some(server.addr()));
+        slot.proxy.set_upstream(Some(if self.in_memory {
+            link::Upstream::Memory(server.acceptor())
+        } else {
+            link::Upstream::Tcp(server.addr())
+        }));
         if let Ok(mut live) = slot.live.lock() {
             live.server = Some(server);
             live.node = Some(node);
@@ -717,8 +764,10 @@ impl Inner {
     fn route_front(&self) {
         let m = self.master_index();
         let up = self.is_up(m);
-        self.front
-            .set_upstream(up.then(|| self.slots.get(m).map(|s| s.addr)).flatten());
+        self.front.set_upstream(
+            up.then(|| self.slots.get(m).map(|s| s.proxy.as_upstream()))
+                .flatten(),
+        );
     }
 
     /// The most up-to-date live replica of the current master (ties: lowest id).
@@ -1137,6 +1186,59 @@ impl Topology {
     /// `redis://` URL of a node.
     pub fn url(&self, node: NodeId) -> String {
         format!("redis://{}/", self.addr(node))
+    }
+
+    /// Opens a client connection to `node` in an in-memory topology
+    /// ([`TopologyBuilder::in_memory`]): a stream through the node's link rules, as a socket
+    /// connected to [`Topology::addr`] would be.
+    ///
+    /// # Errors
+    ///
+    /// `ConnectionRefused` when the node is down, the id unknown, or the topology listens on
+    /// sockets (connect to its addresses instead).
+    pub fn connect(&self, node: NodeId) -> std::io::Result<tokio::io::DuplexStream> {
+        match self.inner.slots.get(node.0) {
+            Some(slot) => slot.proxy.connect(),
+            None => Err(std::io::ErrorKind::ConnectionRefused.into()),
+        }
+    }
+
+    /// [`Topology::connect`] to the front address: the current master, through its link
+    /// rules; a failover resets these connections as it resets the front address's.
+    ///
+    /// # Errors
+    ///
+    /// `ConnectionRefused` when the master is down or the topology listens on sockets.
+    pub fn connect_front(&self) -> std::io::Result<tokio::io::DuplexStream> {
+        self.inner.front.connect()
+    }
+
+    /// A connection factory for a client that must reach `target` again and again (each
+    /// call is one [`Topology::connect`], or [`Topology::connect_front`] for `None`): what
+    /// `locksmith_lock::Client::open_over` takes. It holds the topology weakly, so a client
+    /// outliving the topology gets `ConnectionRefused`.
+    pub fn connector(
+        &self,
+        target: Option<NodeId>,
+    ) -> impl Fn() -> std::future::Ready<std::io::Result<tokio::io::DuplexStream>>
+           + Send
+           + Sync
+           + Clone
+           + 'static {
+        let weak = Arc::downgrade(&self.inner);
+        move || {
+            let stream = match weak.upgrade() {
+                Some(inner) => {
+                    let topology = Topology { inner };
+                    match target {
+                        Some(node) => topology.connect(node),
+                        None => topology.connect_front(),
+                    }
+                }
+                None => Err(std::io::ErrorKind::ConnectionRefused.into()),
+            };
+            std::future::ready(stream)
+        }
     }
 
     /// The current master (with independent masters: the first).

@@ -1,18 +1,38 @@
-//! Client links: a TCP proxy per advertised address (each node's, and the front address) that
+//! Client links: a proxy per advertised address (each node's, and the front address) that
 //! forwards to an upstream and runs every chunk through the link's rules (turmoil-net's
 //! `rule.rs` shape): the first verdict that is not [`Verdict::Pass`] wins. Rules give added
 //! latency, black holes and resets; the upstream can be switched (failover) or removed (a dead
 //! node: new connections are reset at once, as a refused connect would fail).
+//!
+//! A proxy listens on a loopback socket, or, in an in-memory topology, on nothing: its
+//! connections are [`tokio::io::duplex`] pairs opened by [`Proxy::connect`], forwarded to the
+//! node's [`StreamAcceptor`] through the same rules.
 
+use locksmith_server::StreamAcceptor;
 use std::collections::BTreeMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
+
+/// Bytes an in-memory link buffers each way (a socket's buffers, roughly).
+const DUPLEX_CAPACITY: usize = 64 * 1024;
+
+/// Where a proxy sends new connections.
+#[derive(Clone)]
+pub(crate) enum Upstream {
+    /// A node, or another proxy, listening on a socket.
+    Tcp(SocketAddr),
+    /// An in-memory node.
+    Memory(StreamAcceptor),
+    /// Another in-memory proxy (the front address's hop to the master's own proxy, whose
+    /// rules then apply as they do to a socket's connection).
+    Hop(Arc<Shared>),
+}
 
 /// Which way a chunk travels on a client link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,11 +96,27 @@ struct ConnEntry {
 }
 
 #[derive(Default)]
-struct Shared {
-    upstream: Mutex<Option<SocketAddr>>,
+pub(crate) struct Shared {
+    upstream: Mutex<Option<Upstream>>,
     rules: Mutex<BTreeMap<u64, Arc<dyn LinkRule>>>,
     conns: Mutex<BTreeMap<u64, ConnEntry>>,
     next: AtomicU64,
+    /// In-memory proxies: where the addresses of their connections' two hops come from.
+    ports: Option<Arc<PortCounter>>,
+}
+
+/// Gives the in-memory connections of one topology distinct loopback addresses (for
+/// `CLIENT LIST`, and for sparing an admin command's own connection), deterministically.
+#[derive(Debug, Default)]
+pub(crate) struct PortCounter(AtomicU64);
+
+impl PortCounter {
+    fn next(&self) -> SocketAddr {
+        let n = self.0.fetch_add(1, Ordering::Relaxed);
+        // The dynamic port range, cycled; nothing binds these.
+        let port = 49152 + (n % 16384) as u16;
+        SocketAddr::from(([127, 0, 0, 1], port))
+    }
 }
 
 impl Shared {
@@ -102,7 +138,8 @@ impl Shared {
 pub(crate) struct Proxy {
     addr: SocketAddr,
     shared: Arc<Shared>,
-    accept: tokio::task::JoinHandle<()>,
+    /// The accept loop of a listening proxy.
+    accept: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Proxy {
@@ -121,8 +158,36 @@ impl Proxy {
         Ok(Proxy {
             addr,
             shared,
-            accept,
+            accept: Some(accept),
         })
+    }
+
+    /// An in-memory proxy advertised at `addr` (nothing is bound): connections come from
+    /// [`Proxy::connect`].
+    pub(crate) fn memory(addr: SocketAddr, ports: Arc<PortCounter>) -> Proxy {
+        Proxy {
+            addr,
+            shared: Arc::new(Shared {
+                ports: Some(ports),
+                ..Shared::default()
+            }),
+            accept: None,
+        }
+    }
+
+    /// Opens a connection through an in-memory proxy: the client's end of a duplex stream
+    /// whose other end is forwarded to the upstream through the rules. Refused when the
+    /// node is down (or the proxy listens on a socket instead).
+    pub(crate) fn connect(&self) -> io::Result<DuplexStream> {
+        self.shared.open().map(|(stream, _)| stream)
+    }
+
+    /// How another proxy reaches this one.
+    pub(crate) fn as_upstream(&self) -> Upstream {
+        match self.shared.ports {
+            Some(_) => Upstream::Hop(self.shared.clone()),
+            None => Upstream::Tcp(self.addr),
+        }
     }
 
     /// The advertised address.
@@ -131,7 +196,7 @@ impl Proxy {
     }
 
     /// Routes new connections to `upstream`; `None` resets them (the node is down).
-    pub(crate) fn set_upstream(&self, upstream: Option<SocketAddr>) {
+    pub(crate) fn set_upstream(&self, upstream: Option<Upstream>) {
         if let Ok(mut u) = self.shared.upstream.lock() {
             *u = upstream;
         }
@@ -192,8 +257,62 @@ impl Proxy {
 
 impl Drop for Proxy {
     fn drop(&mut self) {
-        self.accept.abort();
+        if let Some(accept) = &self.accept {
+            accept.abort();
+        }
         self.reset_all();
+    }
+}
+
+impl Shared {
+    /// [`Proxy::connect`]; also returns the address this hop sees the connection from.
+    fn open(self: &Arc<Self>) -> io::Result<(DuplexStream, SocketAddr)> {
+        let refused = || io::Error::from(io::ErrorKind::ConnectionRefused);
+        let ports = self.ports.as_ref().ok_or_else(refused)?;
+        let upstream = self.upstream.lock().ok().and_then(|u| u.clone());
+        let downstream = ports.next();
+        let (far, upstream_local) = match upstream {
+            Some(Upstream::Memory(acceptor)) => {
+                let (far, node_end) = tokio::io::duplex(DUPLEX_CAPACITY);
+                let local = ports.next();
+                acceptor.serve_stream(node_end, local);
+                (far, local)
+            }
+            Some(Upstream::Hop(next)) => next.open()?,
+            Some(Upstream::Tcp(_)) | None => return Err(refused()),
+        };
+        let (client, near) = tokio::io::duplex(DUPLEX_CAPACITY);
+        let (id, token) = self.register(downstream, Some(upstream_local));
+        let shared = self.clone();
+        tokio::spawn(async move {
+            let (mut near, mut far) = (near, far);
+            relay(&mut near, &mut far, &shared, id, &token).await;
+            if let Ok(mut conns) = shared.conns.lock() {
+                conns.remove(&id);
+            }
+        });
+        Ok((client, downstream))
+    }
+
+    /// Records a new proxied connection; returns its id and the token that resets it.
+    fn register(
+        &self,
+        downstream: SocketAddr,
+        upstream_local: Option<SocketAddr>,
+    ) -> (u64, CancellationToken) {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let token = CancellationToken::new();
+        if let Ok(mut conns) = self.conns.lock() {
+            conns.insert(
+                id,
+                ConnEntry {
+                    cancel: token.clone(),
+                    downstream,
+                    upstream_local,
+                },
+            );
+        }
+        (id, token)
     }
 }
 
@@ -207,18 +326,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
                 continue;
             }
         };
-        let id = shared.next.fetch_add(1, Ordering::Relaxed);
-        let token = CancellationToken::new();
-        if let Ok(mut conns) = shared.conns.lock() {
-            conns.insert(
-                id,
-                ConnEntry {
-                    cancel: token.clone(),
-                    downstream: peer,
-                    upstream_local: None,
-                },
-            );
-        }
+        let (id, token) = shared.register(peer, None);
         let shared = shared.clone();
         tokio::spawn(async move {
             serve(socket, &shared, id, token).await;
@@ -245,12 +353,17 @@ fn reset(socket: TcpStream) {
 
 async fn serve(mut client: TcpStream, shared: &Shared, id: u64, cancel: CancellationToken) {
     let _ = client.set_nodelay(true);
-    let upstream = shared.upstream.lock().ok().and_then(|u| *u);
-    let Some(upstream) = upstream else {
+    let upstream = shared.upstream.lock().ok().and_then(|u| u.clone());
+    let Some(Upstream::Tcp(upstream)) = upstream else {
         reset(client);
         return;
     };
     let mut server = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => {
+            reset(client);
+            return;
+        }
         s = TcpStream::connect(upstream) => match s {
             Ok(s) => s,
             Err(_) => {
@@ -258,10 +371,6 @@ async fn serve(mut client: TcpStream, shared: &Shared, id: u64, cancel: Cancella
                 return;
             }
         },
-        _ = cancel.cancelled() => {
-            reset(client);
-            return;
-        }
     };
     let _ = server.set_nodelay(true);
     if let (Ok(local), Ok(mut conns)) = (server.local_addr(), shared.conns.lock()) {
@@ -269,28 +378,45 @@ async fn serve(mut client: TcpStream, shared: &Shared, id: u64, cancel: Cancella
             c.upstream_local = Some(local);
         }
     }
-    let end = {
-        let (mut cr, mut cw) = client.split();
-        let (mut sr, mut sw) = server.split();
-        let up = pump(&mut cr, &mut sw, Direction::ToNode, shared, id);
-        let down = pump(&mut sr, &mut cw, Direction::ToClient, shared, id);
-        tokio::pin!(up, down);
-        tokio::select! {
-            end = &mut up => match end {
-                // The client half-closed: let the replies already asked for come back.
-                End::Closed => tokio::select! {
-                    end = &mut down => end,
-                    _ = cancel.cancelled() => End::Reset,
-                },
-                End::Reset => End::Reset,
-            },
-            end = &mut down => end,
-            _ = cancel.cancelled() => End::Reset,
-        }
-    };
-    if let End::Reset = end {
+    if let End::Reset = relay(&mut client, &mut server, shared, id, &cancel).await {
         reset(client);
         reset(server);
+    }
+}
+
+/// Forwards both ways between a client's stream and the node's until one side closes, a
+/// rule resets the connection, or it is cancelled. An in-memory stream is reset by dropping
+/// it (its peer reads the end).
+async fn relay<C, S>(
+    client: &mut C,
+    server: &mut S,
+    shared: &Shared,
+    id: u64,
+    cancel: &CancellationToken,
+) -> End
+where
+    C: AsyncRead + AsyncWrite + Unpin,
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let (mut cr, mut cw) = tokio::io::split(client);
+    let (mut sr, mut sw) = tokio::io::split(server);
+    let up = pump(&mut cr, &mut sw, Direction::ToNode, shared, id);
+    let down = pump(&mut sr, &mut cw, Direction::ToClient, shared, id);
+    tokio::pin!(up, down);
+    // Biased: a seeded in-memory run must not depend on tokio's random branch choice.
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => End::Reset,
+        end = &mut up => match end {
+            // The client half-closed: let the replies already asked for come back.
+            End::Closed => tokio::select! {
+                biased;
+                _ = cancel.cancelled() => End::Reset,
+                end = &mut down => end,
+            },
+            End::Reset => End::Reset,
+        },
+        end = &mut down => end,
     }
 }
 

@@ -6,6 +6,7 @@ mod harness {
     mod auth;
     mod cli;
     mod cluster;
+    mod determinism;
     mod failover;
     mod faults;
     mod leases;
