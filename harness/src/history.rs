@@ -29,6 +29,15 @@ pub enum EventKind {
         /// Whether the resource accepted it.
         accepted: bool,
     },
+    /// An acquire of a shared hold (a read lock, a semaphore permit): shared holds of a
+    /// resource do not exclude each other, only exclusive ones.
+    AcquiredShared,
+    /// An unlock sent by a client that did not hold the lock (a deliberate probe of the
+    /// library), accepted or refused by the server.
+    ForeignRelease {
+        /// Whether the unlock was accepted (the lock was released or its count lowered).
+        accepted: bool,
+    },
 }
 
 /// One recorded operation (a plain data record).
@@ -248,6 +257,9 @@ impl History {
                 EventKind::Lost => "lost",
                 EventKind::Write { accepted: true } => "write-accepted",
                 EventKind::Write { accepted: false } => "write-rejected",
+                EventKind::AcquiredShared => "acquired-shared",
+                EventKind::ForeignRelease { accepted: true } => "foreign-release-accepted",
+                EventKind::ForeignRelease { accepted: false } => "foreign-release-refused",
             };
             let token = e.token.map_or_else(|| "-".to_string(), |t| t.to_string());
             let _ = writeln!(
@@ -313,6 +325,16 @@ impl Pending {
     pub fn wrote(self, token: Option<u64>, accepted: bool) {
         self.finish(EventKind::Write { accepted }, token);
     }
+
+    /// A shared acquire (read lock, permit) succeeded.
+    pub fn acquired_shared(self, token: Option<u64>) {
+        self.finish(EventKind::AcquiredShared, token);
+    }
+
+    /// An unlock by a client that did not hold the lock was accepted or refused.
+    pub fn foreign_release(self, accepted: bool) {
+        self.finish(EventKind::ForeignRelease { accepted }, None);
+    }
 }
 
 /// One client's uninterrupted hold of a resource (a plain data record).
@@ -335,6 +357,10 @@ pub struct Hold {
     pub from_seq: u64,
     /// Order of the start of the release or loss (`u64::MAX` while open).
     pub to_seq: u64,
+    /// A shared hold (read lock, permit): it conflicts only with exclusive ones.
+    pub shared: bool,
+    /// Whether the hold ended because the holder learnt it lost the lock.
+    pub lost: bool,
 }
 
 /// Two holders of the same resource at the same time (a plain data record).
@@ -418,7 +444,7 @@ impl Checker {
         for e in ordered {
             let key = (e.resource.clone(), e.client.clone());
             match e.kind {
-                EventKind::Acquired => {
+                EventKind::Acquired | EventKind::AcquiredShared => {
                     // Re-acquiring while holding (reentrancy) keeps the first hold open.
                     open.entry(key).or_insert_with(|| Hold {
                         client: e.client.clone(),
@@ -429,6 +455,8 @@ impl Checker {
                         token: e.token,
                         from_seq: e.seq,
                         to_seq: u64::MAX,
+                        shared: e.kind == EventKind::AcquiredShared,
+                        lost: false,
                     });
                 }
                 EventKind::Released | EventKind::Lost => {
@@ -436,10 +464,13 @@ impl Checker {
                         hold.to_ms = e.start_ms.max(hold.from_ms);
                         hold.to_seq = e.start_seq;
                         hold.open = false;
+                        hold.lost = e.kind == EventKind::Lost;
                         holds.push(hold);
                     }
                 }
-                EventKind::AcquireFailed | EventKind::Write { .. } => {}
+                EventKind::AcquireFailed
+                | EventKind::Write { .. }
+                | EventKind::ForeignRelease { .. } => {}
             }
         }
         holds.extend(open.into_values());
@@ -458,7 +489,7 @@ impl Checker {
         let mut out = Vec::new();
         for (i, a) in holds.iter().enumerate() {
             for b in holds.iter().skip(i + 1) {
-                if a.resource != b.resource || a.client == b.client {
+                if a.resource != b.resource || a.client == b.client || (a.shared && b.shared) {
                     continue;
                 }
                 let (first, second) = if (a.from_ms, a.from_seq) <= (b.from_ms, b.from_seq) {
@@ -492,6 +523,249 @@ impl Checker {
         }
         out
     }
+}
+
+/// The bounds [`Checker::liveness`] holds a history to (a plain data record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Liveness {
+    /// A waiter still waiting this long after the lock became free was not woken.
+    pub wake_up_ms: u64,
+    /// The longest lease any hold had: a stale holder must have learnt of its loss this long
+    /// after another client acquired the lock at the latest.
+    pub lease_ms: u64,
+    /// For FIFO order: a waiter that started this much later than another must not be served
+    /// first (requests closer together may reach the server in either order).
+    pub fifo_slack_ms: u64,
+}
+
+impl Liveness {
+    /// Bounds for leases of `lease_ms`: a wake-up within 1 s, a FIFO slack of 10 ms.
+    pub fn new(lease_ms: u64) -> Self {
+        Liveness {
+            wake_up_ms: 1000,
+            lease_ms,
+            fifo_slack_ms: 10,
+        }
+    }
+
+    /// Sets the wake-up bound.
+    pub fn wake_up_ms(mut self, ms: u64) -> Self {
+        self.wake_up_ms = ms;
+        self
+    }
+
+    /// Sets the FIFO slack.
+    pub fn fifo_slack_ms(mut self, ms: u64) -> Self {
+        self.fifo_slack_ms = ms;
+        self
+    }
+}
+
+/// A liveness or protocol problem [`Checker::liveness`] found (a plain data record).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LivenessIssue {
+    /// A waiter kept waiting although the lock had been free for the wake-up bound.
+    LostWakeUp {
+        /// The waiter.
+        client: String,
+        /// The resource.
+        resource: String,
+        /// Since when the lock was free (ms).
+        free_from_ms: u64,
+        /// Until when the waiter still waited (ms).
+        still_waiting_ms: u64,
+    },
+    /// A fair lock served a later waiter before an earlier one.
+    OutOfOrder {
+        /// The resource.
+        resource: String,
+        /// The waiter that came first (and was passed over).
+        earlier: String,
+        /// The waiter served before it.
+        later: String,
+        /// When each started waiting (ms).
+        earlier_from_ms: u64,
+        /// When the later one started waiting.
+        later_from_ms: u64,
+    },
+    /// A holder whose lock another client acquired never learnt it (no lost signal, no end
+    /// of its hold) within the lease bound.
+    UnnoticedLoss {
+        /// The stale holder.
+        client: String,
+        /// The resource.
+        resource: String,
+        /// When the other client acquired (ms).
+        taken_at_ms: u64,
+    },
+    /// An unlock by a client that did not hold the lock was accepted.
+    ForeignReleaseAccepted {
+        /// Who sent it.
+        client: String,
+        /// The resource.
+        resource: String,
+        /// When (ms).
+        at_ms: u64,
+    },
+}
+
+impl std::fmt::Display for LivenessIssue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LivenessIssue::LostWakeUp {
+                client,
+                resource,
+                free_from_ms,
+                still_waiting_ms,
+            } => write!(
+                f,
+                "{resource}: {client} still waited at {still_waiting_ms} ms though the lock was free from {free_from_ms} ms (lost wake-up)"
+            ),
+            LivenessIssue::OutOfOrder {
+                resource,
+                earlier,
+                later,
+                earlier_from_ms,
+                later_from_ms,
+            } => write!(
+                f,
+                "{resource}: {later} (waiting from {later_from_ms} ms) was served before {earlier} (waiting from {earlier_from_ms} ms)"
+            ),
+            LivenessIssue::UnnoticedLoss {
+                client,
+                resource,
+                taken_at_ms,
+            } => write!(
+                f,
+                "{resource}: {client} never learnt that another client acquired it at {taken_at_ms} ms"
+            ),
+            LivenessIssue::ForeignReleaseAccepted {
+                client,
+                resource,
+                at_ms,
+            } => write!(
+                f,
+                "{resource}: an unlock by {client}, who did not hold it, was accepted at {at_ms} ms"
+            ),
+        }
+    }
+}
+
+impl Checker {
+    /// Liveness and protocol checks beyond mutual exclusion: lost wake-ups (a waiter still
+    /// waiting `wake_up_ms` after the lock became free — free meaning released and not
+    /// re-acquired; a lock that only expired is not counted, its moment is unknown), FIFO
+    /// order (see [`Checker::fifo`], asked for separately since only fair locks promise it),
+    /// unnoticed losses (a holder whose lock another client acquired, still holding without a
+    /// lost signal `lease_ms` later), and accepted unlocks by non-holders.
+    pub fn liveness(history: &History, bounds: &Liveness) -> Vec<LivenessIssue> {
+        let events = history.events();
+        let holds = Self::holds(history);
+        let mut out = Vec::new();
+        // Lost wake-ups: an acquire operation spanning a long free stretch.
+        for e in &events {
+            if !matches!(
+                e.kind,
+                EventKind::Acquired | EventKind::AcquiredShared | EventKind::AcquireFailed
+            ) {
+                continue;
+            }
+            if let Some(free_from) =
+                free_stretch(&holds, &e.resource, e.start_ms, e.end_ms, bounds.wake_up_ms)
+            {
+                out.push(LivenessIssue::LostWakeUp {
+                    client: e.client.clone(),
+                    resource: e.resource.clone(),
+                    free_from_ms: free_from,
+                    still_waiting_ms: e.end_ms,
+                });
+            }
+        }
+        // Unnoticed losses: the stale side of every overlap.
+        for v in Self::check(history) {
+            let deadline = v.second.from_ms.saturating_add(bounds.lease_ms);
+            let first = &v.first;
+            if first.to_ms > deadline {
+                out.push(LivenessIssue::UnnoticedLoss {
+                    client: first.client.clone(),
+                    resource: first.resource.clone(),
+                    taken_at_ms: v.second.from_ms,
+                });
+            }
+        }
+        // Unlocks by non-holders that were accepted.
+        for e in &events {
+            if e.kind != (EventKind::ForeignRelease { accepted: true }) {
+                continue;
+            }
+            let held = holds.iter().any(|h| {
+                h.client == e.client
+                    && h.resource == e.resource
+                    && h.from_ms <= e.start_ms
+                    && e.start_ms < h.to_ms
+            });
+            if !held {
+                out.push(LivenessIssue::ForeignReleaseAccepted {
+                    client: e.client.clone(),
+                    resource: e.resource.clone(),
+                    at_ms: e.start_ms,
+                });
+            }
+        }
+        out
+    }
+
+    /// FIFO order of a fair lock: for two acquires of one resource that both waited, the one
+    /// that started `fifo_slack_ms` or more earlier must not complete after the later one.
+    pub fn fifo(history: &History, bounds: &Liveness) -> Vec<LivenessIssue> {
+        let acquires: Vec<Event> = history
+            .events()
+            .into_iter()
+            .filter(|e| e.kind == EventKind::Acquired)
+            .collect();
+        let mut out = Vec::new();
+        for a in &acquires {
+            for b in &acquires {
+                let waited_together = a.resource == b.resource
+                    && a.client != b.client
+                    && b.start_ms >= a.start_ms.saturating_add(bounds.fifo_slack_ms)
+                    && b.start_ms < a.end_ms;
+                if waited_together && (b.end_ms, b.seq) < (a.end_ms, a.seq) {
+                    out.push(LivenessIssue::OutOfOrder {
+                        resource: a.resource.clone(),
+                        earlier: a.client.clone(),
+                        later: b.client.clone(),
+                        earlier_from_ms: a.start_ms,
+                        later_from_ms: b.start_ms,
+                    });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The start of a stretch of at least `bound` ms within `[from, to]` during which nobody
+/// held `resource` after a release (holds that ended in a loss leave the moment the key
+/// expired unknown and count as held until the next acquire).
+fn free_stretch(holds: &[Hold], resource: &str, from: u64, to: u64, bound: u64) -> Option<u64> {
+    let mine: Vec<&Hold> = holds.iter().filter(|h| h.resource == resource).collect();
+    // Candidate starts: releases (not losses) inside the wait.
+    mine.iter()
+        .filter(|h| !h.open && !h.lost && h.to_ms >= from && h.to_ms <= to)
+        .map(|h| h.to_ms)
+        .filter(|&free_from| {
+            let free_until = mine
+                .iter()
+                .filter(|h| h.to_ms > free_from && h.from_ms < to)
+                .map(|h| h.from_ms.max(free_from))
+                .min()
+                .unwrap_or(to);
+            free_until.saturating_sub(free_from) >= bound && to.saturating_sub(free_from) >= bound
+        })
+        .min()
 }
 
 #[cfg(test)]
@@ -581,5 +855,107 @@ mod tests {
         assert_eq!(v[0].overlap_ms(), 50);
         assert_eq!(v[0].faults, vec!["fail_master n0 -> n1".to_string()]);
         assert_eq!(v[0].fencing_rejects_stale, Some(true));
+    }
+
+    #[test]
+    fn shared_holds_do_not_conflict_but_an_exclusive_one_does() {
+        let h = History::new();
+        h.record(ev("a", EventKind::AcquiredShared, 0, 1, None));
+        h.record(ev("b", EventKind::AcquiredShared, 2, 3, None));
+        assert!(Checker::check(&h).is_empty());
+        h.record(ev("c", EventKind::Acquired, 4, 5, None));
+        assert_eq!(Checker::check(&h).len(), 2);
+    }
+
+    #[test]
+    fn a_waiter_left_waiting_after_a_release_is_a_lost_wake_up() {
+        let h = History::new();
+        h.record(ev("a", EventKind::Acquired, 0, 1, None));
+        h.record(ev("a", EventKind::Released, 100, 101, None));
+        // b waited from 50 until 2000: the lock was free from 100.
+        h.record(ev("b", EventKind::Acquired, 50, 2000, None));
+        let issues = Checker::liveness(&h, &Liveness::new(30_000));
+        assert_eq!(
+            issues,
+            vec![LivenessIssue::LostWakeUp {
+                client: "b".into(),
+                resource: "r".into(),
+                free_from_ms: 100,
+                still_waiting_ms: 2000,
+            }]
+        );
+        // Woken within the bound: fine; a waiter that got it at 150 is too.
+        let h = History::new();
+        h.record(ev("a", EventKind::Acquired, 0, 1, None));
+        h.record(ev("a", EventKind::Released, 100, 101, None));
+        h.record(ev("b", EventKind::Acquired, 50, 150, None));
+        assert!(Checker::liveness(&h, &Liveness::new(30_000)).is_empty());
+        // A lock that was lost (expired at an unknown moment) does not count as free.
+        let h = History::new();
+        h.record(ev("a", EventKind::Acquired, 0, 1, None));
+        h.record(ev("a", EventKind::Lost, 100, 101, None));
+        h.record(ev("b", EventKind::AcquireFailed, 50, 5000, None));
+        assert!(Checker::liveness(&h, &Liveness::new(30_000)).is_empty());
+    }
+
+    #[test]
+    fn a_later_waiter_served_first_breaks_fifo_beyond_the_slack() {
+        let h = History::new();
+        h.record(ev("a", EventKind::Acquired, 0, 1, None));
+        h.record(ev("b", EventKind::Acquired, 10, 500, None));
+        h.record(ev("c", EventKind::Acquired, 30, 300, None));
+        let bounds = Liveness::new(30_000).fifo_slack_ms(10);
+        let out = Checker::fifo(&h, &bounds);
+        assert_eq!(out.len(), 1);
+        assert!(
+            matches!(&out[0], LivenessIssue::OutOfOrder { earlier, later, .. } if earlier == "b" && later == "c")
+        );
+        // Within the slack either order is fine.
+        assert!(Checker::fifo(&h, &bounds.fifo_slack_ms(25)).is_empty());
+    }
+
+    #[test]
+    fn a_stale_holder_must_learn_of_its_loss_within_the_lease() {
+        let h = History::new();
+        h.record(ev("a", EventKind::Acquired, 0, 1, None));
+        h.record(ev("b", EventKind::Acquired, 100, 101, None));
+        h.record(ev("a", EventKind::Lost, 150, 150, None));
+        h.record(ev("b", EventKind::Released, 200, 201, None));
+        assert!(Checker::liveness(&h, &Liveness::new(1000)).is_empty());
+        // a kept holding until 5000 without a lost signal.
+        let h = History::new();
+        h.record(ev("a", EventKind::Acquired, 0, 1, None));
+        h.record(ev("b", EventKind::Acquired, 100, 101, None));
+        h.record(ev("b", EventKind::Released, 200, 201, None));
+        h.record(ev("a", EventKind::Released, 5000, 5001, None));
+        let out = Checker::liveness(&h, &Liveness::new(1000));
+        assert!(
+            matches!(&out[..], [LivenessIssue::UnnoticedLoss { client, taken_at_ms: 101, .. }] if client == "a"),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn an_accepted_unlock_by_a_non_holder_is_reported() {
+        let h = History::new();
+        h.record(ev("a", EventKind::Acquired, 0, 1, None));
+        h.record(ev(
+            "b",
+            EventKind::ForeignRelease { accepted: false },
+            10,
+            11,
+            None,
+        ));
+        assert!(Checker::liveness(&h, &Liveness::new(1000)).is_empty());
+        h.record(ev(
+            "b",
+            EventKind::ForeignRelease { accepted: true },
+            20,
+            21,
+            None,
+        ));
+        let out = Checker::liveness(&h, &Liveness::new(1000));
+        assert_eq!(out.len(), 1);
+        assert!(out[0].to_string().contains("did not hold it"));
     }
 }

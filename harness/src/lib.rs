@@ -42,7 +42,10 @@ mod link;
 mod sentinel;
 mod timeline;
 
-pub use history::{Checker, Event, EventKind, FaultRecord, History, Hold, Pending, Violation};
+pub use history::{
+    Checker, Event, EventKind, FaultRecord, History, Hold, Liveness, LivenessIssue, Pending,
+    Violation,
+};
 pub use link::{Chunk, Direction, LinkRule, Verdict};
 pub use timeline::Timeline;
 

@@ -581,7 +581,13 @@ fn event_mark(kind: &EventKind) -> Option<(&'static str, &'static str, &'static 
         EventKind::Lost => Some(("lost", "lost", "#d84315")),
         EventKind::Write { accepted: true } => Some(("write-accepted", "w&#10003;", "#1b5e20")),
         EventKind::Write { accepted: false } => Some(("write-rejected", "w&#10007;", "#b71c1c")),
-        EventKind::Acquired | EventKind::Released => None,
+        EventKind::ForeignRelease { accepted: true } => {
+            Some(("foreign-release-accepted", "u!", "#6a1b9a"))
+        }
+        EventKind::ForeignRelease { accepted: false } => {
+            Some(("foreign-release-refused", "u&#215;", "#9e9e9e"))
+        }
+        EventKind::Acquired | EventKind::AcquiredShared | EventKind::Released => None,
     }
 }
 
@@ -591,6 +597,8 @@ fn mark_words(mark: &str) -> &'static str {
         "acquire-failed" => "acquire refused",
         "lost" => "holder learnt it lost the lock",
         "write-accepted" => "write accepted by the resource",
+        "foreign-release-accepted" => "unlock by a non-holder accepted",
+        "foreign-release-refused" => "unlock by a non-holder refused",
         _ => "write rejected by the resource (stale token)",
     }
 }

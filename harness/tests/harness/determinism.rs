@@ -208,4 +208,3 @@ async fn in_memory_links_follow_rules_failover_and_kill() {
     );
     topology.shutdown().await;
 }
-
