@@ -395,18 +395,15 @@ fn hscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         return Ok(empty());
     };
     let opts = scan::ScanOptions::parse(args, false)?;
-    // A small (listpack) hash is returned whole in one call, as Redis does.
-    let small = Value::hash_is_listpack(h);
-    let (next, items): (u64, Vec<(&Bytes, &Bytes)>) = if small {
-        (0, h.iter().collect())
-    } else {
-        scan::step(h.iter(), cursor, opts.count)
-    };
+    // A listpack hash is returned whole by its one step, as Redis does.
+    let (next, items) = scan::run(cursor, opts.count, 2, |c, out| {
+        h.scan(c, |f, v| out.push((f.clone(), v.clone())))
+    });
     let mut out = Vec::new();
     for (f, v) in items {
-        if opts.matches(f) {
-            out.push(Frame::Bulk(f.clone()));
-            out.push(Frame::Bulk(v.clone()));
+        if opts.matches(&f) {
+            out.push(Frame::Bulk(f));
+            out.push(Frame::Bulk(v));
         }
     }
     Ok(Frame::Array(vec![
@@ -420,16 +417,21 @@ fn hscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn hrandfield(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     use rand::seq::index::sample;
-    use rand::Rng;
+    use rand::seq::IteratorRandom;
     let key = args.bytes()?;
     if args.is_empty() {
-        let Some(len) = read(ctx, &key)?.map(|h| h.len()) else {
+        if read(ctx, &key)?.is_none() {
             return Ok(Frame::Null);
+        }
+        let (db, now) = (ctx.client.db, ctx.now);
+        let state = &mut *ctx.state;
+        let f = match state.dbs.get(db).and_then(|d| d.get(&key, now)) {
+            Some(Entry {
+                value: Value::Hash(h),
+                ..
+            }) => h.random(&mut state.rng).map(|(f, _)| f.clone()),
+            _ => None,
         };
-        let i = ctx.state.rng.random_range(0..len.max(1));
-        let f = read(ctx, &key)?
-            .and_then(|h| h.get_index(i))
-            .map(|(f, _)| f.clone());
         return Ok(f.map_or(Frame::Null, Frame::Bulk));
     }
     let count = random_count(args.next().ok_or(CommandError::Syntax)?)?;
@@ -450,22 +452,31 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     } else {
         1
     };
-    let rng = &mut ctx.state.rng;
-    let indexes: Vec<usize> = if count < 0 || count == 1 {
-        (0..picks).map(|_| rng.random_range(0..len)).collect()
-    } else if count as u64 >= len as u64 {
-        (0..len).collect()
-    } else {
-        let mut picked = sample(rng, len, count as usize).into_vec();
-        picked.sort_unstable();
-        picked
-    };
-    let resp3 = ctx.client.resp == Version::Resp3;
-    let Some(h) = read(ctx, &key)? else {
+    let (db, now) = (ctx.client.db, ctx.now);
+    let state = &mut *ctx.state;
+    let Some(Entry {
+        value: Value::Hash(h),
+        ..
+    }) = state.dbs.get(db).and_then(|d| d.get(&key, now))
+    else {
         return Ok(Frame::Array(Vec::new()));
     };
+    let rng = &mut state.rng;
+    let chosen: Vec<(&Bytes, &Bytes)> = if count < 0 || count == 1 {
+        (0..picks).filter_map(|_| h.random(rng)).collect()
+    } else if count as u64 >= len as u64 {
+        h.iter().collect()
+    } else if !h.is_table() {
+        let mut picked = sample(rng, len, count as usize).into_vec();
+        picked.sort_unstable();
+        picked.into_iter().filter_map(|i| h.get_index(i)).collect()
+    } else {
+        distinct_picks(h, count as usize, rng)
+            .unwrap_or_else(|| h.iter().choose_multiple(rng, count as usize))
+    };
+    let resp3 = ctx.client.resp == Version::Resp3;
     let mut out = Vec::new();
-    for (f, v) in indexes.into_iter().filter_map(|i| h.get_index(i)) {
+    for (f, v) in chosen {
         if withvalues && resp3 {
             out.push(Frame::Array(vec![
                 Frame::Bulk(f.clone()),
@@ -479,4 +490,30 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         }
     }
     Ok(Frame::Array(out))
+}
+
+/// `count` distinct random fields of a table-encoded hash by repeated random draws, as Redis's
+/// `hrandfieldWithCountCommand` does when `count` is under a third of the hash ("case 4"):
+/// O(count) instead of a walk of the whole hash; `None` if the draws keep repeating (a bound
+/// on the loop; the caller then samples from a walk).
+fn distinct_picks<'h>(
+    h: &'h HashValue,
+    count: usize,
+    rng: &mut impl rand::Rng,
+) -> Option<Vec<(&'h Bytes, &'h Bytes)>> {
+    if count.saturating_mul(3) > h.len() {
+        return None;
+    }
+    let mut seen = std::collections::HashSet::with_capacity(count);
+    let mut out = Vec::with_capacity(count);
+    for _ in 0..count.saturating_mul(16) {
+        let (f, v) = h.random(rng)?;
+        if seen.insert(f) {
+            out.push((f, v));
+            if out.len() == count {
+                return Some(out);
+            }
+        }
+    }
+    None
 }

@@ -282,21 +282,19 @@ fn scan_cmd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let opts = scan::ScanOptions::parse(args, true)?;
     let now = ctx.now;
     let db = ctx.db();
-    let live = db
-        .keys()
-        .filter_map(|k| db.get(k, now).map(|e| (k, &e.value)));
-    let (next, items) = scan::step(live, cursor, opts.count);
-    let out = items
-        .into_iter()
-        .filter(|(k, v)| {
-            opts.matches(k)
+    // Keys past their deadline are counted but not returned (Redis expires them as it filters).
+    let (next, items) = scan::run(cursor, opts.count, 1, |c, out| {
+        db.scan(c, |k, e| {
+            let keep = e.expire_at.is_none_or(|at| at > now)
+                && opts.matches(k)
                 && opts
                     .type_name
                     .as_ref()
-                    .is_none_or(|t| t.eq_ignore_ascii_case(v.type_name().as_bytes()))
+                    .is_none_or(|t| t.eq_ignore_ascii_case(e.value.type_name().as_bytes()));
+            out.push(keep.then(|| k.clone()));
         })
-        .map(|(k, _)| Frame::Bulk(k.clone()))
-        .collect();
+    });
+    let out = items.into_iter().flatten().map(Frame::Bulk).collect();
     Ok(Frame::Array(vec![
         Frame::Bulk(Bytes::from(next.to_string())),
         Frame::Array(out),

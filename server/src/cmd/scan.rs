@@ -1,27 +1,15 @@
-//! The SCAN family's cursor: elements are visited in the order of a fixed 64-bit hash of their
-//! name, and the cursor is the hash to resume from. An element present for the whole
-//! iteration is returned at least once however the collection changes between calls (hash
-//! collisions are returned together, never split across calls); cursor 0 starts and ends.
+//! The SCAN family's cursor and options. The cursor is Redis's: a bucket index of the
+//! collection's [`crate::db::dict::Dict`] with its bits reversed, so a call costs the buckets
+//! it visits (about COUNT elements), and an element present for the whole iteration is
+//! returned at least once however the table grows, shrinks or rehashes between calls (some
+//! may come twice); cursor 0 starts and ends. Small collections (Redis's listpack and intset
+//! encodings) are returned whole by the first call, as Redis does.
 
 use super::{Args, CommandError};
 use bytes::Bytes;
 
 /// SCAN's default `COUNT`.
 pub(crate) const DEFAULT_COUNT: usize = 10;
-
-/// The fixed hash elements are ordered by (FNV-1a, then a splitmix64 finalizer).
-pub(crate) fn hash(name: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in name {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h ^= h >> 30;
-    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    h ^= h >> 27;
-    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
-    h ^ (h >> 31)
-}
 
 /// Parses a cursor as Redis's `parseScanCursorOrReply` (`strtoul`: a leading `-` wraps).
 pub(crate) fn parse_cursor(arg: &[u8]) -> Result<u64, CommandError> {
@@ -88,63 +76,66 @@ impl ScanOptions {
     }
 }
 
-/// One step of an iteration over `items` (name, payload) starting at `cursor`: at least
-/// `count` elements (whole hash groups) in hash order, and the next cursor (0 when done).
-pub(crate) fn step<'a, T>(
-    items: impl Iterator<Item = (&'a Bytes, T)>,
+/// Runs bucket steps as Redis's `scanGenericCommand` does: from `cursor`, `step` visits one
+/// cursor position (pushing what it finds to the vector) and returns the next cursor; steps
+/// go on until the iteration ends, the reply holds `count` entries (a hash field or a
+/// sorted-set member counts twice, with its value, as Redis counts its reply list), or
+/// `10 * count` more steps found too few (sparse tables). Returns the next cursor and what was
+/// collected, before any MATCH or TYPE filtering (Redis filters after counting).
+pub(crate) fn run<T>(
     cursor: u64,
     count: usize,
-) -> (u64, Vec<(&'a Bytes, T)>) {
-    let mut candidates: Vec<(u64, &'a Bytes, T)> = items
-        .map(|(name, t)| (hash(name), name, t))
-        .filter(|(h, _, _)| *h >= cursor)
-        .collect();
-    candidates.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
-    let mut take = count.min(candidates.len());
-    if take > 0 {
-        let last = candidates[take - 1].0;
-        while take < candidates.len() && candidates[take].0 == last {
-            take += 1;
+    weight: usize,
+    mut step: impl FnMut(u64, &mut Vec<T>) -> u64,
+) -> (u64, Vec<T>) {
+    let mut out = Vec::new();
+    let mut next = cursor;
+    let mut steps_left = count.saturating_mul(10);
+    // Bounded: by the steps budget, and a full iteration ends after every bucket was visited.
+    loop {
+        next = step(next, &mut out);
+        if next == 0 || steps_left == 0 || out.len().saturating_mul(weight) >= count {
+            return (next, out);
         }
+        steps_left -= 1;
     }
-    let next = candidates.get(take).map_or(0, |c| c.0);
-    candidates.truncate(take);
-    (
-        next,
-        candidates.into_iter().map(|(_, n, t)| (n, t)).collect(),
-    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeSet;
 
     #[test]
-    fn every_stable_element_is_returned_despite_changes() {
-        let mut set: BTreeSet<Bytes> = (0..500).map(|i| Bytes::from(format!("k{i}"))).collect();
-        let stable: Vec<Bytes> = set.iter().step_by(3).cloned().collect();
-        let mut seen = BTreeSet::new();
-        let mut cursor = 0;
-        let mut round = 0;
-        loop {
-            let (next, got) = step(set.iter().map(|k| (k, ())), cursor, 7);
-            seen.extend(got.into_iter().map(|(k, _)| k.clone()));
-            // Churn: remove some non-stable keys, add new ones.
-            round += 1;
-            set.insert(Bytes::from(format!("new{round}")));
-            let victim = set.iter().find(|k| !stable.contains(k)).cloned();
-            if let Some(v) = victim {
-                set.remove(&v);
+    fn run_stops_at_count_or_the_step_budget_or_the_end() {
+        // Every step yields one element: COUNT of them.
+        let (next, got) = run(5, 3, 1, |c, out: &mut Vec<u64>| {
+            out.push(c);
+            c + 1
+        });
+        assert_eq!((next, got), (8, vec![5, 6, 7]));
+        // Pairs count twice.
+        let (_, got) = run(0, 4, 2, |c, out: &mut Vec<u64>| {
+            out.push(c);
+            c + 1
+        });
+        assert_eq!(got.len(), 2);
+        // Empty steps: 10 * COUNT + 1 of them at most, as Redis's `maxiterations--`.
+        let mut steps = 0;
+        let (next, got) = run(1, 2, 1, |c, _: &mut Vec<u64>| {
+            steps += 1;
+            c + 1
+        });
+        assert!(got.is_empty() && steps == 21 && next == 22);
+        // The end of the iteration.
+        let (next, got) = run(0, 100, 1, |c, out: &mut Vec<u64>| {
+            out.push(c);
+            if c == 2 {
+                0
+            } else {
+                c + 1
             }
-            if next == 0 {
-                break;
-            }
-            cursor = next;
-        }
-        for k in &stable {
-            assert!(seen.contains(k), "{k:?} missed");
-        }
+        });
+        assert_eq!((next, got.len()), (0, 3));
     }
 
     #[test]

@@ -8,13 +8,12 @@ use super::{
     flags::*, parse_i64, random_count, repeated_picks, scan, Args, CmdResult, CommandError,
     CommandSpec, Ctx,
 };
-use crate::db::Value;
+use crate::db::{SetValue, Value};
 use crate::notify;
 use bytes::Bytes;
 use locksmith_resp::Frame;
 use rand::seq::IteratorRandom;
 use rand::Rng;
-use std::collections::HashSet;
 
 /// The set family's table.
 pub(crate) static COMMANDS: &[CommandSpec] = &[
@@ -86,8 +85,6 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         .keys(1, 1, 1)
         .doc("set", "Iterates over members of a set."),
 ];
-
-type SetValue = HashSet<Bytes>;
 
 /// Redis's `SPOP` with a count propagates `SREM`s of at most this many members each.
 const SPOP_MOVE_STRATEGY_BATCH: usize = 1024;
@@ -212,8 +209,11 @@ fn scard(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     ))
 }
 
-/// Up to `count` distinct random members of `s`.
+/// Up to `count` distinct random members of `s` (one random draw for one member).
 fn sample(s: &SetValue, count: usize, rng: &mut impl Rng) -> Vec<Bytes> {
+    if count == 1 {
+        return s.random(rng).cloned().into_iter().collect();
+    }
     s.iter().cloned().choose_multiple(rng, count)
 }
 
@@ -244,9 +244,7 @@ fn spop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         return Ok(Frame::Set(Vec::new()));
     }
     let popped: Vec<Bytes> = if n >= len {
-        set_mut(ctx, &key)?
-            .map(|s| s.drain().collect())
-            .unwrap_or_default()
+        set_mut(ctx, &key)?.map(|s| s.drain()).unwrap_or_default()
     } else {
         let (db, now) = (ctx.client.db, ctx.now);
         let state = &mut *ctx.state;
@@ -292,6 +290,22 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
     let key = args.bytes()?;
     let count = args.next().map(|arg| random_count(arg)).transpose()?;
+    if count.is_none() {
+        // One member: one random draw, not a copy of the set.
+        if set_mut(ctx, &key)?.is_none() {
+            return Ok(Frame::Null);
+        }
+        let (db, now) = (ctx.client.db, ctx.now);
+        let state = &mut *ctx.state;
+        let picked = match state.dbs.get(db).and_then(|d| d.get(&key, now)) {
+            Some(entry) => match &entry.value {
+                Value::Set(s) => s.random(&mut state.rng).cloned(),
+                _ => None,
+            },
+            None => None,
+        };
+        return Ok(picked.map_or(Frame::Null, Frame::Bulk));
+    }
     let members: Vec<Bytes> = match ctx.lookup(&key).map(|e| &e.value) {
         None => {
             return Ok(if count.is_some() {
@@ -522,8 +536,9 @@ fn sscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (next, items): (u64, Vec<Bytes>) = if is_intset(s.len(), s.iter()) {
         (0, ordered(s.iter().cloned()))
     } else {
-        let (next, items) = scan::step(s.iter().map(|m| (m, ())), cursor, opts.count);
-        (next, items.into_iter().map(|(m, _)| m.clone()).collect())
+        scan::run(cursor, opts.count, 1, |c, out| {
+            s.scan(c, |m| out.push(m.clone()))
+        })
     };
     let out = items
         .into_iter()

@@ -1113,7 +1113,9 @@ fn zscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (next, items): (u64, Vec<(&Bytes, f64)>) = if z.len() <= 128 {
         (0, z.iter().collect())
     } else {
-        scan::step(z.iter(), cursor, opts.count)
+        scan::run(cursor, opts.count, 2, |c, out| {
+            z.scan(c, |m, s| out.push((m, s)))
+        })
     };
     let mut out = Vec::new();
     for (m, s) in items {

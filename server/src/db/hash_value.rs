@@ -4,15 +4,25 @@
 //! table is mostly overhead: hashing the field, then an index table and an entry vector in two
 //! more allocations, each a cache miss when many keys are live. As Redis keeps small hashes in
 //! one listpack, a hash of up to [`SMALL_MAX`] fields is a vector of pairs found by a linear
-//! scan (lengths first); a larger one becomes an `IndexMap` for good (Redis never converts
-//! back either). Both keep insertion order and shift on removal, as a listpack does, so
-//! `HGETALL` answers in Redis's order.
+//! scan (lengths first); a larger one becomes an `IndexMap`. Both keep insertion order and
+//! shift on removal, as a listpack does, so `HGETALL` answers in Redis's order.
+//!
+//! Once Redis would convert its listpack to a hashtable (more than
+//! [`LISTPACK_MAX_ENTRIES`] fields, or a field or value longer than [`LISTPACK_MAX_VALUE`]
+//! bytes), the hash becomes a [`Dict`] for good, as Redis never converts back: HSCAN then
+//! resumes from its cursor in O(COUNT) and HDEL is O(1).
 
+use super::dict::{Dict, Iter as DictIter};
 use bytes::Bytes;
 use indexmap::IndexMap;
+use rand::Rng;
 
-/// Most fields a hash holds as a vector before it becomes a hash table.
+/// Most fields a hash holds as a vector before it becomes an insertion-ordered table.
 const SMALL_MAX: usize = 16;
+/// Redis's `hash-max-listpack-entries` (as compiled in).
+pub(crate) const LISTPACK_MAX_ENTRIES: usize = 512;
+/// Redis's `hash-max-listpack-value` (as compiled in).
+pub(crate) const LISTPACK_MAX_VALUE: usize = 64;
 
 /// A hash value.
 #[derive(Debug, Clone, Default)]
@@ -22,8 +32,12 @@ pub(crate) struct HashValue {
 
 #[derive(Debug, Clone)]
 enum Repr {
+    /// Up to [`SMALL_MAX`] fields, insertion order.
     Small(Vec<(Bytes, Bytes)>),
+    /// What Redis keeps as a listpack beyond that, insertion order.
     Large(IndexMap<Bytes, Bytes>),
+    /// What Redis keeps as a hashtable.
+    Table(Dict<(Bytes, Bytes)>),
 }
 
 impl Default for Repr {
@@ -43,6 +57,7 @@ impl HashValue {
         match &self.repr {
             Repr::Small(v) => v.len(),
             Repr::Large(m) => m.len(),
+            Repr::Table(d) => d.len(),
         }
     }
 
@@ -63,6 +78,7 @@ impl HashValue {
         match &self.repr {
             Repr::Small(v) => Self::position(v, field).and_then(|i| v.get(i).map(|(_, x)| x)),
             Repr::Large(m) => m.get(field),
+            Repr::Table(d) => d.get(field).map(|(_, x)| x),
         }
     }
 
@@ -74,6 +90,7 @@ impl HashValue {
                 v.get_mut(i).map(|(_, x)| x)
             }
             Repr::Large(m) => m.get_mut(field),
+            Repr::Table(d) => d.get_mut(field).map(|(_, x)| x),
         }
     }
 
@@ -82,8 +99,28 @@ impl HashValue {
         self.get(field).is_some()
     }
 
-    /// Sets `field` to `value` (a new field goes last); returns the previous value.
+    /// Whether Redis's listpack would turn into a hashtable to hold `field` and `value`.
+    fn exceeds_listpack(&self, field: &[u8], value: &[u8]) -> bool {
+        field.len() > LISTPACK_MAX_VALUE
+            || value.len() > LISTPACK_MAX_VALUE
+            || (self.len() >= LISTPACK_MAX_ENTRIES && !self.contains_key(field))
+    }
+
+    /// Sets `field` to `value` (a new field goes last while the hash is ordered); returns the
+    /// previous value.
     pub(crate) fn insert(&mut self, field: Bytes, value: Bytes) -> Option<Bytes> {
+        if !matches!(self.repr, Repr::Table(_)) && self.exceeds_listpack(&field, &value) {
+            let pairs: Vec<(Bytes, Bytes)> = match std::mem::take(&mut self.repr) {
+                Repr::Small(v) => v,
+                Repr::Large(m) => m.into_iter().collect(),
+                Repr::Table(d) => d.iter().cloned().collect(),
+            };
+            let mut d = Dict::with_capacity(pairs.len() + 1);
+            for pair in pairs {
+                d.put(pair);
+            }
+            self.repr = Repr::Table(d);
+        }
         match &mut self.repr {
             Repr::Small(v) => {
                 if let Some(i) = Self::position(v, &field) {
@@ -99,6 +136,7 @@ impl HashValue {
                 None
             }
             Repr::Large(m) => m.insert(field, value),
+            Repr::Table(d) => d.put((field, value)).map(|(_, old)| old),
         }
     }
 
@@ -107,22 +145,59 @@ impl HashValue {
         match &mut self.repr {
             Repr::Small(v) => Self::position(v, field).map(|i| v.remove(i).1),
             Repr::Large(m) => m.shift_remove(field),
+            Repr::Table(d) => d.take(field).map(|(_, x)| x),
         }
     }
 
-    /// The field and value at position `i` (insertion order).
+    /// Whether Redis would hold this hash as a hashtable (see the module docs).
+    pub(crate) fn is_table(&self) -> bool {
+        matches!(self.repr, Repr::Table(_))
+    }
+
+    /// The field and value at position `i` (insertion order) of an ordered hash; the `i`th in
+    /// table order (a walk) of a table.
     pub(crate) fn get_index(&self, i: usize) -> Option<(&Bytes, &Bytes)> {
         match &self.repr {
             Repr::Small(v) => v.get(i).map(|(f, x)| (f, x)),
             Repr::Large(m) => m.get_index(i),
+            Repr::Table(d) => d.iter().nth(i).map(|(f, x)| (f, x)),
         }
     }
 
-    /// Fields and values in insertion order.
+    /// A random field and its value.
+    pub(crate) fn random(&self, rng: &mut impl Rng) -> Option<(&Bytes, &Bytes)> {
+        match &self.repr {
+            Repr::Table(d) => d.random(rng).map(|(f, x)| (f, x)),
+            _ => {
+                let len = self.len();
+                if len == 0 {
+                    return None;
+                }
+                self.get_index(rng.random_range(0..len))
+            }
+        }
+    }
+
+    /// One HSCAN step of a table ([`Dict::scan`]); an ordered hash (a listpack in Redis) is
+    /// visited whole and the cursor ends.
+    pub(crate) fn scan(&self, cursor: u64, mut f: impl FnMut(&Bytes, &Bytes)) -> u64 {
+        match &self.repr {
+            Repr::Table(d) => d.scan(cursor, |(k, v)| f(k, v)),
+            _ => {
+                for (k, v) in self.iter() {
+                    f(k, v);
+                }
+                0
+            }
+        }
+    }
+
+    /// Fields and values in insertion order (table order for a table).
     pub(crate) fn iter(&self) -> Iter<'_> {
         match &self.repr {
             Repr::Small(v) => Iter::Small(v.iter()),
             Repr::Large(m) => Iter::Large(m.iter()),
+            Repr::Table(d) => Iter::Table(d.iter()),
         }
     }
 
@@ -142,8 +217,10 @@ impl HashValue {
 pub(crate) enum Iter<'a> {
     /// Over a small hash.
     Small(std::slice::Iter<'a, (Bytes, Bytes)>),
-    /// Over a hash table.
+    /// Over an insertion-ordered table.
     Large(indexmap::map::Iter<'a, Bytes, Bytes>),
+    /// Over a [`Dict`].
+    Table(DictIter<'a, (Bytes, Bytes)>),
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -153,6 +230,7 @@ impl<'a> Iterator for Iter<'a> {
         match self {
             Iter::Small(it) => it.next().map(|(f, v)| (f, v)),
             Iter::Large(it) => it.next(),
+            Iter::Table(it) => it.next().map(|(f, v)| (f, v)),
         }
     }
 
@@ -160,6 +238,7 @@ impl<'a> Iterator for Iter<'a> {
         match self {
             Iter::Small(it) => it.size_hint(),
             Iter::Large(it) => it.size_hint(),
+            Iter::Table(it) => it.size_hint(),
         }
     }
 }

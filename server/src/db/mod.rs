@@ -3,23 +3,26 @@
 //! Every read goes through [`Db::find_live`] (or [`Db::find_or_insert`] for a write that creates
 //! the key), which expires lazily against the `now` it is given; the active expiry cycle
 //! ([`Db::take_expired`]) reclaims keys in deadline order. Each access hashes the key once: the
-//! table is a `hashbrown` [`HashTable`] probed with a precomputed hash, so finding, checking the
-//! deadline and reclaiming or updating the entry reuse one probe.
+//! table is a [`Dict`] (Redis's chained dict, which SCAN's cursor needs) probed with a
+//! precomputed hash, so finding, checking the deadline and reclaiming or updating the entry
+//! reuse one walk of the key's chain.
 
+pub(crate) mod dict;
 mod hash_value;
 pub(crate) mod lfu;
 pub(crate) mod memory;
+mod set_value;
 pub(crate) mod stream;
 mod value;
 mod zset;
 
 pub(crate) use lfu::Access;
 
-pub(crate) use value::{HashValue, Value};
+pub(crate) use value::{HashValue, SetValue, Value};
 pub(crate) use zset::ZSet;
 
 use bytes::Bytes;
-use hashbrown::hash_table::{Entry as TableEntry, HashTable};
+use dict::{Dict, Entry as TableEntry};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::hash::{BuildHasher, Hasher, RandomState};
@@ -90,7 +93,7 @@ pub(crate) struct Db {
     /// The keys. Clients choose keys, so the hash must resist flooding: it is std's
     /// `RandomState` (SipHash-1-3 with random keys, a fresh pair per database), as Redis keys
     /// its dict with SipHash.
-    entries: HashTable<Slot>,
+    entries: Dict<Slot>,
     hasher: RandomState,
     /// The volatile keys by deadline, for the active expiry cycle.
     deadlines: Deadlines,
@@ -202,11 +205,11 @@ impl Db {
     /// an expired one removed on the spot, or nothing.
     pub(crate) fn find_live(&mut self, key: &[u8], now: u64, touch: bool) -> Found<'_> {
         let hash = hash_key(&self.hasher, key);
-        let Ok(occupied) = self.entries.find_entry(hash, |s| s.key[..] == *key) else {
+        let Some(occupied) = self.entries.find_entry(hash, |s| s.key[..] == *key) else {
             return Found::Missing;
         };
         if Self::is_expired(&occupied.get().entry, now) {
-            let (Slot { key, entry, size }, _) = occupied.remove();
+            let Slot { key, entry, size } = occupied.remove();
             self.used -= size as usize;
             self.deadlines.update(hash, entry.expire_at, None);
             return Found::Expired(key);
@@ -228,11 +231,7 @@ impl Db {
         make: impl FnOnce() -> Value,
     ) -> (&mut Entry, bool, Option<Bytes>) {
         let hash = hash_key(&self.hasher, key);
-        let hasher = &self.hasher;
-        match self
-            .entries
-            .entry(hash, |s| s.key == *key, |s| hash_key(hasher, &s.key))
-        {
+        match self.entries.entry(hash, |s| s.key == *key) {
             TableEntry::Occupied(occupied) => {
                 let slot = occupied.into_mut();
                 if !Self::is_expired(&slot.entry, now) {
@@ -258,7 +257,7 @@ impl Db {
                     expire_at: None,
                     accessed: self.access.fresh(now),
                 };
-                let slot = vacant.insert(Slot::new(key.clone(), entry)).into_mut();
+                let slot = vacant.insert(Slot::new(key.clone(), entry));
                 self.used += slot.size as usize;
                 (&mut slot.entry, false, None)
             }
@@ -275,16 +274,12 @@ impl Db {
         now: u64,
     ) -> bool {
         let hash = hash_key(&self.hasher, &key);
-        let hasher = &self.hasher;
         let entry = Entry {
             value,
             expire_at,
             accessed: self.access.fresh(now),
         };
-        let created = match self
-            .entries
-            .entry(hash, |s| s.key == key, |s| hash_key(hasher, &s.key))
-        {
+        let created = match self.entries.entry(hash, |s| s.key == key) {
             TableEntry::Occupied(mut occupied) => {
                 let slot = occupied.get_mut();
                 let old = slot.entry.expire_at;
@@ -296,7 +291,7 @@ impl Db {
             }
             TableEntry::Vacant(vacant) => {
                 self.deadlines.update(hash, None, expire_at);
-                let slot = vacant.insert(Slot::new(key, entry)).into_mut();
+                let slot = vacant.insert(Slot::new(key, entry));
                 self.used += slot.size as usize;
                 true
             }
@@ -308,8 +303,7 @@ impl Db {
     /// Removes `key`; returns its entry.
     pub(crate) fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         let hash = hash_key(&self.hasher, key);
-        let occupied = self.entries.find_entry(hash, |s| s.key[..] == *key).ok()?;
-        let (Slot { entry, size, .. }, _) = occupied.remove();
+        let Slot { entry, size, .. } = self.entries.remove(hash, |s| s.key[..] == *key)?;
         self.used -= size as usize;
         self.deadlines.update(hash, entry.expire_at, None);
         Some(entry)
@@ -319,10 +313,10 @@ impl Db {
     /// `now`.
     pub(crate) fn remove_live(&mut self, key: &[u8], now: u64) -> Removed {
         let hash = hash_key(&self.hasher, key);
-        let Ok(occupied) = self.entries.find_entry(hash, |s| s.key[..] == *key) else {
+        let Some(Slot { key, entry, size }) = self.entries.remove(hash, |s| s.key[..] == *key)
+        else {
             return Removed::Missing;
         };
-        let (Slot { key, entry, size }, _) = occupied.remove();
         self.used -= size as usize;
         self.deadlines.update(hash, entry.expire_at, None);
         if Self::is_expired(&entry, now) {
@@ -384,11 +378,9 @@ impl Db {
             }
             self.deadlines.heap.pop();
             // A stale entry (the key moved its deadline or left) finds nothing.
-            if let Ok(occupied) = self
-                .entries
-                .find_entry(hash, |s| s.entry.expire_at == Some(at))
+            if let Some(Slot { key, size, .. }) =
+                self.entries.remove(hash, |s| s.entry.expire_at == Some(at))
             {
-                let (Slot { key, size, .. }, _) = occupied.remove();
                 self.used -= size as usize;
                 self.deadlines.update(hash, Some(at), None);
                 expired.push(key);
@@ -402,16 +394,12 @@ impl Db {
         if !self.deadlines.needs_rebuild() {
             return;
         }
-        let hasher = &self.hasher;
-        let live: Vec<_> = self
-            .entries
-            .iter()
-            .filter_map(|s| {
-                s.entry
-                    .expire_at
-                    .map(|at| Reverse((at, hash_key(hasher, &s.key))))
-            })
-            .collect();
+        let mut live = Vec::with_capacity(self.deadlines.volatile);
+        self.entries.for_each_hashed(|hash, s| {
+            if let Some(at) = s.entry.expire_at {
+                live.push(Reverse((at, hash)));
+            }
+        });
         self.deadlines.volatile = live.len();
         self.deadlines.heap = BinaryHeap::from(live);
     }
@@ -433,6 +421,13 @@ impl Db {
         None
     }
 
+    /// One SCAN step over the keys (Redis's `dictScan`, see [`Dict::scan`]): calls `f` with
+    /// every key of the buckets `cursor` designates, live or not yet reclaimed, and returns
+    /// the next cursor (0 at the end).
+    pub(crate) fn scan(&self, cursor: u64, mut f: impl FnMut(&Bytes, &Entry)) -> u64 {
+        self.entries.scan(cursor, |s| f(&s.key, &s.entry))
+    }
+
     /// All keys, live or not yet reclaimed (callers filter with `get`).
     pub(crate) fn keys(&self) -> impl Iterator<Item = &Bytes> + '_ {
         self.entries.iter().map(|s| &s.key)
@@ -445,9 +440,16 @@ impl Db {
         self.used = 0;
     }
 
-    /// A random live key (for `RANDOMKEY`).
+    /// A random live key (for `RANDOMKEY`): random draws as Redis's `dbRandomKey` (skipping
+    /// keys past their deadline), then, if every draw found an expired key, a pass over all.
     pub(crate) fn random_key(&self, now: u64, rng: &mut impl rand::Rng) -> Option<Bytes> {
         use rand::seq::IteratorRandom;
+        for _ in 0..100 {
+            let slot = self.entries.random(rng)?;
+            if !Self::is_expired(&slot.entry, now) {
+                return Some(slot.key.clone());
+            }
+        }
         self.entries
             .iter()
             .filter(|s| !Self::is_expired(&s.entry, now))

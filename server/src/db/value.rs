@@ -1,11 +1,12 @@
 //! Values stored under keys.
 
 use bytes::Bytes;
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 
 use super::stream::Stream;
 
 pub(crate) use super::hash_value::HashValue;
+pub(crate) use super::set_value::SetValue;
 
 /// A sorted set: member → score, plus members ordered by (score, member).
 pub(crate) use super::zset::ZSet;
@@ -20,7 +21,7 @@ pub(crate) enum Value {
     /// A hash.
     Hash(HashValue),
     /// A set.
-    Set(HashSet<Bytes>),
+    Set(SetValue),
     /// A sorted set.
     ZSet(ZSet),
     /// A stream (boxed: it is large and rare).
@@ -28,10 +29,11 @@ pub(crate) enum Value {
 }
 
 impl Value {
-    /// Whether Redis would keep `h` as a listpack: at most `hash-max-listpack-entries` (512 as
-    /// compiled in) fields, none longer than `hash-max-listpack-value` (64).
+    /// Whether Redis would keep `h` as a listpack: it never held more than
+    /// `hash-max-listpack-entries` (512 as compiled in) fields, nor a field or value longer
+    /// than `hash-max-listpack-value` (64) was written to it.
     pub(crate) fn hash_is_listpack(h: &HashValue) -> bool {
-        h.len() <= 512 && h.iter().all(|(k, v)| k.len() <= 64 && v.len() <= 64)
+        !h.is_table()
     }
 
     /// The name `TYPE` replies with.

@@ -1,8 +1,12 @@
 //! Sorted set storage: member → score map plus an ordered index by (score, member).
+//!
+//! The map is a [`Dict`], as Redis's skiplist encoding keeps a dict beside the skiplist: ZSCAN
+//! of a large sorted set resumes from its cursor in O(COUNT).
 
+use super::dict::Dict;
 use bytes::Bytes;
 use std::cmp::Ordering;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 /// A score with a total order (scores are never NaN: commands reject NaN before storing).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -26,7 +30,7 @@ impl Ord for Score {
 /// A sorted set ordered like Redis's skiplist: by score, then by member bytes.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ZSet {
-    scores: HashMap<Bytes, f64>,
+    scores: Dict<(Bytes, f64)>,
     order: BTreeSet<(Score, Bytes)>,
 }
 
@@ -43,12 +47,12 @@ impl ZSet {
 
     /// The score of `member`.
     pub(crate) fn score(&self, member: &[u8]) -> Option<f64> {
-        self.scores.get(member).copied()
+        self.scores.get(member).map(|(_, s)| *s)
     }
 
     /// Sets `member`'s score; returns the previous score.
     pub(crate) fn insert(&mut self, member: Bytes, score: f64) -> Option<f64> {
-        let old = self.scores.insert(member.clone(), score);
+        let old = self.scores.put((member.clone(), score)).map(|(_, s)| s);
         if let Some(old) = old {
             self.order.remove(&(Score(old), member.clone()));
         }
@@ -58,7 +62,7 @@ impl ZSet {
 
     /// Removes `member`; returns its score.
     pub(crate) fn remove(&mut self, member: &[u8]) -> Option<f64> {
-        let (member, score) = self.scores.remove_entry(member)?;
+        let (member, score) = self.scores.take(member)?;
         self.order.remove(&(Score(score), member));
         Some(score)
     }
@@ -74,6 +78,11 @@ impl ZSet {
         self.order
             .range((Score(min), Bytes::new())..)
             .map(|(s, m)| (m, s.0))
+    }
+
+    /// One ZSCAN step over the members ([`Dict::scan`]).
+    pub(crate) fn scan<'a>(&'a self, cursor: u64, mut f: impl FnMut(&'a Bytes, f64)) -> u64 {
+        self.scores.scan(cursor, |(m, s)| f(m, *s))
     }
 
     /// 0-based ascending rank of `member`.

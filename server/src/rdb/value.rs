@@ -3,9 +3,9 @@
 //! encoding Redis 7.0 writes (listpacks, quicklist nodes, intsets, LZF and integer strings).
 
 use super::{Malformed, Reader};
-use crate::db::{HashValue, Value, ZSet};
+use crate::db::{HashValue, SetValue, Value, ZSet};
 use bytes::Bytes;
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 
 const TYPE_STRING: u8 = 0;
 const TYPE_LIST: u8 = 1;
@@ -55,7 +55,7 @@ pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
         Value::Set(members) => {
             out.push(TYPE_SET);
             super::write_len(out, members.len() as u64);
-            for member in members {
+            for member in members.iter() {
                 super::write_string(out, member);
             }
         }
@@ -109,7 +109,7 @@ pub(crate) fn read_value(r: &mut Reader<'_>, kind: u8) -> Result<Value, Malforme
         }
         TYPE_SET => {
             let n = r.count(1)?;
-            let mut set = HashSet::with_capacity(n);
+            let mut set = SetValue::with_capacity(n);
             for _ in 0..n {
                 if !set.insert(Bytes::from(r.string()?)) {
                     return Err(Malformed);
@@ -147,7 +147,7 @@ pub(crate) fn read_value(r: &mut Reader<'_>, kind: u8) -> Result<Value, Malforme
         }
         TYPE_SET_INTSET => {
             let blob = r.string()?;
-            let mut set = HashSet::new();
+            let mut set = SetValue::new();
             for v in intset(&blob)? {
                 if !set.insert(Bytes::from(v.to_string())) {
                     return Err(Malformed);

@@ -751,3 +751,134 @@ async fn a_corrupt_rdb_file_is_refused_at_start() {
     assert!(err.to_string().contains("bad.rdb"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Redis's SCAN guarantee through resizes: keys present for the whole iteration are returned
+/// while the keyspace grows from 500 to 20 500 keys (the table doubles six times) and shrinks
+/// back (it halves as many times), rehashing between calls.
+#[tokio::test]
+async fn scan_returns_every_stable_key_while_the_keyspace_grows_and_shrinks() {
+    let server = support::start().await;
+    let mut con = support::conn(&server.url()).await;
+    let mut pipe = redis::pipe();
+    for i in 0..500 {
+        pipe.set(format!("stable:{i}"), i).ignore();
+    }
+    let _: () = pipe.query_async(&mut con).await.unwrap();
+    let mut cursor: u64 = 0;
+    let mut seen = BTreeSet::new();
+    let (mut added, mut removed) = (0, 0);
+    // Bounded: a full iteration over at most 21 000 keys at COUNT 10, plus the rounds the
+    // resizes add.
+    for round in 0..100_000 {
+        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(10)
+            .query_async(&mut con)
+            .await
+            .unwrap();
+        seen.extend(keys);
+        // Grow by 400 keys a call for 50 calls, then remove them 400 a call.
+        let mut pipe = redis::pipe();
+        if round < 50 {
+            for _ in 0..400 {
+                pipe.set(format!("churn:{added}"), 1).ignore();
+                added += 1;
+            }
+        } else {
+            for _ in 0..400 {
+                if removed < added {
+                    pipe.del(format!("churn:{removed}")).ignore();
+                    removed += 1;
+                }
+            }
+        }
+        if round < 100 {
+            let _: () = pipe.query_async(&mut con).await.unwrap();
+        }
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    for i in 0..500 {
+        assert!(seen.contains(&format!("stable:{i}")), "stable:{i} missed");
+    }
+    assert!(added == 20_000 && removed == added, "{added} {removed}");
+    server.shutdown().await;
+}
+
+/// The same guarantee for HSCAN, SSCAN and ZSCAN on collections past their listpack and
+/// intset limits, growing from 1000 to 21 000 elements and shrinking back between calls.
+#[tokio::test]
+async fn aggregate_scans_return_every_stable_element_through_resizes() {
+    let server = support::start().await;
+    let mut con = support::conn(&server.url()).await;
+    for (cmd, key) in [("HSCAN", "h"), ("SSCAN", "s"), ("ZSCAN", "z")] {
+        let add = |pipe: &mut redis::Pipeline, name: String| {
+            match cmd {
+                "HSCAN" => pipe.cmd("HSET").arg(key).arg(name).arg("v").ignore(),
+                "SSCAN" => pipe.cmd("SADD").arg(key).arg(name).ignore(),
+                _ => pipe.cmd("ZADD").arg(key).arg(1).arg(name).ignore(),
+            };
+        };
+        let remove = |pipe: &mut redis::Pipeline, name: String| {
+            let c = match cmd {
+                "HSCAN" => "HDEL",
+                "SSCAN" => "SREM",
+                _ => "ZREM",
+            };
+            pipe.cmd(c).arg(key).arg(name).ignore();
+        };
+        let mut pipe = redis::pipe();
+        for i in 0..1000 {
+            add(&mut pipe, format!("stable:{i}"));
+        }
+        let _: () = pipe.query_async(&mut con).await.unwrap();
+        let mut cursor: u64 = 0;
+        let mut seen = BTreeSet::new();
+        let (mut added, mut removed) = (0, 0);
+        // Bounded, as in the SCAN test above.
+        for round in 0..100_000 {
+            let (next, items): (u64, Vec<String>) = redis::cmd(cmd)
+                .arg(key)
+                .arg(cursor)
+                .arg("COUNT")
+                .arg(10)
+                .query_async(&mut con)
+                .await
+                .unwrap();
+            // HSCAN and ZSCAN reply with name, value pairs.
+            let step = if cmd == "SSCAN" { 1 } else { 2 };
+            seen.extend(items.into_iter().step_by(step));
+            let mut pipe = redis::pipe();
+            for _ in 0..400 {
+                if round < 50 {
+                    add(&mut pipe, format!("churn:{added}"));
+                    added += 1;
+                } else if removed < added {
+                    remove(&mut pipe, format!("churn:{removed}"));
+                    removed += 1;
+                }
+            }
+            if round < 100 {
+                let _: () = pipe.query_async(&mut con).await.unwrap();
+            }
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        for i in 0..1000 {
+            assert!(
+                seen.contains(&format!("stable:{i}")),
+                "{cmd}: stable:{i} missed"
+            );
+        }
+        assert!(
+            added == 20_000 && removed == added,
+            "{cmd}: {added} {removed}"
+        );
+    }
+    server.shutdown().await;
+}
