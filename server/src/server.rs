@@ -20,8 +20,27 @@ use tokio::task::JoinHandle;
 
 /// Redis's active expiry runs `hz` (10) times a second.
 const ACTIVE_EXPIRE_PERIOD: Duration = Duration::from_millis(100);
-/// Keys reclaimed per database per active expiry pass at most.
-const ACTIVE_EXPIRE_BUDGET: usize = 1000;
+/// Percent of each period a slow cycle may spend, plus 2 per `active-expire-effort` step
+/// above 1 (Redis's `ACTIVE_EXPIRE_CYCLE_SLOW_TIME_PERC`).
+const ACTIVE_EXPIRE_CYCLE_SLOW_TIME_PERC: u64 = 25;
+/// Longest a fast cycle runs, plus a quarter of it per effort step above 1; fast cycles start
+/// at most every twice that (Redis's `ACTIVE_EXPIRE_CYCLE_FAST_DURATION`, in µs).
+const ACTIVE_EXPIRE_CYCLE_FAST_DURATION: u64 = 1000;
+/// Longest the cycle holds the state lock at a stretch (µs): between slices every waiting
+/// client runs, so a wave of expiring keys never stalls the others for a whole cycle.
+const ACTIVE_EXPIRE_SLICE_US: u64 = 500;
+/// Keys reclaimed between two reads of the clock.
+const ACTIVE_EXPIRE_CHUNK: usize = 64;
+/// Most keys one slice reclaims, and most slices one cycle runs: the bounds that hold when
+/// the clock does not move (tokio's paused clock in tests).
+const ACTIVE_EXPIRE_SLICE_KEYS: usize = 4096;
+/// See [`ACTIVE_EXPIRE_SLICE_KEYS`].
+const ACTIVE_EXPIRE_MAX_SLICES: usize = 1024;
+/// `active-expire-effort` (1..=10): Redis's default, 1.
+const ACTIVE_EXPIRE_EFFORT: u64 = 1;
+/// Longest a slow cycle moves keyspace buckets into resized tables (µs; Redis's
+/// `incrementallyRehash` runs for 1 ms).
+const REHASH_CRON_US: u64 = 1000;
 
 /// Entry point: `Server::builder()…start().await`, or [`Server::start`] with a [`Config`].
 #[derive(Debug)]
@@ -359,6 +378,17 @@ async fn refuse(mut socket: Socket) {
         .await;
 }
 
+/// The node's periodic task: Redis's active expiry (`activeExpireCycle`) and the keyspace's
+/// incremental rehashing.
+///
+/// Every `1000 / hz` ms a slow cycle reclaims due keys, earliest deadline first, for at most
+/// [`ACTIVE_EXPIRE_CYCLE_SLOW_TIME_PERC`] % of the period. Where Redis samples keys and
+/// repeats while more than a tenth of a sample had expired, the deadline index hands over
+/// exactly the due keys, so the cycle goes on until none is left or the budget is spent.
+/// When a cycle ends at its budget with keys still due, fast cycles of
+/// [`ACTIVE_EXPIRE_CYCLE_FAST_DURATION`] follow in between, as Redis runs them before
+/// sleeping. The work is cut into slices of [`ACTIVE_EXPIRE_SLICE_US`] under the state lock,
+/// released in between so other clients' commands run.
 async fn active_expire_loop(
     node: Arc<Node>,
     mut stop: broadcast::Receiver<()>,
@@ -366,35 +396,106 @@ async fn active_expire_loop(
 ) {
     let mut effects = Effects::default();
     let mut period = ACTIVE_EXPIRE_PERIOD;
+    let clock = &node.clock;
+    // Scheduled on the clock's ticks, which a clock jump does not move (a jump backwards
+    // would otherwise hold the next cycle back by the jump).
+    let mut last_slow_us = clock.tick_us();
+    let mut last_fast_us = 0;
+    let mut behind = false;
     loop {
+        let now = clock.tick_us();
+        let to_slow = (last_slow_us + period.as_micros() as u64).saturating_sub(now);
+        // A fast cycle starts at most every twice its duration after the previous one.
+        let to_fast = (last_fast_us + 2 * ACTIVE_EXPIRE_CYCLE_FAST_DURATION).saturating_sub(now);
+        let wait = if behind {
+            to_slow.min(to_fast)
+        } else {
+            to_slow
+        };
         tokio::select! {
             biased;
-            _ = tokio::time::sleep(period) => {}
+            _ = tokio::time::sleep(Duration::from_micros(wait)) => {}
             _ = stop.recv() => break,
         }
-        let mut state = node.state.lock().await;
-        let now = node.clock.now_ms();
-        node.live.sample_ops(now, state.stats.commands);
-        // `hz` sets the cycle's frequency; DEBUG SET-ACTIVE-EXPIRE 0 and CLIENT PAUSE stop
-        // it, as in Redis.
-        period = Duration::from_millis(1000 / node.config.hz());
-        if node.live.active_expire.load(Ordering::Relaxed) && !node.live.pause.is_paused(now) {
-            // The latency monitor's `expire-cycle` event, as Redis's activeExpireCycle adds.
-            let threshold_ms = node.config.latency_monitor_threshold_ms();
-            let started = (threshold_ms > 0).then(|| node.clock.tick_us());
-            state.active_expire(now, ACTIVE_EXPIRE_BUDGET, &mut effects);
-            state.finish_effects(&node, &mut effects);
-            if let Some(start) = started {
-                let end = node.clock.tick_us();
-                let ms = end.saturating_sub(start) / 1000;
-                if ms >= threshold_ms {
-                    let now_s = node.clock.us_at(end) / 1_000_000;
-                    state.latency.add("expire-cycle", now_s, ms);
-                }
-            }
+        let start = clock.tick_us();
+        let slow = start.saturating_sub(last_slow_us) >= period.as_micros() as u64;
+        if slow {
+            last_slow_us = start;
+            let mut state = node.state.lock().await;
+            node.live.sample_ops(clock.now_ms(), state.stats.commands);
+            // `hz` sets the cycle's frequency.
+            period = Duration::from_millis(1000 / node.config.hz());
+            let rehash_until = clock.tick_us() + REHASH_CRON_US;
+            state.rehash_keyspace(|| clock.tick_us() < rehash_until);
+        } else {
+            last_fast_us = start;
         }
+        let effort = ACTIVE_EXPIRE_EFFORT - 1;
+        let budget = if slow {
+            let perc = ACTIVE_EXPIRE_CYCLE_SLOW_TIME_PERC + 2 * effort;
+            period.as_micros() as u64 * perc / 100
+        } else {
+            ACTIVE_EXPIRE_CYCLE_FAST_DURATION + ACTIVE_EXPIRE_CYCLE_FAST_DURATION * effort / 4
+        };
+        behind = expire_cycle(&node, &mut effects, budget).await;
     }
     drop(done);
+}
+
+/// One active expiry cycle of at most `budget` µs under the state lock, in slices; returns
+/// whether it stopped with keys still due (at the budget, or after the most slices).
+async fn expire_cycle(node: &Node, effects: &mut Effects, budget: u64) -> bool {
+    let clock = &node.clock;
+    let mut spent = 0;
+    let mut slices = 0;
+    loop {
+        let mut state = node.state.lock().await;
+        let slice_start = clock.tick_us();
+        let now = clock.us_at(slice_start) / 1000;
+        // DEBUG SET-ACTIVE-EXPIRE 0 and CLIENT PAUSE stop the cycle, as in Redis.
+        if !node.live.active_expire.load(Ordering::Relaxed) || node.live.pause.is_paused(now) {
+            record_cycle_latency(&mut state, node, spent);
+            return false;
+        }
+        let slice = ACTIVE_EXPIRE_SLICE_US.min(budget.saturating_sub(spent));
+        let mut reclaimed = 0;
+        let mut more = true;
+        while more && reclaimed < ACTIVE_EXPIRE_SLICE_KEYS {
+            let n = state.active_expire(now, ACTIVE_EXPIRE_CHUNK, effects);
+            reclaimed += n;
+            more = n == ACTIVE_EXPIRE_CHUNK;
+            if clock.tick_us().saturating_sub(slice_start) >= slice {
+                break;
+            }
+        }
+        state.finish_effects(node, effects);
+        let elapsed = clock.tick_us().saturating_sub(slice_start);
+        state.stats.expire_cycle_us += elapsed;
+        spent += elapsed;
+        slices += 1;
+        if more && spent >= budget {
+            state.stats.expired_time_cap_reached_count += 1;
+        }
+        if !more || spent >= budget || slices >= ACTIVE_EXPIRE_MAX_SLICES {
+            record_cycle_latency(&mut state, node, spent);
+            return more;
+        }
+        drop(state);
+        // Let the clients that queued for the lock run before the next slice.
+        tokio::task::yield_now().await;
+    }
+}
+
+/// The latency monitor's `expire-cycle` event, as Redis's `activeExpireCycle` adds it: the
+/// cycle's `spent_us` under the state lock (its slices together; the clients served in between
+/// are not the cycle's latency), when it reaches `latency-monitor-threshold`.
+fn record_cycle_latency(state: &mut crate::node::State, node: &Node, spent_us: u64) {
+    let threshold_ms = node.config.latency_monitor_threshold_ms();
+    let ms = spent_us / 1000;
+    if threshold_ms > 0 && ms >= threshold_ms {
+        let now_s = node.clock.now_us() / 1_000_000;
+        state.latency.add("expire-cycle", now_s, ms);
+    }
 }
 
 /// A running node. Dropping it asks the node to stop; [`ServerHandle::shutdown`] also waits.
@@ -626,5 +727,62 @@ impl BlockingServer {
 impl Drop for BlockingServer {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    /// Redis's cycle stops at its time budget; under tokio's paused clock no time passes, so
+    /// one cycle takes every due key however many there are (the old cycle took 1000 a pass).
+    #[tokio::test(start_paused = true)]
+    async fn one_cycle_reclaims_a_whole_wave_of_due_keys() {
+        let node = Node::for_tests();
+        let now = node.clock.now_ms();
+        {
+            let mut state = node.state.lock().await;
+            for i in 0..50_000 {
+                let key = Bytes::from(format!("k{i}"));
+                let value = crate::db::Value::String(Bytes::from_static(b"v"));
+                state.dbs[0].insert(key, value, Some(now + 100), now);
+            }
+            state.dbs[0].insert(
+                Bytes::from_static(b"stays"),
+                crate::db::Value::String(Bytes::new()),
+                None,
+                now,
+            );
+        }
+        let mut effects = Effects::default();
+        // Nothing is due yet: the cycle ends at once.
+        assert!(!expire_cycle(&node, &mut effects, 25_000).await);
+        assert_eq!(node.state.lock().await.dbs[0].len(), 50_001);
+        tokio::time::advance(Duration::from_millis(100)).await;
+        assert!(!expire_cycle(&node, &mut effects, 25_000).await);
+        let state = node.state.lock().await;
+        assert_eq!((state.dbs[0].len(), state.dbs[0].volatile_len()), (1, 0));
+        assert_eq!(state.stats.expired_keys, 50_000);
+        assert_eq!(state.stats.expired_time_cap_reached_count, 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_cycle_does_nothing_while_active_expiry_is_off() {
+        let node = Node::for_tests();
+        let now = node.clock.now_ms();
+        node.state.lock().await.dbs[0].insert(
+            Bytes::from_static(b"k"),
+            crate::db::Value::String(Bytes::new()),
+            Some(now),
+            now,
+        );
+        node.live.active_expire.store(false, Ordering::Relaxed);
+        tokio::time::advance(Duration::from_millis(10)).await;
+        assert!(!expire_cycle(&node, &mut Effects::default(), 25_000).await);
+        assert_eq!(node.state.lock().await.dbs[0].len(), 1);
+        node.live.active_expire.store(true, Ordering::Relaxed);
+        assert!(!expire_cycle(&node, &mut Effects::default(), 25_000).await);
+        assert_eq!(node.state.lock().await.dbs[0].len(), 0);
     }
 }

@@ -144,6 +144,11 @@ pub(crate) struct Watches {
 }
 
 impl Watches {
+    /// Whether no client watches any key.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
     /// Client `id` watches `key` in `db` (`expired`: the key is logically expired now).
     pub(crate) fn watch(&mut self, id: u64, db: usize, key: &Bytes, expired: bool) {
         let mine = self.by_client.entry(id).or_default();

@@ -491,6 +491,16 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
             line("sync_partial_ok", &0);
             line("sync_partial_err", &0);
             line("expired_keys", &state.stats.expired_keys);
+            // The deadline index finds due keys without sampling: none found is ever stale.
+            line("expired_stale_perc", &"0.00");
+            line(
+                "expired_time_cap_reached_count",
+                &state.stats.expired_time_cap_reached_count,
+            );
+            line(
+                "expire_cycle_cpu_milliseconds",
+                &(state.stats.expire_cycle_us / 1000),
+            );
             line("evicted_keys", &state.stats.evicted_keys);
             line("keyspace_hits", &state.stats.keyspace_hits);
             line("keyspace_misses", &state.stats.keyspace_misses);

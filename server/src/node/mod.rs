@@ -72,6 +72,12 @@ pub(crate) struct Stats {
     pub(crate) keyspace_misses: u64,
     /// Keys removed because their TTL ran out.
     pub(crate) expired_keys: u64,
+    /// Active expiry cycles that stopped at their time budget with keys still due (Redis's
+    /// `expired_time_cap_reached_count`).
+    pub(crate) expired_time_cap_reached_count: u64,
+    /// Microseconds the active expiry cycle held the state lock (Redis reports
+    /// `expire_cycle_cpu_milliseconds`).
+    pub(crate) expire_cycle_us: u64,
     /// Keys removed to stay under `maxmemory`.
     pub(crate) evicted_keys: u64,
 }
@@ -131,17 +137,66 @@ impl State {
         effects.key_expired(db, key, propagating);
     }
 
-    /// One pass of the active expiry cycle: reclaims keys whose deadline passed at `now`
-    /// (at most `budget` per database, as Redis bounds each cycle).
-    pub(crate) fn active_expire(&mut self, now: u64, budget: usize, effects: &mut Effects) {
+    /// [`State::expired`] for the active cycle, which reclaims keys by the thousand: records
+    /// only the effects something will consume (the event while `notify-keyspace-events`
+    /// has `x` and someone is subscribed, the key while a client WATCHes keys or is blocked,
+    /// the `DEL` while replicas are fed), so a wave of expiring keys copies no key for nothing.
+    fn expired_in_cycle(&mut self, db: usize, key: Bytes, effects: &mut Effects) {
+        self.stats.expired_keys += 1;
+        if self.config.notify_keyspace_events() & crate::notify::EXPIRED != 0
+            && !self.pubsub.is_empty()
+        {
+            effects.keyspace_event(db, crate::notify::EXPIRED, "expired", &key);
+        }
+        if effects.propagating(&self.repl) {
+            effects
+                .propagate
+                .push((db, vec![Bytes::from_static(b"DEL"), key.clone()]));
+        }
+        if !self.watches.is_empty() || !self.blocked.is_empty() {
+            effects.modified.push((db, key));
+        }
+    }
+
+    /// One step of the active expiry cycle: reclaims up to `limit` keys whose deadline passed
+    /// at `now`, earliest first in each database, the databases in turn; returns how many.
+    /// Fewer than `limit` means no key is due any more.
+    pub(crate) fn active_expire(&mut self, now: u64, limit: usize, effects: &mut Effects) -> usize {
         // Replicas do not expire keys themselves: they wait for the master's DEL (as Redis).
         if self.repl.is_replica() {
-            return;
+            return 0;
         }
+        let mut reclaimed = 0;
         for db in 0..self.dbs.len() {
-            let keys = self.dbs.get_mut(db).map(|d| d.take_expired(now, budget));
-            for key in keys.unwrap_or_default() {
-                self.expired(db, &key, effects);
+            let Some(keys) = self
+                .dbs
+                .get_mut(db)
+                .map(|d| d.take_expired(now, limit - reclaimed))
+            else {
+                continue;
+            };
+            reclaimed += keys.len();
+            for key in keys {
+                self.expired_in_cycle(db, key, effects);
+            }
+            if reclaimed >= limit {
+                break;
+            }
+        }
+        reclaimed
+    }
+
+    /// Moves the buckets of resizing keyspace tables into their new tables, as Redis's
+    /// `incrementallyRehash` does from its cron, so a table resized by a burst of writes or
+    /// deletions does not stay split in two while the node is idle. `more_time` is asked after
+    /// every 100 buckets.
+    pub(crate) fn rehash_keyspace(&mut self, mut more_time: impl FnMut() -> bool) {
+        for db in &mut self.dbs {
+            // Bounded: 10 000 steps of 100 buckets at most per table.
+            for _ in 0..10_000 {
+                if !db.rehash(100) || !more_time() {
+                    break;
+                }
             }
         }
     }

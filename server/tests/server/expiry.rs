@@ -224,3 +224,49 @@ async fn sync_api_expiry() {
     .unwrap();
     server.shutdown().await;
 }
+
+/// A wave of 50 000 keys expiring together is reclaimed by the active cycle (not 1000 a
+/// cycle, as before), and `INFO` counts every key in `expired_keys`.
+#[tokio::test(start_paused = true)]
+async fn active_expiry_reclaims_a_wave_and_counts_it() {
+    let server = support::start().await;
+    let mut con = support::conn(&server.url()).await;
+    let mut pipe = redis::pipe();
+    for i in 0..50_000 {
+        pipe.cmd("SET")
+            .arg(format!("wave:{i}"))
+            .arg("v")
+            .arg("PX")
+            .arg(100)
+            .ignore();
+    }
+    pipe.cmd("SET").arg("stays").arg("v").ignore();
+    let _: () = pipe.query_async(&mut con).await.unwrap();
+    let mut size: i64 = -1;
+    // Bounded: 20 cycles of virtual time.
+    for _ in 0..20 {
+        tokio::time::advance(Duration::from_millis(100)).await;
+        tokio::task::yield_now().await;
+        size = redis::cmd("DBSIZE").query_async(&mut con).await.unwrap();
+        if size == 1 {
+            break;
+        }
+    }
+    assert_eq!(size, 1);
+    let info: String = redis::cmd("INFO")
+        .arg("stats")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .map(str::to_string)
+    };
+    assert_eq!(field("expired_keys").as_deref(), Some("50000"));
+    assert!(field("expired_time_cap_reached_count").is_some(), "{info}");
+    assert!(field("expire_cycle_cpu_milliseconds").is_some(), "{info}");
+    let v: Option<String> = con.get("stays").await.unwrap();
+    assert_eq!(v.as_deref(), Some("v"));
+    server.shutdown().await;
+}
