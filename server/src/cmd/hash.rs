@@ -396,7 +396,7 @@ fn hscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     };
     let opts = scan::ScanOptions::parse(args, false)?;
     // A listpack hash is returned whole by its one step, as Redis does.
-    let (next, items) = scan::run(cursor, opts.count, 2, |c, out| {
+    let (next, items) = scan::run(cursor, opts.count, |c, out| {
         h.scan(c, |f, v| out.push((f.clone(), v.clone())))
     });
     let mut out = Vec::new();

@@ -283,7 +283,7 @@ fn scan_cmd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let now = ctx.now;
     let db = ctx.db();
     // Keys past their deadline are counted but not returned (Redis expires them as it filters).
-    let (next, items) = scan::run(cursor, opts.count, 1, |c, out| {
+    let (next, items) = scan::run(cursor, opts.count, |c, out| {
         db.scan(c, |k, e| {
             let keep = e.expire_at.is_none_or(|at| at > now)
                 && opts.matches(k)

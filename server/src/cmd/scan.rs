@@ -77,15 +77,14 @@ impl ScanOptions {
 }
 
 /// Runs bucket steps as Redis's `scanGenericCommand` does: from `cursor`, `step` visits one
-/// cursor position (pushing what it finds to the vector) and returns the next cursor; steps
-/// go on until the iteration ends, the reply holds `count` entries (a hash field or a
-/// sorted-set member counts twice, with its value, as Redis counts its reply list), or
+/// cursor position (pushing the elements it finds to the vector) and returns the next cursor;
+/// steps go on until the iteration ends, `count` elements were collected (a hash field with
+/// its value, or a sorted-set member with its score, counts once, as on Redis 7.0), or
 /// `10 * count` more steps found too few (sparse tables). Returns the next cursor and what was
 /// collected, before any MATCH or TYPE filtering (Redis filters after counting).
 pub(crate) fn run<T>(
     cursor: u64,
     count: usize,
-    weight: usize,
     mut step: impl FnMut(u64, &mut Vec<T>) -> u64,
 ) -> (u64, Vec<T>) {
     let mut out = Vec::new();
@@ -94,7 +93,7 @@ pub(crate) fn run<T>(
     // Bounded: by the steps budget, and a full iteration ends after every bucket was visited.
     loop {
         next = step(next, &mut out);
-        if next == 0 || steps_left == 0 || out.len().saturating_mul(weight) >= count {
+        if next == 0 || steps_left == 0 || out.len() >= count {
             return (next, out);
         }
         steps_left -= 1;
@@ -108,26 +107,20 @@ mod tests {
     #[test]
     fn run_stops_at_count_or_the_step_budget_or_the_end() {
         // Every step yields one element: COUNT of them.
-        let (next, got) = run(5, 3, 1, |c, out: &mut Vec<u64>| {
+        let (next, got) = run(5, 3, |c, out: &mut Vec<u64>| {
             out.push(c);
             c + 1
         });
         assert_eq!((next, got), (8, vec![5, 6, 7]));
-        // Pairs count twice.
-        let (_, got) = run(0, 4, 2, |c, out: &mut Vec<u64>| {
-            out.push(c);
-            c + 1
-        });
-        assert_eq!(got.len(), 2);
         // Empty steps: 10 * COUNT + 1 of them at most, as Redis's `maxiterations--`.
         let mut steps = 0;
-        let (next, got) = run(1, 2, 1, |c, _: &mut Vec<u64>| {
+        let (next, got) = run(1, 2, |c, _: &mut Vec<u64>| {
             steps += 1;
             c + 1
         });
         assert!(got.is_empty() && steps == 21 && next == 22);
         // The end of the iteration.
-        let (next, got) = run(0, 100, 1, |c, out: &mut Vec<u64>| {
+        let (next, got) = run(0, 100, |c, out: &mut Vec<u64>| {
             out.push(c);
             if c == 2 {
                 0

@@ -536,7 +536,7 @@ fn sscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (next, items): (u64, Vec<Bytes>) = if is_intset(s.len(), s.iter()) {
         (0, ordered(s.iter().cloned()))
     } else {
-        scan::run(cursor, opts.count, 1, |c, out| {
+        scan::run(cursor, opts.count, |c, out| {
             s.scan(c, |m| out.push(m.clone()))
         })
     };

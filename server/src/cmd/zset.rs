@@ -1113,7 +1113,7 @@ fn zscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (next, items): (u64, Vec<(&Bytes, f64)>) = if z.len() <= 128 {
         (0, z.iter().collect())
     } else {
-        scan::run(cursor, opts.count, 2, |c, out| {
+        scan::run(cursor, opts.count, |c, out| {
             z.scan(c, |m, s| out.push((m, s)))
         })
     };
