@@ -556,7 +556,10 @@ pub(crate) fn node_id(rng: &mut impl rand::Rng) -> String {
 }
 
 /// Keys of `db` in `slot`, including expired ones not yet reclaimed (as Redis's slot index).
-pub(crate) fn keys_in_slot(db: &crate::db::Db, slot: u16) -> impl Iterator<Item = &Bytes> + '_ {
+pub(crate) fn keys_in_slot(
+    db: &crate::db::Db,
+    slot: u16,
+) -> impl Iterator<Item = &crate::db::Key> + '_ {
     db.keys().filter(move |k| key_hash_slot(k) == slot)
 }
 

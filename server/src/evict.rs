@@ -245,7 +245,7 @@ impl State {
                     }
                     best.pop();
                 }
-                best.push(Reverse((score, index, key.clone())));
+                best.push(Reverse((score, index, key.to_bytes())));
             }
         }
         // Ascending by score: the best candidate is popped first.

@@ -351,8 +351,7 @@ fn cluster_getkeysinslot(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let keys = ctx.state.dbs.first().map_or_else(Vec::new, |db| {
         cluster::keys_in_slot(db, slot)
             .take(count)
-            .cloned()
-            .map(Frame::Bulk)
+            .map(|k| Frame::Bulk(k.to_bytes()))
             .collect()
     });
     Ok(Frame::Array(keys))

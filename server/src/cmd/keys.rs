@@ -268,8 +268,7 @@ fn keys(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         .keys()
         .filter(|k| all || crate::glob::glob_match(&pattern, k, false))
         .filter(|k| db.get(k, now).is_some())
-        .cloned()
-        .map(Frame::Bulk)
+        .map(|k| Frame::Bulk(k.to_bytes()))
         .collect();
     Ok(Frame::Array(out))
 }
@@ -291,7 +290,7 @@ fn scan_cmd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
                     .type_name
                     .as_ref()
                     .is_none_or(|t| t.eq_ignore_ascii_case(e.value.type_name().as_bytes()));
-            out.push(keep.then(|| k.clone()));
+            out.push(keep.then(|| k.to_bytes()));
         })
     });
     let out = items.into_iter().flatten().map(Frame::Bulk).collect();
@@ -531,7 +530,7 @@ fn swapdb(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         let mut touched: Vec<Bytes> = Vec::new();
         for i in [a, b] {
             if let Some(d) = ctx.state.dbs.get(i) {
-                touched.extend(d.keys().cloned());
+                touched.extend(d.keys().map(crate::db::Key::to_bytes));
             }
         }
         ctx.state.dbs.swap(a, b);

@@ -77,7 +77,7 @@ fn flush_db(ctx: &mut Ctx<'_>, db: usize) {
     let Some(d) = ctx.state.dbs.get_mut(db) else {
         return;
     };
-    let keys: Vec<Bytes> = d.keys().cloned().collect();
+    let keys: Vec<Bytes> = d.keys().map(crate::db::Key::to_bytes).collect();
     d.clear();
     ctx.state.dirty += keys.len() as u64;
     ctx.effects

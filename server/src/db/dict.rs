@@ -36,10 +36,13 @@ type Link<T> = Option<Box<Node<T>>>;
 
 // Clone only so that `vec![None; n]` can allocate a bucket array zeroed (calloc: the pages are
 // mapped as they are first touched, not written up front, which took 20 ms for 2^20 buckets).
+// `repr(C)`: the hash and link a lookup reads first share the cache line where the element
+// starts (the compiler put them after a keyspace slot, a line away from its key).
 #[derive(Clone)]
+#[repr(C)]
 struct Node<T> {
-    next: Link<T>,
     hash: u64,
+    next: Link<T>,
     value: T,
 }
 

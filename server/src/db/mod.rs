@@ -9,6 +9,7 @@
 
 pub(crate) mod dict;
 mod hash_value;
+mod key;
 pub(crate) mod lfu;
 pub(crate) mod memory;
 mod set_value;
@@ -16,6 +17,7 @@ pub(crate) mod stream;
 mod value;
 mod zset;
 
+pub(crate) use key::Key;
 pub(crate) use lfu::Access;
 
 pub(crate) use value::{HashValue, SetValue, Value};
@@ -28,27 +30,32 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::hash::{BuildHasher, Hasher, RandomState};
 
 /// One stored key.
+///
+/// `repr(C)` here and on [`Slot`]: a lookup reads the key, then the deadline and access time,
+/// then the value; in this order they span two cache lines of the table's node, not three.
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub(crate) struct Entry {
-    /// The value.
-    pub(crate) value: Value,
     /// Absolute deadline in node-clock milliseconds, if the key is volatile.
     pub(crate) expire_at: Option<u64>,
     /// Last access time (node-clock ms) for `OBJECT IDLETIME`.
     pub(crate) accessed: u64,
+    /// The value.
+    pub(crate) value: Value,
 }
 
 /// A key with its entry, as the table stores them.
 #[derive(Debug, Clone)]
+#[repr(C)]
 struct Slot {
-    key: Bytes,
+    key: Key,
     entry: Entry,
     /// The key's estimated memory ([`memory::entry_size`]) when it was last accounted.
     size: u32,
 }
 
 impl Slot {
-    fn new(key: Bytes, entry: Entry) -> Slot {
+    fn new(key: Key, entry: Entry) -> Slot {
         let size = Self::measure(&key, &entry);
         Slot { key, entry, size }
     }
@@ -257,7 +264,7 @@ impl Db {
             let Slot { key, entry, size } = occupied.remove();
             self.used -= size as usize;
             self.deadlines.update(hash, entry.expire_at, None);
-            return Found::Expired(key);
+            return Found::Expired(key.into_bytes());
         }
         let entry = &mut occupied.into_mut().entry;
         if touch {
@@ -276,7 +283,7 @@ impl Db {
         make: impl FnOnce() -> Value,
     ) -> (&mut Entry, bool, Option<Bytes>) {
         let hash = hash_key(&self.hasher, key);
-        match self.entries.entry(hash, |s| s.key == *key) {
+        match self.entries.entry(hash, |s| s.key[..] == key[..]) {
             TableEntry::Occupied(occupied) => {
                 let slot = occupied.into_mut();
                 if !Self::is_expired(&slot.entry, now) {
@@ -294,7 +301,7 @@ impl Db {
                 };
                 let (old, new) = slot.remeasure();
                 self.used = self.used - old as usize + new as usize;
-                (&mut slot.entry, false, Some(slot.key.clone()))
+                (&mut slot.entry, false, Some(slot.key.to_bytes()))
             }
             TableEntry::Vacant(vacant) => {
                 let entry = Entry {
@@ -302,7 +309,7 @@ impl Db {
                     expire_at: None,
                     accessed: self.access.fresh(now),
                 };
-                let slot = vacant.insert(Slot::new(key.clone(), entry));
+                let slot = vacant.insert(Slot::new(Key::new(key), entry));
                 self.used += slot.size as usize;
                 (&mut slot.entry, false, None)
             }
@@ -324,7 +331,7 @@ impl Db {
             expire_at,
             accessed: self.access.fresh(now),
         };
-        let created = match self.entries.entry(hash, |s| s.key == key) {
+        let created = match self.entries.entry(hash, |s| s.key[..] == key[..]) {
             TableEntry::Occupied(mut occupied) => {
                 let slot = occupied.get_mut();
                 let old = slot.entry.expire_at;
@@ -336,7 +343,7 @@ impl Db {
             }
             TableEntry::Vacant(vacant) => {
                 self.deadlines.update(hash, None, expire_at);
-                let slot = vacant.insert(Slot::new(key, entry));
+                let slot = vacant.insert(Slot::new(Key::new(&key), entry));
                 self.used += slot.size as usize;
                 true
             }
@@ -365,7 +372,7 @@ impl Db {
         self.used -= size as usize;
         self.deadlines.update(hash, entry.expire_at, None);
         if Self::is_expired(&entry, now) {
-            Removed::Expired(key)
+            Removed::Expired(key.into_bytes())
         } else {
             Removed::Live
         }
@@ -412,7 +419,7 @@ impl Db {
 
     /// Removes up to `limit` keys whose deadline is at or before `now`, earliest first, and
     /// returns them (the caller owes their expiry side effects).
-    pub(crate) fn take_expired(&mut self, now: u64, limit: usize) -> Vec<Bytes> {
+    pub(crate) fn take_expired(&mut self, now: u64, limit: usize) -> Vec<Key> {
         let mut expired = Vec::new();
         while expired.len() < limit {
             let Some((at, hash)) = self.deadlines.first() else {
@@ -458,7 +465,7 @@ impl Db {
     }
 
     /// Every key with its entry, live or not yet reclaimed.
-    pub(crate) fn entries(&self) -> impl Iterator<Item = (&Bytes, &Entry)> + '_ {
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&Key, &Entry)> + '_ {
         self.entries.iter().map(|s| (&s.key, &s.entry))
     }
 
@@ -467,7 +474,7 @@ impl Db {
         // Bounded: each round drops one stale entry.
         while let Some((at, hash)) = self.deadlines.first() {
             if let Some(slot) = self.entries.find(hash, |s| s.entry.expire_at == Some(at)) {
-                return Some((slot.key.clone(), at));
+                return Some((slot.key.to_bytes(), at));
             }
             self.deadlines.pop_first();
         }
@@ -477,7 +484,7 @@ impl Db {
     /// One SCAN step over the keys (Redis's `dictScan`, see [`Dict::scan`]): calls `f` with
     /// every key of the buckets `cursor` designates, live or not yet reclaimed, and returns
     /// the next cursor (0 at the end).
-    pub(crate) fn scan(&self, cursor: u64, mut f: impl FnMut(&Bytes, &Entry)) -> u64 {
+    pub(crate) fn scan(&self, cursor: u64, mut f: impl FnMut(&Key, &Entry)) -> u64 {
         self.entries.scan(cursor, |s| f(&s.key, &s.entry))
     }
 
@@ -488,7 +495,7 @@ impl Db {
     }
 
     /// All keys, live or not yet reclaimed (callers filter with `get`).
-    pub(crate) fn keys(&self) -> impl Iterator<Item = &Bytes> + '_ {
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &Key> + '_ {
         self.entries.iter().map(|s| &s.key)
     }
 
@@ -506,7 +513,7 @@ impl Db {
         for _ in 0..100 {
             let slot = self.entries.random(rng)?;
             if !Self::is_expired(&slot.entry, now) {
-                return Some(slot.key.clone());
+                return Some(slot.key.to_bytes());
             }
         }
         self.entries
@@ -514,7 +521,7 @@ impl Db {
             .filter(|s| !Self::is_expired(&s.entry, now))
             .map(|s| &s.key)
             .choose(rng)
-            .cloned()
+            .map(Key::to_bytes)
     }
 }
 

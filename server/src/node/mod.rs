@@ -141,19 +141,25 @@ impl State {
     /// only the effects something will consume (the event while `notify-keyspace-events`
     /// has `x` and someone is subscribed, the key while a client WATCHes keys or is blocked,
     /// the `DEL` while replicas are fed), so a wave of expiring keys copies no key for nothing.
-    fn expired_in_cycle(&mut self, db: usize, key: Bytes, effects: &mut Effects) {
+    fn expired_in_cycle(&mut self, db: usize, key: crate::db::Key, effects: &mut Effects) {
         self.stats.expired_keys += 1;
-        if self.config.notify_keyspace_events() & crate::notify::EXPIRED != 0
-            && !self.pubsub.is_empty()
-        {
+        let event = self.config.notify_keyspace_events() & crate::notify::EXPIRED != 0
+            && !self.pubsub.is_empty();
+        let propagating = effects.propagating(&self.repl);
+        let modified = !self.watches.is_empty() || !self.blocked.is_empty();
+        if !(event || propagating || modified) {
+            return;
+        }
+        let key = key.into_bytes();
+        if event {
             effects.keyspace_event(db, crate::notify::EXPIRED, "expired", &key);
         }
-        if effects.propagating(&self.repl) {
+        if propagating {
             effects
                 .propagate
                 .push((db, vec![Bytes::from_static(b"DEL"), key.clone()]));
         }
-        if !self.watches.is_empty() || !self.blocked.is_empty() {
+        if modified {
             effects.modified.push((db, key));
         }
     }

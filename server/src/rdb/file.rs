@@ -29,7 +29,7 @@ pub(crate) struct Key {
 }
 
 /// A database to save: its index and its keys (name, value, Unix ms deadline).
-pub(crate) type SavedDb<'a> = (usize, Vec<(&'a Bytes, &'a Value, Option<u64>)>);
+pub(crate) type SavedDb<'a> = (usize, Vec<(&'a [u8], &'a Value, Option<u64>)>);
 
 /// The contents of an RDB file.
 #[derive(Debug, Default)]
