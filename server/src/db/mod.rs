@@ -13,6 +13,7 @@ mod key;
 pub(crate) mod lfu;
 pub(crate) mod memory;
 mod set_value;
+mod small;
 pub(crate) mod stream;
 mod value;
 mod zset;
@@ -326,6 +327,10 @@ impl Db {
         now: u64,
     ) -> bool {
         let hash = hash_key(&self.hasher, &key);
+        let value = match value {
+            Value::String(s) => Value::String(small::compact(s)),
+            other => other,
+        };
         let entry = Entry {
             value,
             expire_at,
