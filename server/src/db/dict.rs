@@ -333,6 +333,21 @@ impl<T: Clone> Dict<T> {
         removed
     }
 
+    /// Removes the element of hash `hash` for which `eq` holds, returning what `take` takes
+    /// out of it; the rest is dropped where it lies (no copy of the whole element).
+    pub(crate) fn remove_with<R>(
+        &mut self,
+        hash: u64,
+        eq: impl FnMut(&T) -> bool,
+        take: impl FnOnce(&mut T) -> R,
+    ) -> Option<R> {
+        let mut entry = self.find_entry(hash, eq)?;
+        let out = take(entry.get_mut());
+        entry.discard();
+        self.finish_if_moved();
+        Some(out)
+    }
+
     /// Removes every element (keeping no allocation).
     pub(crate) fn clear(&mut self) {
         *self = Self::new();
@@ -645,6 +660,14 @@ impl<'a, T> OccupiedEntry<'a, T> {
         match self.link.as_deref_mut() {
             Some(node) => &mut node.value,
             None => unreachable!("an occupied entry's link holds a node"),
+        }
+    }
+
+    /// Removes and drops the element where it lies.
+    pub(crate) fn discard(self) {
+        if let Some(mut node) = self.link.take() {
+            *self.link = node.next.take();
+            *self.used -= 1;
         }
     }
 

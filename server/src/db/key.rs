@@ -38,6 +38,12 @@ impl Key {
         }
     }
 
+    /// The empty key (a placeholder taking no allocation).
+    pub(crate) const EMPTY: Key = Key::Inline {
+        len: 0,
+        buf: [0; INLINE],
+    };
+
     /// The key's bytes.
     pub(crate) fn as_bytes(&self) -> &[u8] {
         match self {

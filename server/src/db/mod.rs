@@ -435,9 +435,12 @@ impl Db {
             }
             self.deadlines.pop_first();
             // A stale entry (the key moved its deadline or left) finds nothing.
-            if let Some(Slot { key, size, .. }) =
-                self.entries.remove(hash, |s| s.entry.expire_at == Some(at))
-            {
+            // Only the key and its size come out; the rest is dropped in place.
+            if let Some((key, size)) = self.entries.remove_with(
+                hash,
+                |s| s.entry.expire_at == Some(at),
+                |s| (std::mem::replace(&mut s.key, Key::EMPTY), s.size),
+            ) {
                 self.used -= size as usize;
                 self.deadlines.update(hash, Some(at), None);
                 expired.push(key);
