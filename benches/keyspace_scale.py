@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""Keyspace-at-scale measurements against one running server (ours or redis-server):
+memory per key, SCAN-family cost, and an active-expiry wave. Standard library only.
+
+    python3 benches/keyspace_scale.py memory PORT PID [N]
+    python3 benches/keyspace_scale.py scan   PORT [N] [SAMPLES] [FULL yes|no]
+    python3 benches/keyspace_scale.py expiry PORT PID [N] [px|pxat]
+
+Each prints one JSON line. `memory` and `expiry` read the server's RSS and CPU time
+(user + system) from /proc/PID. Start each server fresh (`FLUSHALL` leaves allocator
+memory behind); benches/keyspace_scale.sh does, alternating servers. See BENCHMARKS.md,
+"Keyspace at scale (issue 16)".
+"""
+
+import array
+import json
+import multiprocessing
+import os
+import socket
+import statistics
+import sys
+import time
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+class Conn:
+    """A minimal RESP2 client on 127.0.0.1."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=120)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+        self.pos = 0  # replies before `pos` in `buf` were read
+
+    @staticmethod
+    def encode(*args):
+        out = [b"*%d\r\n" % len(args)]
+        for a in args:
+            if not isinstance(a, bytes):
+                a = str(a).encode()
+            out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+        return b"".join(out)
+
+    def _fill(self):
+        chunk = self.sock.recv(1 << 20)
+        if not chunk:
+            raise ConnectionError("closed")
+        self.buf = self.buf[self.pos :] + chunk
+        self.pos = 0
+
+    def _line(self):
+        end = self.buf.find(b"\r\n", self.pos)
+        while end < 0:
+            self._fill()
+            end = self.buf.find(b"\r\n", self.pos)
+        line, self.pos = self.buf[self.pos : end], end + 2
+        return line
+
+    def _exact(self, n):
+        while len(self.buf) - self.pos < n + 2:
+            self._fill()
+        data, self.pos = self.buf[self.pos : self.pos + n], self.pos + n + 2
+        return data
+
+    def reply(self):
+        line = self._line()
+        kind, rest = line[:1], line[1:]
+        if kind == b"+":
+            return rest
+        if kind == b"-":
+            raise RuntimeError(rest.decode())
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            return None if n < 0 else self._exact(n)
+        if kind == b"*":
+            n = int(rest)
+            return None if n < 0 else [self.reply() for _ in range(n)]
+        raise RuntimeError("bad reply %r" % line)
+
+    def call(self, *args):
+        self.sock.sendall(self.encode(*args))
+        return self.reply()
+
+    def pipeline(self, commands, batch=10000):
+        """Sends `commands` (lists of arguments) in batches, discarding the replies."""
+        for i in range(0, len(commands), batch):
+            part = commands[i : i + batch]
+            self.sock.sendall(b"".join(self.encode(*c) for c in part))
+            for _ in part:
+                self.reply()
+
+
+def proc_stat(pid):
+    """(RSS bytes, CPU seconds user + system) of `pid`."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / CLK_TCK
+    with open("/proc/%d/status" % pid) as f:
+        rss = next(int(l.split()[1]) for l in f if l.startswith("VmRSS:")) * 1024
+    return rss, cpu
+
+
+def load(conn, n, make):
+    """Sends `make(i)` for i in 0..n in pipelined batches."""
+    for start in range(0, n, 20000):
+        conn.pipeline([make(i) for i in range(start, min(n, start + 20000))])
+
+
+def cmd_memory(port, pid, n):
+    c = Conn(port)
+    rss0, _ = proc_stat(pid)
+    load(c, n, lambda i: ["SET", "key:%012d" % i, "value:%d" % i])
+    time.sleep(0.5)
+    rss1, _ = proc_stat(pid)
+    print(json.dumps({"keys": c.call("DBSIZE"), "rss_before": rss0, "rss_after": rss1,
+                      "bytes_per_key": round((rss1 - rss0) / n, 1)}))
+
+
+def timed(conn, *args):
+    t = time.perf_counter()
+    r = conn.call(*args)
+    return time.perf_counter() - t, r
+
+
+def full_scan(conn, prefix_args, count):
+    """A whole iteration: (seconds, calls, distinct names)."""
+    cursor, calls, seen = b"0", 0, set()
+    t = time.perf_counter()
+    for _ in range(100_000_000):  # bounded; an iteration ends long before
+        cursor, items = conn.call(*prefix_args, cursor, "COUNT", count)
+        calls += 1
+        seen.update(items[::2] if prefix_args[0] in ("HSCAN", "ZSCAN") else items)
+        if cursor == b"0":
+            break
+    return time.perf_counter() - t, calls, len(seen)
+
+
+def cmd_scan(port, n, samples, full):
+    c = Conn(port)
+    out = {"n": n}
+    load(c, n, lambda i: ["SET", "key:%012d" % i, "v"])
+    # One aggregate of n elements each; batches of 1000 elements per command.
+    per = 1000
+    load(c, n // per, lambda j: ["HSET", "h"] + sum((["f%d" % (j * per + i), "v"] for i in range(per)), []))
+    load(c, n // per, lambda j: ["SADD", "s"] + ["m%d" % (j * per + i) for i in range(per)])
+    load(c, n // per, lambda j: ["ZADD", "z"] + sum(([str(i), "m%d" % (j * per + i)] for i in range(per)), []))
+    # The round trip of a command that does nothing, for scale.
+    times = sorted(timed(c, "PING")[0] for _ in range(samples))
+    out["ping_ms"] = {"median": round(statistics.median(times) * 1e3, 4),
+                      "p99": round(times[int(0.99 * (samples - 1))] * 1e3, 4)}
+    for name, prefix in (("scan", ["SCAN"]), ("hscan", ["HSCAN", "h"]), ("sscan", ["SSCAN", "s"]),
+                         ("zscan", ["ZSCAN", "z"])):
+        times = sorted(timed(c, *prefix, 0, "COUNT", 10)[0] for _ in range(samples))
+        out[name + "_0_count10_ms"] = {"median": round(statistics.median(times) * 1e3, 4),
+                                        "p99": round(times[int(0.99 * (samples - 1))] * 1e3, 4)}
+    for name, prefix in (("scan", ["SCAN"]), ("hscan", ["HSCAN", "h"])) if full else ():
+        secs, calls, distinct = full_scan(c, prefix, 10)
+        out[name + "_full_count10"] = {"seconds": round(secs, 2), "calls": calls, "distinct": distinct}
+    print(json.dumps(out))
+
+
+def pinger(port, stop, samples):
+    """Runs in its own process: PINGs once a millisecond until `stop`, then reports."""
+    p = Conn(port)
+    sent, rtt = array.array("d"), array.array("d")
+    while not stop.is_set():
+        t0 = time.time()
+        s = time.perf_counter()
+        p.call("PING")
+        sent.append(t0)
+        rtt.append(time.perf_counter() - s)
+        time.sleep(0.001)
+    samples.put((sent, rtt))
+
+
+def cmd_expiry(port, pid, n, mode):
+    c = Conn(port)
+    lead = 8.0  # seconds between the start of loading and the common deadline (pxat)
+    t_load = time.time()
+    deadline_ms = int((t_load + lead) * 1000)
+    if mode == "pxat":
+        load(c, n, lambda i: ["SET", "key:%012d" % i, "v", "PXAT", deadline_ms])
+    else:
+        load(c, n, lambda i: ["SET", "key:%012d" % i, "v", "PX", 1000])
+    t_loaded = time.time()
+    # One PING a millisecond (a paced client, as `redis-cli --latency` is), from a process of
+    # its own so this one's polling never holds it up: each PING's send time and round trip.
+    stop = multiprocessing.Event()
+    samples = multiprocessing.Queue()
+    th = multiprocessing.Process(target=pinger, args=(port, stop, samples))
+    th.start()
+    if mode == "pxat":
+        wave_start = deadline_ms / 1000
+        time.sleep(max(0.0, wave_start - time.time()))
+    else:
+        wave_start = t_loaded
+    _, cpu0 = proc_stat(pid)
+    t_start = time.time()
+    size = None
+    for _ in range(12000):  # bounded: 2 minutes of 10 ms polls
+        size = c.call("DBSIZE")
+        if size == 0:
+            break
+        time.sleep(0.01)
+    t_empty = time.time()
+    _, cpu1 = proc_stat(pid)
+    time.sleep(0.2)
+    stop.set()
+    sent, rtt = samples.get()
+    th.join()
+    info = c.call("INFO", "stats").decode()
+    stats = dict(l.split(":", 1) for l in info.split("\r\n") if ":" in l)
+    during = sorted(r for t, r in zip(sent, rtt) if t_start <= t <= t_empty) or [0.0]
+    q = lambda p: round(during[min(len(during) - 1, int(p * len(during)))] * 1e3, 3)
+    print(json.dumps({
+        "keys_at_end": c.call("DBSIZE"), "mode": mode, "n": n, "load_seconds": round(t_loaded - t_load, 2),
+        "seconds_to_empty": round(t_empty - t_start, 2), "left": size,
+        "server_cpu_seconds": round(cpu1 - cpu0, 2),
+        "ping_during": {"count": len(during), "p50_ms": q(0.5), "p99_ms": q(0.99),
+                        "p999_ms": q(0.999), "max_ms": round(during[-1] * 1e3, 3)},
+        "expired_keys": int(stats.get("expired_keys", -1)),
+        "expire_cycle_cpu_milliseconds": int(stats.get("expire_cycle_cpu_milliseconds", -1)),
+        "expired_time_cap_reached_count": int(stats.get("expired_time_cap_reached_count", -1)),
+    }))
+
+
+def main(argv):
+    if len(argv) < 3:
+        sys.exit(__doc__)
+    what, port = argv[1], int(argv[2])
+    if what == "memory":
+        cmd_memory(port, int(argv[3]), int(argv[4]) if len(argv) > 4 else 1_000_000)
+    elif what == "scan":
+        cmd_scan(port, int(argv[3]) if len(argv) > 3 else 1_000_000,
+                 int(argv[4]) if len(argv) > 4 else 200, (argv[5] if len(argv) > 5 else "yes") == "yes")
+    elif what == "expiry":
+        cmd_expiry(port, int(argv[3]), int(argv[4]) if len(argv) > 4 else 1_000_000,
+                   argv[5] if len(argv) > 5 else "pxat")
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
