@@ -31,11 +31,13 @@ const ACTIVE_EXPIRE_CYCLE_FAST_DURATION: u64 = 1000;
 const ACTIVE_EXPIRE_SLICE_US: u64 = 500;
 /// Keys reclaimed between two reads of the clock.
 const ACTIVE_EXPIRE_CHUNK: usize = 64;
-/// Most keys one slice reclaims, and most slices one cycle runs: the bounds that hold when
-/// the clock does not move (tokio's paused clock in tests).
+/// Most keys one slice reclaims.
 const ACTIVE_EXPIRE_SLICE_KEYS: usize = 4096;
-/// See [`ACTIVE_EXPIRE_SLICE_KEYS`].
-const ACTIVE_EXPIRE_MAX_SLICES: usize = 1024;
+/// A cycle's budget in keys: at most this many a µs of it. No machine reclaims a key in
+/// 16 ns (an optimised build takes about 130), so the time budget ends a cycle first; this
+/// one ends it when the clock does not move (tokio's paused clock in tests) or moves coarsely,
+/// and so keeps a cycle's work in proportion to its budget there too.
+const ACTIVE_EXPIRE_KEYS_PER_US: u64 = 64;
 /// `active-expire-effort` (1..=10): Redis's default, 1.
 const ACTIVE_EXPIRE_EFFORT: u64 = 1;
 /// Longest a slow cycle moves keyspace buckets into resized tables (µs; Redis's
@@ -442,12 +444,14 @@ async fn active_expire_loop(
     drop(done);
 }
 
-/// One active expiry cycle of at most `budget` µs under the state lock, in slices; returns
-/// whether it stopped with keys still due (at the budget, or after the most slices).
+/// One active expiry cycle of at most `budget` µs under the state lock (and at most
+/// [`ACTIVE_EXPIRE_KEYS_PER_US`] keys a µs of it), in slices; returns whether it stopped at
+/// its budget with keys still due.
 async fn expire_cycle(node: &Node, effects: &mut Effects, budget: u64) -> bool {
     let clock = &node.clock;
+    let max_keys = budget.saturating_mul(ACTIVE_EXPIRE_KEYS_PER_US);
     let mut spent = 0;
-    let mut slices = 0;
+    let mut keys = 0;
     loop {
         let mut state = node.state.lock().await;
         let slice_start = clock.tick_us();
@@ -458,12 +462,16 @@ async fn expire_cycle(node: &Node, effects: &mut Effects, budget: u64) -> bool {
             return false;
         }
         let slice = ACTIVE_EXPIRE_SLICE_US.min(budget.saturating_sub(spent));
+        let slice_keys = usize::try_from(max_keys - keys)
+            .unwrap_or(usize::MAX)
+            .min(ACTIVE_EXPIRE_SLICE_KEYS);
         let mut reclaimed = 0;
         let mut more = true;
-        while more && reclaimed < ACTIVE_EXPIRE_SLICE_KEYS {
-            let n = state.active_expire(now, ACTIVE_EXPIRE_CHUNK, effects);
+        while more && reclaimed < slice_keys {
+            let chunk = ACTIVE_EXPIRE_CHUNK.min(slice_keys - reclaimed);
+            let n = state.active_expire(now, chunk, effects);
             reclaimed += n;
-            more = n == ACTIVE_EXPIRE_CHUNK;
+            more = n == chunk;
             if clock.tick_us().saturating_sub(slice_start) >= slice {
                 break;
             }
@@ -472,11 +480,14 @@ async fn expire_cycle(node: &Node, effects: &mut Effects, budget: u64) -> bool {
         let elapsed = clock.tick_us().saturating_sub(slice_start);
         state.stats.expire_cycle_us += elapsed;
         spent += elapsed;
-        slices += 1;
-        if more && spent >= budget {
+        keys += reclaimed as u64;
+        // A slice that stopped with keys still due either spent its time or reached the key
+        // bound, so every slice but the last moves `spent` or `keys` on.
+        let capped = more && (spent >= budget || keys >= max_keys);
+        if capped {
             state.stats.expired_time_cap_reached_count += 1;
         }
-        if !more || spent >= budget || slices >= ACTIVE_EXPIRE_MAX_SLICES {
+        if !more || capped {
             record_cycle_latency(&mut state, node, spent);
             return more;
         }
@@ -736,7 +747,8 @@ mod tests {
     use bytes::Bytes;
 
     /// Redis's cycle stops at its time budget; under tokio's paused clock no time passes, so
-    /// one cycle takes every due key however many there are (the old cycle took 1000 a pass).
+    /// one cycle takes every due key up to its budget in keys (1.6 million for 25 ms; the old
+    /// cycle took 1000 a pass).
     #[tokio::test(start_paused = true)]
     async fn one_cycle_reclaims_a_whole_wave_of_due_keys() {
         let node = Node::for_tests();
@@ -765,6 +777,35 @@ mod tests {
         assert_eq!((state.dbs[0].len(), state.dbs[0].volatile_len()), (1, 0));
         assert_eq!(state.stats.expired_keys, 50_000);
         assert_eq!(state.stats.expired_time_cap_reached_count, 0);
+    }
+
+    /// With the clock standing still a cycle ends at its budget counted in keys, and reports
+    /// the cap as a cycle that ran out of time does.
+    #[tokio::test(start_paused = true)]
+    async fn the_budget_bounds_a_cycle_when_the_clock_stands_still() {
+        let node = Node::for_tests();
+        let now = node.clock.now_ms();
+        {
+            let mut state = node.state.lock().await;
+            for i in 0..10_000 {
+                let key = Bytes::from(format!("k{i}"));
+                let value = crate::db::Value::String(Bytes::from_static(b"v"));
+                state.dbs[0].insert(key, value, Some(now), now);
+            }
+        }
+        tokio::time::advance(Duration::from_millis(1)).await;
+        let mut effects = Effects::default();
+        // 100 µs: 6400 keys.
+        assert!(expire_cycle(&node, &mut effects, 100).await);
+        {
+            let state = node.state.lock().await;
+            assert_eq!(state.dbs[0].len(), 3600);
+            assert_eq!(state.stats.expired_time_cap_reached_count, 1);
+        }
+        assert!(!expire_cycle(&node, &mut effects, 100).await);
+        let state = node.state.lock().await;
+        assert_eq!(state.dbs[0].len(), 0);
+        assert_eq!(state.stats.expired_time_cap_reached_count, 1);
     }
 
     #[tokio::test(start_paused = true)]
