@@ -38,8 +38,6 @@ const ACTIVE_EXPIRE_SLICE_KEYS: usize = 4096;
 /// one ends it when the clock does not move (tokio's paused clock in tests) or moves coarsely,
 /// and so keeps a cycle's work in proportion to its budget there too.
 const ACTIVE_EXPIRE_KEYS_PER_US: u64 = 64;
-/// `active-expire-effort` (1..=10): Redis's default, 1.
-const ACTIVE_EXPIRE_EFFORT: u64 = 1;
 /// Longest a slow cycle moves keyspace buckets into resized tables (µs; Redis's
 /// `incrementallyRehash` runs for 1 ms).
 const REHASH_CRON_US: u64 = 1000;
@@ -432,7 +430,8 @@ async fn active_expire_loop(
         } else {
             last_fast_us = start;
         }
-        let effort = ACTIVE_EXPIRE_EFFORT - 1;
+        // `active-expire-effort` 1..=10, rescaled to 0..=9 as Redis does.
+        let effort = node.config.active_expire_effort() - 1;
         let budget = if slow {
             let perc = ACTIVE_EXPIRE_CYCLE_SLOW_TIME_PERC + 2 * effort;
             period.as_micros() as u64 * perc / 100

@@ -113,6 +113,7 @@ pub(crate) struct RuntimeConfig {
     notify_keyspace_events: AtomicU32,
     output_limits: [[AtomicU64; 3]; 3],
     hz: AtomicU64,
+    active_expire_effort: AtomicU64,
     hll_sparse_max_bytes: AtomicU64,
     stream_node_max_bytes: AtomicU64,
     stream_node_max_entries: AtomicU64,
@@ -265,6 +266,7 @@ pub(crate) static BINDINGS: &[Binding] = &[
         then: None,
     },
     u64_binding!("hz", hz),
+    u64_binding!("active-expire-effort", active_expire_effort),
     u64_binding!("hll-sparse-max-bytes", hll_sparse_max_bytes),
     u64_binding!("stream-node-max-bytes", stream_node_max_bytes),
     u64_binding!("stream-node-max-entries", stream_node_max_entries),
@@ -344,6 +346,7 @@ impl RuntimeConfig {
             notify_keyspace_events: AtomicU32::new(0),
             output_limits: Default::default(),
             hz: AtomicU64::new(0),
+            active_expire_effort: AtomicU64::new(0),
             hll_sparse_max_bytes: AtomicU64::new(0),
             stream_node_max_bytes: AtomicU64::new(0),
             stream_node_max_entries: AtomicU64::new(0),
@@ -586,6 +589,12 @@ impl RuntimeConfig {
     /// `hz`: background task runs per second (1..=500, as Redis clamps it).
     pub(crate) fn hz(&self) -> u64 {
         self.hz.load(Relaxed).clamp(1, 500)
+    }
+
+    /// `active-expire-effort` (1..=10): how much time the active expiry cycle may take, and
+    /// so how many keys it reclaims before it lets the others run.
+    pub(crate) fn active_expire_effort(&self) -> u64 {
+        self.active_expire_effort.load(Relaxed).clamp(1, 10)
     }
 
     /// `hll-sparse-max-bytes`.

@@ -346,6 +346,60 @@ async fn config_hz() {
     assert_eq!(info_field(&mut con, "server", "hz").await, "1");
 }
 
+/// The active expiry cycle under `active-expire-effort` `effort` and `hz 500` (a slow cycle
+/// every 2 ms), on tokio's paused clock: a wave of 40 000 keys falls due at once; returns
+/// `expired_keys` and `expired_time_cap_reached_count` once they are all reclaimed.
+async fn expire_wave(effort: &str) -> (String, u64) {
+    let (server, mut con) = start().await;
+    config_set(&mut con, "hz", "500").await;
+    config_set(&mut con, "active-expire-effort", effort).await;
+    let shown: Vec<String> = ok(&mut con, &["CONFIG", "GET", "active-expire-effort"]).await;
+    assert_eq!(shown, ["active-expire-effort", effort]);
+    // One deadline for every key, an hour of virtual time ahead.
+    let (secs, _): (u64, u64) = ok(&mut con, &["TIME"]).await;
+    let at = (secs + 3600) * 1000;
+    let script = "for i = 1, 40000 do redis.call('SET', 'k' .. i, 'v', 'PXAT', ARGV[1]) end";
+    let () = ok(&mut con, &["EVAL", script, "0", &at.to_string()]).await;
+    tokio::time::advance(Duration::from_secs(3600)).await;
+    let mut size = -1;
+    // Bounded: 1000 periods of virtual time.
+    for _ in 0..1000 {
+        size = ok(&mut con, &["DBSIZE"]).await;
+        if size == 0 {
+            break;
+        }
+        tokio::time::advance(Duration::from_millis(2)).await;
+    }
+    assert_eq!(size, 0);
+    let expired = info_field(&mut con, "stats", "expired_keys").await;
+    let capped = info_field(&mut con, "stats", "expired_time_cap_reached_count").await;
+    server.shutdown().await;
+    (expired, capped.parse().unwrap())
+}
+
+/// The effort sets a cycle's budget (Redis: 25 % of the period + 2 % a step above 1). The
+/// paused clock does not move while a cycle runs, so the budget counts in keys (64 a µs):
+/// 500 µs, 32 000 keys, at effort 1, where the wave's first cycle stops short and fast cycles
+/// finish; 860 µs, 55 040 keys, at effort 10, where one cycle takes the whole wave.
+#[tokio::test(start_paused = true)]
+async fn config_active_expire_effort() {
+    let (expired, capped) = expire_wave("1").await;
+    assert_eq!(expired, "40000");
+    assert!(capped >= 1, "{capped}");
+    let (expired, capped) = expire_wave("10").await;
+    assert_eq!(expired, "40000");
+    assert_eq!(capped, 0);
+    // Redis's range, 1 to 10.
+    let (_server, mut con) = start().await;
+    for bad in ["0", "11"] {
+        let e = err(&mut con, &["CONFIG", "SET", "active-expire-effort", bad]).await;
+        assert!(
+            e.contains("argument must be between 1 and 10 inclusive"),
+            "{e}"
+        );
+    }
+}
+
 /// Whether the HyperLogLog at `key` is in the sparse encoding (Redis's header byte 4).
 async fn hll_is_sparse(con: &mut Con, key: &str) -> bool {
     let header: Vec<u8> = ok(con, &["GETRANGE", key, "4", "4"]).await;
