@@ -8,7 +8,7 @@ use super::ldouble::{self, Ld, LongDouble};
 use super::{
     flags::*, random_count, repeated_picks, scan, Args, CmdResult, CommandError, CommandSpec, Ctx,
 };
-use crate::db::{Entry, HashValue, Value};
+use crate::db::{Entry, HashValue, ListpackLimits, Value};
 use crate::notify;
 use bytes::Bytes;
 use locksmith_resp::{Frame, Version};
@@ -138,11 +138,12 @@ fn field_values<'a>(args: &mut Args<'a>, name: &str) -> Result<&'a [Bytes], Comm
 fn hset_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, name: &str) -> Result<i64, CommandError> {
     let key = args.bytes()?;
     let pairs = field_values(args, name)?;
+    let limits = ListpackLimits::of_hashes(&ctx.state.config);
     let h = write(ctx, &key)?;
     let mut created = 0;
     for fv in pairs.chunks(2) {
         if let [f, v] = fv {
-            if h.insert(f.clone(), v.clone()).is_none() {
+            if h.insert(f.clone(), v.clone(), limits).is_none() {
                 created += 1;
             }
         }
@@ -178,7 +179,8 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     if exists && read(ctx, &key)?.is_some_and(|h| h.contains_key(&field)) {
         return Ok(Frame::Integer(0));
     }
-    write(ctx, &key)?.insert(field, value);
+    let limits = ListpackLimits::of_hashes(&ctx.state.config);
+    write(ctx, &key)?.insert(field, value, limits);
     ctx.modified(&key);
     ctx.notify(notify::HASH, "hset", &key);
     Ok(Frame::Integer(1))
@@ -322,20 +324,33 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let field = args.bytes()?;
     let by = args.i64()?;
+    let limits = ListpackLimits::of_hashes(&ctx.state.config);
     // Creating the hash first is safe: a new hash has no field, so 0 + by cannot fail.
     let (h, existed) = write_found(ctx, &key)?;
+    let is_table = h.is_table();
+    let mut too_long = None;
     let outcome = match h.get_mut(&field) {
         Some(value) => super::parse_i64(value)
             .map_err(|_| CommandError::err("hash value is not an integer"))
             .and_then(|current| current.checked_add(by).ok_or(CommandError::Overflow))
             .inspect(|new| {
-                *value = Bytes::from(new.to_string());
+                let new = Bytes::from(new.to_string());
+                // A value longer than `hash-max-listpack-value` converts the hash, as Redis's
+                // hashTypeSet does: that goes through `insert`.
+                if is_table || new.len() <= limits.value {
+                    *value = new;
+                } else {
+                    too_long = Some(new);
+                }
             }),
         None => {
-            h.insert(field, Bytes::from(by.to_string()));
+            h.insert(field.clone(), Bytes::from(by.to_string()), limits);
             Ok(by)
         }
     };
+    if let Some(new) = too_long {
+        h.insert(field, new, limits);
+    }
     // INFO's keyspace_hits/misses count HINCRBY as it always did: a lookup to check the type,
     // one to read the field and, when it succeeds, one to write it.
     let more = if outcome.is_ok() { 2 } else { 1 };
@@ -372,7 +387,8 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let new = ldouble::add_values(current, incr)
         .ok_or_else(|| CommandError::err("increment would produce NaN or Infinity"))?;
     let new = Bytes::from(new);
-    write(ctx, &key)?.insert(field.clone(), new.clone());
+    let limits = ListpackLimits::of_hashes(&ctx.state.config);
+    write(ctx, &key)?.insert(field.clone(), new.clone(), limits);
     ctx.modified(&key);
     ctx.notify(notify::HASH, "hincrbyfloat", &key);
     ctx.propagate(vec![Bytes::from_static(b"HSET"), key, field, new.clone()]);

@@ -433,8 +433,9 @@ fn restore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             "DUMP payload version or checksum are wrong",
         ));
     };
-    let value =
-        crate::rdb::restore_value(body).map_err(|_| CommandError::err("Bad data format"))?;
+    let hash_limits = crate::db::ListpackLimits::of_hashes(&ctx.state.config);
+    let value = crate::rdb::restore_value(body, hash_limits)
+        .map_err(|_| CommandError::err("Bad data format"))?;
     let deleted = replace && ctx.delete(&key);
     let deadline = match ttl {
         0 => None,

@@ -151,8 +151,9 @@ pub(crate) fn load_at_start(state: &mut State, node: &Node) -> Result<usize, Str
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
     };
     let now = node.clock.now_ms();
-    let contents =
-        file::read(&data, now, state.dbs.len()).map_err(|e| format!("{}: {e}", path.display()))?;
+    let hash_limits = crate::db::ListpackLimits::of_hashes(&state.config);
+    let contents = file::read(&data, now, state.dbs.len(), hash_limits)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     let mut loaded = 0;
     for (index, keys) in contents.dbs {
         let Some(db) = state.dbs.get_mut(index) else {

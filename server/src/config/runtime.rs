@@ -114,6 +114,8 @@ pub(crate) struct RuntimeConfig {
     output_limits: [[AtomicU64; 3]; 3],
     hz: AtomicU64,
     active_expire_effort: AtomicU64,
+    hash_max_listpack_entries: AtomicU64,
+    hash_max_listpack_value: AtomicU64,
     hll_sparse_max_bytes: AtomicU64,
     stream_node_max_bytes: AtomicU64,
     stream_node_max_entries: AtomicU64,
@@ -267,6 +269,8 @@ pub(crate) static BINDINGS: &[Binding] = &[
     },
     u64_binding!("hz", hz),
     u64_binding!("active-expire-effort", active_expire_effort),
+    u64_binding!("hash-max-listpack-entries", hash_max_listpack_entries),
+    u64_binding!("hash-max-listpack-value", hash_max_listpack_value),
     u64_binding!("hll-sparse-max-bytes", hll_sparse_max_bytes),
     u64_binding!("stream-node-max-bytes", stream_node_max_bytes),
     u64_binding!("stream-node-max-entries", stream_node_max_entries),
@@ -347,6 +351,8 @@ impl RuntimeConfig {
             output_limits: Default::default(),
             hz: AtomicU64::new(0),
             active_expire_effort: AtomicU64::new(0),
+            hash_max_listpack_entries: AtomicU64::new(0),
+            hash_max_listpack_value: AtomicU64::new(0),
             hll_sparse_max_bytes: AtomicU64::new(0),
             stream_node_max_bytes: AtomicU64::new(0),
             stream_node_max_entries: AtomicU64::new(0),
@@ -595,6 +601,17 @@ impl RuntimeConfig {
     /// so how many keys it reclaims before it lets the others run.
     pub(crate) fn active_expire_effort(&self) -> u64 {
         self.active_expire_effort.load(Relaxed).clamp(1, 10)
+    }
+
+    /// `hash-max-listpack-entries`: most fields a hash holds before it becomes a table.
+    pub(crate) fn hash_max_listpack_entries(&self) -> usize {
+        usize::try_from(self.hash_max_listpack_entries.load(Relaxed)).unwrap_or(usize::MAX)
+    }
+
+    /// `hash-max-listpack-value`: longest field or value (bytes) a hash holds before it
+    /// becomes a table.
+    pub(crate) fn hash_max_listpack_value(&self) -> usize {
+        usize::try_from(self.hash_max_listpack_value.load(Relaxed)).unwrap_or(usize::MAX)
     }
 
     /// `hll-sparse-max-bytes`.

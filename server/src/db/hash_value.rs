@@ -8,8 +8,9 @@
 //! shift on removal, as a listpack does, so `HGETALL` answers in Redis's order.
 //!
 //! Once Redis would convert its listpack to a hashtable (more than
-//! [`LISTPACK_MAX_ENTRIES`] fields, or a field or value longer than [`LISTPACK_MAX_VALUE`]
-//! bytes), the hash becomes a [`Dict`] for good, as Redis never converts back: HSCAN then
+//! `hash-max-listpack-entries` fields, or a field or value longer than
+//! `hash-max-listpack-value` bytes: [`ListpackLimits`], read from the configuration at every
+//! write), the hash becomes a [`Dict`] for good, as Redis never converts back: HSCAN then
 //! resumes from its cursor in O(COUNT) and HDEL is O(1).
 
 use super::dict::{Dict, Iter as DictIter};
@@ -19,10 +20,32 @@ use rand::Rng;
 
 /// Most fields a hash holds as a vector before it becomes an insertion-ordered table.
 const SMALL_MAX: usize = 16;
-/// Redis's `hash-max-listpack-entries` (as compiled in).
-pub(crate) const LISTPACK_MAX_ENTRIES: usize = 512;
-/// Redis's `hash-max-listpack-value` (as compiled in).
-pub(crate) const LISTPACK_MAX_VALUE: usize = 64;
+/// When Redis turns a hash's listpack into a hashtable: once it would hold more than
+/// `entries` fields, or a field or value longer than `value` bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ListpackLimits {
+    /// `hash-max-listpack-entries`.
+    pub(crate) entries: usize,
+    /// `hash-max-listpack-value`.
+    pub(crate) value: usize,
+}
+
+impl ListpackLimits {
+    /// Redis's defaults: 512 fields, 64 bytes.
+    #[cfg(test)]
+    pub(crate) const DEFAULT: ListpackLimits = ListpackLimits {
+        entries: 512,
+        value: 64,
+    };
+
+    /// The hash limits `config` sets now.
+    pub(crate) fn of_hashes(config: &crate::config::runtime::RuntimeConfig) -> Self {
+        ListpackLimits {
+            entries: config.hash_max_listpack_entries(),
+            value: config.hash_max_listpack_value(),
+        }
+    }
+}
 
 /// A hash value.
 #[derive(Debug, Clone, Default)]
@@ -99,17 +122,24 @@ impl HashValue {
         self.get(field).is_some()
     }
 
-    /// Whether Redis's listpack would turn into a hashtable to hold `field` and `value`.
-    fn exceeds_listpack(&self, field: &[u8], value: &[u8]) -> bool {
-        field.len() > LISTPACK_MAX_VALUE
-            || value.len() > LISTPACK_MAX_VALUE
-            || (self.len() >= LISTPACK_MAX_ENTRIES && !self.contains_key(field))
+    /// Whether Redis's listpack would turn into a hashtable to hold `field` and `value`
+    /// (`hashTypeTryConversion`, then `hashTypeSet`'s length check).
+    fn exceeds_listpack(&self, field: &[u8], value: &[u8], limits: ListpackLimits) -> bool {
+        field.len() > limits.value
+            || value.len() > limits.value
+            || (self.len() >= limits.entries && !self.contains_key(field))
     }
 
     /// Sets `field` to `value` (a new field goes last while the hash is ordered); returns the
-    /// previous value.
-    pub(crate) fn insert(&mut self, field: Bytes, value: Bytes) -> Option<Bytes> {
-        if !matches!(self.repr, Repr::Table(_)) && self.exceeds_listpack(&field, &value) {
+    /// previous value. A hash that would outgrow Redis's listpack under `limits` becomes a
+    /// table first.
+    pub(crate) fn insert(
+        &mut self,
+        field: Bytes,
+        value: Bytes,
+        limits: ListpackLimits,
+    ) -> Option<Bytes> {
+        if !matches!(self.repr, Repr::Table(_)) && self.exceeds_listpack(&field, &value, limits) {
             let pairs: Vec<(Bytes, Bytes)> = match std::mem::take(&mut self.repr) {
                 Repr::Small(v) => v,
                 Repr::Large(m) => m.into_iter().collect(),
@@ -263,7 +293,10 @@ mod tests {
                     b(&format!("f{}", (i * 7 + round) % 23)),
                     b(&format!("v{i}")),
                 );
-                assert_eq!(h.insert(f.clone(), v.clone()), want.insert(f, v));
+                assert_eq!(
+                    h.insert(f.clone(), v.clone(), ListpackLimits::DEFAULT),
+                    want.insert(f, v)
+                );
                 let gone = b(&format!("f{}", (i * 5) % 23));
                 if i % 3 == 0 {
                     assert_eq!(h.shift_remove(&gone), want.shift_remove(&gone));
@@ -287,8 +320,8 @@ mod tests {
     fn small_hash_updates_in_place_and_empties() {
         let mut h = HashValue::new();
         assert!(h.is_empty() && h.get(b"a").is_none());
-        h.insert(b("a"), b("1"));
-        h.insert(b("b"), b("2"));
+        h.insert(b("a"), b("1"), ListpackLimits::DEFAULT);
+        h.insert(b("b"), b("2"), ListpackLimits::DEFAULT);
         if let Some(v) = h.get_mut(b"a") {
             *v = b("3");
         }

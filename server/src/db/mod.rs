@@ -21,7 +21,7 @@ mod zset;
 pub(crate) use key::Key;
 pub(crate) use lfu::Access;
 
-pub(crate) use value::{HashValue, SetValue, Value};
+pub(crate) use value::{HashValue, ListpackLimits, SetValue, Value};
 pub(crate) use zset::ZSet;
 
 use bytes::Bytes;

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 use super::stream::Stream;
 
-pub(crate) use super::hash_value::HashValue;
+pub(crate) use super::hash_value::{HashValue, ListpackLimits};
 pub(crate) use super::set_value::SetValue;
 
 /// A sorted set: member → score, plus members ordered by (score, member).
@@ -29,9 +29,9 @@ pub(crate) enum Value {
 }
 
 impl Value {
-    /// Whether Redis would keep `h` as a listpack: it never held more than
-    /// `hash-max-listpack-entries` (512 as compiled in) fields, nor a field or value longer
-    /// than `hash-max-listpack-value` (64) was written to it.
+    /// Whether Redis would keep `h` as a listpack: no write made it hold more than
+    /// `hash-max-listpack-entries` fields, nor a field or value longer than
+    /// `hash-max-listpack-value`, as those parameters were at the time.
     pub(crate) fn hash_is_listpack(h: &HashValue) -> bool {
         !h.is_table()
     }

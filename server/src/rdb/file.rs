@@ -4,7 +4,7 @@
 //! here and ours load there.
 
 use super::{value, write_len, write_string, Malformed, Reader};
-use crate::db::Value;
+use crate::db::{ListpackLimits, Value};
 use bytes::Bytes;
 
 const OPCODE_IDLE: u8 = 248;
@@ -95,8 +95,14 @@ pub(crate) fn write(dbs: &[SavedDb<'_>], functions: &[Bytes], now_ms: u64) -> Ve
 }
 
 /// Reads an RDB file; keys already expired at `now_ms` are dropped (as a master loading its
-/// file does). `databases` bounds the database indexes.
-pub(crate) fn read(data: &[u8], now_ms: u64, databases: usize) -> Result<Contents, String> {
+/// file does). `databases` bounds the database indexes; hashes are kept as `hash_limits` has
+/// Redis keep them.
+pub(crate) fn read(
+    data: &[u8],
+    now_ms: u64,
+    databases: usize,
+    hash_limits: ListpackLimits,
+) -> Result<Contents, String> {
     let bad = |what: &str| format!("Short read or corrupt RDB file ({what})");
     let header = data.get(..9).ok_or_else(|| bad("header"))?;
     if &header[..5] != b"REDIS" {
@@ -159,7 +165,7 @@ pub(crate) fn read(data: &[u8], now_ms: u64, databases: usize) -> Result<Content
             OPCODE_MODULE_AUX => return Err("Module data in RDB files is not supported".into()),
             kind => {
                 let name = Bytes::from(r.string().map_err(malformed)?);
-                let value = value::read_value(&mut r, kind).map_err(malformed)?;
+                let value = value::read_value(&mut r, kind, hash_limits).map_err(malformed)?;
                 let deadline = expire_at.take();
                 if value.is_empty_aggregate() || deadline.is_some_and(|at| at <= now_ms) {
                     continue;
@@ -206,18 +212,18 @@ mod tests {
             std::slice::from_ref(&code),
             1_000,
         );
-        let back = read(&file, 1_000, 16).unwrap();
+        let back = read(&file, 1_000, 16, ListpackLimits::DEFAULT).unwrap();
         assert_eq!(back.functions, vec![code]);
         assert_eq!(back.dbs.len(), 2);
         assert_eq!(back.dbs[1].0, 3);
         assert_eq!(back.dbs[1].1[0].expire_at, Some(5_000));
         // Expired by the time it loads: dropped.
-        let later = read(&file, 6_000, 16).unwrap();
+        let later = read(&file, 6_000, 16, ListpackLimits::DEFAULT).unwrap();
         assert_eq!(later.dbs.len(), 1);
         let mut corrupt = file.clone();
         corrupt[12] ^= 1;
-        assert!(read(&corrupt, 1_000, 16).is_err());
-        assert!(read(b"REDIS0011", 0, 16).is_err());
-        assert!(read(&file, 1_000, 2).is_err());
+        assert!(read(&corrupt, 1_000, 16, ListpackLimits::DEFAULT).is_err());
+        assert!(read(b"REDIS0011", 0, 16, ListpackLimits::DEFAULT).is_err());
+        assert!(read(&file, 1_000, 2, ListpackLimits::DEFAULT).is_err());
     }
 }

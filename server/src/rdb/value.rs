@@ -3,7 +3,7 @@
 //! encoding Redis 7.0 writes (listpacks, quicklist nodes, intsets, LZF and integer strings).
 
 use super::{Malformed, Reader};
-use crate::db::{HashValue, SetValue, Value, ZSet};
+use crate::db::{HashValue, ListpackLimits, SetValue, Value, ZSet};
 use bytes::Bytes;
 use std::collections::VecDeque;
 
@@ -82,18 +82,25 @@ pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
 /// The value in a `DUMP` payload body (footer already checked and removed); the whole body
 /// must be one value. Empty aggregates, duplicate members and NaN scores are malformed, as
 /// Redis refuses them.
-pub(crate) fn restore(body: &[u8]) -> Result<Value, Malformed> {
+/// A hash is kept as Redis would keep it under `hash_limits`.
+pub(crate) fn restore(body: &[u8], hash_limits: ListpackLimits) -> Result<Value, Malformed> {
     let mut r = Reader::new(body);
     let kind = r.byte()?;
-    let value = read_value(&mut r, kind)?;
+    let value = read_value(&mut r, kind, hash_limits)?;
     if r.remaining() != 0 || value.is_empty_aggregate() {
         return Err(Malformed);
     }
     Ok(value)
 }
 
-/// Reads a value of RDB type `kind` (as in an RDB file, after the key).
-pub(crate) fn read_value(r: &mut Reader<'_>, kind: u8) -> Result<Value, Malformed> {
+/// Reads a value of RDB type `kind` (as in an RDB file, after the key). A hash becomes a table
+/// as Redis's `rdbLoadObject` converts it under `hash_limits` (`hash-max-listpack-entries`
+/// and `hash-max-listpack-value`).
+pub(crate) fn read_value(
+    r: &mut Reader<'_>,
+    kind: u8,
+    hash_limits: ListpackLimits,
+) -> Result<Value, Malformed> {
     Ok(match kind {
         TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 => Value::Stream(Box::new(
             super::stream::read(r, kind == TYPE_STREAM_LISTPACKS_2)?,
@@ -139,7 +146,7 @@ pub(crate) fn read_value(r: &mut Reader<'_>, kind: u8) -> Result<Value, Malforme
             for _ in 0..n {
                 let field = Bytes::from(r.string()?);
                 let value = Bytes::from(r.string()?);
-                if hash.insert(field, value).is_some() {
+                if hash.insert(field, value, hash_limits).is_some() {
                     return Err(Malformed);
                 }
             }
@@ -163,7 +170,7 @@ pub(crate) fn read_value(r: &mut Reader<'_>, kind: u8) -> Result<Value, Malforme
             let mut hash = HashValue::new();
             let mut it = entries.into_iter();
             while let (Some(field), Some(value)) = (it.next(), it.next()) {
-                if hash.insert(field, value).is_some() {
+                if hash.insert(field, value, hash_limits).is_some() {
                     return Err(Malformed);
                 }
             }
@@ -326,7 +333,7 @@ mod tests {
     fn round_trip(value: Value) -> Value {
         let payload = dump(&value);
         let body = super::super::verify_payload(&payload).expect("valid footer");
-        restore(body).expect("restores")
+        restore(body, ListpackLimits::DEFAULT).expect("restores")
     }
 
     #[test]
@@ -364,11 +371,11 @@ mod tests {
     #[test]
     fn duplicates_empties_and_trailing_bytes_are_malformed() {
         let mut set = vec![TYPE_SET, 2, 1, b'a', 1, b'a'];
-        assert!(restore(&set).is_err());
+        assert!(restore(&set, ListpackLimits::DEFAULT).is_err());
         set = vec![TYPE_SET, 0];
-        assert!(restore(&set).is_err());
-        assert!(restore(&[TYPE_STRING, 1, b'a', 0]).is_err());
-        assert!(restore(&[42]).is_err());
+        assert!(restore(&set, ListpackLimits::DEFAULT).is_err());
+        assert!(restore(&[TYPE_STRING, 1, b'a', 0], ListpackLimits::DEFAULT).is_err());
+        assert!(restore(&[42], ListpackLimits::DEFAULT).is_err());
         assert_eq!(intset(&[2, 0, 0, 0, 1, 0, 0, 0, 0xff, 0xff]), Ok(vec![-1]));
     }
 }

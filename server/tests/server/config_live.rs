@@ -400,6 +400,78 @@ async fn config_active_expire_effort() {
     }
 }
 
+async fn encoding(con: &mut Con, key: &str) -> String {
+    ok(con, &["OBJECT", "ENCODING", key]).await
+}
+
+/// HSETs `n` fields `f0..` with short values into `key`.
+async fn hash_of(con: &mut Con, key: &str, n: usize) {
+    let mut args = vec!["HSET".to_string(), key.to_string()];
+    for i in 0..n {
+        args.push(format!("f{i}"));
+        args.push(i.to_string());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let _: i64 = ok(con, &args).await;
+}
+
+#[tokio::test]
+async fn config_hash_max_listpack_entries() {
+    let (_server, mut con) = start().await;
+    config_set(&mut con, "hash-max-listpack-entries", "4").await;
+    hash_of(&mut con, "h", 4).await;
+    assert_eq!(encoding(&mut con, "h").await, "listpack");
+    let _: i64 = ok(&mut con, &["HSET", "h", "f4", "4"]).await;
+    assert_eq!(encoding(&mut con, "h").await, "hashtable");
+    // The old name is an alias; 600 fields stay a listpack under 1000.
+    config_set(&mut con, "hash-max-ziplist-entries", "1000").await;
+    let shown: Vec<String> = ok(&mut con, &["CONFIG", "GET", "hash-max-listpack-entries"]).await;
+    assert_eq!(shown, ["hash-max-listpack-entries", "1000"]);
+    hash_of(&mut con, "big", 600).await;
+    assert_eq!(encoding(&mut con, "big").await, "listpack");
+    let fields: Vec<String> = ok(&mut con, &["HKEYS", "big"]).await;
+    let in_order: Vec<String> = (0..600).map(|i| format!("f{i}")).collect();
+    assert_eq!(fields, in_order);
+    // RESTORE converts as the limit is when it runs (Redis's rdbLoadObject).
+    let dump: Vec<u8> = ok(&mut con, &["DUMP", "big"]).await;
+    config_set(&mut con, "hash-max-listpack-entries", "2").await;
+    let () = cmd(&["RESTORE", "copy", "0"])
+        .arg(dump)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(encoding(&mut con, "copy").await, "hashtable");
+    let n: i64 = ok(&mut con, &["HLEN", "copy"]).await;
+    assert_eq!(n, 600);
+}
+
+#[tokio::test]
+async fn config_hash_max_listpack_value() {
+    let (_server, mut con) = start().await;
+    let long = "x".repeat(100);
+    // Redis's default, 64 bytes.
+    let _: i64 = ok(&mut con, &["HSET", "h", "a", "1", "b", &long]).await;
+    assert_eq!(encoding(&mut con, "h").await, "hashtable");
+    // Under a larger bound the same hash stays a listpack, in insertion order (Redis's suite,
+    // "Hash ziplist of various encodings").
+    config_set(&mut con, "hash-max-listpack-value", "1000").await;
+    let _: i64 = ok(&mut con, &["HSET", "h2", "z", "1", "b", &long, "a", "2"]).await;
+    assert_eq!(encoding(&mut con, "h2").await, "listpack");
+    let fields: Vec<String> = ok(&mut con, &["HKEYS", "h2"]).await;
+    assert_eq!(fields, ["z", "b", "a"]);
+    // A value HINCRBY makes longer than the bound converts the hash, as hashTypeSet does.
+    config_set(&mut con, "hash-max-ziplist-value", "10").await;
+    let _: i64 = ok(&mut con, &["HSET", "n", "c", "999999999"]).await;
+    assert_eq!(encoding(&mut con, "n").await, "listpack");
+    let _: i64 = ok(&mut con, &["HINCRBY", "n", "c", "100"]).await;
+    assert_eq!(encoding(&mut con, "n").await, "listpack");
+    let v: i64 = ok(&mut con, &["HINCRBY", "n", "c", "10000000000"]).await;
+    assert_eq!(v, 11_000_000_099);
+    assert_eq!(encoding(&mut con, "n").await, "hashtable");
+    let v: String = ok(&mut con, &["HGET", "n", "c"]).await;
+    assert_eq!(v, "11000000099");
+}
+
 /// Whether the HyperLogLog at `key` is in the sparse encoding (Redis's header byte 4).
 async fn hll_is_sparse(con: &mut Con, key: &str) -> bool {
     let header: Vec<u8> = ok(con, &["GETRANGE", key, "4", "4"]).await;
