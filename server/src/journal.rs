@@ -1,8 +1,8 @@
 //! A node's journal: what its disk would hold with an append-only file that is rewritten
 //! periodically (Redis 7's multi-part AOF: a base and the writes since) — checkpoints of the
-//! dataset and every write after them, each stamped with the instant the node made it. From it
-//! the dataset as it was at an earlier instant can be rebuilt, as a node restarting after a
-//! crash finds what it had written to disk up to its last `fsync`.
+//! dataset, each followed by the writes made after it, every write stamped with the instant the
+//! node made it. From it the dataset as it was at an earlier instant can be rebuilt, as a node
+//! restarting after a crash finds what it had written to disk up to its last `fsync`.
 //!
 //! What is recorded is what the node's replicas would get: its own write effects as a master,
 //! the stream it applied as a replica (see [`crate::replication`]), and a checkpoint whenever
@@ -13,10 +13,14 @@
 //! loses depends on how long ago a write was made (an `fsync` every second), which jumping the
 //! node's clock does not change. Under `tokio::time::pause()` it is the paused clock.
 //!
-//! Memory stays bounded: a checkpoint is taken once the newest is `window` old (or after
-//! [`MAX_WRITES_PER_CHECKPOINT`] writes), and only the newest checkpoint at least `window` old
-//! is kept with what follows it, so the journal reaches back at least `window` (at most
-//! [`MAX_CHECKPOINTS`] checkpoints; under more writes than that allows, less far).
+//! Memory stays bounded: writes are kept encoded (their arguments length-prefixed in one
+//! buffer per checkpoint, about the size of their RESP form); a checkpoint is taken once the
+//! newest is `window` old, or once the writes after it pass [`MAX_SEGMENT_BYTES`]; and only the
+//! newest checkpoint at least `window` old is kept with what follows it, so the journal reaches
+//! back at least `window`. At most [`MAX_CHECKPOINTS`] checkpoints are kept (each a copy of the
+//! dataset's tables; keys' and strings' bytes are shared, not copied), so a node written to
+//! faster than 3 × 16 MiB per window reaches back less far, and the journal never holds more
+//! than three dataset copies and 48 MiB of writes.
 
 use crate::db::Db;
 use bytes::Bytes;
@@ -25,12 +29,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// Writes after which a checkpoint is taken even when the newest one is younger than the
-/// window, so a node written to very fast does not hold an unbounded log.
-pub(crate) const MAX_WRITES_PER_CHECKPOINT: u64 = 100_000;
+/// Bytes of writes (encoded, with their index) after which a checkpoint is taken even when the
+/// newest one is younger than the window, so a node written to very fast holds a bounded log.
+pub(crate) const MAX_SEGMENT_BYTES: usize = 16 << 20;
 
-/// Checkpoints kept at most (two suffice while [`MAX_WRITES_PER_CHECKPOINT`] is not reached).
-pub(crate) const MAX_CHECKPOINTS: usize = 4;
+/// Checkpoints kept at most (two suffice while [`MAX_SEGMENT_BYTES`] is not reached).
+pub(crate) const MAX_CHECKPOINTS: usize = 3;
 
 /// A node's dataset at one instant: its databases and function libraries (as the payload
 /// `FUNCTION DUMP` gives).
@@ -71,29 +75,87 @@ struct Log {
     closed: bool,
     /// Oldest first; never empty.
     checkpoints: VecDeque<Checkpoint>,
-    /// The writes made after the oldest checkpoint, oldest first.
-    writes: VecDeque<Write>,
-    /// Sequence number of `writes[0]` (of the next write when there is none).
-    first_seq: u64,
     /// `checkpoints[0]` is the dataset the journal started from: on disk before the journal
     /// began, so it stands for any earlier instant too.
     from_origin: bool,
     started_at: Instant,
 }
 
+/// A dataset at `at` and the writes made after it, until the next checkpoint.
 #[derive(Debug)]
 struct Checkpoint {
     at: Instant,
-    /// Sequence number of the first write not in it.
-    seq: u64,
     data: Arc<Snapshot>,
+    /// The writes' arguments: for each, the count then each argument's length (`u32`, little
+    /// endian) and bytes.
+    bytes: Vec<u8>,
+    /// Per write, in order: when it was made, its database, and where it ends in `bytes`.
+    index: Vec<(Instant, u32, usize)>,
 }
 
-#[derive(Debug)]
-struct Write {
-    at: Instant,
-    db: usize,
-    argv: Vec<Bytes>,
+impl Checkpoint {
+    fn new(at: Instant, data: Snapshot) -> Checkpoint {
+        Checkpoint {
+            at,
+            data: Arc::new(data),
+            bytes: Vec::new(),
+            index: Vec::new(),
+        }
+    }
+
+    /// Memory held by the writes after it (their bytes and index).
+    fn segment_bytes(&self) -> usize {
+        self.bytes.len() + self.index.len() * std::mem::size_of::<(Instant, u32, usize)>()
+    }
+
+    fn push(&mut self, at: Instant, db: usize, argv: &[Bytes]) {
+        // Arguments are at most 512 MB (`proto-max-bulk-len`), so a `u32` holds every length.
+        let word = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes();
+        self.bytes.extend_from_slice(&word(argv.len()));
+        for arg in argv {
+            self.bytes.extend_from_slice(&word(arg.len()));
+            self.bytes.extend_from_slice(arg);
+        }
+        let db = u32::try_from(db).unwrap_or(u32::MAX);
+        self.index.push((at, db, self.bytes.len()));
+    }
+
+    /// The writes made at or before `until`, decoded.
+    fn writes_until(&self, until: Instant) -> Vec<(usize, Vec<Bytes>)> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        for &(at, db, end) in &self.index {
+            if at > until {
+                break;
+            }
+            if let Some(argv) = self.bytes.get(start..end).and_then(decode) {
+                out.push((db as usize, argv));
+            }
+            start = end;
+        }
+        out
+    }
+}
+
+/// The arguments [`Checkpoint::push`] encoded in `bytes`; `None` if they do not parse (they
+/// always do: the journal wrote them).
+fn decode(bytes: &[u8]) -> Option<Vec<Bytes>> {
+    fn word(bytes: &[u8], at: &mut usize) -> Option<usize> {
+        let end = at.checked_add(4)?;
+        let word: [u8; 4] = bytes.get(*at..end)?.try_into().ok()?;
+        *at = end;
+        usize::try_from(u32::from_le_bytes(word)).ok()
+    }
+    let mut at = 0;
+    let argc = word(bytes, &mut at)?;
+    let mut argv = Vec::with_capacity(argc.min(64));
+    for _ in 0..argc {
+        let n = word(bytes, &mut at)?;
+        let end = at.checked_add(n)?;
+        argv.push(Bytes::copy_from_slice(bytes.get(at..end)?));
+        at = end;
+    }
+    Some(argv)
 }
 
 impl Journal {
@@ -102,18 +164,12 @@ impl Journal {
     pub(crate) fn new(window: Duration, origin: Snapshot) -> Journal {
         let now = Instant::now();
         let mut checkpoints = VecDeque::new();
-        checkpoints.push_back(Checkpoint {
-            at: now,
-            seq: 0,
-            data: Arc::new(origin),
-        });
+        checkpoints.push_back(Checkpoint::new(now, origin));
         Journal {
             log: Arc::new(Mutex::new(Log {
                 window,
                 closed: false,
                 checkpoints,
-                writes: VecDeque::new(),
-                first_seq: 0,
                 from_origin: true,
                 started_at: now,
             })),
@@ -121,8 +177,8 @@ impl Journal {
     }
 
     fn lock(&self) -> MutexGuard<'_, Log> {
-        // A panic while holding this lock left a consistent log (every step is a push or a
-        // pop), so a poisoned lock is still usable.
+        // Every step under this lock leaves the log consistent, so a poisoned lock (a panic
+        // elsewhere while holding it) is still usable.
         self.log.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -141,19 +197,16 @@ impl Journal {
             return;
         }
         let at = Instant::now();
+        let window = log.window;
+        let Some(newest) = log.checkpoints.back_mut() else {
+            return;
+        };
         for (db, argv) in writes {
-            log.writes.push_back(Write {
-                at,
-                db: *db,
-                argv: argv.clone(),
-            });
+            newest.push(at, *db, argv);
         }
-        let next = log.next_seq();
-        let due = log.checkpoints.back().is_none_or(|c| {
-            at.saturating_duration_since(c.at) >= log.window
-                || next.saturating_sub(c.seq) >= MAX_WRITES_PER_CHECKPOINT
-        });
-        if due {
+        if at.saturating_duration_since(newest.at) >= window
+            || newest.segment_bytes() >= MAX_SEGMENT_BYTES
+        {
             log.checkpoint(at, snapshot());
         }
     }
@@ -191,26 +244,14 @@ impl Journal {
     pub fn as_of(&self, at: Instant) -> Option<Recovery> {
         let log = self.lock();
         let base = log.base_for(at)?;
-        let from = base.seq.saturating_sub(log.first_seq);
-        let writes = log
-            .writes
-            .iter()
-            .skip(usize::try_from(from).unwrap_or(usize::MAX))
-            .take_while(|w| w.at <= at)
-            .map(|w| (w.db, w.argv.clone()))
-            .collect();
         Some(Recovery {
             base: base.data.clone(),
-            writes,
+            writes: base.writes_until(at),
         })
     }
 }
 
 impl Log {
-    fn next_seq(&self) -> u64 {
-        self.first_seq + self.writes.len() as u64
-    }
-
     /// The newest checkpoint taken at or before `at` (the origin for an earlier instant).
     fn base_for(&self, at: Instant) -> Option<&Checkpoint> {
         match self.checkpoints.iter().rposition(|c| c.at <= at) {
@@ -223,12 +264,12 @@ impl Log {
     /// Adds a checkpoint of the dataset at `at` (after every write recorded so far), then
     /// forgets what the journal no longer needs.
     fn checkpoint(&mut self, at: Instant, data: Snapshot) {
-        let seq = self.next_seq();
-        self.checkpoints.push_back(Checkpoint {
-            at,
-            seq,
-            data: Arc::new(data),
-        });
+        if let Some(sealed) = self.checkpoints.back_mut() {
+            // Its segment is complete: give back what growing it reserved.
+            sealed.bytes.shrink_to_fit();
+            sealed.index.shrink_to_fit();
+        }
+        self.checkpoints.push_back(Checkpoint::new(at, data));
         // Keep the newest checkpoint at least `window` old and everything after it: any
         // instant within the window then has a checkpoint at or before it.
         let keep_from = at.checked_sub(self.window).map_or(0, |horizon| {
@@ -241,10 +282,6 @@ impl Log {
         if drop > 0 {
             self.checkpoints.drain(..drop);
             self.from_origin = false;
-        }
-        let oldest = self.checkpoints.front().map_or(seq, |c| c.seq);
-        while self.first_seq < oldest && self.writes.pop_front().is_some() {
-            self.first_seq += 1;
         }
     }
 }
@@ -278,6 +315,20 @@ mod tests {
             .collect()
     }
 
+    #[test]
+    fn writes_decode_as_they_were_encoded() {
+        let mut c = Checkpoint::new(Instant::now(), empty());
+        let argv = vec![
+            Bytes::from_static(b"HSET"),
+            Bytes::new(),
+            Bytes::from(vec![0u8, 255, 13, 10]),
+        ];
+        c.push(c.at, 3, &argv);
+        c.push(c.at, 0, &[]);
+        assert_eq!(c.writes_until(c.at), [(3, argv), (0, Vec::new())]);
+        assert_eq!(decode(&[1, 0, 0, 0, 9, 0, 0, 0, b'x']), None, "truncated");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn as_of_keeps_the_writes_made_at_or_before_the_instant() {
         let j = Journal::new(Duration::from_secs(10), empty());
@@ -308,12 +359,36 @@ mod tests {
         assert_eq!(taken, 4);
         let log = j.lock();
         assert!(log.checkpoints.len() <= 2, "{}", log.checkpoints.len());
-        assert!(log.writes.len() <= 40, "{}", log.writes.len());
+        let writes: usize = log.checkpoints.iter().map(|c| c.index.len()).sum();
+        assert!(writes <= 40, "{writes}");
         assert!(!log.from_origin);
         drop(log);
         assert!(j.reaches(Instant::now() - window));
         assert!(!j.reaches(j.started_at()));
         assert!(j.as_of(j.started_at()).is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_node_written_to_fast_takes_checkpoints_sooner() {
+        let j = Journal::new(Duration::from_secs(10), empty());
+        let big = vec![
+            Bytes::from_static(b"SET"),
+            Bytes::from_static(b"k"),
+            Bytes::from(vec![b'x'; 1 << 20]),
+        ];
+        let per_segment = MAX_SEGMENT_BYTES >> 20;
+        let mut taken = 0;
+        for _ in 0..4 * per_segment {
+            j.record(&[(0, big.clone())], || {
+                taken += 1;
+                empty()
+            });
+        }
+        assert_eq!(taken, 4);
+        let log = j.lock();
+        assert_eq!(log.checkpoints.len(), MAX_CHECKPOINTS);
+        let held: usize = log.checkpoints.iter().map(Checkpoint::segment_bytes).sum();
+        assert!(held < MAX_CHECKPOINTS * MAX_SEGMENT_BYTES, "{held}");
     }
 
     #[tokio::test(start_paused = true)]
