@@ -1,9 +1,11 @@
 //! `LOCKSMITH.*`: the harness's faults as commands, so a test in any language (or `redis-cli`)
 //! can drive a topology. Any node of the topology, the front address and the Sentinel endpoint
 //! accept them. Faults applied this way stay until `LOCKSMITH.HEAL` (network faults),
-//! `LOCKSMITH.RESUME` (a stall) or their own end (a pause).
+//! `LOCKSMITH.RESUME` (a stall) or their own end (a pause). `LOCKSMITH.RESTART node
+//! [KEEP-DATA [LOSE-LAST-MS ms]]` is [`super::Topology::restart_with`]: empty, or keeping
+//! the data minus the writes of the last `ms` (0 by default).
 
-use super::{HarnessError, Inner, NodeId, NodeRole};
+use super::{HarnessError, Inner, NodeId, NodeRole, Restart};
 use bytes::Bytes;
 use locksmith_resp::Frame;
 use locksmith_server::control::{AdminHook, ReplyFuture};
@@ -18,7 +20,7 @@ const PREFIX: &[u8] = b"locksmith.";
 const COMMANDS: &[(&str, i32, &str)] = &[
     ("failover", -1, "LOCKSMITH.FAILOVER [node] -- kill the master, promote the most up-to-date replica (or node)"),
     ("kill", 2, "LOCKSMITH.KILL node -- stop a node: connections reset, links cut"),
-    ("restart", 2, "LOCKSMITH.RESTART node -- start a node again, empty, on the same address"),
+    ("restart", -2, "LOCKSMITH.RESTART node [KEEP-DATA [LOSE-LAST-MS ms]] -- start a node again on the same address, empty or with its data minus the last ms of writes"),
     ("partition", 3, "LOCKSMITH.PARTITION a b -- cut replication between two nodes"),
     ("isolate", 2, "LOCKSMITH.ISOLATE node -- cut a node from every node and black-hole its clients"),
     ("heal", 1, "LOCKSMITH.HEAL -- end every partition, isolation and client-link fault"),
@@ -129,6 +131,23 @@ fn ms_arg(argv: &[Bytes], i: usize) -> Result<u64, CommandError> {
     u64::try_from(v).map_err(|_| CommandError::err("milliseconds must not be negative"))
 }
 
+/// The options after the node of `LOCKSMITH.RESTART node [KEEP-DATA [LOSE-LAST-MS ms]]`.
+fn restart_options(argv: &[Bytes]) -> Result<Restart, CommandError> {
+    let option = |i: usize, name: &str| {
+        argv.get(i)
+            .is_some_and(|a| a.eq_ignore_ascii_case(name.as_bytes()))
+    };
+    match argv.len() {
+        2 => Ok(Restart::Empty),
+        3 if option(2, "keep-data") => Ok(Restart::keep_data(Duration::ZERO)),
+        5 if option(2, "keep-data") && option(3, "lose-last-ms") => {
+            Ok(Restart::keep_data(Duration::from_millis(ms_arg(argv, 4)?)))
+        }
+        // An unknown option, or one missing its value (Redis's answer to both).
+        _ => Err(CommandError::Syntax),
+    }
+}
+
 /// Runs an admin command on its own task, so a command that kills the node it arrived on
 /// still completes. Boxed: restarting a node starts a server whose connections run admin
 /// commands, a cycle an opaque future type cannot express.
@@ -195,7 +214,8 @@ async fn dispatch(inner: &Arc<Inner>, name: &str, argv: &[Bytes]) -> Result<Fram
         }
         "restart" => {
             let n = node(1)?;
-            inner.restart(n).await.map_err(harness_err)?;
+            let how = restart_options(argv)?;
+            inner.restart(n, how).await.map_err(harness_err)?;
             Ok(Frame::ok())
         }
         "partition" => {

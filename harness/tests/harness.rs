@@ -1,6 +1,7 @@
 //! The harness's tests, one binary (linking one test binary instead of nine saves minutes of a
-//! cold `cargo test --workspace`): topologies, faults, failover, leases, RedLock, replication,
-//! Sentinel, cluster shards, authentication, and the command-line binary.
+//! cold `cargo test --workspace`): topologies, faults, restarts that keep data, failover,
+//! leases, RedLock, replication, Sentinel, cluster shards, authentication, and the command-line
+//! binary.
 
 mod harness {
     mod auth;
@@ -9,6 +10,7 @@ mod harness {
     mod determinism;
     mod failover;
     mod faults;
+    mod keep_data;
     mod leases;
     mod redlock;
     mod replication;

@@ -6,7 +6,7 @@
 set -euo pipefail
 BIN=${1:?usage: harness_cli.sh path/to/locksmith-harness}
 OUT=$(mktemp)
-"$BIN" --port 0 --replicas 2 --replication-delay-ms 2000 --sentinel-port 0 --seed 9 >"$OUT" 2>/dev/null &
+"$BIN" --port 0 --replicas 2 --replication-delay-ms 2000 --sentinel-port 0 --seed 9 --keep-data-window-ms 5000 >"$OUT" 2>/dev/null &
 PID=$!
 trap 'kill $PID 2>/dev/null || true; rm -f "$OUT"' EXIT
 
@@ -35,6 +35,10 @@ cli "$FRONT" LOCKSMITH.TOPOLOGY | grep -qx down && echo "ok: LOCKSMITH.TOPOLOGY 
 expect OK "$(cli "$FRONT" LOCKSMITH.RESTART n0)" "LOCKSMITH.RESTART brings n0 back"
 expect OK "$(cli "$FRONT" LOCKSMITH.REPLDELAY 0)" "LOCKSMITH.REPLDELAY changes the delay"
 expect 1 "$(cli "$FRONT" WAIT 1 5000 | tr -d '\r')" "WAIT sees a replica acknowledge"
+expect OK "$(cli "$FRONT" LOCKSMITH.RESTART n1 KEEP-DATA)" "LOCKSMITH.RESTART KEEP-DATA restarts the master with its data"
+expect client-b "$(cli "$FRONT" GET lock)" "the restarted master kept B's lock"
+expect "ERR cannot keep data: losing the last 6000 ms reaches beyond the keep-data window of 5000 ms" \
+  "$(cli "$FRONT" LOCKSMITH.RESTART n1 KEEP-DATA LOSE-LAST-MS 6000)" "LOSE-LAST-MS beyond --keep-data-window-ms is refused"
 expect "-1000" "$(cli "$FRONT" LOCKSMITH.CLOCK n2 -1000)" "LOCKSMITH.CLOCK jumps a clock"
 expect OK "$(cli "$FRONT" LOCKSMITH.PARTITION n1 n2)" "LOCKSMITH.PARTITION"
 expect OK "$(cli "$FRONT" LOCKSMITH.HEAL)" "LOCKSMITH.HEAL"

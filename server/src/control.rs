@@ -4,16 +4,24 @@
 //! would, a shared cluster view, and a hook for commands the embedder serves itself (`LOCKSMITH.*`
 //! admin commands, `REPLICAOF` on a node whose replication the embedder manages).
 //!
+//! It also keeps, on request, a journal of a node's writes ([`NodeControl::start_journal`]),
+//! from which a node started later can recover the dataset as it was at an earlier instant
+//! ([`NodeControl::recover`]): a restart that kept what had reached the disk.
+//!
 //! The server knows nothing of who drives it: it calls the [`AdminHook`] it was given and
 //! exposes these operations on [`NodeControl`] (from [`crate::ServerHandle::control`]).
 
 use crate::clock::Clock;
-use crate::node::{Node, State};
+use crate::journal::Snapshot;
+use crate::node::{Effects, Node, State};
+use locksmith_resp::Frame;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::OwnedMutexGuard;
 
+pub use crate::journal::{Journal, Recovery};
 pub use crate::node::{AdminHook, ReplyFuture};
 pub use crate::replication::{LinkControl, ReplicaLink};
 
@@ -88,6 +96,91 @@ impl NodeControl {
         Frozen {
             _state: self.node.state.clone().lock_owned().await,
         }
+    }
+
+    /// Starts journaling the node's writes, keeping at least `window` of history (see
+    /// [`Journal`]): from its current dataset on, every write it makes as a master or applies
+    /// as a replica, and the dataset a full synchronisation gives it. A journal already
+    /// running stops recording and is replaced.
+    ///
+    /// Journaling costs a copy of each write's arguments (as a replica link does), a copy of
+    /// the dataset once per `window` while the node is written to, and the memory of both.
+    pub async fn start_journal(&self, window: Duration) -> Journal {
+        let mut state = self.node.state.lock().await;
+        let journal = Journal::new(
+            window,
+            Snapshot {
+                dbs: state.dbs.clone(),
+                functions: state.functions.dump(),
+            },
+        );
+        if let Some(old) = state.repl.set_journal(journal.clone()) {
+            old.close();
+        }
+        journal
+    }
+
+    /// Loads `recovery` (from [`Journal::as_of`], usually of an earlier node on the same
+    /// address) as a restarting Redis loads its disk: the dataset and function libraries are
+    /// replaced by the checkpoint, its writes are replayed in order with nothing expiring
+    /// meanwhile (as Redis loads its append-only file), then every key whose deadline has
+    /// passed on this node's clock is dropped (as Redis skips them loading as a master), so
+    /// TTLs stay absolute deadlines. `PUBLISH` is not replayed (Redis keeps it out of its
+    /// append-only file), and the command statistics start from zero. A running journal gets
+    /// the result as a checkpoint. Returns the number of keys loaded.
+    pub async fn recover(&self, recovery: &Recovery) -> usize {
+        let node = &self.node;
+        let mut guard = node.state.lock().await;
+        let state = &mut *guard;
+        state.dbs = recovery.base.dbs.clone();
+        let kill = node.script.kill.clone();
+        let limit = state.config.lua_memory_limit();
+        let make = move || {
+            crate::script::Engine::new_functions(kill, crate::cmd::command_exists, limit)
+                .map_err(|e| e.to_string())
+        };
+        let policy = crate::script::RestorePolicy::Flush;
+        if let Err(e) = state
+            .functions
+            .restore(&recovery.base.functions, policy, make)
+        {
+            tracing::warn!(error = %e, "could not load the journal's function libraries");
+        }
+        if let Ok(mut counts) = node.script.function_counts.lock() {
+            *counts = state.functions.counts();
+        }
+        let mut client = crate::replication::master_client(node);
+        for (db, argv) in &recovery.writes {
+            let publish = argv.first().is_some_and(|name| {
+                name.eq_ignore_ascii_case(b"publish") || name.eq_ignore_ascii_case(b"spublish")
+            });
+            if publish || *db >= state.dbs.len() {
+                continue;
+            }
+            client.db = *db;
+            let mut effects = Effects::default();
+            // `now` 0: nothing reads as expired while loading, so each write finds what it
+            // found when it was made; deadlines are applied once everything is loaded.
+            let reply = crate::cmd::call_argv(state, node, &mut client, argv, 0, &mut effects);
+            if let Frame::Error(e) = reply {
+                tracing::warn!(error = %String::from_utf8_lossy(&e), "a journaled write failed to replay");
+            }
+            state.account_modified(&effects.modified);
+        }
+        let now = node.clock.now_ms();
+        for db in &mut state.dbs {
+            db.take_expired(now, usize::MAX);
+        }
+        state.stats = Default::default();
+        state.cmdstats = Default::default();
+        state.dirty = 0;
+        if let Some(journal) = state.repl.journal() {
+            journal.reset(Snapshot {
+                dbs: state.dbs.clone(),
+                functions: state.functions.dump(),
+            });
+        }
+        state.dbs.iter().map(|db| db.len()).sum()
     }
 }
 

@@ -31,8 +31,8 @@ const LAYERS: &[(&str, &[&str])] = &[
         "data",
         &["cmdstats", "config", "db", "latency", "rdb", "slowlog"],
     ),
-    // Node state: clients, pub/sub, blocking queues, transactions, replication, cluster view,
-    // scripting, eviction, monitors, and the node itself.
+    // Node state: clients, pub/sub, blocking queues, transactions, replication, the journal,
+    // cluster view, scripting, eviction, monitors, and the node itself.
     (
         "state",
         &[
@@ -40,6 +40,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "client",
             "cluster",
             "evict",
+            "journal",
             "monitor",
             "node",
             "pubsub",

@@ -33,6 +33,7 @@ mod evict;
 mod flags;
 mod geohash;
 mod glob;
+mod journal;
 mod latency;
 #[cfg(test)]
 mod layer_tests;

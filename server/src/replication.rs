@@ -9,10 +9,13 @@
 //! replica link. A link ([`run_link`]) applies its delay, jitter or stall on tokio's clock, then
 //! executes the batch on the replica's state as the master's client (the only client a replica
 //! accepts writes from) and acknowledges the offset. `WAIT` answers from those acknowledgements.
+//! A node's journal ([`crate::journal`]), when one runs, records the same entries (those it
+//! applies, on a replica) and the dataset each full synchronisation installs.
 
 use crate::client::{ClientHandle, ClientInfo, ClientState, Outbox};
 use crate::cmd;
 use crate::config::runtime::{ClientClass, OutputLimit, RuntimeConfig};
+use crate::journal::{Journal, Snapshot};
 use crate::node::{Effects, Node};
 use bytes::Bytes;
 use locksmith_resp::Frame;
@@ -85,6 +88,9 @@ pub(crate) struct ReplState {
     /// Bumped on every acknowledgement, so `WAIT` can sleep until one arrives.
     acked: Arc<watch::Sender<u64>>,
     rng: StdRng,
+    /// The journal of the node's writes, the stream's other reader, when the embedder started
+    /// one ([`crate::control::NodeControl::start_journal`]).
+    journal: Option<Journal>,
 }
 
 impl ReplState {
@@ -101,6 +107,7 @@ impl ReplState {
             feeds: Vec::new(),
             acked: Arc::new(watch::channel(0).0),
             rng,
+            journal: None,
         }
     }
 
@@ -152,6 +159,22 @@ impl ReplState {
     /// replica): only then does [`feed`] consume write effects.
     pub(crate) fn has_backlog(&self) -> bool {
         self.backlog
+    }
+
+    /// Whether anything reads the node's write effects: a replication backlog (see
+    /// [`ReplState::has_backlog`]) or a journal.
+    pub(crate) fn records_writes(&self) -> bool {
+        self.backlog || self.journal.is_some()
+    }
+
+    /// The node's journal, if one runs.
+    pub(crate) fn journal(&self) -> Option<&Journal> {
+        self.journal.as_ref()
+    }
+
+    /// Installs `journal` as the node's journal; returns the one it replaces.
+    pub(crate) fn set_journal(&mut self, journal: Journal) -> Option<Journal> {
+        self.journal.replace(journal)
     }
 
     /// Whether a write from `client` must be refused (`READONLY`): on a replica, from anyone
@@ -432,13 +455,22 @@ impl Ends {
                 tracing::warn!(error = %e, "replica could not load its master's functions");
             }
             state.repl.become_replica(self.master_addr, offset, replid);
+            // The replica's disk now holds the master's dataset (Redis saves the RDB it
+            // received before loading it).
+            if let Some(journal) = state.repl.journal() {
+                journal.reset(Snapshot {
+                    dbs: state.dbs.clone(),
+                    functions: state.functions.dump(),
+                });
+            }
         }
         Stream { rx, cut, acked }
     }
 }
 
-/// The pseudo-client a replica executes its master's stream as.
-fn master_client(node: &Node) -> ClientState {
+/// The pseudo-client a replica executes its master's stream as (and a recovering node its
+/// journal).
+pub(crate) fn master_client(node: &Node) -> ClientState {
     let (outbox, _) = Outbox::new();
     let handle = Arc::new(ClientHandle {
         id: MASTER_CLIENT_ID,

@@ -53,6 +53,10 @@ struct Args {
     /// Ports of the topology's nodes: this one and the next ones (default: free ports).
     #[arg(long = "node-port")]
     node_port: Option<u16>,
+    /// How far back `LOCKSMITH.RESTART node KEEP-DATA LOSE-LAST-MS ms` may reach: each node
+    /// journals this many milliseconds of its writes (0: none, KEEP-DATA is refused).
+    #[arg(long = "keep-data-window-ms", default_value_t = 10_000)]
+    keep_data_window_ms: u64,
     /// A Redis Cluster of --masters shards (`yes`|`no`).
     #[arg(
         long = "cluster-enabled",
@@ -74,7 +78,8 @@ async fn start(args: &Args) -> Result<Topology, Box<dyn std::error::Error>> {
         .replication_jitter(Duration::from_millis(args.replication_jitter_ms))
         .master_name(args.master_name.clone())
         .front_port(args.port)
-        .bind(args.bind);
+        .bind(args.bind)
+        .keep_data_window(Duration::from_millis(args.keep_data_window_ms));
     if let Some(seed) = args.seed {
         builder.seed(seed);
     }

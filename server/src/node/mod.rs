@@ -264,12 +264,13 @@ impl Effects {
     }
 
     /// Whether write effects must be recorded in `propagate`: only
-    /// [`crate::replication::feed`] reads them, and it drops them unless the node has a
-    /// replication backlog, so without one, copying every write's argv is wasted. The backlog
-    /// never goes away once it exists, and a node that gains one mid-command (becoming a
-    /// replica) drops its own effects anyway, so this never loses an entry `feed` would send.
+    /// [`crate::replication::feed`] and the journal read them, and `feed` drops them unless
+    /// the node has a replication backlog, so without one and without a journal, copying every
+    /// write's argv is wasted. The backlog never goes away once it exists, and a node that
+    /// gains one mid-command (becoming a replica) drops its own effects anyway, so this never
+    /// loses an entry `feed` would send; a journal starts and stops between commands.
     pub(crate) fn propagating(&self, repl: &crate::replication::ReplState) -> bool {
-        self.record_propagation || repl.has_backlog()
+        self.record_propagation || repl.records_writes()
     }
 
     /// Records the side effects of reclaiming expired `key` in `db` (already removed): the
@@ -503,13 +504,19 @@ impl State {
         };
         crate::pubsub::deliver(self, effects, now);
         crate::replication::feed(&mut self.repl, &effects.propagate, &self.config);
+        if let Some(journal) = self.repl.journal() {
+            journal.record(&effects.propagate, || crate::journal::Snapshot {
+                dbs: self.dbs.clone(),
+                functions: self.functions.dump(),
+            });
+        }
         effects.modified.clear();
         effects.propagate.clear();
     }
 
     /// Measures the written keys again, so [`State::used_memory`] follows values changed in
     /// place (a key written twice in a row is measured once).
-    fn account_modified(&mut self, modified: &[(usize, Bytes)]) {
+    pub(crate) fn account_modified(&mut self, modified: &[(usize, Bytes)]) {
         let mut last: Option<&(usize, Bytes)> = None;
         for written in modified {
             if last == Some(written) {
