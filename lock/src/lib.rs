@@ -53,6 +53,7 @@
 pub mod blocking;
 mod client;
 mod cluster;
+mod entropy;
 mod error;
 mod fence;
 mod guard;
@@ -82,7 +83,7 @@ pub use lock::{
     FairLock, FencedLock, Lock, NonReentrantLock, ReadLock, ReadWriteLock, SpinLock, WriteLock,
 };
 pub use multi::{MultiLock, MultiLockGuard, NodeOutcome, QuorumOutcome, RedLock};
-pub use options::{Backoff, ClientOptions, ReplicaSync};
+pub use options::{Backoff, ClientOptions, ReplicaSync, WallClock};
 pub use owner::Owner;
 pub use permit::PermitExpirableSemaphore;
 pub use semaphore::Semaphore;

@@ -11,11 +11,15 @@
 //! own (killed, reset), its dispatcher wakes every waiter of that node at once (they retry
 //! instead of sleeping until the holder's TTL) and reconnects in the background, subscribing
 //! every channel again. In a cluster, a node that cannot be reached may have failed over: the
-//! slot map is read again and its channels move to the masters serving their slots now. Connecting, `SUBSCRIBE` and `UNSUBSCRIBE` are bounded in time, and each
-//! node's connection has a lock of its own, so a hung node holds only its own waiters (those of
-//! other nodes subscribe meanwhile) and them no longer than the bound.
+//! slot map is read again and its channels move to the masters serving their slots now.
+//! Connecting, `SUBSCRIBE` and `UNSUBSCRIBE` are bounded in time, and each node's connection
+//! has a lock of its own, so a hung node holds only its own waiters (those of other nodes
+//! subscribe meanwhile) and them no longer than the bound.
+//!
+//! Channels and connections are kept in `BTreeMap`s: a reconnect subscribes, and a lost
+//! connection wakes, channels in name order, the same in every run of a seeded simulation.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -50,11 +54,11 @@ struct Shared {
     /// behind its own async lock, which serializes that node's SUBSCRIBE/UNSUBSCRIBE so
     /// reference counts and server state agree. The map itself is a std Mutex, never held
     /// across an await.
-    conns: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Conn>>>>,
+    conns: Mutex<BTreeMap<String, Arc<tokio::sync::Mutex<Conn>>>>,
     /// The hub was shut down: no new subscription.
     shut: AtomicBool,
     // std Mutex: only touched synchronously (never across an await), also by the dispatcher.
-    channels: Mutex<HashMap<String, ChannelEntry>>,
+    channels: Mutex<BTreeMap<String, ChannelEntry>>,
     /// Bound on a connect, `SUBSCRIBE` or `UNSUBSCRIBE`.
     timeout: Duration,
 }
@@ -142,9 +146,9 @@ impl PubSubHub {
             shared: Arc::new(Shared {
                 client: Mutex::new(client),
                 cluster,
-                conns: Mutex::new(HashMap::new()),
+                conns: Mutex::new(BTreeMap::new()),
                 shut: AtomicBool::new(false),
-                channels: Mutex::new(HashMap::new()),
+                channels: Mutex::new(BTreeMap::new()),
                 timeout,
             }),
         }
@@ -340,7 +344,7 @@ impl Shared {
                 return;
             }
         };
-        let mut moved: HashMap<String, Vec<(String, Arc<Notify>)>> = HashMap::new();
+        let mut moved: BTreeMap<String, Vec<(String, Arc<Notify>)>> = BTreeMap::new();
         for (channel, e) in lock(&self.channels).iter_mut() {
             if e.node != from {
                 continue;
