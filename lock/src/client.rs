@@ -9,6 +9,7 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use crate::cluster::Connection;
+use crate::connector::{Connector, Dialer, StreamConnection};
 use crate::entropy::Entropy;
 use crate::error::{LockError, Result};
 use crate::options::{ClientOptions, ReplicaSync};
@@ -108,6 +109,91 @@ impl Client {
         let entropy = Arc::new(Entropy::new(options.seed));
         Ok(Client::assemble(
             Connection::Cluster(conn),
+            hub,
+            sync_replicas,
+            options,
+            None,
+            entropy,
+        ))
+    }
+
+    /// Connects over streams made by `connector` instead of sockets, with no password and
+    /// database 0 (see [`Client::open_over_with_info`]): for code under test that joins a
+    /// simulation whose servers and links live in memory (a current-thread runtime with
+    /// paused time and `tokio::io::duplex` streams), where together with
+    /// [`ClientOptions::seed`] and [`ClientOptions::wall_clock`] a run replays exactly.
+    ///
+    /// The command connection is a [`StreamConnection`]: replaced on the next command when it
+    /// breaks. Each pub/sub connection of the client's waiters is a new stream of the same
+    /// connector, and is made anew (its channels subscribed again) when it ends, as with a URL.
+    /// Every lock kind works as over a URL; a [`Client::connection`] is
+    /// [`Connection::Stream`].
+    ///
+    /// # Errors
+    /// When no connection can be made (after the retries [`StreamConnection`] describes), or
+    /// the server refuses the handshake.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use locksmith_lock::{Client, ClientOptions};
+    /// use locksmith_server::Server;
+    ///
+    /// let node = Server::builder()
+    ///     .in_memory("127.0.0.1:7000".parse()?)
+    ///     .start()
+    ///     .await?;
+    /// let acceptor = node.acceptor();
+    /// let connector = move || {
+    ///     let acceptor = acceptor.clone();
+    ///     async move {
+    ///         let (ours, theirs) = tokio::io::duplex(64 * 1024);
+    ///         acceptor.serve_stream(theirs, "127.0.0.1:40000".parse().unwrap());
+    ///         Ok::<_, std::io::Error>(ours)
+    ///     }
+    /// };
+    /// // A virtual wall clock: a fixed epoch plus tokio's (paused) time since the start.
+    /// let start = tokio::time::Instant::now();
+    /// let options = ClientOptions::default()
+    ///     .seed(42)
+    ///     .wall_clock(move || 1_700_000_000_000 + start.elapsed().as_millis() as u64);
+    /// let client = Client::open_over(connector, options).await?;
+    /// let guard = client.fair_lock("orders").acquire().await?;
+    /// guard.unlock().await?;
+    /// # node.shutdown().await;
+    /// # Ok(()) }
+    /// ```
+    pub async fn open_over(connector: impl Connector, options: ClientOptions) -> Result<Client> {
+        Client::open_over_with_info(connector, redis::RedisConnectionInfo::default(), options).await
+    }
+
+    /// [`Client::open_over`] with the connection settings `info` (password and username for
+    /// `AUTH`, database for `SELECT`, protocol; keep RESP2, the protocol of the pub/sub
+    /// connections), sent on every stream after it is made.
+    ///
+    /// # Errors
+    /// As [`Client::open_over`]; a wrong password or database fails at once.
+    pub async fn open_over_with_info(
+        connector: impl Connector,
+        info: redis::RedisConnectionInfo,
+        options: ClientOptions,
+    ) -> Result<Client> {
+        let entropy = Arc::new(Entropy::new(options.seed));
+        let dialer = Dialer::new(Arc::new(connector), info);
+        let conn = StreamConnection::connect(
+            dialer.clone(),
+            options.connection_timeout,
+            options.response_timeout,
+            entropy.clone(),
+        )
+        .await?;
+        let mut conn = Connection::Stream(conn);
+        let sync_replicas = replicas_to_sync(&mut conn, &options).await?;
+        let hub = PubSubHub::over(dialer, pubsub_timeout(&options));
+        Ok(Client::assemble(
+            conn,
             hub,
             sync_replicas,
             options,

@@ -53,6 +53,7 @@
 pub mod blocking;
 mod client;
 mod cluster;
+mod connector;
 mod entropy;
 mod error;
 mod fence;
@@ -74,6 +75,7 @@ mod watchdog;
 
 pub use client::{Client, MetricsSnapshot};
 pub use cluster::Connection;
+pub use connector::{Connecting, Connector, ConnectorStream, StreamConnection};
 pub use error::{LockError, LostReason, Result};
 pub use fence::{FencingGate, TokenFence};
 pub use guard::{LockGuard, Section};

@@ -110,7 +110,8 @@ impl ClientOptions {
     }
     /// Draws everything random about the client from one RNG seeded with `seed` and owned by
     /// the client: its id (still a UUID v4), unlock-latch request ids, the simple lock's value,
-    /// permit ids, spin-lock jitter, RedLock and MultiLock retry delays. Owners made by the client
+    /// permit ids, spin-lock jitter, RedLock and MultiLock retry delays, and the reconnect
+    /// backoff of [`Client::open_over`](crate::Client::open_over). Owners made by the client
     /// ([`Client::new_owner`](crate::Client::new_owner), `client.lock(..)`, clones of handles)
     /// then count from a sequence of the client's own, disjoint from [`Owner::new`]'s
     /// process-wide one.
