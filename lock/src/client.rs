@@ -1,5 +1,6 @@
 //! `Client`: the client id (UUID v4), the command connection, the shared pub/sub hub, the
-//! watchdog registry, counters, and helpers shared by every lock kind (names, `WAIT`).
+//! watchdog registry, the random source and wall clock, counters, and helpers shared by every
+//! lock kind (names, `WAIT`).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
@@ -8,7 +9,8 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use crate::cluster::Connection;
-
+use crate::connector::{Connector, Dialer, StreamConnection};
+use crate::entropy::Entropy;
 use crate::error::{LockError, Result};
 use crate::options::{ClientOptions, ReplicaSync};
 use crate::owner::Owner;
@@ -44,6 +46,8 @@ pub(crate) struct Inner {
     /// Set when the client follows a Sentinel-monitored master.
     pub(crate) sentinel: Option<crate::sentinel::SentinelState>,
     pub(crate) metrics: Metrics,
+    /// Every random draw of this client (seeded with `ClientOptions::seed`).
+    pub(crate) entropy: Arc<Entropy>,
     /// tokio's and the OS's monotonic clocks at connect: their difference since is how far a
     /// paused test clock was advanced (always 0 outside paused-time tests).
     pub(crate) clock_base: tokio::time::Instant,
@@ -102,12 +106,99 @@ impl Client {
             ReplicaSync::Off | ReplicaSync::Auto => 0,
         };
         let hub = PubSubHub::cluster(template, conn.clone(), pubsub_timeout(&options));
+        let entropy = Arc::new(Entropy::new(options.seed));
         Ok(Client::assemble(
             Connection::Cluster(conn),
             hub,
             sync_replicas,
             options,
             None,
+            entropy,
+        ))
+    }
+
+    /// Connects over streams made by `connector` instead of sockets, with no password and
+    /// database 0 (see [`Client::open_over_with_info`]): for code under test that joins a
+    /// simulation whose servers and links live in memory (a current-thread runtime with
+    /// paused time and `tokio::io::duplex` streams), where together with
+    /// [`ClientOptions::seed`] and [`ClientOptions::wall_clock`] a run replays exactly.
+    ///
+    /// The command connection is a [`StreamConnection`]: replaced on the next command when it
+    /// breaks. Each pub/sub connection of the client's waiters is a new stream of the same
+    /// connector, and is made anew (its channels subscribed again) when it ends, as with a URL.
+    /// Every lock kind works as over a URL; a [`Client::connection`] is
+    /// [`Connection::Stream`].
+    ///
+    /// # Errors
+    /// When no connection can be made (after the retries [`StreamConnection`] describes), or
+    /// the server refuses the handshake.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use locksmith_lock::{Client, ClientOptions};
+    /// use locksmith_server::Server;
+    ///
+    /// let node = Server::builder()
+    ///     .in_memory("127.0.0.1:7000".parse()?)
+    ///     .start()
+    ///     .await?;
+    /// let acceptor = node.acceptor();
+    /// let connector = move || {
+    ///     let acceptor = acceptor.clone();
+    ///     async move {
+    ///         let (ours, theirs) = tokio::io::duplex(64 * 1024);
+    ///         acceptor.serve_stream(theirs, "127.0.0.1:40000".parse().unwrap());
+    ///         Ok::<_, std::io::Error>(ours)
+    ///     }
+    /// };
+    /// // A virtual wall clock: a fixed epoch plus tokio's (paused) time since the start.
+    /// let start = tokio::time::Instant::now();
+    /// let options = ClientOptions::default()
+    ///     .seed(42)
+    ///     .wall_clock(move || 1_700_000_000_000 + start.elapsed().as_millis() as u64);
+    /// let client = Client::open_over(connector, options).await?;
+    /// let guard = client.fair_lock("orders").acquire().await?;
+    /// guard.unlock().await?;
+    /// # node.shutdown().await;
+    /// # Ok(()) }
+    /// ```
+    pub async fn open_over(connector: impl Connector, options: ClientOptions) -> Result<Client> {
+        Client::open_over_with_info(connector, redis::RedisConnectionInfo::default(), options).await
+    }
+
+    /// [`Client::open_over`] with the connection settings `info` (password and username for
+    /// `AUTH`, database for `SELECT`, protocol; keep RESP2, the protocol of the pub/sub
+    /// connections), sent on every stream after it is made.
+    ///
+    /// # Errors
+    /// As [`Client::open_over`]; a wrong password or database fails at once.
+    pub async fn open_over_with_info(
+        connector: impl Connector,
+        info: redis::RedisConnectionInfo,
+        options: ClientOptions,
+    ) -> Result<Client> {
+        let entropy = Arc::new(Entropy::new(options.seed));
+        let dialer = Dialer::new(Arc::new(connector), info);
+        let conn = StreamConnection::connect(
+            dialer.clone(),
+            options.connection_timeout,
+            options.response_timeout,
+            entropy.clone(),
+        )
+        .await?;
+        let mut conn = Connection::Stream(conn);
+        let sync_replicas = replicas_to_sync(&mut conn, &options).await?;
+        let hub = PubSubHub::over(dialer, pubsub_timeout(&options));
+        Ok(Client::assemble(
+            conn,
+            hub,
+            sync_replicas,
+            options,
+            None,
+            entropy,
         ))
     }
 
@@ -127,14 +218,16 @@ impl Client {
         options: ClientOptions,
         sentinel: Option<crate::sentinel::SentinelState>,
     ) -> Result<Client> {
-        let mut conn = command_connection(&client, &options).await?;
+        let mut conn = Connection::Single(command_connection(&client, &options).await?);
         let sync_replicas = replicas_to_sync(&mut conn, &options).await?;
+        let entropy = Arc::new(Entropy::new(options.seed));
         Ok(Client::assemble(
-            Connection::Single(conn),
+            conn,
             PubSubHub::new(client, pubsub_timeout(&options)),
             sync_replicas,
             options,
             sentinel,
+            entropy,
         ))
     }
 
@@ -144,8 +237,11 @@ impl Client {
         sync_replicas: usize,
         options: ClientOptions,
         sentinel: Option<crate::sentinel::SentinelState>,
+        entropy: Arc<Entropy>,
     ) -> Client {
-        let id = uuid::Uuid::new_v4().to_string();
+        // The id was the random source's first draw: with a seed it does not depend on how
+        // connecting went.
+        let id = entropy.client_id().to_owned();
         let inner = Arc::new(Inner {
             hub,
             registry: Registry::default(),
@@ -155,6 +251,7 @@ impl Client {
             sync_replicas: AtomicUsize::new(sync_replicas),
             sentinel,
             metrics: Metrics::default(),
+            entropy,
             clock_base: tokio::time::Instant::now(),
             clock_base_std: std::time::Instant::now(),
             runtime: tokio::runtime::Handle::current(),
@@ -166,15 +263,16 @@ impl Client {
     /// Points the command and pub/sub connections at `client` (the new master after a
     /// failover) and wakes every waiter so it retries there.
     pub(crate) async fn switch_master(&self, client: redis::Client) -> Result<()> {
-        let mut conn = command_connection(&client, &self.inner.options).await?;
+        let mut conn = Connection::Single(command_connection(&client, &self.inner.options).await?);
         let n = replicas_to_sync(&mut conn, &self.inner.options).await?;
         self.inner.sync_replicas.store(n, Ordering::Relaxed);
-        *self.inner.conn.write().unwrap_or_else(|p| p.into_inner()) = Connection::Single(conn);
+        *self.inner.conn.write().unwrap_or_else(|p| p.into_inner()) = conn;
         Metrics::inc(&self.inner.metrics.master_switches);
         self.inner.hub.switch(client).await
     }
 
-    /// This client's id (a UUID v4), the first half of every owner field it writes.
+    /// This client's id (a UUID v4, drawn from the seeded RNG with [`ClientOptions::seed`]),
+    /// the first half of every owner field it writes.
     pub fn id(&self) -> &str {
         &self.inner.id
     }
@@ -226,9 +324,13 @@ impl Client {
 
     /// Milliseconds since the epoch, read from the wall clock at each call as Java's
     /// `System.currentTimeMillis()` is (the fair lock shares its queue's timestamps with
-    /// Redisson's Java clients), used where Redisson sends it to a script. In paused-time
-    /// tests it also moves with tokio's clock (by how far that clock was advanced).
+    /// Redisson's Java clients), used where Redisson sends it to a script. From
+    /// [`ClientOptions::wall_clock`] when set; else the system clock, which in paused-time
+    /// tests also moves with tokio's clock (by how far that clock was advanced).
     pub(crate) fn now_ms(&self) -> u64 {
+        if let Some(clock) = &self.inner.options.wall_clock {
+            return clock.now_ms();
+        }
         let wall = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
@@ -292,7 +394,7 @@ async fn command_connection(
     Ok(ConnectionManager::new_with_config(client.clone(), config).await?)
 }
 
-async fn replicas_to_sync(conn: &mut ConnectionManager, options: &ClientOptions) -> Result<usize> {
+async fn replicas_to_sync(conn: &mut Connection, options: &ClientOptions) -> Result<usize> {
     Ok(match options.replica_sync {
         ReplicaSync::Off => 0,
         ReplicaSync::Replicas(n) => n,
@@ -329,12 +431,6 @@ pub(crate) fn suffix_name(name: &str, suffix: &str) -> String {
     } else {
         format!("{{{name}}}:{suffix}")
     }
-}
-
-/// A request id of 32 hex chars (Redisson's `generateId`), for the unlock latch.
-pub(crate) fn request_id() -> String {
-    let bytes: [u8; 16] = rand::random();
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 pub(crate) fn ms(d: Duration) -> u64 {
@@ -408,6 +504,17 @@ impl Client {
         }
         Ok(())
     }
+
+    /// A request id of 32 hex chars (Redisson's `generateId`), for the unlock latch, from
+    /// this client's random source.
+    pub(crate) fn request_id(&self) -> String {
+        self.inner.entropy.request_id()
+    }
+
+    /// A number drawn uniformly from `range` by this client's random source.
+    pub(crate) fn random_range(&self, range: std::ops::RangeInclusive<u64>) -> u64 {
+        self.inner.entropy.range(range)
+    }
 }
 
 #[cfg(test)]
@@ -423,13 +530,6 @@ mod tests {
         assert_eq!(prefix_name("p", "{t}:a"), "p:{t}:a");
         assert_eq!(suffix_name("a", "x"), "{a}:x");
         assert_eq!(suffix_name("{t}a", "x"), "{t}a:x");
-    }
-
-    #[test]
-    fn request_ids_are_32_hex_chars() {
-        let id = request_id();
-        assert_eq!(id.len(), 32);
-        assert!(id.chars().all(|c| c.is_ascii_hexdigit()));
     }
 
     #[test]

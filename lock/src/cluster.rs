@@ -4,17 +4,23 @@
 //! subscribes on the node owning its channel's slot (plain `SUBSCRIBE`, not sharded pub/sub).
 
 use redis::aio::{ConnectionLike, ConnectionManager};
+
+use crate::connector::StreamConnection;
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 /// A connection for raw commands: to one server, or to a whole Redis Cluster (commands are
-/// routed by their keys' slot).
+/// routed by their keys' slot), or to one server over streams of a
+/// [`Connector`](crate::Connector).
 #[derive(Clone)]
+#[non_exhaustive]
 pub enum Connection {
     /// One server (standalone, a replicated master, a Sentinel-monitored master).
     Single(ConnectionManager),
     /// A Redis Cluster.
     Cluster(ClusterConnection),
+    /// One server over streams of a connector ([`Client::open_over`](crate::Client::open_over)).
+    Stream(StreamConnection),
 }
 
 impl std::fmt::Debug for Connection {
@@ -22,6 +28,7 @@ impl std::fmt::Debug for Connection {
         f.write_str(match self {
             Connection::Single(_) => "Connection::Single",
             Connection::Cluster(_) => "Connection::Cluster",
+            Connection::Stream(_) => "Connection::Stream",
         })
     }
 }
@@ -31,6 +38,7 @@ impl ConnectionLike for Connection {
         match self {
             Connection::Single(c) => c.req_packed_command(cmd),
             Connection::Cluster(c) => c.req_packed_command(cmd),
+            Connection::Stream(c) => c.req_packed_command(cmd),
         }
     }
 
@@ -43,6 +51,7 @@ impl ConnectionLike for Connection {
         match self {
             Connection::Single(c) => c.req_packed_commands(pipeline, offset, count),
             Connection::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            Connection::Stream(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }
 
@@ -50,6 +59,7 @@ impl ConnectionLike for Connection {
         match self {
             Connection::Single(c) => c.get_db(),
             Connection::Cluster(c) => c.get_db(),
+            Connection::Stream(c) => c.get_db(),
         }
     }
 }

@@ -11,7 +11,7 @@ use redis::Script;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use crate::client::{ms, prefix_name, request_id, suffix_name, Client, Metrics};
+use crate::client::{ms, prefix_name, suffix_name, Client, Metrics};
 use crate::error::{LockError, Result};
 use crate::guard::LockGuard;
 use crate::options::Backoff;
@@ -332,7 +332,7 @@ impl Core {
     /// The release script; `None` means "not held by this owner". Retries on connection errors
     /// with the same request id, which the unlock latch makes idempotent.
     async fn release_script(&self) -> Result<Option<i64>> {
-        let rid = request_id();
+        let rid = self.client.request_id();
         let latch = self.unlock_latch_name(&rid);
         // Holds that remain keep the watchdog's lease while one of them is renewed (a leased
         // re-entry being released under a `lock()`), else Redisson's internalLockLeaseTime.
@@ -574,7 +574,11 @@ impl Core {
             };
             Metrics::inc(&self.client.inner.metrics.waits);
             tracing::trace!(?sleep_for, "waiting");
+            // biased (here and in every select of this crate): tokio's unbiased select draws
+            // from an unseeded RNG, which would break a seeded simulation's replay. A message
+            // first: when both are ready the next attempt follows either way.
             tokio::select! {
+                biased;
                 _ = sub.notified() => {}
                 _ = tokio::time::sleep(sleep_for) => {}
             }
@@ -591,7 +595,9 @@ impl Core {
         loop {
             let mut d = self.backoff.delay(n);
             if !self.backoff.jitter.is_zero() {
-                let j = rand::random_range(0..=self.backoff.jitter.as_millis() as u64);
+                let j = self
+                    .client
+                    .random_range(0..=self.backoff.jitter.as_millis() as u64);
                 d += Duration::from_millis(j);
             }
             if let Some(dl) = deadline {

@@ -165,6 +165,7 @@ impl CountDownLatch {
             };
             Metrics::inc(&self.client.inner.metrics.waits);
             tokio::select! {
+                biased;
                 _ = notified => {}
                 _ = tokio::time::sleep(sleep_for) => {}
             }

@@ -48,11 +48,50 @@
 //! assert!(written);
 //! # Ok(()) }
 //! ```
+//!
+//! A client can also run over streams the caller makes ([`Connector`], [`Client::open_over`]),
+//! for example in-memory streams to a node without a listener in a deterministic simulation
+//! (one current-thread runtime with paused time), where [`ClientOptions::seed`] and
+//! [`ClientOptions::wall_clock`] make its random draws and timestamps replay:
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let node = locksmith_server::Server::builder()
+//! #     .in_memory("127.0.0.1:7000".parse()?)
+//! #     .start()
+//! #     .await?;
+//! use locksmith_lock::{Client, ClientOptions};
+//! use std::net::SocketAddr;
+//!
+//! // Each connection the client makes is a new in-memory stream that the node serves.
+//! let acceptor = node.acceptor(); // node: Server::builder().in_memory(addr).start().await?
+//! let connector = move || {
+//!     let acceptor = acceptor.clone();
+//!     async move {
+//!         let (ours, theirs) = tokio::io::duplex(64 * 1024);
+//!         acceptor.serve_stream(theirs, SocketAddr::from(([127, 0, 0, 1], 40000)));
+//!         Ok::<_, std::io::Error>(ours)
+//!     }
+//! };
+//! // A seed and a virtual wall clock: with the same seed, a run replays event for event.
+//! let start = tokio::time::Instant::now();
+//! let options = ClientOptions::default()
+//!     .seed(42)
+//!     .wall_clock(move || 1_700_000_000_000 + start.elapsed().as_millis() as u64);
+//! let client = Client::open_over(connector, options).await?;
+//! let guard = client.fair_lock("orders").acquire().await?;
+//! guard.unlock().await?;
+//! # node.shutdown().await;
+//! # Ok(()) }
+//! ```
 
 #[cfg(feature = "blocking")]
 pub mod blocking;
 mod client;
 mod cluster;
+mod connector;
+mod entropy;
 mod error;
 mod fence;
 mod guard;
@@ -73,6 +112,7 @@ mod watchdog;
 
 pub use client::{Client, MetricsSnapshot};
 pub use cluster::Connection;
+pub use connector::{Connecting, Connector, ConnectorStream, StreamConnection};
 pub use error::{LockError, LostReason, Result};
 pub use fence::{FencingGate, TokenFence};
 pub use guard::{LockGuard, Section};
@@ -82,7 +122,7 @@ pub use lock::{
     FairLock, FencedLock, Lock, NonReentrantLock, ReadLock, ReadWriteLock, SpinLock, WriteLock,
 };
 pub use multi::{MultiLock, MultiLockGuard, NodeOutcome, QuorumOutcome, RedLock};
-pub use options::{Backoff, ClientOptions, ReplicaSync};
+pub use options::{Backoff, ClientOptions, ReplicaSync, WallClock};
 pub use owner::Owner;
 pub use permit::PermitExpirableSemaphore;
 pub use semaphore::Semaphore;
@@ -147,6 +187,6 @@ mod readme {
             );
             blocks += 1;
         }
-        assert!(blocks >= 2, "{blocks} blocks");
+        assert!(blocks >= 3, "{blocks} blocks");
     }
 }

@@ -27,7 +27,7 @@ macro_rules! common_lock_api {
         /// and the original exclude each other.
         impl Clone for $ty {
             fn clone(&self) -> Self {
-                self.with_owner(Owner::new())
+                self.with_owner(self.core.client.new_owner())
             }
         }
 
@@ -405,7 +405,7 @@ pub struct ReadWriteLock {
 impl Clone for ReadWriteLock {
     /// Both halves for a new owner.
     fn clone(&self) -> Self {
-        self.with_owner(Owner::new())
+        self.with_owner(self.read.core.client.new_owner())
     }
 }
 
@@ -462,14 +462,17 @@ impl WriteLock {
 }
 
 impl Client {
-    /// A new owner identity.
+    /// A new owner identity: [`Owner::new`], or, for a client with
+    /// [`ClientOptions::seed`](crate::ClientOptions::seed), the next of the client's own
+    /// sequence (so that a replayed simulation writes the same owner fields). The lock
+    /// constructors without an owner and the clones of lock handles take their owners here.
     pub fn new_owner(&self) -> Owner {
-        Owner::new()
+        self.inner.entropy.owner()
     }
 
     /// A [`Lock`] on `name` for a fresh owner.
     pub fn lock(&self, name: &str) -> Lock {
-        self.lock_for(name, Owner::new())
+        self.lock_for(name, self.new_owner())
     }
 
     /// A [`Lock`] on `name` for `owner`.
@@ -481,7 +484,7 @@ impl Client {
 
     /// A [`NonReentrantLock`] on `name` for a fresh owner.
     pub fn non_reentrant_lock(&self, name: &str) -> NonReentrantLock {
-        self.non_reentrant_lock_for(name, Owner::new())
+        self.non_reentrant_lock_for(name, self.new_owner())
     }
 
     /// A [`NonReentrantLock`] on `name` for `owner`.
@@ -493,7 +496,7 @@ impl Client {
 
     /// A [`FairLock`] on `name` for a fresh owner.
     pub fn fair_lock(&self, name: &str) -> FairLock {
-        self.fair_lock_for(name, Owner::new())
+        self.fair_lock_for(name, self.new_owner())
     }
 
     /// A [`FairLock`] on `name` for `owner`.
@@ -505,7 +508,7 @@ impl Client {
 
     /// A [`SpinLock`] on `name` for a fresh owner.
     pub fn spin_lock(&self, name: &str) -> SpinLock {
-        self.spin_lock_for(name, Owner::new())
+        self.spin_lock_for(name, self.new_owner())
     }
 
     /// A [`SpinLock`] on `name` for `owner`.
@@ -517,7 +520,7 @@ impl Client {
 
     /// A [`FencedLock`] on `name` for a fresh owner.
     pub fn fenced_lock(&self, name: &str) -> FencedLock {
-        self.fenced_lock_for(name, Owner::new())
+        self.fenced_lock_for(name, self.new_owner())
     }
 
     /// A [`FencedLock`] on `name` for `owner`.
@@ -529,7 +532,7 @@ impl Client {
 
     /// A [`ReadWriteLock`] on `name` for a fresh owner.
     pub fn read_write_lock(&self, name: &str) -> ReadWriteLock {
-        self.read_write_lock_for(name, Owner::new())
+        self.read_write_lock_for(name, self.new_owner())
     }
 
     /// A [`ReadWriteLock`] on `name` for `owner`.

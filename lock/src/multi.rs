@@ -10,6 +10,7 @@
 //! drift margin), end with an owner-checked PEXPIRE to the real lease, and release what a
 //! round acquired when the call is dropped half-way.
 
+use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -114,6 +115,16 @@ fn effective_lease(locks: &[Box<dyn DistributedLock>], lease: Option<Duration>) 
             l.client().options().watchdog_timeout
         })
     })
+}
+
+/// A delay of `range` milliseconds drawn by the first lock's client (so seeded by its
+/// `ClientOptions::seed`); the range's start without locks.
+fn random_ms(locks: &[Box<dyn DistributedLock>], range: RangeInclusive<u64>) -> Duration {
+    Duration::from_millis(
+        locks
+            .first()
+            .map_or(*range.start(), |l| l.client().random_range(range)),
+    )
 }
 
 /// Redlock's validity: `lease − elapsed − drift`; `None` when nothing is left.
@@ -442,18 +453,16 @@ impl MultiLock {
                 None => base,
                 Some(l) if l <= base => {
                     let lo = (l / 2).as_millis() as u64;
-                    Duration::from_millis(rand::random_range(lo..=l.as_millis().max(1) as u64))
+                    random_ms(&self.locks, lo..=l.as_millis().max(1) as u64)
                 }
-                Some(l) => Duration::from_millis(rand::random_range(
-                    base.as_millis() as u64..=l.as_millis() as u64,
-                )),
+                Some(l) => random_ms(&self.locks, base.as_millis() as u64..=l.as_millis() as u64),
             };
             let out = self.try_lock_for(Some(wait), lease).await?;
             if out.acquired {
                 return Ok(out);
             }
             // All nodes may be failing fast (down): do not spin.
-            tokio::time::sleep(Duration::from_millis(rand::random_range(5..50))).await;
+            tokio::time::sleep(random_ms(&self.locks, 5..=49)).await;
         }
     }
 
@@ -640,7 +649,7 @@ impl RedLock {
             if left.is_zero() {
                 return Ok(QuorumOutcome::failed(nodes));
             }
-            let pause = Duration::from_millis(rand::random_range(5..50)).min(left);
+            let pause = random_ms(locks, 5..=49).min(left);
             tokio::time::sleep(pause).await;
         }
     }

@@ -1,5 +1,6 @@
 //! Option types: client-wide settings, spin-lock backoff, multi-lock and RedLock settings.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How lock writes are confirmed on replicas (Redisson's `syncSlaves`).
@@ -41,6 +42,11 @@ pub struct ClientOptions {
     /// `lockWatchdogBatchSize`, 100): each renewal period costs one round trip per this many
     /// locks (per hash slot in a cluster).
     pub watchdog_batch_size: usize,
+    /// Seed of the client's random source (see [`ClientOptions::seed`]); `None`: random.
+    pub seed: Option<u64>,
+    /// The wall clock timestamps sent to scripts are read from (see
+    /// [`ClientOptions::wall_clock`]); `None`: the system clock.
+    pub wall_clock: Option<WallClock>,
 }
 
 impl Default for ClientOptions {
@@ -55,6 +61,8 @@ impl Default for ClientOptions {
             response_timeout: Duration::from_secs(10),
             connection_timeout: Duration::from_secs(3),
             watchdog_batch_size: 100,
+            seed: None,
+            wall_clock: None,
         }
     }
 }
@@ -99,6 +107,54 @@ impl ClientOptions {
     pub fn watchdog_batch_size(mut self, n: usize) -> Self {
         self.watchdog_batch_size = n.max(1);
         self
+    }
+    /// Draws everything random about the client from one RNG seeded with `seed` and owned by
+    /// the client: its id (still a UUID v4), unlock-latch request ids, the simple lock's value,
+    /// permit ids, spin-lock jitter, RedLock and MultiLock retry delays, and the reconnect
+    /// backoff of [`Client::open_over`](crate::Client::open_over). Owners made by the client
+    /// ([`Client::new_owner`](crate::Client::new_owner), `client.lock(..)`, clones of handles)
+    /// then count from a sequence of the client's own, disjoint from [`Owner::new`]'s
+    /// process-wide one.
+    ///
+    /// With the same seed, the same build and the same interleaving (a current-thread runtime
+    /// with paused time, streams in memory, a [`wall_clock`](Self::wall_clock) shared by the
+    /// simulation), a client makes the same draws in the same order. Unset, the client is as
+    /// random as before. Use one seed per client of a simulation: two clients with one seed
+    /// have the same id, and so would enter each other's locks.
+    ///
+    /// [`Owner::new`]: crate::Owner::new
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+    /// Reads "now" (milliseconds since the Unix epoch) from `clock` instead of the system
+    /// clock, where Redisson sends a timestamp to a script (the fair lock's queue timeouts,
+    /// the permit semaphore's lease expiries): a simulation gives all its clients one virtual
+    /// clock, so those timestamps replay.
+    ///
+    /// Without it the client reads the system clock plus how far tokio's paused clock was
+    /// advanced since the client was opened.
+    pub fn wall_clock(mut self, clock: impl Fn() -> u64 + Send + Sync + 'static) -> Self {
+        self.wall_clock = Some(WallClock(Arc::new(clock)));
+        self
+    }
+}
+
+/// A wall clock override (see [`ClientOptions::wall_clock`]): milliseconds since the Unix
+/// epoch.
+#[derive(Clone)]
+pub struct WallClock(Arc<dyn Fn() -> u64 + Send + Sync>);
+
+impl WallClock {
+    /// Reads the clock.
+    pub fn now_ms(&self) -> u64 {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for WallClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WallClock(..)")
     }
 }
 

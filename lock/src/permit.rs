@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use crate::client::{ms, prefix_name, request_id, suffix_name, Client, Metrics};
+use crate::client::{ms, prefix_name, suffix_name, Client, Metrics};
 use crate::error::{LockError, Result};
 use crate::scripts;
 use crate::waiter::Wake;
@@ -465,7 +465,7 @@ impl PermitExpirableSemaphore {
     }
 
     async fn attempt_once(&self, permits: u32, lease: Option<Duration>) -> Result<Attempt> {
-        let ids: Vec<String> = (0..permits).map(|_| request_id()).collect();
+        let ids: Vec<String> = (0..permits).map(|_| self.client.request_id()).collect();
         let mut args = vec![
             permits.to_string().into_bytes(),
             self.timeout_date(lease).to_string().into_bytes(),
@@ -544,6 +544,7 @@ impl PermitExpirableSemaphore {
             }
             Metrics::inc(&self.client.inner.metrics.waits);
             tokio::select! {
+                biased;
                 _ = notified => {}
                 _ = tokio::time::sleep(sleep_for) => {}
             }
@@ -557,7 +558,7 @@ mod tests {
 
     #[test]
     fn permit_ids_are_32_hex_chars_of_16_bytes() {
-        let id = request_id();
+        let id = crate::entropy::Entropy::new(None).request_id();
         let bytes = id_bytes("s", &id).unwrap();
         assert_eq!(bytes.len(), 16);
         let back: String = bytes.iter().map(|b| format!("{b:02x}")).collect();

@@ -349,6 +349,7 @@ impl Semaphore {
                 .unwrap_or(cap);
             Metrics::inc(&self.client.inner.metrics.waits);
             tokio::select! {
+                biased;
                 _ = notified => {}
                 _ = tokio::time::sleep(sleep_for) => {}
             }

@@ -231,7 +231,9 @@ async fn watch(
     let mut repoll = tokio::time::interval(REPOLL);
     repoll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
+        // The sentinel's own announcement first; the re-poll is the fallback for a missed one.
         tokio::select! {
+            biased;
             msg = stream.next() => {
                 let Some(msg) = msg else { return Ok(()) };
                 let payload: String = msg.get_payload()?;

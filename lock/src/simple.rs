@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::{ms, request_id, Client};
+use crate::client::{ms, Client};
 use crate::error::Result;
 use crate::options::Backoff;
 use crate::scripts;
@@ -25,7 +25,7 @@ impl Client {
         SimpleLock {
             client: self.clone(),
             name: name.to_owned(),
-            value: request_id(),
+            value: self.request_id(),
             backoff: Backoff::exponential(Duration::from_millis(2), Duration::from_millis(100), 2)
                 .jitter(Duration::from_millis(2)),
         }
@@ -75,7 +75,9 @@ impl SimpleLock {
             if rem.is_zero() {
                 return Ok(false);
             }
-            let j = rand::random_range(0..=self.backoff.jitter.as_millis() as u64);
+            let j = self
+                .client
+                .random_range(0..=self.backoff.jitter.as_millis() as u64);
             tokio::time::sleep((self.backoff.delay(n) + Duration::from_millis(j)).min(rem)).await;
             n += 1;
         }

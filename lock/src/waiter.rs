@@ -11,11 +11,18 @@
 //! own (killed, reset), its dispatcher wakes every waiter of that node at once (they retry
 //! instead of sleeping until the holder's TTL) and reconnects in the background, subscribing
 //! every channel again. In a cluster, a node that cannot be reached may have failed over: the
-//! slot map is read again and its channels move to the masters serving their slots now. Connecting, `SUBSCRIBE` and `UNSUBSCRIBE` are bounded in time, and each
-//! node's connection has a lock of its own, so a hung node holds only its own waiters (those of
-//! other nodes subscribe meanwhile) and them no longer than the bound.
+//! slot map is read again and its channels move to the masters serving their slots now.
+//! Connecting, `SUBSCRIBE` and `UNSUBSCRIBE` are bounded in time, and each node's connection
+//! has a lock of its own, so a hung node holds only its own waiters (those of other nodes
+//! subscribe meanwhile) and them no longer than the bound.
+//!
+//! A client opened over a [`Connector`](crate::Connector) dials each pub/sub connection as a
+//! new stream of that connector, with the same reconnect and resubscribe behaviour.
+//!
+//! Channels and connections are kept in `BTreeMap`s: a reconnect subscribes, and a lost
+//! connection wakes, channels in name order, the same in every run of a seeded simulation.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -26,6 +33,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use crate::cluster::{key_slot, SlotMap};
+use crate::connector::Dialer;
 use crate::error::Result;
 
 pub(crate) struct PubSubHub {
@@ -43,20 +51,38 @@ pub(crate) enum Wake {
 
 struct Shared {
     // std Mutex, never held across an await; replaced on failover.
-    client: Mutex<redis::Client>,
+    client: Mutex<Source>,
     /// Set for a Redis Cluster: channels are subscribed on the node owning their slot.
     cluster: Option<ClusterNodes>,
     /// One pub/sub connection per node ("" for the single server outside a cluster), each
     /// behind its own async lock, which serializes that node's SUBSCRIBE/UNSUBSCRIBE so
     /// reference counts and server state agree. The map itself is a std Mutex, never held
     /// across an await.
-    conns: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Conn>>>>,
+    conns: Mutex<BTreeMap<String, Arc<tokio::sync::Mutex<Conn>>>>,
     /// The hub was shut down: no new subscription.
     shut: AtomicBool,
     // std Mutex: only touched synchronously (never across an await), also by the dispatcher.
-    channels: Mutex<HashMap<String, ChannelEntry>>,
+    channels: Mutex<BTreeMap<String, ChannelEntry>>,
     /// Bound on a connect, `SUBSCRIBE` or `UNSUBSCRIBE`.
     timeout: Duration,
+}
+
+/// Where the single server's pub/sub connections come from.
+#[derive(Clone)]
+enum Source {
+    /// A URL client (also the new master's after a Sentinel failover).
+    Client(redis::Client),
+    /// Streams of the client's connector.
+    Dialer(Dialer),
+}
+
+impl Source {
+    async fn pubsub(&self) -> redis::RedisResult<redis::aio::PubSub> {
+        match self {
+            Source::Client(c) => c.get_async_pubsub().await,
+            Source::Dialer(d) => d.pubsub().await,
+        }
+    }
 }
 
 /// How to reach the node owning a slot.
@@ -116,7 +142,12 @@ impl Drop for Subscription {
 
 impl PubSubHub {
     pub(crate) fn new(client: redis::Client, timeout: Duration) -> Self {
-        PubSubHub::with(client, None, timeout)
+        PubSubHub::with(Source::Client(client), None, timeout)
+    }
+
+    /// A hub whose connections are streams of a connector.
+    pub(crate) fn over(dialer: Dialer, timeout: Duration) -> Self {
+        PubSubHub::with(Source::Dialer(dialer), None, timeout)
     }
 
     /// A hub for a Redis Cluster: each channel is subscribed on the master owning its slot.
@@ -127,7 +158,7 @@ impl PubSubHub {
     ) -> Self {
         let template = client.get_connection_info().clone();
         PubSubHub::with(
-            client,
+            Source::Client(client),
             Some(ClusterNodes {
                 conn,
                 template,
@@ -137,14 +168,14 @@ impl PubSubHub {
         )
     }
 
-    fn with(client: redis::Client, cluster: Option<ClusterNodes>, timeout: Duration) -> Self {
+    fn with(client: Source, cluster: Option<ClusterNodes>, timeout: Duration) -> Self {
         PubSubHub {
             shared: Arc::new(Shared {
                 client: Mutex::new(client),
                 cluster,
-                conns: Mutex::new(HashMap::new()),
+                conns: Mutex::new(BTreeMap::new()),
                 shut: AtomicBool::new(false),
-                channels: Mutex::new(HashMap::new()),
+                channels: Mutex::new(BTreeMap::new()),
                 timeout,
             }),
         }
@@ -241,7 +272,7 @@ impl PubSubHub {
         let shared = &self.shared;
         let conn = shared.conn("");
         let mut conn = conn.lock().await;
-        *lock(&shared.client) = client;
+        *lock(&shared.client) = Source::Client(client);
         conn.sink = None;
         if let Some(d) = conn.dispatcher.take() {
             d.abort();
@@ -340,7 +371,7 @@ impl Shared {
                 return;
             }
         };
-        let mut moved: HashMap<String, Vec<(String, Arc<Notify>)>> = HashMap::new();
+        let mut moved: BTreeMap<String, Vec<(String, Arc<Notify>)>> = BTreeMap::new();
         for (channel, e) in lock(&self.channels).iter_mut() {
             if e.node != from {
                 continue;
@@ -383,8 +414,8 @@ impl Shared {
         }
     }
 
-    /// A client for `node` ("" = the single server).
-    fn client_for(&self, node: &str) -> Result<redis::Client> {
+    /// Where to connect for `node` ("" = the single server).
+    fn client_for(&self, node: &str) -> Result<Source> {
         let Some(cluster) = &self.cluster else {
             return Ok(lock(&self.client).clone());
         };
@@ -402,7 +433,7 @@ impl Shared {
             .template
             .clone()
             .set_addr(redis::ConnectionAddr::Tcp(host, port));
-        Ok(redis::Client::open(info)?)
+        Ok(Source::Client(redis::Client::open(info)?))
     }
 
     async fn ensure_connected(self: &Arc<Self>, conn: &mut Conn, node: &str) -> Result<()> {
@@ -413,9 +444,7 @@ impl Shared {
             d.abort();
         }
         let client = self.client_for(node)?;
-        let (mut sink, mut stream) = bounded(self.timeout, client.get_async_pubsub())
-            .await?
-            .split();
+        let (mut sink, mut stream) = bounded(self.timeout, client.pubsub()).await?.split();
         // After a reconnect, subscribe again to every channel of this node that has waiters.
         let existing: Vec<String> = lock(&self.channels)
             .iter()

@@ -14,7 +14,7 @@
 //! the lock gone fires it at once. Locks taken with an explicit lease get no renewal; their
 //! signal fires when the lease runs out.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Weak};
 use std::time::Duration;
@@ -53,7 +53,9 @@ pub(crate) struct Registry {
 
 #[derive(Default)]
 struct State {
-    entries: HashMap<Key, Entry>,
+    /// BTreeMap: renewal rounds list the holds (and so order their script arguments) the same
+    /// way in every run.
+    entries: BTreeMap<Key, Entry>,
     /// The renewal scheduler, while any hold wants renewal.
     scheduler: Option<Scheduler>,
 }
@@ -365,7 +367,7 @@ impl Registry {
     pub(crate) fn shutdown(&self) {
         self.shut.store(true, Ordering::Release);
         let mut st = lock(&self.state);
-        for (_, mut e) in st.entries.drain() {
+        for (_, mut e) in std::mem::take(&mut st.entries) {
             e.stop_task();
         }
         if let Some(s) = st.scheduler.take() {
@@ -468,8 +470,10 @@ async fn run_scheduler(
     let period = lease / 3;
     let mut next = Instant::now() + period;
     loop {
+        // Urgent holds first: their key's TTL was just cut to a short lease; a periodic round
+        // due at the same instant follows on the next turn of the loop.
         let only = tokio::select! {
-            _ = tokio::time::sleep_until(next) => None,
+            biased;
             Some(k) = urgent.recv() => {
                 let mut keys = vec![k];
                 while let Ok(k) = urgent.try_recv() {
@@ -477,6 +481,7 @@ async fn run_scheduler(
                 }
                 Some(keys)
             }
+            _ = tokio::time::sleep_until(next) => None,
         };
         let Some(inner) = client.upgrade() else {
             return;
@@ -612,7 +617,15 @@ impl Watch {
     async fn deadline(self, mut deadline: watch::Receiver<Instant>) {
         loop {
             let at = *deadline.borrow_and_update();
+            // A renewal that moved the deadline wins over the old deadline passing at the same
+            // instant: the renewal found the key alive, so the new deadline holds.
             tokio::select! {
+                biased;
+                changed = deadline.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                }
                 _ = tokio::time::sleep_until(at) => {
                     // The key may have expired on the server, unless a renewal succeeds first.
                     if let Some(inner) = self.client.upgrade() {
@@ -620,11 +633,6 @@ impl Watch {
                     }
                     self.lost(LostReason::RenewalFailed);
                     return;
-                }
-                changed = deadline.changed() => {
-                    if changed.is_err() {
-                        return;
-                    }
                 }
             }
         }

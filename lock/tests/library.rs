@@ -22,5 +22,6 @@ mod library {
     mod safety;
     mod semaphore;
     mod sentinel;
+    mod streams;
     mod watchdog;
 }

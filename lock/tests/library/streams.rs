@@ -1,0 +1,444 @@
+//! Clients over in-memory streams (`Client::open_over`) of nodes without a listener
+//! (`Server::builder().in_memory(..)`, `serve_stream`), on a current-thread runtime with paused
+//! time: what a deterministic simulation runs on. Every lock kind works there, the command and
+//! pub/sub connections come back after the server kills them, and a seeded workload replays
+//! event for event.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use locksmith_lock::{Backoff, Client, ClientOptions, Connection, Connector, RedLock};
+use locksmith_server::{Server, ServerHandle};
+use redis::aio::ConnectionLike;
+use tokio::time::{timeout, Instant};
+
+use crate::support::eventually;
+
+const MS: fn(u64) -> Duration = Duration::from_millis;
+
+/// A node without a listener, seen by its clients at `port` on 127.0.0.1.
+async fn node(port: u16) -> ServerHandle {
+    Server::builder()
+        .in_memory(SocketAddr::from(([127, 0, 0, 1], port)))
+        .seed(u64::from(port))
+        .start()
+        .await
+        .unwrap()
+}
+
+/// Streams to `node`: each a fresh duplex pair, seen by the node as a new port from `first_port`.
+fn connector(node: &ServerHandle, first_port: u16) -> impl Connector {
+    let acceptor = node.acceptor();
+    let next = Arc::new(AtomicU16::new(first_port));
+    move || {
+        let acceptor = acceptor.clone();
+        let port = next.fetch_add(1, Ordering::Relaxed);
+        async move {
+            let (ours, theirs) = tokio::io::duplex(64 * 1024);
+            acceptor.serve_stream(theirs, SocketAddr::from(([127, 0, 0, 1], port)));
+            Ok::<_, io::Error>(ours)
+        }
+    }
+}
+
+async fn client(node: &ServerHandle, first_port: u16, options: ClientOptions) -> Client {
+    Client::open_over(connector(node, first_port), options)
+        .await
+        .unwrap()
+}
+
+async fn client_id(client: &Client) -> redis::RedisResult<i64> {
+    redis::cmd("CLIENT")
+        .arg("ID")
+        .query_async(&mut client.connection())
+        .await
+}
+
+/// Until `client` waits (a waiter at its select) `n` times in all; bounded.
+async fn until_waiting(client: &Client, n: u64) {
+    for _ in 0..10_000 {
+        if client.metrics().waits >= n {
+            return;
+        }
+        tokio::task::yield_now().await;
+    }
+    panic!("the client never waited {n} times");
+}
+
+async fn subscribers(admin: &Client, channel: &str) -> i64 {
+    let reply: (String, i64) = redis::cmd("PUBSUB")
+        .arg("NUMSUB")
+        .arg(channel)
+        .query_async(&mut admin.connection())
+        .await
+        .unwrap();
+    reply.1
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_client_over_streams_locks_and_unlocks() {
+    let node = node(7101).await;
+    let a = client(&node, 41000, ClientOptions::default()).await;
+    let b = client(&node, 42000, ClientOptions::default()).await;
+    assert!(matches!(a.connection(), Connection::Stream(_)));
+    let mine = a.lock("plain");
+    mine.lock().await.unwrap();
+    mine.lock().await.unwrap();
+    assert_eq!(mine.hold_count().await.unwrap(), 2);
+    assert!(!b.lock("plain").try_lock().await.unwrap());
+    mine.unlock().await.unwrap();
+    mine.unlock().await.unwrap();
+    assert!(!mine.is_locked().await.unwrap());
+    assert!(b.lock("plain").try_lock().await.unwrap());
+    node.shutdown().await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn open_over_with_info_authenticates_and_selects_the_database_on_every_stream() {
+    let node = Server::builder()
+        .in_memory(SocketAddr::from(([127, 0, 0, 1], 7111)))
+        .config_set("requirepass", "s3cret")
+        .start()
+        .await
+        .unwrap();
+    let info = || {
+        redis::RedisConnectionInfo::default()
+            .set_password("s3cret")
+            .set_db(2)
+    };
+    let open = |port, info| {
+        Client::open_over_with_info(connector(&node, port), info, ClientOptions::default())
+    };
+    let a = open(41000, info()).await.unwrap();
+    let b = open(42000, info()).await.unwrap();
+    let held = a.lock("auth");
+    held.lock().await.unwrap();
+    // The waiter's pub/sub stream authenticates too, or the release message would not reach it.
+    let waiter = b.lock("auth");
+    let task = tokio::spawn(async move {
+        waiter.lock().await.unwrap();
+        waiter
+    });
+    until_waiting(&b, 1).await;
+    let in_db2: i64 = redis::cmd("EXISTS")
+        .arg("auth")
+        .query_async(&mut a.connection())
+        .await
+        .unwrap();
+    assert_eq!((in_db2, a.connection().get_db()), (1, 2));
+    let db0 = open(43000, info().set_db(0)).await.unwrap();
+    assert!(!db0.lock("auth").is_locked().await.unwrap());
+    held.unlock().await.unwrap();
+    let waiter = timeout(Duration::from_secs(5), task)
+        .await
+        .expect("woken by the release message")
+        .unwrap();
+    waiter.unlock().await.unwrap();
+    // A wrong password fails at once: a refusal is not retried.
+    let refused = open(44000, info().set_password("wrong")).await.unwrap_err();
+    assert!(
+        refused.is_redis() && !refused.is_connection_error(),
+        "{refused}"
+    );
+    node.shutdown().await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_waiter_over_streams_is_woken_through_pub_sub_when_the_holder_unlocks() {
+    let node = node(7102).await;
+    let a = client(&node, 41000, ClientOptions::default()).await;
+    let b = client(&node, 42000, ClientOptions::default()).await;
+    let held = a.lock("wake");
+    held.lock().await.unwrap();
+    let waiter = b.lock("wake");
+    let task = tokio::spawn(async move {
+        waiter.lock().await.unwrap();
+        waiter
+    });
+    until_waiting(&b, 1).await;
+    held.unlock().await.unwrap();
+    // The holder's lease is 30 s: the waiter got in through the release message, not the TTL.
+    let waiter = timeout(Duration::from_secs(5), task)
+        .await
+        .expect("woken by the release message")
+        .unwrap();
+    assert!(waiter.is_held_by_me().await.unwrap());
+    waiter.unlock().await.unwrap();
+    node.shutdown().await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_command_connection_over_streams_comes_back_after_the_server_kills_it() {
+    let node = node(7103).await;
+    let c = client(&node, 41000, ClientOptions::default()).await;
+    let admin = client(&node, 42000, ClientOptions::default()).await;
+    let before = client_id(&c).await.unwrap();
+    let killed: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("normal")
+        .query_async(&mut admin.connection())
+        .await
+        .unwrap();
+    assert_eq!(killed, 1, "the other client's command connection");
+    // A command either finds the stream ended and dials anew, or fails on it (an I/O error)
+    // and the next one dials anew.
+    let mut after = None;
+    for _ in 0..2 {
+        match client_id(&c).await {
+            Ok(id) => {
+                after = Some(id);
+                break;
+            }
+            Err(e) => assert!(e.is_io_error() || e.is_unrecoverable_error(), "{e}"),
+        }
+    }
+    let after = after.expect("a new connection");
+    assert_ne!(after, before);
+    let lock = c.lock("after-kill");
+    lock.lock().await.unwrap();
+    lock.unlock().await.unwrap();
+    node.shutdown().await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_response_timeout_over_streams_replaces_the_command_connection() {
+    let node = node(7109).await;
+    let c = client(
+        &node,
+        41000,
+        ClientOptions::default().response_timeout(MS(500)),
+    )
+    .await;
+    let admin = client(&node, 42000, ClientOptions::default()).await;
+    let before = client_id(&c).await.unwrap();
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(2000)
+        .arg("ALL")
+        .query_async(&mut admin.connection())
+        .await
+        .unwrap();
+    let stalled = client_id(&c).await.unwrap_err();
+    assert!(stalled.is_timeout(), "{stalled}");
+    // The stream's state is unknown after a timeout: the next command dials a new one (and
+    // waits out the pause there).
+    let after = client_id(&c).await.unwrap();
+    assert_ne!(after, before);
+    node.shutdown().await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_waiter_over_streams_resubscribes_after_the_server_kills_its_pub_sub_connection() {
+    let node = node(7104).await;
+    let a = client(&node, 41000, ClientOptions::default()).await;
+    let b = client(&node, 42000, ClientOptions::default()).await;
+    let admin = client(&node, 43000, ClientOptions::default()).await;
+    let held = a.lock("resubscribe");
+    held.lock().await.unwrap();
+    let channel = "redisson_lock__channel:{resubscribe}";
+    let waiter = b.lock("resubscribe");
+    let task = tokio::spawn(async move {
+        waiter.lock().await.unwrap();
+        waiter
+    });
+    until_waiting(&b, 1).await;
+    assert_eq!(subscribers(&admin, channel).await, 1);
+    let killed: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("pubsub")
+        .query_async(&mut admin.connection())
+        .await
+        .unwrap();
+    assert_eq!(killed, 1);
+    // The hub dials a new stream and subscribes the channel again.
+    assert!(
+        eventually(Duration::from_secs(2), || async {
+            subscribers(&admin, channel).await == 1 && b.metrics().waits >= 2
+        })
+        .await
+    );
+    held.unlock().await.unwrap();
+    let waiter = timeout(Duration::from_secs(5), task)
+        .await
+        .expect("woken on the new pub/sub connection")
+        .unwrap();
+    waiter.unlock().await.unwrap();
+    node.shutdown().await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_fair_lock_over_streams_grants_in_arrival_order() {
+    let node = node(7105).await;
+    let start = Instant::now();
+    let options = || {
+        ClientOptions::default()
+            .wall_clock(move || 1_700_000_000_000 + start.elapsed().as_millis() as u64)
+    };
+    let a = client(&node, 41000, options()).await;
+    let b = client(&node, 42000, options()).await;
+    let c = client(&node, 43000, options()).await;
+    let held = a.fair_lock("fair");
+    held.lock().await.unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut tasks = Vec::new();
+    for (i, cl) in [&b, &c].into_iter().enumerate() {
+        let fair = cl.fair_lock("fair");
+        let tx = tx.clone();
+        tasks.push(tokio::spawn(async move {
+            fair.lock().await.unwrap();
+            tx.send(i).unwrap();
+            // Hold a little, then let the next one in.
+            tokio::time::sleep(MS(10)).await;
+            fair.unlock().await.unwrap();
+        }));
+        until_waiting(cl, 1).await;
+    }
+    held.unlock().await.unwrap();
+    let first = timeout(Duration::from_secs(5), rx.recv()).await.unwrap();
+    let second = timeout(Duration::from_secs(5), rx.recv()).await.unwrap();
+    assert_eq!((first, second), (Some(0), Some(1)));
+    for t in tasks {
+        t.await.unwrap();
+    }
+    node.shutdown().await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_redlock_over_streams_of_three_nodes_needs_a_majority() {
+    let nodes = [node(7106).await, node(7107).await, node(7108).await];
+    let mut mine = Vec::new();
+    let mut theirs = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        let port = 41000 + 1000 * i as u16;
+        mine.push(client(n, port, ClientOptions::default()).await);
+        theirs.push(client(n, port + 500, ClientOptions::default()).await);
+    }
+    let ours = RedLock::new(mine.iter().map(|c| c.lock("red")).collect());
+    let other = RedLock::new(theirs.iter().map(|c| c.lock("red")).collect());
+    let got = ours.try_lock().await.unwrap();
+    assert!(got.acquired);
+    assert!(got.validity.is_some());
+    let refused = other.try_lock_for(Some(MS(300)), None).await.unwrap();
+    assert!(!refused.acquired);
+    for r in ours.unlock().await {
+        r.unwrap();
+    }
+    // One node gone: two of three is still a majority.
+    let [first, second, third] = nodes;
+    third.shutdown().await;
+    let out = other.try_lock_for(Some(MS(2000)), None).await.unwrap();
+    assert!(out.acquired, "{out:?}");
+    assert_eq!(out.nodes.iter().filter(|n| n.is_acquired()).count(), 2);
+    // The stopped node's release fails; the others succeed.
+    let released = other.unlock().await;
+    assert_eq!(released.iter().filter(|r| r.is_ok()).count(), 2);
+    first.shutdown().await;
+    second.shutdown().await;
+}
+
+/// One event of the determinism workload: (virtual ms since the start, client, what).
+type Event = (u64, usize, &'static str);
+
+/// What a run of the determinism workload observed.
+#[derive(Debug, PartialEq)]
+struct Run {
+    events: Vec<Event>,
+    /// Client ids and owner fields.
+    ids: Vec<String>,
+    /// Per client: waits (on a message, a TTL or a backoff).
+    waits: Vec<u64>,
+}
+
+/// Three seeded clients contend on one node for a spin lock (jittered backoff), a plain lock
+/// (pub/sub waiters) and a fair lock (timestamps from the shared virtual wall clock), in a
+/// fresh current-thread runtime with paused time. Returns the events and every id a client
+/// wrote (client ids, owner fields), and how often each client waited.
+fn simulate(seeds: [u64; 3]) -> Run {
+    const ROUNDS: usize = 12;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    runtime.block_on(async move {
+        let node = node(7110).await;
+        let start = Instant::now();
+        let log: Arc<Mutex<Vec<Event>>> = Arc::default();
+        let mut ids = Vec::new();
+        let mut tasks = Vec::new();
+        let mut clients = Vec::new();
+        for (i, seed) in seeds.into_iter().enumerate() {
+            let options = ClientOptions::default()
+                .seed(seed)
+                .wall_clock(move || 1_700_000_000_000 + start.elapsed().as_millis() as u64);
+            let c = client(&node, 41000 + 1000 * i as u16, options).await;
+            let spin = c
+                .spin_lock("spin")
+                .with_backoff(Backoff::exponential(MS(1), MS(32), 2).jitter(MS(8)));
+            let plain = c.lock("plain");
+            let fair = c.fair_lock("fair");
+            ids.extend([
+                c.id().to_owned(),
+                spin.owner_field().to_owned(),
+                plain.owner_field().to_owned(),
+                fair.owner_field().to_owned(),
+            ]);
+            clients.push(c);
+            let log = log.clone();
+            tasks.push(tokio::spawn(async move {
+                let note = |what: &'static str| {
+                    let ms = start.elapsed().as_millis() as u64;
+                    log.lock().unwrap().push((ms, i, what));
+                };
+                for _ in 0..ROUNDS {
+                    if spin.try_lock_for(MS(60), Some(MS(1000))).await.unwrap() {
+                        note("spin acquired");
+                        tokio::time::sleep(MS(3 + i as u64)).await;
+                        spin.unlock().await.unwrap();
+                    } else {
+                        note("spin gave up");
+                    }
+                    if plain.try_lock_for(MS(200), None).await.unwrap() {
+                        note("plain acquired");
+                        tokio::time::sleep(MS(4)).await;
+                        plain.unlock().await.unwrap();
+                    } else {
+                        note("plain gave up");
+                    }
+                    if fair.try_lock_for(MS(200), None).await.unwrap() {
+                        note("fair acquired");
+                        tokio::time::sleep(MS(3)).await;
+                        fair.unlock().await.unwrap();
+                    } else {
+                        note("fair gave up");
+                    }
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        node.shutdown().await;
+        let events = log.lock().unwrap().clone();
+        let waits = clients.iter().map(|c| c.metrics().waits).collect();
+        Run { events, ids, waits }
+    })
+}
+
+#[test]
+fn a_seeded_workload_over_streams_replays_event_for_event() {
+    let first = simulate([11, 12, 13]);
+    assert_eq!(first.events.len(), 3 * 3 * 12);
+    assert!(first.waits.iter().all(|&w| w > 0), "{:?}", first.waits);
+    let again = simulate([11, 12, 13]);
+    assert_eq!(first, again);
+    // Other seeds: other jitter, so another interleaving (and other ids).
+    let other = simulate([21, 22, 23]);
+    assert_ne!(first.events, other.events);
+    assert_ne!(first.ids, other.ids);
+}
