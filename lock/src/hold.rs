@@ -568,10 +568,14 @@ impl Core {
             // nothing) and the remaining wait time; a TTL-less lock is re-checked every
             // watchdog period in case the pub/sub connection was lost.
             let cap = ttl.unwrap_or(self.client.options().watchdog_timeout);
+            // A TTL of 0 (the lock expires this very millisecond) is looked at again a
+            // millisecond later: at once would spin until the clock moves, hot on a real one
+            // and forever on a paused one.
             let sleep_for = match remaining {
                 Some(r) => r.min(cap),
                 None => cap,
-            };
+            }
+            .max(Duration::from_millis(1));
             Metrics::inc(&self.client.inner.metrics.waits);
             tracing::trace!(?sleep_for, "waiting");
             // biased (here and in every select of this crate): tokio's unbiased select draws

@@ -136,21 +136,31 @@ fn validity(lease: Duration, round_start: Instant) -> Option<Duration> {
 }
 
 /// The owner-checked PEXPIRE to the real lease on every acquired lock (and their lost
-/// signals' deadlines with it), all nodes at once.
-async fn set_leases(locks: &[Box<dyn DistributedLock>], acquired: &[usize], lease: Duration) {
+/// signals' deadlines with it), all nodes at once; the indices where it was set. A lock whose
+/// key is gone (its acquisition lease ran out while a slow node held the round up) is not
+/// among them: it is no longer held.
+async fn set_leases(
+    locks: &[Box<dyn DistributedLock>],
+    acquired: &[usize],
+    lease: Duration,
+) -> Vec<usize> {
     let futs = acquired
         .iter()
         .filter_map(|&i| locks.get(i))
         .map(|l| l.set_lease(lease));
+    let mut kept = Vec::with_capacity(acquired.len());
     for (r, &i) in futures::future::join_all(futs)
         .await
         .into_iter()
         .zip(acquired)
     {
-        if !matches!(r, Ok(true)) {
+        if matches!(r, Ok(true)) {
+            kept.push(i);
+        } else {
             tracing::warn!(lock = i, result = ?r, "multi-lock final lease not set");
         }
     }
+    kept
 }
 
 /// Redisson's `RedissonMultiLock`: holds all of its locks or none. The locks may be of any
@@ -423,7 +433,18 @@ impl MultiLock {
             i += 1;
         }
         if let Some(l) = lease {
-            set_leases(&self.locks, &acquired, l).await;
+            let kept = set_leases(&self.locks, &acquired, l).await;
+            if kept.len() < acquired.len() {
+                // A lock expired before the real lease was set: not all are held.
+                self.unlock_indices(&acquired).await;
+                guard.disarm();
+                for n in nodes.iter_mut() {
+                    if n.is_acquired() {
+                        *n = NodeOutcome::Busy;
+                    }
+                }
+                return Ok(QuorumOutcome::failed(nodes));
+            }
         }
         guard.disarm();
         Ok(QuorumOutcome {
@@ -573,8 +594,8 @@ impl RedLock {
     /// `wait` runs out (`None`: one round, no waiting per node). Each node waits at most
     /// `wait / nodes` (Redisson's per-lock wait); a round without a quorum releases what it
     /// got and the next round starts after a short random delay. With `lease`, the locks are
-    /// taken with twice the per-node wait as Redisson does, then set to `lease` (owner-checked)
-    /// once the quorum is held.
+    /// taken for twice the wait as Redisson does, then set to `lease` (owner-checked) once the
+    /// quorum is held; a node whose key is gone by then does not count.
     ///
     /// # Errors
     /// Only errors that are not per node.
@@ -587,8 +608,11 @@ impl RedLock {
         let start = Instant::now();
         let wait = wait.filter(|w| !w.is_zero());
         let per_lock = self.inner.lock_wait_time(wait);
-        let first_lease = match (per_lock, lease) {
-            (Some(p), Some(_)) => Some(p * 2),
+        // Redisson: with both wait and lease, each lock is first taken for twice the whole
+        // wait, so that none expires while the others are being acquired; the real lease is
+        // set once the quorum is held.
+        let first_lease = match (wait, lease) {
+            (Some(w), Some(_)) => Some(w * 2),
             (_, l) => l,
         };
         loop {
@@ -620,10 +644,21 @@ impl RedLock {
                 });
             }
             let eff = effective_lease(locks, lease);
-            if acquired.len() >= self.quorum() && validity(eff, round_start).is_some() {
+            let mut held = acquired.len() >= self.quorum() && validity(eff, round_start).is_some();
+            if held {
                 if let Some(l) = lease {
-                    set_leases(locks, &acquired, l).await;
+                    // A node whose key expired during a round a slow node held up (its first
+                    // lease ran out) is not held: it does not count towards the quorum.
+                    let kept = set_leases(locks, &acquired, l).await;
+                    for &i in acquired.iter().filter(|i| !kept.contains(i)) {
+                        if let Some(n) = nodes.get_mut(i) {
+                            *n = NodeOutcome::Busy;
+                        }
+                    }
+                    held = kept.len() >= self.quorum() && validity(eff, round_start).is_some();
                 }
+            }
+            if held {
                 guard.disarm();
                 return Ok(QuorumOutcome {
                     acquired: true,
