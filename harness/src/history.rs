@@ -600,7 +600,8 @@ pub enum LivenessIssue {
         /// When the other client acquired (ms).
         taken_at_ms: u64,
     },
-    /// An unlock by a client that did not hold the lock was accepted.
+    /// An unlock by a client that did not hold the lock was accepted while another client
+    /// held it.
     ForeignReleaseAccepted {
         /// Who sent it.
         client: String,
@@ -656,15 +657,18 @@ impl std::fmt::Display for LivenessIssue {
 impl Checker {
     /// Liveness and protocol checks beyond mutual exclusion: lost wake-ups (a waiter still
     /// waiting `wake_up_ms` after the lock became free — free meaning released and not
-    /// re-acquired; a lock that only expired is not counted, its moment is unknown), FIFO
+    /// re-acquired, outside any fault and `wake_up_ms` after one; a lock that only expired
+    /// is not counted, its moment is unknown), FIFO
     /// order (see [`Checker::fifo`], asked for separately since only fair locks promise it),
     /// unnoticed losses (a holder whose lock another client acquired, still holding without a
-    /// lost signal `lease_ms` later), and accepted unlocks by non-holders.
+    /// lost signal `lease_ms` later), and unlocks by non-holders accepted while another client
+    /// held the lock.
     pub fn liveness(history: &History, bounds: &Liveness) -> Vec<LivenessIssue> {
         let events = history.events();
         let holds = Self::holds(history);
         let mut out = Vec::new();
-        // Lost wake-ups: an acquire operation spanning a long free stretch.
+        // Lost wake-ups: an acquire operation spanning a long free stretch outside faults.
+        let windows = fault_windows(&history.faults(), bounds.wake_up_ms);
         for e in &events {
             if !matches!(
                 e.kind,
@@ -672,9 +676,14 @@ impl Checker {
             ) {
                 continue;
             }
-            if let Some(free_from) =
-                free_stretch(&holds, &e.resource, e.start_ms, e.end_ms, bounds.wake_up_ms)
-            {
+            if let Some(free_from) = free_stretch(
+                &holds,
+                &windows,
+                &e.resource,
+                e.start_ms,
+                e.end_ms,
+                bounds.wake_up_ms,
+            ) {
                 out.push(LivenessIssue::LostWakeUp {
                     client: e.client.clone(),
                     resource: e.resource.clone(),
@@ -695,18 +704,22 @@ impl Checker {
                 });
             }
         }
-        // Unlocks by non-holders that were accepted.
+        // Unlocks by non-holders that were accepted while another client held the lock (an
+        // accepted unlock of a free lock releases nothing: Redisson's fair lock answers 1).
         for e in &events {
             if e.kind != (EventKind::ForeignRelease { accepted: true }) {
                 continue;
             }
-            let held = holds.iter().any(|h| {
-                h.client == e.client
-                    && h.resource == e.resource
-                    && h.from_ms <= e.start_ms
-                    && e.start_ms < h.to_ms
-            });
-            if !held {
+            // The unlock was sent after the hold began and answered before it ended, so the
+            // server ran it during the hold (an unlock racing an acquire is not counted).
+            let during = |h: &&Hold| {
+                h.resource == e.resource
+                    && (h.from_ms, h.from_seq) < (e.start_ms, e.start_seq)
+                    && (e.end_ms, e.seq) < (h.to_ms, h.to_seq)
+            };
+            let own = holds.iter().filter(during).any(|h| h.client == e.client);
+            let other = holds.iter().filter(during).any(|h| h.client != e.client);
+            if other && !own {
                 out.push(LivenessIssue::ForeignReleaseAccepted {
                     client: e.client.clone(),
                     resource: e.resource.clone(),
@@ -747,25 +760,82 @@ impl Checker {
     }
 }
 
-/// The start of a stretch of at least `bound` ms within `[from, to]` during which nobody
-/// held `resource` after a release (holds that ended in a loss leave the moment the key
-/// expired unknown and count as held until the next acquire).
-fn free_stretch(holds: &[Hold], resource: &str, from: u64, to: u64, bound: u64) -> Option<u64> {
+/// When faults were in effect, each extended by `grace` ms after it ended (clients reconnect,
+/// waiters retry): a fault without an end lasts `grace` ms, except a node's kill or crash,
+/// which lasts until that node's next restart.
+fn fault_windows(faults: &[FaultRecord], grace: u64) -> Vec<(u64, u64)> {
+    faults
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let end = f.end_ms.unwrap_or_else(|| {
+                let crashed = f
+                    .label
+                    .strip_prefix("kill ")
+                    .or_else(|| f.label.strip_prefix("fail_master "))
+                    .and_then(|rest| rest.split_whitespace().next());
+                crashed
+                    .and_then(|node| {
+                        let restart = format!("restart {node} ");
+                        faults
+                            .iter()
+                            .skip(i + 1)
+                            .find(|g| g.label.starts_with(&restart))
+                            .map(|g| g.start_ms)
+                    })
+                    .unwrap_or(if crashed.is_some() {
+                        u64::MAX
+                    } else {
+                        f.start_ms
+                    })
+            });
+            (f.start_ms, end.saturating_add(grace))
+        })
+        .collect()
+}
+
+/// The start of a stretch of at least `bound` ms within `[from, to]`, outside every fault
+/// window, during which nobody held `resource` after a release (holds that ended in a loss
+/// leave the moment the key expired unknown and count as held until the next acquire).
+fn free_stretch(
+    holds: &[Hold],
+    windows: &[(u64, u64)],
+    resource: &str,
+    from: u64,
+    to: u64,
+    bound: u64,
+) -> Option<u64> {
     let mine: Vec<&Hold> = holds.iter().filter(|h| h.resource == resource).collect();
     // Candidate starts: releases (not losses) inside the wait.
     mine.iter()
         .filter(|h| !h.open && !h.lost && h.to_ms >= from && h.to_ms <= to)
         .map(|h| h.to_ms)
-        .filter(|&free_from| {
+        .find(|&free_from| {
             let free_until = mine
                 .iter()
                 .filter(|h| h.to_ms > free_from && h.from_ms < to)
                 .map(|h| h.from_ms.max(free_from))
                 .min()
-                .unwrap_or(to);
-            free_until.saturating_sub(free_from) >= bound && to.saturating_sub(free_from) >= bound
+                .unwrap_or(to)
+                .min(to);
+            longest_clear(free_from, free_until, windows) >= bound
         })
-        .min()
+}
+
+/// The longest part of `[from, to]` that no window covers.
+fn longest_clear(from: u64, to: u64, windows: &[(u64, u64)]) -> u64 {
+    let mut cuts: Vec<(u64, u64)> = windows
+        .iter()
+        .filter(|(s, e)| *e > from && *s < to)
+        .map(|&(s, e)| (s.max(from), e.min(to)))
+        .collect();
+    cuts.sort_unstable();
+    let (mut best, mut at) = (0, from);
+    for (s, e) in cuts {
+        best = best.max(s.saturating_sub(at));
+        at = at.max(e);
+    }
+    best.max(to.saturating_sub(at))
 }
 
 #[cfg(test)]
@@ -936,9 +1006,17 @@ mod tests {
     }
 
     #[test]
-    fn an_accepted_unlock_by_a_non_holder_is_reported() {
+    fn an_accepted_unlock_by_a_non_holder_is_reported_when_another_held_it() {
         let h = History::new();
-        h.record(ev("a", EventKind::Acquired, 0, 1, None));
+        // Free lock: an accepted unlock releases nothing (Redisson's fair lock answers 1).
+        h.record(ev(
+            "b",
+            EventKind::ForeignRelease { accepted: true },
+            0,
+            0,
+            None,
+        ));
+        h.record(ev("a", EventKind::Acquired, 5, 6, None));
         h.record(ev(
             "b",
             EventKind::ForeignRelease { accepted: false },
@@ -957,5 +1035,29 @@ mod tests {
         let out = Checker::liveness(&h, &Liveness::new(1000));
         assert_eq!(out.len(), 1);
         assert!(out[0].to_string().contains("did not hold it"));
+    }
+
+    #[test]
+    fn a_free_stretch_under_a_fault_is_not_a_lost_wake_up() {
+        let h = History::new();
+        h.record(ev("a", EventKind::Acquired, 0, 1, None));
+        h.record(ev("a", EventKind::Released, 100, 101, None));
+        h.record(ev("b", EventKind::Acquired, 50, 2000, None));
+        if let Ok(mut log) = h.log.lock() {
+            log.faults.push(FaultRecord {
+                label: "kill n0".into(),
+                start_ms: 90,
+                end_ms: None,
+            });
+            log.faults.push(FaultRecord {
+                label: "restart n0 (empty)".into(),
+                start_ms: 1500,
+                end_ms: None,
+            });
+        }
+        // Down from 90 to 1500, plus a second of grace: nothing clear for a second.
+        assert!(Checker::liveness(&h, &Liveness::new(30_000)).is_empty());
+        assert_eq!(longest_clear(0, 100, &[(10, 20), (50, 60)]), 40);
+        assert_eq!(longest_clear(0, 100, &[(0, 100)]), 0);
     }
 }

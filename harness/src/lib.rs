@@ -494,6 +494,7 @@ impl TopologyBuilder {
                 jitter: self.jitter,
             }),
             wire_guards: Mutex::new(Vec::new()),
+            delay_fault: Mutex::new(None),
             spare: Mutex::new(Vec::new()),
             rng: Mutex::new(StdRng::seed_from_u64(seed)),
         });
@@ -615,6 +616,8 @@ pub(crate) struct Inner {
     net: Mutex<Net>,
     /// Faults applied over the wire (undone by HEAL).
     wire_guards: Mutex<Vec<FaultGuard>>,
+    /// The history record of the replication delay in effect, ended when it changes.
+    delay_fault: Mutex<Option<usize>>,
     /// Connections not to reset while an admin command runs: the one carrying it (as the
     /// node saw it) and its hops through the proxies, so its reply gets out before it closes.
     spare: Mutex<Vec<SocketAddr>>,
@@ -1629,8 +1632,17 @@ impl Topology {
     pub fn replication_delay(&self, d: Duration) {
         let jitter = self.inner.net.lock().map(|n| n.jitter).unwrap_or_default();
         self.inner.set_delay(d, jitter);
-        self.inner
+        let fault = self
+            .inner
             .fault(format!("replication delay {} ms", d.as_millis()));
+        // A delay lasts until the next one replaces it (its record ends then).
+        let previous =
+            self.inner.delay_fault.lock().ok().and_then(|mut open| {
+                std::mem::replace(&mut *open, (!d.is_zero()).then_some(fault))
+            });
+        if let Some(previous) = previous {
+            self.inner.history.fault_ended(previous);
+        }
     }
 
     /// Sets the jitter of every replication link.
