@@ -1,0 +1,254 @@
+//! One run: a fresh current-thread runtime with paused time, an in-memory topology for the
+//! workload's lock kind, its clients, the schedule's faults, and the checker's verdict.
+
+use crate::schedule::{Fault, FaultKind, Schedule};
+use crate::workload::{contend, Contender, LockKind, ResourceHandle, Workload};
+use locksmith_harness::{
+    Checker, History, Liveness, LivenessIssue, NodeId, Restart, Topology, Violation,
+};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// What one run showed (a plain data record).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Outcome {
+    /// The run's seed.
+    pub seed: u64,
+    /// Its workload.
+    pub workload: Workload,
+    /// Its faults.
+    pub schedule: Schedule,
+    /// Everything clients observed and every fault applied.
+    pub history: History,
+    /// Mutual-exclusion violations.
+    pub violations: Vec<Violation>,
+    /// Liveness and protocol problems (FIFO order only for the fair lock).
+    pub liveness: Vec<LivenessIssue>,
+}
+
+impl Outcome {
+    /// Whether the run broke the lock's safety: for the fenced lock, an overlap the
+    /// resource's token check could not sort out (tokens out of order); for every other
+    /// kind, any overlap of holders.
+    pub fn is_unsafe(&self) -> bool {
+        self.unsafe_violations().next().is_some()
+    }
+
+    /// The violations that count as unsafe (see [`Outcome::is_unsafe`]).
+    pub fn unsafe_violations(&self) -> impl Iterator<Item = &Violation> {
+        let fenced = self.workload.kind == LockKind::FencedLock;
+        self.violations
+            .iter()
+            .filter(move |v| !fenced || v.fencing_rejects_stale != Some(true))
+    }
+
+    /// Whether the run broke safety or liveness.
+    pub fn failed(&self) -> bool {
+        self.is_unsafe() || !self.liveness.is_empty()
+    }
+}
+
+/// Runs `workload` under `schedule` with `seed` deciding everything else, in a fresh
+/// current-thread runtime with paused time: the same arguments give the same history.
+///
+/// # Panics
+///
+/// When the runtime cannot be built (out of resources).
+pub fn run(workload: Workload, schedule: &Schedule, seed: u64) -> Outcome {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a current-thread runtime");
+    let history = runtime.block_on(run_async(workload, schedule, seed));
+    let violations = Checker::check(&history);
+    let bounds = Liveness::new(workload.lease_ms);
+    let mut liveness = Checker::liveness(&history, &bounds);
+    if workload.kind == LockKind::FairLock {
+        liveness.extend(Checker::fifo(&history, &bounds));
+    }
+    Outcome {
+        seed,
+        workload,
+        schedule: schedule.clone(),
+        history,
+        violations,
+        liveness,
+    }
+}
+
+async fn run_async(workload: Workload, schedule: &Schedule, seed: u64) -> History {
+    let kind = workload.kind;
+    let built = Topology::builder()
+        .in_memory(true)
+        .masters(kind.masters())
+        .replicas(kind.replicas())
+        .seed(seed)
+        .start_time(1_700_000_000_000)
+        .keep_data_window(Duration::from_secs(5))
+        .build()
+        .await;
+    let topology = match built {
+        Ok(t) => t,
+        Err(e) => {
+            let history = History::new();
+            history.fault(format!("topology failed to start: {e}"));
+            return history;
+        }
+    };
+    let origin = Instant::now();
+    let deadline = origin + Duration::from_millis(workload.run_ms);
+    let resource = Arc::new(ResourceHandle::default());
+    let mut tasks = Vec::new();
+    for i in 0..workload.clients {
+        let contender = Contender {
+            name: format!("c{i}"),
+            seed: seed
+                .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                .wrapping_add(i as u64),
+            workload,
+        };
+        tasks.push(tokio::spawn(contend(
+            topology.clone(),
+            contender,
+            origin,
+            deadline,
+            resource.clone(),
+        )));
+    }
+    tasks.push(tokio::spawn(apply(
+        topology.clone(),
+        schedule.clone(),
+        origin,
+    )));
+    for task in tasks {
+        let _ = task.await;
+    }
+    // Let a last lost signal or release land, then stop everything.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let history = topology.history();
+    topology.shutdown().await;
+    history
+}
+
+/// Applies the schedule's faults at their times; lasting ones are undone by their own task.
+async fn apply(topology: Topology, schedule: Schedule, origin: Instant) {
+    let mut undo = Vec::new();
+    for fault in schedule.faults {
+        tokio::time::sleep_until(origin + Duration::from_millis(fault.at_ms)).await;
+        if let Some(task) = inject(&topology, fault).await {
+            undo.push(task);
+        }
+    }
+    for task in undo {
+        let _ = task.await;
+    }
+}
+
+/// Applies one fault; returns the task that ends it, for faults that last.
+async fn inject(topology: &Topology, fault: Fault) -> Option<tokio::task::JoinHandle<()>> {
+    let nodes = topology.nodes().len().max(1);
+    let node = NodeId::from_index(fault.node % nodes);
+    let duration = Duration::from_millis(fault.duration_ms);
+    let amount = Duration::from_millis(fault.amount_ms);
+    let later = |topology: &Topology, f: Box<dyn FnOnce(Topology) -> BoxedUnit + Send>| {
+        let topology = topology.clone();
+        Some(tokio::spawn(async move {
+            tokio::time::sleep(duration).await;
+            f(topology).await;
+        }))
+    };
+    match fault.kind {
+        FaultKind::Failover => {
+            // Replication falls behind by `amount`, the master crashes, and it comes back
+            // (empty, as a replica of the promoted one) `duration` later.
+            let topology = topology.clone();
+            Some(tokio::spawn(async move {
+                topology.replication_delay(amount);
+                tokio::time::sleep(amount).await;
+                let old = topology.master();
+                let failed = topology.fail_master().await;
+                topology.replication_delay(Duration::ZERO);
+                if failed.is_ok() {
+                    tokio::time::sleep(duration).await;
+                    let _ = topology.restart(old).await;
+                }
+            }))
+        }
+        FaultKind::Kill => {
+            topology.kill(node).await.ok()?;
+            later(
+                topology,
+                Box::new(move |t| {
+                    Box::pin(async move {
+                        let _ = t.restart(node).await;
+                    })
+                }),
+            )
+        }
+        FaultKind::LossyRestart => {
+            let _ = topology
+                .restart_with(node, Restart::keep_data(amount))
+                .await;
+            None
+        }
+        FaultKind::Partition => {
+            let master = topology.master();
+            let other = if node == master {
+                NodeId::from_index((node.index() + 1) % nodes)
+            } else {
+                node
+            };
+            let guard = topology.partition(master, other);
+            guarded(guard, duration)
+        }
+        FaultKind::Isolate => guarded(topology.isolate(node).ok()?, duration),
+        FaultKind::ClockForward => {
+            let _ = topology.clock_jump(node, i64::try_from(fault.amount_ms).unwrap_or(i64::MAX));
+            None
+        }
+        FaultKind::ClockBack => {
+            let _ = topology.clock_jump(node, -i64::try_from(fault.amount_ms).unwrap_or(i64::MAX));
+            None
+        }
+        FaultKind::Pause => {
+            topology.pause(node, duration).await.ok()?.detach();
+            None
+        }
+        FaultKind::ReplicationDelay => {
+            topology.replication_delay(amount);
+            topology.replication_jitter(amount);
+            later(
+                topology,
+                Box::new(|t| {
+                    Box::pin(async move {
+                        t.replication_delay(Duration::ZERO);
+                        t.replication_jitter(Duration::ZERO);
+                    })
+                }),
+            )
+        }
+        FaultKind::ReplicationStall => guarded(topology.stall_replication(), duration),
+        FaultKind::LinkLatency => guarded(topology.latency(node, amount).ok()?, duration),
+        FaultKind::LinkDrop => guarded(topology.drop_traffic(node).ok()?, duration),
+        FaultKind::LinkReset => {
+            let _ = topology.reset_connections(node);
+            None
+        }
+    }
+}
+
+type BoxedUnit = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+/// Keeps `guard`'s fault for `duration`, then undoes it.
+fn guarded(
+    guard: locksmith_harness::FaultGuard,
+    duration: Duration,
+) -> Option<tokio::task::JoinHandle<()>> {
+    Some(tokio::spawn(async move {
+        tokio::time::sleep(duration).await;
+        guard.undo();
+    }))
+}
