@@ -33,6 +33,12 @@ pub enum NodeOutcome {
     Failed(LockError),
     /// Not tried in the final round.
     NotTried,
+    /// Acquired in the final round, then released because the attempt failed (no quorum,
+    /// no time left, or another lock of a multi-lock refused).
+    Released,
+    /// Acquired in the final round, but its key was gone when the real lease was set (its
+    /// first lease ran out while a slow node held the round up): not held.
+    Expired,
 }
 
 impl NodeOutcome {
@@ -423,7 +429,7 @@ impl MultiLock {
                     guard.disarm();
                     for n in nodes.iter_mut() {
                         if n.is_acquired() {
-                            *n = NodeOutcome::Busy;
+                            *n = NodeOutcome::Released;
                         }
                     }
                     return Ok(QuorumOutcome::failed(nodes));
@@ -440,7 +446,7 @@ impl MultiLock {
                 guard.disarm();
                 for n in nodes.iter_mut() {
                     if n.is_acquired() {
-                        *n = NodeOutcome::Busy;
+                        *n = NodeOutcome::Released;
                     }
                 }
                 return Ok(QuorumOutcome::failed(nodes));
@@ -652,7 +658,7 @@ impl RedLock {
                     let kept = set_leases(locks, &acquired, l).await;
                     for &i in acquired.iter().filter(|i| !kept.contains(i)) {
                         if let Some(n) = nodes.get_mut(i) {
-                            *n = NodeOutcome::Busy;
+                            *n = NodeOutcome::Expired;
                         }
                     }
                     held = kept.len() >= self.quorum() && validity(eff, round_start).is_some();
@@ -677,7 +683,7 @@ impl RedLock {
             guard.disarm();
             for n in nodes.iter_mut() {
                 if n.is_acquired() {
-                    *n = NodeOutcome::Busy;
+                    *n = NodeOutcome::Released;
                 }
             }
             let left = wait.map_or(Duration::ZERO, |w| w.saturating_sub(start.elapsed()));

@@ -86,8 +86,14 @@ async fn redlock_fails_with_only_one_of_three() {
         let red = RedLock::new(cs.iter().map(|c| c.lock(&n)).collect());
         let out = red.try_lock().await.unwrap();
         assert!(!out.acquired);
-        // The one lock it got was rolled back.
+        // The one lock it got was rolled back, and the outcome says so.
         assert!(!cs[0].lock(&n).is_locked().await.unwrap());
+        assert!(
+            matches!(out.nodes[0], NodeOutcome::Released),
+            "{:?}",
+            out.nodes
+        );
+        assert!(matches!(out.nodes[1], NodeOutcome::Busy), "{:?}", out.nodes);
     }
 }
 
