@@ -308,6 +308,99 @@ async fn a_fair_lock_over_streams_grants_in_arrival_order() {
     node.shutdown().await;
 }
 
+/// Redisson's fair-lock protocol, pinned (the explorer's "lost wake-ups" of the fair lock): a
+/// waiter's entry in the timeout zset is an estimate made when it joins (the previous waiter's
+/// timeout, or the lock's PTTL, plus the wait), and every acquisition ahead of it takes one wait
+/// off it. When the holders keep their lock longer than the estimate (the watchdog renews it),
+/// the entry of a waiter that is still waiting times out: the release script's stale-entry sweep
+/// drops it and publishes to nobody, and the waiter gets the lock only at its next look.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_fair_waiter_whose_queue_estimate_ran_out_is_dropped_and_not_woken() {
+    let node = node(7106).await;
+    let start = Instant::now();
+    let epoch = 1_700_000_000_000u64;
+    let options = || {
+        ClientOptions::default()
+            .wall_clock(move || epoch + start.elapsed().as_millis() as u64)
+            .watchdog_timeout(MS(1000))
+    };
+    let a = client(&node, 44000, options()).await;
+    let b = client(&node, 45000, options()).await;
+    let c = client(&node, 46000, options()).await;
+    let (queue, timeouts) = (
+        "redisson_lock_queue:{fair-stale}",
+        "redisson_lock_timeout:{fair-stale}",
+    );
+    let at = move |ms: u64| tokio::time::sleep_until(start + MS(ms));
+    let holder = a.fair_lock("fair-stale");
+    holder.lock().await.unwrap();
+    // b joins at 0: its estimate is the lock's PTTL (1 s) plus its wait (2 s).
+    let fair_b = b.fair_lock("fair-stale");
+    let b_task = tokio::spawn(async move {
+        assert!(fair_b.try_lock_for(MS(2000), None).await.unwrap());
+        at(3200).await;
+        fair_b.unlock().await.unwrap();
+    });
+    until_waiting(&b, 1).await;
+    // c joins at 1500 behind b: b's estimate (3000) plus its wait, 5000; c waits until 3500.
+    at(1500).await;
+    let fair_c = c.fair_lock("fair-stale");
+    let c_task = tokio::spawn(async move {
+        let acquired = fair_c.try_lock_for(MS(2000), None).await.unwrap();
+        (acquired, start.elapsed())
+    });
+    until_waiting(&c, 1).await;
+    let admin = a.clone();
+    let score = |member_of: Client| async move {
+        let field: Vec<String> = redis::cmd("LRANGE")
+            .arg(queue)
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut member_of.connection())
+            .await
+            .unwrap();
+        let mut scores = Vec::new();
+        for f in field {
+            let s: f64 = redis::cmd("ZSCORE")
+                .arg(timeouts)
+                .arg(&f)
+                .query_async(&mut member_of.connection())
+                .await
+                .unwrap();
+            scores.push(s as u64 - epoch);
+        }
+        scores
+    };
+    assert_eq!(score(admin.clone()).await, vec![3000, 5000]);
+    // a releases at 1600: b is woken and acquires, which takes a wait off c's estimate: 3000,
+    // half a second before c's own wait ends.
+    at(1600).await;
+    holder.unlock().await.unwrap();
+    for _ in 0..10_000 {
+        if b.metrics().acquired == 1 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(b.metrics().acquired, 1, "b was woken by a's release");
+    assert_eq!(score(admin.clone()).await, vec![3000]);
+    // b holds past 3000 (its watchdog renews) and releases at 3200: the sweep drops c's entry
+    // and the release wakes nobody, though c still waits.
+    b_task.await.unwrap();
+    let queued: i64 = redis::cmd("LLEN")
+        .arg(queue)
+        .query_async(&mut admin.connection())
+        .await
+        .unwrap();
+    assert_eq!(queued, 0, "c's entry was dropped as timed out");
+    assert!(!c_task.is_finished(), "nobody woke c");
+    // c takes the free lock at its next look (its sleep is capped by the lock's PTTL, <= 1 s).
+    let (acquired, when) = c_task.await.unwrap();
+    assert!(acquired);
+    assert!(when > MS(3200), "c acquired at {when:?}");
+    node.shutdown().await;
+}
+
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_redlock_over_streams_of_three_nodes_needs_a_majority() {
     let nodes = [node(7106).await, node(7107).await, node(7108).await];
