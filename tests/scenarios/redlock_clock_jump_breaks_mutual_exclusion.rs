@@ -6,29 +6,13 @@
 use crate::support;
 
 use locksmith::harness::{Checker, NodeId, Topology};
-use locksmith::lock::{Client, Owner, RedLock};
 use std::time::Duration;
-use support::{acquire, release};
+use support::{acquire, redlock, release};
 
 const SEED: u64 = 4;
 const RESOURCE: &str = "ledger";
 const WAIT: Duration = Duration::from_millis(1000);
 const LEASE: Duration = Duration::from_secs(10);
-
-async fn redlock(t: &Topology) -> (Vec<Client>, RedLock) {
-    let mut clients = Vec::new();
-    for n in t.nodes() {
-        clients.push(Client::open(&t.url(n)).await.unwrap());
-    }
-    let owner = Owner::new();
-    let red = RedLock::new(
-        clients
-            .iter()
-            .map(|c| c.lock_for(RESOURCE, owner))
-            .collect(),
-    );
-    (clients, red)
-}
 
 #[tokio::test(start_paused = true)]
 async fn redlock_clock_jump_breaks_mutual_exclusion() {
@@ -41,7 +25,7 @@ async fn redlock_clock_jump_breaks_mutual_exclusion() {
         .unwrap();
     let history = t.history();
     let n = NodeId::from_index;
-    let (_a_clients, red_a) = redlock(&t).await;
+    let (_a_clients, red_a) = redlock(&t, RESOURCE).await;
 
     // A reaches only n0, n1, n2: n3 and n4 are down while it locks.
     t.kill(n(3)).await.unwrap();
@@ -58,7 +42,7 @@ async fn redlock_clock_jump_breaks_mutual_exclusion() {
     t.restart(n(4)).await.unwrap();
 
     // Control: without a clock fault B gets only n3 and n4, no majority.
-    let (_b_clients, red_b) = redlock(&t).await;
+    let (_b_clients, red_b) = redlock(&t, RESOURCE).await;
     assert!(!acquire(&history, "client-b", RESOURCE, async {
         red_b
             .try_lock_for(Some(WAIT), Some(LEASE))

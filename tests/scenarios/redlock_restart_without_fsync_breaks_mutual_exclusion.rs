@@ -8,29 +8,14 @@
 use crate::support;
 
 use locksmith::harness::{Checker, NodeId, Restart, Topology};
-use locksmith::lock::{Client, Owner, RedLock};
+use locksmith::lock::{Client, RedLock};
 use std::time::Duration;
-use support::{acquire, release};
+use support::{acquire, redlock, release};
 
 const SEED: u64 = 41;
 const RESOURCE: &str = "ledger";
 const WAIT: Duration = Duration::from_millis(1000);
 const LEASE: Duration = Duration::from_secs(10);
-
-async fn redlock(t: &Topology) -> (Vec<Client>, RedLock) {
-    let mut clients = Vec::new();
-    for n in t.nodes() {
-        clients.push(Client::open(&t.url(n)).await.unwrap());
-    }
-    let owner = Owner::new();
-    let red = RedLock::new(
-        clients
-            .iter()
-            .map(|c| c.lock_for(RESOURCE, owner))
-            .collect(),
-    );
-    (clients, red)
-}
 
 /// Five masters; A holds the RedLock on n0, n1, n2 (n3 and n4 were down while it locked and
 /// are back, empty); then n2 restarts keeping its data minus the last `lose_last`.
@@ -43,7 +28,7 @@ async fn a_holds_then_n2_restarts(lose_last: Duration) -> (Topology, RedLock, Ve
         .unwrap();
     let history = t.history();
     let n = NodeId::from_index;
-    let (a_clients, red_a) = redlock(&t).await;
+    let (a_clients, red_a) = redlock(&t, RESOURCE).await;
     t.kill(n(3)).await.unwrap();
     t.kill(n(4)).await.unwrap();
     assert!(acquire(&history, "client-a", RESOURCE, async {
@@ -69,7 +54,7 @@ async fn redlock_restart_without_fsync_breaks_mutual_exclusion() {
     let (t, red_a, _a_clients) = a_holds_then_n2_restarts(Duration::from_millis(1000)).await;
     let history = t.history();
 
-    let (_b_clients, red_b) = redlock(&t).await;
+    let (_b_clients, red_b) = redlock(&t, RESOURCE).await;
     let out = red_b.try_lock_for(Some(WAIT), Some(LEASE));
     let op = history.begin("client-b", RESOURCE);
     let out = out.await.unwrap();
@@ -111,7 +96,7 @@ async fn redlock_holds_when_the_restarted_node_lost_nothing() {
     let history = t.history();
 
     // n2 came back with A's key (its deadline intact): B can win only n3 and n4.
-    let (_b_clients, red_b) = redlock(&t).await;
+    let (_b_clients, red_b) = redlock(&t, RESOURCE).await;
     let out = red_b.try_lock_for(Some(WAIT), Some(LEASE));
     let op = history.begin("client-b", RESOURCE);
     let out = out.await.unwrap();

@@ -6,7 +6,6 @@
 use crate::support;
 
 use locksmith::harness::{Checker, NodeId, Topology};
-use locksmith::lock::{Client, Owner, RedLock};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::time::Duration;
@@ -34,18 +33,7 @@ async fn redlock_survives_minority_loss() {
     let end = tokio::time::Instant::now() + RUN_FOR;
     let mut tasks = Vec::new();
     for i in 0..CONTENDERS {
-        // One client per master, as RedLock needs independent connections.
-        let mut clients = Vec::new();
-        for n in t.nodes() {
-            clients.push(Client::open(&t.url(n)).await.unwrap());
-        }
-        let owner = Owner::new();
-        let red = RedLock::new(
-            clients
-                .iter()
-                .map(|c| c.lock_for(RESOURCE, owner))
-                .collect(),
-        );
+        let (clients, red) = support::redlock(&t, RESOURCE).await;
         assert_eq!(red.quorum(), 3);
         let history = history.clone();
         let who = format!("client-{i}");

@@ -3,8 +3,8 @@
 //! `locksmith_testkit::write_timeline!`).
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
-use locksmith::harness::History;
-use locksmith::lock::{LockError, LostReason, LostSignal};
+use locksmith::harness::{History, Topology};
+use locksmith::lock::{Client, LockError, LostReason, LostSignal, Owner, RedLock};
 use std::future::Future;
 use tokio::task::JoinHandle;
 
@@ -84,4 +84,21 @@ pub fn init_tracing() {
             .with_test_writer()
             .try_init();
     }
+}
+
+/// A RedLock on `resource` over every node of `t` (one client per master, as RedLock needs
+/// independent connections), for one new owner; the clients are returned to keep them open.
+pub async fn redlock(t: &Topology, resource: &str) -> (Vec<Client>, RedLock) {
+    let mut clients = Vec::new();
+    for n in t.nodes() {
+        clients.push(Client::open(&t.url(n)).await.unwrap());
+    }
+    let owner = Owner::new();
+    let red = RedLock::new(
+        clients
+            .iter()
+            .map(|c| c.lock_for(resource, owner))
+            .collect(),
+    );
+    (clients, red)
 }
