@@ -484,45 +484,48 @@ impl Checker {
     /// happened before the earlier hold ended (by time, then by recording order, so overlaps
     /// within one millisecond of virtual time count too).
     pub fn check(history: &History) -> Vec<Violation> {
-        let holds = Self::holds(history);
-        let faults = history.faults();
-        let mut out = Vec::new();
-        for (i, a) in holds.iter().enumerate() {
-            for b in holds.iter().skip(i + 1) {
-                if a.resource != b.resource || a.client == b.client || (a.shared && b.shared) {
-                    continue;
-                }
-                let (first, second) = if (a.from_ms, a.from_seq) <= (b.from_ms, b.from_seq) {
-                    (a, b)
-                } else {
-                    (b, a)
-                };
-                if (second.from_ms, second.from_seq) >= (first.to_ms, first.to_seq) {
-                    continue;
-                }
-                let from = second.from_ms;
-                let to = first.to_ms.min(second.to_ms).max(from);
-                let labels = faults
-                    .iter()
-                    .filter(|f| f.start_ms <= to && f.end_ms.is_none_or(|e| e >= first.from_ms))
-                    .map(|f| f.label.clone())
-                    .collect();
-                out.push(Violation {
-                    resource: a.resource.clone(),
-                    first: first.clone(),
-                    second: second.clone(),
-                    overlap_from_ms: from,
-                    overlap_to_ms: to,
-                    faults: labels,
-                    fencing_rejects_stale: match (first.token, second.token) {
-                        (Some(x), Some(y)) => Some(x < y),
-                        _ => None,
-                    },
-                });
-            }
-        }
-        out
+        overlaps(&Self::holds(history), &history.faults())
     }
+}
+
+/// [`Checker::check`] on holds and faults already read from the history.
+fn overlaps(holds: &[Hold], faults: &[FaultRecord]) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for (i, a) in holds.iter().enumerate() {
+        for b in holds.iter().skip(i + 1) {
+            if a.resource != b.resource || a.client == b.client || (a.shared && b.shared) {
+                continue;
+            }
+            let (first, second) = if (a.from_ms, a.from_seq) <= (b.from_ms, b.from_seq) {
+                (a, b)
+            } else {
+                (b, a)
+            };
+            if (second.from_ms, second.from_seq) >= (first.to_ms, first.to_seq) {
+                continue;
+            }
+            let from = second.from_ms;
+            let to = first.to_ms.min(second.to_ms).max(from);
+            let labels = faults
+                .iter()
+                .filter(|f| f.start_ms <= to && f.end_ms.is_none_or(|e| e >= first.from_ms))
+                .map(|f| f.label.clone())
+                .collect();
+            out.push(Violation {
+                resource: a.resource.clone(),
+                first: first.clone(),
+                second: second.clone(),
+                overlap_from_ms: from,
+                overlap_to_ms: to,
+                faults: labels,
+                fencing_rejects_stale: match (first.token, second.token) {
+                    (Some(x), Some(y)) => Some(x < y),
+                    _ => None,
+                },
+            });
+        }
+    }
+    out
 }
 
 /// The bounds [`Checker::liveness`] holds a history to (a plain data record).
@@ -666,9 +669,10 @@ impl Checker {
     pub fn liveness(history: &History, bounds: &Liveness) -> Vec<LivenessIssue> {
         let events = history.events();
         let holds = Self::holds(history);
+        let faults = history.faults();
         let mut out = Vec::new();
         // Lost wake-ups: an acquire operation spanning a long free stretch outside faults.
-        let windows = fault_windows(&history.faults(), bounds.wake_up_ms);
+        let windows = fault_windows(&faults, bounds.wake_up_ms);
         for e in &events {
             if !matches!(
                 e.kind,
@@ -693,7 +697,7 @@ impl Checker {
             }
         }
         // Unnoticed losses: the stale side of every overlap.
-        for v in Self::check(history) {
+        for v in overlaps(&holds, &faults) {
             let deadline = v.second.from_ms.saturating_add(bounds.lease_ms);
             let first = &v.first;
             if first.to_ms > deadline {
