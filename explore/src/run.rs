@@ -2,7 +2,7 @@
 //! workload's lock kind, its clients, the schedule's faults, and the checker's verdict.
 
 use crate::schedule::{Fault, FaultKind, Schedule};
-use crate::workload::{contend, Contender, LockKind, ResourceHandle, Workload};
+use crate::workload::{contend, Contender, LockKind, Resource, Workload};
 use locksmith_harness::{
     Checker, History, Liveness, LivenessIssue, NodeId, Restart, Topology, Violation,
 };
@@ -100,7 +100,7 @@ async fn run_async(workload: Workload, schedule: &Schedule, seed: u64) -> Histor
     };
     let origin = Instant::now();
     let deadline = origin + Duration::from_millis(workload.run_ms);
-    let resource = Arc::new(ResourceHandle::default());
+    let resource = Arc::new(Resource::default());
     let mut tasks = Vec::new();
     for i in 0..workload.clients {
         let contender = Contender {
@@ -153,13 +153,6 @@ async fn inject(topology: &Topology, fault: Fault) -> Option<tokio::task::JoinHa
     let node = NodeId::from_index(fault.node % nodes);
     let duration = Duration::from_millis(fault.duration_ms);
     let amount = Duration::from_millis(fault.amount_ms);
-    let later = |topology: &Topology, f: Box<dyn FnOnce(Topology) -> BoxedUnit + Send>| {
-        let topology = topology.clone();
-        Some(tokio::spawn(async move {
-            tokio::time::sleep(duration).await;
-            f(topology).await;
-        }))
-    };
     match fault.kind {
         FaultKind::Failover => {
             // Replication falls behind by `amount`, the master crashes, and it comes back
@@ -179,14 +172,11 @@ async fn inject(topology: &Topology, fault: Fault) -> Option<tokio::task::JoinHa
         }
         FaultKind::Kill => {
             topology.kill(node).await.ok()?;
-            later(
-                topology,
-                Box::new(move |t| {
-                    Box::pin(async move {
-                        let _ = t.restart(node).await;
-                    })
-                }),
-            )
+            let topology = topology.clone();
+            Some(tokio::spawn(async move {
+                tokio::time::sleep(duration).await;
+                let _ = topology.restart(node).await;
+            }))
         }
         FaultKind::LossyRestart => {
             let _ = topology
@@ -220,15 +210,12 @@ async fn inject(topology: &Topology, fault: Fault) -> Option<tokio::task::JoinHa
         FaultKind::ReplicationDelay => {
             topology.replication_delay(amount);
             topology.replication_jitter(amount);
-            later(
-                topology,
-                Box::new(|t| {
-                    Box::pin(async move {
-                        t.replication_delay(Duration::ZERO);
-                        t.replication_jitter(Duration::ZERO);
-                    })
-                }),
-            )
+            let topology = topology.clone();
+            Some(tokio::spawn(async move {
+                tokio::time::sleep(duration).await;
+                topology.replication_delay(Duration::ZERO);
+                topology.replication_jitter(Duration::ZERO);
+            }))
         }
         FaultKind::ReplicationStall => guarded(topology.stall_replication(), duration),
         FaultKind::LinkLatency => guarded(topology.latency(node, amount).ok()?, duration),
@@ -239,8 +226,6 @@ async fn inject(topology: &Topology, fault: Fault) -> Option<tokio::task::JoinHa
         }
     }
 }
-
-type BoxedUnit = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 /// Keeps `guard`'s fault for `duration`, then undoes it.
 fn guarded(

@@ -161,7 +161,7 @@ impl Workload {
 /// The protected resource: accepts a write only with a token at least as new as the newest
 /// it has accepted (how a storage service checks fencing tokens).
 #[derive(Debug, Default)]
-struct Resource {
+pub(crate) struct Resource {
     newest: Mutex<u64>,
 }
 
@@ -195,7 +195,6 @@ fn wall_clock(origin: Instant) -> impl Fn() -> u64 + Send + Sync + 'static {
 async fn open(topology: &Topology, contender: &Contender, origin: Instant) -> Option<Vec<Client>> {
     let w = &contender.workload;
     let base = ClientOptions::default()
-        .seed(contender.seed)
         .wall_clock(wall_clock(origin))
         .watchdog_timeout(Duration::from_millis(w.lease_ms))
         .response_timeout(Duration::from_millis(1000))
@@ -346,7 +345,7 @@ pub(crate) async fn contend(
     contender: Contender,
     origin: Instant,
     deadline: Instant,
-    resource: Arc<ResourceHandle>,
+    resource: Arc<Resource>,
 ) {
     let history = topology.history();
     let w = contender.workload;
@@ -414,12 +413,12 @@ async fn hold_for(
     lock: &Handle,
     granted: &Granted,
     hold: Duration,
-    resource: &ResourceHandle,
+    resource: &Resource,
 ) -> bool {
     if let Some(token) = granted.token {
         history
             .begin(name, RESOURCE)
-            .wrote(Some(token), resource.0.write(token));
+            .wrote(Some(token), resource.write(token));
     }
     let (hold, expires) = match granted.valid_for {
         Some(valid) if valid <= hold => (valid, true),
@@ -444,7 +443,7 @@ async fn hold_for(
     if let Some(token) = granted.token {
         history
             .begin(name, RESOURCE)
-            .wrote(Some(token), resource.0.write(token));
+            .wrote(Some(token), resource.write(token));
     }
     false
 }
@@ -453,7 +452,3 @@ async fn think(rng: &mut StdRng, w: Workload) {
     let ms = rng.random_range(1..=w.think_ms.max(1));
     tokio::time::sleep(Duration::from_millis(ms)).await;
 }
-
-/// The resource of a run, shared by its clients.
-#[derive(Debug, Default)]
-pub(crate) struct ResourceHandle(Resource);
