@@ -1,4 +1,4 @@
-//! HyperLogLog: PFADD, PFCOUNT and PFMERGE, ported from Redis 7.0's `hyperloglog.c` so the
+//! HyperLogLog: PFADD, PFCOUNT, PFMERGE, PFDEBUG and PFSELFTEST, ported from Redis 7.0's `hyperloglog.c` so the
 //! string a key holds is byte for byte Redis's (the `HYLL` header with its cached cardinality,
 //! the sparse opcodes and the dense 6-bit registers): `GET`/`DUMP` of an HLL moves between
 //! redis-server and this server, and PFCOUNT gives Redis's numbers (MurmurHash64A, 16384
@@ -9,6 +9,7 @@ use crate::db::Value;
 use crate::notify;
 use bytes::Bytes;
 use locksmith_resp::Frame;
+use rand::Rng;
 
 /// The HyperLogLog family's table.
 pub(crate) static COMMANDS: &[CommandSpec] = &[
@@ -27,6 +28,13 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         .flags(WRITE | DENYOOM)
         .keys(1, -1, 1)
         .doc("hyperloglog", "Merges one or more HyperLogLog values into a single key."),
+    CommandSpec::new("pfdebug", 3, pfdebug)
+        .flags(WRITE | DENYOOM | ADMIN)
+        .keys(2, 2, 1)
+        .doc("hyperloglog", "Internal commands for debugging HyperLogLog values."),
+    CommandSpec::new("pfselftest", 1, pfselftest)
+        .flags(ADMIN)
+        .doc("hyperloglog", "An internal command for testing HyperLogLog values."),
 ];
 
 const P: u32 = 14;
@@ -584,6 +592,143 @@ fn pfmerge(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     store(ctx, &dest, s);
     ctx.modified(&dest);
     ctx.notify(notify::STRING, "pfadd", &dest);
+    Ok(Frame::ok())
+}
+
+/// ```text
+/// PFDEBUG GETREG|DECODE|ENCODING|TODENSE key
+/// ```
+/// Redis's debugging view of an HLL: its 16384 registers (converting a sparse HLL to dense, as
+/// Redis does), its sparse opcodes, its encoding, or a conversion to dense.
+fn pfdebug(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let sub = args.bytes()?;
+    let key = args.bytes()?;
+    let Some(mut s) = hll_at(ctx, &key)? else {
+        return Err(CommandError::err("The specified key does not exist"));
+    };
+    let sparse = s[4] == SPARSE;
+    let densify = |ctx: &mut Ctx<'_>, s: &mut Vec<u8>| -> Result<(), CommandError> {
+        *s = to_dense(s).ok_or_else(|| CommandError::Raw(INVALID_HLL.into()))?;
+        store(ctx, &key, s.clone());
+        // An encoding change is propagated (Redis's `server.dirty++`) but signals no write.
+        ctx.state.dirty += 1;
+        Ok(())
+    };
+    match sub.to_ascii_lowercase().as_slice() {
+        b"getreg" => {
+            if sparse {
+                densify(ctx, &mut s)?;
+            }
+            let regs = &s[HDR..];
+            Ok(Frame::Array(
+                (0..REGISTERS)
+                    .map(|i| Frame::Integer(i64::from(dense_get(regs, i))))
+                    .collect(),
+            ))
+        }
+        b"decode" => {
+            if !sparse {
+                return Err(CommandError::err("HLL encoding is not sparse"));
+            }
+            Ok(Frame::Bulk(Bytes::from(decode_sparse(&s))))
+        }
+        b"encoding" => Ok(Frame::Simple(
+            if sparse { "sparse" } else { "dense" }.into(),
+        )),
+        b"todense" => {
+            if sparse {
+                densify(ctx, &mut s)?;
+            }
+            Ok(Frame::Integer(i64::from(sparse)))
+        }
+        _ => Err(CommandError::err(format!(
+            "Unknown PFDEBUG subcommand '{}'",
+            String::from_utf8_lossy(&sub)
+        ))),
+    }
+}
+
+/// The sparse opcodes of `s` as `PFDEBUG DECODE` prints them (`z:len`, `Z:len`,
+/// `v:value,len`, space separated).
+fn decode_sparse(s: &[u8]) -> String {
+    let mut out = Vec::new();
+    let mut p = HDR;
+    while let Some(&b) = s.get(p) {
+        if is_zero(b) {
+            out.push(format!("z:{}", zero_len(b)));
+            p += 1;
+        } else if is_xzero(b) {
+            out.push(format!(
+                "Z:{}",
+                xzero_len(b, s.get(p + 1).copied().unwrap_or(0))
+            ));
+            p += 2;
+        } else {
+            out.push(format!("v:{},{}", val_value(b), val_len(b)));
+            p += 1;
+        }
+    }
+    out.join(" ")
+}
+
+/// ```text
+/// PFSELFTEST
+/// ```
+/// Redis's self test of the HLL code: random register values read back as written (1000
+/// rounds), then 10^7 distinct elements added to a dense and a sparse HLL, whose estimates must
+/// agree and stay within six standard errors at every power of ten (one at 10); a sparse HLL
+/// must stay sparse below half of `hll-sparse-max-bytes`.
+fn pfselftest(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    let failed = |msg: String| Err(CommandError::Raw(format!("TESTFAILED {msg}")));
+    let max_bytes = sparse_max(ctx);
+    let rng = &mut ctx.state.rng;
+    let mut regs = vec![0u8; DENSE_SIZE - HDR];
+    let mut expected = vec![0u8; REGISTERS];
+    for _ in 0..1000 {
+        for (i, e) in expected.iter_mut().enumerate() {
+            *e = rng.random::<u8>() & REGISTER_MAX;
+            dense_set(&mut regs, i, *e);
+        }
+        for (i, &e) in expected.iter().enumerate() {
+            let v = dense_get(&regs, i);
+            if v != e {
+                return failed(format!("Register {i} should be {e} but is {v}"));
+            }
+        }
+    }
+    let mut dense = to_dense(&new_hll()).unwrap_or_default();
+    let mut sparse = new_hll();
+    let count = |s: &[u8]| histogram(s).map(|h| estimate(&h));
+    let relerr = 1.04 / (REGISTERS as f64).sqrt();
+    let seed: u64 = rng.random();
+    let mut checkpoint: u64 = 1;
+    for j in 1..=10_000_000u64 {
+        let ele = (j ^ seed).to_le_bytes();
+        let added = add(&mut dense, &ele, max_bytes).and(add(&mut sparse, &ele, max_bytes));
+        if added.is_err() {
+            return Err(CommandError::Raw(INVALID_HLL.into()));
+        }
+        if j != checkpoint {
+            continue;
+        }
+        if j < max_bytes as u64 / 2 && sparse[4] != SPARSE {
+            return failed("sparse encoding not used".into());
+        }
+        let card = count(&dense);
+        if card != count(&sparse) {
+            return failed("dense/sparse disagree".into());
+        }
+        let abserr = checkpoint.abs_diff(card.unwrap_or(0));
+        let maxerr = if j == 10 {
+            1
+        } else {
+            (relerr * 6.0 * checkpoint as f64).ceil() as u64
+        };
+        if abserr > maxerr {
+            return failed(format!("Too big error. card:{checkpoint} abserr:{abserr}"));
+        }
+        checkpoint *= 10;
+    }
     Ok(Frame::ok())
 }
 

@@ -803,3 +803,33 @@ async fn hyperloglog_matches_redis_byte_for_byte() {
             .query_async(real_con)
             .await;
 }
+
+/// PFDEBUG (registers, sparse opcodes, encoding, conversion to dense, errors) and PFSELFTEST
+/// answer as Redis's; GETREG and TODENSE leave the key dense, as Redis does.
+#[tokio::test]
+async fn pfdebug_and_pfselftest_match_redis() {
+    let mut pair = support::Pair::start().await;
+    pair.all_same(&[
+        &["pfadd", "h", "a", "b", "c", "d", "e", "f", "g"],
+        &["pfdebug", "decode", "h"],
+        &["pfdebug", "encoding", "h"],
+        &["pfdebug", "getreg", "h"],
+        &["pfdebug", "encoding", "h"],
+        &["get", "h"],
+        &["pfdebug", "decode", "h"],
+        &["pfdebug", "todense", "h"],
+        &["pfadd", "h2", "x"],
+        &["pfdebug", "todense", "h2"],
+        &["pfdebug", "encoding", "h2"],
+        &["pfcount", "h2"],
+        &["pfdebug", "todense", "nokey"],
+        &["pfdebug", "nosuch", "h"],
+        &["set", "s", "notanhll"],
+        &["pfdebug", "getreg", "s"],
+        &["pfdebug", "getreg"],
+        &["pfdebug", "getreg", "h", "extra"],
+        &["pfselftest"],
+        &["pfselftest", "extra"],
+    ])
+    .await;
+}
