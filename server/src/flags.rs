@@ -43,6 +43,9 @@ pub(crate) const NO_MANDATORY_KEYS: u32 = 1 << 18;
 pub(crate) const NO_ASYNC_LOADING: u32 = 1 << 19;
 /// Allowed only as `enable-debug-command` says (`DEBUG`).
 pub(crate) const PROTECTED: u32 = 1 << 20;
+/// Allowed only as `enable-module-command` says (`MODULE LOAD|LOADEX|UNLOAD`; not a Redis
+/// flag name: Redis marks both kinds `protected` and tells them apart by their handler).
+pub(crate) const PROTECTED_MODULE: u32 = 1 << 21;
 
 /// (flag, name) in the order Redis 7.0's `COMMAND INFO` lists them (`addReplyCommandFlags`;
 /// `may_replicate` is hidden there on purpose, so it is not listed).

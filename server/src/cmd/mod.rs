@@ -24,6 +24,7 @@ mod latency;
 mod ldouble;
 mod list;
 mod memory;
+mod module;
 mod persistence;
 pub(crate) mod pubsub;
 pub(crate) mod replication;
@@ -172,7 +173,7 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 25] {
+fn families() -> [&'static [CommandSpec]; 26] {
     [
         connection::COMMANDS,
         sort::COMMANDS,
@@ -199,6 +200,7 @@ fn families() -> [&'static [CommandSpec]; 25] {
         slowlog::COMMANDS,
         latency::COMMANDS,
         memory::COMMANDS,
+        module::COMMANDS,
     ]
 }
 

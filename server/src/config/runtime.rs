@@ -94,6 +94,7 @@ pub(crate) struct RuntimeConfig {
     databases: AtomicU64,
     cluster_enabled: AtomicBool,
     enable_debug_command: AtomicU8,
+    enable_module_command: AtomicU8,
     tcp_backlog: AtomicU64,
     /// Not a Redis parameter: the Lua interpreter's memory bound ([`Config::lua_memory_limit`]).
     lua_memory_limit: u64,
@@ -191,6 +192,15 @@ pub(crate) static BINDINGS: &[Binding] = &[
         set: |c, v| {
             let who: EnableCommand = v.parse().unwrap_or_default();
             c.enable_debug_command.store(who as u8, Relaxed);
+        },
+        then: None,
+    },
+    Binding {
+        name: "enable-module-command",
+        get: |c| c.enable_module_command().as_str().into(),
+        set: |c, v| {
+            let who: EnableCommand = v.parse().unwrap_or_default();
+            c.enable_module_command.store(who as u8, Relaxed);
         },
         then: None,
     },
@@ -333,6 +343,7 @@ impl RuntimeConfig {
             databases: AtomicU64::new(0),
             cluster_enabled: AtomicBool::new(false),
             enable_debug_command: AtomicU8::new(0),
+            enable_module_command: AtomicU8::new(0),
             tcp_backlog: AtomicU64::new(0),
             lua_memory_limit: config.lua_memory_limit,
             requirepass: RwLock::new(None),
@@ -484,6 +495,15 @@ impl RuntimeConfig {
     /// `enable-debug-command`.
     pub(crate) fn enable_debug_command(&self) -> EnableCommand {
         match self.enable_debug_command.load(Relaxed) {
+            1 => EnableCommand::Yes,
+            2 => EnableCommand::Local,
+            _ => EnableCommand::No,
+        }
+    }
+
+    /// `enable-module-command`.
+    pub(crate) fn enable_module_command(&self) -> EnableCommand {
+        match self.enable_module_command.load(Relaxed) {
             1 => EnableCommand::Yes,
             2 => EnableCommand::Local,
             _ => EnableCommand::No,

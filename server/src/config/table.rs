@@ -523,7 +523,7 @@ pub(crate) static PARAMS: &[Param] = &[
         name: "enable-module-command",
         alias: None,
         default: "no",
-        kind: Kind::Bool,
+        kind: Kind::Enum(&["no", "yes", "local"]),
         flags: IMMUTABLE,
     },
     Param {

@@ -433,23 +433,30 @@ impl Node {
         node
     }
 
-    /// Redis's refusal of a protected command (`DEBUG`) that `enable-debug-command` does not
-    /// allow for a client connected from `peer`.
+    /// Redis's refusal of a protected command (`DEBUG`, `MODULE LOAD`...) that
+    /// `enable-debug-command` or `enable-module-command` does not allow for a client connected
+    /// from `peer`.
     pub(crate) fn check_protected(
         &self,
         spec: &crate::command_meta::CommandMeta,
         peer: SocketAddr,
     ) -> Result<(), crate::error::CommandError> {
-        if spec.flags & crate::flags::PROTECTED == 0
-            || self.config.enable_debug_command().allows(peer)
-        {
+        let (allowed, command) = if spec.flags & crate::flags::PROTECTED != 0 {
+            (self.config.enable_debug_command(), "DEBUG")
+        } else if spec.flags & crate::flags::PROTECTED_MODULE != 0 {
+            (self.config.enable_module_command(), "MODULE")
+        } else {
+            return Ok(());
+        };
+        if allowed.allows(peer) {
             return Ok(());
         }
-        Err(crate::error::CommandError::err(
-            "DEBUG command not allowed. If the enable-debug-command option is set to \"local\", \
+        Err(crate::error::CommandError::err(format!(
+            "{command} command not allowed. If the enable-{}-command option is set to \"local\", \
              you can run it from a local connection, otherwise you need to set this option in \
              the configuration file, and then restart the server.",
-        ))
+            command.to_ascii_lowercase()
+        )))
     }
 
     /// A fresh, increasing client id.

@@ -601,6 +601,37 @@ async fn config_enable_debug_command() {
     let () = ok(&mut con, &["DEBUG", "SLEEP", "0"]).await;
 }
 
+/// MODULE LOAD, LOADEX and UNLOAD are refused unless `enable-module-command` allows the
+/// client; allowed, they fail as Redis's do for a library that cannot load (no module API
+/// here), while MODULE LIST needs no permission.
+#[tokio::test]
+async fn config_enable_module_command() {
+    let (_server, mut con) = start().await;
+    for args in [
+        &["MODULE", "LOAD", "/no/such.so"][..],
+        &["MODULE", "LOADEX", "/no/such.so", "ARGS", "a"],
+        &["MODULE", "UNLOAD", "m"],
+    ] {
+        assert!(err(&mut con, args)
+            .await
+            .starts_with("ERR MODULE command not allowed. If the enable-module-command option"));
+    }
+    let listed: Vec<String> = ok(&mut con, &["MODULE", "LIST"]).await;
+    assert!(listed.is_empty());
+    let server = server_with(&[("enable-module-command", "local")]).await;
+    let mut con = conn(&server.url()).await;
+    assert_eq!(
+        err(&mut con, &["MODULE", "LOAD", "/no/such.so"]).await,
+        "ERR Error loading the extension. Please check the server logs."
+    );
+    assert_eq!(
+        err(&mut con, &["MODULE", "UNLOAD", "m"]).await,
+        "ERR Error unloading module: no such module with that name"
+    );
+    let shown: Vec<String> = ok(&mut con, &["CONFIG", "GET", "enable-module-command"]).await;
+    assert_eq!(shown, ["enable-module-command", "local"]);
+}
+
 #[tokio::test]
 async fn config_tcp_backlog() {
     let server = server_with(&[("tcp-backlog", "8")]).await;

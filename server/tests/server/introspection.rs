@@ -842,3 +842,26 @@ async fn command_tips_are_a_set_as_in_redis() {
         "{text}"
     );
 }
+
+/// MODULE with `enable-module-command` at its default: LIST, HELP, the refusals of the
+/// protected subcommands and the argument errors are Redis's.
+#[tokio::test]
+async fn module_commands_match_redis() {
+    let mut pair = support::Pair::start().await;
+    pair.all_same(&[
+        &["module", "list"],
+        &["module", "help"],
+        &["module", "load", "/no/such.so"],
+        &["module", "loadex", "/no/such.so", "CONFIG", "a", "b"],
+        &["module", "unload", "m"],
+        &["module", "nosuch"],
+        &["module"],
+        &["module", "load"],
+        &["module", "unload", "a", "b"],
+        &["command", "info", "module|list"],
+        &["command", "info", "module|load"],
+        &["config", "get", "enable-module-command"],
+        &["config", "set", "enable-module-command", "yes"],
+    ])
+    .await;
+}
