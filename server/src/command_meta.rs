@@ -257,9 +257,11 @@ impl Resolved {
     }
 }
 
-/// The keys a `SORT` names: the sorted key and, with `STORE`, the destination.
+/// The keys a `SORT` names: the sorted key and, with `STORE`, the destination (the last one
+/// when several are given, as Redis's `sortGetKeys` finds it).
 fn sort_keys(argv: &[Bytes]) -> Vec<&Bytes> {
     let mut keys: Vec<&Bytes> = argv.get(1).into_iter().collect();
+    let mut store = None;
     let mut j = 2;
     while let Some(opt) = argv.get(j) {
         let skip = if opt.eq_ignore_ascii_case(b"limit") {
@@ -267,13 +269,14 @@ fn sort_keys(argv: &[Bytes]) -> Vec<&Bytes> {
         } else if opt.eq_ignore_ascii_case(b"by") || opt.eq_ignore_ascii_case(b"get") {
             1
         } else if opt.eq_ignore_ascii_case(b"store") {
-            keys.extend(argv.get(j + 1));
+            store = argv.get(j + 1).or(store);
             1
         } else {
             0
         };
         j += 1 + skip;
     }
+    keys.extend(store);
     keys
 }
 

@@ -75,19 +75,25 @@ fn setbit(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     };
     let byte = usize::try_from(offset >> 3).map_err(|_| CommandError::Overflow)?;
     let mask = 1u8 << (7 - (offset & 7));
-    let (entry, _) = ctx.find_or_insert(&key, || Value::String(Bytes::new()));
+    let (entry, existed) = ctx.find_or_insert(&key, || Value::String(Bytes::new()));
     let Value::String(current) = &mut entry.value else {
         return Err(CommandError::WrongType);
     };
+    let grows = current.len() <= byte;
+    let old = current.get(byte).is_some_and(|b| b & mask != 0);
+    // As Redis: a key created or grown, or a bit that flips, is a write; setting a bit to
+    // the value it has touches nothing (no WATCH, no event, no dirty).
+    if existed && !grows && old == on {
+        return Ok(Frame::Integer(i64::from(old)));
+    }
     // In place when nothing else holds the string (a large bitmap is not copied per bit).
     let mut bits = match std::mem::take(current).try_into_mut() {
         Ok(bits) => bits,
         Err(shared) => BytesMut::from(&shared[..]),
     };
-    if bits.len() <= byte {
+    if grows {
         bits.resize(byte + 1, 0);
     }
-    let old = bits[byte] & mask != 0;
     if on {
         bits[byte] |= mask;
     } else {

@@ -446,7 +446,9 @@ fn no_touch(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn reply(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     match args.bytes()?.to_ascii_lowercase().as_slice() {
         b"on" => {
+            // A SKIP just before is undone, and this command's own reply is sent.
             ctx.client.reply_off = false;
+            ctx.client.reply_skip = false;
             ctx.client.reply_skip_next = false;
         }
         b"off" => ctx.client.reply_off = true,

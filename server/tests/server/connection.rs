@@ -242,6 +242,24 @@ async fn client_reply_off_and_skip_drop_replies_like_redis() {
     assert_eq!(reply, b"$1\r\na\r\n+OK\r\n$1\r\nv\r\n");
 }
 
+/// `CLIENT REPLY ON` right after `SKIP` undoes the skip: its own OK is sent, as in Redis.
+#[tokio::test]
+async fn client_reply_on_after_skip_answers_like_redis() {
+    let pair = Pair::start().await;
+    let bytes = script(&[
+        &["CLIENT", "REPLY", "SKIP"],
+        &["CLIENT", "REPLY", "ON"],
+        &["PING"],
+    ]);
+    let reply = same_raw(
+        pair.ours.addr(),
+        pair.real.as_ref().map(|r| r.addr()),
+        &bytes,
+    )
+    .await;
+    assert_eq!(reply, b"+OK\r\n+PONG\r\n");
+}
+
 #[tokio::test]
 async fn pubsub_confirmations_are_sent_under_client_reply_off_like_redis() {
     let pair = Pair::start().await;

@@ -833,3 +833,35 @@ async fn pfdebug_and_pfselftest_match_redis() {
     ])
     .await;
 }
+
+/// SETBIT writing the value a bit already has is no write (a WATCH survives it), as in Redis;
+/// one that creates, grows or flips is.
+#[tokio::test]
+async fn setbit_that_changes_nothing_is_not_a_write() {
+    let mut pair = support::Pair::start().await;
+    pair.all_same(&[
+        &["setbit", "b", "3", "0"],
+        &["watch", "b"],
+        &["setbit", "b", "3", "0"],
+        &["multi"],
+        &["ping"],
+        &["exec"],
+        &["watch", "b"],
+        &["setbit", "b", "3", "1"],
+        &["multi"],
+        &["ping"],
+        &["exec"],
+        &["watch", "b"],
+        &["setbit", "b", "100", "0"],
+        &["multi"],
+        &["ping"],
+        &["exec"],
+        &[
+            "command", "getkeys", "sort", "abc", "store", "x", "store", "y", "store", "def",
+        ],
+        &[
+            "command", "getkeys", "sort", "abc", "store", "def", "limit", "0", "1",
+        ],
+    ])
+    .await;
+}
