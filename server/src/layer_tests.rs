@@ -9,8 +9,8 @@ use std::path::Path;
 
 /// Each module's layer, lowest first.
 const LAYERS: &[(&str, &[&str])] = &[
-    // Leaves: errors, argument parsing, command descriptions, command flags, clock, geohash
-    // math, glob, event classes, chart ticks.
+    // Leaves: errors, argument parsing, command descriptions (ours and Redis's), command
+    // flags, clock, geohash math, glob, event classes, chart ticks.
     (
         "leaf",
         &[
@@ -22,6 +22,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "geohash",
             "glob",
             "notify",
+            "redis_table",
             "ticks",
         ],
     ),

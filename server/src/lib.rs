@@ -43,6 +43,7 @@ mod node;
 mod notify;
 mod pubsub;
 mod rdb;
+mod redis_table;
 mod replication;
 mod script;
 mod server;

@@ -35,6 +35,12 @@ pub(super) static COMMAND_SUBCOMMANDS: &[CommandSpec] = &[
             "server",
             "Extracts the key names from an arbitrary command.",
         ),
+    CommandSpec::new("getkeysandflags", -4, command_getkeysandflags)
+        .flags(LOADING | STALE)
+        .doc(
+            "server",
+            "Extracts the key names and access flags for an arbitrary command.",
+        ),
     CommandSpec::new("help", 2, command_help)
         .flags(LOADING | STALE)
         .doc(
@@ -43,8 +49,17 @@ pub(super) static COMMAND_SUBCOMMANDS: &[CommandSpec] = &[
         ),
 ];
 
+/// The ACL categories of `name` (`get`, `client|list`): Redis's own for every command Redis
+/// 7.0 has, or derived from the flags and group for ours alone.
+pub(crate) fn acl_categories(name: &str, spec: &CommandSpec, group: &str) -> Vec<&'static str> {
+    match crate::redis_table::get(name) {
+        Some(redis) => redis.acl_categories(),
+        None => derived_acl_categories(spec, group),
+    }
+}
+
 /// ACL categories in Redis's bit order, with the test that puts a command in each.
-fn acl_categories(spec: &CommandSpec, group: &str) -> Vec<&'static str> {
+fn derived_acl_categories(spec: &CommandSpec, group: &str) -> Vec<&'static str> {
     let mut cats = Vec::new();
     let has = |f: u32| spec.flags & f != 0;
     if group == "generic" {
@@ -173,13 +188,28 @@ fn command_entry(spec: &CommandSpec, parent: Option<&CommandSpec>) -> Frame {
         Some(p) => format!("{}|{}", p.name, spec.name),
         None => spec.name.to_string(),
     };
+    if let Some(redis) = crate::redis_table::get(&name) {
+        // Redis's own entry; a container lists the subcommands this server has.
+        let mut entry = redis.info.clone();
+        if let (Frame::Array(fields), false) = (&mut entry, spec.subcommands.is_empty()) {
+            if let Some(subs) = fields.get_mut(9) {
+                *subs = Frame::Array(
+                    spec.subcommands
+                        .iter()
+                        .map(|s| command_entry(s, Some(spec)))
+                        .collect(),
+                );
+            }
+        }
+        return entry;
+    }
     let flag_names = flags::NAMES
         .iter()
         .filter(|(bit, _)| spec.flags & bit != 0)
         .map(|(_, n)| Frame::simple(n))
         .collect();
     let group = parent.map_or(spec.group, |p| p.group);
-    let cats = acl_categories(spec, group)
+    let cats = derived_acl_categories(spec, group)
         .into_iter()
         .map(|c| Frame::Simple(Bytes::from_static(c.as_bytes())))
         .collect();
@@ -291,6 +321,30 @@ fn doc_argument(arg: &super::DocArg) -> Frame {
 fn command_docs(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     fn docs(spec: &CommandSpec, parent: Option<&CommandSpec>) -> Frame {
         let entry = |k: &'static str, v: Frame| (bulk_str(k), v);
+        let full = |s: &CommandSpec| format!("{}|{}", spec.name, s.name);
+        let name = match parent {
+            Some(p) => format!("{}|{}", p.name, spec.name),
+            None => spec.name.to_string(),
+        };
+        if let Some(redis) = crate::redis_table::get(&name) {
+            // Redis's own documentation; a container's lists the subcommands we have.
+            let mut doc = redis.docs.clone();
+            if let (Frame::Map(fields), false) = (&mut doc, spec.subcommands.is_empty()) {
+                let subs = spec
+                    .subcommands
+                    .iter()
+                    .map(|s| (Frame::Bulk(Bytes::from(full(s))), docs(s, Some(spec))))
+                    .collect();
+                for (k, v) in fields.iter_mut() {
+                    if matches!(k, Frame::Bulk(b) | Frame::Simple(b) if b.as_ref() == b"subcommands")
+                    {
+                        *v = Frame::Map(subs);
+                        break;
+                    }
+                }
+            }
+            return doc;
+        }
         let mut fields = vec![entry("summary", bulk_str(spec.summary))];
         if !spec.since.is_empty() {
             fields.push(entry("since", bulk_str(spec.since)));
@@ -382,7 +436,7 @@ fn command_list(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             let keep = match &filter {
                 Filter::None => true,
                 Filter::Module => false,
-                Filter::AclCat(cat) => acl_categories(s, group).contains(&cat.as_str()),
+                Filter::AclCat(cat) => acl_categories(&name, s, group).contains(&cat.as_str()),
                 Filter::Pattern(p) => glob_match(p, name.as_bytes(), true),
             };
             if keep {
@@ -393,13 +447,13 @@ fn command_list(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     Ok(Frame::Array(names))
 }
 
-/// ```text
-/// COMMAND GETKEYS command [arg [arg ...]]
-/// ```
-fn command_getkeys(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
-    let argv = args.rest();
-    let spec = match super::resolve(argv) {
-        Ok(resolved) => resolved.spec,
+/// The keys of the command line `argv` with their flags, as Redis 7.0's
+/// `getKeysFromCommandWithSpecs` finds them (GETKEYS and GETKEYSANDFLAGS): Redis's key
+/// specifications where they can say, otherwise the command's own key finder; with Redis's
+/// errors for an unknown command, a wrong arity, a command without keys or keys not found.
+fn keys_and_flags(argv: &[Bytes]) -> Result<Vec<(Bytes, Vec<&'static str>)>, CommandError> {
+    let resolved = match super::resolve(argv) {
+        Ok(resolved) => resolved,
         Err(CommandError::WrongArity(_)) => {
             return Err(CommandError::err(
                 "Invalid number of arguments specified for command",
@@ -407,20 +461,102 @@ fn command_getkeys(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         }
         Err(_) => return Err(CommandError::err("Invalid command specified")),
     };
+    let spec = resolved.spec;
     if spec.first_key <= 0 && !spec.has(MOVABLE_KEYS) {
         return Err(CommandError::err("The command has no key arguments"));
     }
-    // Keys found by parsing (`numkeys`, `STORE`...) as cluster routing finds them.
-    let keys: Vec<Frame> = spec
-        .keys_of(argv)
-        .into_iter()
-        .cloned()
-        .map(Frame::Bulk)
-        .collect();
+    let name = match resolved.parent {
+        Some(p) => format!("{}|{}", p.name, spec.name),
+        None => spec.name.to_string(),
+    };
+    let by_specs = crate::redis_table::get(&name)
+        .and_then(|redis| crate::redis_table::keys_by_specs(redis.key_specs(), argv));
+    let keys: Vec<(Bytes, Vec<&'static str>)> = match by_specs {
+        Some(keys) => keys
+            .into_iter()
+            .filter_map(|(i, flags)| Some((argv.get(i)?.clone(), flags)))
+            .collect(),
+        None => own_key_flags(spec, argv),
+    };
     if keys.is_empty() && !spec.has(NO_MANDATORY_KEYS) {
         return Err(CommandError::err("Invalid arguments specified for command"));
     }
-    Ok(Frame::Array(keys))
+    Ok(keys)
+}
+
+/// The keys the command's own finder gives, with the flags Redis's `getkeys_proc` of the
+/// command gives them (SORT's destination is written over, BITFIELD reads unless it sets,
+/// SET reads only with GET), or the key specification's for our own commands.
+fn own_key_flags(
+    spec: &crate::command_meta::CommandMeta,
+    argv: &[Bytes],
+) -> Vec<(Bytes, Vec<&'static str>)> {
+    const READ: &[&str] = &["RO", "access"];
+    let keys = spec.keys_of(argv);
+    let flags_of = |i: usize| -> &'static [&'static str] {
+        match spec.name {
+            "sort" | "sort_ro" if i > 0 => &["OW", "update"],
+            "sort" | "sort_ro" => READ,
+            "bitfield" if bitfield_reads_only(argv) => READ,
+            "bitfield" => &["RW", "access", "update"],
+            // SET reads the old value only with GET (Redis's `setGetKeys`).
+            "set" if argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get")) => {
+                &["RW", "access", "update"]
+            }
+            "set" => &["OW", "update"],
+            _ if !spec.key_flags.is_empty() => spec.key_flags,
+            _ if spec.has(WRITE) => &["RW", "update"],
+            _ => READ,
+        }
+    };
+    keys.into_iter()
+        .enumerate()
+        .map(|(i, k)| (k.clone(), flags_of(i).to_vec()))
+        .collect()
+}
+
+/// Whether a BITFIELD line only reads (Redis's `bitfieldGetKeys`: GETs and OVERFLOWs; any
+/// other word, a syntax error included, counts as a write).
+fn bitfield_reads_only(argv: &[Bytes]) -> bool {
+    let mut i = 2;
+    while let Some(arg) = argv.get(i) {
+        let rest = argv.len() - i - 1;
+        if arg.eq_ignore_ascii_case(b"get") && rest >= 2 {
+            i += 3;
+        } else if arg.eq_ignore_ascii_case(b"overflow") && rest >= 1 {
+            i += 2;
+        } else {
+            return false;
+        }
+    }
+    true
+}
+
+/// ```text
+/// COMMAND GETKEYS command [arg [arg ...]]
+/// ```
+fn command_getkeys(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let keys = keys_and_flags(args.rest())?;
+    Ok(Frame::Array(
+        keys.into_iter().map(|(k, _)| Frame::Bulk(k)).collect(),
+    ))
+}
+
+/// ```text
+/// COMMAND GETKEYSANDFLAGS command [arg [arg ...]]
+/// ```
+fn command_getkeysandflags(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let keys = keys_and_flags(args.rest())?;
+    Ok(Frame::Array(
+        keys.into_iter()
+            .map(|(k, flags)| {
+                Frame::Array(vec![
+                    Frame::Bulk(k),
+                    Frame::Set(flags.into_iter().map(Frame::simple).collect()),
+                ])
+            })
+            .collect(),
+    ))
 }
 
 /// ```text
@@ -446,6 +582,8 @@ fn command_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
             "    commands are returned.",
             "GETKEYS <full-command>",
             "    Return the keys from a full Redis command.",
+            "GETKEYSANDFLAGS <full-command>",
+            "    Return the keys and the access flags from a full Redis command.",
         ],
     ))
 }

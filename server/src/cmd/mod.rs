@@ -764,6 +764,60 @@ mod table_tests {
         assert!(lookup(b"g\xffet").is_none());
     }
 
+    /// Every command and subcommand Redis 7.0 also has runs with Redis's arity, flags and key
+    /// positions: what `COMMAND INFO` reports (Redis's own description, `redis_table`) is what
+    /// the pipeline does.
+    #[test]
+    fn the_table_agrees_with_redis_s_description() {
+        let mut differences = Vec::new();
+        let mut checked = 0;
+        let mut check = |name: String, spec: &CommandSpec| {
+            let Some(redis) = crate::redis_table::get(&name) else {
+                return;
+            };
+            checked += 1;
+            if redis.arity() != Some(i64::from(spec.arity)) {
+                differences.push(format!(
+                    "{name}: arity {} vs {:?}",
+                    spec.arity,
+                    redis.arity()
+                ));
+            }
+            let ours: Vec<&str> = flags::NAMES
+                .iter()
+                .filter(|(bit, _)| spec.flags & bit != 0)
+                .map(|(_, n)| *n)
+                .collect();
+            let theirs: Vec<&str> = redis
+                .flags()
+                .into_iter()
+                .filter(|f| flags::NAMES.iter().any(|(_, n)| n == f))
+                .collect();
+            if ours != theirs {
+                differences.push(format!("{name}: flags {ours:?} vs {theirs:?}"));
+            }
+            let positions = (
+                i64::from(spec.first_key),
+                i64::from(spec.last_key),
+                i64::from(spec.step),
+            );
+            if redis.key_positions() != Some(positions) {
+                differences.push(format!(
+                    "{name}: keys {positions:?} vs {:?}",
+                    redis.key_positions()
+                ));
+            }
+        };
+        for spec in table() {
+            check(spec.name.to_string(), spec);
+            for sub in spec.subcommands {
+                check(format!("{}|{}", spec.name, sub.name), sub);
+            }
+        }
+        assert!(differences.is_empty(), "{}", differences.join("\n"));
+        assert!(checked > 300, "{checked}");
+    }
+
     #[test]
     fn writes_are_not_copied_for_replication_without_a_backlog() {
         let node = Node::for_tests();

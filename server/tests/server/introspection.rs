@@ -865,3 +865,85 @@ async fn module_commands_match_redis() {
     ])
     .await;
 }
+
+/// COMMAND INFO and COMMAND DOCS of every command and subcommand both servers have are Redis's
+/// (containers aside: Redis lists their subcommands in its hash table's order, which changes
+/// from process to process, and lists the ones we do not have).
+#[tokio::test]
+async fn command_info_and_docs_match_redis_for_every_command() {
+    let mut pair = Pair::start().await;
+    let Some(real_con) = pair.real_con.as_mut() else {
+        return;
+    };
+    let ours: Vec<String> = cmd(&["COMMAND", "LIST"])
+        .query_async(&mut pair.ours_con)
+        .await
+        .unwrap();
+    let theirs: Vec<String> = cmd(&["COMMAND", "LIST"])
+        .query_async(real_con)
+        .await
+        .unwrap();
+    let info = |name: &str| cmd(&["COMMAND", "INFO", name]);
+    let mut compared = 0;
+    for name in ours.iter().filter(|n| theirs.contains(n)) {
+        let our_info: Value = info(name).query_async(&mut pair.ours_con).await.unwrap();
+        let is_container = format!("{our_info:?}").contains(&format!("{name}|"));
+        if is_container {
+            continue;
+        }
+        let their_info: Value = info(name).query_async(real_con).await.unwrap();
+        assert_eq!(our_info, their_info, "COMMAND INFO {name}");
+        let docs = cmd(&["COMMAND", "DOCS", name]);
+        let our_docs: Value = docs.query_async(&mut pair.ours_con).await.unwrap();
+        let their_docs: Value = docs.query_async(real_con).await.unwrap();
+        assert_eq!(our_docs, their_docs, "COMMAND DOCS {name}");
+        compared += 1;
+    }
+    assert!(compared > 200, "{compared}");
+}
+
+/// COMMAND GETKEYS and GETKEYSANDFLAGS find Redis's keys with Redis's flags: key
+/// specifications by index, keyword and key count, SORT's and BITFIELD's own finders, and the
+/// errors.
+#[tokio::test]
+async fn getkeys_and_flags_match_redis() {
+    let mut pair = Pair::start().await;
+    let lines: &[&[&str]] = &[
+        &["set", "k1", "v1"],
+        &["mset", "k1", "v1", "k2", "v2"],
+        &["LMOVE", "k1", "k2", "left", "right"],
+        &["sort", "k1", "store", "k2"],
+        &["sort", "k1", "store", "a", "store", "b"],
+        &["sort_ro", "k1"],
+        &["bitfield", "k", "get", "u8", "0"],
+        &["bitfield", "k", "set", "u8", "0", "1"],
+        &["bitfield", "k", "overflow", "sat", "get", "u8", "0"],
+        &["eval", "return 1", "2", "a", "b", "c"],
+        &["eval", "return 1", "0"],
+        &["zunionstore", "d", "2", "a", "b", "weights", "1", "2"],
+        &["xread", "count", "2", "streams", "a", "b", "0", "0"],
+        &["xreadgroup", "group", "g", "c", "streams", "a", "0"],
+        &["georadius", "k", "0", "0", "1", "km", "store", "d"],
+        &["georadius", "k", "0", "0", "1", "km", "storedist", "d"],
+        &["lmpop", "2", "a", "b", "left"],
+        &["blmpop", "0", "2", "a", "b", "left"],
+        &["zinterstore", "d", "1", "a"],
+        &["bitop", "and", "d", "a", "b"],
+        &["copy", "a", "b"],
+        &["object", "encoding", "k"],
+        &["memory", "usage", "k"],
+        &["xgroup", "create", "s", "g", "$"],
+        &["fcall", "f", "1", "a"],
+        &["get"],
+        &["ping", "a"],
+        &["nosuch", "a"],
+        &["lmpop", "x", "a"],
+    ];
+    for line in lines {
+        for sub in ["getkeys", "getkeysandflags"] {
+            let mut args = vec!["command", sub];
+            args.extend_from_slice(line);
+            pair.same(&args).await;
+        }
+    }
+}
