@@ -7,8 +7,10 @@
 //! A node started with `cluster_enabled` alone is a one-node cluster serving all 16384 slots;
 //! a harness topology (`Topology::builder().cluster(n)`) gives every node a shared [`View`] of
 //! all members with their real (proxy) addresses. Who serves which slots (the [`Layout`])
-//! changes only when the harness fails a shard over to one of its replicas
-//! ([`View::promote`]); there is no resharding, no `ASK`, and no automatic failover.
+//! changes when the harness fails a shard over to one of its replicas ([`View::promote`]) and
+//! through `CLUSTER ADDSLOTS|DELSLOTS|FLUSHSLOTS|RESET` ([`View::change`]), seen by every
+//! member at once (the shared view stands for a cluster bus that has converged); there is no
+//! migration of slots between nodes, no `ASK`, and no automatic failover.
 
 use crate::command_meta::CommandMeta;
 use crate::error::CommandError;
@@ -60,8 +62,8 @@ pub(crate) fn key_hash_slot(key: &[u8]) -> u16 {
 /// One node of the cluster as every member sees it (its role is in the [`Layout`]).
 #[derive(Debug)]
 pub(crate) struct Member {
-    /// 40 hex characters (`CLUSTER MYID`).
-    pub(crate) id: String,
+    /// 40 hex characters (`CLUSTER MYID`); a new one after `CLUSTER RESET HARD`.
+    id: RwLock<String>,
     /// The address clients reach it at (what `MOVED` and `CLUSTER SLOTS` report).
     pub(crate) addr: SocketAddr,
     /// The running node, while it runs.
@@ -92,9 +94,17 @@ impl Member {
     /// The member `id` at `addr`.
     pub(crate) fn new(id: String, addr: SocketAddr) -> Member {
         Member {
-            id,
+            id: RwLock::new(id),
             addr,
             running: Mutex::new(Running::default()),
+        }
+    }
+
+    /// Its node id.
+    pub(crate) fn id(&self) -> String {
+        match self.id.read() {
+            Ok(id) => id.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
         }
     }
 
@@ -138,6 +148,30 @@ impl Layout {
                         *o = Some(i as u16);
                     }
                 }
+            }
+        }
+        Layout { roles, owner }
+    }
+
+    /// A layout where `owner` decides who serves each slot and `epochs` are the members'
+    /// config epochs: every role's ranges are recomputed from `owner`.
+    fn with_owner(mut roles: Vec<Role>, owner: Vec<Option<u16>>, epochs: &[u64]) -> Layout {
+        for (i, role) in roles.iter_mut().enumerate() {
+            role.ranges.clear();
+            let mut start = None;
+            for slot in 0..=SLOTS {
+                let mine = owner.get(slot).copied().flatten() == u16::try_from(i).ok();
+                match (mine, start) {
+                    (true, None) => start = Some(slot),
+                    (false, Some(first)) => {
+                        role.ranges.push((first as u16, (slot - 1) as u16));
+                        start = None;
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(&epoch) = epochs.get(i) {
+                role.epoch = epoch;
             }
         }
         Layout { roles, owner }
@@ -220,6 +254,35 @@ impl View {
     /// The member serving `slot`.
     pub(crate) fn owner(&self, slot: u16) -> Option<usize> {
         self.layout().owner(slot)
+    }
+
+    /// Changes who serves which slot and the members' config epochs in one step, as the
+    /// cluster bus would spread a node's change to every member (here at once): `change`
+    /// edits the owner of every slot and every member's epoch; when it fails the layout
+    /// stays as it was.
+    pub(crate) fn change<E>(
+        &self,
+        change: impl FnOnce(&mut [Option<u16>], &mut [u64]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut guard = match self.layout.write() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let mut owner = guard.owner.clone();
+        let mut epochs: Vec<u64> = guard.roles.iter().map(|r| r.epoch).collect();
+        change(&mut owner, &mut epochs)?;
+        *guard = Arc::new(Layout::with_owner(guard.roles.clone(), owner, &epochs));
+        Ok(())
+    }
+
+    /// Gives member `i` a new node id (`CLUSTER RESET HARD`).
+    pub(crate) fn rename(&self, i: usize, id: String) {
+        if let Some(member) = self.members.get(i) {
+            match member.id.write() {
+                Ok(mut old) => *old = id,
+                Err(poisoned) => *poisoned.into_inner() = id,
+            }
+        }
     }
 
     /// Redis Cluster's failover of a shard to its replica `new`: `new` takes its master's
@@ -309,12 +372,13 @@ pub(crate) struct Cluster {
 }
 
 impl Cluster {
-    /// A one-node cluster serving every slot, at `addr`, named `id`.
+    /// A one-node cluster serving every slot, at `addr`, named `id`, with config epoch 0 (as a
+    /// Redis node's after `CLUSTER ADDSLOTSRANGE 0 16383`).
     pub(crate) fn single(id: String, addr: SocketAddr) -> Cluster {
         let role = Role {
             replica_of: None,
             ranges: vec![(0, SLOTS as u16 - 1)],
-            epoch: 1,
+            epoch: 0,
         };
         Cluster {
             view: Arc::new(View::new(vec![Member::new(id, addr)], vec![role])),

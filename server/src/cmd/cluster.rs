@@ -1,5 +1,7 @@
 //! Cluster commands: CLUSTER KEYSLOT|SLOTS|SHARDS|NODES|MYID|INFO|COUNTKEYSINSLOT|
-//! GETKEYSINSLOT|HELP, READONLY, READWRITE and ASKING. Outside cluster mode each answers
+//! GETKEYSINSLOT|ADDSLOTS|ADDSLOTSRANGE|DELSLOTS|DELSLOTSRANGE|FLUSHSLOTS|BUMPEPOCH|
+//! SET-CONFIG-EPOCH|COUNT-FAILURE-REPORTS|REPLICAS|SLAVES|RESET|HELP, READONLY, READWRITE and
+//! ASKING. Outside cluster mode each answers
 //! `ERR This instance has cluster support disabled`, as Redis does. The topology itself is
 //! [`crate::cluster`]'s.
 
@@ -56,6 +58,42 @@ static CLUSTER_SUBCOMMANDS: &[CommandSpec] = &[
     CommandSpec::new("getkeysinslot", 4, cluster_getkeysinslot)
         .flags(STALE)
         .doc("cluster", "Returns the key names in a hash slot."),
+    CommandSpec::new("addslots", -3, cluster_addslots)
+        .flags(ADMIN | STALE | NO_ASYNC_LOADING)
+        .doc("cluster", "Assign new hash slots to receiving node"),
+    CommandSpec::new("addslotsrange", -4, cluster_addslotsrange)
+        .flags(ADMIN | STALE | NO_ASYNC_LOADING)
+        .doc("cluster", "Assign new hash slots to receiving node"),
+    CommandSpec::new("delslots", -3, cluster_delslots)
+        .flags(ADMIN | STALE | NO_ASYNC_LOADING)
+        .doc("cluster", "Set hash slots as unbound in receiving node"),
+    CommandSpec::new("delslotsrange", -4, cluster_delslotsrange)
+        .flags(ADMIN | STALE | NO_ASYNC_LOADING)
+        .doc("cluster", "Set hash slots as unbound in receiving node"),
+    CommandSpec::new("flushslots", 2, cluster_flushslots)
+        .flags(ADMIN | STALE | NO_ASYNC_LOADING)
+        .doc("cluster", "Delete a node's own slots information"),
+    CommandSpec::new("bumpepoch", 2, cluster_bumpepoch)
+        .flags(ADMIN | STALE | NO_ASYNC_LOADING)
+        .doc("cluster", "Advance the cluster config epoch"),
+    CommandSpec::new("set-config-epoch", 3, cluster_set_config_epoch)
+        .flags(ADMIN | STALE | NO_ASYNC_LOADING)
+        .doc("cluster", "Set the configuration epoch in a new node"),
+    CommandSpec::new("count-failure-reports", 3, cluster_count_failure_reports)
+        .flags(ADMIN | STALE)
+        .doc(
+            "cluster",
+            "Return the number of failure reports active for a given node",
+        ),
+    CommandSpec::new("replicas", 3, cluster_replicas)
+        .flags(ADMIN | STALE)
+        .doc("cluster", "List replica nodes of the specified master node"),
+    CommandSpec::new("slaves", 3, cluster_replicas)
+        .flags(ADMIN | STALE)
+        .doc("cluster", "List replica nodes of the specified master node"),
+    CommandSpec::new("reset", -2, cluster_reset)
+        .flags(ADMIN | NOSCRIPT | STALE)
+        .doc("cluster", "Reset a Redis Cluster node"),
     CommandSpec::new("help", 2, cluster_help)
         .flags(LOADING | STALE)
         .doc(
@@ -91,7 +129,7 @@ fn slots_node(member: &Member) -> Frame {
     Frame::Array(vec![
         Frame::Bulk(Bytes::from(member.addr.ip().to_string())),
         Frame::Integer(i64::from(member.addr.port())),
-        Frame::Bulk(Bytes::from(member.id.clone())),
+        Frame::Bulk(Bytes::from(member.id())),
         Frame::Map(Vec::new()),
     ])
 }
@@ -151,7 +189,7 @@ fn shard_node(c: &Cluster, layout: &Layout, i: usize, member: &Member) -> Frame 
         "failed"
     };
     Frame::Map(vec![
-        (bulk("id"), bulk(member.id.clone())),
+        (bulk("id"), bulk(member.id())),
         (bulk("port"), Frame::Integer(i64::from(member.addr.port()))),
         (bulk("ip"), bulk(member.addr.ip().to_string())),
         (bulk("endpoint"), bulk(member.addr.ip().to_string())),
@@ -205,47 +243,11 @@ fn cluster_nodes(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     let layout = c.view.layout();
     let now = ctx.node.clock.now_ms();
     let mut text = String::new();
-    for (i, m) in c.view.members.iter().enumerate() {
-        let Some(role) = layout.role(i) else {
-            continue;
-        };
-        let me = i == c.me;
-        let up = me || m.is_up();
-        let mut flags = String::new();
-        if me {
-            flags.push_str("myself,");
+    for i in 0..c.view.members.len() {
+        if let Some(line) = node_line(c, &layout, i, now) {
+            text.push_str(&line);
+            text.push('\n');
         }
-        flags.push_str(if role.replica_of.is_some() {
-            "slave"
-        } else {
-            "master"
-        });
-        if !up {
-            flags.push_str(",fail");
-        }
-        let master = role
-            .replica_of
-            .and_then(|r| c.view.members.get(r))
-            .map_or("-".to_string(), |r| r.id.clone());
-        // No cluster bus: the bus port is reported as Redis derives it, when it fits.
-        let cport = u16::try_from(u32::from(m.addr.port()) + 10000).unwrap_or(0);
-        let pong = if me { 0 } else { now };
-        text.push_str(&format!(
-            "{} {}:{}@{cport} {flags} {master} 0 {pong} {} {}",
-            m.id,
-            m.addr.ip(),
-            m.addr.port(),
-            role.epoch,
-            if up { "connected" } else { "disconnected" },
-        ));
-        for &(s, e) in &role.ranges {
-            if s == e {
-                text.push_str(&format!(" {s}"));
-            } else {
-                text.push_str(&format!(" {s}-{e}"));
-            }
-        }
-        text.push('\n');
     }
     Ok(Frame::Verbatim {
         format: *b"txt",
@@ -253,12 +255,307 @@ fn cluster_nodes(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     })
 }
 
+/// Member `i` as a line of `CLUSTER NODES` (Redis's `clusterGenNodeDescription`), without
+/// the line end.
+fn node_line(c: &Cluster, layout: &Layout, i: usize, now: u64) -> Option<String> {
+    let m = c.view.members.get(i)?;
+    let role = layout.role(i)?;
+    let me = i == c.me;
+    let up = me || m.is_up();
+    let mut flags = String::new();
+    if me {
+        flags.push_str("myself,");
+    }
+    flags.push_str(if role.replica_of.is_some() {
+        "slave"
+    } else {
+        "master"
+    });
+    if !up {
+        flags.push_str(",fail");
+    }
+    let master = role
+        .replica_of
+        .and_then(|r| c.view.members.get(r))
+        .map_or("-".to_string(), |r| r.id());
+    // No cluster bus: the bus port is reported as Redis derives it, when it fits.
+    let cport = u16::try_from(u32::from(m.addr.port()) + 10000).unwrap_or(0);
+    let pong = if me { 0 } else { now };
+    let mut line = format!(
+        "{} {}:{}@{cport} {flags} {master} 0 {pong} {} {}",
+        m.id(),
+        m.addr.ip(),
+        m.addr.port(),
+        role.epoch,
+        if up { "connected" } else { "disconnected" },
+    );
+    for &(s, e) in &role.ranges {
+        if s == e {
+            line.push_str(&format!(" {s}"));
+        } else {
+            line.push_str(&format!(" {s}-{e}"));
+        }
+    }
+    Some(line)
+}
+
+/// The member named `id` (Redis's `clusterLookupNode`), or `Unknown node <id>`.
+fn member_named(c: &Cluster, id: &[u8]) -> Result<usize, CommandError> {
+    c.view
+        .members
+        .iter()
+        .position(|m| m.id().as_bytes() == id)
+        .ok_or_else(|| CommandError::err(format!("Unknown node {}", String::from_utf8_lossy(id))))
+}
+
+/// A slot argument of ADDSLOTS and the like (Redis's `getSlotOrReply`).
+fn slot_of(arg: &[u8]) -> Result<usize, CommandError> {
+    std::str::from_utf8(arg)
+        .ok()
+        .and_then(|s| s.parse::<i64>().ok())
+        .and_then(|s| usize::try_from(s).ok())
+        .filter(|&s| s < cluster::SLOTS)
+        .ok_or_else(|| CommandError::err("Invalid or out of range slot"))
+}
+
+/// ADDSLOTS, DELSLOTS and their RANGE forms: `slots` (every argument parsed first), each
+/// given once and, to add, unassigned, or to delete, assigned; then all at once.
+fn assign_slots(ctx: &mut Ctx<'_>, slots: &[usize], add: bool) -> CmdResult {
+    let c = cluster(ctx)?;
+    let me = u16::try_from(c.me).unwrap_or(u16::MAX);
+    c.view.change(|owner, _| {
+        let mut seen = vec![false; cluster::SLOTS];
+        for &slot in slots {
+            let assigned = owner.get(slot).copied().flatten().is_some();
+            if !add && !assigned {
+                return Err(CommandError::err(format!(
+                    "Slot {slot} is already unassigned"
+                )));
+            }
+            if add && assigned {
+                return Err(CommandError::err(format!("Slot {slot} is already busy")));
+            }
+            if std::mem::replace(&mut seen[slot], true) {
+                return Err(CommandError::err(format!(
+                    "Slot {slot} specified multiple times"
+                )));
+            }
+        }
+        for &slot in slots {
+            owner[slot] = add.then_some(me);
+        }
+        Ok(())
+    })?;
+    Ok(Frame::ok())
+}
+
+/// ```text
+/// CLUSTER ADDSLOTS slot [slot ...]
+/// CLUSTER DELSLOTS slot [slot ...]
+/// ```
+fn cluster_addslots(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let slots = args
+        .rest()
+        .iter()
+        .map(|a| slot_of(a))
+        .collect::<Result<Vec<_>, _>>()?;
+    assign_slots(ctx, &slots, true)
+}
+
+fn cluster_delslots(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let slots = args
+        .rest()
+        .iter()
+        .map(|a| slot_of(a))
+        .collect::<Result<Vec<_>, _>>()?;
+    assign_slots(ctx, &slots, false)
+}
+
+/// The slots of `start end` pairs (ADDSLOTSRANGE, DELSLOTSRANGE).
+fn slot_ranges(args: &mut Args<'_>, command: &str) -> Result<Vec<usize>, CommandError> {
+    let pairs = args.rest();
+    if !pairs.len().is_multiple_of(2) {
+        return Err(CommandError::WrongArity(command.into()));
+    }
+    let mut slots = Vec::new();
+    for pair in pairs.chunks(2) {
+        let (start, end) = (slot_of(&pair[0])?, slot_of(&pair[1])?);
+        if start > end {
+            return Err(CommandError::err(format!(
+                "start slot number {start} is greater than end slot number {end}"
+            )));
+        }
+        slots.extend(start..=end);
+    }
+    Ok(slots)
+}
+
+/// ```text
+/// CLUSTER ADDSLOTSRANGE start end [start end ...]
+/// CLUSTER DELSLOTSRANGE start end [start end ...]
+/// ```
+fn cluster_addslotsrange(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    cluster(ctx)?;
+    let slots = slot_ranges(args, "cluster|addslotsrange")?;
+    assign_slots(ctx, &slots, true)
+}
+
+fn cluster_delslotsrange(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    cluster(ctx)?;
+    let slots = slot_ranges(args, "cluster|delslotsrange")?;
+    assign_slots(ctx, &slots, false)
+}
+
+/// ```text
+/// CLUSTER FLUSHSLOTS
+/// ```
+/// Unassigns every slot of this node; its database must be empty.
+fn cluster_flushslots(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    let c = cluster(ctx)?;
+    if ctx.state.dbs.first().is_some_and(|db| db.len() != 0) {
+        return Err(CommandError::err(
+            "DB must be empty to perform CLUSTER FLUSHSLOTS.",
+        ));
+    }
+    let me = u16::try_from(c.me).ok();
+    c.view.change(|owner, _| {
+        for o in owner.iter_mut().filter(|o| **o == me) {
+            *o = None;
+        }
+        Ok::<(), CommandError>(())
+    })?;
+    Ok(Frame::ok())
+}
+
+/// ```text
+/// CLUSTER BUMPEPOCH
+/// ```
+/// This node takes a config epoch above every other unless it already has the highest,
+/// unshared one (Redis's `clusterBumpConfigEpochWithoutConsensus`).
+fn cluster_bumpepoch(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    let c = cluster(ctx)?;
+    let mut reply = String::new();
+    c.view.change(|_, epochs| {
+        let max = epochs.iter().copied().max().unwrap_or(0);
+        let mine = epochs.get(c.me).copied().unwrap_or(0);
+        let shared = epochs.iter().filter(|&&e| e == mine).count() > 1;
+        reply = if mine == 0 || mine != max || shared {
+            if let Some(e) = epochs.get_mut(c.me) {
+                *e = max + 1;
+            }
+            format!("BUMPED {}", max + 1)
+        } else {
+            format!("STILL {mine}")
+        };
+        Ok::<(), CommandError>(())
+    })?;
+    Ok(Frame::Simple(Bytes::from(reply)))
+}
+
+/// ```text
+/// CLUSTER SET-CONFIG-EPOCH epoch
+/// ```
+fn cluster_set_config_epoch(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let c = cluster(ctx)?;
+    let epoch = args.i64()?;
+    let epoch = u64::try_from(epoch)
+        .map_err(|_| CommandError::err(format!("Invalid config epoch specified: {epoch}")))?;
+    if c.view.members.len() > 1 {
+        return Err(CommandError::err(
+            "The user can assign a config epoch only when the node does not know any other node.",
+        ));
+    }
+    c.view.change(|_, epochs| match epochs.get_mut(c.me) {
+        Some(mine) if *mine == 0 => {
+            *mine = epoch;
+            Ok(())
+        }
+        _ => Err(CommandError::err("Node config epoch is already non-zero")),
+    })?;
+    Ok(Frame::ok())
+}
+
+/// ```text
+/// CLUSTER COUNT-FAILURE-REPORTS node-id
+/// ```
+/// Always 0 for a known node: members learn of a failure from the shared view at once, so no
+/// member ever holds another's report.
+fn cluster_count_failure_reports(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let c = cluster(ctx)?;
+    member_named(c, &args.bytes()?)?;
+    Ok(Frame::Integer(0))
+}
+
+/// ```text
+/// CLUSTER REPLICAS node-id
+/// CLUSTER SLAVES node-id
+/// ```
+/// The master's replicas, each as its `CLUSTER NODES` line.
+fn cluster_replicas(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let c = cluster(ctx)?;
+    let m = member_named(c, &args.bytes()?)?;
+    let layout = c.view.layout();
+    if layout.replica_of(m).is_some() {
+        return Err(CommandError::err("The specified node is not a master"));
+    }
+    let now = ctx.node.clock.now_ms();
+    Ok(Frame::Array(
+        layout
+            .replicas_of(m)
+            .filter_map(|r| node_line(c, &layout, r, now))
+            .map(bulk)
+            .collect(),
+    ))
+}
+
+/// ```text
+/// CLUSTER RESET [HARD | SOFT]
+/// ```
+/// A one-node cluster forgets its slots (a master must hold no keys); HARD also zeroes its
+/// config epoch and gives it a new node id. A member of a harness topology answers an error:
+/// the harness owns that cluster's membership.
+fn cluster_reset(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    cluster(ctx)?;
+    let hard = match args.rest() {
+        [] => false,
+        [mode] if mode.eq_ignore_ascii_case(b"hard") => true,
+        [mode] if mode.eq_ignore_ascii_case(b"soft") => false,
+        [_] => return Err(CommandError::Syntax),
+        _ => return Err(CommandError::subcommand_syntax("CLUSTER", args.argv())),
+    };
+    let new_id = hard.then(|| cluster::node_id(&mut ctx.state.rng));
+    let c = cluster(ctx)?;
+    let layout = c.view.layout();
+    let keys = ctx.state.dbs.get(ctx.client.db).map_or(0, |db| db.len());
+    if layout.replica_of(c.me).is_none() && keys != 0 {
+        return Err(CommandError::err(
+            "CLUSTER RESET can't be called with master nodes containing keys",
+        ));
+    }
+    if c.view.members.len() > 1 {
+        return Err(CommandError::err(
+            "CLUSTER RESET of a member of a harness topology: the harness owns its membership",
+        ));
+    }
+    c.view.change(|owner, epochs| {
+        owner.fill(None);
+        if hard {
+            epochs.fill(0);
+        }
+        Ok::<(), CommandError>(())
+    })?;
+    if let Some(id) = new_id {
+        c.view.rename(c.me, id);
+    }
+    Ok(Frame::ok())
+}
+
 /// ```text
 /// CLUSTER MYID
 /// ```
 fn cluster_myid(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     let c = cluster(ctx)?;
-    Ok(bulk(c.myself().map(|m| m.id.clone()).unwrap_or_default()))
+    Ok(bulk(c.myself().map(Member::id).unwrap_or_default()))
 }
 
 /// ```text
@@ -365,10 +662,24 @@ fn cluster_help(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     Ok(super::client::help_lines(
         "CLUSTER",
         &[
+            "ADDSLOTS <slot> [<slot> ...]",
+            "    Assign slots to current node.",
+            "ADDSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
+            "    Assign slots which are between <start-slot> and <end-slot> to current node.",
+            "BUMPEPOCH",
+            "    Advance the cluster config epoch.",
+            "COUNT-FAILURE-REPORTS <node-id>",
+            "    Return number of failure reports for <node-id>.",
             "COUNTKEYSINSLOT <slot>",
             "    Return the number of keys in <slot>.",
+            "DELSLOTS <slot> [<slot> ...]",
+            "    Delete slots information from current node.",
+            "DELSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
+            "    Delete slots information which are between <start-slot> and <end-slot> from current node.",
             "GETKEYSINSLOT <slot> <count>",
             "    Return key names stored by current node in a slot.",
+            "FLUSHSLOTS",
+            "    Delete current node own slots information.",
             "INFO",
             "    Return information about the cluster.",
             "KEYSLOT <key>",
@@ -378,6 +689,12 @@ fn cluster_help(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
             "NODES",
             "    Return cluster configuration seen by node. Output format:",
             "    <id> <ip:port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+            "RESET [HARD|SOFT]",
+            "    Reset current node (default: soft).",
+            "SET-CONFIG-EPOCH <epoch>",
+            "    Set config epoch of current node.",
+            "REPLICAS <node-id>",
+            "    Return <node-id> replicas.",
             "SLOTS",
             "    Return information about slots range mappings. Each range is made of:",
             "    start, end, master and replicas IP addresses, ports and ids",

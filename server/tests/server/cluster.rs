@@ -282,3 +282,67 @@ async fn cluster_shards_and_slots_have_redis_shape() {
         );
     }
 }
+
+/// Slot assignment (ADDSLOTS, DELSLOTS, their RANGE forms, FLUSHSLOTS), config epochs
+/// (BUMPEPOCH, SET-CONFIG-EPOCH), REPLICAS, COUNT-FAILURE-REPORTS and RESET on a one-node
+/// cluster answer as a real one does, errors included, and routing follows the slots.
+#[tokio::test]
+async fn slot_assignment_epochs_and_reset_match_a_real_cluster() {
+    let mut pair = ClusterPair::start().await;
+    pair.all_same(&[
+        &["cluster", "addslots", "1"],
+        &["cluster", "delslots", "1", "2", "3"],
+        &["cluster", "delslots", "1"],
+        &["cluster", "addslots", "1", "x"],
+        &["cluster", "addslots", "16384"],
+        &["cluster", "addslots", "1", "1"],
+        &["cluster", "addslots", "1", "2", "3"],
+        &["set", "foo", "bar"],
+        &["cluster", "delslotsrange", "12000", "12200"],
+        &["set", "foo", "bar"],
+        &["cluster", "delslotsrange", "12000", "12001"],
+        &["cluster", "addslotsrange", "12000", "12200"],
+        &["cluster", "addslotsrange", "30", "25"],
+        &["cluster", "addslotsrange", "30"],
+        &["cluster", "addslotsrange", "18", "40"],
+        &["get", "foo"],
+        &["cluster", "flushslots"],
+        &["del", "foo"],
+        &["cluster", "flushslots"],
+        &["get", "foo"],
+        &["cluster", "addslots", "1", "2", "3"],
+        &["cluster", "bumpepoch"],
+        &["cluster", "bumpepoch"],
+        &["cluster", "set-config-epoch", "5"],
+        &["cluster", "set-config-epoch", "-1"],
+        &["cluster", "set-config-epoch", "x"],
+        &["cluster", "count-failure-reports", "nosuch"],
+        &["cluster", "replicas", "nosuch"],
+        &["cluster", "slaves", "nosuch"],
+        &["cluster", "reset", "hard", "x"],
+        &["cluster", "reset", "bogus"],
+        &["cluster", "addslotsrange", "0", "0"],
+        &["set", "{a}k", "v"],
+        &["cluster", "reset"],
+        &["del", "{a}k"],
+        &["eval", "return redis.call('cluster','reset','hard')", "0"],
+        &["cluster", "reset", "hard"],
+        &["cluster", "bumpepoch"],
+    ])
+    .await;
+    // The node's own id: no replicas, no failure reports; a hard reset renamed it.
+    let id: String = support::cmd(&["cluster", "myid"])
+        .query_async(&mut pair.ours)
+        .await
+        .unwrap();
+    let replicas: Vec<String> = support::cmd(&["cluster", "replicas", &id])
+        .query_async(&mut pair.ours)
+        .await
+        .unwrap();
+    assert!(replicas.is_empty());
+    let reports: i64 = support::cmd(&["cluster", "count-failure-reports", &id])
+        .query_async(&mut pair.ours)
+        .await
+        .unwrap();
+    assert_eq!(reports, 0);
+}
