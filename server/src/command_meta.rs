@@ -192,6 +192,9 @@ impl CommandMeta {
         if matches!(self.name, "sort" | "sort_ro") {
             return sort_keys(argv);
         }
+        if self.name == "migrate" {
+            return migrate_keys(argv);
+        }
         if matches!(self.name, "xread" | "xreadgroup") {
             // The keys are the first half of what follows STREAMS.
             let Some(at) = argv
@@ -254,6 +257,21 @@ impl Resolved {
         } else {
             self.spec.name
         }
+    }
+}
+
+/// The keys a `MIGRATE` moves (Redis's `migrateGetKeys`): its key argument, or with `KEYS`
+/// (and an empty key argument) every argument after it.
+fn migrate_keys(argv: &[Bytes]) -> Vec<&Bytes> {
+    let keys_at = argv
+        .iter()
+        .skip(6)
+        .position(|a| a.eq_ignore_ascii_case(b"keys"))
+        .map(|i| i + 6);
+    match keys_at {
+        Some(_) if argv.get(3).is_some_and(|k| !k.is_empty()) => Vec::new(),
+        Some(at) => argv.iter().skip(at + 1).collect(),
+        None => argv.get(3).into_iter().collect(),
     }
 }
 

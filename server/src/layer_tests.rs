@@ -44,6 +44,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "journal",
             "monitor",
             "node",
+            "outbound",
             "pubsub",
             "replication",
             "script",

@@ -41,6 +41,7 @@ mod local_client;
 mod monitor;
 mod node;
 mod notify;
+mod outbound;
 mod pubsub;
 mod rdb;
 mod redis_table;

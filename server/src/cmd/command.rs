@@ -504,6 +504,7 @@ fn own_key_flags(
                 &["RW", "access", "update"]
             }
             "set" => &["OW", "update"],
+            "migrate" => &["RW", "access", "delete"],
             _ if !spec.key_flags.is_empty() => spec.key_flags,
             _ if spec.has(WRITE) => &["RW", "update"],
             _ => READ,

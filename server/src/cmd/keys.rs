@@ -391,7 +391,7 @@ fn dump(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]
 /// ```
 /// Checked as Redis's `restoreCommand`, in its order; replicated with an absolute TTL.
-fn restore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+pub(super) fn restore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let ttl_arg = args.bytes()?;
     let payload = args.bytes()?;

@@ -24,6 +24,7 @@ mod latency;
 mod ldouble;
 mod list;
 mod memory;
+mod migrate;
 mod module;
 mod persistence;
 pub(crate) mod pubsub;
@@ -173,7 +174,7 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 26] {
+fn families() -> [&'static [CommandSpec]; 27] {
     [
         connection::COMMANDS,
         sort::COMMANDS,
@@ -201,6 +202,7 @@ fn families() -> [&'static [CommandSpec]; 26] {
         latency::COMMANDS,
         memory::COMMANDS,
         module::COMMANDS,
+        migrate::COMMANDS,
     ]
 }
 

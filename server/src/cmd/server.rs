@@ -504,6 +504,7 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
             line("evicted_keys", &state.stats.evicted_keys);
             line("keyspace_hits", &state.stats.keyspace_hits);
             line("keyspace_misses", &state.stats.keyspace_misses);
+            line("migrate_cached_sockets", &state.migrate.len());
             line(
                 "total_error_replies",
                 &live.total_errors.load(Ordering::Relaxed),

@@ -59,6 +59,8 @@ pub(crate) struct State {
     pub(crate) slowlog: crate::slowlog::SlowLog,
     /// Events slower than `latency-monitor-threshold` (`LATENCY`).
     pub(crate) latency: crate::latency::LatencyMonitor,
+    /// `MIGRATE`'s connections to other servers.
+    pub(crate) migrate: crate::outbound::MigrateSockets,
 }
 
 /// Counters reported by `INFO`.
@@ -114,6 +116,7 @@ impl State {
             eviction: Default::default(),
             slowlog: Default::default(),
             latency: Default::default(),
+            migrate: Default::default(),
             config,
         };
         state.apply_eviction_config();

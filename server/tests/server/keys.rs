@@ -882,3 +882,182 @@ async fn aggregate_scans_return_every_stable_element_through_resizes() {
     }
     server.shutdown().await;
 }
+
+/// MIGRATE's answers that do not depend on the target (nothing to move, an unreachable target,
+/// argument errors) are Redis's.
+#[tokio::test]
+async fn migrate_errors_match_redis() {
+    let mut pair = support::Pair::start().await;
+    // A port nothing listens on.
+    let closed = support::free_port().to_string();
+    pair.all_same(&[
+        &["migrate", "127.0.0.1", &closed, "nokey", "0", "100"],
+        &["set", "k", "v"],
+        &["migrate", "127.0.0.1", &closed, "k", "0", "100"],
+        &[
+            "migrate",
+            "127.0.0.1",
+            &closed,
+            "k",
+            "0",
+            "100",
+            "keys",
+            "k",
+        ],
+        &[
+            "migrate",
+            "127.0.0.1",
+            &closed,
+            "",
+            "0",
+            "100",
+            "keys",
+            "nokey",
+        ],
+        &["migrate", "127.0.0.1", &closed, "k", "0", "100", "bogus"],
+        &["migrate", "127.0.0.1", &closed, "k", "0", "100", "auth"],
+        &[
+            "migrate",
+            "127.0.0.1",
+            &closed,
+            "k",
+            "0",
+            "100",
+            "auth2",
+            "u",
+        ],
+        &["migrate", "127.0.0.1", &closed, "k", "x", "100"],
+        &["migrate", "127.0.0.1", &closed, "k", "0", "x"],
+        &["migrate", "127.0.0.1", &closed, "k", "0"],
+        &["exists", "k"],
+    ])
+    .await;
+}
+
+/// MIGRATE to a real redis-server: values and TTLs arrive, moved keys are gone here (kept
+/// with COPY), REPLACE overwrites, the target's errors are reported as Redis reports them, the
+/// KEYS form moves several; and a real redis-server migrates keys to us (RESTORE here).
+#[tokio::test]
+async fn migrate_moves_keys_to_and_from_a_real_server() {
+    let ours = support::start().await;
+    let Some(real) = support::RealRedis::start() else {
+        return;
+    };
+    let mut con = support::conn(&ours.url()).await;
+    let mut target = support::conn(&real.url()).await;
+    let port = real.addr().port().to_string();
+    let run = |args: &[&str]| support::cmd(args);
+    let _: () = run(&["RPUSH", "l", "a", "b"])
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let _: () = run(&["SET", "t", "v", "PX", "100000"])
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let _: () = run(&["SET", "s", "1"]).query_async(&mut con).await.unwrap();
+    let ok: String = run(&["MIGRATE", "127.0.0.1", &port, "l", "0", "5000"])
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(ok, "OK");
+    let list: Vec<String> = run(&["LRANGE", "l", "0", "-1"])
+        .query_async(&mut target)
+        .await
+        .unwrap();
+    assert_eq!(list, ["a", "b"]);
+    let ok: String = run(&[
+        "MIGRATE",
+        "127.0.0.1",
+        &port,
+        "",
+        "0",
+        "5000",
+        "KEYS",
+        "t",
+        "s",
+        "gone",
+    ])
+    .query_async(&mut con)
+    .await
+    .unwrap();
+    assert_eq!(ok, "OK");
+    let ttl: i64 = run(&["PTTL", "t"]).query_async(&mut target).await.unwrap();
+    assert!((90_000..=100_000).contains(&ttl), "{ttl}");
+    let here: i64 = run(&["EXISTS", "l", "t", "s"])
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(here, 0);
+    // The target has `s` already: its BUSYKEY comes back, and `s` stays here.
+    let _: () = run(&["SET", "s", "2"]).query_async(&mut con).await.unwrap();
+    let err = run(&["MIGRATE", "127.0.0.1", &port, "s", "0", "5000"])
+        .query_async::<String>(&mut con)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        support::error_text(&err),
+        "ERR Target instance replied with error: BUSYKEY Target key name already exists."
+    );
+    let ok: String = run(&[
+        "MIGRATE",
+        "127.0.0.1",
+        &port,
+        "s",
+        "0",
+        "5000",
+        "COPY",
+        "REPLACE",
+    ])
+    .query_async(&mut con)
+    .await
+    .unwrap();
+    assert_eq!(ok, "OK");
+    let (here, there): (String, String) = (
+        run(&["GET", "s"]).query_async(&mut con).await.unwrap(),
+        run(&["GET", "s"]).query_async(&mut target).await.unwrap(),
+    );
+    assert_eq!((here.as_str(), there.as_str()), ("2", "2"));
+    let info: String = run(&["INFO", "stats"]).query_async(&mut con).await.unwrap();
+    assert!(info.contains("migrate_cached_sockets:1"), "{info}");
+    // And back: redis-server sends RESTORE to us.
+    let _: () = run(&["SET", "back", "x"])
+        .query_async(&mut target)
+        .await
+        .unwrap();
+    let our_port = ours.addr().port().to_string();
+    let ok: String = run(&["MIGRATE", "127.0.0.1", &our_port, "back", "0", "5000"])
+        .query_async(&mut target)
+        .await
+        .unwrap();
+    assert_eq!(ok, "OK");
+    let back: String = run(&["GET", "back"]).query_async(&mut con).await.unwrap();
+    assert_eq!(back, "x");
+}
+
+/// Between two of our servers in one process (on a runtime with more than one thread, since
+/// MIGRATE blocks its node's thread as Redis blocks its server), across databases.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_between_two_in_process_servers() {
+    let (a, b) = (support::start().await, support::start().await);
+    let (mut con_a, mut con_b) = (support::conn(&a.url()).await, support::conn(&b.url()).await);
+    let run = |args: &[&str]| support::cmd(args);
+    let _: () = run(&["HSET", "h", "f", "v"])
+        .query_async(&mut con_a)
+        .await
+        .unwrap();
+    let port = b.addr().port().to_string();
+    let ok: String = run(&["MIGRATE", "127.0.0.1", &port, "h", "3", "5000"])
+        .query_async(&mut con_a)
+        .await
+        .unwrap();
+    assert_eq!(ok, "OK");
+    let _: () = run(&["SELECT", "3"]).query_async(&mut con_b).await.unwrap();
+    let v: String = run(&["HGET", "h", "f"])
+        .query_async(&mut con_b)
+        .await
+        .unwrap();
+    assert_eq!(v, "v");
+    let gone: i64 = run(&["EXISTS", "h"]).query_async(&mut con_a).await.unwrap();
+    assert_eq!(gone, 0);
+}
