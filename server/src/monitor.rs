@@ -1,6 +1,6 @@
 //! `MONITOR`: clients that asked to see every command the node runs, and the line format
 //! Redis streams to them (`+<sec>.<usec> [<db> <addr>] "cmd" "arg"...`, `[<db> lua]` for
-//! commands run by scripts, `AUTH`/`HELLO AUTH` credentials redacted).
+//! commands run by scripts, credentials redacted as in the slow log).
 
 use crate::client::ClientHandle;
 use bytes::Bytes;
@@ -74,28 +74,13 @@ pub(crate) fn format_line(now_us: u64, db: usize, origin: Origin<'_>, argv: &[By
         Origin::Lua => line.push_str(&format!("[{db} lua]")),
         Origin::Client(c) => line.push_str(&format!("[{db} {}]", c.addr)),
     }
-    let name = argv
-        .first()
-        .map(|n| n.to_ascii_lowercase())
-        .unwrap_or_default();
-    let redact_from = match name.as_slice() {
-        b"auth" => Some(1),
-        _ => None,
-    };
-    let mut hello_auth_left = 0;
+    let redacted = crate::slowlog::redacted_args(argv);
     for (i, arg) in argv.iter().enumerate() {
         line.push(' ');
-        let redacted = redact_from.is_some_and(|from| i >= from) || hello_auth_left > 0;
-        if hello_auth_left > 0 {
-            hello_auth_left -= 1;
-        }
-        if redacted {
+        if redacted.contains(&i) {
             line.push_str("\"(redacted)\"");
         } else {
             repr(&mut line, arg);
-        }
-        if name.as_slice() == b"hello" && i >= 2 && arg.eq_ignore_ascii_case(b"auth") {
-            hello_auth_left = 2;
         }
     }
     line

@@ -127,10 +127,11 @@ pub(crate) fn logged_argv(argv: &[Bytes]) -> Vec<Bytes> {
     out
 }
 
-/// The positions of the arguments Redis replaces by `(redacted)` in the slow log (its
-/// `redactClientCommandArgument` calls): the credentials of `AUTH` (in its valid forms) and
-/// of `HELLO ... AUTH user pass`, and the values of sensitive parameters in `CONFIG SET`.
-fn redacted_args(argv: &[Bytes]) -> Vec<usize> {
+/// The positions of the arguments Redis replaces by `(redacted)` in the slow log and for
+/// MONITOR (its `redactClientCommandArgument` calls): the credentials of `AUTH` (in its valid
+/// forms), of `HELLO ... AUTH user pass` and of `MIGRATE ... AUTH|AUTH2`, and the values of
+/// sensitive parameters in `CONFIG SET`.
+pub(crate) fn redacted_args(argv: &[Bytes]) -> Vec<usize> {
     let is = |i: usize, word: &[u8]| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(word));
     if is(0, b"auth") {
         // `authCommand` refuses more than three arguments before redacting anything.
@@ -142,6 +143,9 @@ fn redacted_args(argv: &[Bytes]) -> Vec<usize> {
     }
     if is(0, b"hello") {
         return hello_redacted(argv);
+    }
+    if is(0, b"migrate") {
+        return migrate_redacted(argv);
     }
     if is(0, b"config") && is(1, b"set") {
         // `configSetCommand` checks the count first, then redacts every sensitive value,
@@ -160,6 +164,30 @@ fn redacted_args(argv: &[Bytes]) -> Vec<usize> {
             .collect();
     }
     Vec::new()
+}
+
+/// `MIGRATE host port key db timeout [COPY] [REPLACE] [AUTH pw | AUTH2 user pw] [KEYS ...]`:
+/// Redis redacts the credentials as it parses the options, stopping at `KEYS` or at the first
+/// word it does not know.
+fn migrate_redacted(argv: &[Bytes]) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut j = 6;
+    // Bounded: each pass moves past at least one argument.
+    while let Some(opt) = argv.get(j) {
+        let more = argv.len() - 1 - j;
+        if opt.eq_ignore_ascii_case(b"copy") || opt.eq_ignore_ascii_case(b"replace") {
+            j += 1;
+        } else if opt.eq_ignore_ascii_case(b"auth") && more >= 1 {
+            out.push(j + 1);
+            j += 2;
+        } else if opt.eq_ignore_ascii_case(b"auth2") && more >= 2 {
+            out.extend([j + 1, j + 2]);
+            j += 3;
+        } else {
+            break;
+        }
+    }
+    out
 }
 
 /// `HELLO [protover [AUTH username password] [SETNAME clientname]]`: Redis redacts the
@@ -236,6 +264,27 @@ mod tests {
     #[test]
     fn credentials_are_redacted_as_redis_does() {
         assert_eq!(logged(&["AUTH", "pw"]), ["AUTH", "(redacted)"]);
+        assert_eq!(
+            logged(&["MIGRATE", "h", "1", "", "0", "5", "COPY", "AUTH2", "u", "p", "KEYS", "k"]),
+            [
+                "MIGRATE",
+                "h",
+                "1",
+                "",
+                "0",
+                "5",
+                "COPY",
+                "AUTH2",
+                "(redacted)",
+                "(redacted)",
+                "KEYS",
+                "k"
+            ]
+        );
+        assert_eq!(
+            logged(&["MIGRATE", "h", "1", "k", "0", "5", "AUTH", "p"]),
+            ["MIGRATE", "h", "1", "k", "0", "5", "AUTH", "(redacted)"]
+        );
         assert_eq!(
             logged(&["auth", "user", "pw"]),
             ["auth", "(redacted)", "(redacted)"]
