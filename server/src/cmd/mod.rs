@@ -23,6 +23,7 @@ mod keys;
 mod latency;
 mod ldouble;
 mod list;
+mod lolwut;
 mod memory;
 mod migrate;
 mod module;
@@ -174,7 +175,7 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 27] {
+fn families() -> [&'static [CommandSpec]; 28] {
     [
         connection::COMMANDS,
         sort::COMMANDS,
@@ -203,6 +204,7 @@ fn families() -> [&'static [CommandSpec]; 27] {
         memory::COMMANDS,
         module::COMMANDS,
         migrate::COMMANDS,
+        lolwut::COMMANDS,
     ]
 }
 

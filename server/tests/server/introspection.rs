@@ -947,3 +947,24 @@ async fn getkeys_and_flags_match_redis() {
         }
     }
 }
+
+/// LOLWUT: the version line, and Schotter's rows without randomness (the first two) drawn
+/// exactly as Redis draws them; argument errors as Redis's.
+#[tokio::test]
+async fn lolwut_matches_redis() {
+    let mut pair = Pair::start().await;
+    pair.all_same(&[
+        &["lolwut"],
+        &["lolwut", "10"],
+        &["lolwut", "version", "7"],
+        &["lolwut", "version"],
+        &["lolwut", "version", "x"],
+        &["lolwut", "version", "5", "10", "2", "2"],
+        &["lolwut", "version", "5", "33", "4", "1"],
+        &["lolwut", "version", "5", "0", "0", "0"],
+        &["lolwut", "version", "5", "x"],
+        &["lolwut", "version", "6", "x"],
+        &["lolwut", "version", "-1"],
+    ])
+    .await;
+}
