@@ -129,7 +129,7 @@ pub(crate) fn logged_argv(argv: &[Bytes]) -> Vec<Bytes> {
 
 /// The positions of the arguments Redis replaces by `(redacted)` in the slow log (its
 /// `redactClientCommandArgument` calls): the credentials of `AUTH` (in its valid forms) and
-/// of `HELLO ... AUTH user pass`, and the values of sensitive parameters in `CONFIG SET`.
+/// of `HELLO ... AUTH user pass`, `ACL SETUSER`'s arguments, and the values of sensitive parameters in `CONFIG SET`.
 fn redacted_args(argv: &[Bytes]) -> Vec<usize> {
     let is = |i: usize, word: &[u8]| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(word));
     if is(0, b"auth") {
@@ -142,6 +142,10 @@ fn redacted_args(argv: &[Bytes]) -> Vec<usize> {
     }
     if is(0, b"hello") {
         return hello_redacted(argv);
+    }
+    if is(0, b"acl") && is(1, b"setuser") && argv.len() >= 3 {
+        // `aclCommand` redacts the user name and every rule (passwords among them).
+        return (2..argv.len()).collect();
     }
     if is(0, b"config") && is(1, b"set") {
         // `configSetCommand` checks the count first, then redacts every sensitive value,

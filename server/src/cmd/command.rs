@@ -43,52 +43,22 @@ pub(super) static COMMAND_SUBCOMMANDS: &[CommandSpec] = &[
         ),
 ];
 
-/// ACL categories in Redis's bit order, with the test that puts a command in each.
-fn acl_categories(spec: &CommandSpec, group: &str) -> Vec<&'static str> {
-    let mut cats = Vec::new();
-    let has = |f: u32| spec.flags & f != 0;
-    if group == "generic" {
-        cats.push("@keyspace");
+/// ACL categories as `COMMAND INFO` lists them (`@read`...), in Redis's order.
+fn acl_categories(spec: &CommandSpec, parent: Option<&CommandSpec>) -> Vec<String> {
+    let resolved = resolved_of(spec, parent);
+    super::acl::category_names(resolved.map_or(0, |r| super::acl::category_mask(&r)))
+        .map(|c| format!("@{c}"))
+        .collect()
+}
+
+/// The table's resolution of `spec` (a subcommand of `parent`).
+fn resolved_of(spec: &CommandSpec, parent: Option<&CommandSpec>) -> Option<super::Resolved> {
+    let mut argv = Vec::with_capacity(2);
+    if let Some(p) = parent {
+        argv.push(Bytes::from_static(p.name.as_bytes()));
     }
-    if has(READONLY) {
-        cats.push("@read");
-    }
-    if has(WRITE) {
-        cats.push("@write");
-    }
-    match group {
-        "set" => cats.push("@set"),
-        "sorted_set" => cats.push("@sortedset"),
-        "list" => cats.push("@list"),
-        "hash" => cats.push("@hash"),
-        "string" => cats.push("@string"),
-        "geo" => cats.push("@geo"),
-        _ => {}
-    }
-    if has(PUBSUB) || group == "pubsub" {
-        cats.push("@pubsub");
-    }
-    if has(ADMIN) {
-        cats.push("@admin");
-    }
-    if has(FAST) {
-        cats.push("@fast");
-    } else {
-        cats.push("@slow");
-    }
-    if has(BLOCKING) {
-        cats.push("@blocking");
-    }
-    if has(ADMIN) {
-        cats.push("@dangerous");
-    }
-    match group {
-        "connection" => cats.push("@connection"),
-        "transactions" => cats.push("@transaction"),
-        "scripting" => cats.push("@scripting"),
-        _ => {}
-    }
-    cats
+    argv.push(Bytes::from_static(spec.name.as_bytes()));
+    super::resolve_name(&argv)
 }
 
 /// The key specifications: the command's own, or the one Redis 7 derives from
@@ -178,10 +148,9 @@ fn command_entry(spec: &CommandSpec, parent: Option<&CommandSpec>) -> Frame {
         .filter(|(bit, _)| spec.flags & bit != 0)
         .map(|(_, n)| Frame::simple(n))
         .collect();
-    let group = parent.map_or(spec.group, |p| p.group);
-    let cats = acl_categories(spec, group)
+    let cats = acl_categories(spec, parent)
         .into_iter()
-        .map(|c| Frame::Simple(Bytes::from_static(c.as_bytes())))
+        .map(|c| Frame::Simple(Bytes::from(c)))
         .collect();
     let subs = spec
         .subcommands
@@ -374,15 +343,15 @@ fn command_list(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     };
     let mut names = Vec::new();
     for spec in sorted_commands() {
-        let mut candidates = vec![(spec.name.to_string(), spec, spec.group)];
+        let mut candidates = vec![(spec.name.to_string(), spec, None)];
         for sub in spec.subcommands {
-            candidates.push((format!("{}|{}", spec.name, sub.name), sub, spec.group));
+            candidates.push((format!("{}|{}", spec.name, sub.name), sub, Some(spec)));
         }
-        for (name, s, group) in candidates {
+        for (name, s, parent) in candidates {
             let keep = match &filter {
                 Filter::None => true,
                 Filter::Module => false,
-                Filter::AclCat(cat) => acl_categories(s, group).contains(&cat.as_str()),
+                Filter::AclCat(cat) => acl_categories(s, parent).contains(cat),
                 Filter::Pattern(p) => glob_match(p, name.as_bytes(), true),
             };
             if keep {
