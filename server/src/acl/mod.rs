@@ -50,6 +50,8 @@ pub(crate) struct Catalog {
     pub(crate) top: Vec<usize>,
     /// Full name to index.
     by_name: HashMap<String, usize>,
+    /// Command id to index.
+    by_id: HashMap<u32, usize>,
 }
 
 impl Catalog {
@@ -65,9 +67,11 @@ impl Catalog {
             is_sub: false,
         });
         self.by_name.insert(command.1.to_string(), index);
+        self.by_id.insert(command.0, index);
         self.top.push(index);
         for (id, name, categories) in subs {
             self.by_name.insert(name.clone(), self.entries.len());
+            self.by_id.insert(*id, self.entries.len());
             self.entries.push(CatalogEntry {
                 id: *id,
                 fullname: name.clone(),
@@ -76,6 +80,12 @@ impl Catalog {
                 is_sub: true,
             });
         }
+    }
+
+    /// The full name of the command with id `id`.
+    pub(crate) fn name_of(&self, id: u32) -> Option<&str> {
+        let index = self.by_id.get(&id)?;
+        self.entries.get(*index).map(|e| e.fullname.as_str())
     }
 
     /// The entry named `name` (any case; `container|sub` for a subcommand).

@@ -238,10 +238,18 @@ pub(crate) fn check(user: &User, resolved: &Resolved, argv: &[Bytes]) -> Result<
     if user.unrestricted() {
         return Ok(());
     }
-    let name = fullname(resolved);
+    // The catalog's name: no allocation per check.
+    let owned;
+    let name = match catalog().name_of(resolved.stat) {
+        Some(name) => name,
+        None => {
+            owned = fullname(resolved);
+            &owned
+        }
+    };
     user.check(&Line {
         id: resolved.stat,
-        fullname: &name,
+        fullname: name,
         no_auth: resolved.spec.has(NO_AUTH),
         is_sub: resolved.parent.is_some(),
         argv,
