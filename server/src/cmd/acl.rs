@@ -341,7 +341,8 @@ pub(crate) fn log_denial(
 /// Records a failed authentication as `user` (object `AUTH`, or `HELLO`: the command's name as
 /// sent, as Redis logs `argv[0]`).
 pub(crate) fn log_auth_failure(ctx: &Ctx<'_>, command: &Bytes, user: &Bytes) {
-    let context = if ctx.client.multi.is_some() {
+    // An AUTH queued in MULTI runs in EXEC, where Redis's client is still flagged MULTI.
+    let context = if ctx.client.multi.is_some() || ctx.client.in_exec {
         Context::Multi
     } else {
         Context::Toplevel
