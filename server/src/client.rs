@@ -37,6 +37,8 @@ pub(crate) struct ClientInfo {
     pub(crate) multi: i64,
     /// Flags as `CLIENT LIST` shows them (`N` normal, `P` pubsub, `x` multi, `b` blocked…).
     pub(crate) flags: String,
+    /// The user the client authenticated as (`None`: the default user).
+    pub(crate) user: Option<Arc<crate::acl::User>>,
 }
 
 impl ClientInfo {
@@ -249,6 +251,8 @@ pub(crate) struct ClientState {
     pub(crate) resp: Version,
     /// Whether `AUTH` succeeded (or no password is required).
     pub(crate) authenticated: bool,
+    /// The user the client acts as (`None`: the default user); see [`ClientState::set_user`].
+    pub(crate) user: Option<Arc<crate::acl::User>>,
     /// Close the connection once the current replies are written (`QUIT`).
     pub(crate) close_after_reply: bool,
     /// The command runs inside a script (`redis.call`).
@@ -302,6 +306,7 @@ impl ClientState {
             db: 0,
             resp: Version::Resp2,
             authenticated,
+            user: None,
             close_after_reply: false,
             in_script: false,
             subscriptions: 0,
@@ -334,6 +339,7 @@ impl ClientState {
     /// authenticated only if no password is required). Subsystems that keep per-connection
     /// state here (MULTI, subscriptions, tracking) reset theirs in this method too.
     pub(crate) fn reset(&mut self, authenticated: bool) {
+        self.set_user(None);
         self.db = 0;
         self.resp = Version::Resp2;
         self.authenticated = authenticated;
@@ -362,6 +368,13 @@ impl ClientState {
     /// The client id.
     pub(crate) fn id(&self) -> u64 {
         self.handle.id
+    }
+
+    /// Makes the client act as `user` (`None`: the default user), also as `CLIENT LIST`
+    /// shows it.
+    pub(crate) fn set_user(&mut self, user: Option<Arc<crate::acl::User>>) {
+        self.handle.update(|info| info.user = user.clone());
+        self.user = user;
     }
 }
 

@@ -111,6 +111,20 @@ impl Session {
                 return e.into();
             }
         };
+        // ACLs, after authentication (checked in `cmd::call`: an unauthenticated client gets
+        // NOAUTH first) and before cluster routing, as Redis's `processCommand`; a MULTI
+        // refusal of a `no-multi` command comes first. The default user skips it (one load).
+        if self.client.authenticated
+            && !cmd::acl::user_of(&self.node, &self.client).unrestricted()
+            && !(self.client.multi.is_some() && resolved.spec.has(cmd::flags::NO_MULTI))
+        {
+            let user = cmd::acl::user_of(&self.node, &self.client).clone();
+            if let Err(denied) = cmd::acl::check(&user, &resolved, argv) {
+                return self
+                    .acl_denied(resolved, argv, denied, guard, effects)
+                    .await;
+            }
+        }
         if let Some(e) =
             crate::cluster::check_command(&self.node, &mut self.client, resolved.spec, argv)
         {
@@ -208,6 +222,40 @@ impl Session {
         }
         self.note_command(resolved, now);
         reply
+    }
+
+    /// Refuses a command the client's user may not run: the ACL log entry (`multi` context
+    /// while queueing), the transaction flagged, Redis's `NOPERM` text.
+    async fn acl_denied(
+        &mut self,
+        resolved: Resolved,
+        argv: &[Bytes],
+        denied: crate::acl::Denied,
+        guard: &mut Guard,
+        effects: &mut Effects,
+    ) -> Frame {
+        transaction::flag_error(&mut self.client);
+        if guard.is_none() {
+            if let Ok(state) = self.lock_state().await {
+                *guard = Some(state);
+            }
+        }
+        if let Some(state) = guard.as_mut() {
+            let context = if self.client.multi.is_some() {
+                crate::acl::Context::Multi
+            } else {
+                crate::acl::Context::Toplevel
+            };
+            let ctx = cmd::Ctx {
+                state,
+                node: &self.node,
+                client: &mut self.client,
+                now: self.node.clock.now_ms(),
+                effects,
+            };
+            cmd::acl::log_denial(&ctx, &resolved, argv, denied, context);
+        }
+        self.rejected(resolved, cmd::acl::noperm_error(&resolved, denied))
     }
 
     /// Counts an error reply in `INFO errorstats`, unless it was counted already (a script's

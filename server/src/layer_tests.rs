@@ -9,13 +9,15 @@ use std::path::Path;
 
 /// Each module's layer, lowest first.
 const LAYERS: &[(&str, &[&str])] = &[
-    // Leaves: errors, argument parsing, command descriptions (ours and Redis's), command
-    // flags, clock, geohash math, glob, event classes, chart ticks.
+    // Leaves: errors, argument parsing, command descriptions (ours, Redis's, and their ACL
+    // facts: categories, key specifications), command flags, clock, geohash math, glob, event
+    // classes, chart ticks.
     (
         "leaf",
         &[
             "args",
             "clock",
+            "command_acl",
             "command_meta",
             "error",
             "flags",
@@ -32,11 +34,12 @@ const LAYERS: &[(&str, &[&str])] = &[
         "data",
         &["cmdstats", "config", "db", "latency", "rdb", "slowlog"],
     ),
-    // Node state: clients, pub/sub, blocking queues, transactions, replication, the journal,
+    // Node state: ACL users and log, clients, pub/sub, blocking queues, transactions, replication, the journal,
     // cluster view, scripting, eviction, monitors, and the node itself.
     (
         "state",
         &[
+            "acl",
             "blocking",
             "client",
             "cluster",

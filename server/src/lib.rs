@@ -13,6 +13,7 @@
 //! # }
 //! ```
 
+mod acl;
 mod args;
 mod blocking;
 #[cfg(feature = "cli")]
@@ -22,6 +23,7 @@ mod clock;
 mod cluster;
 mod cmd;
 mod cmdstats;
+mod command_acl;
 mod command_meta;
 mod config;
 mod connection;

@@ -2,14 +2,16 @@
 //! `COMMAND DOCS` of a real redis-server, captured by `server/tools/capture-command-table.py`
 //! into `redis_table/info.resp` and `docs.resp` and embedded here. `COMMAND INFO`/`DOCS`
 //! answer from them for every command the server has (so flags, ACL categories, tips, key
-//! specifications and documentation are Redis's to the byte), ACL categories are read from
-//! them, and a test holds the command table's own arity, flags and key positions to them.
+//! specifications and documentation are Redis's to the byte), and a test holds the command
+//! table's own arity, flags and key positions to them. (What ACL checks need of the same
+//! descriptions, categories and key specifications, is compiled into
+//! [`crate::command_acl`]'s typed table; a test holds the two together.)
 //!
 //! Redis 7.0 is distributed under the 3-clause BSD license (Copyright (c) 2006-2020,
 //! Salvatore Sanfilippo); these descriptions are its `src/commands/*.json`, as the server
 //! reports them.
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use locksmith_resp::{Frame, FrameDecoder, Limits};
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -28,6 +30,7 @@ pub(crate) struct Described {
 
 impl Described {
     /// A field of the `COMMAND INFO` entry by position.
+    #[cfg(test)]
     fn field(&self, i: usize) -> Option<&Frame> {
         match &self.info {
             Frame::Array(items) => items.get(i),
@@ -62,11 +65,13 @@ impl Described {
     }
 
     /// Its ACL categories, `@` included (`@write`, `@string`...).
+    #[cfg(test)]
     pub(crate) fn acl_categories(&self) -> Vec<&str> {
         words(self.field(6))
     }
 
     /// Its key specifications, as `COMMAND INFO` sends them.
+    #[cfg(test)]
     pub(crate) fn key_specs(&self) -> &[Frame] {
         match self.field(8) {
             Some(Frame::Set(specs) | Frame::Array(specs)) => specs,
@@ -76,6 +81,7 @@ impl Described {
 }
 
 /// The text of the simple strings or bulks in a set or array.
+#[cfg(test)]
 fn words(frame: Option<&Frame>) -> Vec<&str> {
     let items: &[Frame] = match frame {
         Some(Frame::Set(items) | Frame::Array(items)) => items,
@@ -168,111 +174,6 @@ pub(crate) fn get(name: &str) -> Option<&'static Described> {
     all().get(name)
 }
 
-/// An integer field of a RESP3 map.
-fn int_at(map: &Frame, key: &str) -> Option<i64> {
-    match map_get(map, key) {
-        Some(Frame::Integer(n)) => Some(*n),
-        _ => None,
-    }
-}
-
-/// The text of a bulk or simple string field of a RESP3 map.
-fn text_at<'a>(map: &'a Frame, key: &str) -> Option<&'a [u8]> {
-    match map_get(map, key) {
-        Some(Frame::Bulk(b) | Frame::Simple(b)) => Some(b),
-        _ => None,
-    }
-}
-
-/// The keys of `argv` that Redis's key specifications `specs` find (Redis 7.0's
-/// `getKeysUsingKeySpecs`), each with its specification's flags, in the specifications'
-/// order; `None` when a specification cannot say (an unknown search, an `incomplete` or
-/// `variable_flags` one): the command's own key finder decides then, as in Redis.
-pub(crate) fn keys_by_specs<'a>(
-    specs: &'a [Frame],
-    argv: &[Bytes],
-) -> Option<Vec<(usize, Vec<&'a str>)>> {
-    let argc = i64::try_from(argv.len()).ok()?;
-    let mut keys = Vec::new();
-    for spec in specs {
-        let flags = words(map_get(spec, "flags"));
-        if flags
-            .iter()
-            .any(|f| *f == "incomplete" || *f == "variable_flags")
-        {
-            return None;
-        }
-        let begin = map_get(spec, "begin_search")?;
-        let begin_spec = map_get(begin, "spec")?;
-        let first = match text_at(begin, "type")? {
-            b"index" => int_at(begin_spec, "index")?,
-            b"keyword" => {
-                let keyword = text_at(begin_spec, "keyword")?;
-                let startfrom = int_at(begin_spec, "startfrom")?;
-                let (start, end) = if startfrom > 0 {
-                    (startfrom, argc - 1)
-                } else {
-                    (argc + startfrom, 1)
-                };
-                let mut found = None;
-                let mut i = start;
-                while i != end && (1..argc).contains(&i) {
-                    let arg = usize::try_from(i).ok().and_then(|i| argv.get(i))?;
-                    // Redis compares C strings: an argument ends at its first NUL.
-                    let arg = arg.split(|&b| b == 0).next().unwrap_or_default();
-                    if arg.eq_ignore_ascii_case(keyword) {
-                        found = Some(i + 1);
-                        break;
-                    }
-                    i += if start <= end { 1 } else { -1 };
-                }
-                match found {
-                    Some(first) => first,
-                    None => continue,
-                }
-            }
-            _ => return None,
-        };
-        let find = map_get(spec, "find_keys")?;
-        let find_spec = map_get(find, "spec")?;
-        let (first, last, step) = match text_at(find, "type")? {
-            b"range" => {
-                let lastkey = int_at(find_spec, "lastkey")?;
-                let limit = int_at(find_spec, "limit")?;
-                let last = if lastkey >= 0 {
-                    first + lastkey
-                } else if limit == 0 {
-                    argc + lastkey
-                } else {
-                    first + ((argc - first) / limit + lastkey)
-                };
-                (first, last, int_at(find_spec, "keystep")?)
-            }
-            b"keynum" => {
-                let at = first + int_at(find_spec, "keynumidx")?;
-                let numkeys = usize::try_from(at)
-                    .ok()
-                    .and_then(|at| argv.get(at))
-                    .and_then(|n| std::str::from_utf8(n).ok())
-                    .and_then(|n| n.parse::<i64>().ok())
-                    .filter(|n| *n >= 0)?;
-                let first = first + int_at(find_spec, "firstkey")?;
-                (first, first + numkeys - 1, int_at(find_spec, "keystep")?)
-            }
-            _ => return None,
-        };
-        let mut i = first;
-        while i <= last && step > 0 {
-            // Past the arguments (a variadic command's arity is checked by the command).
-            if i < argc {
-                keys.push((usize::try_from(i).ok()?, flags.clone()));
-            }
-            i += step;
-        }
-    }
-    Some(keys)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,5 +194,38 @@ mod tests {
         let list = get("client|list").expect("CLIENT LIST");
         assert!(list.flags().contains(&"admin"));
         assert!(map_get(&list.docs, "arguments").is_some());
+    }
+
+    /// The ACL table (categories and key specification flags compiled for the checks) says
+    /// what redis-server's description says, for every command.
+    #[test]
+    fn the_acl_table_agrees_with_the_captured_description() {
+        use crate::command_acl::{categories, key, CATEGORIES};
+        for (name, described) in all() {
+            let mask = categories(name).unwrap_or_else(|| panic!("{name} not in the ACL table"));
+            let ours: Vec<String> = CATEGORIES
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| mask & (1 << i) != 0)
+                .map(|(_, c)| format!("@{c}"))
+                .collect();
+            let mut theirs: Vec<String> = described
+                .acl_categories()
+                .iter()
+                .map(|c| c.to_string())
+                .collect();
+            let mut ours = ours;
+            ours.sort();
+            theirs.sort();
+            assert_eq!(ours, theirs, "{name}");
+            for spec in described.key_specs() {
+                for flag in words(map_get(spec, "flags")) {
+                    assert!(
+                        key::NAMES.iter().any(|(_, n)| *n == flag),
+                        "{name}: unknown key flag {flag}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -268,6 +268,18 @@ impl ServerBuilder {
             crate::cmd::load_at_start(&mut state, &node)
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
         }
+        // Users from the ACL file, before the first client (Redis aborts its start on an
+        // error in the file).
+        let aclfile = node.config.aclfile();
+        if !aclfile.is_empty() {
+            let path = crate::cmd::acl::resolve_path(&node.config.dir(), &aclfile);
+            crate::cmd::acl::load_acl_file(&node, &path, &aclfile).map_err(|e| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("Aborting Redis startup because of ACL errors: {e}"),
+                )
+            })?;
+        }
         if let Some(cluster) = cluster {
             let offset = node.state.lock().await.repl.offset_mirror();
             cluster.attach(&node, offset);

@@ -129,8 +129,8 @@ pub(crate) fn logged_argv(argv: &[Bytes]) -> Vec<Bytes> {
 
 /// The positions of the arguments Redis replaces by `(redacted)` in the slow log and for
 /// MONITOR (its `redactClientCommandArgument` calls): the credentials of `AUTH` (in its valid
-/// forms), of `HELLO ... AUTH user pass` and of `MIGRATE ... AUTH|AUTH2`, and the values of
-/// sensitive parameters in `CONFIG SET`.
+/// forms), of `HELLO ... AUTH user pass` and of `MIGRATE ... AUTH|AUTH2`, `ACL SETUSER`'s
+/// arguments, and the values of sensitive parameters in `CONFIG SET`.
 pub(crate) fn redacted_args(argv: &[Bytes]) -> Vec<usize> {
     let is = |i: usize, word: &[u8]| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(word));
     if is(0, b"auth") {
@@ -146,6 +146,10 @@ pub(crate) fn redacted_args(argv: &[Bytes]) -> Vec<usize> {
     }
     if is(0, b"migrate") {
         return migrate_redacted(argv);
+    }
+    if is(0, b"acl") && is(1, b"setuser") && argv.len() >= 3 {
+        // `aclCommand` redacts the user name and every rule (passwords among them).
+        return (2..argv.len()).collect();
     }
     if is(0, b"config") && is(1, b"set") {
         // `configSetCommand` checks the count first, then redacts every sensitive value,

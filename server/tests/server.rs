@@ -4,6 +4,7 @@
 //! binary of its own.
 
 mod server {
+    mod acl;
     mod bench;
     mod blocking;
     mod cluster;

@@ -130,7 +130,7 @@ fn type_of(handle: &ClientHandle) -> ClientType {
 
 /// One `CLIENT LIST` line (without the newline), in Redis 7's field order. Fields we have no
 /// equivalent for (query buffer, reply buffer) carry plausible fixed values.
-fn client_line(ctx: &Ctx<'_>, handle: &Arc<ClientHandle>, own_cmd: &str) -> String {
+pub(super) fn client_line(ctx: &Ctx<'_>, handle: &Arc<ClientHandle>, own_cmd: &str) -> String {
     let info = handle.info();
     let own = handle.id == ctx.client.id();
     let now = ctx.now;
@@ -184,7 +184,7 @@ fn client_line(ctx: &Ctx<'_>, handle: &Arc<ClientHandle>, own_cmd: &str) -> Stri
         line,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} \
          ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem=0 rbs=1024 rbp=0 obl=0 \
-         oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
+         oll=0 omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={}",
         handle.id,
         handle.addr,
         handle.laddr,
@@ -204,6 +204,12 @@ fn client_line(ctx: &Ctx<'_>, handle: &Arc<ClientHandle>, own_cmd: &str) -> Stri
         omem,
         1024 + qbuf + qbuf_free + argv_mem + omem as u64 + 800,
         cmd,
+        lossy(
+            info.user
+                .as_ref()
+                .map_or(&b"default"[..], |u| &u.name()[..]),
+            usize::MAX
+        ),
         resp
     );
     if let Some(lib) = &info.lib_name {
@@ -281,6 +287,7 @@ fn kill(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let mut addr: Option<&[u8]> = None;
     let mut laddr: Option<&[u8]> = None;
     let mut maxage: Option<u64> = None;
+    let mut user: Option<Arc<crate::acl::User>> = None;
     let old_form = rest.len() == 1;
     // With the old form a client may kill itself.
     let mut skipme = !old_form;
@@ -300,14 +307,15 @@ fn kill(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
                 b"type" => kind = Some(client_type(value)?),
                 b"addr" => addr = Some(value),
                 b"laddr" => laddr = Some(value),
-                b"user" => {
-                    if &value[..] != b"default" {
+                b"user" => match ctx.node.acl.user(value) {
+                    Some(found) => user = Some(found),
+                    None => {
                         return Err(CommandError::err(format!(
                             "No such user '{}'",
                             lossy(value, 128)
-                        )));
+                        )))
                     }
-                }
+                },
                 b"skipme" => match value.to_ascii_lowercase().as_slice() {
                     b"yes" => skipme = true,
                     b"no" => skipme = false,
@@ -329,6 +337,11 @@ fn kill(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             || addr.is_some_and(|a| handle.addr.to_string().as_bytes() != a)
             || laddr.is_some_and(|a| handle.laddr.to_string().as_bytes() != a)
             || maxage.is_some_and(|m| ctx.now.saturating_sub(handle.created_ms) / 1000 < m)
+            || user.as_ref().is_some_and(|u| {
+                let info = handle.info();
+                let theirs = info.user.as_ref().unwrap_or(ctx.node.acl.default_user());
+                !Arc::ptr_eq(u, theirs)
+            })
             || (skipme && own)
         {
             continue;

@@ -49,61 +49,22 @@ pub(super) static COMMAND_SUBCOMMANDS: &[CommandSpec] = &[
         ),
 ];
 
-/// The ACL categories of `name` (`get`, `client|list`): Redis's own for every command Redis
-/// 7.0 has, or derived from the flags and group for ours alone.
-pub(crate) fn acl_categories(name: &str, spec: &CommandSpec, group: &str) -> Vec<&'static str> {
-    match crate::redis_table::get(name) {
-        Some(redis) => redis.acl_categories(),
-        None => derived_acl_categories(spec, group),
-    }
+/// ACL categories as `COMMAND INFO` lists them (`@read`...), in Redis's order.
+fn acl_categories(spec: &CommandSpec, parent: Option<&CommandSpec>) -> Vec<String> {
+    let resolved = resolved_of(spec, parent);
+    super::acl::category_names(resolved.map_or(0, |r| super::acl::category_mask(&r)))
+        .map(|c| format!("@{c}"))
+        .collect()
 }
 
-/// ACL categories in Redis's bit order, with the test that puts a command in each.
-fn derived_acl_categories(spec: &CommandSpec, group: &str) -> Vec<&'static str> {
-    let mut cats = Vec::new();
-    let has = |f: u32| spec.flags & f != 0;
-    if group == "generic" {
-        cats.push("@keyspace");
+/// The table's resolution of `spec` (a subcommand of `parent`).
+fn resolved_of(spec: &CommandSpec, parent: Option<&CommandSpec>) -> Option<super::Resolved> {
+    let mut argv = Vec::with_capacity(2);
+    if let Some(p) = parent {
+        argv.push(Bytes::from_static(p.name.as_bytes()));
     }
-    if has(READONLY) {
-        cats.push("@read");
-    }
-    if has(WRITE) {
-        cats.push("@write");
-    }
-    match group {
-        "set" => cats.push("@set"),
-        "sorted_set" => cats.push("@sortedset"),
-        "list" => cats.push("@list"),
-        "hash" => cats.push("@hash"),
-        "string" => cats.push("@string"),
-        "geo" => cats.push("@geo"),
-        _ => {}
-    }
-    if has(PUBSUB) || group == "pubsub" {
-        cats.push("@pubsub");
-    }
-    if has(ADMIN) {
-        cats.push("@admin");
-    }
-    if has(FAST) {
-        cats.push("@fast");
-    } else {
-        cats.push("@slow");
-    }
-    if has(BLOCKING) {
-        cats.push("@blocking");
-    }
-    if has(ADMIN) {
-        cats.push("@dangerous");
-    }
-    match group {
-        "connection" => cats.push("@connection"),
-        "transactions" => cats.push("@transaction"),
-        "scripting" => cats.push("@scripting"),
-        _ => {}
-    }
-    cats
+    argv.push(Bytes::from_static(spec.name.as_bytes()));
+    super::resolve_name(&argv)
 }
 
 /// The key specifications: the command's own, or the one Redis 7 derives from
@@ -208,10 +169,9 @@ fn command_entry(spec: &CommandSpec, parent: Option<&CommandSpec>) -> Frame {
         .filter(|(bit, _)| spec.flags & bit != 0)
         .map(|(_, n)| Frame::simple(n))
         .collect();
-    let group = parent.map_or(spec.group, |p| p.group);
-    let cats = derived_acl_categories(spec, group)
+    let cats = acl_categories(spec, parent)
         .into_iter()
-        .map(|c| Frame::Simple(Bytes::from_static(c.as_bytes())))
+        .map(|c| Frame::Simple(Bytes::from(c)))
         .collect();
     let subs = spec
         .subcommands
@@ -428,15 +388,15 @@ fn command_list(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     };
     let mut names = Vec::new();
     for spec in sorted_commands() {
-        let mut candidates = vec![(spec.name.to_string(), spec, spec.group)];
+        let mut candidates = vec![(spec.name.to_string(), spec, None)];
         for sub in spec.subcommands {
-            candidates.push((format!("{}|{}", spec.name, sub.name), sub, spec.group));
+            candidates.push((format!("{}|{}", spec.name, sub.name), sub, Some(spec)));
         }
-        for (name, s, group) in candidates {
+        for (name, s, parent) in candidates {
             let keep = match &filter {
                 Filter::None => true,
                 Filter::Module => false,
-                Filter::AclCat(cat) => acl_categories(&name, s, group).contains(&cat.as_str()),
+                Filter::AclCat(cat) => acl_categories(s, parent).contains(cat),
                 Filter::Pattern(p) => glob_match(p, name.as_bytes(), true),
             };
             if keep {
@@ -447,10 +407,10 @@ fn command_list(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     Ok(Frame::Array(names))
 }
 
-/// The keys of the command line `argv` with their flags, as Redis 7.0's
-/// `getKeysFromCommandWithSpecs` finds them (GETKEYS and GETKEYSANDFLAGS): Redis's key
-/// specifications where they can say, otherwise the command's own key finder; with Redis's
-/// errors for an unknown command, a wrong arity, a command without keys or keys not found.
+/// The keys of the command line `argv` with their flags' names, as Redis 7.0's
+/// `getKeysFromCommandWithSpecs` finds them (GETKEYS and GETKEYSANDFLAGS, through the ACL
+/// table's [`crate::command_acl::acl_keys`]); with Redis's errors for an unknown command, a
+/// wrong arity, a command without keys or keys not found.
 fn keys_and_flags(argv: &[Bytes]) -> Result<Vec<(Bytes, Vec<&'static str>)>, CommandError> {
     let resolved = match super::resolve(argv) {
         Ok(resolved) => resolved,
@@ -469,68 +429,21 @@ fn keys_and_flags(argv: &[Bytes]) -> Result<Vec<(Bytes, Vec<&'static str>)>, Com
         Some(p) => format!("{}|{}", p.name, spec.name),
         None => spec.name.to_string(),
     };
-    let by_specs = crate::redis_table::get(&name)
-        .and_then(|redis| crate::redis_table::keys_by_specs(redis.key_specs(), argv));
-    let keys: Vec<(Bytes, Vec<&'static str>)> = match by_specs {
-        Some(keys) => keys
-            .into_iter()
-            .filter_map(|(i, flags)| Some((argv.get(i)?.clone(), flags)))
-            .collect(),
-        None => own_key_flags(spec, argv),
-    };
+    let keys: Vec<(Bytes, Vec<&'static str>)> = crate::command_acl::acl_keys(&name, argv)
+        .into_iter()
+        .filter_map(|(i, flags)| {
+            let names = crate::command_acl::key::NAMES
+                .iter()
+                .filter(|(bit, _)| flags & bit != 0)
+                .map(|(_, n)| *n)
+                .collect();
+            Some((argv.get(i)?.clone(), names))
+        })
+        .collect();
     if keys.is_empty() && !spec.has(NO_MANDATORY_KEYS) {
         return Err(CommandError::err("Invalid arguments specified for command"));
     }
     Ok(keys)
-}
-
-/// The keys the command's own finder gives, with the flags Redis's `getkeys_proc` of the
-/// command gives them (SORT's destination is written over, BITFIELD reads unless it sets,
-/// SET reads only with GET), or the key specification's for our own commands.
-fn own_key_flags(
-    spec: &crate::command_meta::CommandMeta,
-    argv: &[Bytes],
-) -> Vec<(Bytes, Vec<&'static str>)> {
-    const READ: &[&str] = &["RO", "access"];
-    let keys = spec.keys_of(argv);
-    let flags_of = |i: usize| -> &'static [&'static str] {
-        match spec.name {
-            "sort" | "sort_ro" if i > 0 => &["OW", "update"],
-            "sort" | "sort_ro" => READ,
-            "bitfield" if bitfield_reads_only(argv) => READ,
-            "bitfield" => &["RW", "access", "update"],
-            // SET reads the old value only with GET (Redis's `setGetKeys`).
-            "set" if argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get")) => {
-                &["RW", "access", "update"]
-            }
-            "set" => &["OW", "update"],
-            "migrate" => &["RW", "access", "delete"],
-            _ if !spec.key_flags.is_empty() => spec.key_flags,
-            _ if spec.has(WRITE) => &["RW", "update"],
-            _ => READ,
-        }
-    };
-    keys.into_iter()
-        .enumerate()
-        .map(|(i, k)| (k.clone(), flags_of(i).to_vec()))
-        .collect()
-}
-
-/// Whether a BITFIELD line only reads (Redis's `bitfieldGetKeys`: GETs and OVERFLOWs; any
-/// other word, a syntax error included, counts as a write).
-fn bitfield_reads_only(argv: &[Bytes]) -> bool {
-    let mut i = 2;
-    while let Some(arg) = argv.get(i) {
-        let rest = argv.len() - i - 1;
-        if arg.eq_ignore_ascii_case(b"get") && rest >= 2 {
-            i += 3;
-        } else if arg.eq_ignore_ascii_case(b"overflow") && rest >= 1 {
-            i += 2;
-        } else {
-            return false;
-        }
-    }
-    true
 }
 
 /// ```text

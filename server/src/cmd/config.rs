@@ -115,6 +115,12 @@ fn config_set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     for step in steps {
         match step {
             StateStep::Eviction => ctx.state.apply_eviction_config(),
+            StateStep::DefaultPassword => {
+                let password = ctx.node.config.requirepass();
+                ctx.node
+                    .acl
+                    .set_default_password(password.as_deref().map(str::as_bytes));
+            }
             // Redis trims the slow log after every command while it is on.
             StateStep::SlowLog => {
                 if ctx.node.config.slowlog_log_slower_than() >= 0 {

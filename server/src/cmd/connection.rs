@@ -86,20 +86,26 @@ fn quit(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     Ok(Frame::ok())
 }
 
-/// Checks `user`/`password` as Redis's `ACLAuthenticateUser` does with only the `default`
-/// user: without `requirepass` it has `nopass` and any password works.
-fn credentials_ok(ctx: &Ctx<'_>, user: &[u8], password: &[u8]) -> bool {
-    if user != b"default" {
-        return false;
+/// Redis's `ACLAuthenticateUser`: on success the client acts as the user; on failure the
+/// attempt goes to the ACL log.
+fn authenticate(
+    ctx: &mut Ctx<'_>,
+    command: &Bytes,
+    user: &Bytes,
+    password: &[u8],
+) -> Result<(), CommandError> {
+    match ctx.node.acl.authenticate(user, password) {
+        Some(found) => {
+            ctx.client.authenticated = true;
+            let default = std::sync::Arc::ptr_eq(&found, ctx.node.acl.default_user());
+            ctx.client.set_user((!default).then_some(found));
+            Ok(())
+        }
+        None => {
+            super::acl::log_auth_failure(ctx, command, user);
+            Err(CommandError::Raw(WRONGPASS.into()))
+        }
     }
-    match &ctx.node.config.requirepass() {
-        None => true,
-        Some(expected) => constant_time_eq(expected.as_bytes(), password),
-    }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// ```text
@@ -108,24 +114,22 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 fn auth(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (user, password) = match args.rest() {
         [password] => {
-            // Redis keeps the old error for the one-argument form without a password.
-            if ctx.node.config.requirepass().is_none() {
+            // Redis keeps the old error for the one-argument form while the default user has
+            // no password.
+            if ctx.node.acl.default_user().rules().nopass() {
                 return Err(CommandError::err(
                     "AUTH <password> called without any password configured for the default \
                      user. Are you sure your configuration is correct?",
                 ));
             }
-            (&b"default"[..], password)
+            (Bytes::from_static(b"default"), password)
         }
-        [user, password] => (&user[..], password),
+        [user, password] => (user.clone(), password),
         _ => return Err(CommandError::Syntax),
     };
-    if credentials_ok(ctx, user, password) {
-        ctx.client.authenticated = true;
-        Ok(Frame::ok())
-    } else {
-        Err(CommandError::Raw(WRONGPASS.into()))
-    }
+    let command = args.argv().first().cloned().unwrap_or_default();
+    authenticate(ctx, &command, &user, password)?;
+    Ok(Frame::ok())
 }
 
 /// `CLIENT SETNAME` / `HELLO SETNAME` validation: no spaces, newlines or other characters
@@ -182,10 +186,8 @@ fn hello(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         }
     }
     if let Some((user, password)) = credentials {
-        if !credentials_ok(ctx, &user, &password) {
-            return Err(CommandError::Raw(WRONGPASS.into()));
-        }
-        ctx.client.authenticated = true;
+        let command = args.argv().first().cloned().unwrap_or_default();
+        authenticate(ctx, &command, &user, &password)?;
     }
     if !ctx.client.authenticated {
         return Err(CommandError::Raw(
@@ -226,7 +228,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     crate::transaction::reset(ctx.state, ctx.client);
     super::pubsub::reset(ctx);
     ctx.state.client_gone(ctx.client.id());
-    let authenticated = !ctx.node.config.requires_auth();
+    let authenticated = !ctx.node.requires_auth();
     ctx.client.reset(authenticated);
     Ok(Frame::simple("RESET"))
 }

@@ -6,6 +6,7 @@
 //! Handlers are synchronous: they run against a [`Ctx`] under the state lock and return the
 //! reply, so `MULTI`/`EXEC`, `redis.call` and replication reuse the same code.
 
+pub(crate) mod acl;
 mod bitmap;
 mod client;
 mod cluster;
@@ -175,8 +176,9 @@ impl CommandSpec {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 28] {
+fn families() -> [&'static [CommandSpec]; 29] {
     [
+        acl::COMMANDS,
         connection::COMMANDS,
         sort::COMMANDS,
         bitmap::COMMANDS,

@@ -132,7 +132,7 @@ fn engine<'s>(ctx: &'s mut Ctx<'_>) -> Result<&'s mut Engine, CommandError> {
         .ok_or_else(|| CommandError::err("Lua interpreter unavailable"))
 }
 
-/// Whether `argv` names a command (`redis.acl_check_cmd`; no ACLs, so every command is allowed).
+/// Whether `argv` names a command, whatever its arity (`redis.acl_check_cmd`).
 pub(crate) fn command_exists(argv: &[Bytes]) -> bool {
     super::resolve(argv).is_ok() || matches!(super::resolve(argv), Err(CommandError::WrongArity(_)))
 }
@@ -396,6 +396,14 @@ impl Dispatcher for ScriptCaller<'_, '_> {
         }
         outcome
     }
+
+    fn acl_check(&mut self, argv: &[Bytes]) -> bool {
+        let user = super::acl::user_of(self.ctx.node, self.ctx.client);
+        match super::resolve_name(argv) {
+            Some(resolved) => super::acl::check(user, &resolved, argv).is_ok(),
+            None => false,
+        }
+    }
 }
 
 impl ScriptCaller<'_, '_> {
@@ -410,6 +418,15 @@ impl ScriptCaller<'_, '_> {
         let spec = resolved.spec;
         if spec.has(super::flags::NOSCRIPT) {
             return Err("ERR This Redis command is not allowed from script".into());
+        }
+        // Redis's `scriptVerifyACL`: the caller's user.
+        let user = super::acl::user_of(self.ctx.node, self.ctx.client);
+        if !user.unrestricted() {
+            let user = user.clone();
+            if let Err(denied) = super::acl::check(&user, &resolved, argv) {
+                super::acl::log_denial(self.ctx, &resolved, argv, denied, crate::acl::Context::Lua);
+                return Err(super::acl::script_noperm_error(denied));
+            }
         }
         if self.read_only && spec.has(WRITE | MAY_REPLICATE) {
             return Err("ERR Write commands are not allowed from read-only scripts.".into());

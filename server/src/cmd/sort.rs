@@ -82,12 +82,21 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, readonly: bool) -> CmdRe
                 return Err(CommandError::err(
                     "BY option of SORT denied in Cluster mode.",
                 ));
+            } else if !super::acl::may_read_any_key(ctx, args.argv()) {
+                return Err(CommandError::err(
+                    "BY option of SORT denied due to insufficient ACL permissions.",
+                ));
             }
             by = Some(pattern);
         } else if opt.eq_ignore_ascii_case(b"get") && left >= 1 {
             if cluster {
                 return Err(CommandError::err(
                     "GET option of SORT denied in Cluster mode.",
+                ));
+            }
+            if !super::acl::may_read_any_key(ctx, args.argv()) {
+                return Err(CommandError::err(
+                    "GET option of SORT denied due to insufficient ACL permissions.",
                 ));
             }
             gets.push(args.bytes()?);

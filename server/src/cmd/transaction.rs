@@ -76,7 +76,14 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     // Nothing runs between two queued commands: one starts when the last one ended (the
     // first reads the clock: what came before EXEC may have waited, as on a replica's link).
     ctx.client.end_tick = None;
+    let user = super::acl::user_of(ctx.node, ctx.client).clone();
     for (resolved, argv) in &multi.queue {
+        // Checked again: the rules may have changed since the command was queued.
+        if let Err(denied) = super::acl::check(&user, resolved, argv) {
+            super::acl::log_denial(ctx, resolved, argv, denied, crate::acl::Context::Multi);
+            replies.push(super::acl::exec_noperm_error(denied));
+            continue;
+        }
         ctx.client.start_tick = ctx.client.end_tick.take();
         replies.push(super::call(
             *resolved,

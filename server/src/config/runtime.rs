@@ -82,6 +82,9 @@ pub(crate) enum StateStep {
     Eviction,
     /// The slow log drops its entries beyond `slowlog-max-len` (when it is enabled).
     SlowLog,
+    /// `requirepass` is the default user's password (Redis 7's
+    /// `ACLUpdateDefaultUserPassword`).
+    DefaultPassword,
 }
 
 /// The run-time configuration of one node, shared by the node and its state.
@@ -209,7 +212,7 @@ pub(crate) static BINDINGS: &[Binding] = &[
         name: "requirepass",
         get: |c| read(&c.requirepass).unwrap_or_default(),
         set: |c, v| write(&c.requirepass, (!v.is_empty()).then(|| v.to_string())),
-        then: None,
+        then: Some(StateStep::DefaultPassword),
     },
     u64_binding!("busy-reply-threshold", busy_reply_threshold_ms),
     u64_binding!("maxclients", maxclients),
@@ -525,14 +528,6 @@ impl RuntimeConfig {
         read(&self.requirepass)
     }
 
-    /// Whether `requirepass` is set.
-    pub(crate) fn requires_auth(&self) -> bool {
-        match self.requirepass.read() {
-            Ok(guard) => guard.is_some(),
-            Err(poisoned) => poisoned.into_inner().is_some(),
-        }
-    }
-
     /// `busy-reply-threshold` in ms.
     pub(crate) fn busy_reply_threshold_ms(&self) -> u64 {
         self.busy_reply_threshold_ms.load(Relaxed)
@@ -654,6 +649,26 @@ impl RuntimeConfig {
         read(&self.dir)
     }
 
+    /// A parameter kept as text (no binding), as `CONFIG GET` shows it.
+    fn text(&self, name: &str) -> String {
+        self.stored().get(name).cloned().unwrap_or_default()
+    }
+
+    /// `aclfile` (empty: none).
+    pub(crate) fn aclfile(&self) -> String {
+        self.text("aclfile")
+    }
+
+    /// `acllog-max-len`.
+    pub(crate) fn acllog_max_len(&self) -> u64 {
+        self.text("acllog-max-len").parse().unwrap_or(128)
+    }
+
+    /// `acl-pubsub-default allchannels`: new users may use every channel.
+    pub(crate) fn acl_pubsub_default_all(&self) -> bool {
+        self.text("acl-pubsub-default") == "allchannels"
+    }
+
     /// `dbfilename`.
     pub(crate) fn dbfilename(&self) -> String {
         read(&self.dbfilename)
@@ -722,7 +737,7 @@ mod tests {
         assert_eq!(runtime.maxmemory_policy(), "noeviction");
         assert_eq!(runtime.busy_reply_threshold_ms(), 5000);
         assert_eq!(runtime.databases(), 16);
-        assert!(!runtime.requires_auth());
+        assert!(runtime.requirepass().is_none());
     }
 
     #[test]

@@ -400,6 +400,8 @@ pub(crate) struct Node {
     pub(crate) monitors: crate::monitor::Monitors,
     /// Set in cluster mode: the cluster and this node's place in it.
     pub(crate) cluster: std::sync::OnceLock<crate::cluster::Cluster>,
+    /// Users, their permissions and the ACL log.
+    pub(crate) acl: crate::acl::Acl,
 }
 
 impl Node {
@@ -412,7 +414,12 @@ impl Node {
         seed: u64,
     ) -> Node {
         let state = State::new(config.clone(), seed);
+        let acl = crate::acl::Acl::new();
+        if let Some(password) = config.requirepass() {
+            acl.set_default_password(Some(password.as_bytes()));
+        }
         let node = Node {
+            acl,
             config,
             last_client_id: AtomicU64::new(0),
             started_ms: clock.now_ms(),
@@ -467,9 +474,10 @@ impl Node {
         self.last_client_id.fetch_add(1, Ordering::Relaxed) + 1
     }
 
-    /// Whether new connections must `AUTH` first.
+    /// Whether new connections must `AUTH` first: the default user has a password or is
+    /// off (Redis's `authRequired`).
     pub(crate) fn requires_auth(&self) -> bool {
-        self.config.requires_auth()
+        self.acl.requires_auth()
     }
 
     /// The `BUSY` error for the script running now: Redis names the command that may stop it

@@ -128,7 +128,7 @@ pub(super) fn primitives(
             Ok((r % LRAND48_MAX) as f64 / LRAND48_MAX as f64)
         })?,
     )?;
-    let s = shared;
+    let s = shared.clone();
     raw.raw_set(
         "srand",
         lua.create_function(move |_, seed: f64| {
@@ -138,7 +138,13 @@ pub(super) fn primitives(
     )?;
     raw.raw_set(
         "acl_check",
-        super::stack::c_function::<AclCheck>(lua, Arc::new(command_exists))?,
+        super::stack::c_function::<AclCheck>(
+            lua,
+            Arc::new(AclCheckContext {
+                command_exists,
+                shared: shared.clone(),
+            }),
+        )?,
     )?;
     raw.raw_set(
         "readonly",
@@ -155,15 +161,34 @@ pub(super) fn primitives(
     Ok(raw)
 }
 
-/// `redis.acl_check_cmd`'s check (no ACLs: every existing command is allowed): `true`, or the
-/// error table the sandbox raises.
+/// `redis.acl_check_cmd`: whether the user running the script may run a command line
+/// (`true`/`false`), or the error table the sandbox raises for a line naming no command.
 struct AclCheck;
 
+/// What `redis.acl_check_cmd` needs: the command table's test and the run's dispatcher.
+struct AclCheckContext {
+    command_exists: CommandExists,
+    shared: Arc<RunShared>,
+}
+
 impl CFunction for AclCheck {
-    type Context = CommandExists;
-    fn call(stack: &mut Stack<'_>, command_exists: &CommandExists) -> Return {
+    type Context = AclCheckContext;
+    fn call(stack: &mut Stack<'_>, cx: &AclCheckContext) -> Return {
         let pushed = match super::convert::argv_from_stack(stack, &[], &mut Default::default()) {
-            Ok(argv) if command_exists(&argv) => stack.push_bool(true),
+            Ok(argv) if (cx.command_exists)(&argv) => {
+                match cx
+                    .shared
+                    .dispatch
+                    .with(|frame| frame.dispatcher.acl_check(&argv))
+                {
+                    Some(allowed) => stack.push_bool(allowed),
+                    None => super::convert::push_error_table(
+                        stack,
+                        b"redis.acl_check_cmd can only be called inside a script invocation",
+                        false,
+                    ),
+                }
+            }
             Ok(_) => super::convert::push_error_table(
                 stack,
                 b"Invalid command passed to redis.acl_check_cmd()",

@@ -59,6 +59,10 @@ pub(crate) trait Dispatcher {
     /// command ran (unknown command, arity, not allowed from scripts, write in a read-only
     /// script). `repl` is the script's `redis.set_repl` setting.
     fn call(&mut self, argv: &[Bytes], resp3: bool, repl: u8) -> Result<Frame, String>;
+
+    /// `redis.acl_check_cmd`: whether the user running the script may run `argv` (a line
+    /// naming a known command).
+    fn acl_check(&mut self, argv: &[Bytes]) -> bool;
 }
 
 /// Where `redis.call`/`redis.pcall` — created once per interpreter — find the dispatcher of the
@@ -339,7 +343,8 @@ impl std::fmt::Debug for Engine {
     }
 }
 
-/// Checks whether a command line names a known command (for `redis.acl_check_cmd`).
+/// Checks whether a command line names a known command (for `redis.acl_check_cmd`, which
+/// raises an error otherwise).
 pub(crate) type CommandExists = fn(&[Bytes]) -> bool;
 
 impl Engine {

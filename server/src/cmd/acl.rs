@@ -1,0 +1,826 @@
+//! `ACL` and its subcommands, and what the pipeline, `EXEC` and scripts use to check a
+//! command line against the client's user: the check itself with Redis's `NOPERM` texts,
+//! the ACL log entry a refusal leaves, and the disconnection of clients whose user was
+//! removed or lost channel permissions.
+
+use super::client::help_lines;
+use super::{
+    bulk_str, flags::*, lossy, table, Args, CmdResult, CommandError, CommandSpec, Ctx, DocArg,
+    Resolved,
+};
+use crate::acl::{self, Catalog, Context, Denied, Line, LogEntry, Reason, User};
+use crate::command_acl;
+use bytes::Bytes;
+use locksmith_resp::Frame;
+use std::sync::{Arc, LazyLock};
+
+/// `ACL`'s subcommands.
+static ACL_SUBCOMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("cat", -2, acl_cat)
+        .flags(NOSCRIPT | LOADING | STALE)
+        .doc(
+            "server",
+            "List the ACL categories or the commands inside a category",
+        )
+        .since(
+            "6.0.0",
+            "O(1) since the categories and commands are a fixed set.",
+        )
+        .args(&[DocArg::new("categoryname", "string").flags(&["optional"])]),
+    CommandSpec::new("deluser", -3, acl_deluser)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .doc(
+            "server",
+            "Remove the specified ACL users and the associated rules",
+        )
+        .since("6.0.0", "O(1) amortized time considering the typical user.")
+        .args(&[DocArg::new("username", "string").flags(&["multiple"])]),
+    CommandSpec::new("dryrun", -4, acl_dryrun)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .doc(
+            "server",
+            "Returns whether the user can execute the given command without executing the \
+             command.",
+        )
+        .since("7.0.0", "O(1).")
+        .args(&[
+            DocArg::new("username", "string"),
+            DocArg::new("command", "string"),
+            DocArg::new("arg", "string").flags(&["optional", "multiple"]),
+        ]),
+    CommandSpec::new("genpass", -2, acl_genpass)
+        .flags(NOSCRIPT | LOADING | STALE)
+        .doc(
+            "server",
+            "Generate a pseudorandom secure password to use for ACL users",
+        )
+        .since("6.0.0", "O(1)")
+        .args(&[DocArg::new("bits", "integer").flags(&["optional"])]),
+    CommandSpec::new("getuser", 3, acl_getuser)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .doc("server", "Get the rules for a specific ACL user")
+        .since(
+            "6.0.0",
+            "O(N). Where N is the number of password, command and pattern rules that the user \
+             has.",
+        )
+        .history(&[
+            ("6.2.0", "Added Pub/Sub channel patterns."),
+            (
+                "7.0.0",
+                "Added selectors and changed the format of key and channel patterns from a \
+                 list to their rule representation.",
+            ),
+        ])
+        .args(&[DocArg::new("username", "string")]),
+    CommandSpec::new("help", 2, acl_help)
+        .flags(LOADING | STALE)
+        .doc(
+            "server",
+            "Show helpful text about the different subcommands",
+        )
+        .since("6.0.0", "O(1)"),
+    CommandSpec::new("list", 2, acl_list)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .doc(
+            "server",
+            "List the current ACL rules in ACL config file format",
+        )
+        .since("6.0.0", "O(N). Where N is the number of configured users."),
+    CommandSpec::new("load", 2, acl_load)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .doc("server", "Reload the ACLs from the configured ACL file")
+        .since("6.0.0", "O(N). Where N is the number of configured users."),
+    CommandSpec::new("log", -2, acl_log)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .doc(
+            "server",
+            "List latest events denied because of ACLs in place",
+        )
+        .since("6.0.0", "O(N) with N being the number of entries shown."),
+    CommandSpec::new("save", 2, acl_save)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .doc(
+            "server",
+            "Save the current ACL rules in the configured ACL file",
+        )
+        .since("6.0.0", "O(N). Where N is the number of configured users."),
+    CommandSpec::new("setuser", -3, acl_setuser)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .doc(
+            "server",
+            "Modify or create the rules for a specific ACL user",
+        )
+        .since("6.0.0", "O(N). Where N is the number of rules provided.")
+        .history(&[
+            ("6.2.0", "Added Pub/Sub channel patterns."),
+            ("7.0.0", "Added selectors and key based permissions."),
+        ])
+        .args(&[
+            DocArg::new("username", "string"),
+            DocArg::new("rule", "string").flags(&["optional", "multiple"]),
+        ]),
+    CommandSpec::new("users", 2, acl_users)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .doc(
+            "server",
+            "List the username of all the configured ACL rules",
+        )
+        .since("6.0.0", "O(N). Where N is the number of configured users."),
+    CommandSpec::new("whoami", 2, acl_whoami)
+        .flags(NOSCRIPT | LOADING | STALE)
+        .doc(
+            "server",
+            "Return the name of the user associated to the current connection",
+        )
+        .since("6.0.0", "O(1)"),
+];
+
+/// The ACL family's table.
+pub(crate) static COMMANDS: &[CommandSpec] = &[CommandSpec::new("acl", -2, acl_container)
+    .doc("server", "A container for Access List Control commands ")
+    .since("6.0.0", "Depends on subcommand.")
+    .subs(ACL_SUBCOMMANDS)];
+
+/// Every command and subcommand as ACL rules know them, built once from the command table.
+pub(crate) fn catalog() -> &'static Catalog {
+    static CATALOG: LazyLock<Catalog> = LazyLock::new(|| {
+        let mut catalog = Catalog::default();
+        for &spec in table() {
+            let Some(resolved) = super::resolve_name(&[Bytes::from_static(spec.name.as_bytes())])
+            else {
+                continue;
+            };
+            let subs: Vec<(u32, String, u32)> = spec
+                .subcommands
+                .iter()
+                .filter_map(|sub| {
+                    let argv = [
+                        Bytes::from_static(spec.name.as_bytes()),
+                        Bytes::from_static(sub.name.as_bytes()),
+                    ];
+                    let r = super::resolve_name(&argv)?;
+                    Some((r.stat, fullname(&r), category_mask(&r)))
+                })
+                .collect();
+            catalog.add((resolved.stat, spec.name, category_mask(&resolved)), &subs);
+        }
+        catalog
+    });
+    &CATALOG
+}
+
+/// A command's full name (`config|get`).
+pub(crate) fn fullname(resolved: &Resolved) -> String {
+    match resolved.parent {
+        Some(parent) => format!("{}|{}", parent.name, resolved.spec.name),
+        None => resolved.spec.name.to_string(),
+    }
+}
+
+/// A command's ACL categories: Redis 7.0.15's for a command Redis has, otherwise what its
+/// flags and group imply (Redis's implicit categories).
+pub(crate) fn category_mask(resolved: &Resolved) -> u32 {
+    if let Some(mask) = command_acl::categories(&fullname(resolved)) {
+        return mask;
+    }
+    let spec = resolved.spec;
+    let group = resolved.parent.map_or(spec.group, |p| p.group);
+    let mut names: Vec<&str> = Vec::new();
+    let has = |f: u32| spec.flags & f != 0;
+    if has(WRITE) {
+        names.push("write");
+    }
+    if has(READONLY) && group != "scripting" {
+        names.push("read");
+    }
+    if has(ADMIN) {
+        names.extend(["admin", "dangerous"]);
+    }
+    if has(PUBSUB) {
+        names.push("pubsub");
+    }
+    names.push(if has(FAST) { "fast" } else { "slow" });
+    if has(BLOCKING) {
+        names.push("blocking");
+    }
+    match group {
+        "connection" => names.push("connection"),
+        "transactions" => names.push("transaction"),
+        "scripting" => names.push("scripting"),
+        _ => {}
+    }
+    names
+        .into_iter()
+        .filter_map(|n| command_acl::category_bit(n.as_bytes()))
+        .fold(0, |m, b| m | b)
+}
+
+/// The category names of a mask, in Redis's order (`@read`...).
+pub(crate) fn category_names(mask: u32) -> impl Iterator<Item = &'static str> {
+    command_acl::CATEGORIES
+        .iter()
+        .enumerate()
+        .filter(move |(i, _)| mask & (1 << i) != 0)
+        .map(|(_, n)| *n)
+}
+
+/// The user a client acts as.
+pub(crate) fn user_of<'a>(
+    node: &'a crate::node::Node,
+    client: &'a crate::client::ClientState,
+) -> &'a Arc<User> {
+    client.user.as_ref().unwrap_or(node.acl.default_user())
+}
+
+/// Checks `argv` (resolved as `resolved`) against `user` (Redis's `ACLCheckAllUserCommandPerm`).
+pub(crate) fn check(user: &User, resolved: &Resolved, argv: &[Bytes]) -> Result<(), Denied> {
+    if user.unrestricted() {
+        return Ok(());
+    }
+    // The catalog's name: no allocation per check.
+    let owned;
+    let name = match catalog().name_of(resolved.stat) {
+        Some(name) => name,
+        None => {
+            owned = fullname(resolved);
+            &owned
+        }
+    };
+    user.check(&Line {
+        id: resolved.stat,
+        fullname: name,
+        no_auth: resolved.spec.has(NO_AUTH),
+        is_sub: resolved.parent.is_some(),
+        argv,
+    })
+}
+
+/// Whether the client's user may run `argv` and read every key (Redis's
+/// `ACLUserCheckCmdWithUnrestrictedKeyAccess` with `CMD_KEY_ACCESS`): `SORT`'s `BY` and
+/// `GET` read keys no key specification names.
+pub(crate) fn may_read_any_key(ctx: &Ctx<'_>, argv: &[Bytes]) -> bool {
+    let user = user_of(ctx.node, ctx.client);
+    if user.unrestricted() {
+        return true;
+    }
+    let Some(resolved) = super::resolve_name(argv) else {
+        return false;
+    };
+    let name = fullname(&resolved);
+    user.may_read_any_key(&Line {
+        id: resolved.stat,
+        fullname: &name,
+        no_auth: resolved.spec.has(NO_AUTH),
+        is_sub: resolved.parent.is_some(),
+        argv,
+    })
+}
+
+/// The top-level refusal (`processCommand`'s texts).
+pub(crate) fn noperm_error(resolved: &Resolved, denied: Denied) -> Frame {
+    Frame::error(match denied {
+        Denied::Command => format!(
+            "NOPERM this user has no permissions to run the '{}' command",
+            fullname(resolved)
+        ),
+        Denied::Key(_) => {
+            "NOPERM this user has no permissions to access one of the keys used as arguments"
+                .to_string()
+        }
+        Denied::Channel(_) => {
+            "NOPERM this user has no permissions to access one of the channels used as \
+             arguments"
+                .to_string()
+        }
+    })
+}
+
+/// The refusal of a command queued before the rules changed (`execCommand`'s text).
+pub(crate) fn exec_noperm_error(denied: Denied) -> Frame {
+    let reason = match denied {
+        Denied::Command => "no permission to execute the command or subcommand",
+        Denied::Key(_) => "no permission to touch the specified keys",
+        Denied::Channel(_) => "no permission to access one of the channels used as arguments",
+    };
+    Frame::error(format!(
+        "NOPERM ACLs rules changed between the moment the transaction was accumulated and the \
+         EXEC call. This command is no longer allowed for the following reason: {reason}"
+    ))
+}
+
+/// The refusal of a script's command (`scriptVerifyACL` with `getAclErrorMessage`).
+pub(crate) fn script_noperm_error(denied: Denied) -> String {
+    let reason = match denied {
+        Denied::Command => "can't run this command or subcommand",
+        Denied::Key(_) => {
+            "can't access at least one of the keys mentioned in the command arguments"
+        }
+        Denied::Channel(_) => "can't publish to the channel mentioned in the command",
+    };
+    format!("ERR The user executing the script {reason}")
+}
+
+/// Records a refusal in the ACL log (Redis's `addACLLogEntry`).
+pub(crate) fn log_denial(
+    ctx: &Ctx<'_>,
+    resolved: &Resolved,
+    argv: &[Bytes],
+    denied: Denied,
+    context: Context,
+) {
+    let (reason, object) = match denied {
+        Denied::Command => (Reason::Command, Bytes::from(fullname(resolved))),
+        Denied::Key(at) => (Reason::Key, argv.get(at).cloned().unwrap_or_default()),
+        Denied::Channel(at) => (Reason::Channel, argv.get(at).cloned().unwrap_or_default()),
+    };
+    let username = user_of(ctx.node, ctx.client).name().clone();
+    add_log_entry(ctx, reason, context, object, username, &fullname(resolved));
+}
+
+/// Records a failed authentication as `user` (object `AUTH`, or `HELLO`: the command's name as
+/// sent, as Redis logs `argv[0]`).
+pub(crate) fn log_auth_failure(ctx: &Ctx<'_>, command: &Bytes, user: &Bytes) {
+    // An AUTH queued in MULTI runs in EXEC, where Redis's client is still flagged MULTI.
+    let context = if ctx.client.multi.is_some() || ctx.client.in_exec {
+        Context::Multi
+    } else {
+        Context::Toplevel
+    };
+    let cmd = String::from_utf8_lossy(command).to_ascii_lowercase();
+    add_log_entry(
+        ctx,
+        Reason::Auth,
+        context,
+        command.clone(),
+        user.clone(),
+        &cmd,
+    );
+}
+
+fn add_log_entry(
+    ctx: &Ctx<'_>,
+    reason: Reason,
+    context: Context,
+    object: Bytes,
+    username: Bytes,
+    own_cmd: &str,
+) {
+    let client_info = super::client::client_line(ctx, &ctx.client.handle, own_cmd);
+    let entry = LogEntry {
+        count: 1,
+        reason,
+        context,
+        object,
+        username,
+        time_ms: ctx.node.clock.now_ms(),
+        client_info,
+    };
+    let max_len = usize::try_from(ctx.node.config.acllog_max_len()).unwrap_or(usize::MAX);
+    if let Ok(mut log) = ctx.node.acl.log.lock() {
+        log.add(entry, max_len);
+    }
+}
+
+/// Disconnects the clients authenticated as `user` (removed): the calling client after its
+/// reply, the others now (Redis's `ACLFreeUserAndKillClients`).
+fn disconnect_users_clients(ctx: &mut Ctx<'_>, removed: &[Arc<User>]) {
+    if removed.is_empty() {
+        return;
+    }
+    for handle in ctx.node.clients.all() {
+        let info = handle.info();
+        let Some(user) = info.user.as_ref() else {
+            continue;
+        };
+        if !removed.iter().any(|r| Arc::ptr_eq(r, user)) {
+            continue;
+        }
+        if handle.id == ctx.client.id() {
+            ctx.client.set_user(None);
+            ctx.client.authenticated = false;
+            ctx.client.close_after_reply = true;
+        } else {
+            handle.kill();
+        }
+    }
+}
+
+/// Disconnects `user`'s pub/sub clients subscribed to something `allowed` no longer covers
+/// (Redis's `ACLKillPubsubClientsIfNeeded`); they are gone from `CLIENT LIST` at once.
+fn disconnect_revoked_subscribers(ctx: &mut Ctx<'_>, user: &Arc<User>, allowed: &[Bytes]) {
+    use crate::pubsub::Kind;
+    for handle in ctx.node.clients.all() {
+        let info = handle.info();
+        if !info.user.as_ref().is_some_and(|u| Arc::ptr_eq(u, user)) {
+            continue;
+        }
+        if info.sub + info.psub + info.ssub == 0 {
+            continue;
+        }
+        let pubsub = &ctx.state.pubsub;
+        let revoked = pubsub
+            .subscriptions(handle.id, Kind::Pattern)
+            .iter()
+            .any(|p| !acl::channel_in(allowed, p, true))
+            || [Kind::Channel, Kind::Shard].into_iter().any(|kind| {
+                pubsub
+                    .subscriptions(handle.id, kind)
+                    .iter()
+                    .any(|c| !acl::channel_in(allowed, c, false))
+            });
+        if !revoked {
+            continue;
+        }
+        if handle.id == ctx.client.id() {
+            ctx.client.close_after_reply = true;
+        } else {
+            handle.kill();
+            ctx.node.clients.remove(handle.id);
+            ctx.state.client_gone(handle.id);
+        }
+    }
+}
+
+/// Whether new users start with every channel (`acl-pubsub-default allchannels`).
+fn all_channels_default(ctx: &Ctx<'_>) -> bool {
+    ctx.node.config.acl_pubsub_default_all()
+}
+
+/// A bare `ACL` (no subcommand).
+fn acl_container(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Err(CommandError::WrongArity("acl".into()))
+}
+
+/// ```text
+/// ACL SETUSER username [rule [rule ...]]
+/// ```
+fn acl_setuser(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let name = args.bytes()?;
+    if !acl::valid_username(&name) {
+        return Err(CommandError::err(
+            "Usernames can't contain spaces or null characters",
+        ));
+    }
+    let all_channels = all_channels_default(ctx);
+    let fallout = ctx
+        .node
+        .acl
+        .set_user(catalog(), &name, args.rest(), all_channels)
+        .map_err(CommandError::err)?;
+    if let Some((user, allowed)) = fallout.channels_revoked {
+        disconnect_revoked_subscribers(ctx, &user, &allowed);
+    }
+    Ok(Frame::ok())
+}
+
+/// ```text
+/// ACL DELUSER username [username ...]
+/// ```
+fn acl_deluser(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let names = args.rest();
+    if names.iter().any(|n| n[..] == b"default"[..]) {
+        return Err(CommandError::err("The 'default' user cannot be removed"));
+    }
+    let removed = ctx.node.acl.delete(names);
+    disconnect_users_clients(ctx, &removed);
+    Ok(Frame::Integer(removed.len() as i64))
+}
+
+/// ```text
+/// ACL GETUSER username
+/// ```
+fn acl_getuser(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let name = args.bytes()?;
+    let Some(user) = ctx.node.acl.user(&name) else {
+        return Ok(Frame::Null);
+    };
+    let rules = user.rules();
+    let mut descriptions = rules.selector_descriptions(catalog()).into_iter();
+    let selector_map = |[commands, keys, channels]: [String; 3]| {
+        vec![
+            (bulk_str("commands"), Frame::Bulk(Bytes::from(commands))),
+            (bulk_str("keys"), Frame::Bulk(Bytes::from(keys))),
+            (bulk_str("channels"), Frame::Bulk(Bytes::from(channels))),
+        ]
+    };
+    let mut fields = vec![
+        (
+            bulk_str("flags"),
+            Frame::Set(rules.flag_names().into_iter().map(bulk_str).collect()),
+        ),
+        (
+            bulk_str("passwords"),
+            Frame::Array(rules.passwords().iter().map(|p| bulk_str(p)).collect()),
+        ),
+    ];
+    if let Some(root) = descriptions.next() {
+        fields.extend(selector_map(root));
+    }
+    fields.push((
+        bulk_str("selectors"),
+        Frame::Array(descriptions.map(|d| Frame::Map(selector_map(d))).collect()),
+    ));
+    Ok(Frame::Map(fields))
+}
+
+/// ```text
+/// ACL LIST
+/// ```
+fn acl_list(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(Frame::Array(
+        ctx.node
+            .acl
+            .all()
+            .iter()
+            .map(|u| {
+                let mut line = b"user ".to_vec();
+                line.extend_from_slice(u.name());
+                line.push(b' ');
+                line.extend_from_slice(u.rules().describe(catalog()).as_bytes());
+                Frame::Bulk(Bytes::from(line))
+            })
+            .collect(),
+    ))
+}
+
+/// ```text
+/// ACL USERS
+/// ```
+fn acl_users(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(Frame::Array(
+        ctx.node
+            .acl
+            .all()
+            .iter()
+            .map(|u| Frame::Bulk(u.name().clone()))
+            .collect(),
+    ))
+}
+
+/// ```text
+/// ACL WHOAMI
+/// ```
+fn acl_whoami(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(Frame::Bulk(user_of(ctx.node, ctx.client).name().clone()))
+}
+
+/// ```text
+/// ACL CAT [category]
+/// ```
+fn acl_cat(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    match args.rest() {
+        [] => Ok(Frame::Array(
+            command_acl::CATEGORIES
+                .iter()
+                .map(|c| bulk_str(c))
+                .collect(),
+        )),
+        [category] => {
+            let bit = command_acl::category_bit(category).ok_or_else(|| {
+                CommandError::err(format!("Unknown category '{}'", lossy(category, 128)))
+            })?;
+            Ok(Frame::Array(
+                catalog()
+                    .entries
+                    .iter()
+                    .filter(|e| e.categories & bit != 0)
+                    .map(|e| bulk_str(&e.fullname))
+                    .collect(),
+            ))
+        }
+        _ => Err(CommandError::subcommand_syntax("ACL", args.argv())),
+    }
+}
+
+/// ```text
+/// ACL GENPASS [bits]
+/// ```
+fn acl_genpass(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    const MAX_BITS: i64 = 4096;
+    let bits = match args.next() {
+        Some(b) => super::parse_i64(b)?,
+        None => 256,
+    };
+    if bits <= 0 || bits > MAX_BITS {
+        return Err(CommandError::err(format!(
+            "ACL GENPASS argument must be the number of bits for the output password, a \
+             positive number up to {MAX_BITS}"
+        )));
+    }
+    let chars = ((bits + 3) / 4) as usize;
+    // A password must not be guessable from the node's seed: drawn from the OS generator.
+    let bytes: Vec<u8> = (0..chars.div_ceil(2))
+        .map(|_| rand::random::<u8>())
+        .collect();
+    let mut text = hex::encode(bytes);
+    text.truncate(chars);
+    Ok(Frame::Bulk(Bytes::from(text)))
+}
+
+/// ```text
+/// ACL LOG [count | RESET]
+/// ```
+fn acl_log(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let mut count = 10i64;
+    if let Some(arg) = args.next() {
+        if arg.eq_ignore_ascii_case(b"reset") {
+            if let Ok(mut log) = ctx.node.acl.log.lock() {
+                log.clear();
+            }
+            return Ok(Frame::ok());
+        }
+        count = super::parse_i64(arg)?.max(0);
+    }
+    let now = ctx.node.clock.now_ms();
+    let Ok(log) = ctx.node.acl.log.lock() else {
+        return Ok(Frame::Array(Vec::new()));
+    };
+    let entries = log
+        .newest(usize::try_from(count).unwrap_or(usize::MAX))
+        .map(|e| {
+            Frame::Map(vec![
+                (bulk_str("count"), Frame::Integer(e.count as i64)),
+                (bulk_str("reason"), bulk_str(e.reason.as_str())),
+                (bulk_str("context"), bulk_str(e.context.as_str())),
+                (bulk_str("object"), Frame::Bulk(e.object.clone())),
+                (bulk_str("username"), Frame::Bulk(e.username.clone())),
+                (
+                    bulk_str("age-seconds"),
+                    Frame::Double(now.saturating_sub(e.time_ms) as f64 / 1000.0),
+                ),
+                (
+                    bulk_str("client-info"),
+                    Frame::Bulk(Bytes::from(e.client_info.clone())),
+                ),
+            ])
+        })
+        .collect();
+    Ok(Frame::Array(entries))
+}
+
+/// ```text
+/// ACL DRYRUN username command [arg [arg ...]]
+/// ```
+fn acl_dryrun(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let name = args.bytes()?;
+    let Some(user) = ctx.node.acl.user(&name) else {
+        return Err(CommandError::err(format!(
+            "User '{}' not found",
+            lossy(&name, usize::MAX)
+        )));
+    };
+    let line = args.rest();
+    let resolved = match super::resolve(line) {
+        Ok(resolved) => resolved,
+        Err(CommandError::WrongArity(name)) => {
+            return Err(CommandError::err(format!(
+                "wrong number of arguments for '{name}' command"
+            )))
+        }
+        Err(_) => {
+            return Err(CommandError::err(format!(
+                "Command '{}' not found",
+                lossy(line.first().map_or(&[][..], |c| &c[..]), usize::MAX)
+            )))
+        }
+    };
+    match check(&user, &resolved, line) {
+        Ok(()) => Ok(Frame::ok()),
+        Err(denied) => {
+            let text = match denied {
+                Denied::Command => format!(
+                    "This user has no permissions to run the '{}' command",
+                    fullname(&resolved)
+                ),
+                Denied::Key(at) => format!(
+                    "This user has no permissions to access the '{}' key",
+                    lossy(line.get(at).map_or(&[][..], |k| &k[..]), usize::MAX)
+                ),
+                Denied::Channel(at) => format!(
+                    "This user has no permissions to access the '{}' channel",
+                    lossy(line.get(at).map_or(&[][..], |k| &k[..]), usize::MAX)
+                ),
+            };
+            Ok(Frame::Bulk(Bytes::from(text)))
+        }
+    }
+}
+
+/// The `aclfile` path (relative to `dir`) and the setting as given, or Redis's error.
+fn aclfile(ctx: &Ctx<'_>) -> Result<(std::path::PathBuf, String), CommandError> {
+    let file = ctx.node.config.aclfile();
+    if file.is_empty() {
+        return Err(CommandError::err(
+            "This Redis instance is not configured to use an ACL file. You may want to specify \
+             users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you \
+             have a Redis configuration file set) in order to store users in the Redis \
+             configuration.",
+        ));
+    }
+    Ok((resolve_path(&ctx.node.config.dir(), &file), file))
+}
+
+/// `file` relative to `dir` (Redis runs in `dir`).
+pub(crate) fn resolve_path(dir: &str, file: &str) -> std::path::PathBuf {
+    let path = std::path::Path::new(file);
+    if path.is_absolute() || dir.is_empty() {
+        path.to_path_buf()
+    } else {
+        std::path::Path::new(dir).join(path)
+    }
+}
+
+/// Loads the ACL file into `node`, replacing every user; the removed users' clients are
+/// returned for disconnection.
+///
+/// # Errors
+///
+/// Redis's description of the problems (nothing changed then).
+pub(crate) fn load_acl_file(
+    node: &crate::node::Node,
+    path: &std::path::Path,
+    shown: &str,
+) -> Result<Vec<Arc<User>>, String> {
+    let all_channels = node.config.acl_pubsub_default_all();
+    let users = acl::load_file(path, shown, catalog(), all_channels)?;
+    Ok(node.acl.replace_all(users))
+}
+
+/// ```text
+/// ACL LOAD
+/// ```
+fn acl_load(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    let (path, shown) = aclfile(ctx)?;
+    let removed = load_acl_file(ctx.node, &path, &shown).map_err(CommandError::err)?;
+    disconnect_users_clients(ctx, &removed);
+    Ok(Frame::ok())
+}
+
+/// ```text
+/// ACL SAVE
+/// ```
+fn acl_save(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    let (path, _) = aclfile(ctx)?;
+    acl::save_file(&ctx.node.acl, catalog(), &path, ctx.node.clock.now_ms()).map_err(|e| {
+        tracing::warn!(error = %e, "Writing ACL file for ACL SAVE");
+        CommandError::err(
+            "There was an error trying to save the ACLs. Please check the server logs for more \
+             information",
+        )
+    })?;
+    Ok(Frame::ok())
+}
+
+/// ```text
+/// ACL HELP
+/// ```
+fn acl_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(help_lines(
+        "ACL",
+        &[
+            "CAT [<category>]",
+            "    List all commands that belong to <category>, or all command categories",
+            "    when no category is specified.",
+            "DELUSER <username> [<username> ...]",
+            "    Delete a list of users.",
+            "DRYRUN <username> <command> [<arg> ...]",
+            "    Returns whether the user can execute the given command without executing the command.",
+            "GETUSER <username>",
+            "    Get the user's details.",
+            "GENPASS [<bits>]",
+            "    Generate a secure 256-bit user password. The optional `bits` argument can",
+            "    be used to specify a different size.",
+            "LIST",
+            "    Show users details in config file format.",
+            "LOAD",
+            "    Reload users from the ACL file.",
+            "LOG [<count> | RESET]",
+            "    Show the ACL log entries.",
+            "SAVE",
+            "    Save the current config to the ACL file.",
+            "SETUSER <username> <attribute> [<attribute> ...]",
+            "    Create or modify a user with the specified attributes.",
+            "USERS",
+            "    List all the registered usernames.",
+            "WHOAMI",
+            "    Return the current connection username.",
+        ],
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_ids_fit_the_acl_bitmap() {
+        let c = catalog();
+        assert!(c.entries.iter().all(|e| e.id < 1023));
+        let mut ids: Vec<u32> = c.entries.iter().map(|e| e.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), c.entries.len());
+        assert!(c.find(b"CONFIG|GET").is_some() && c.find(b"get").is_some());
+    }
+}
