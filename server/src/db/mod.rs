@@ -11,6 +11,7 @@ pub(crate) mod dict;
 mod hash_value;
 mod key;
 pub(crate) mod lfu;
+mod listpack;
 pub(crate) mod memory;
 mod set_value;
 mod small;
