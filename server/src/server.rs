@@ -756,12 +756,12 @@ mod tests {
             let mut state = node.state.lock().await;
             for i in 0..50_000 {
                 let key = Bytes::from(format!("k{i}"));
-                let value = crate::db::Value::String(Bytes::from_static(b"v"));
+                let value = crate::db::Value::String(Bytes::from_static(b"v").into());
                 state.dbs[0].insert(key, value, Some(now + 100), now);
             }
             state.dbs[0].insert(
                 Bytes::from_static(b"stays"),
-                crate::db::Value::String(Bytes::new()),
+                crate::db::Value::String(Bytes::new().into()),
                 None,
                 now,
             );
@@ -788,7 +788,7 @@ mod tests {
             let mut state = node.state.lock().await;
             for i in 0..10_000 {
                 let key = Bytes::from(format!("k{i}"));
-                let value = crate::db::Value::String(Bytes::from_static(b"v"));
+                let value = crate::db::Value::String(Bytes::from_static(b"v").into());
                 state.dbs[0].insert(key, value, Some(now), now);
             }
         }
@@ -813,7 +813,7 @@ mod tests {
         let now = node.clock.now_ms();
         node.state.lock().await.dbs[0].insert(
             Bytes::from_static(b"k"),
-            crate::db::Value::String(Bytes::new()),
+            crate::db::Value::String(Bytes::new().into()),
             Some(now),
             now,
         );

@@ -273,7 +273,7 @@ fn lookup_by_pattern(ctx: &mut Ctx<'_>, pattern: &[u8], element: &Bytes) -> Opti
     let key = Bytes::from(key);
     match (ctx.lookup(&key).map(|e| &e.value), field) {
         (Some(Value::Hash(h)), Some(field)) => h.get(field).map(Bytes::copy_from_slice),
-        (Some(Value::String(s)), None) => Some(s.clone()),
+        (Some(Value::String(s)), None) => Some(s.to_bytes()),
         _ => None,
     }
 }
