@@ -402,6 +402,8 @@ async fn active_expire_loop(
     let mut last_slow_us = clock.tick_us();
     let mut last_fast_us = 0;
     let mut behind = false;
+    // Keyspace memory since the last release of free memory to the system.
+    let mut watermark = crate::db::release::Watermark::default();
     loop {
         let now = clock.tick_us();
         let to_slow = (last_slow_us + period.as_micros() as u64).saturating_sub(now);
@@ -427,6 +429,9 @@ async fn active_expire_loop(
             period = Duration::from_millis(1000 / node.config.hz());
             let rehash_until = clock.tick_us() + REHASH_CRON_US;
             state.rehash_keyspace(|| clock.tick_us() < rehash_until);
+            if watermark.fell(usize::try_from(state.used_memory()).unwrap_or(usize::MAX)) {
+                crate::db::release::release();
+            }
         } else {
             last_fast_us = start;
         }

@@ -13,6 +13,7 @@ mod key;
 pub(crate) mod lfu;
 mod listpack;
 pub(crate) mod memory;
+pub(crate) mod release;
 mod set_value;
 mod small;
 pub(crate) mod stream;
