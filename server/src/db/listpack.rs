@@ -169,7 +169,8 @@ mod tests {
             pairs,
             [(&b"a"[..], &b"longer value"[..]), (b"bb", b""), (b"", b"x")]
         );
-        assert_eq!(lp.bytes(), 2 + 1 + 12 + 2 + 2 + 0 + 2 + 1);
+        // a=longer value, bb=(empty), (empty)=x: a length byte before each element.
+        assert_eq!(lp.bytes(), (1 + 1) + (1 + 12) + (1 + 2) + 1 + 1 + (1 + 1));
         assert!(lp.remove(b"bb") && !lp.remove(b"bb"));
         assert_eq!(
             lp.iter().map(|(f, _)| f).collect::<Vec<_>>(),

@@ -234,12 +234,6 @@ impl Deadlines {
     fn needs_rebuild(&self) -> bool {
         self.entries() > self.volatile.saturating_mul(STALE_RATIO) + STALE_SLACK
     }
-
-    fn clear(&mut self) {
-        self.run.clear();
-        self.heap.clear();
-        self.volatile = 0;
-    }
 }
 
 /// The hash of `key` under `hasher` (the table's only hash function): SipHash of the key bytes
@@ -519,10 +513,10 @@ impl Db {
         self.entries.iter().map(|s| &s.key)
     }
 
-    /// Removes every key.
+    /// Removes every key, keeping no allocation (the deadline index's buffers included).
     pub(crate) fn clear(&mut self) {
         self.entries.clear();
-        self.deadlines.clear();
+        self.deadlines = Deadlines::default();
         self.used = 0;
     }
 
