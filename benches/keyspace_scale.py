@@ -2,14 +2,20 @@
 """Keyspace-at-scale measurements against one running server (ours or redis-server):
 memory per key, SCAN-family cost, and an active-expiry wave. Standard library only.
 
-    python3 benches/keyspace_scale.py memory PORT PID [N]
+    python3 benches/keyspace_scale.py memory   PORT PID [N] [string|lock|hash10]
+    python3 benches/keyspace_scale.py returned PORT PID [N] [string|lock|hash10]
     python3 benches/keyspace_scale.py scan   PORT [N] [SAMPLES] [FULL yes|no]
     python3 benches/keyspace_scale.py expiry PORT PID [N] [px|pxat]
 
-Each prints one JSON line. `memory` and `expiry` read the server's RSS and CPU time
-(user + system) from /proc/PID. Start each server fresh (`FLUSHALL` leaves allocator
-memory behind); benches/keyspace_scale.sh does, alternating servers. See BENCHMARKS.md,
-"Keyspace at scale (issue 16)".
+Each prints one JSON line. `memory`, `returned` and `expiry` read the server's RSS and CPU
+time (user + system) from /proc/PID. Start each server fresh; benches/keyspace_scale.sh
+does, alternating servers. See BENCHMARKS.md, "Keyspace at scale (issue 16)" and "Memory
+per key and memory returned (issue 16)".
+
+Shapes (`SHAPES`): `string` is `SET key:%012d v%015d` (16-byte values); `lock` is what
+Redisson's acquire script leaves, `HSET lock:%012d <uuid>:<thread> 1` then `PEXPIRE
+lock:%012d 30000` (LOCK_TTL_MS overrides the lease); `hash10` is `HSET hash:%012d` of ten
+fields `field0`..`field9` with 16-byte values.
 """
 
 import array
@@ -109,14 +115,90 @@ def load(conn, n, make):
         conn.pipeline([make(i) for i in range(start, min(n, start + 20000))])
 
 
-def cmd_memory(port, pid, n):
+LOCK_OWNER = "58c62432-bb74-4d14-8a00-9908cc8b828f:%d"  # Redisson's <client uuid>:<thread id>
+
+
+def shape_commands(shape):
+    """The commands that make key `i` of `shape`, as a function of i."""
+    ttl = int(os.environ.get("LOCK_TTL_MS", "30000"))
+    if shape == "string":
+        return lambda i: [["SET", "key:%012d" % i, "v%015d" % i]]
+    if shape == "lock":
+        return lambda i: [["HSET", "lock:%012d" % i, LOCK_OWNER % (i % 64 + 1), "1"],
+                          ["PEXPIRE", "lock:%012d" % i, ttl]]
+    if shape == "hash10":
+        return lambda i: [["HSET", "hash:%012d" % i] +
+                          sum((["field%d" % f, "v%015d" % (i * 10 + f)] for f in range(10)), [])]
+    sys.exit("unknown shape %r (string, lock or hash10)" % shape)
+
+
+def load_shape(conn, n, shape, keys=None):
+    """Makes keys `keys` (default 0..n) of `shape` in pipelined batches."""
+    make = shape_commands(shape)
+    keys = range(n) if keys is None else keys
+    for start in range(0, len(keys), 10000):
+        conn.pipeline([c for i in keys[start : start + 10000] for c in make(i)], batch=20000)
+
+
+def settled_rss(pid, conn, wait=5.0):
+    """RSS once it stopped falling (at most `wait` seconds), after lazy frees are done."""
+    deadline = time.time() + 30
+    while time.time() < deadline:  # Redis's FLUSHALL ASYNC frees in a background thread
+        info = conn.call("INFO", "memory").decode()
+        pending = [l for l in info.split("\r\n") if l.startswith("lazyfree_pending_objects:")]
+        if not pending or pending[0].split(":")[1] == "0":
+            break
+        time.sleep(0.05)
+    last, _ = proc_stat(pid)
+    end = time.time() + wait
+    stable_since = time.time()
+    while time.time() < end:
+        time.sleep(0.1)
+        rss, _ = proc_stat(pid)
+        if rss < last:
+            last, stable_since = rss, time.time()
+        elif time.time() - stable_since >= 1.0:
+            break
+    return last
+
+
+def cmd_memory(port, pid, n, shape):
     c = Conn(port)
     rss0, _ = proc_stat(pid)
-    load(c, n, lambda i: ["SET", "key:%012d" % i, "value:%d" % i])
+    t = time.time()
+    load_shape(c, n, shape)
+    load_s = time.time() - t
     time.sleep(0.5)
     rss1, _ = proc_stat(pid)
-    print(json.dumps({"keys": c.call("DBSIZE"), "rss_before": rss0, "rss_after": rss1,
-                      "bytes_per_key": round((rss1 - rss0) / n, 1)}))
+    print(json.dumps({"shape": shape, "keys": c.call("DBSIZE"), "rss_before": rss0, "rss_after": rss1,
+                      "load_seconds": round(load_s, 1), "bytes_per_key": round((rss1 - rss0) / n, 1)}))
+
+
+def cmd_returned(port, pid, n, shape):
+    """RSS (MB) at start, after loading n keys, after FLUSHALL, after loading again and
+    FLUSHALL ASYNC, and after loading again and deleting 90 % of the keys (DEL in batches of
+    100 names, every key whose number is not a multiple of 10)."""
+    c = Conn(port)
+    mb = lambda b: round(b / 1e6, 1)
+    out = {"shape": shape, "n": n, "start": mb(settled_rss(pid, c, 1.0))}
+    load_shape(c, n, shape)
+    out["loaded"] = mb(settled_rss(pid, c, 1.0))
+    c.call("FLUSHALL", "SYNC")
+    out["flushall_sync"] = mb(settled_rss(pid, c))
+    load_shape(c, n, shape)
+    out["reloaded"] = mb(settled_rss(pid, c, 1.0))
+    c.call("FLUSHALL", "ASYNC")
+    out["flushall_async"] = mb(settled_rss(pid, c))
+    load_shape(c, n, shape)
+    out["reloaded_2"] = mb(settled_rss(pid, c, 1.0))
+    gone = [i for i in range(n) if i % 10]
+    prefix = {"string": "key:%012d", "lock": "lock:%012d", "hash10": "hash:%012d"}[shape]
+    for start in range(0, len(gone), 100000):
+        part = gone[start : start + 100000]
+        c.pipeline([["DEL"] + [prefix % i for i in part[j : j + 100]] for j in range(0, len(part), 100)])
+    out["keys_left"] = c.call("DBSIZE")
+    out["del_90pct"] = mb(settled_rss(pid, c))
+    print(json.dumps(out))
 
 
 def timed(conn, *args):
@@ -231,8 +313,10 @@ def main(argv):
     if len(argv) < 3:
         sys.exit(__doc__)
     what, port = argv[1], int(argv[2])
-    if what == "memory":
-        cmd_memory(port, int(argv[3]), int(argv[4]) if len(argv) > 4 else 1_000_000)
+    if what in ("memory", "returned"):
+        run = cmd_memory if what == "memory" else cmd_returned
+        run(port, int(argv[3]), int(argv[4]) if len(argv) > 4 else 1_000_000,
+            argv[5] if len(argv) > 5 else "string")
     elif what == "scan":
         cmd_scan(port, int(argv[3]) if len(argv) > 3 else 1_000_000,
                  int(argv[4]) if len(argv) > 4 else 200, (argv[5] if len(argv) > 5 else "yes") == "yes")

@@ -2,7 +2,10 @@
 set -u
 # Keyspace at scale (issue 16): each server started fresh on a free loopback port, the servers
 # alternating ROUNDS times (default 2), every measurement printed as one line of JSON.
-#   memory   RSS growth per key for 10^6 SETs                  (keyspace_scale.py memory)
+#   memory   RSS growth per key over 10^6 keys of each shape in SHAPES (default: string lock
+#            hash10), each shape on a fresh server               (keyspace_scale.py memory)
+#   returned RSS at start, loaded, after FLUSHALL, FLUSHALL ASYNC and DEL of 90 % of the keys,
+#            for each shape in SHAPES (default: string)          (keyspace_scale.py returned)
 #   scan     SCAN/HSCAN/SSCAN/ZSCAN 0 COUNT 10, full iterations (keyspace_scale.py scan)
 #   expiry   10^6 keys expiring together (PXAT) and with PX 1000 (keyspace_scale.py expiry)
 #   setget   redis-benchmark -t set -P 16 -n 2000000 -r KEYSPACE, then -t get -n 4000000, with
@@ -11,7 +14,7 @@ set -u
 # e.g.   bash benches/keyspace_scale.sh memory before=/tmp/old/locksmith-server \
 #            after=target/release/locksmith-server redis
 # Servers run in a scratch directory, so neither loads a dump.rdb from the caller's directory.
-WHAT=${1:?memory, scan, expiry or setget}; shift
+WHAT=${1:?memory, returned, scan, expiry or setget}; shift
 ROUNDS=${ROUNDS:-2}; N=${N:-1000000}; KEYSPACE=${KEYSPACE:-1000000}
 TOOL=$(cd "$(dirname "$0")" && pwd)/keyspace_scale.py
 SCRATCH=$(mktemp -d); trap 'rm -rf "$SCRATCH"' EXIT; cd "$SCRATCH" || exit 1
@@ -29,7 +32,7 @@ run_one() { # name binary-or-redis
   for _ in $(seq 50); do redis-cli -p "$P" ping >/dev/null 2>&1 && break; sleep 0.1; done
   [ "$(redis-cli -p "$P" dbsize)" = 0 ] || { echo "$1: not an empty server on $P" >&2; kill "$PID"; return; }
   case $WHAT in
-    memory) echo "$1 $(python3 "$TOOL" memory "$P" "$PID" "$N")" ;;
+    memory|returned) echo "$1 $(python3 "$TOOL" "$WHAT" "$P" "$PID" "$N" "$SHAPE")" ;;
     scan) echo "$1 $(python3 "$TOOL" scan "$P" "$N" "${SAMPLES:-200}" "${FULL:-yes}")" ;;
     expiry) echo "$1 $(python3 "$TOOL" expiry "$P" "$PID" "$N" "${MODE:-pxat}")" ;;
     setget)
@@ -43,11 +46,17 @@ run_one() { # name binary-or-redis
   esac
   kill "$PID"; wait "$PID" 2>/dev/null
 }
+case $WHAT in
+  memory) SHAPES=${SHAPES:-string lock hash10} ;;
+  *) SHAPES=${SHAPES:-string} ;;
+esac
 for round in $(seq "$ROUNDS"); do
-  for spec in "$@"; do
-    case $spec in
-      redis) run_one redis redis ;;
-      *=*) run_one "${spec%%=*}" "${spec#*=}" ;;
-    esac
+  for SHAPE in $SHAPES; do
+    for spec in "$@"; do
+      case $spec in
+        redis) run_one redis redis ;;
+        *=*) run_one "${spec%%=*}" "${spec#*=}" ;;
+      esac
+    done
   done
 done

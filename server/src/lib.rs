@@ -57,6 +57,7 @@ mod transaction;
 pub use clock::Clock;
 pub use config::{Config, EnableCommand};
 pub use connection::ClientStream;
+pub use db::release::set_memory_release;
 pub use error::CommandError;
 pub use glob::glob_match;
 

@@ -414,6 +414,8 @@ async fn active_expire_loop(
     let mut last_slow_us = clock.tick_us();
     let mut last_fast_us = 0;
     let mut behind = false;
+    // Keyspace memory since the last release of free memory to the system.
+    let mut watermark = crate::db::release::Watermark::default();
     loop {
         let now = clock.tick_us();
         let to_slow = (last_slow_us + period.as_micros() as u64).saturating_sub(now);
@@ -440,6 +442,9 @@ async fn active_expire_loop(
             let rehash_until = clock.tick_us() + REHASH_CRON_US;
             state.rehash_keyspace(|| clock.tick_us() < rehash_until);
             state.migrate.close_idle(clock.now_ms());
+            if watermark.fell(usize::try_from(state.used_memory()).unwrap_or(usize::MAX)) {
+                crate::db::release::release();
+            }
         } else {
             last_fast_us = start;
         }
@@ -769,12 +774,12 @@ mod tests {
             let mut state = node.state.lock().await;
             for i in 0..50_000 {
                 let key = Bytes::from(format!("k{i}"));
-                let value = crate::db::Value::String(Bytes::from_static(b"v"));
+                let value = crate::db::Value::String(Bytes::from_static(b"v").into());
                 state.dbs[0].insert(key, value, Some(now + 100), now);
             }
             state.dbs[0].insert(
                 Bytes::from_static(b"stays"),
-                crate::db::Value::String(Bytes::new()),
+                crate::db::Value::String(Bytes::new().into()),
                 None,
                 now,
             );
@@ -801,7 +806,7 @@ mod tests {
             let mut state = node.state.lock().await;
             for i in 0..10_000 {
                 let key = Bytes::from(format!("k{i}"));
-                let value = crate::db::Value::String(Bytes::from_static(b"v"));
+                let value = crate::db::Value::String(Bytes::from_static(b"v").into());
                 state.dbs[0].insert(key, value, Some(now), now);
             }
         }
@@ -826,7 +831,7 @@ mod tests {
         let now = node.clock.now_ms();
         node.state.lock().await.dbs[0].insert(
             Bytes::from_static(b"k"),
-            crate::db::Value::String(Bytes::new()),
+            crate::db::Value::String(Bytes::new().into()),
             Some(now),
             now,
         );

@@ -3,9 +3,9 @@
 //! from Redis 7.0's `bitops.c` (ranges in bytes or bits, the overflow modes, the error texts).
 
 use super::{flags::*, parse_i64, Args, CmdResult, CommandError, CommandSpec, Ctx};
-use crate::db::Value;
+use crate::db::{StringValue, Value};
 use crate::notify;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use locksmith_resp::Frame;
 
 /// The bitmap family's table.
@@ -75,7 +75,7 @@ fn setbit(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     };
     let byte = usize::try_from(offset >> 3).map_err(|_| CommandError::Overflow)?;
     let mask = 1u8 << (7 - (offset & 7));
-    let (entry, existed) = ctx.find_or_insert(&key, || Value::String(Bytes::new()));
+    let (entry, existed) = ctx.find_or_insert(&key, || Value::String(StringValue::EMPTY));
     let Value::String(current) = &mut entry.value else {
         return Err(CommandError::WrongType);
     };
@@ -87,10 +87,7 @@ fn setbit(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         return Ok(Frame::Integer(i64::from(old)));
     }
     // In place when nothing else holds the string (a large bitmap is not copied per bit).
-    let mut bits = match std::mem::take(current).try_into_mut() {
-        Ok(bits) => bits,
-        Err(shared) => BytesMut::from(&shared[..]),
-    };
+    let mut bits = std::mem::take(current).into_mut();
     if grows {
         bits.resize(byte + 1, 0);
     }
@@ -99,7 +96,7 @@ fn setbit(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     } else {
         bits[byte] &= !mask;
     }
-    *current = bits.freeze();
+    *current = bits.freeze().into();
     ctx.modified(&key);
     ctx.notify(notify::STRING, "setbit", &key);
     Ok(Frame::Integer(i64::from(old)))
@@ -357,7 +354,7 @@ fn bitop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             _ => values.iter().fold(0, |acc, v| acc ^ at(v)),
         };
     }
-    ctx.set(dest.clone(), Value::String(Bytes::from(out)), None);
+    ctx.set(dest.clone(), Value::String(out.into()), None);
     ctx.notify(notify::STRING, "set", &dest);
     Ok(Frame::Integer(maxlen as i64))
 }
@@ -586,14 +583,11 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, read_only: bool) -> 
         ));
     }
     let need = usize::try_from((highest >> 3) + 1).map_err(|_| CommandError::Overflow)?;
-    let (entry, existed) = ctx.find_or_insert(&key, || Value::String(Bytes::new()));
+    let (entry, existed) = ctx.find_or_insert(&key, || Value::String(StringValue::EMPTY));
     let Value::String(current) = &mut entry.value else {
         return Err(CommandError::WrongType);
     };
-    let mut bytes = match std::mem::take(current).try_into_mut() {
-        Ok(b) => b,
-        Err(shared) => BytesMut::from(&shared[..]),
-    };
+    let mut bytes = std::mem::take(current).into_mut();
     let grew = bytes.len() < need;
     if grew {
         bytes.resize(need, 0);
@@ -643,7 +637,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, read_only: bool) -> 
             changes += 1;
         }
     }
-    *current = bytes.freeze();
+    *current = bytes.freeze().into();
     if changes > 0 {
         ctx.modified(&key);
         ctx.notify(notify::STRING, "setbit", &key);

@@ -81,6 +81,11 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         .doc("hash", "Returns one or more random fields from a hash."),
 ];
 
+/// A reply of `bytes`.
+fn bulk(bytes: &[u8]) -> Frame {
+    Frame::Bulk(Bytes::copy_from_slice(bytes))
+}
+
 /// The hash at `key` for reading: `Ok(None)` if absent, `WRONGTYPE` if another type.
 fn read<'c>(ctx: &'c mut Ctx<'_>, key: &Bytes) -> Result<Option<&'c HashValue>, CommandError> {
     match ctx.lookup(key).map(|e| &e.value) {
@@ -143,7 +148,7 @@ fn hset_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, name: &str) -> Result<i6
     let mut created = 0;
     for fv in pairs.chunks(2) {
         if let [f, v] = fv {
-            if h.insert(f.clone(), v.clone(), limits).is_none() {
+            if h.insert(f.clone(), v.clone(), limits) {
                 created += 1;
             }
         }
@@ -192,7 +197,7 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn hget(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let field = args.bytes()?;
-    let v = read(ctx, &key)?.and_then(|h| h.get(&field).cloned());
+    let v = read(ctx, &key)?.and_then(|h| h.get(&field).map(Bytes::copy_from_slice));
     Ok(v.map_or(Frame::Null, Frame::Bulk))
 }
 
@@ -206,7 +211,7 @@ fn hmget(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let out = fields
         .iter()
         .map(|f| {
-            h.and_then(|h| h.get(f).cloned())
+            h.and_then(|h| h.get(f).map(Bytes::copy_from_slice))
                 .map_or(Frame::Null, Frame::Bulk)
         })
         .collect();
@@ -225,7 +230,7 @@ fn hdel(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let h = write(ctx, &key)?;
     let mut deleted = 0;
     for f in fields {
-        if h.shift_remove(f).is_some() {
+        if h.shift_remove(f) {
             deleted += 1;
             if h.is_empty() {
                 break;
@@ -284,8 +289,7 @@ fn hkeys(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let h = read(ctx, &key)?;
     Ok(Frame::Array(
-        h.map(|h| h.keys().cloned().map(Frame::Bulk).collect())
-            .unwrap_or_default(),
+        h.map(|h| h.keys().map(bulk).collect()).unwrap_or_default(),
     ))
 }
 
@@ -296,7 +300,7 @@ fn hvals(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let h = read(ctx, &key)?;
     Ok(Frame::Array(
-        h.map(|h| h.values().cloned().map(Frame::Bulk).collect())
+        h.map(|h| h.values().map(bulk).collect())
             .unwrap_or_default(),
     ))
 }
@@ -308,12 +312,8 @@ fn hgetall(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let h = read(ctx, &key)?;
     Ok(Frame::Map(
-        h.map(|h| {
-            h.iter()
-                .map(|(f, v)| (Frame::Bulk(f.clone()), Frame::Bulk(v.clone())))
-                .collect()
-        })
-        .unwrap_or_default(),
+        h.map(|h| h.iter().map(|(f, v)| (bulk(f), bulk(v))).collect())
+            .unwrap_or_default(),
     ))
 }
 
@@ -327,29 +327,16 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let limits = ListpackLimits::of_hashes(&ctx.state.config);
     // Creating the hash first is safe: a new hash has no field, so 0 + by cannot fail.
     let (h, existed) = write_found(ctx, &key)?;
-    let is_table = h.is_table();
-    let mut too_long = None;
-    let outcome = match h.get_mut(&field) {
+    let outcome = match h.get(&field) {
         Some(value) => super::parse_i64(value)
             .map_err(|_| CommandError::err("hash value is not an integer"))
-            .and_then(|current| current.checked_add(by).ok_or(CommandError::Overflow))
-            .inspect(|new| {
-                let new = Bytes::from(new.to_string());
-                // A value longer than `hash-max-listpack-value` converts the hash, as Redis's
-                // hashTypeSet does: that goes through `insert`.
-                if is_table || new.len() <= limits.value {
-                    *value = new;
-                } else {
-                    too_long = Some(new);
-                }
-            }),
-        None => {
-            h.insert(field.clone(), Bytes::from(by.to_string()), limits);
-            Ok(by)
-        }
+            .and_then(|current| current.checked_add(by).ok_or(CommandError::Overflow)),
+        None => Ok(by),
     };
-    if let Some(new) = too_long {
-        h.insert(field, new, limits);
+    // A value longer than `hash-max-listpack-value` converts the hash, as Redis's hashTypeSet
+    // does: `insert` sees to it.
+    if let Ok(new) = outcome {
+        h.insert(field, Bytes::from(new.to_string()), limits);
     }
     // INFO's keyspace_hits/misses count HINCRBY as it always did: a lookup to check the type,
     // one to read the field and, when it succeeds, one to write it.
@@ -413,7 +400,9 @@ fn hscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let opts = scan::ScanOptions::parse(args, false)?;
     // A listpack hash is returned whole by its one step, as Redis does.
     let (next, items) = scan::run(cursor, opts.count, |c, out| {
-        h.scan(c, |f, v| out.push((f.clone(), v.clone())))
+        h.scan(c, |f, v| {
+            out.push((Bytes::copy_from_slice(f), Bytes::copy_from_slice(v)))
+        })
     });
     let mut out = Vec::new();
     for (f, v) in items {
@@ -445,7 +434,9 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             Some(Entry {
                 value: Value::Hash(h),
                 ..
-            }) => h.random(&mut state.rng).map(|(f, _)| f.clone()),
+            }) => h
+                .random(&mut state.rng)
+                .map(|(f, _)| Bytes::copy_from_slice(f)),
             _ => None,
         };
         return Ok(f.map_or(Frame::Null, Frame::Bulk));
@@ -478,7 +469,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         return Ok(Frame::Array(Vec::new()));
     };
     let rng = &mut state.rng;
-    let chosen: Vec<(&Bytes, &Bytes)> = if count < 0 || count == 1 {
+    let chosen: Vec<(&[u8], &[u8])> = if count < 0 || count == 1 {
         (0..picks).filter_map(|_| h.random(rng)).collect()
     } else if count as u64 >= len as u64 {
         h.iter().collect()
@@ -494,14 +485,11 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let mut out = Vec::new();
     for (f, v) in chosen {
         if withvalues && resp3 {
-            out.push(Frame::Array(vec![
-                Frame::Bulk(f.clone()),
-                Frame::Bulk(v.clone()),
-            ]));
+            out.push(Frame::Array(vec![bulk(f), bulk(v)]));
         } else {
-            out.push(Frame::Bulk(f.clone()));
+            out.push(bulk(f));
             if withvalues {
-                out.push(Frame::Bulk(v.clone()));
+                out.push(bulk(v));
             }
         }
     }
@@ -516,7 +504,7 @@ fn distinct_picks<'h>(
     h: &'h HashValue,
     count: usize,
     rng: &mut impl rand::Rng,
-) -> Option<Vec<(&'h Bytes, &'h Bytes)>> {
+) -> Option<Vec<(&'h [u8], &'h [u8])>> {
     if count.saturating_mul(3) > h.len() {
         return None;
     }

@@ -488,8 +488,8 @@ fn sparse_max(ctx: &Ctx<'_>) -> usize {
 /// Stores `s` at `key`, keeping its deadline (the value changes in place, as in Redis).
 fn store(ctx: &mut Ctx<'_>, key: &Bytes, s: Vec<u8>) {
     match ctx.lookup_mut(key) {
-        Some(entry) => entry.value = Value::String(Bytes::from(s)),
-        None => ctx.set(key.clone(), Value::String(Bytes::from(s)), None),
+        Some(entry) => entry.value = Value::String(s.into()),
+        None => ctx.set(key.clone(), Value::String(s.into()), None),
     }
 }
 

@@ -293,7 +293,10 @@ fn memory_malloc_stats(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 /// ```text
 /// MEMORY PURGE
 /// ```
+///
+/// Returns the allocator's free memory to the operating system (Redis asks jemalloc to purge).
 fn memory_purge(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    crate::db::release::release();
     Ok(Frame::ok())
 }
 

@@ -511,7 +511,7 @@ impl Ctx<'_> {
     pub(crate) fn get_string(&mut self, key: &Bytes) -> Result<Option<Bytes>, CommandError> {
         match self.lookup(key).map(|e| &e.value) {
             None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(Value::String(s)) => Ok(Some(s.to_bytes())),
             Some(_) => Err(CommandError::WrongType),
         }
     }

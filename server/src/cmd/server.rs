@@ -72,17 +72,22 @@ fn flush_mode(args: &mut Args<'_>) -> Result<(), CommandError> {
     }
 }
 
-/// Empties database `db`, recording every key as modified (WATCH, blocked clients).
+/// Empties database `db`, recording every key as modified while a client WATCHes keys or is
+/// blocked (otherwise nothing reads them: a copy of a million keys for nothing).
 fn flush_db(ctx: &mut Ctx<'_>, db: usize) {
-    let Some(d) = ctx.state.dbs.get_mut(db) else {
+    let state = &mut *ctx.state;
+    let watched = !state.watches.is_empty() || !state.blocked.is_empty();
+    let Some(d) = state.dbs.get_mut(db) else {
         return;
     };
-    let keys: Vec<Bytes> = d.keys().map(crate::db::Key::to_bytes).collect();
+    state.dirty += d.len() as u64;
+    if watched {
+        let keys: Vec<Bytes> = d.keys().map(crate::db::Key::to_bytes).collect();
+        ctx.effects
+            .modified
+            .extend(keys.into_iter().map(|k| (db, k)));
+    }
     d.clear();
-    ctx.state.dirty += keys.len() as u64;
-    ctx.effects
-        .modified
-        .extend(keys.into_iter().map(|k| (db, k)));
 }
 
 /// ```text
@@ -92,6 +97,7 @@ fn flushdb(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     flush_mode(args)?;
     let db = ctx.client.db;
     flush_db(ctx, db);
+    crate::db::release::release();
     // Redis always propagates a flush, even of an empty database.
     ctx.state.dirty += 1;
     Ok(Frame::ok())
@@ -105,6 +111,7 @@ fn flushall(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     for db in 0..ctx.state.dbs.len() {
         flush_db(ctx, db);
     }
+    crate::db::release::release();
     ctx.state.dirty += 1;
     Ok(Frame::ok())
 }

@@ -281,8 +281,8 @@ fn lookup_by_pattern(ctx: &mut Ctx<'_>, pattern: &[u8], element: &Bytes) -> Opti
     key.extend_from_slice(postfix);
     let key = Bytes::from(key);
     match (ctx.lookup(&key).map(|e| &e.value), field) {
-        (Some(Value::Hash(h)), Some(field)) => h.get(field).cloned(),
-        (Some(Value::String(s)), None) => Some(s.clone()),
+        (Some(Value::Hash(h)), Some(field)) => h.get(field).map(Bytes::copy_from_slice),
+        (Some(Value::String(s)), None) => Some(s.to_bytes()),
         _ => None,
     }
 }

@@ -261,7 +261,7 @@ fn set_generic(
     } else {
         deadline
     };
-    ctx.set(key.clone(), Value::String(value.clone()), expire_at);
+    ctx.set(key.clone(), Value::String(value.clone().into()), expire_at);
     ctx.notify(notify::STRING, "set", &key);
     if let Some(at) = deadline {
         ctx.notify(notify::GENERIC, "expire", &key);
@@ -384,7 +384,7 @@ fn getset(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let value = args.bytes()?;
     let old = ctx.get_string(&key)?;
-    ctx.set(key.clone(), Value::String(value.clone()), None);
+    ctx.set(key.clone(), Value::String(value.clone().into()), None);
     ctx.notify(notify::STRING, "set", &key);
     ctx.propagate(vec![Bytes::from_static(b"SET"), key, value]);
     Ok(old.map_or(Frame::Null, Frame::Bulk))
@@ -457,7 +457,7 @@ fn mget(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let mut out = Vec::new();
     for key in args.rest() {
         let v = match ctx.lookup(key).map(|e| &e.value) {
-            Some(Value::String(s)) => Frame::Bulk(s.clone()),
+            Some(Value::String(s)) => Frame::Bulk(s.to_bytes()),
             _ => Frame::Null,
         };
         out.push(v);
@@ -480,7 +480,7 @@ fn pairs<'a>(args: &mut Args<'a>, name: &str) -> Result<&'a [Bytes], CommandErro
 fn mset(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     for kv in pairs(args, "mset")?.chunks(2) {
         if let [k, v] = kv {
-            ctx.set(k.clone(), Value::String(v.clone()), None);
+            ctx.set(k.clone(), Value::String(v.clone().into()), None);
             ctx.notify(notify::STRING, "set", k);
         }
     }
@@ -499,7 +499,7 @@ fn msetnx(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
     for kv in kvs.chunks(2) {
         if let [k, v] = kv {
-            ctx.set(k.clone(), Value::String(v.clone()), None);
+            ctx.set(k.clone(), Value::String(v.clone().into()), None);
             ctx.notify(notify::STRING, "set", k);
         }
     }
@@ -511,10 +511,10 @@ fn msetnx(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 pub(crate) fn overwrite_string(ctx: &mut Ctx<'_>, key: &Bytes, value: Bytes) {
     match ctx.lookup_mut(key) {
         Some(entry) => {
-            entry.value = Value::String(value);
+            entry.value = Value::String(value.into());
             ctx.modified(key);
         }
-        None => ctx.set(key.clone(), Value::String(value), None),
+        None => ctx.set(key.clone(), Value::String(value.into()), None),
     }
 }
 
@@ -611,7 +611,7 @@ fn append(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let len = match ctx.get_string(&key)? {
         None => {
             let len = value.len();
-            ctx.set(key.clone(), Value::String(value), None);
+            ctx.set(key.clone(), Value::String(value.into()), None);
             len
         }
         Some(old) => {
@@ -699,7 +699,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     if exists {
         overwrite_string(ctx, &key, buf.freeze());
     } else {
-        ctx.set(key.clone(), Value::String(buf.freeze()), None);
+        ctx.set(key.clone(), Value::String(buf.freeze().into()), None);
     }
     ctx.notify(notify::STRING, "setrange", &key);
     Ok(Frame::Integer(len as i64))
@@ -717,7 +717,7 @@ fn lcs(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let kb = args.bytes()?;
     let string_or_empty = |ctx: &mut Ctx<'_>, key: &Bytes| match ctx.lookup(key).map(|e| &e.value) {
         None => Ok(Bytes::new()),
-        Some(Value::String(s)) => Ok(s.clone()),
+        Some(Value::String(s)) => Ok(s.to_bytes()),
         Some(_) => Err(CommandError::err(
             "The specified keys must contain string values",
         )),

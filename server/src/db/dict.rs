@@ -867,6 +867,7 @@ impl<T: Keyed + Clone> Dict<T> {
     }
 
     /// The element named `name`, to change in place (not its name).
+    #[cfg(test)]
     pub(crate) fn get_mut(&mut self, name: &[u8]) -> Option<&mut T> {
         self.find_mut(hash_bytes(name), |e| e.name() == name)
     }

@@ -3,8 +3,8 @@
 //! Most hashes are small (a Redisson lock holds one field per owner), and for them a hash
 //! table is mostly overhead: hashing the field, then an index table and an entry vector in two
 //! more allocations, each a cache miss when many keys are live. As Redis keeps small hashes in
-//! one listpack, a hash of up to [`SMALL_MAX`] fields is a vector of pairs found by a linear
-//! scan (lengths first); a larger one becomes an `IndexMap`. Both keep insertion order and
+//! one listpack, a hash of up to [`SMALL_MAX`] fields is a [`Listpack`] (the pairs copied into
+//! one allocation) searched by a linear scan; a larger one becomes an `IndexMap`. Both keep insertion order and
 //! shift on removal, as a listpack does, so `HGETALL` answers in Redis's order.
 //!
 //! Once Redis would convert its listpack to a hashtable (more than
@@ -14,6 +14,7 @@
 //! resumes from its cursor in O(COUNT) and HDEL is O(1).
 
 use super::dict::{Dict, Iter as DictIter};
+use super::listpack::{Iter as ListpackIter, Listpack};
 use bytes::Bytes;
 use indexmap::IndexMap;
 use rand::Rng;
@@ -53,19 +54,21 @@ pub(crate) struct HashValue {
     repr: Repr,
 }
 
+/// The larger forms are boxed: a hash in the keyspace's node then takes 24 bytes.
 #[derive(Debug, Clone)]
 enum Repr {
-    /// Up to [`SMALL_MAX`] fields, insertion order.
-    Small(Vec<(Bytes, Bytes)>),
+    /// Up to [`SMALL_MAX`] fields of up to [`super::listpack::MAX_ELEMENT`] bytes, insertion
+    /// order.
+    Small(Listpack),
     /// What Redis keeps as a listpack beyond that, insertion order.
-    Large(IndexMap<Bytes, Bytes>),
+    Large(Box<IndexMap<Bytes, Bytes>>),
     /// What Redis keeps as a hashtable.
-    Table(Dict<(Bytes, Bytes)>),
+    Table(Box<Dict<(Bytes, Bytes)>>),
 }
 
 impl Default for Repr {
     fn default() -> Self {
-        Repr::Small(Vec::new())
+        Repr::Small(Listpack::default())
     }
 }
 
@@ -86,34 +89,18 @@ impl HashValue {
 
     /// Whether the hash has no field.
     pub(crate) fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Position of `field` in a small hash.
-    fn position(pairs: &[(Bytes, Bytes)], field: &[u8]) -> Option<usize> {
-        pairs
-            .iter()
-            .position(|(f, _)| f.len() == field.len() && f[..] == *field)
-    }
-
-    /// The value of `field`.
-    pub(crate) fn get(&self, field: &[u8]) -> Option<&Bytes> {
         match &self.repr {
-            Repr::Small(v) => Self::position(v, field).and_then(|i| v.get(i).map(|(_, x)| x)),
-            Repr::Large(m) => m.get(field),
-            Repr::Table(d) => d.get(field).map(|(_, x)| x),
+            Repr::Small(v) => v.bytes() == 0,
+            _ => self.len() == 0,
         }
     }
 
-    /// The value of `field`, to change in place.
-    pub(crate) fn get_mut(&mut self, field: &[u8]) -> Option<&mut Bytes> {
-        match &mut self.repr {
-            Repr::Small(v) => {
-                let i = Self::position(v, field)?;
-                v.get_mut(i).map(|(_, x)| x)
-            }
-            Repr::Large(m) => m.get_mut(field),
-            Repr::Table(d) => d.get_mut(field).map(|(_, x)| x),
+    /// The value of `field`.
+    pub(crate) fn get(&self, field: &[u8]) -> Option<&[u8]> {
+        match &self.repr {
+            Repr::Small(v) => v.get(field),
+            Repr::Large(m) => m.get(field).map(|x| &x[..]),
+            Repr::Table(d) => d.get(field).map(|(_, x)| &x[..]),
         }
     }
 
@@ -130,18 +117,13 @@ impl HashValue {
             || (self.len() >= limits.entries && !self.contains_key(field))
     }
 
-    /// Sets `field` to `value` (a new field goes last while the hash is ordered); returns the
-    /// previous value. A hash that would outgrow Redis's listpack under `limits` becomes a
-    /// table first.
-    pub(crate) fn insert(
-        &mut self,
-        field: Bytes,
-        value: Bytes,
-        limits: ListpackLimits,
-    ) -> Option<Bytes> {
+    /// Sets `field` to `value` (a new field goes last while the hash is ordered); returns
+    /// whether the field is new. A hash that would outgrow Redis's listpack under `limits`
+    /// becomes a table first.
+    pub(crate) fn insert(&mut self, field: Bytes, value: Bytes, limits: ListpackLimits) -> bool {
         if !matches!(self.repr, Repr::Table(_)) && self.exceeds_listpack(&field, &value, limits) {
             let pairs: Vec<(Bytes, Bytes)> = match std::mem::take(&mut self.repr) {
-                Repr::Small(v) => v,
+                Repr::Small(v) => v.iter().map(copied).collect(),
                 Repr::Large(m) => m.into_iter().collect(),
                 Repr::Table(d) => d.iter().cloned().collect(),
             };
@@ -149,33 +131,31 @@ impl HashValue {
             for pair in pairs {
                 d.put(pair);
             }
-            self.repr = Repr::Table(d);
+            self.repr = Repr::Table(Box::new(d));
         }
         match &mut self.repr {
             Repr::Small(v) => {
-                if let Some(i) = Self::position(v, &field) {
-                    return v.get_mut(i).map(|(_, x)| std::mem::replace(x, value));
+                if Listpack::fits(&field, &value)
+                    && (v.len() < SMALL_MAX || v.get(&field).is_some())
+                {
+                    return v.insert(&field, &value);
                 }
-                if v.len() < SMALL_MAX {
-                    v.push((field, value));
-                    return None;
-                }
-                let mut m: IndexMap<Bytes, Bytes> = std::mem::take(v).into_iter().collect();
-                m.insert(field, value);
-                self.repr = Repr::Large(m);
-                None
+                let mut m: IndexMap<Bytes, Bytes> = v.iter().map(copied).collect();
+                let new = m.insert(field, value).is_none();
+                self.repr = Repr::Large(Box::new(m));
+                new
             }
-            Repr::Large(m) => m.insert(field, value),
-            Repr::Table(d) => d.put((field, value)).map(|(_, old)| old),
+            Repr::Large(m) => m.insert(field, value).is_none(),
+            Repr::Table(d) => d.put((field, value)).is_none(),
         }
     }
 
-    /// Removes `field`, keeping the order of the others; returns its value.
-    pub(crate) fn shift_remove(&mut self, field: &[u8]) -> Option<Bytes> {
+    /// Removes `field`, keeping the order of the others; returns whether it was there.
+    pub(crate) fn shift_remove(&mut self, field: &[u8]) -> bool {
         match &mut self.repr {
-            Repr::Small(v) => Self::position(v, field).map(|i| v.remove(i).1),
-            Repr::Large(m) => m.shift_remove(field),
-            Repr::Table(d) => d.take(field).map(|(_, x)| x),
+            Repr::Small(v) => v.remove(field),
+            Repr::Large(m) => m.shift_remove(field).is_some(),
+            Repr::Table(d) => d.take(field).is_some(),
         }
     }
 
@@ -186,18 +166,17 @@ impl HashValue {
 
     /// The field and value at position `i` (insertion order) of an ordered hash; the `i`th in
     /// table order (a walk) of a table.
-    pub(crate) fn get_index(&self, i: usize) -> Option<(&Bytes, &Bytes)> {
+    pub(crate) fn get_index(&self, i: usize) -> Option<(&[u8], &[u8])> {
         match &self.repr {
-            Repr::Small(v) => v.get(i).map(|(f, x)| (f, x)),
-            Repr::Large(m) => m.get_index(i),
-            Repr::Table(d) => d.iter().nth(i).map(|(f, x)| (f, x)),
+            Repr::Large(m) => m.get_index(i).map(|(f, x)| (&f[..], &x[..])),
+            _ => self.iter().nth(i),
         }
     }
 
     /// A random field and its value.
-    pub(crate) fn random(&self, rng: &mut impl Rng) -> Option<(&Bytes, &Bytes)> {
+    pub(crate) fn random(&self, rng: &mut impl Rng) -> Option<(&[u8], &[u8])> {
         match &self.repr {
-            Repr::Table(d) => d.random(rng).map(|(f, x)| (f, x)),
+            Repr::Table(d) => d.random(rng).map(|(f, x)| (&f[..], &x[..])),
             _ => {
                 let len = self.len();
                 if len == 0 {
@@ -210,7 +189,7 @@ impl HashValue {
 
     /// One HSCAN step of a table ([`Dict::scan`]); an ordered hash (a listpack in Redis) is
     /// visited whole and the cursor ends.
-    pub(crate) fn scan(&self, cursor: u64, mut f: impl FnMut(&Bytes, &Bytes)) -> u64 {
+    pub(crate) fn scan(&self, cursor: u64, mut f: impl FnMut(&[u8], &[u8])) -> u64 {
         match &self.repr {
             Repr::Table(d) => d.scan(cursor, |(k, v)| f(k, v)),
             _ => {
@@ -232,21 +211,26 @@ impl HashValue {
     }
 
     /// Fields in insertion order.
-    pub(crate) fn keys(&self) -> impl Iterator<Item = &Bytes> + '_ {
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &[u8]> + '_ {
         self.iter().map(|(f, _)| f)
     }
 
     /// Values in insertion order.
-    pub(crate) fn values(&self) -> impl Iterator<Item = &Bytes> + '_ {
+    pub(crate) fn values(&self) -> impl Iterator<Item = &[u8]> + '_ {
         self.iter().map(|(_, v)| v)
     }
+}
+
+/// A pair of a [`Listpack`] as owned `Bytes`.
+fn copied((f, v): (&[u8], &[u8])) -> (Bytes, Bytes) {
+    (Bytes::copy_from_slice(f), Bytes::copy_from_slice(v))
 }
 
 /// Iterator over a hash's fields and values, in insertion order.
 #[derive(Debug)]
 pub(crate) enum Iter<'a> {
     /// Over a small hash.
-    Small(std::slice::Iter<'a, (Bytes, Bytes)>),
+    Small(ListpackIter<'a>),
     /// Over an insertion-ordered table.
     Large(indexmap::map::Iter<'a, Bytes, Bytes>),
     /// Over a [`Dict`].
@@ -254,13 +238,13 @@ pub(crate) enum Iter<'a> {
 }
 
 impl<'a> Iterator for Iter<'a> {
-    type Item = (&'a Bytes, &'a Bytes);
+    type Item = (&'a [u8], &'a [u8]);
 
     fn next(&mut self) -> Option<Self::Item> {
         match self {
-            Iter::Small(it) => it.next().map(|(f, v)| (f, v)),
-            Iter::Large(it) => it.next(),
-            Iter::Table(it) => it.next().map(|(f, v)| (f, v)),
+            Iter::Small(it) => it.next(),
+            Iter::Large(it) => it.next().map(|(f, v)| (&f[..], &v[..])),
+            Iter::Table(it) => it.next().map(|(f, v)| (&f[..], &v[..])),
         }
     }
 
@@ -295,41 +279,57 @@ mod tests {
                 );
                 assert_eq!(
                     h.insert(f.clone(), v.clone(), ListpackLimits::DEFAULT),
-                    want.insert(f, v)
+                    want.insert(f, v).is_none()
                 );
                 let gone = b(&format!("f{}", (i * 5) % 23));
                 if i % 3 == 0 {
-                    assert_eq!(h.shift_remove(&gone), want.shift_remove(&gone));
+                    assert_eq!(h.shift_remove(&gone), want.shift_remove(&gone).is_some());
                 }
                 assert_eq!(h.len(), want.len());
                 let got: Vec<_> = h.iter().collect();
-                let expected: Vec<_> = want.iter().collect();
+                let expected: Vec<_> = want.iter().map(|(f, v)| (&f[..], &v[..])).collect();
                 assert_eq!(got, expected);
             }
             for i in 0..23 {
                 let f = b(&format!("f{i}"));
-                assert_eq!(h.get(&f), want.get(&f));
+                assert_eq!(h.get(&f), want.get(&f).map(|v| &v[..]));
                 assert_eq!(h.contains_key(&f), want.contains_key(&f));
             }
-            assert_eq!(h.get_index(2), want.get_index(2));
+            assert_eq!(
+                h.get_index(2),
+                want.get_index(2).map(|(f, v)| (&f[..], &v[..]))
+            );
         }
         assert!(matches!(h.repr, Repr::Large(_)));
     }
 
     #[test]
-    fn small_hash_updates_in_place_and_empties() {
+    fn small_hash_replaces_in_place_and_empties() {
         let mut h = HashValue::new();
         assert!(h.is_empty() && h.get(b"a").is_none());
-        h.insert(b("a"), b("1"), ListpackLimits::DEFAULT);
-        h.insert(b("b"), b("2"), ListpackLimits::DEFAULT);
-        if let Some(v) = h.get_mut(b"a") {
-            *v = b("3");
-        }
-        assert_eq!(h.keys().cloned().collect::<Vec<_>>(), [b("a"), b("b")]);
-        assert_eq!(h.values().cloned().collect::<Vec<_>>(), [b("3"), b("2")]);
-        assert_eq!(h.shift_remove(b"a"), Some(b("3")));
-        assert_eq!(h.shift_remove(b"a"), None);
-        assert_eq!(h.shift_remove(b"b"), Some(b("2")));
+        assert!(h.insert(b("a"), b("1"), ListpackLimits::DEFAULT));
+        assert!(h.insert(b("b"), b("2"), ListpackLimits::DEFAULT));
+        assert!(!h.insert(b("a"), b("3"), ListpackLimits::DEFAULT));
+        assert_eq!(h.keys().collect::<Vec<_>>(), [b"a", b"b"]);
+        assert_eq!(h.values().collect::<Vec<_>>(), [b"3", b"2"]);
+        assert!(h.shift_remove(b"a"));
+        assert!(!h.shift_remove(b"a"));
+        assert!(h.shift_remove(b"b"));
         assert!(h.is_empty() && matches!(h.repr, Repr::Small(_)));
+    }
+
+    #[test]
+    fn a_value_too_long_for_the_small_form_moves_the_hash_in_order() {
+        let limits = ListpackLimits {
+            entries: 512,
+            value: 1000,
+        };
+        let mut h = HashValue::new();
+        h.insert(b("a"), b("1"), limits);
+        h.insert(b("b"), b("2"), limits);
+        assert!(!h.insert(b("a"), Bytes::from(vec![b'x'; 300]), limits));
+        assert!(matches!(h.repr, Repr::Large(_)));
+        assert_eq!(h.keys().collect::<Vec<_>>(), [b"a", b"b"]);
+        assert_eq!(h.get(b"a").map(<[u8]>::len), Some(300));
     }
 }

@@ -2,13 +2,18 @@
 //! access (LRU, the default), or, under an LFU `maxmemory-policy`, Redis's logarithmic access
 //! counter with its decay (`lfu-log-factor`, `lfu-decay-time`).
 //!
-//! As Redis reuses one field of the object header for both, so do we: an LFU record is tagged
-//! in its top bit and holds the minute of its last decay and an 8-bit counter. A record of the
-//! other kind, left from before the policy changed, reads as a fresh one (Redis's "LRU and LFU
-//! data will take some time to adjust").
+//! As Redis reuses one 24-bit field of the object header for both, so do we, in 32 bits: an
+//! LFU record is tagged in its top bit and holds the minute of its last decay (23 bits) and an
+//! 8-bit counter; an LRU record holds the node-clock milliseconds of the access modulo 2^31, so
+//! idle times read correctly up to 24.8 days (Redis's clock of seconds wraps after 194 days).
+//! A record of the other kind, left from before the policy changed, reads as a fresh one
+//! (Redis's "LRU and LFU data will take some time to adjust").
 
 /// Marks an LFU record.
-const LFU_TAG: u64 = 1 << 63;
+const LFU_TAG: u32 = 1 << 31;
+/// The bits of an LRU record's time and of an LFU record's minute.
+const LRU_MASK: u32 = LFU_TAG - 1;
+const MINUTE_MASK: u32 = LRU_MASK >> 8;
 /// The counter a new key starts with, so it is not evicted before it had a chance to be used.
 pub(crate) const LFU_INIT_VAL: u8 = 5;
 
@@ -29,26 +34,26 @@ pub(crate) enum Access {
 
 impl Access {
     /// The record of a key created at `now`.
-    pub(crate) fn fresh(self, now: u64) -> u64 {
+    pub(crate) fn fresh(self, now: u64) -> u32 {
         match self {
-            Access::Lru => now,
-            Access::Lfu { .. } => pack(now / 60_000, LFU_INIT_VAL),
+            Access::Lru => lru(now),
+            Access::Lfu { .. } => pack(now, LFU_INIT_VAL),
         }
     }
 
     /// The record after an access at `now` to a key whose record was `record`.
-    pub(crate) fn touched(self, record: u64, now: u64, rng: &mut u64) -> u64 {
+    pub(crate) fn touched(self, record: u32, now: u64, rng: &mut u64) -> u32 {
         match self {
-            Access::Lru => now,
+            Access::Lru => lru(now),
             Access::Lfu { log_factor, .. } => {
                 let counter = log_increment(self.frequency(record, now), log_factor, rng);
-                pack(now / 60_000, counter)
+                pack(now, counter)
             }
         }
     }
 
     /// The access counter of `record` at `now`, after decay (`OBJECT FREQ`); 0 under LRU.
-    pub(crate) fn frequency(self, record: u64, now: u64) -> u8 {
+    pub(crate) fn frequency(self, record: u32, now: u64) -> u8 {
         let Access::Lfu { decay_minutes, .. } = self else {
             return 0;
         };
@@ -57,34 +62,49 @@ impl Access {
         }
         let counter = (record & 0xff) as u8;
         let minute = (record & !LFU_TAG) >> 8;
-        let elapsed = (now / 60_000).saturating_sub(minute);
+        let elapsed = u64::from(minute_of(now).wrapping_sub(minute) & MINUTE_MASK);
         let periods = elapsed.checked_div(decay_minutes).unwrap_or(0);
         counter.saturating_sub(u8::try_from(periods).unwrap_or(u8::MAX))
     }
 
     /// The record of a key `RESTORE` creates at `now`: `FREQ` sets the counter under LFU,
     /// `IDLETIME` (seconds) backdates the access under LRU; otherwise as a new key.
-    pub(crate) fn restored(self, now: u64, idle_secs: Option<u64>, freq: Option<u8>) -> u64 {
+    pub(crate) fn restored(self, now: u64, idle_secs: Option<u64>, freq: Option<u8>) -> u32 {
         match (self, idle_secs, freq) {
-            (Access::Lfu { .. }, _, Some(freq)) => pack(now / 60_000, freq),
-            (Access::Lru, Some(idle), _) => now.saturating_sub(idle.saturating_mul(1000)),
+            (Access::Lfu { .. }, _, Some(freq)) => pack(now, freq),
+            (Access::Lru, Some(idle), _) => {
+                // Up to the longest idle time a record tells (older reads as that old).
+                let idle_ms = idle.saturating_mul(1000).min(u64::from(LRU_MASK));
+                lru(now.wrapping_sub(idle_ms))
+            }
             _ => self.fresh(now),
         }
     }
 
     /// Milliseconds since the last access of `record` at `now` (`OBJECT IDLETIME`, LRU
     /// eviction); 0 for an LFU record.
-    pub(crate) fn idle_ms(record: u64, now: u64) -> u64 {
+    pub(crate) fn idle_ms(record: u32, now: u64) -> u64 {
         if record & LFU_TAG != 0 {
             0
         } else {
-            now.saturating_sub(record)
+            u64::from(lru(now).wrapping_sub(record) & LRU_MASK)
         }
     }
 }
 
-fn pack(minute: u64, counter: u8) -> u64 {
-    LFU_TAG | ((minute << 8) & !LFU_TAG) | u64::from(counter)
+/// The LRU record of an access at `now`.
+fn lru(now: u64) -> u32 {
+    (now & u64::from(LRU_MASK)) as u32
+}
+
+/// The minute of `now`, in an LFU record's bits.
+fn minute_of(now: u64) -> u32 {
+    ((now / 60_000) & u64::from(MINUTE_MASK)) as u32
+}
+
+/// The LFU record of `counter` at `now`.
+fn pack(now: u64, counter: u8) -> u32 {
+    LFU_TAG | (minute_of(now) << 8) | u32::from(counter)
 }
 
 /// Redis's `LFULogIncr`: the counter grows with probability `1 / ((counter - init) * factor +
@@ -155,6 +175,19 @@ mod tests {
         for _ in 0..300 {
             record = lfu.touched(record, 0, &mut rng);
         }
-        assert_eq!(lfu.frequency(record, u64::MAX / 2), 255);
+        assert_eq!(lfu.frequency(record, 0), 255);
+        // Not decayed (decay time 0), however long after.
+        assert_eq!(lfu.frequency(record, 10_000 * 60_000), 255);
+    }
+
+    #[test]
+    fn lru_idle_times_are_milliseconds_and_survive_the_records_wrap() {
+        let start = u64::from(LRU_MASK) - 500;
+        let record = Access::Lru.fresh(start);
+        assert_eq!(Access::idle_ms(record, start), 0);
+        assert_eq!(Access::idle_ms(record, start + 1_500), 1_500);
+        let restored = Access::Lru.restored(10_000_000, Some(3_600), None);
+        assert_eq!(Access::idle_ms(restored, 10_000_000), 3_600_000);
+        assert_eq!(Access::idle_ms(LFU.fresh(5), 5), 0);
     }
 }

@@ -274,25 +274,30 @@ mod tests {
     use std::collections::VecDeque;
 
     fn entry(value: Value) -> Entry {
-        Entry {
-            value,
-            expire_at: None,
-            accessed: 0,
-        }
+        Entry::new(value, None, 0)
     }
 
     #[test]
     fn strings_cost_their_length_and_integers_nothing_beyond_the_header() {
-        let int = entry_size(b"k", &entry(Value::String(Bytes::from_static(b"12345"))));
-        let short = entry_size(b"k", &entry(Value::String(Bytes::from_static(b"hello"))));
-        let long = entry_size(b"k", &entry(Value::String(Bytes::from(vec![b'x'; 1000]))));
+        let int = entry_size(
+            b"k",
+            &entry(Value::String(Bytes::from_static(b"12345").into())),
+        );
+        let short = entry_size(
+            b"k",
+            &entry(Value::String(Bytes::from_static(b"hello").into())),
+        );
+        let long = entry_size(
+            b"k",
+            &entry(Value::String(Bytes::from(vec![b'x'; 1000]).into())),
+        );
         assert!(int < short && short < long);
         assert!((1000..1100).contains(&(long - int)), "{}", long - int);
     }
 
     #[test]
     fn a_ttl_adds_the_expires_entry() {
-        let mut e = entry(Value::String(Bytes::from_static(b"v")));
+        let mut e = entry(Value::String(Bytes::from_static(b"v").into()));
         let plain = entry_size(b"key", &e);
         e.expire_at = Some(5);
         assert_eq!(entry_size(b"key", &e), plain + EXPIRE_OVERHEAD);
@@ -314,7 +319,7 @@ mod tests {
     /// `MEMORY USAGE` as redis-server 7.0.15 answered it for the same data.
     #[test]
     fn usage_matches_redis_for_strings_and_small_aggregates() {
-        let string = |s: &str| Value::String(bytes(s));
+        let string = |s: &str| Value::String(bytes(s).into());
         let cases = [
             ("str1", string("hello"), 64),
             ("str2", string("12345"), 48),

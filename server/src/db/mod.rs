@@ -11,17 +11,20 @@ pub(crate) mod dict;
 mod hash_value;
 mod key;
 pub(crate) mod lfu;
+mod listpack;
 pub(crate) mod memory;
+pub(crate) mod release;
 mod set_value;
 mod small;
 pub(crate) mod stream;
+mod string_value;
 mod value;
 mod zset;
 
 pub(crate) use key::Key;
 pub(crate) use lfu::Access;
 
-pub(crate) use value::{HashValue, ListpackLimits, SetValue, Value};
+pub(crate) use value::{HashValue, ListpackLimits, SetValue, StringValue, Value};
 pub(crate) use zset::ZSet;
 
 use bytes::Bytes;
@@ -34,15 +37,32 @@ use std::hash::{BuildHasher, Hasher, RandomState};
 ///
 /// `repr(C)` here and on [`Slot`]: a lookup reads the key, then the deadline and access time,
 /// then the value; in this order they span two cache lines of the table's node, not three.
+/// The table's node (hash, link, 32-byte key, this 64-byte entry) takes 112 bytes, one of the
+/// allocator's size classes (`node_fits_its_size_class`).
 #[derive(Debug, Clone)]
 #[repr(C)]
 pub(crate) struct Entry {
     /// Absolute deadline in node-clock milliseconds, if the key is volatile.
     pub(crate) expire_at: Option<u64>,
-    /// Last access time (node-clock ms) for `OBJECT IDLETIME`.
-    pub(crate) accessed: u64,
+    /// The last access for `OBJECT IDLETIME` and eviction, as [`Access`] records it.
+    pub(crate) accessed: u32,
+    /// The key's estimated memory ([`memory::entry_size`]) when it was last accounted (kept
+    /// here, beside `accessed`, where it fills what would be padding).
+    size: u32,
     /// The value.
     pub(crate) value: Value,
+}
+
+impl Entry {
+    /// An entry of `value` (its size is measured when it is stored).
+    fn new(value: Value, expire_at: Option<u64>, accessed: u32) -> Entry {
+        Entry {
+            expire_at,
+            accessed,
+            size: 0,
+            value,
+        }
+    }
 }
 
 /// A key with its entry, as the table stores them.
@@ -51,25 +71,36 @@ pub(crate) struct Entry {
 struct Slot {
     key: Key,
     entry: Entry,
-    /// The key's estimated memory ([`memory::entry_size`]) when it was last accounted.
-    size: u32,
 }
 
 impl Slot {
-    fn new(key: Key, entry: Entry) -> Slot {
-        let size = Self::measure(&key, &entry);
-        Slot { key, entry, size }
+    fn new(key: Key, mut entry: Entry) -> Slot {
+        entry.size = Self::measure(&key, &entry);
+        Slot { key, entry }
+    }
+
+    /// The size last accounted.
+    fn size(&self) -> u32 {
+        self.entry.size
     }
 
     fn measure(key: &[u8], entry: &Entry) -> u32 {
         u32::try_from(memory::entry_size(key, entry)).unwrap_or(u32::MAX)
     }
 
+    /// Replaces the entry and measures it; returns the (old, new) sizes.
+    fn replace(&mut self, entry: Entry) -> (u32, u32) {
+        let old = self.entry.size;
+        self.entry = entry;
+        self.entry.size = old;
+        self.remeasure()
+    }
+
     /// Measures the slot again; returns (old, new) sizes.
     fn remeasure(&mut self) -> (u32, u32) {
-        let old = self.size;
-        self.size = Self::measure(&self.key, &self.entry);
-        (old, self.size)
+        let old = self.entry.size;
+        self.entry.size = Self::measure(&self.key, &self.entry);
+        (old, self.entry.size)
     }
 }
 
@@ -203,12 +234,6 @@ impl Deadlines {
     fn needs_rebuild(&self) -> bool {
         self.entries() > self.volatile.saturating_mul(STALE_RATIO) + STALE_SLACK
     }
-
-    fn clear(&mut self) {
-        self.run.clear();
-        self.heap.clear();
-        self.volatile = 0;
-    }
 }
 
 /// The hash of `key` under `hasher` (the table's only hash function): SipHash of the key bytes
@@ -262,8 +287,8 @@ impl Db {
             return Found::Missing;
         };
         if Self::is_expired(&occupied.get().entry, now) {
-            let Slot { key, entry, size } = occupied.remove();
-            self.used -= size as usize;
+            let Slot { key, entry } = occupied.remove();
+            self.used -= entry.size as usize;
             self.deadlines.update(hash, entry.expire_at, None);
             return Found::Expired(key.into_bytes());
         }
@@ -295,23 +320,14 @@ impl Db {
                 }
                 // Reuse the slot for the new value; the old key leaves the deadline index.
                 self.deadlines.update(hash, slot.entry.expire_at, None);
-                slot.entry = Entry {
-                    value: make(),
-                    expire_at: None,
-                    accessed: self.access.fresh(now),
-                };
-                let (old, new) = slot.remeasure();
+                let (old, new) = slot.replace(Entry::new(make(), None, self.access.fresh(now)));
                 self.used = self.used - old as usize + new as usize;
                 (&mut slot.entry, false, Some(slot.key.to_bytes()))
             }
             TableEntry::Vacant(vacant) => {
-                let entry = Entry {
-                    value: make(),
-                    expire_at: None,
-                    accessed: self.access.fresh(now),
-                };
+                let entry = Entry::new(make(), None, self.access.fresh(now));
                 let slot = vacant.insert(Slot::new(Key::new(key), entry));
-                self.used += slot.size as usize;
+                self.used += slot.size() as usize;
                 (&mut slot.entry, false, None)
             }
         }
@@ -327,29 +343,20 @@ impl Db {
         now: u64,
     ) -> bool {
         let hash = hash_key(&self.hasher, &key);
-        let value = match value {
-            Value::String(s) => Value::String(small::compact(s)),
-            other => other,
-        };
-        let entry = Entry {
-            value,
-            expire_at,
-            accessed: self.access.fresh(now),
-        };
+        let entry = Entry::new(value, expire_at, self.access.fresh(now));
         let created = match self.entries.entry(hash, |s| s.key[..] == key[..]) {
             TableEntry::Occupied(mut occupied) => {
                 let slot = occupied.get_mut();
                 let old = slot.entry.expire_at;
                 self.deadlines.update(hash, old, expire_at);
-                slot.entry = entry;
-                let (old, new) = slot.remeasure();
+                let (old, new) = slot.replace(entry);
                 self.used = self.used - old as usize + new as usize;
                 false
             }
             TableEntry::Vacant(vacant) => {
                 self.deadlines.update(hash, None, expire_at);
                 let slot = vacant.insert(Slot::new(Key::new(&key), entry));
-                self.used += slot.size as usize;
+                self.used += slot.size() as usize;
                 true
             }
         };
@@ -360,8 +367,8 @@ impl Db {
     /// Removes `key`; returns its entry.
     pub(crate) fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         let hash = hash_key(&self.hasher, key);
-        let Slot { entry, size, .. } = self.entries.remove(hash, |s| s.key[..] == *key)?;
-        self.used -= size as usize;
+        let Slot { entry, .. } = self.entries.remove(hash, |s| s.key[..] == *key)?;
+        self.used -= entry.size as usize;
         self.deadlines.update(hash, entry.expire_at, None);
         Some(entry)
     }
@@ -370,11 +377,10 @@ impl Db {
     /// `now`.
     pub(crate) fn remove_live(&mut self, key: &[u8], now: u64) -> Removed {
         let hash = hash_key(&self.hasher, key);
-        let Some(Slot { key, entry, size }) = self.entries.remove(hash, |s| s.key[..] == *key)
-        else {
+        let Some(Slot { key, entry }) = self.entries.remove(hash, |s| s.key[..] == *key) else {
             return Removed::Missing;
         };
-        self.used -= size as usize;
+        self.used -= entry.size as usize;
         self.deadlines.update(hash, entry.expire_at, None);
         if Self::is_expired(&entry, now) {
             Removed::Expired(key.into_bytes())
@@ -439,7 +445,7 @@ impl Db {
             if let Some((key, size)) = self.entries.remove_with(
                 hash,
                 |s| s.entry.expire_at == Some(at),
-                |s| (std::mem::replace(&mut s.key, Key::EMPTY), s.size),
+                |s| (std::mem::replace(&mut s.key, Key::EMPTY), s.size()),
             ) {
                 self.used -= size as usize;
                 self.deadlines.update(hash, Some(at), None);
@@ -507,10 +513,10 @@ impl Db {
         self.entries.iter().map(|s| &s.key)
     }
 
-    /// Removes every key.
+    /// Removes every key, keeping no allocation (the deadline index's buffers included).
     pub(crate) fn clear(&mut self) {
         self.entries.clear();
-        self.deadlines.clear();
+        self.deadlines = Deadlines::default();
         self.used = 0;
     }
 
@@ -542,7 +548,29 @@ mod tests {
     }
 
     fn s(v: &str) -> Value {
-        Value::String(k(v))
+        Value::String(k(v).into())
+    }
+
+    #[test]
+    fn node_fits_its_size_class() {
+        // 16 bytes of hash and link, then the slot: mimalloc's 112-byte class, no slack.
+        assert_eq!(std::mem::size_of::<Slot>() + 16, 112);
+    }
+
+    #[test]
+    fn accounted_memory_returns_to_zero_after_replacing_and_removing() {
+        let mut db = Db::default();
+        db.insert(k("a"), s("1"), Some(10), 0);
+        db.insert(k("a"), s(&"x".repeat(100)), None, 0);
+        let (_, existed, expired) = db.find_or_insert(&k("a"), 5, || s("new"));
+        assert!(existed && expired.is_none());
+        db.insert(k("b"), s("2"), Some(10), 0);
+        let (_, existed, expired) = db.find_or_insert(&k("b"), 20, || s("new"));
+        assert!(!existed && expired.is_some());
+        assert!(db.set_expire(b"b", Some(30)));
+        db.remove(b"a");
+        db.remove(b"b");
+        assert_eq!(db.used_bytes(), 0);
     }
 
     #[test]
@@ -565,7 +593,7 @@ mod tests {
         assert!(existed && expired.is_none() && e.expire_at == Some(100) && e.accessed == 50);
         let (e, existed, expired) = db.find_or_insert(&k("h"), 100, || s("new"));
         assert!(!existed && e.expire_at.is_none());
-        assert!(matches!(&e.value, Value::String(v) if v == "new"));
+        assert!(matches!(&e.value, Value::String(v) if &v[..] == b"new"));
         assert!(expired.is_some_and(|key| key == "h"));
         assert_eq!(db.volatile_len(), 0);
         let (_, existed, expired) = db.find_or_insert(&k("n"), 100, || s("x"));

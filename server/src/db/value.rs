@@ -7,15 +7,17 @@ use super::stream::Stream;
 
 pub(crate) use super::hash_value::{HashValue, ListpackLimits};
 pub(crate) use super::set_value::SetValue;
+pub(crate) use super::string_value::StringValue;
 
 /// A sorted set: member → score, plus members ordered by (score, member).
 pub(crate) use super::zset::ZSet;
 
-/// One stored value.
+/// One stored value: 40 bytes (a string's 32 and the tag), the larger aggregates boxed, so
+/// the keyspace's node stays small.
 #[derive(Debug, Clone)]
 pub(crate) enum Value {
     /// A string (also integers and floats, stored as their text).
-    String(Bytes),
+    String(StringValue),
     /// A list.
     List(VecDeque<Bytes>),
     /// A hash.
@@ -101,3 +103,16 @@ impl Value {
 }
 
 use locksmith_resp as resp;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_value_is_a_string_and_a_tag() {
+        assert_eq!(
+            std::mem::size_of::<Value>(),
+            std::mem::size_of::<StringValue>() + 8
+        );
+    }
+}

@@ -30,7 +30,8 @@ impl Ord for Score {
 /// A sorted set ordered like Redis's skiplist: by score, then by member bytes.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ZSet {
-    scores: Dict<(Bytes, f64)>,
+    /// Boxed, so that a sorted set fits the keyspace's node as a string does.
+    scores: Box<Dict<(Bytes, f64)>>,
     order: BTreeSet<(Score, Bytes)>,
 }
 

@@ -199,8 +199,8 @@ mod tests {
     fn a_file_round_trips_with_expiries_and_functions() {
         let (a, b) = (Bytes::from_static(b"a"), Bytes::from_static(b"b"));
         let (va, vb) = (
-            Value::String(Bytes::from_static(b"1")),
-            Value::String(Bytes::from_static(b"2")),
+            Value::String(Bytes::from_static(b"1").into()),
+            Value::String(Bytes::from_static(b"2").into()),
         );
         let code =
             Bytes::from_static(b"#!lua name=l\nredis.register_function('f', function() end)");

@@ -105,7 +105,7 @@ pub(crate) fn read_value(
         TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 => Value::Stream(Box::new(
             super::stream::read(r, kind == TYPE_STREAM_LISTPACKS_2)?,
         )),
-        TYPE_STRING => Value::String(Bytes::from(r.string()?)),
+        TYPE_STRING => Value::String(r.string()?.into()),
         TYPE_LIST => {
             let n = r.count(1)?;
             let mut items = VecDeque::with_capacity(n);
@@ -146,7 +146,7 @@ pub(crate) fn read_value(
             for _ in 0..n {
                 let field = Bytes::from(r.string()?);
                 let value = Bytes::from(r.string()?);
-                if hash.insert(field, value, hash_limits).is_some() {
+                if !hash.insert(field, value, hash_limits) {
                     return Err(Malformed);
                 }
             }
@@ -170,7 +170,7 @@ pub(crate) fn read_value(
             let mut hash = HashValue::new();
             let mut it = entries.into_iter();
             while let (Some(field), Some(value)) = (it.next(), it.next()) {
-                if hash.insert(field, value, hash_limits).is_some() {
+                if !hash.insert(field, value, hash_limits) {
                     return Err(Malformed);
                 }
             }
@@ -338,7 +338,7 @@ mod tests {
 
     #[test]
     fn every_type_round_trips() {
-        let s = Value::String(Bytes::from_static(b"12345"));
+        let s = Value::String(Bytes::from_static(b"12345").into());
         assert!(matches!(round_trip(s), Value::String(b) if &b[..] == b"12345"));
         let list = Value::List(["a", "", "3"].iter().map(|s| Bytes::from(*s)).collect());
         assert!(matches!(round_trip(list), Value::List(l) if l.len() == 3 && l[2] == "3"));
