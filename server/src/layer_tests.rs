@@ -32,7 +32,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &["cmdstats", "config", "db", "latency", "rdb", "slowlog"],
     ),
     // Node state: clients, pub/sub, blocking queues, transactions, replication, the journal,
-    // cluster view, scripting, eviction, monitors, and the node itself.
+    // cluster view, scripting, eviction, monitors, client-side caching, and the node itself.
     (
         "state",
         &[
@@ -46,6 +46,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "pubsub",
             "replication",
             "script",
+            "tracking",
             "transaction",
         ],
     ),

@@ -427,6 +427,7 @@ async fn active_expire_loop(
             period = Duration::from_millis(1000 / node.config.hz());
             let rehash_until = clock.tick_us() + REHASH_CRON_US;
             state.rehash_keyspace(|| clock.tick_us() < rehash_until);
+            crate::tracking::cron(&mut state, &node);
         } else {
             last_fast_us = start;
         }
