@@ -221,9 +221,15 @@ impl OutboxReceiver {
         self.rx.try_recv().ok()
     }
 
+    /// Whether frames wait for the last reply ([`Outbox::defer`]): one load per reply.
+    #[inline]
+    pub(crate) fn has_deferred(&self) -> bool {
+        self.deferred.any.load(Ordering::Acquire)
+    }
+
     /// The frames deferred until the last reply ([`Outbox::defer`]), oldest first.
     pub(crate) fn take_deferred(&self) -> Vec<(Frame, usize)> {
-        if !self.deferred.any.load(Ordering::Acquire) {
+        if !self.has_deferred() {
             return Vec::new();
         }
         self.deferred

@@ -268,7 +268,9 @@ impl Connection {
                     // its tracking invalidations of its own keys follow the reply.
                     self.io.drain_outbox(self.session.client.resp);
                     self.emit(&reply);
-                    self.io.drain_deferred(self.session.client.resp);
+                    if self.io.outbox_rx.has_deferred() {
+                        self.io.drain_deferred(self.session.client.resp);
+                    }
                     if self.session.client.close_after_reply {
                         keep_open = false;
                         break;
@@ -345,6 +347,7 @@ impl Io {
 
     /// Moves the frames deferred until the last reply (tracking invalidations) into the write
     /// buffer; they stay counted as pending until written, as the outbox's frames.
+    #[cold]
     fn drain_deferred(&mut self, resp: Version) {
         for (frame, _) in self.outbox_rx.take_deferred() {
             self.push_out_of_band(frame, resp);

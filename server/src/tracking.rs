@@ -404,6 +404,7 @@ fn deliver(recipient: &ClientHandle, frame: Frame, origin: Origin<'_>) {
 /// declared keys when it reads from a script), and after a top-level command (`top`) the
 /// `CLIENT CACHING` flag is spent and the `BCAST` keys are broadcast.
 #[allow(clippy::too_many_arguments)]
+#[inline(never)]
 pub(crate) fn after_call(
     state: &mut crate::node::State,
     node: &Node,
@@ -454,6 +455,7 @@ pub(crate) fn after_call(
 /// What [`crate::cmd::call`] does for tracking before a top-level command runs for `client`
 /// (Redis's `processCommand`): the table is held to `tracking-table-max-keys`, the messages
 /// going out before the reply (a `NOLOOP` client hears nothing of its own, as in Redis).
+#[inline(never)]
 pub(crate) fn before_call(
     state: &mut crate::node::State,
     node: &Node,
@@ -493,6 +495,7 @@ fn invalidate_modified(
 
 /// What [`crate::node::State::finish_effects`] does for tracking: keys modified outside any
 /// command (the expiry cycle, eviction) are invalidated, and `BCAST` keys broadcast.
+#[inline(never)]
 pub(crate) fn after_effects(
     tracking: &mut Tracking,
     node: &Node,
