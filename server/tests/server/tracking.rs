@@ -512,3 +512,54 @@ async fn expiry_and_the_table_limit_send_invalidations_and_info_counts_them() {
     let clients = text(&[stats.ours.frame().await]);
     assert!(clients.contains("tracking_clients:0\r\n"), "{clients}");
 }
+
+#[tokio::test]
+async fn a_replica_invalidates_keys_its_master_writes() {
+    use locksmith_server::control::LinkControl;
+    use std::sync::Arc;
+    let master = support::start().await;
+    let replica = support::start().await;
+    let _link = master
+        .control()
+        .attach_replica(
+            master.addr(),
+            &replica.control(),
+            replica.addr(),
+            Arc::new(LinkControl::new(Duration::ZERO, Duration::ZERO, false)),
+            1,
+        )
+        .await;
+    let mut writer = Wire::connect(master.addr()).await;
+    writer.call(&[&["SET", "rk", "1"]], 1).await;
+    // The write reaches the replica through its link: wait for it without tracking.
+    let mut probe = Wire::connect(replica.addr()).await;
+    for _ in 0..500 {
+        if text(&probe.call(&[&["GET", "rk"]], 1).await) == "$1\r\n1\r\n" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut reader = Wire::connect(replica.addr()).await;
+    let read = reader
+        .call(
+            &[
+                &["HELLO", "3"],
+                &["CLIENT", "TRACKING", "ON"],
+                &["GET", "rk"],
+            ],
+            3,
+        )
+        .await;
+    assert_eq!(text(&read[2..]), "$1\r\n1\r\n");
+    writer.call(&[&["SET", "rk", "2"]], 1).await;
+    let push = reader.frame().await;
+    assert_eq!(
+        text(&[push]),
+        ">2\r\n$10\r\ninvalidate\r\n*1\r\n$2\r\nrk\r\n"
+    );
+    writer.call(&[&["FLUSHALL"]], 1).await;
+    assert_eq!(
+        text(&[reader.frame().await]),
+        ">2\r\n$10\r\ninvalidate\r\n_\r\n"
+    );
+}
