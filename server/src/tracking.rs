@@ -403,7 +403,6 @@ fn deliver(recipient: &ClientHandle, frame: Frame, origin: Origin<'_>) {
 /// itself follow its reply), a read-only command's keys are remembered for it (a script's
 /// declared keys when it reads from a script), and after a top-level command (`top`) the
 /// `CLIENT CACHING` flag is spent and the `BCAST` keys are broadcast.
-#[allow(clippy::too_many_arguments)]
 #[inline(never)]
 pub(crate) fn after_call(
     state: &mut crate::node::State,
