@@ -457,6 +457,38 @@ def t_monitor(ctx):
     ctx.record("commands", seen)
 
 
+def t_client_tracking(ctx):
+    """Client-side caching as RESP2 caches do it (Redisson, Lettuce): CLIENT TRACKING with
+    REDIRECT to a `__redis__:invalidate` subscriber; then RESP3 pushes on the reading connection
+    through redis-py's invalidation push handler (BCAST with a prefix). redis-py's own cache
+    (`cache_config`) refuses servers below 7.4, real Redis 7.0 included, so it is not used."""
+    other = ctx.client()
+    p = ctx.client(protocol=2).pubsub()
+    p.subscribe("__redis__:invalidate")
+    assert p.get_message(timeout=WAIT)["type"] == "subscribe"
+    redirect = int(ctx.client().client_list(_type="pubsub")[0]["id"])
+    reader = ctx.client(protocol=2, single_connection_client=True)
+    ctx.record("tracking_on", reader.client_tracking_on(clientid=redirect))
+    other.set("ck", "v1")
+    ctx.record("read", reader.get("ck"))
+    other.set("ck", "v2")
+    m = p.get_message(timeout=WAIT)
+    ctx.record("invalidation", [m["type"], m["channel"], m["data"]])
+    assert reader.client_getredir() == redirect
+    info = reader.client_trackinginfo()
+    assert info[3] == redirect
+    ctx.record("trackinginfo_resp2", [info[0], info[1], info[2], info[4], info[5]])
+    pushed = []
+    resp3 = ctx.client(protocol=3, single_connection_client=True)
+    resp3.ping()
+    resp3.connection._parser.set_invalidation_push_handler(pushed.append)
+    ctx.record("bcast_on", resp3.client_tracking_on(bcast=True, prefix=["user:"]))
+    other.mset({"user:1": "a", "other": "b"})
+    wait_until(lambda: resp3.ping() and pushed, "the RESP3 invalidation push")
+    ctx.record("push", pushed)
+    ctx.record("trackinginfo_resp3", resp3.client_trackinginfo())
+
+
 def t_asyncio_client_and_lock(ctx):
     import asyncio
 

@@ -151,6 +151,17 @@ pub(crate) struct Outbox {
     tx: mpsc::UnboundedSender<Frame>,
     /// Approximate bytes queued and not yet written.
     pub(crate) pending: Arc<AtomicUsize>,
+    /// Frames that follow the reply of the command running now ([`Outbox::defer`]).
+    deferred: Arc<Deferred>,
+}
+
+/// Frames held until the running command's reply is written (tracking invalidations a
+/// command caused for its own client, Redis's `tracking_pending_keys`).
+#[derive(Debug, Default)]
+struct Deferred {
+    frames: Mutex<Vec<(Frame, usize)>>,
+    /// Set while `frames` holds any: the connection looks at this after each reply.
+    any: AtomicBool,
 }
 
 impl Outbox {
@@ -158,12 +169,18 @@ impl Outbox {
     pub(crate) fn new() -> (Outbox, OutboxReceiver) {
         let (tx, rx) = mpsc::unbounded_channel();
         let pending = Arc::new(AtomicUsize::new(0));
+        let deferred = Arc::new(Deferred::default());
         (
             Outbox {
                 tx,
                 pending: pending.clone(),
+                deferred: deferred.clone(),
             },
-            OutboxReceiver { rx, pending },
+            OutboxReceiver {
+                rx,
+                pending,
+                deferred,
+            },
         )
     }
 
@@ -175,6 +192,16 @@ impl Outbox {
         }
         now
     }
+
+    /// Queues `frame` of about `size` bytes to follow the reply of the command running now
+    /// for this client (the connection sends it right after that reply).
+    pub(crate) fn defer(&self, frame: Frame, size: usize) {
+        if let Ok(mut frames) = self.deferred.frames.lock() {
+            self.pending.fetch_add(size, Ordering::AcqRel);
+            frames.push((frame, size));
+            self.deferred.any.store(true, Ordering::Release);
+        }
+    }
 }
 
 /// The connection's end of its [`Outbox`].
@@ -182,6 +209,7 @@ impl Outbox {
 pub(crate) struct OutboxReceiver {
     rx: mpsc::UnboundedReceiver<Frame>,
     pending: Arc<AtomicUsize>,
+    deferred: Arc<Deferred>,
 }
 
 impl OutboxReceiver {
@@ -193,6 +221,27 @@ impl OutboxReceiver {
     /// The next frame if one is queued.
     pub(crate) fn try_recv(&mut self) -> Option<Frame> {
         self.rx.try_recv().ok()
+    }
+
+    /// Whether frames wait for the last reply ([`Outbox::defer`]): one load per reply.
+    #[inline]
+    pub(crate) fn has_deferred(&self) -> bool {
+        self.deferred.any.load(Ordering::Acquire)
+    }
+
+    /// The frames deferred until the last reply ([`Outbox::defer`]), oldest first.
+    pub(crate) fn take_deferred(&self) -> Vec<(Frame, usize)> {
+        if !self.has_deferred() {
+            return Vec::new();
+        }
+        self.deferred
+            .frames
+            .lock()
+            .map(|mut frames| {
+                self.deferred.any.store(false, Ordering::Release);
+                std::mem::take(&mut *frames)
+            })
+            .unwrap_or_default()
     }
 
     /// Marks `size` bytes as written.

@@ -264,9 +264,13 @@ impl Connection {
                             }
                         }
                     }
-                    // Messages this command sent to the client itself come first, as in Redis.
+                    // Messages this command sent to the client itself come first, as in Redis;
+                    // its tracking invalidations of its own keys follow the reply.
                     self.io.drain_outbox(self.session.client.resp);
                     self.emit(&reply);
+                    if self.io.outbox_rx.has_deferred() {
+                        self.io.drain_deferred(self.session.client.resp);
+                    }
                     if self.session.client.close_after_reply {
                         keep_open = false;
                         break;
@@ -339,6 +343,15 @@ impl Io {
         let before = self.wbuf.len();
         encode(&frame, resp, &mut self.wbuf);
         self.out_of_band += self.wbuf.len() - before;
+    }
+
+    /// Moves the frames deferred until the last reply (tracking invalidations) into the write
+    /// buffer; they stay counted as pending until written, as the outbox's frames.
+    #[cold]
+    fn drain_deferred(&mut self, resp: Version) {
+        for (frame, _) in self.outbox_rx.take_deferred() {
+            self.push_out_of_band(frame, resp);
+        }
     }
 
     /// Moves every queued out-of-band frame (pub/sub messages, extra subscribe

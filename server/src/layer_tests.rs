@@ -34,8 +34,9 @@ const LAYERS: &[(&str, &[&str])] = &[
         "data",
         &["cmdstats", "config", "db", "latency", "rdb", "slowlog"],
     ),
-    // Node state: ACL users and log, clients, pub/sub, blocking queues, transactions, replication, the journal,
-    // cluster view, scripting, eviction, monitors, and the node itself.
+    // Node state: ACL users and log, clients, pub/sub, blocking queues, transactions,
+    // replication, the journal, cluster view, scripting, eviction, monitors, client-side
+    // caching, MIGRATE's outbound connections, and the node itself.
     (
         "state",
         &[
@@ -51,6 +52,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "pubsub",
             "replication",
             "script",
+            "tracking",
             "transaction",
         ],
     ),

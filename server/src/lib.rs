@@ -52,6 +52,7 @@ mod script;
 mod server;
 mod slowlog;
 mod ticks;
+mod tracking;
 mod transaction;
 
 pub use clock::Clock;

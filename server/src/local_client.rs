@@ -110,6 +110,11 @@ impl LocalClient {
             reply
         });
         session.count_reply(&reply);
+        // Tracking invalidations of this client's own keys follow its reply.
+        for (frame, size) in self.outbox_rx.take_deferred() {
+            self.outbox_rx.written(size);
+            self.session.client.handle.outbox.send(frame, size);
+        }
         reply
     }
 

@@ -445,6 +445,7 @@ async fn active_expire_loop(
             if watermark.fell(usize::try_from(state.used_memory()).unwrap_or(usize::MAX)) {
                 crate::db::release::release();
             }
+            crate::tracking::cron(&mut state, &node);
         } else {
             last_fast_us = start;
         }

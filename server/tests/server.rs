@@ -29,6 +29,7 @@ mod server {
     mod smoke;
     mod streams;
     mod strings;
+    mod tracking;
     mod transactions;
     mod zsets;
 }

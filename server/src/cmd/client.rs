@@ -1,5 +1,5 @@
 //! `CLIENT` and its subcommands: ID, SETNAME, GETNAME, LIST, INFO, KILL, SETINFO, NO-EVICT,
-//! NO-TOUCH, REPLY, PAUSE, UNPAUSE, GETREDIR, HELP.
+//! NO-TOUCH, REPLY, PAUSE, UNPAUSE, TRACKING, CACHING, GETREDIR, TRACKINGINFO, HELP.
 
 use super::connection::set_client_name;
 use super::{flags::*, lossy, parse_i64, Args, CmdResult, CommandError, CommandSpec, Ctx};
@@ -58,6 +58,15 @@ static SUBCOMMANDS: &[CommandSpec] = &[
     CommandSpec::new("getredir", 2, getredir)
         .flags(NOSCRIPT | LOADING | STALE)
         .doc("connection", "Returns the client ID to which the connection's tracking notifications are redirected."),
+    CommandSpec::new("tracking", -3, tracking)
+        .flags(NOSCRIPT | LOADING | STALE)
+        .doc("connection", "Controls server-assisted client-side caching for the connection."),
+    CommandSpec::new("caching", 3, caching)
+        .flags(NOSCRIPT | LOADING | STALE)
+        .doc("connection", "Instructs the server whether to track the keys in the next request."),
+    CommandSpec::new("trackinginfo", 2, trackinginfo)
+        .flags(NOSCRIPT | LOADING | STALE)
+        .doc("connection", "Returns information about server-assisted client-side caching for the connection."),
     CommandSpec::new("help", 2, help)
         .flags(LOADING | STALE)
         .doc("connection", "Returns helpful text about the different subcommands."),
@@ -184,7 +193,7 @@ pub(super) fn client_line(ctx: &Ctx<'_>, handle: &Arc<ClientHandle>, own_cmd: &s
         line,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} \
          ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem=0 rbs=1024 rbp=0 obl=0 \
-         oll=0 omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={}",
+         oll=0 omem={} tot-mem={} events=r cmd={} user={} redir={} resp={}",
         handle.id,
         handle.addr,
         handle.laddr,
@@ -210,6 +219,10 @@ pub(super) fn client_line(ctx: &Ctx<'_>, handle: &Arc<ClientHandle>, own_cmd: &s
                 .map_or(&b"default"[..], |u| &u.name()[..]),
             usize::MAX
         ),
+        ctx.state
+            .tracking
+            .mode(handle.id)
+            .map_or(-1, |m| i64::try_from(m.redirect).unwrap_or(-1)),
         resp
     );
     if let Some(lib) = &info.lib_name {
@@ -511,11 +524,202 @@ fn unpause(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 }
 
 /// ```text
+/// CLIENT TRACKING <ON | OFF> [REDIRECT client-id] [PREFIX prefix [PREFIX prefix ...]]
+///   [BCAST] [OPTIN] [OPTOUT] [NOLOOP]
+/// ```
+///
+/// Checks the options in Redis's order, with its error texts.
+fn tracking(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let switch = args.bytes()?;
+    let mut mode = crate::tracking::Mode::default();
+    let mut prefixes: Vec<Bytes> = Vec::new();
+    while let Some(opt) = args.next() {
+        let more = args.remaining() > 0;
+        match opt.to_ascii_lowercase().as_slice() {
+            b"redirect" if more => {
+                let id = args.bytes()?;
+                if mode.redirect != 0 {
+                    return Err(CommandError::err(
+                        "A client can only redirect to a single other client",
+                    ));
+                }
+                let id = parse_i64(&id)?;
+                let found = u64::try_from(id)
+                    .ok()
+                    .filter(|&id| ctx.node.clients.get(id).is_some());
+                match found {
+                    Some(id) => mode.redirect = id,
+                    None => {
+                        return Err(CommandError::err(
+                            "The client ID you want redirect to does not exist",
+                        ))
+                    }
+                }
+            }
+            b"bcast" => mode.bcast = true,
+            b"optin" => mode.optin = true,
+            b"optout" => mode.optout = true,
+            b"noloop" => mode.noloop = true,
+            b"prefix" if more => prefixes.push(args.bytes()?),
+            _ => return Err(CommandError::Syntax),
+        }
+    }
+    let id = ctx.client.id();
+    match switch.to_ascii_lowercase().as_slice() {
+        b"on" => {
+            let current = ctx.state.tracking.mode(id);
+            if !mode.bcast && !prefixes.is_empty() {
+                return Err(CommandError::err(
+                    "PREFIX option requires BCAST mode to be enabled",
+                ));
+            }
+            if current.is_some_and(|c| c.bcast != mode.bcast) {
+                return Err(CommandError::err(
+                    "You can't switch BCAST mode on/off before disabling tracking for this \
+                     client, and then re-enabling it with a different mode.",
+                ));
+            }
+            if mode.bcast && (mode.optin || mode.optout) {
+                return Err(CommandError::err(
+                    "OPTIN and OPTOUT are not compatible with BCAST",
+                ));
+            }
+            if mode.optin && mode.optout {
+                return Err(CommandError::err(
+                    "You can't specify both OPTIN mode and OPTOUT mode",
+                ));
+            }
+            if current.is_some_and(|c| (mode.optin && c.optout) || (mode.optout && c.optin)) {
+                return Err(CommandError::err(
+                    "You can't switch OPTIN/OPTOUT mode before disabling tracking for this \
+                     client, and then re-enabling it with a different mode.",
+                ));
+            }
+            if mode.bcast {
+                check_prefix_overlaps(current.map(|c| &c.prefixes), &prefixes)?;
+            }
+            mode.prefixes = prefixes.into_iter().collect();
+            let handle = ctx.client.handle.clone();
+            ctx.state.tracking.enable(&handle, mode);
+        }
+        b"off" => {
+            let handle = ctx.client.handle.clone();
+            ctx.state.tracking.disable(id, Some(&handle));
+        }
+        _ => return Err(CommandError::Syntax),
+    }
+    Ok(Frame::ok())
+}
+
+/// Redis's `checkPrefixCollisionsOrReply`: two prefixes overlap when one starts the other
+/// (the same prefix twice included), among the new ones and with the client's own.
+fn check_prefix_overlaps(
+    existing: Option<&std::collections::BTreeSet<Bytes>>,
+    new: &[Bytes],
+) -> Result<(), CommandError> {
+    let overlap = |a: &[u8], b: &[u8]| a.starts_with(b) || b.starts_with(a);
+    for (i, prefix) in new.iter().enumerate() {
+        if let Some(old) = existing
+            .into_iter()
+            .flatten()
+            .find(|old| overlap(old, prefix))
+        {
+            return Err(CommandError::err(format!(
+                "Prefix '{}' overlaps with an existing prefix '{}'. Prefixes for a single \
+                 client must not overlap.",
+                lossy(prefix, usize::MAX),
+                lossy(old, usize::MAX)
+            )));
+        }
+        if let Some(other) = new.iter().skip(i + 1).find(|other| overlap(prefix, other)) {
+            return Err(CommandError::err(format!(
+                "Prefix '{}' overlaps with another provided prefix '{}'. Prefixes for a \
+                 single client must not overlap.",
+                lossy(prefix, usize::MAX),
+                lossy(other, usize::MAX)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// ```text
+/// CLIENT CACHING <YES | NO>
+/// ```
+fn caching(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let id = ctx.client.id();
+    let Some(mode) = ctx.state.tracking.mode(id) else {
+        return Err(CommandError::err(
+            "CLIENT CACHING can be called only when the client is in tracking mode with OPTIN \
+             or OPTOUT mode enabled",
+        ));
+    };
+    match args.bytes()?.to_ascii_lowercase().as_slice() {
+        b"yes" if mode.optin => {}
+        b"yes" => {
+            return Err(CommandError::err(
+                "CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.",
+            ))
+        }
+        b"no" if mode.optout => {}
+        b"no" => {
+            return Err(CommandError::err(
+                "CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.",
+            ))
+        }
+        _ => return Err(CommandError::Syntax),
+    }
+    ctx.state.tracking.set_caching(id);
+    Ok(Frame::ok())
+}
+
+/// ```text
 /// CLIENT GETREDIR
 /// ```
-fn getredir(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
-    // Client-side caching is not offered, so tracking is always off.
-    Ok(Frame::Integer(-1))
+///
+/// The redirect client's id, 0 when tracking without one, -1 when not tracking.
+fn getredir(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    let redirect = ctx.state.tracking.mode(ctx.client.id()).map(|m| m.redirect);
+    Ok(Frame::Integer(
+        redirect.map_or(-1, |r| i64::try_from(r).unwrap_or(-1)),
+    ))
+}
+
+/// ```text
+/// CLIENT TRACKINGINFO
+/// ```
+///
+/// A map of `flags` (a set), `redirect` and `prefixes`, as Redis.
+fn trackinginfo(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    let mode = ctx.state.tracking.mode(ctx.client.id());
+    let bulk = |s: &'static str| Frame::Bulk(Bytes::from_static(s.as_bytes()));
+    let mut flags = vec![bulk(if mode.is_some() { "on" } else { "off" })];
+    if let Some(m) = mode {
+        let named = [
+            (m.bcast, "bcast"),
+            (m.optin, "optin"),
+            (m.optin && m.caching, "caching-yes"),
+            (m.optout, "optout"),
+            (m.optout && m.caching, "caching-no"),
+            (m.noloop, "noloop"),
+            (m.broken_redirect, "broken_redirect"),
+        ];
+        flags.extend(
+            named
+                .iter()
+                .filter(|(on, _)| *on)
+                .map(|(_, name)| bulk(name)),
+        );
+    }
+    let redirect = mode.map_or(-1, |m| i64::try_from(m.redirect).unwrap_or(-1));
+    let prefixes = mode
+        .map(|m| m.prefixes.iter().cloned().map(Frame::Bulk).collect())
+        .unwrap_or_default();
+    Ok(Frame::Map(vec![
+        (bulk("flags"), Frame::Set(flags)),
+        (bulk("redirect"), Frame::Integer(redirect)),
+        (bulk("prefixes"), Frame::Array(prefixes)),
+    ]))
 }
 
 /// ```text
@@ -525,6 +729,8 @@ fn help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     Ok(help_lines(
         "CLIENT",
         &[
+            "CACHING (YES|NO)",
+            "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
             "GETREDIR",
             "    Return the client ID we are redirecting to when tracking is enabled.",
             "GETNAME",
@@ -567,6 +773,13 @@ fn help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
             "    Set client meta attr. Options are:",
             "    * LIB-NAME: the client lib name.",
             "    * LIB-VER: the client lib version.",
+            "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+            "    Unblock the specified blocked client.",
+            "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+            "         [OPTIN] [OPTOUT] [NOLOOP]",
+            "    Control server assisted client side caching.",
+            "TRACKINGINFO",
+            "    Report tracking status for the current connection.",
             "NO-EVICT (ON|OFF)",
             "    Protect current client connection from eviction.",
             "NO-TOUCH (ON|OFF)",

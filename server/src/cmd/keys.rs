@@ -539,6 +539,8 @@ fn swapdb(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             ctx.effects.modified.push((a, key.clone()));
             ctx.effects.modified.push((b, key));
         }
+        // Redis 7.0 tells WATCH of a swap, not client tracking.
+        crate::tracking::skip_modified(ctx.effects);
     }
     ctx.state.dirty += 1;
     Ok(Frame::ok())

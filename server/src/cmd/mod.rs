@@ -641,6 +641,10 @@ pub(crate) fn call(
         node.monitors
             .feed(node.clock.now_us(), client.db, origin, argv);
     }
+    let tracking_top = !client.in_script && !client.in_exec;
+    if tracking_top && state.tracking.is_active() {
+        crate::tracking::before_call(state, node, client);
+    }
     let dirty_before = state.dirty;
     let propagated_before = effects.propagate.len();
     state.stats.commands += 1;
@@ -699,6 +703,10 @@ pub(crate) fn call(
         && effects.propagating(&state.repl)
     {
         effects.propagate.push((db, argv.to_vec()));
+    }
+    // Client-side caching: one check while nobody tracks keys.
+    if state.tracking.is_active() {
+        crate::tracking::after_call(state, node, client, resolved, argv, effects, tracking_top);
     }
     reply.unwrap_or_else(Frame::from)
 }

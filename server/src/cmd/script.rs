@@ -334,6 +334,13 @@ fn run_script(
     let saved_db = ctx.client.db;
     let saved_resp = ctx.client.resp;
     let propagated_before = ctx.effects.propagate.len();
+    // A tracking caller's reads inside the script remember the script's declared keys.
+    let tracking = ctx.state.tracking.is_active();
+    if tracking {
+        ctx.state
+            .tracking
+            .set_script_keys(ctx.client.id(), Some(keys));
+    }
     let reply = {
         let mut caller = ScriptCaller {
             ctx,
@@ -354,6 +361,9 @@ fn run_script(
     ctx.client.db = saved_db;
     ctx.client.resp = saved_resp;
     ctx.client.in_script = false;
+    if tracking {
+        ctx.state.tracking.set_script_keys(ctx.client.id(), None);
+    }
     // Redis 7 replicates a script as its effects, wrapped in MULTI/EXEC when there are several.
     ctx.effects.wrap_in_transaction(propagated_before, saved_db);
     let status = &ctx.node.script;

@@ -88,6 +88,14 @@ fn flush_db(ctx: &mut Ctx<'_>, db: usize) {
             .extend(keys.into_iter().map(|k| (db, k)));
     }
     d.clear();
+    // Client tracking hears of a flush as one null invalidation (`flush_tracking`).
+    crate::tracking::skip_modified(ctx.effects);
+}
+
+/// Redis's `trackingInvalidateKeysOnFlush` for a flush command.
+fn flush_tracking(ctx: &mut Ctx<'_>) {
+    let handle = ctx.client.handle.clone();
+    crate::tracking::flushed(ctx.state, ctx.node, &handle, ctx.effects);
 }
 
 /// ```text
@@ -96,6 +104,7 @@ fn flush_db(ctx: &mut Ctx<'_>, db: usize) {
 fn flushdb(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     flush_mode(args)?;
     let db = ctx.client.db;
+    flush_tracking(ctx);
     flush_db(ctx, db);
     crate::db::release::release();
     // Redis always propagates a flush, even of an empty database.
@@ -108,6 +117,7 @@ fn flushdb(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn flushall(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     flush_mode(args)?;
+    flush_tracking(ctx);
     for db in 0..ctx.state.dbs.len() {
         flush_db(ctx, db);
     }
@@ -406,7 +416,7 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
             line("client_recent_max_input_buffer", &0);
             line("client_recent_max_output_buffer", &0);
             line("blocked_clients", &blocked);
-            line("tracking_clients", &0);
+            line("tracking_clients", &state.tracking.clients());
             line("clients_in_timeout_table", &0);
         }
         "memory" => {
@@ -444,6 +454,8 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
             line("maxmemory_human", &human_bytes(maxmemory));
             line("maxmemory_policy", &state.config.maxmemory_policy());
             line("mem_fragmentation_ratio", &"1.00");
+            // Redis leaves replica and AOF buffers out of `maxmemory`; nothing is left out here.
+            line("mem_not_counted_for_evict", &0);
             line("mem_allocator", &"libc");
             line("lazyfree_pending_objects", &0);
         }
@@ -512,6 +524,9 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
             line("keyspace_hits", &state.stats.keyspace_hits);
             line("keyspace_misses", &state.stats.keyspace_misses);
             line("migrate_cached_sockets", &state.migrate.len());
+            line("tracking_total_keys", &state.tracking.total_keys());
+            line("tracking_total_items", &state.tracking.total_items());
+            line("tracking_total_prefixes", &state.tracking.total_prefixes());
             line(
                 "total_error_replies",
                 &live.total_errors.load(Ordering::Relaxed),

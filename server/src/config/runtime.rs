@@ -132,6 +132,7 @@ pub(crate) struct RuntimeConfig {
     /// log or the latency monitor (`u64::MAX`: neither is on), so the pipeline decides with one
     /// load whether to time a command and with one comparison whether to look further.
     watch_calls_from_us: AtomicU64,
+    tracking_table_max_keys: AtomicU64,
 
     /// Parameters we validate and report but that change nothing here, as text.
     stored: Mutex<HashMap<&'static str, String>>,
@@ -287,6 +288,7 @@ pub(crate) static BINDINGS: &[Binding] = &[
     u64_binding!("hll-sparse-max-bytes", hll_sparse_max_bytes),
     u64_binding!("stream-node-max-bytes", stream_node_max_bytes),
     u64_binding!("stream-node-max-entries", stream_node_max_entries),
+    u64_binding!("tracking-table-max-keys", tracking_table_max_keys),
     Binding {
         name: "dir",
         get: |c| read(&c.dir),
@@ -376,6 +378,7 @@ impl RuntimeConfig {
             slowlog_max_len: AtomicU64::new(0),
             latency_monitor_threshold_ms: AtomicU64::new(0),
             watch_calls_from_us: AtomicU64::new(u64::MAX),
+            tracking_table_max_keys: AtomicU64::new(0),
             stored: Mutex::new(HashMap::new()),
         };
         for param in table::PARAMS {
@@ -677,6 +680,11 @@ impl RuntimeConfig {
     /// `slowlog-log-slower-than` in µs (negative: the slow log is off; 0: every command).
     pub(crate) fn slowlog_log_slower_than(&self) -> i64 {
         self.slowlog_log_slower_than_us.load(Relaxed)
+    }
+
+    /// `tracking-table-max-keys` (0: no limit).
+    pub(crate) fn tracking_table_max_keys(&self) -> u64 {
+        self.tracking_table_max_keys.load(Relaxed)
     }
 
     /// `slowlog-max-len`.

@@ -61,6 +61,8 @@ pub(crate) struct State {
     pub(crate) latency: crate::latency::LatencyMonitor,
     /// `MIGRATE`'s connections to other servers.
     pub(crate) migrate: crate::outbound::MigrateSockets,
+    /// Client-side caching: tracking clients, the keys they read, `BCAST` prefixes.
+    pub(crate) tracking: crate::tracking::Tracking,
 }
 
 /// Counters reported by `INFO`.
@@ -117,6 +119,7 @@ impl State {
             slowlog: Default::default(),
             latency: Default::default(),
             migrate: Default::default(),
+            tracking: Default::default(),
             config,
         };
         state.apply_eviction_config();
@@ -149,7 +152,8 @@ impl State {
         let event = self.config.notify_keyspace_events() & crate::notify::EXPIRED != 0
             && !self.pubsub.is_empty();
         let propagating = effects.propagating(&self.repl);
-        let modified = !self.watches.is_empty() || !self.blocked.is_empty();
+        let modified =
+            !self.watches.is_empty() || !self.blocked.is_empty() || self.tracking.is_active();
         if !(event || propagating || modified) {
             return;
         }
@@ -232,6 +236,12 @@ pub(crate) struct Effects {
     /// Record `propagate` even when no replication backlog consumes it. On in unit tests
     /// (which inspect what a command propagates without a replica), off otherwise.
     pub(crate) record_propagation: bool,
+    /// How many of `modified` client tracking has invalidated already (see
+    /// [`crate::tracking`]).
+    pub(crate) tracked: usize,
+    /// Indexes in `modified` of keys that expired while a command read them (no client
+    /// changed them, which `BCAST` with `NOLOOP` tells apart).
+    pub(crate) unowned: Vec<usize>,
 }
 
 // Not derived: `record_propagation` defaults to on in unit tests.
@@ -246,6 +256,8 @@ impl Default for Effects {
             modified: Vec::new(),
             propagate: Vec::new(),
             record_propagation: cfg!(test),
+            tracked: 0,
+            unowned: Vec::new(),
         }
     }
 }
@@ -281,6 +293,7 @@ impl Effects {
     /// replicas.
     pub(crate) fn key_expired(&mut self, db: usize, key: &Bytes, propagating: bool) {
         self.keyspace_event(db, crate::notify::EXPIRED, "expired", key);
+        self.unowned.push(self.modified.len());
         self.modified.push((db, key.clone()));
         if propagating {
             self.propagate
@@ -508,6 +521,11 @@ impl State {
     /// subscribers, written keys invalidate WATCHes and wake blocked clients, and write effects
     /// go to replicas. Each subsystem adds its part here.
     pub(crate) fn finish_effects(&mut self, node: &Node, effects: &mut Effects) {
+        // Keys changed outside a command (expiry cycle, eviction), before any served client's
+        // command runs: no client caused them.
+        if self.tracking.is_active() {
+            crate::tracking::after_effects(&mut self.tracking, node, effects);
+        }
         // First, so the pops of served clients join the events, WATCH and propagation below.
         crate::blocking::serve_ready(self, node, effects);
         self.account_modified(&effects.modified);
@@ -529,6 +547,8 @@ impl State {
             });
         }
         effects.modified.clear();
+        effects.tracked = 0;
+        effects.unowned.clear();
         effects.propagate.clear();
     }
 
@@ -553,6 +573,7 @@ impl State {
         self.blocked.remove(id);
         self.pubsub.remove_client(id);
         self.watches.remove_client(id);
+        self.tracking.disable(id, None);
     }
 
     /// Number of clients blocked on keys (`INFO clients` `blocked_clients`).

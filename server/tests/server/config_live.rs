@@ -780,3 +780,41 @@ async fn config_latency_monitor_threshold() {
     .await
     .contains("argument must be between 0 and 9223372036854775807 inclusive"));
 }
+
+#[tokio::test]
+async fn config_tracking_table_max_keys() {
+    let (server, mut con) = start().await;
+    // A RESP3 reader tracking three keys; the limit evicts two of them, each with an
+    // invalidation pushed to the reader.
+    let mut reader = Wire::connect(server.addr()).await;
+    reader
+        .call(
+            &[
+                &["HELLO", "3"],
+                &["CLIENT", "TRACKING", "ON"],
+                &["MGET", "a", "b", "c"],
+            ],
+            3,
+        )
+        .await;
+    assert_eq!(
+        info_field(&mut con, "stats", "tracking_total_keys").await,
+        "3"
+    );
+    config_set(&mut con, "tracking-table-max-keys", "1").await;
+    let pushes = reader.frames(2).await;
+    for push in &pushes {
+        assert!(push.starts_with(b">2\r\n$10\r\ninvalidate\r\n"), "{push:?}");
+    }
+    assert_eq!(
+        info_field(&mut con, "stats", "tracking_total_keys").await,
+        "1"
+    );
+    // 0: no limit.
+    config_set(&mut con, "tracking-table-max-keys", "0").await;
+    reader.call(&[&["MGET", "d", "e", "f"]], 1).await;
+    assert_eq!(
+        info_field(&mut con, "stats", "tracking_total_keys").await,
+        "4"
+    );
+}
