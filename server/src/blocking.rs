@@ -275,6 +275,7 @@ pub(crate) fn serve_ready(state: &mut State, node: &Node, effects: &mut Effects)
             let mut client = ClientState::new(waiter.handle.clone(), true);
             client.db = waiter.db;
             client.resp = waiter.resp;
+            client.reprocessing = true;
             let argv = waiter.argv.clone();
             let reply = cmd::call_argv(state, node, &mut client, &argv, now, effects);
             if client.block.is_some() {

@@ -313,6 +313,9 @@ pub(crate) struct ClientState {
     pub(crate) multi: Option<crate::transaction::MultiState>,
     /// `EXEC` is running this client's queued commands (blocking commands must not block).
     pub(crate) in_exec: bool,
+    /// The command is a blocked command run again to serve it: MONITOR saw it when it
+    /// blocked and does not see it again (Redis serves a blocked client without `call()`).
+    pub(crate) reprocessing: bool,
     /// Set by a blocking command that found nothing: the connection blocks the client.
     pub(crate) block: Option<crate::blocking::BlockRequest>,
     /// `CLIENT REPLY OFF`: no replies until `CLIENT REPLY ON`.
@@ -361,6 +364,7 @@ impl ClientState {
             subscriptions: 0,
             multi: None,
             in_exec: false,
+            reprocessing: false,
             block: None,
             reply_off: false,
             reply_skip: false,

@@ -55,7 +55,10 @@ fn config_get(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             }
             continue;
         }
-        for param in table::PARAMS {
+        for param in table::PARAMS
+            .iter()
+            .filter(|p| p.flags & table::HIDDEN == 0)
+        {
             for name in std::iter::once(param.name).chain(param.alias) {
                 if glob_match(pattern, name.as_bytes(), true)
                     && seen.insert(name.as_bytes().to_vec())

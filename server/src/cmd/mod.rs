@@ -632,15 +632,6 @@ pub(crate) fn call(
         state.cmdstats.reject(resolved);
         return CommandError::Raw(crate::replication::READONLY_ERROR.into()).into();
     }
-    if !spec.has(flags::SKIP_MONITOR | flags::ADMIN) && node.monitors.active() {
-        let origin = if client.in_script {
-            crate::monitor::Origin::Lua
-        } else {
-            crate::monitor::Origin::Client(&client.handle)
-        };
-        node.monitors
-            .feed(node.clock.now_us(), client.db, origin, argv);
-    }
     let tracking_top = !client.in_script && !client.in_exec;
     if tracking_top && state.tracking.is_active() {
         crate::tracking::before_call(state, node, client);
@@ -679,6 +670,21 @@ pub(crate) fn call(
             None => Err(CommandError::unknown_command(argv)),
         }
     };
+    // MONITOR sees the command once it ran, in the database it left selected (Redis's
+    // `call()`); EVAL and FCALL show themselves before the commands they run, and a blocked
+    // command served later is not shown again.
+    if !client.reprocessing
+        && !spec.has(flags::SKIP_MONITOR | flags::ADMIN)
+        && node.monitors.active()
+    {
+        let origin = if client.in_script {
+            crate::monitor::Origin::Lua
+        } else {
+            crate::monitor::Origin::Client(&client.handle)
+        };
+        node.monitors
+            .feed(node.clock.now_us(), client.db, origin, argv);
+    }
     let failed = matches!(reply, Err(_) | Ok(Frame::Error(_)));
     let ended = started.map(|_| node.clock.tick_us());
     let elapsed_us = started.zip(ended).map(|(s, e)| e.saturating_sub(s));

@@ -15,6 +15,9 @@ pub(crate) const IMMUTABLE: u8 = 1 << 0;
 pub(crate) const PROTECTED: u8 = 1 << 1;
 /// Holds a secret.
 pub(crate) const SENSITIVE: u8 = 1 << 2;
+/// Not listed by a `CONFIG GET` pattern, only by its exact name (Redis's test and debugging
+/// parameters, `HIDDEN_CONFIG`).
+pub(crate) const HIDDEN: u8 = 1 << 3;
 
 /// How a parameter's value is parsed and validated.
 #[derive(Debug, Clone, Copy)]
@@ -596,6 +599,17 @@ pub(crate) static PARAMS: &[Param] = &[
         flags: 0,
     },
     Param {
+        name: "key-load-delay",
+        alias: None,
+        default: "0",
+        kind: Kind::Int {
+            min: i32::MIN as i64,
+            max: i32::MAX as i64,
+        },
+        // Hidden in Redis (a test and debugging parameter): shown by exact name only.
+        flags: HIDDEN,
+    },
+    Param {
         name: "latency-monitor-threshold",
         alias: None,
         default: "0",
@@ -693,6 +707,17 @@ pub(crate) static PARAMS: &[Param] = &[
             max: 2_147_483_647,
         },
         flags: 0,
+    },
+    Param {
+        name: "loading-process-events-interval-bytes",
+        alias: None,
+        default: "2097152",
+        kind: Kind::Int {
+            min: 1024,
+            max: i32::MAX as i64,
+        },
+        // Hidden in Redis (a test and debugging parameter): shown by exact name only.
+        flags: HIDDEN,
     },
     Param {
         name: "logfile",
@@ -866,6 +891,17 @@ pub(crate) static PARAMS: &[Param] = &[
         default: "no",
         kind: Kind::Bool,
         flags: 0,
+    },
+    Param {
+        name: "rdb-key-save-delay",
+        alias: None,
+        default: "0",
+        kind: Kind::Int {
+            min: i32::MIN as i64,
+            max: i32::MAX as i64,
+        },
+        // Hidden in Redis (a test and debugging parameter): shown by exact name only.
+        flags: HIDDEN,
     },
     Param {
         name: "rdb-save-incremental-fsync",
@@ -1391,6 +1427,25 @@ pub(crate) static PARAMS: &[Param] = &[
         flags: IMMUTABLE,
     },
     Param {
+        name: "use-exit-on-panic",
+        alias: None,
+        default: "no",
+        kind: Kind::Bool,
+        // Hidden in Redis (a test and debugging parameter): shown by exact name only.
+        flags: HIDDEN,
+    },
+    Param {
+        name: "watchdog-period",
+        alias: None,
+        default: "0",
+        kind: Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        // Hidden in Redis (a test and debugging parameter): shown by exact name only.
+        flags: HIDDEN,
+    },
+    Param {
         name: "zset-max-listpack-entries",
         alias: Some("zset-max-ziplist-entries"),
         default: "128",
@@ -1571,6 +1626,9 @@ impl Param {
                     let n = locksmith_resp::parse_integer(pct.as_bytes())
                         .filter(|&n| n >= 0)
                         .ok_or("argument must be a memory or percent value")?;
+                    if n > 100 {
+                        return Err("percentage argument must be less or equal to 100".into());
+                    }
                     return Ok(format!("{n}%"));
                 }
                 let n = parse_memory(value).ok_or("argument must be a memory or percent value")?;

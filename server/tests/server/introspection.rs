@@ -968,3 +968,95 @@ async fn lolwut_matches_redis() {
     ])
     .await;
 }
+
+/// What a MONITOR client sees of one scripted session on the server at `addr`, timestamps and
+/// client addresses left out: each command once it ran, in the database it left selected;
+/// a transaction's commands between MULTI and EXEC; a blocked command once, when it blocked;
+/// a script before its commands.
+async fn monitored(addr: std::net::SocketAddr) -> Vec<String> {
+    let mut mon = Wire::connect(addr).await;
+    assert_eq!(mon.call(&[&["MONITOR"]], 1).await, [b"+OK\r\n".to_vec()]);
+    let mut a = Wire::connect(addr).await;
+    let mut b = Wire::connect(addr).await;
+    for cmd in [
+        &["SELECT", "1"][..],
+        &["SET", "a", "b"],
+        &["MULTI"],
+        &["SET", "x", "y"],
+        &["EXEC"],
+        &["MULTI"],
+        &["NOSUCHCOMMAND"],
+        &["EXEC"],
+        &["SELECT", "0"],
+        &["DEL", "bl"],
+    ] {
+        a.call(&[cmd], 1).await;
+    }
+    b.send(&[&["BLPOP", "bl", "0"]]).await;
+    // Bounded wait until the BLPOP is blocked.
+    for _ in 0..500 {
+        let info = a.call(&[&["INFO", "clients"]], 1).await.concat();
+        if String::from_utf8_lossy(&info).contains("blocked_clients:1") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    a.call(&[&["LPUSH", "bl", "x"]], 1).await;
+    b.frame().await;
+    a.call(&[&["EVAL", "redis.call('set','a','b') return 1", "0"]], 1)
+        .await;
+    a.call(&[&["PING", "end"]], 1).await;
+    let mut lines = Vec::new();
+    while let Some(frame) =
+        tokio::time::timeout(std::time::Duration::from_secs(5), mon.next_frame())
+            .await
+            .ok()
+            .flatten()
+    {
+        let line = String::from_utf8_lossy(&frame).trim_end().to_string();
+        // "+<secs>.<usecs> [<db> <addr>] args": keep the db and the arguments.
+        let (_, rest) = line.split_once(" [").unwrap_or_default();
+        let (origin, args) = rest.split_once("] ").unwrap_or_default();
+        let db = origin.split(' ').next().unwrap_or_default();
+        let lua = if origin.ends_with("lua") { " lua" } else { "" };
+        if args.starts_with("\"INFO\"") {
+            continue;
+        }
+        lines.push(format!("{db}{lua} {args}"));
+        if args == "\"PING\" \"end\"" {
+            break;
+        }
+    }
+    lines
+}
+
+#[tokio::test]
+async fn monitor_sees_commands_as_redis_shows_them() {
+    let ours = support::start().await;
+    let lines = monitored(ours.addr()).await;
+    assert!(
+        lines.contains(&"1 \"SELECT\" \"1\"".to_string()),
+        "{lines:?}"
+    );
+    if let Some(real) = RealRedis::start() {
+        assert_eq!(lines, monitored(real.addr()).await);
+    }
+}
+
+/// Redis's hidden parameters answer CONFIG GET by exact name only, and a percentage above
+/// 100 is refused with Redis's text.
+#[tokio::test]
+async fn hidden_parameters_and_percentages_match_redis() {
+    let mut pair = Pair::start().await;
+    pair.all_same(&[
+        &["config", "get", "key-load-delay"],
+        &["config", "get", "*load-delay*"],
+        &["config", "get", "loading-process-events-interval-bytes"],
+        &["config", "set", "watchdog-period", "-1"],
+        &["config", "set", "maxmemory-clients", "200%"],
+        &["config", "set", "maxmemory-clients", "100%"],
+        &["config", "get", "maxmemory-clients"],
+        &["config", "set", "maxmemory-clients", "0"],
+    ])
+    .await;
+}
