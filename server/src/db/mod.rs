@@ -225,11 +225,10 @@ impl Deadlines {
             self.volatile = self.volatile.saturating_sub(1);
         }
         if new != NO_DEADLINE {
-            let at = new;
-            if self.run.back().is_none_or(|&(last, _)| last <= at) {
-                self.run.push_back((at, hash));
+            if self.run.back().is_none_or(|&(last, _)| last <= new) {
+                self.run.push_back((new, hash));
             } else {
-                self.heap.push(Reverse((at, hash)));
+                self.heap.push(Reverse((new, hash)));
             }
         }
     }
@@ -379,18 +378,17 @@ impl Db {
     ) -> bool {
         let hash = hash_key(&self.hasher, &key);
         let entry = Entry::new(value, expire_at, self.access.fresh(now));
+        let deadline = entry.deadline;
         let created = match self.entries.entry(hash, |s| s.key[..] == key[..]) {
             TableEntry::Occupied(mut occupied) => {
                 let slot = occupied.get_mut();
-                self.deadlines
-                    .update(hash, slot.entry.deadline, to_deadline(expire_at));
+                self.deadlines.update(hash, slot.entry.deadline, deadline);
                 let (old, new) = slot.replace(entry);
                 self.used = self.used - old as usize + new as usize;
                 false
             }
             TableEntry::Vacant(vacant) => {
-                self.deadlines
-                    .update(hash, NO_DEADLINE, to_deadline(expire_at));
+                self.deadlines.update(hash, NO_DEADLINE, deadline);
                 let slot = vacant.insert(Slot::new(Key::new(&key), entry));
                 self.used += slot.size() as usize;
                 true
