@@ -2,8 +2,8 @@
 """Keyspace-at-scale measurements against one running server (ours or redis-server):
 memory per key, SCAN-family cost, and an active-expiry wave. Standard library only.
 
-    python3 benches/keyspace_scale.py memory   PORT PID [N] [string|lock|hash10]
-    python3 benches/keyspace_scale.py returned PORT PID [N] [string|lock|hash10]
+    python3 benches/keyspace_scale.py memory   PORT PID [N] [string|lock|locklong|hash10]
+    python3 benches/keyspace_scale.py returned PORT PID [N] [string|lock|locklong|hash10]
     python3 benches/keyspace_scale.py scan   PORT [N] [SAMPLES] [FULL yes|no]
     python3 benches/keyspace_scale.py expiry PORT PID [N] [px|pxat]
 
@@ -14,8 +14,9 @@ per key and memory returned (issue 16)".
 
 Shapes (`SHAPES`): `string` is `SET key:%012d v%015d` (16-byte values); `lock` is what
 Redisson's acquire script leaves, `HSET lock:%012d <uuid>:<thread> 1` then `PEXPIRE
-lock:%012d 30000` (LOCK_TTL_MS overrides the lease); `hash10` is `HSET hash:%012d` of ten
-fields `field0`..`field9` with 16-byte values.
+lock:%012d 30000` (LOCK_TTL_MS overrides the lease); `locklong` the same under a 36-byte
+name (`myapp:orders:lock:order-%012d`, too long to sit inline in our node); `hash10` is
+`HSET hash:%012d` of ten fields `field0`..`field9` with 16-byte values.
 """
 
 import array
@@ -116,6 +117,7 @@ def load(conn, n, make):
 
 
 LOCK_OWNER = "58c62432-bb74-4d14-8a00-9908cc8b828f:%d"  # Redisson's <client uuid>:<thread id>
+LONG_LOCK = "myapp:orders:lock:order-%012d"  # a 36-byte lock name, longer than a key kept inline
 
 
 def shape_commands(shape):
@@ -126,10 +128,13 @@ def shape_commands(shape):
     if shape == "lock":
         return lambda i: [["HSET", "lock:%012d" % i, LOCK_OWNER % (i % 64 + 1), "1"],
                           ["PEXPIRE", "lock:%012d" % i, ttl]]
+    if shape == "locklong":
+        return lambda i: [["HSET", LONG_LOCK % i, LOCK_OWNER % (i % 64 + 1), "1"],
+                          ["PEXPIRE", LONG_LOCK % i, ttl]]
     if shape == "hash10":
         return lambda i: [["HSET", "hash:%012d" % i] +
                           sum((["field%d" % f, "v%015d" % (i * 10 + f)] for f in range(10)), [])]
-    sys.exit("unknown shape %r (string, lock or hash10)" % shape)
+    sys.exit("unknown shape %r (string, lock, locklong or hash10)" % shape)
 
 
 def load_shape(conn, n, shape, keys=None):
@@ -192,7 +197,8 @@ def cmd_returned(port, pid, n, shape):
     load_shape(c, n, shape)
     out["reloaded_2"] = mb(settled_rss(pid, c, 1.0))
     gone = [i for i in range(n) if i % 10]
-    prefix = {"string": "key:%012d", "lock": "lock:%012d", "hash10": "hash:%012d"}[shape]
+    prefix = {"string": "key:%012d", "lock": "lock:%012d", "locklong": LONG_LOCK,
+              "hash10": "hash:%012d"}[shape]
     for start in range(0, len(gone), 100000):
         part = gone[start : start + 100000]
         c.pipeline([["DEL"] + [prefix % i for i in part[j : j + 100]] for j in range(0, len(part), 100)])

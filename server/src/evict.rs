@@ -202,7 +202,7 @@ impl State {
                     .dbs
                     .get(db)
                     .and_then(|d| d.raw(&key))
-                    .is_some_and(|e| !policy.volatile_only() || e.expire_at.is_some());
+                    .is_some_and(|e| !policy.volatile_only() || e.expire_at().is_some());
                 if still_there {
                     return Some((db, key));
                 }
@@ -227,7 +227,7 @@ impl State {
         for (index, db) in self.dbs.iter().enumerate() {
             let access = db.access();
             for (key, entry) in db.entries() {
-                if policy.volatile_only() && entry.expire_at.is_none() {
+                if policy.volatile_only() && entry.expire_at().is_none() {
                     continue;
                 }
                 let score = match policy {

@@ -18,7 +18,7 @@
 //! newest is `window` old, or once the writes after it pass [`MAX_SEGMENT_BYTES`]; and only the
 //! newest checkpoint at least `window` old is kept with what follows it, so the journal reaches
 //! back at least `window`. At most [`MAX_CHECKPOINTS`] checkpoints are kept (each a copy of the
-//! dataset's tables; keys' and strings' bytes are shared, not copied), so a node written to
+//! dataset's tables; large strings' bytes are shared, keys copied), so a node written to
 //! faster than 3 × 16 MiB per window reaches back less far, and the journal never holds more
 //! than three dataset copies and 48 MiB of writes.
 

@@ -200,7 +200,7 @@ pub(crate) fn key_is_expired(state: &State, db: usize, key: &[u8], now: u64) -> 
         .dbs
         .get(db)
         .and_then(|d| d.raw(key))
-        .and_then(|e| e.expire_at)
+        .and_then(|e| e.expire_at())
         .is_some_and(|at| at <= now)
 }
 

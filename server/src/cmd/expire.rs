@@ -134,7 +134,7 @@ fn expire_generic(
         return Err(invalid());
     }
     when += basetime;
-    let Some(current) = ctx.lookup_mut(&key).map(|e| e.expire_at) else {
+    let Some(current) = ctx.lookup_mut(&key).map(|e| e.expire_at()) else {
         return Ok(Frame::Integer(0));
     };
     if nx || xx || gt || lt {
@@ -177,7 +177,7 @@ fn expire_generic(
 /// The deadline of `key` without touching its access time: `None` if the key is missing,
 /// `Some(None)` if it has no TTL.
 fn deadline(ctx: &mut Ctx<'_>, key: &Bytes) -> Option<Option<u64>> {
-    ctx.find(key, false).map(|e| e.expire_at)
+    ctx.find(key, false).map(|e| e.expire_at())
 }
 
 /// Redis's `ttlGenericCommand`.
@@ -235,7 +235,9 @@ fn pexpiretime(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn persist(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let has_ttl = ctx.lookup_mut(&key).is_some_and(|e| e.expire_at.is_some());
+    let has_ttl = ctx
+        .lookup_mut(&key)
+        .is_some_and(|e| e.expire_at().is_some());
     if !has_ttl {
         return Ok(Frame::Integer(0));
     }

@@ -194,7 +194,7 @@ fn live_in(ctx: &mut Ctx<'_>, db: usize, key: &Bytes) -> bool {
     };
     match d.raw(key) {
         None => false,
-        Some(e) if e.expire_at.is_some_and(|at| at <= now) => {
+        Some(e) if e.expire_at().is_some_and(|at| at <= now) => {
             ctx.state.expire_key(db, key, ctx.effects);
             false
         }
@@ -232,8 +232,8 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, nx: bool) -> CmdResult
         return Err(CommandError::NoSuchKey);
     };
     let now = ctx.now;
-    ctx.db()
-        .insert(dst.clone(), entry.value, entry.expire_at, now);
+    let (value, at) = entry.into_parts();
+    ctx.db().insert(dst.clone(), value, at, now);
     ctx.created(&dst);
     ctx.modified(&src);
     ctx.modified(&dst);
@@ -284,7 +284,7 @@ fn scan_cmd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     // Keys past their deadline are counted but not returned (Redis expires them as it filters).
     let (next, items) = scan::run(cursor, opts.count, |c, out| {
         db.scan(c, |k, e| {
-            let keep = e.expire_at.is_none_or(|at| at > now)
+            let keep = e.expire_at().is_none_or(|at| at > now)
                 && opts.matches(k)
                 && opts
                     .type_name
@@ -367,7 +367,8 @@ fn copy(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
     let now = ctx.now;
     if let Some(d) = ctx.state.dbs.get_mut(dst_db) {
-        d.insert(dst.clone(), entry.value, entry.expire_at, now);
+        let (value, at) = entry.into_parts();
+        d.insert(dst.clone(), value, at, now);
     }
     ctx.state.dirty += 1;
     ctx.effects.modified.push((dst_db, dst.clone()));
@@ -495,7 +496,8 @@ fn move_(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     };
     let now = ctx.now;
     if let Some(d) = ctx.state.dbs.get_mut(dst_db) {
-        d.insert(key.clone(), entry.value, entry.expire_at, now);
+        let (value, at) = entry.into_parts();
+        d.insert(key.clone(), value, at, now);
     }
     if ctx.state.config.notify_keyspace_events() & notify::NEW != 0 {
         ctx.effects.keyspace_event(dst_db, notify::NEW, "new", &key);

@@ -130,7 +130,7 @@ fn migrate(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             continue;
         };
         let ttl = entry
-            .expire_at
+            .expire_at()
             .map_or(0, |at| at.saturating_sub(now).max(1))
             .to_string();
         let payload = crate::rdb::dump_value(&entry.value);

@@ -46,8 +46,8 @@ fn encode(state: &State, now_ms: u64) -> Vec<u8> {
         .map(|(i, db)| {
             let keys = db
                 .entries()
-                .filter(|(_, e)| e.expire_at.is_none_or(|at| at > now_ms))
-                .map(|(k, e)| (k.as_bytes(), &e.value, e.expire_at))
+                .filter(|(_, e)| e.expire_at().is_none_or(|at| at > now_ms))
+                .map(|(k, e)| (k.as_bytes(), &e.value, e.expire_at()))
                 .collect();
             (i, keys)
         })

@@ -582,7 +582,7 @@ fn volatile_stats(db: &crate::db::Db, now: u64) -> (usize, u64) {
     }
     let ttls: Vec<u64> = db
         .keys()
-        .filter_map(|k| db.get(k, now).and_then(|e| e.expire_at))
+        .filter_map(|k| db.get(k, now).and_then(|e| e.expire_at()))
         .map(|at| at.saturating_sub(now))
         .collect();
     let avg = if ttls.is_empty() {

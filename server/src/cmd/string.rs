@@ -247,7 +247,7 @@ fn set_generic(
     } else {
         None
     };
-    let existing = ctx.lookup_mut(&key).map(|e| e.expire_at);
+    let existing = ctx.lookup_mut(&key).map(|e| e.expire_at());
     let found = existing.is_some();
     let reply = |old: Option<Option<Bytes>>, normal: Frame| match old {
         Some(v) => v.map_or(Frame::Null, Frame::Bulk),
@@ -437,7 +437,7 @@ fn getex(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             ]);
         }
         _ if o.persist => {
-            let had_ttl = ctx.db().raw(&key).is_some_and(|e| e.expire_at.is_some());
+            let had_ttl = ctx.db().raw(&key).is_some_and(|e| e.expire_at().is_some());
             if had_ttl {
                 ctx.db().set_expire(&key, None);
                 ctx.modified(&key);

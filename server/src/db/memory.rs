@@ -54,7 +54,7 @@ const SKIPLIST_NODE: usize = 56;
 
 /// Estimated bytes `key` with `entry` occupies.
 pub(crate) fn entry_size(key: &[u8], entry: &Entry) -> usize {
-    let expire = if entry.expire_at.is_some() {
+    let expire = if entry.expire_at().is_some() {
         EXPIRE_OVERHEAD
     } else {
         0
@@ -299,7 +299,7 @@ mod tests {
     fn a_ttl_adds_the_expires_entry() {
         let mut e = entry(Value::String(Bytes::from_static(b"v").into()));
         let plain = entry_size(b"key", &e);
-        e.expire_at = Some(5);
+        e.set_expire_at(Some(5));
         assert_eq!(entry_size(b"key", &e), plain + EXPIRE_OVERHEAD);
     }
 

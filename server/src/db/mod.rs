@@ -37,13 +37,14 @@ use std::hash::{BuildHasher, Hasher, RandomState};
 ///
 /// `repr(C)` here and on [`Slot`]: a lookup reads the key, then the deadline and access time,
 /// then the value; in this order they span two cache lines of the table's node, not three.
-/// The table's node (hash, link, 32-byte key, this 64-byte entry) takes 112 bytes, one of the
+/// The table's node (hash, link, 24-byte key, this 56-byte entry) takes 96 bytes, one of the
 /// allocator's size classes (`node_fits_its_size_class`).
 #[derive(Debug, Clone)]
 #[repr(C)]
 pub(crate) struct Entry {
-    /// Absolute deadline in node-clock milliseconds, if the key is volatile.
-    pub(crate) expire_at: Option<u64>,
+    /// Absolute deadline in node-clock milliseconds, or [`NO_DEADLINE`] (a plain `u64`: an
+    /// `Option` would take 8 bytes more); read it with [`Entry::expire_at`].
+    deadline: u64,
     /// The last access for `OBJECT IDLETIME` and eviction, as [`Access`] records it.
     pub(crate) accessed: u32,
     /// The key's estimated memory ([`memory::entry_size`]) when it was last accounted (kept
@@ -53,15 +54,47 @@ pub(crate) struct Entry {
     pub(crate) value: Value,
 }
 
+/// [`Entry::deadline`] of a key without a TTL. Deadlines come from signed 64-bit
+/// milliseconds (Redis rejects larger ones), so no real deadline reaches it; one that did
+/// would be clamped a millisecond short ([`to_deadline`]), which no clock reaches either.
+const NO_DEADLINE: u64 = u64::MAX;
+
+/// The stored form of `expire_at`.
+fn to_deadline(expire_at: Option<u64>) -> u64 {
+    expire_at.map_or(NO_DEADLINE, |at| at.min(NO_DEADLINE - 1))
+}
+
 impl Entry {
     /// An entry of `value` (its size is measured when it is stored).
     fn new(value: Value, expire_at: Option<u64>, accessed: u32) -> Entry {
         Entry {
-            expire_at,
+            deadline: to_deadline(expire_at),
             accessed,
             size: 0,
             value,
         }
+    }
+
+    /// Absolute deadline in node-clock milliseconds, if the key is volatile.
+    pub(crate) fn expire_at(&self) -> Option<u64> {
+        (self.deadline != NO_DEADLINE).then_some(self.deadline)
+    }
+
+    /// The value and deadline, for moving the key elsewhere.
+    pub(crate) fn into_parts(self) -> (Value, Option<u64>) {
+        let at = self.expire_at();
+        (self.value, at)
+    }
+
+    /// Whether the key has a deadline.
+    pub(crate) fn is_volatile(&self) -> bool {
+        self.deadline != NO_DEADLINE
+    }
+
+    /// Sets the deadline of an entry the keyspace does not hold (tests).
+    #[cfg(test)]
+    pub(crate) fn set_expire_at(&mut self, expire_at: Option<u64>) {
+        self.deadline = to_deadline(expire_at);
     }
 }
 
@@ -180,22 +213,22 @@ const STALE_RATIO: usize = 4;
 const STALE_SLACK: usize = 1024;
 
 impl Deadlines {
-    /// Records that the key hashed `hash` moves from deadline `old` to `new` (`None`: not
-    /// volatile).
-    fn update(&mut self, hash: u64, old: Option<u64>, new: Option<u64>) {
+    /// Records that the key hashed `hash` moves from deadline `old` to `new` (stored forms:
+    /// [`NO_DEADLINE`] for none).
+    fn update(&mut self, hash: u64, old: u64, new: u64) {
         if old == new {
             return;
         }
-        match (old, new) {
-            (None, Some(_)) => self.volatile += 1,
-            (Some(_), None) => self.volatile = self.volatile.saturating_sub(1),
-            _ => {}
+        if old == NO_DEADLINE {
+            self.volatile += 1;
+        } else if new == NO_DEADLINE {
+            self.volatile = self.volatile.saturating_sub(1);
         }
-        if let Some(at) = new {
-            if self.run.back().is_none_or(|&(last, _)| last <= at) {
-                self.run.push_back((at, hash));
+        if new != NO_DEADLINE {
+            if self.run.back().is_none_or(|&(last, _)| last <= new) {
+                self.run.push_back((new, hash));
             } else {
-                self.heap.push(Reverse((at, hash)));
+                self.heap.push(Reverse((new, hash)));
             }
         }
     }
@@ -258,7 +291,7 @@ impl Db {
 
     /// Whether `key` has passed its deadline at `now`.
     fn is_expired(entry: &Entry, now: u64) -> bool {
-        entry.expire_at.is_some_and(|at| at <= now)
+        entry.deadline <= now
     }
 
     fn find(&self, key: &[u8]) -> Option<&Slot> {
@@ -289,7 +322,7 @@ impl Db {
         if Self::is_expired(&occupied.get().entry, now) {
             let Slot { key, entry } = occupied.remove();
             self.used -= entry.size as usize;
-            self.deadlines.update(hash, entry.expire_at, None);
+            self.deadlines.update(hash, entry.deadline, NO_DEADLINE);
             return Found::Expired(key.into_bytes());
         }
         let entry = &mut occupied.into_mut().entry;
@@ -319,7 +352,8 @@ impl Db {
                     return (&mut slot.entry, true, None);
                 }
                 // Reuse the slot for the new value; the old key leaves the deadline index.
-                self.deadlines.update(hash, slot.entry.expire_at, None);
+                self.deadlines
+                    .update(hash, slot.entry.deadline, NO_DEADLINE);
                 let (old, new) = slot.replace(Entry::new(make(), None, self.access.fresh(now)));
                 self.used = self.used - old as usize + new as usize;
                 (&mut slot.entry, false, Some(slot.key.to_bytes()))
@@ -344,17 +378,17 @@ impl Db {
     ) -> bool {
         let hash = hash_key(&self.hasher, &key);
         let entry = Entry::new(value, expire_at, self.access.fresh(now));
+        let deadline = entry.deadline;
         let created = match self.entries.entry(hash, |s| s.key[..] == key[..]) {
             TableEntry::Occupied(mut occupied) => {
                 let slot = occupied.get_mut();
-                let old = slot.entry.expire_at;
-                self.deadlines.update(hash, old, expire_at);
+                self.deadlines.update(hash, slot.entry.deadline, deadline);
                 let (old, new) = slot.replace(entry);
                 self.used = self.used - old as usize + new as usize;
                 false
             }
             TableEntry::Vacant(vacant) => {
-                self.deadlines.update(hash, None, expire_at);
+                self.deadlines.update(hash, NO_DEADLINE, deadline);
                 let slot = vacant.insert(Slot::new(Key::new(&key), entry));
                 self.used += slot.size() as usize;
                 true
@@ -369,7 +403,7 @@ impl Db {
         let hash = hash_key(&self.hasher, key);
         let Slot { entry, .. } = self.entries.remove(hash, |s| s.key[..] == *key)?;
         self.used -= entry.size as usize;
-        self.deadlines.update(hash, entry.expire_at, None);
+        self.deadlines.update(hash, entry.deadline, NO_DEADLINE);
         Some(entry)
     }
 
@@ -381,7 +415,7 @@ impl Db {
             return Removed::Missing;
         };
         self.used -= entry.size as usize;
-        self.deadlines.update(hash, entry.expire_at, None);
+        self.deadlines.update(hash, entry.deadline, NO_DEADLINE);
         if Self::is_expired(&entry, now) {
             Removed::Expired(key.into_bytes())
         } else {
@@ -395,8 +429,9 @@ impl Db {
         let Some(slot) = self.entries.find_mut(hash, |s| s.key[..] == *key) else {
             return false;
         };
-        self.deadlines.update(hash, slot.entry.expire_at, expire_at);
-        slot.entry.expire_at = expire_at;
+        let expire_at = to_deadline(expire_at);
+        self.deadlines.update(hash, slot.entry.deadline, expire_at);
+        slot.entry.deadline = expire_at;
         let (old, new) = slot.remeasure();
         self.used = self.used - old as usize + new as usize;
         self.drop_stale_deadlines();
@@ -444,11 +479,11 @@ impl Db {
             // Only the key and its size come out; the rest is dropped in place.
             if let Some((key, size)) = self.entries.remove_with(
                 hash,
-                |s| s.entry.expire_at == Some(at),
+                |s| s.entry.deadline == at,
                 |s| (std::mem::replace(&mut s.key, Key::EMPTY), s.size()),
             ) {
                 self.used -= size as usize;
-                self.deadlines.update(hash, Some(at), None);
+                self.deadlines.update(hash, at, NO_DEADLINE);
                 expired.push(key);
             }
         }
@@ -469,8 +504,8 @@ impl Db {
         }
         let mut live = Vec::with_capacity(self.deadlines.volatile);
         self.entries.for_each_hashed(|hash, s| {
-            if let Some(at) = s.entry.expire_at {
-                live.push(Reverse((at, hash)));
+            if s.entry.is_volatile() {
+                live.push(Reverse((s.entry.deadline, hash)));
             }
         });
         self.deadlines.volatile = live.len();
@@ -487,7 +522,7 @@ impl Db {
     pub(crate) fn soonest_deadline(&mut self) -> Option<(Bytes, u64)> {
         // Bounded: each round drops one stale entry.
         while let Some((at, hash)) = self.deadlines.first() {
-            if let Some(slot) = self.entries.find(hash, |s| s.entry.expire_at == Some(at)) {
+            if let Some(slot) = self.entries.find(hash, |s| s.entry.deadline == at) {
                 return Some((slot.key.to_bytes(), at));
             }
             self.deadlines.pop_first();
@@ -553,8 +588,24 @@ mod tests {
 
     #[test]
     fn node_fits_its_size_class() {
-        // 16 bytes of hash and link, then the slot: mimalloc's 112-byte class, no slack.
-        assert_eq!(std::mem::size_of::<Slot>() + 16, 112);
+        // 16 bytes of hash and link, then the slot: mimalloc's 96-byte class, no slack.
+        assert_eq!(std::mem::size_of::<Slot>() + 16, 96);
+    }
+
+    #[test]
+    fn a_deadline_at_the_sentinel_stays_a_deadline() {
+        let mut db = Db::default();
+        db.insert(k("a"), s("1"), Some(u64::MAX), 0);
+        let e = db.raw(b"a").expect("stored");
+        assert_eq!(e.expire_at(), Some(u64::MAX - 1));
+        assert_eq!(db.volatile_len(), 1);
+        assert!(db.set_expire(b"a", None));
+        assert!(db.raw(b"a").is_some_and(|e| e.expire_at().is_none()));
+        assert_eq!(db.volatile_len(), 0);
+        assert!(matches!(
+            db.find_live(b"a", u64::MAX - 1, false),
+            Found::Live(_)
+        ));
     }
 
     #[test]
@@ -590,9 +641,9 @@ mod tests {
         let mut db = Db::default();
         db.insert(k("h"), s("old"), Some(100), 0);
         let (e, existed, expired) = db.find_or_insert(&k("h"), 50, || s("new"));
-        assert!(existed && expired.is_none() && e.expire_at == Some(100) && e.accessed == 50);
+        assert!(existed && expired.is_none() && e.expire_at() == Some(100) && e.accessed == 50);
         let (e, existed, expired) = db.find_or_insert(&k("h"), 100, || s("new"));
-        assert!(!existed && e.expire_at.is_none());
+        assert!(!existed && e.expire_at().is_none());
         assert!(matches!(&e.value, Value::String(v) if &v[..] == b"new"));
         assert!(expired.is_some_and(|key| key == "h"));
         assert_eq!(db.volatile_len(), 0);
@@ -622,7 +673,9 @@ mod tests {
         assert_eq!(db.volatile_len(), 1);
         assert!(db.take_expired(100, 10) == [k("d")]);
         assert_eq!((db.len(), db.volatile_len()), (1, 0));
-        assert!(matches!(db.find_live(b"c", 100, false), Found::Live(e) if e.expire_at.is_none()));
+        assert!(
+            matches!(db.find_live(b"c", 100, false), Found::Live(e) if e.expire_at().is_none())
+        );
     }
 
     #[test]
