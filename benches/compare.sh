@@ -4,7 +4,8 @@ set -u
 # Usage: cargo build --release -p locksmith-server && bash benches/compare.sh
 # ROUNDS (default 3) alternates the two servers that many times for the Redisson scripts, as
 # single runs on a shared machine move by ±15 %; the server's CPU time per request (user +
-# system, from /proc) is printed beside each throughput.
+# system, from /proc) is printed beside each throughput. NAMES (default 10000) is the number of
+# random lock names of the `names` runs (issue 16's goal 2 uses 100000).
 cd "$(dirname "$0")/.."
 OURS=${LOCKSMITH_SERVER_BIN:-target/release/locksmith-server}
 ROUNDS=${ROUNDS:-3}
@@ -44,8 +45,8 @@ for round in $(seq "$ROUNDS"); do
     A=$(redis-cli -p $P SCRIPT LOAD "$ACQ"); R=$(redis-cli -p $P SCRIPT LOAD "$REL")
     echo "### round $round $name, load $(cut -d' ' -f1 /proc/loadavg)"
     for PP in 1 16; do
-      echo "acquire -P $PP 10k names: $(run $name $P $PID $PP -r 10000 EVALSHA $A 1 lock:__rand_int__ 30000 $O)"
-      echo "release -P $PP 10k names: $(run $name $P $PID $PP -r 10000 EVALSHA $R 2 lock:__rand_int__ 'redisson_lock__channel:{lock:__rand_int__}' 0 30000 $O)"
+      echo "acquire -P $PP ${NAMES:-10000} names: $(run $name $P $PID $PP -r ${NAMES:-10000} EVALSHA $A 1 lock:__rand_int__ 30000 $O)"
+      echo "release -P $PP ${NAMES:-10000} names: $(run $name $P $PID $PP -r ${NAMES:-10000} EVALSHA $R 2 lock:__rand_int__ 'redisson_lock__channel:{lock:__rand_int__}' 0 30000 $O)"
       echo "acquire -P $PP one name:  $(run $name $P $PID $PP EVALSHA $A 1 lock 30000 $O)"
       echo "release -P $PP one name:  $(run $name $P $PID $PP EVALSHA $R 2 lock 'redisson_lock__channel:{lock}' 0 30000 $O)"
     done
