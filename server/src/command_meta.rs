@@ -189,11 +189,13 @@ impl CommandMeta {
                 .filter_map(|i| argv.get(i))
                 .collect();
         }
-        if matches!(self.name, "sort" | "sort_ro") {
-            return sort_keys(argv);
-        }
-        if self.name == "migrate" {
-            return migrate_keys(argv);
+        if matches!(self.name, "sort" | "sort_ro" | "migrate") {
+            // Their own key finders (Redis's `sortGetKeys`, `migrateGetKeys`), kept once, in
+            // the ACL table.
+            return crate::command_acl::acl_keys(self.name, argv)
+                .into_iter()
+                .filter_map(|(i, _)| argv.get(i))
+                .collect();
         }
         if matches!(self.name, "xread" | "xreadgroup") {
             // The keys are the first half of what follows STREAMS.
@@ -258,44 +260,6 @@ impl Resolved {
             self.spec.name
         }
     }
-}
-
-/// The keys a `MIGRATE` moves (Redis's `migrateGetKeys`): its key argument, or with `KEYS`
-/// (and an empty key argument) every argument after it.
-fn migrate_keys(argv: &[Bytes]) -> Vec<&Bytes> {
-    let keys_at = argv
-        .iter()
-        .skip(6)
-        .position(|a| a.eq_ignore_ascii_case(b"keys"))
-        .map(|i| i + 6);
-    match keys_at {
-        Some(_) if argv.get(3).is_some_and(|k| !k.is_empty()) => Vec::new(),
-        Some(at) => argv.iter().skip(at + 1).collect(),
-        None => argv.get(3).into_iter().collect(),
-    }
-}
-
-/// The keys a `SORT` names: the sorted key and, with `STORE`, the destination (the last one
-/// when several are given, as Redis's `sortGetKeys` finds it).
-fn sort_keys(argv: &[Bytes]) -> Vec<&Bytes> {
-    let mut keys: Vec<&Bytes> = argv.get(1).into_iter().collect();
-    let mut store = None;
-    let mut j = 2;
-    while let Some(opt) = argv.get(j) {
-        let skip = if opt.eq_ignore_ascii_case(b"limit") {
-            2
-        } else if opt.eq_ignore_ascii_case(b"by") || opt.eq_ignore_ascii_case(b"get") {
-            1
-        } else if opt.eq_ignore_ascii_case(b"store") {
-            store = argv.get(j + 1).or(store);
-            1
-        } else {
-            0
-        };
-        j += 1 + skip;
-    }
-    keys.extend(store);
-    keys
 }
 
 /// The keys a command's explicit key specifications find, in their order (Redis 7's

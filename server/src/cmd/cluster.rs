@@ -759,5 +759,14 @@ mod tests {
         assert!(spec("eval").keys_of(&bad).is_empty());
         let mset = argv(&["MSET", "a", "1", "b", "2"]);
         assert_eq!(spec("mset").keys_of(&mset), vec!["a", "b"]);
+        // SORT and MIGRATE by their own finders: the last STORE; KEYS after AUTH's password.
+        let sort = argv(&["SORT", "k", "STORE", "x", "BY", "w", "STORE", "y"]);
+        assert_eq!(spec("sort").keys_of(&sort), vec!["k", "y"]);
+        let migrate = argv(&[
+            "MIGRATE", "h", "1", "", "0", "5", "AUTH", "keys", "KEYS", "a", "b",
+        ]);
+        assert_eq!(spec("migrate").keys_of(&migrate), vec!["a", "b"]);
+        let migrate = argv(&["MIGRATE", "h", "1", "k", "0", "5", "COPY"]);
+        assert_eq!(spec("migrate").keys_of(&migrate), vec!["k"]);
     }
 }
