@@ -330,6 +330,15 @@ async fn slot_assignment_epochs_and_reset_match_a_real_cluster() {
         &["cluster", "bumpepoch"],
     ])
     .await;
+    // Many ranges: the checks stop at the first slot given twice (and the server does not
+    // expand a thousand full ranges first).
+    let mut many = vec!["cluster", "addslotsrange"];
+    for _ in 0..1000 {
+        many.extend(["0", "16383"]);
+    }
+    pair.same(&many).await;
+    many[1] = "delslotsrange";
+    pair.same(&many).await;
     // The node's own id: no replicas, no failure reports; a hard reset renamed it.
     let id: String = support::cmd(&["cluster", "myid"])
         .query_async(&mut pair.ours)
