@@ -231,26 +231,25 @@ const COMPACT_MAX: usize = 32 * 1024;
 /// Most arguments a request may have for [`RequestDecoder::decode`]'s one-pass path.
 const FAST_MAX_ARGS: usize = 32;
 
-/// The arguments of one request, moved into one allocation of their own when the request is
-/// small: arguments split off the read buffer share it, so a key or field a command stores
+/// The arguments of one request, each copied into an allocation of its own when the request
+/// is small: arguments split off the read buffer share it, so a key or field a command stores
 /// would otherwise keep the whole buffer (kilobytes of other requests) alive.
 fn compact(args: Vec<Bytes>) -> Vec<Bytes> {
     let total: usize = args.iter().map(Bytes::len).sum();
     if total > COMPACT_MAX {
         return args;
     }
-    copy_into_one(total, args.iter().map(|a| &a[..]))
+    copy_each(args.iter().map(|a| &a[..]))
 }
 
-/// Copies `parts` (`total` bytes together) into one allocation, one `Bytes` per part.
-fn copy_into_one<'a>(total: usize, parts: impl Iterator<Item = &'a [u8]> + Clone) -> Vec<Bytes> {
-    let mut buf = BytesMut::with_capacity(total);
-    for part in parts.clone() {
-        buf.extend_from_slice(part);
-    }
-    parts
-        .map(|part| buf.split_to(part.len()).freeze())
-        .collect()
+/// Copies each of `parts` into an allocation of its own.
+///
+/// Separate allocations rather than one shared by the request's arguments: an argument owned
+/// alone is dropped or stored without touching a shared reference count, where slices of one
+/// buffer took an atomic increment and decrement each (about a tenth of a pipelined `SET`'s
+/// time in profiles), and what a command stores keeps only itself alive.
+fn copy_each<'a>(parts: impl Iterator<Item = &'a [u8]>) -> Vec<Bytes> {
+    parts.map(Bytes::copy_from_slice).collect()
 }
 
 impl RequestDecoder {
@@ -372,9 +371,9 @@ impl RequestDecoder {
 
     /// The common case in one pass: a well-formed multibulk request of at most
     /// [`FAST_MAX_ARGS`] arguments and [`COMPACT_MAX`] payload bytes that is wholly in `buf`.
-    /// Its arguments are copied straight into one allocation of their own (what [`compact`]
-    /// makes of the general path's result, through the same [`copy_into_one`], without first
-    /// splitting each argument off the read buffer). Anything else (an incomplete, empty, large or malformed request) returns `None`
+    /// Its arguments are copied straight out of the read buffer (what [`compact`] makes of the
+    /// general path's result, through the same [`copy_each`], without first splitting each
+    /// argument off the read buffer). Anything else (an incomplete, empty, large or malformed request) returns `None`
     /// with nothing consumed, and the general path decides, so both agree on every input.
     fn decode_whole_small(&mut self, buf: &mut BytesMut) -> Option<Vec<Bytes>> {
         /// The `*`/`$` header line at `at`: the digits after the type byte and where the next
@@ -414,8 +413,7 @@ impl RequestDecoder {
             *span = (start, len);
         }
         // Every span was checked to lie within `buf` above.
-        let args = copy_into_one(
-            total,
+        let args = copy_each(
             spans
                 .iter()
                 .map(|&(start, len)| buf.get(start..start + len).unwrap_or_default()),

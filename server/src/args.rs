@@ -51,8 +51,8 @@ impl<'a> Args<'a> {
     }
 
     /// The next argument; a missing one is a syntax error.
-    pub(crate) fn bytes(&mut self) -> Result<Bytes, CommandError> {
-        self.next().cloned().ok_or(CommandError::Syntax)
+    pub(crate) fn bytes(&mut self) -> Result<&'a Bytes, CommandError> {
+        self.next().ok_or(CommandError::Syntax)
     }
 
     /// The next argument as an i64 (Redis's strict `string2ll`).

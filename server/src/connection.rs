@@ -31,6 +31,9 @@ use tokio::sync::broadcast;
 /// are small, and an idle connection should cost little) and doubles while reads fill it.
 const READ_CHUNK_MIN: usize = 1024;
 const READ_CHUNK_MAX: usize = 64 * 1024;
+/// Room made in the (released while idle) write buffer before a batch's replies: growing it
+/// from nothing reply by reply cost several reallocations per pipelined batch.
+const WRITE_CHUNK_MIN: usize = 1024;
 
 /// A byte stream a node can serve a client over: anything tokio reads and writes (one end of
 /// [`tokio::io::duplex`], a TLS stream…).
@@ -126,6 +129,7 @@ pub(crate) async fn serve(
             out_of_band: 0,
         },
         decoder,
+        effects: Effects::default(),
     };
     if let Err(e) = conn.run(&mut shutdown).await {
         tracing::debug!(client = id, error = %e, "connection closed");
@@ -134,11 +138,13 @@ pub(crate) async fn serve(
     node.state.lock().await.client_gone(id);
 }
 
-/// One connection: the client's session in the pipeline, its socket side, and the decoder.
+/// One connection: the client's session in the pipeline, its socket side, the decoder, and
+/// the effects of a batch (kept between batches for their buffers' room).
 struct Connection {
     session: Session,
     io: Io,
     decoder: RequestDecoder,
+    effects: Effects,
 }
 
 /// The socket side of a connection: the socket, its buffers and the out-of-band queue.
@@ -230,9 +236,12 @@ impl Connection {
     /// the connection must close (protocol error, QUIT, killed).
     async fn process_input(&mut self, shutdown: &mut broadcast::Receiver<()>) -> bool {
         let mut guard: Guard = None;
-        let mut effects = Effects::default();
+        let mut effects = std::mem::take(&mut self.effects);
         let mut keep_open = true;
         self.sync_limits();
+        if self.io.wbuf.capacity() == 0 {
+            self.io.wbuf.reserve(WRITE_CHUNK_MIN);
+        }
         loop {
             match self.decoder.decode(&mut self.io.rbuf) {
                 Ok(Some(argv)) => {
@@ -289,6 +298,8 @@ impl Connection {
         if let Some(mut state) = guard {
             state.finish_effects(&self.session.node, &mut effects);
         }
+        effects.reset();
+        self.effects = effects;
         keep_open && !self.session.client.handle.is_killed()
     }
 

@@ -165,7 +165,7 @@ impl NodeControl {
             if let Frame::Error(e) = reply {
                 tracing::warn!(error = %String::from_utf8_lossy(&e), "a journaled write failed to replay");
             }
-            state.account_modified(&effects.modified);
+            state.account_modified(&effects.modified, &effects.measured);
         }
         let now = node.clock.now_ms();
         for db in &mut state.dbs {

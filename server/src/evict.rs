@@ -266,7 +266,7 @@ mod tests {
             let key = Bytes::from(format!("key:{i}"));
             let value = Value::String(Bytes::from(vec![b'x'; 100]).into());
             let expire = (i % 2 == 0).then_some(1_000_000 + i as u64);
-            state.dbs[0].insert(key, value, expire, i as u64);
+            state.dbs[0].insert(&key, value, expire, i as u64);
         }
         let access = if policy.is_lfu() {
             Access::Lfu {

@@ -11,7 +11,7 @@ use std::path::Path;
 const LAYERS: &[(&str, &[&str])] = &[
     // Leaves: errors, argument parsing, command descriptions (ours, Redis's, and their ACL
     // facts: categories, key specifications), command flags, clock, geohash math, glob, event
-    // classes, chart ticks.
+    // classes, the keyed hash, chart ticks.
     (
         "leaf",
         &[
@@ -25,6 +25,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "glob",
             "notify",
             "redis_table",
+            "siphash",
             "ticks",
         ],
     ),

@@ -50,6 +50,7 @@ mod redis_table;
 mod replication;
 mod script;
 mod server;
+mod siphash;
 mod slowlog;
 mod ticks;
 mod tracking;

@@ -776,10 +776,10 @@ mod tests {
             for i in 0..50_000 {
                 let key = Bytes::from(format!("k{i}"));
                 let value = crate::db::Value::String(Bytes::from_static(b"v").into());
-                state.dbs[0].insert(key, value, Some(now + 100), now);
+                state.dbs[0].insert(&key, value, Some(now + 100), now);
             }
             state.dbs[0].insert(
-                Bytes::from_static(b"stays"),
+                &Bytes::from_static(b"stays"),
                 crate::db::Value::String(Bytes::new().into()),
                 None,
                 now,
@@ -808,7 +808,7 @@ mod tests {
             for i in 0..10_000 {
                 let key = Bytes::from(format!("k{i}"));
                 let value = crate::db::Value::String(Bytes::from_static(b"v").into());
-                state.dbs[0].insert(key, value, Some(now), now);
+                state.dbs[0].insert(&key, value, Some(now), now);
             }
         }
         tokio::time::advance(Duration::from_millis(1)).await;
@@ -831,7 +831,7 @@ mod tests {
         let node = Node::for_tests();
         let now = node.clock.now_ms();
         node.state.lock().await.dbs[0].insert(
-            Bytes::from_static(b"k"),
+            &Bytes::from_static(b"k"),
             crate::db::Value::String(Bytes::new().into()),
             Some(now),
             now,

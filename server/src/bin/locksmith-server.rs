@@ -10,14 +10,83 @@ use std::time::Duration;
 /// tables) from several threads; mimalloc's thread-local free lists do that with fewer atomic
 /// operations than glibc's arenas (see BENCHMARKS.md).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: release::Allocator = release::Allocator;
 
 #[allow(unsafe_code)]
 mod release {
-    // mimalloc's own function, in the library the `mimalloc` crate links (its Rust bindings
-    // declare it only with a feature that needs one more crate).
+    use std::alloc::{GlobalAlloc, Layout};
+    use std::ffi::c_void;
+
+    // mimalloc's own functions, in the library the `mimalloc` crate links (its Rust bindings
+    // declare them only with a feature that needs one more crate).
     unsafe extern "C" {
         fn mi_collect(force: bool);
+        fn mi_malloc(size: usize) -> *mut c_void;
+        fn mi_zalloc(size: usize) -> *mut c_void;
+        fn mi_realloc(p: *mut c_void, newsize: usize) -> *mut c_void;
+    }
+
+    /// Every block `mi_malloc` returns is aligned to at least this (its size classes are
+    /// multiples of a machine word, on word-aligned pages).
+    const MALLOC_ALIGN: usize = std::mem::size_of::<usize>();
+
+    /// mimalloc, asked for plain blocks where plain blocks are aligned enough.
+    ///
+    /// `mimalloc::MiMalloc` asks for every block by `mi_malloc_aligned`. In mimalloc 3 that
+    /// path serves a size whose class is not a power of two (24 bytes: a `Bytes` buffer's
+    /// shared header, made for every request) from a fresh page of its class only through
+    /// `mi_malloc`; when the class's page is empty it over-allocates instead, so the class's
+    /// page never fills again, and each such block cost ~200 instructions and 8 bytes more
+    /// than `mi_malloc`'s (callgrind, BENCHMARKS.md). Alignments above a word still go to
+    /// `MiMalloc`; every block is freed by `mi_free`, whichever function made it.
+    pub(super) struct Allocator;
+
+    // SAFETY: each method returns a block of at least `layout.size()` bytes aligned to
+    // `layout.align()` or null: `mi_malloc`/`mi_zalloc`/`mi_realloc` return blocks aligned to
+    // `MALLOC_ALIGN`, used only when the alignment asked is at most that; larger alignments go
+    // to `MiMalloc`, a correct `GlobalAlloc`. Blocks of either come from the same mimalloc
+    // heap, which `MiMalloc::dealloc` (`mi_free`) frees, and `mi_realloc_aligned`, used by
+    // `MiMalloc::realloc`, accepts any of them.
+    unsafe impl GlobalAlloc for Allocator {
+        #[inline]
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            if layout.align() <= MALLOC_ALIGN {
+                // SAFETY: `mi_malloc` has no preconditions.
+                unsafe { mi_malloc(layout.size()).cast() }
+            } else {
+                // SAFETY: the caller's contract is passed on unchanged.
+                unsafe { mimalloc::MiMalloc.alloc(layout) }
+            }
+        }
+
+        #[inline]
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            if layout.align() <= MALLOC_ALIGN {
+                // SAFETY: `mi_zalloc` has no preconditions.
+                unsafe { mi_zalloc(layout.size()).cast() }
+            } else {
+                // SAFETY: the caller's contract is passed on unchanged.
+                unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) }
+            }
+        }
+
+        #[inline]
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: `ptr` came from this allocator, so from mimalloc (see above).
+            unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) }
+        }
+
+        #[inline]
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            if layout.align() <= MALLOC_ALIGN {
+                // SAFETY: `ptr` is a live mimalloc block (from this allocator); the new block
+                // is aligned to `MALLOC_ALIGN`, enough for `layout.align()`.
+                unsafe { mi_realloc(ptr.cast(), new_size).cast() }
+            } else {
+                // SAFETY: the caller's contract is passed on unchanged.
+                unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) }
+            }
+        }
     }
 
     /// Returns mimalloc's free pages to the operating system now (it otherwise purges them

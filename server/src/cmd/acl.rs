@@ -457,7 +457,7 @@ fn acl_container(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn acl_setuser(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let name = args.bytes()?;
-    if !acl::valid_username(&name) {
+    if !acl::valid_username(name) {
         return Err(CommandError::err(
             "Usernames can't contain spaces or null characters",
         ));
@@ -466,7 +466,7 @@ fn acl_setuser(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let fallout = ctx
         .node
         .acl
-        .set_user(catalog(), &name, args.rest(), all_channels)
+        .set_user(catalog(), name, args.rest(), all_channels)
         .map_err(CommandError::err)?;
     if let Some((user, allowed)) = fallout.channels_revoked {
         disconnect_revoked_subscribers(ctx, &user, &allowed);
@@ -492,7 +492,7 @@ fn acl_deluser(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn acl_getuser(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let name = args.bytes()?;
-    let Some(user) = ctx.node.acl.user(&name) else {
+    let Some(user) = ctx.node.acl.user(name) else {
         return Ok(Frame::Null);
     };
     let rules = user.rules();
@@ -664,10 +664,10 @@ fn acl_log(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn acl_dryrun(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let name = args.bytes()?;
-    let Some(user) = ctx.node.acl.user(&name) else {
+    let Some(user) = ctx.node.acl.user(name) else {
         return Err(CommandError::err(format!(
             "User '{}' not found",
-            lossy(&name, usize::MAX)
+            lossy(name, usize::MAX)
         )));
     };
     let line = args.rest();

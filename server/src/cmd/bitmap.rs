@@ -68,14 +68,14 @@ fn bit_offset(ctx: &Ctx<'_>, arg: &[u8]) -> Result<u64, CommandError> {
 /// ```
 fn setbit(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let offset = bit_offset(ctx, &args.bytes()?)?;
-    let on = match parse_i64(&args.bytes()?) {
+    let offset = bit_offset(ctx, args.bytes()?)?;
+    let on = match parse_i64(args.bytes()?) {
         Ok(b @ (0 | 1)) => b == 1,
         _ => return Err(CommandError::err("bit is not an integer or out of range")),
     };
     let byte = usize::try_from(offset >> 3).map_err(|_| CommandError::Overflow)?;
     let mask = 1u8 << (7 - (offset & 7));
-    let (entry, existed) = ctx.find_or_insert(&key, || Value::String(StringValue::EMPTY));
+    let (entry, existed) = ctx.find_or_insert(key, || Value::String(StringValue::EMPTY));
     let Value::String(current) = &mut entry.value else {
         return Err(CommandError::WrongType);
     };
@@ -97,8 +97,8 @@ fn setbit(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         bits[byte] &= !mask;
     }
     *current = bits.freeze().into();
-    ctx.modified(&key);
-    ctx.notify(notify::STRING, "setbit", &key);
+    ctx.modified(key);
+    ctx.notify(notify::STRING, "setbit", key);
     Ok(Frame::Integer(i64::from(old)))
 }
 
@@ -107,8 +107,8 @@ fn setbit(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn getbit(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let offset = bit_offset(ctx, &args.bytes()?)?;
-    let Some(value) = ctx.get_string(&key)? else {
+    let offset = bit_offset(ctx, args.bytes()?)?;
+    let Some(value) = ctx.get_string(key)? else {
         return Ok(Frame::Integer(0));
     };
     let bit = usize::try_from(offset >> 3)
@@ -185,7 +185,7 @@ fn unit(arg: Option<&Bytes>) -> Result<bool, CommandError> {
 fn bitcount(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let rest = args.rest().to_vec();
-    let Some(value) = ctx.get_string(&key)? else {
+    let Some(value) = ctx.get_string(key)? else {
         return Ok(Frame::Integer(0));
     };
     let range = match rest.len() {
@@ -242,7 +242,7 @@ fn bitpos(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         Err(e) => return Err(e),
     };
     let rest = args.rest().to_vec();
-    let Some(value) = ctx.get_string(&key)? else {
+    let Some(value) = ctx.get_string(key)? else {
         return Ok(Frame::Integer(if bit { -1 } else { 0 }));
     };
     let len = value.len();
@@ -339,8 +339,8 @@ fn bitop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
     let maxlen = values.iter().map(Bytes::len).max().unwrap_or(0);
     if maxlen == 0 {
-        if ctx.delete(&dest) {
-            ctx.notify(notify::GENERIC, "del", &dest);
+        if ctx.delete(dest) {
+            ctx.notify(notify::GENERIC, "del", dest);
         }
         return Ok(Frame::Integer(0));
     }
@@ -354,8 +354,8 @@ fn bitop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             _ => values.iter().fold(0, |acc, v| acc ^ at(v)),
         };
     }
-    ctx.set(dest.clone(), Value::String(out.into()), None);
-    ctx.notify(notify::STRING, "set", &dest);
+    ctx.set(dest, Value::String(out.into()), None);
+    ctx.notify(notify::STRING, "set", dest);
     Ok(Frame::Integer(maxlen as i64))
 }
 
@@ -564,7 +564,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, read_only: bool) -> 
         j += if kind == 0 { 3 } else { 4 };
     }
     if !writes {
-        let value = ctx.get_string(&key)?.unwrap_or_default();
+        let value = ctx.get_string(key)?.unwrap_or_default();
         return Ok(Frame::Array(
             ops.iter()
                 .map(|&(_, signed, bits, offset, _)| {
@@ -583,7 +583,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, read_only: bool) -> 
         ));
     }
     let need = usize::try_from((highest >> 3) + 1).map_err(|_| CommandError::Overflow)?;
-    let (entry, existed) = ctx.find_or_insert(&key, || Value::String(StringValue::EMPTY));
+    let (entry, existed) = ctx.find_or_insert(key, || Value::String(StringValue::EMPTY));
     let Value::String(current) = &mut entry.value else {
         return Err(CommandError::WrongType);
     };
@@ -639,8 +639,8 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, read_only: bool) -> 
     }
     *current = bytes.freeze().into();
     if changes > 0 {
-        ctx.modified(&key);
-        ctx.notify(notify::STRING, "setbit", &key);
+        ctx.modified(key);
+        ctx.notify(notify::STRING, "setbit", key);
     }
     Ok(Frame::Array(out))
 }

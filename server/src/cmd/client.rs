@@ -90,7 +90,7 @@ fn id(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn setname(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let name = args.bytes()?;
-    set_client_name(ctx, &name)?;
+    set_client_name(ctx, name)?;
     Ok(Frame::ok())
 }
 
@@ -389,7 +389,7 @@ fn setinfo(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         _ => {
             return Err(CommandError::err(format!(
                 "Unrecognized option '{}'",
-                lossy(&attr, 128)
+                lossy(attr, 128)
             )))
         }
     };
@@ -403,9 +403,9 @@ fn setinfo(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let value = (!value.is_empty()).then_some(value);
     ctx.client.handle.update(|info| {
         if lib_name {
-            info.lib_name = value;
+            info.lib_name = value.cloned();
         } else {
-            info.lib_ver = value;
+            info.lib_ver = value.cloned();
         }
     });
     Ok(Frame::ok())
@@ -499,7 +499,7 @@ fn pause(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             "unknown subcommand or wrong number of arguments for 'pause'. Try CLIENT HELP.",
         ));
     }
-    let timeout = locksmith_resp::parse_integer(&args.bytes()?)
+    let timeout = locksmith_resp::parse_integer(args.bytes()?)
         .ok_or_else(|| CommandError::err("timeout is not an integer or out of range"))?;
     if timeout < 0 {
         return Err(CommandError::err("timeout is negative"));
@@ -543,7 +543,7 @@ fn tracking(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
                         "A client can only redirect to a single other client",
                     ));
                 }
-                let id = parse_i64(&id)?;
+                let id = parse_i64(id)?;
                 let found = u64::try_from(id)
                     .ok()
                     .filter(|&id| ctx.node.clients.get(id).is_some());
@@ -560,7 +560,7 @@ fn tracking(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             b"optin" => mode.optin = true,
             b"optout" => mode.optout = true,
             b"noloop" => mode.noloop = true,
-            b"prefix" if more => prefixes.push(args.bytes()?),
+            b"prefix" if more => prefixes.push(args.bytes()?.clone()),
             _ => return Err(CommandError::Syntax),
         }
     }

@@ -121,7 +121,7 @@ fn cluster_container(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 fn cluster_keyslot(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     cluster(ctx)?;
     let key = args.bytes()?;
-    Ok(Frame::Integer(i64::from(cluster::key_hash_slot(&key))))
+    Ok(Frame::Integer(i64::from(cluster::key_hash_slot(key))))
 }
 
 /// `[ip, port, id, {}]`, a node as `CLUSTER SLOTS` describes it.
@@ -485,7 +485,7 @@ fn cluster_set_config_epoch(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult
 /// member ever holds another's report.
 fn cluster_count_failure_reports(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let c = cluster(ctx)?;
-    member_named(c, &args.bytes()?)?;
+    member_named(c, args.bytes()?)?;
     Ok(Frame::Integer(0))
 }
 
@@ -496,7 +496,7 @@ fn cluster_count_failure_reports(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdR
 /// The master's replicas, each as its `CLUSTER NODES` line.
 fn cluster_replicas(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let c = cluster(ctx)?;
-    let m = member_named(c, &args.bytes()?)?;
+    let m = member_named(c, args.bytes()?)?;
     let layout = c.view.layout();
     if layout.replica_of(m).is_some() {
         return Err(CommandError::err("The specified node is not a master"));

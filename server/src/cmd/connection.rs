@@ -51,7 +51,7 @@ fn ping(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
     match args.remaining() {
         0 => Ok(Frame::simple("PONG")),
-        1 => Ok(Frame::Bulk(args.bytes()?)),
+        1 => Ok(Frame::Bulk(args.bytes()?.clone())),
         _ => Err(CommandError::WrongArity("ping".into())),
     }
 }
@@ -60,7 +60,7 @@ fn ping(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ECHO message
 /// ```
 fn echo(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
-    Ok(Frame::Bulk(args.bytes()?))
+    Ok(Frame::Bulk(args.bytes()?.clone()))
 }
 
 /// ```text
@@ -187,7 +187,7 @@ fn hello(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
     if let Some((user, password)) = credentials {
         let command = args.argv().first().cloned().unwrap_or_default();
-        authenticate(ctx, &command, &user, &password)?;
+        authenticate(ctx, &command, user, password)?;
     }
     if !ctx.client.authenticated {
         return Err(CommandError::Raw(
@@ -198,7 +198,7 @@ fn hello(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         ));
     }
     if let Some(name) = name {
-        set_client_name(ctx, &name)?;
+        set_client_name(ctx, name)?;
     }
     if let Some(version) = version {
         ctx.client.resp = version;

@@ -124,7 +124,7 @@ fn expire_generic(
             "GT and LT options at the same time are not compatible",
         ));
     }
-    let mut when = super::parse_i64(&param)?;
+    let mut when = super::parse_i64(param)?;
     let invalid = || CommandError::err(format!("invalid expire time in '{name}' command"));
     if seconds {
         when = when.checked_mul(1000).ok_or_else(invalid)?;
@@ -134,7 +134,7 @@ fn expire_generic(
         return Err(invalid());
     }
     when += basetime;
-    let Some(current) = ctx.lookup_mut(&key).map(|e| e.expire_at()) else {
+    let Some(current) = ctx.lookup_mut(key).map(|e| e.expire_at()) else {
         return Ok(Frame::Integer(0));
     };
     if nx || xx || gt || lt {
@@ -153,19 +153,19 @@ fn expire_generic(
         }
     }
     if when <= ctx.now as i64 {
-        ctx.db().remove(&key);
-        ctx.modified(&key);
-        ctx.notify(notify::GENERIC, "del", &key);
-        ctx.propagate(vec![Bytes::from_static(b"DEL"), key]);
+        ctx.db().remove(key);
+        ctx.modified(key);
+        ctx.notify(notify::GENERIC, "del", key);
+        ctx.propagate(vec![Bytes::from_static(b"DEL"), key.clone()]);
         return Ok(Frame::Integer(1));
     }
-    ctx.db().set_expire(&key, Some(when as u64));
-    ctx.modified(&key);
-    ctx.notify(notify::GENERIC, "expire", &key);
+    ctx.db().set_expire(key, Some(when as u64));
+    ctx.modified(key);
+    ctx.notify(notify::GENERIC, "expire", key);
     if ctx.propagating() {
         let mut argv = vec![
             Bytes::from_static(b"PEXPIREAT"),
-            key,
+            key.clone(),
             Bytes::from(when.to_string()),
         ];
         argv.extend(options.iter().cloned());
@@ -183,7 +183,7 @@ fn deadline(ctx: &mut Ctx<'_>, key: &Bytes) -> Option<Option<u64>> {
 /// Redis's `ttlGenericCommand`.
 fn ttl_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, ms: bool, absolute: bool) -> CmdResult {
     let key = args.bytes()?;
-    let reply = match deadline(ctx, &key) {
+    let reply = match deadline(ctx, key) {
         None => -2,
         Some(None) => -1,
         Some(Some(at)) => {
@@ -235,14 +235,12 @@ fn pexpiretime(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn persist(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let has_ttl = ctx
-        .lookup_mut(&key)
-        .is_some_and(|e| e.expire_at().is_some());
+    let has_ttl = ctx.lookup_mut(key).is_some_and(|e| e.expire_at().is_some());
     if !has_ttl {
         return Ok(Frame::Integer(0));
     }
-    ctx.db().set_expire(&key, None);
-    ctx.modified(&key);
-    ctx.notify(notify::GENERIC, "persist", &key);
+    ctx.db().set_expire(key, None);
+    ctx.modified(key);
+    ctx.notify(notify::GENERIC, "persist", key);
     Ok(Frame::Integer(1))
 }

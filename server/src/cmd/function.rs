@@ -137,9 +137,9 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, ro: bool) -> CmdResult 
     // The libraries are taken out for the run, so `redis.call` can borrow the rest of the
     // state (FUNCTION commands are refused inside scripts, so nothing reads them meanwhile).
     let libraries = std::mem::take(&mut ctx.state.functions);
-    let reply = match libraries.function(&name) {
+    let reply = match libraries.function(name) {
         None => Err(CommandError::err("Function not found")),
-        Some((engine, function)) => match super::parse_i64(&numkeys) {
+        Some((engine, function)) => match super::parse_i64(numkeys) {
             Err(_) => Err(CommandError::err("Bad number of keys provided")),
             Ok(n) if n > rest.len() as i64 => Err(CommandError::err(
                 "Number of keys can't be greater than number of args",
@@ -174,7 +174,7 @@ fn function_load(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         let option = args.bytes()?;
         return Err(CommandError::err(format!(
             "Unknown option given: {}",
-            String::from_utf8_lossy(&option)
+            String::from_utf8_lossy(option)
         )));
     }
     let code = args
@@ -186,7 +186,7 @@ fn function_load(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let name = ctx
         .state
         .functions
-        .load(&code, replace, timeout, make)
+        .load(code, replace, timeout, make)
         .map_err(CommandError::err)?;
     ctx.state.dirty += 1;
     publish_counts(ctx);
@@ -198,7 +198,7 @@ fn function_load(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn function_delete(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let name = args.bytes()?;
-    if !ctx.state.functions.delete(&name) {
+    if !ctx.state.functions.delete(name) {
         return Err(CommandError::err("Library not found"));
     }
     ctx.state.dirty += 1;
@@ -317,7 +317,7 @@ fn function_restore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let make = make_engine(ctx.node, ctx.node.config.lua_memory_limit());
     ctx.state
         .functions
-        .restore(&payload, policy, make)
+        .restore(payload, policy, make)
         .map_err(CommandError::err)?;
     ctx.state.dirty += 1;
     publish_counts(ctx);

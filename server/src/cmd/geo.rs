@@ -340,7 +340,7 @@ fn geohash_string(score: f64) -> Option<Bytes> {
 fn geohash(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let members = args.rest();
-    let z = zset_at(ctx, &key)?;
+    let z = zset_at(ctx, key)?;
     Ok(Frame::Array(
         members
             .iter()
@@ -359,7 +359,7 @@ fn geohash(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn geopos(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let members = args.rest();
-    let z = zset_at(ctx, &key)?;
+    let z = zset_at(ctx, key)?;
     Ok(Frame::Array(
         members
             .iter()
@@ -983,7 +983,7 @@ fn search(ctx: &mut Ctx<'_>, args: &mut Args<'_>, form: Form) -> CmdResult {
                 let dist = gp.dist / query.conversion;
                 z.insert(gp.member, if query.storedist { dist } else { gp.score });
             }
-            ctx.set(dst.clone(), Value::ZSet(z), None);
+            ctx.set(&dst, Value::ZSet(z), None);
             let event = if search_command {
                 "geosearchstore"
             } else {

@@ -144,17 +144,17 @@ fn hset_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, name: &str) -> Result<i6
     let key = args.bytes()?;
     let pairs = field_values(args, name)?;
     let limits = ListpackLimits::of_hashes(&ctx.state.config);
-    let h = write(ctx, &key)?;
+    let h = write(ctx, key)?;
     let mut created = 0;
     for fv in pairs.chunks(2) {
         if let [f, v] = fv {
-            if h.insert(f.clone(), v.clone(), limits) {
+            if h.insert(f, v, limits) {
                 created += 1;
             }
         }
     }
-    ctx.modified(&key);
-    ctx.notify(notify::HASH, "hset", &key);
+    ctx.modified(key);
+    ctx.notify(notify::HASH, "hset", key);
     Ok(created)
 }
 
@@ -180,14 +180,14 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let field = args.bytes()?;
     let value = args.bytes()?;
-    let exists = check_writable(ctx, &key)?;
-    if exists && read(ctx, &key)?.is_some_and(|h| h.contains_key(&field)) {
+    let exists = check_writable(ctx, key)?;
+    if exists && read(ctx, key)?.is_some_and(|h| h.contains_key(field)) {
         return Ok(Frame::Integer(0));
     }
     let limits = ListpackLimits::of_hashes(&ctx.state.config);
-    write(ctx, &key)?.insert(field, value, limits);
-    ctx.modified(&key);
-    ctx.notify(notify::HASH, "hset", &key);
+    write(ctx, key)?.insert(field, value, limits);
+    ctx.modified(key);
+    ctx.notify(notify::HASH, "hset", key);
     Ok(Frame::Integer(1))
 }
 
@@ -197,7 +197,7 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn hget(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let field = args.bytes()?;
-    let v = read(ctx, &key)?.and_then(|h| h.get(&field).map(Bytes::copy_from_slice));
+    let v = read(ctx, key)?.and_then(|h| h.get(field).map(Bytes::copy_from_slice));
     Ok(v.map_or(Frame::Null, Frame::Bulk))
 }
 
@@ -207,7 +207,7 @@ fn hget(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn hmget(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let fields = args.rest();
-    let h = read(ctx, &key)?;
+    let h = read(ctx, key)?;
     let out = fields
         .iter()
         .map(|f| {
@@ -224,10 +224,10 @@ fn hmget(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn hdel(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let fields = args.rest();
-    if !check_writable(ctx, &key)? {
+    if !check_writable(ctx, key)? {
         return Ok(Frame::Integer(0));
     }
-    let h = write(ctx, &key)?;
+    let h = write(ctx, key)?;
     let mut deleted = 0;
     for f in fields {
         if h.shift_remove(f) {
@@ -240,12 +240,12 @@ fn hdel(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let emptied = h.is_empty();
     if deleted > 0 {
         if emptied {
-            ctx.db().remove(&key);
+            ctx.db().remove(key);
         }
-        ctx.modified(&key);
-        ctx.notify(notify::HASH, "hdel", &key);
+        ctx.modified(key);
+        ctx.notify(notify::HASH, "hdel", key);
         if emptied {
-            ctx.notify(notify::GENERIC, "del", &key);
+            ctx.notify(notify::GENERIC, "del", key);
         }
     }
     Ok(Frame::Integer(deleted))
@@ -257,7 +257,7 @@ fn hdel(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn hexists(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let field = args.bytes()?;
-    let found = read(ctx, &key)?.is_some_and(|h| h.contains_key(&field));
+    let found = read(ctx, key)?.is_some_and(|h| h.contains_key(field));
     Ok(Frame::Integer(i64::from(found)))
 }
 
@@ -266,7 +266,7 @@ fn hexists(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn hlen(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let len = read(ctx, &key)?.map_or(0, |h| h.len());
+    let len = read(ctx, key)?.map_or(0, |h| h.len());
     Ok(Frame::Integer(len as i64))
 }
 
@@ -276,8 +276,8 @@ fn hlen(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn hstrlen(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let field = args.bytes()?;
-    let len = read(ctx, &key)?
-        .and_then(|h| h.get(&field))
+    let len = read(ctx, key)?
+        .and_then(|h| h.get(field))
         .map_or(0, |v| v.len());
     Ok(Frame::Integer(len as i64))
 }
@@ -287,7 +287,7 @@ fn hstrlen(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn hkeys(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let h = read(ctx, &key)?;
+    let h = read(ctx, key)?;
     Ok(Frame::Array(
         h.map(|h| h.keys().map(bulk).collect()).unwrap_or_default(),
     ))
@@ -298,7 +298,7 @@ fn hkeys(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn hvals(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let h = read(ctx, &key)?;
+    let h = read(ctx, key)?;
     Ok(Frame::Array(
         h.map(|h| h.values().map(bulk).collect())
             .unwrap_or_default(),
@@ -310,7 +310,7 @@ fn hvals(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn hgetall(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let h = read(ctx, &key)?;
+    let h = read(ctx, key)?;
     Ok(Frame::Map(
         h.map(|h| h.iter().map(|(f, v)| (bulk(f), bulk(v))).collect())
             .unwrap_or_default(),
@@ -326,8 +326,8 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let by = args.i64()?;
     let limits = ListpackLimits::of_hashes(&ctx.state.config);
     // Creating the hash first is safe: a new hash has no field, so 0 + by cannot fail.
-    let (h, existed) = write_found(ctx, &key)?;
-    let outcome = match h.get(&field) {
+    let (h, existed) = write_found(ctx, key)?;
+    let outcome = match h.get(field) {
         Some(value) => super::parse_i64(value)
             .map_err(|_| CommandError::err("hash value is not an integer"))
             .and_then(|current| current.checked_add(by).ok_or(CommandError::Overflow)),
@@ -336,7 +336,7 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     // A value longer than `hash-max-listpack-value` converts the hash, as Redis's hashTypeSet
     // does: `insert` sees to it.
     if let Ok(new) = outcome {
-        h.insert(field, Bytes::from(new.to_string()), limits);
+        h.insert(field, &Bytes::from(new.to_string()), limits);
     }
     // INFO's keyspace_hits/misses count HINCRBY as it always did: a lookup to check the type,
     // one to read the field and, when it succeeds, one to write it.
@@ -347,8 +347,8 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         ctx.state.stats.keyspace_misses += more;
     }
     let new = outcome?;
-    ctx.modified(&key);
-    ctx.notify(notify::HASH, "hincrby", &key);
+    ctx.modified(key);
+    ctx.notify(notify::HASH, "hincrby", key);
     Ok(Frame::Integer(new))
 }
 
@@ -359,13 +359,13 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let field = args.bytes()?;
     let by = args.bytes()?;
-    let incr = match LongDouble::parse(&by) {
+    let incr = match LongDouble::parse(by) {
         None => return Err(CommandError::NotFloat),
         Some(Ld::Inf) => return Err(CommandError::err("value is NaN or Infinity")),
         Some(incr) => incr,
     };
-    check_writable(ctx, &key)?;
-    let current = match read(ctx, &key)?.and_then(|h| h.get(&field)) {
+    check_writable(ctx, key)?;
+    let current = match read(ctx, key)?.and_then(|h| h.get(field)) {
         Some(v) => {
             LongDouble::parse(v).ok_or_else(|| CommandError::err("hash value is not a float"))?
         }
@@ -375,10 +375,15 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         .ok_or_else(|| CommandError::err("increment would produce NaN or Infinity"))?;
     let new = Bytes::from(new);
     let limits = ListpackLimits::of_hashes(&ctx.state.config);
-    write(ctx, &key)?.insert(field.clone(), new.clone(), limits);
-    ctx.modified(&key);
-    ctx.notify(notify::HASH, "hincrbyfloat", &key);
-    ctx.propagate(vec![Bytes::from_static(b"HSET"), key, field, new.clone()]);
+    write(ctx, key)?.insert(field, &new, limits);
+    ctx.modified(key);
+    ctx.notify(notify::HASH, "hincrbyfloat", key);
+    ctx.propagate(vec![
+        Bytes::from_static(b"HSET"),
+        key.clone(),
+        field.clone(),
+        new.clone(),
+    ]);
     Ok(Frame::Bulk(new))
 }
 
@@ -387,14 +392,14 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn hscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let cursor = scan::parse_cursor(&args.bytes()?)?;
+    let cursor = scan::parse_cursor(args.bytes()?)?;
     let empty = || {
         Frame::Array(vec![
             Frame::Bulk(Bytes::from_static(b"0")),
             Frame::Array(Vec::new()),
         ])
     };
-    let Some(h) = read(ctx, &key)? else {
+    let Some(h) = read(ctx, key)? else {
         return Ok(empty());
     };
     let opts = scan::ScanOptions::parse(args, false)?;
@@ -425,12 +430,12 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     use rand::seq::IteratorRandom;
     let key = args.bytes()?;
     if args.is_empty() {
-        if read(ctx, &key)?.is_none() {
+        if read(ctx, key)?.is_none() {
             return Ok(Frame::Null);
         }
         let (db, now) = (ctx.client.db, ctx.now);
         let state = &mut *ctx.state;
-        let f = match state.dbs.get(db).and_then(|d| d.get(&key, now)) {
+        let f = match state.dbs.get(db).and_then(|d| d.get(key, now)) {
             Some(Entry {
                 value: Value::Hash(h),
                 ..
@@ -450,7 +455,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     if withvalues && !(-i64::MAX / 2..=i64::MAX / 2).contains(&count) {
         return Err(CommandError::err("value is out of range"));
     }
-    let len = read(ctx, &key)?.map_or(0, |h| h.len());
+    let len = read(ctx, key)?.map_or(0, |h| h.len());
     if count == 0 || len == 0 {
         return Ok(Frame::Array(Vec::new()));
     }
@@ -464,7 +469,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let Some(Entry {
         value: Value::Hash(h),
         ..
-    }) = state.dbs.get(db).and_then(|d| d.get(&key, now))
+    }) = state.dbs.get(db).and_then(|d| d.get(key, now))
     else {
         return Ok(Frame::Array(Vec::new()));
     };

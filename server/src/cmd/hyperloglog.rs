@@ -489,7 +489,7 @@ fn sparse_max(ctx: &Ctx<'_>) -> usize {
 fn store(ctx: &mut Ctx<'_>, key: &Bytes, s: Vec<u8>) {
     match ctx.lookup_mut(key) {
         Some(entry) => entry.value = Value::String(s.into()),
-        None => ctx.set(key.clone(), Value::String(s.into()), None),
+        None => ctx.set(key, Value::String(s.into()), None),
     }
 }
 
@@ -500,7 +500,7 @@ fn pfadd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let elements = args.rest();
     let max_bytes = sparse_max(ctx);
-    let (mut s, mut updated) = match hll_at(ctx, &key)? {
+    let (mut s, mut updated) = match hll_at(ctx, key)? {
         Some(s) => (s, false),
         None => (new_hll(), true),
     };
@@ -513,9 +513,9 @@ fn pfadd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
     if updated {
         invalidate(&mut s);
-        store(ctx, &key, s);
-        ctx.modified(&key);
-        ctx.notify(notify::STRING, "pfadd", &key);
+        store(ctx, key, s);
+        ctx.modified(key);
+        ctx.notify(notify::STRING, "pfadd", key);
     }
     Ok(Frame::Integer(i64::from(updated)))
 }
@@ -570,7 +570,7 @@ fn pfmerge(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             merge(&mut max, &s).map_err(|()| CommandError::Raw(INVALID_HLL.into()))?;
         }
     }
-    let mut s = hll_at(ctx, &dest)?.unwrap_or_else(new_hll);
+    let mut s = hll_at(ctx, dest)?.unwrap_or_else(new_hll);
     if use_dense {
         s = to_dense(&s).ok_or_else(|| CommandError::Raw(INVALID_HLL.into()))?;
     }
@@ -589,9 +589,9 @@ fn pfmerge(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         }
     }
     invalidate(&mut s);
-    store(ctx, &dest, s);
-    ctx.modified(&dest);
-    ctx.notify(notify::STRING, "pfadd", &dest);
+    store(ctx, dest, s);
+    ctx.modified(dest);
+    ctx.notify(notify::STRING, "pfadd", dest);
     Ok(Frame::ok())
 }
 
@@ -603,13 +603,13 @@ fn pfmerge(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn pfdebug(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let sub = args.bytes()?;
     let key = args.bytes()?;
-    let Some(mut s) = hll_at(ctx, &key)? else {
+    let Some(mut s) = hll_at(ctx, key)? else {
         return Err(CommandError::err("The specified key does not exist"));
     };
     let sparse = s[4] == SPARSE;
     let densify = |ctx: &mut Ctx<'_>, s: &mut Vec<u8>| -> Result<(), CommandError> {
         *s = to_dense(s).ok_or_else(|| CommandError::Raw(INVALID_HLL.into()))?;
-        store(ctx, &key, s.clone());
+        store(ctx, key, s.clone());
         // An encoding change is propagated (Redis's `server.dirty++`) but signals no write.
         ctx.state.dirty += 1;
         Ok(())
@@ -643,7 +643,7 @@ fn pfdebug(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         }
         _ => Err(CommandError::err(format!(
             "Unknown PFDEBUG subcommand '{}'",
-            String::from_utf8_lossy(&sub)
+            String::from_utf8_lossy(sub)
         ))),
     }
 }

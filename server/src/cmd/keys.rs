@@ -175,7 +175,7 @@ fn exists(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn type_(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let name = peek(ctx, &key).map_or("none", |e| e.value.type_name());
+    let name = peek(ctx, key).map_or("none", |e| e.value.type_name());
     Ok(Frame::simple(name))
 }
 
@@ -215,30 +215,30 @@ fn db_index(ctx: &Ctx<'_>, arg: &[u8], not_int: Option<&str>) -> Result<usize, C
 fn rename_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, nx: bool) -> CmdResult {
     let src = args.bytes()?;
     let dst = args.bytes()?;
-    if ctx.lookup_mut(&src).is_none() {
+    if ctx.lookup_mut(src).is_none() {
         return Err(CommandError::NoSuchKey);
     }
     let done = if nx { Frame::Integer(1) } else { Frame::ok() };
     if src == dst {
         return Ok(if nx { Frame::Integer(0) } else { Frame::ok() });
     }
-    if ctx.lookup_mut(&dst).is_some() {
+    if ctx.lookup_mut(dst).is_some() {
         if nx {
             return Ok(Frame::Integer(0));
         }
-        ctx.db().remove(&dst);
+        ctx.db().remove(dst);
     }
-    let Some(entry) = ctx.db().remove(&src) else {
+    let Some(entry) = ctx.db().remove(src) else {
         return Err(CommandError::NoSuchKey);
     };
     let now = ctx.now;
     let (value, at) = entry.into_parts();
-    ctx.db().insert(dst.clone(), value, at, now);
-    ctx.created(&dst);
-    ctx.modified(&src);
-    ctx.modified(&dst);
-    ctx.notify(notify::GENERIC, "rename_from", &src);
-    ctx.notify(notify::GENERIC, "rename_to", &dst);
+    ctx.db().insert(dst, value, at, now);
+    ctx.created(dst);
+    ctx.modified(src);
+    ctx.modified(dst);
+    ctx.notify(notify::GENERIC, "rename_from", src);
+    ctx.notify(notify::GENERIC, "rename_to", dst);
     Ok(done)
 }
 
@@ -266,7 +266,7 @@ fn keys(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let db = ctx.db();
     let out = db
         .keys()
-        .filter(|k| all || crate::glob::glob_match(&pattern, k, false))
+        .filter(|k| all || crate::glob::glob_match(pattern, k, false))
         .filter(|k| db.get(k, now).is_some())
         .map(|k| Frame::Bulk(k.to_bytes()))
         .collect();
@@ -277,7 +277,7 @@ fn keys(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
 /// ```
 fn scan_cmd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
-    let cursor = scan::parse_cursor(&args.bytes()?)?;
+    let cursor = scan::parse_cursor(args.bytes()?)?;
     let opts = scan::ScanOptions::parse(args, true)?;
     let now = ctx.now;
     let db = ctx.db();
@@ -341,7 +341,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             replace = true;
         } else if opt.eq_ignore_ascii_case(b"db") && args.peek().is_some() {
             let arg = args.bytes()?;
-            dst_db = db_index(ctx, &arg, None)?;
+            dst_db = db_index(ctx, arg, None)?;
         } else {
             return Err(CommandError::Syntax);
         }
@@ -354,26 +354,26 @@ fn copy(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     if src_db == dst_db && src == dst {
         return Err(CommandError::err(SAME_OBJECT));
     }
-    let Some(entry) = ctx.lookup(&src).cloned() else {
+    let Some(entry) = ctx.lookup(src).cloned() else {
         return Ok(Frame::Integer(0));
     };
-    if live_in(ctx, dst_db, &dst) {
+    if live_in(ctx, dst_db, dst) {
         if !replace {
             return Ok(Frame::Integer(0));
         }
         if let Some(d) = ctx.state.dbs.get_mut(dst_db) {
-            d.remove(&dst);
+            d.remove(dst);
         }
     }
     let now = ctx.now;
     if let Some(d) = ctx.state.dbs.get_mut(dst_db) {
         let (value, at) = entry.into_parts();
-        d.insert(dst.clone(), value, at, now);
+        d.insert(dst, value, at, now);
     }
     ctx.state.dirty += 1;
     ctx.effects.modified.push((dst_db, dst.clone()));
     ctx.effects
-        .keyspace_event(dst_db, notify::GENERIC, "copy_to", &dst);
+        .keyspace_event(dst_db, notify::GENERIC, "copy_to", dst);
     Ok(Frame::Integer(1))
 }
 
@@ -383,7 +383,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// Redis's RDB serialisation of the value with its version and CRC64 (see [`crate::rdb`]).
 fn dump(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    Ok(ctx.lookup(&key).map_or(Frame::Null, |e| {
+    Ok(ctx.lookup(key).map_or(Frame::Null, |e| {
         Frame::Bulk(Bytes::from(crate::rdb::dump_value(&e.value)))
     }))
 }
@@ -420,16 +420,16 @@ pub(super) fn restore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             return Err(CommandError::Syntax);
         }
     }
-    if !replace && ctx.lookup(&key).is_some() {
+    if !replace && ctx.lookup(key).is_some() {
         return Err(CommandError::Raw(
             "BUSYKEY Target key name already exists.".into(),
         ));
     }
-    let ttl = super::parse_i64(&ttl_arg)?;
+    let ttl = super::parse_i64(ttl_arg)?;
     if ttl < 0 {
         return Err(CommandError::err("Invalid TTL value, must be >= 0"));
     }
-    let Some(body) = crate::rdb::verify_payload(&payload) else {
+    let Some(body) = crate::rdb::verify_payload(payload) else {
         return Err(CommandError::err(
             "DUMP payload version or checksum are wrong",
         ));
@@ -437,7 +437,7 @@ pub(super) fn restore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let hash_limits = crate::db::ListpackLimits::of_hashes(&ctx.state.config);
     let value = crate::rdb::restore_value(body, hash_limits)
         .map_err(|_| CommandError::err("Bad data format"))?;
-    let deleted = replace && ctx.delete(&key);
+    let deleted = replace && ctx.delete(key);
     let deadline = match ttl {
         0 => None,
         t if absttl => Some(t as u64),
@@ -446,18 +446,18 @@ pub(super) fn restore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     if deadline.is_some_and(|at| at <= ctx.now) && !ctx.state.repl.is_replica() {
         // Already expired: the key is just gone (a DEL if one was replaced).
         if deleted {
-            ctx.notify(notify::GENERIC, "del", &key);
-            ctx.propagate(vec![Bytes::from_static(b"DEL"), key]);
+            ctx.notify(notify::GENERIC, "del", key);
+            ctx.propagate(vec![Bytes::from_static(b"DEL"), key.clone()]);
         }
         return Ok(Frame::ok());
     }
     let now = ctx.now;
     let access = ctx.db().access();
-    ctx.set(key.clone(), value, deadline);
-    if let crate::db::Found::Live(entry) = ctx.db().find_live(&key, now, false) {
+    ctx.set(key, value, deadline);
+    if let crate::db::Found::Live(entry) = ctx.db().find_live(key, now, false) {
         entry.accessed = access.restored(now, idle, freq);
     }
-    ctx.notify(notify::GENERIC, "restore", &key);
+    ctx.notify(notify::GENERIC, "restore", key);
     if let (Some(at), false) = (deadline, absttl) {
         if ctx.propagating() {
             let mut argv = args.argv().to_vec();
@@ -480,35 +480,35 @@ fn move_(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
     let key = args.bytes()?;
     let arg = args.bytes()?;
-    let dst_db = db_index(ctx, &arg, None)?;
+    let dst_db = db_index(ctx, arg, None)?;
     let src_db = ctx.client.db;
     if dst_db == src_db {
         return Err(CommandError::err(SAME_OBJECT));
     }
-    if ctx.lookup_mut(&key).is_none() {
+    if ctx.lookup_mut(key).is_none() {
         return Ok(Frame::Integer(0));
     }
-    if live_in(ctx, dst_db, &key) {
+    if live_in(ctx, dst_db, key) {
         return Ok(Frame::Integer(0));
     }
-    let Some(entry) = ctx.db().remove(&key) else {
+    let Some(entry) = ctx.db().remove(key) else {
         return Ok(Frame::Integer(0));
     };
     let now = ctx.now;
     if let Some(d) = ctx.state.dbs.get_mut(dst_db) {
         let (value, at) = entry.into_parts();
-        d.insert(key.clone(), value, at, now);
+        d.insert(key, value, at, now);
     }
     if ctx.state.config.notify_keyspace_events() & notify::NEW != 0 {
-        ctx.effects.keyspace_event(dst_db, notify::NEW, "new", &key);
+        ctx.effects.keyspace_event(dst_db, notify::NEW, "new", key);
     }
     ctx.state.dirty += 1;
     ctx.effects.modified.push((src_db, key.clone()));
     ctx.effects.modified.push((dst_db, key.clone()));
     ctx.effects
-        .keyspace_event(src_db, notify::GENERIC, "move_from", &key);
+        .keyspace_event(src_db, notify::GENERIC, "move_from", key);
     ctx.effects
-        .keyspace_event(dst_db, notify::GENERIC, "move_to", &key);
+        .keyspace_event(dst_db, notify::GENERIC, "move_to", key);
     Ok(Frame::Integer(1))
 }
 
@@ -522,8 +522,8 @@ fn swapdb(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
     let a = args.bytes()?;
     let b = args.bytes()?;
-    let a = db_index_or(ctx, &a, "invalid first DB index")?;
-    let b = db_index_or(ctx, &b, "invalid second DB index")?;
+    let a = db_index_or(ctx, a, "invalid first DB index")?;
+    let b = db_index_or(ctx, b, "invalid second DB index")?;
     let (a, b) = match (a, b) {
         (Some(a), Some(b)) => (a, b),
         _ => return Err(CommandError::err("DB index is out of range")),
@@ -573,7 +573,7 @@ fn object(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn object_encoding(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    Ok(peek(ctx, &key).map_or(Frame::Null, |e| Frame::bulk(e.value.encoding())))
+    Ok(peek(ctx, key).map_or(Frame::Null, |e| Frame::bulk(e.value.encoding())))
 }
 
 /// ```text
@@ -583,7 +583,7 @@ fn object_freq(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let now = ctx.now;
     let access = ctx.db().access();
-    let Some(entry) = peek(ctx, &key) else {
+    let Some(entry) = peek(ctx, key) else {
         return Ok(Frame::Null);
     };
     match access {
@@ -601,7 +601,7 @@ fn object_idletime(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let now = ctx.now;
     let access = ctx.db().access();
-    let Some(entry) = peek(ctx, &key) else {
+    let Some(entry) = peek(ctx, key) else {
         return Ok(Frame::Null);
     };
     match access {
@@ -618,7 +618,7 @@ fn object_idletime(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// Small integers (0..=9999) are Redis's shared objects, reported as `INT_MAX`.
 fn object_refcount(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    Ok(peek(ctx, &key).map_or(Frame::Null, |e| {
+    Ok(peek(ctx, key).map_or(Frame::Null, |e| {
         let shared = match &e.value {
             Value::String(s) => {
                 s.len() <= 20

@@ -123,7 +123,7 @@ fn latency_history(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let samples = ctx
         .state
         .latency
-        .history(&event)
+        .history(event)
         .into_iter()
         .map(|(time, latency)| Frame::Array(vec![integer(time), integer(latency)]))
         .collect();
@@ -154,14 +154,14 @@ fn latency_reset(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn latency_graph(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let event = args.bytes()?;
     let now = now_s(ctx);
-    match ctx.state.latency.graph(&event, now) {
+    match ctx.state.latency.graph(event, now) {
         Some(graph) => Ok(Frame::Verbatim {
             format: *b"txt",
             text: Bytes::from(graph),
         }),
         None => Err(CommandError::err(format!(
             "No samples available for event '{}'",
-            lossy(&event, event.len())
+            lossy(event, event.len())
         ))),
     }
 }

@@ -191,7 +191,7 @@ fn push_elems(
             }
             let len = list.len();
             let now = ctx.now;
-            ctx.db().insert(key.clone(), Value::List(list), None, now);
+            ctx.db().insert(key, Value::List(list), None, now);
             ctx.created(key);
             len
         }
@@ -259,7 +259,7 @@ fn rpushx(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn push_command(ctx: &mut Ctx<'_>, args: &mut Args<'_>, end: End, xx: bool) -> CmdResult {
     let key = args.bytes()?;
     let elems = args.rest();
-    let len = push_elems(ctx, &key, elems, end, xx)?.unwrap_or(0);
+    let len = push_elems(ctx, key, elems, end, xx)?.unwrap_or(0);
     Ok(Frame::Integer(len as i64))
 }
 
@@ -291,7 +291,7 @@ fn pop_command(ctx: &mut Ctx<'_>, args: &mut Args<'_>, end: End) -> CmdResult {
             _ => return Err(CommandError::err("value is out of range, must be positive")),
         },
     };
-    if !check_list(ctx, &key)? {
+    if !check_list(ctx, key)? {
         return Ok(if count.is_some() {
             Frame::NullArray
         } else {
@@ -299,11 +299,11 @@ fn pop_command(ctx: &mut Ctx<'_>, args: &mut Args<'_>, end: End) -> CmdResult {
         });
     }
     match count {
-        None => Ok(pop_elems(ctx, &key, end, 1)
+        None => Ok(pop_elems(ctx, key, end, 1)
             .pop()
             .map_or(Frame::Null, Frame::Bulk)),
         Some(0) => Ok(Frame::Array(Vec::new())),
-        Some(n) => Ok(bulk_array(pop_elems(ctx, &key, end, n))),
+        Some(n) => Ok(bulk_array(pop_elems(ctx, key, end, n))),
     }
 }
 
@@ -313,7 +313,7 @@ fn pop_command(ctx: &mut Ctx<'_>, args: &mut Args<'_>, end: End) -> CmdResult {
 fn llen(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     Ok(Frame::Integer(
-        list_mut(ctx, &key)?.map_or(0, |l| l.len() as i64),
+        list_mut(ctx, key)?.map_or(0, |l| l.len() as i64),
     ))
 }
 
@@ -341,7 +341,7 @@ fn lrange(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let start = args.i64()?;
     let stop = args.i64()?;
-    let Some(list) = list_mut(ctx, &key)? else {
+    let Some(list) = list_mut(ctx, key)? else {
         return Ok(Frame::Array(Vec::new()));
     };
     let items = match clamp_range(start, stop, list.len()) {
@@ -363,7 +363,7 @@ fn list_index(index: i64, len: usize) -> Option<usize> {
 fn lindex(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     // Redis looks the key up before it parses the index.
-    let Some(list) = list_mut(ctx, &key)? else {
+    let Some(list) = list_mut(ctx, key)? else {
         return Ok(Frame::Null);
     };
     let index = args.i64()?;
@@ -378,7 +378,7 @@ fn lindex(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn lset(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     // Redis looks the key up before it parses the index.
-    let Some(list) = list_mut(ctx, &key)? else {
+    let Some(list) = list_mut(ctx, key)? else {
         return Err(CommandError::NoSuchKey);
     };
     let index = args.i64()?;
@@ -386,9 +386,9 @@ fn lset(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let slot = list_index(index, list.len())
         .and_then(|i| list.get_mut(i))
         .ok_or_else(|| CommandError::err("index out of range"))?;
-    *slot = element;
-    ctx.notify(notify::LIST, "lset", &key);
-    ctx.modified(&key);
+    *slot = element.clone();
+    ctx.notify(notify::LIST, "lset", key);
+    ctx.modified(key);
     Ok(Frame::ok())
 }
 
@@ -404,16 +404,16 @@ fn linsert(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     };
     let pivot = args.bytes()?;
     let element = args.bytes()?;
-    let Some(list) = list_mut(ctx, &key)? else {
+    let Some(list) = list_mut(ctx, key)? else {
         return Ok(Frame::Integer(0));
     };
     let Some(pos) = list.iter().position(|e| *e == pivot) else {
         return Ok(Frame::Integer(-1));
     };
-    list.insert(if after { pos + 1 } else { pos }, element);
+    list.insert(if after { pos + 1 } else { pos }, element.clone());
     let len = list.len();
-    ctx.notify(notify::LIST, "linsert", &key);
-    ctx.modified(&key);
+    ctx.notify(notify::LIST, "linsert", key);
+    ctx.modified(key);
     Ok(Frame::Integer(len as i64))
 }
 
@@ -424,7 +424,7 @@ fn lrem(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let count = args.i64()?;
     let element = args.bytes()?;
-    let Some(list) = list_mut(ctx, &key)? else {
+    let Some(list) = list_mut(ctx, key)? else {
         return Ok(Frame::Integer(0));
     };
     let limit = if count == 0 {
@@ -436,7 +436,7 @@ fn lrem(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     if count >= 0 {
         let mut i = 0;
         while i < list.len() && removed < limit {
-            if list.get(i) == Some(&element) {
+            if list.get(i) == Some(element) {
                 list.remove(i);
                 removed += 1;
             } else {
@@ -447,15 +447,15 @@ fn lrem(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         let mut i = list.len();
         while i > 0 && removed < limit {
             i -= 1;
-            if list.get(i) == Some(&element) {
+            if list.get(i) == Some(element) {
                 list.remove(i);
                 removed += 1;
             }
         }
     }
     if removed > 0 {
-        ctx.notify(notify::LIST, "lrem", &key);
-        ctx.written(&key);
+        ctx.notify(notify::LIST, "lrem", key);
+        ctx.written(key);
     }
     Ok(Frame::Integer(removed as i64))
 }
@@ -467,7 +467,7 @@ fn ltrim(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let start = args.i64()?;
     let stop = args.i64()?;
-    let Some(list) = list_mut(ctx, &key)? else {
+    let Some(list) = list_mut(ctx, key)? else {
         return Ok(Frame::ok());
     };
     match clamp_range(start, stop, list.len()) {
@@ -477,8 +477,8 @@ fn ltrim(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         }
         None => list.clear(),
     }
-    ctx.notify(notify::LIST, "ltrim", &key);
-    ctx.written(&key);
+    ctx.notify(notify::LIST, "ltrim", key);
+    ctx.written(key);
     Ok(Frame::ok())
 }
 
@@ -525,7 +525,7 @@ fn lpos(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             Frame::Null
         }
     };
-    let Some(list) = list_mut(ctx, &key)? else {
+    let Some(list) = list_mut(ctx, key)? else {
         return Ok(empty());
     };
     let len = list.len();
@@ -547,7 +547,7 @@ fn lpos(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         Box::new((0..len).rev())
     };
     for i in indexes.take(scan) {
-        if list.get(i) == Some(&element) {
+        if list.get(i) == Some(element) {
             if skip > 0 {
                 skip -= 1;
                 continue;
@@ -603,7 +603,7 @@ fn lmove(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let dst = args.bytes()?;
     let from = End::parse(args.next())?;
     let to = End::parse(args.next())?;
-    Ok(move_elem(ctx, &src, &dst, from, to)?.map_or(Frame::Null, Frame::Bulk))
+    Ok(move_elem(ctx, src, dst, from, to)?.map_or(Frame::Null, Frame::Bulk))
 }
 
 /// ```text
@@ -612,7 +612,7 @@ fn lmove(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn rpoplpush(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let src = args.bytes()?;
     let dst = args.bytes()?;
-    Ok(move_elem(ctx, &src, &dst, End::Right, End::Left)?.map_or(Frame::Null, Frame::Bulk))
+    Ok(move_elem(ctx, src, dst, End::Right, End::Left)?.map_or(Frame::Null, Frame::Bulk))
 }
 
 /// Parsed `numkeys key [key ...] <LEFT | RIGHT> [COUNT count]`.
@@ -696,7 +696,7 @@ fn lmpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn blmpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let timeout_arg = args.bytes()?;
     let m = parse_mpop(args)?;
-    let timeout = blocking::parse_timeout(&timeout_arg, ctx.now)?;
+    let timeout = blocking::parse_timeout(timeout_arg, ctx.now)?;
     match pop_first(ctx, &m.keys, m.end, m.count, false)? {
         Some((key, elems)) => Ok(mpop_reply(key, elems)),
         None => blocking::block(ctx, m.keys, timeout, BlockKind::List, Frame::NullArray),
@@ -744,7 +744,7 @@ fn blmove(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let dst = args.bytes()?;
     let from = End::parse(args.next())?;
     let to = End::parse(args.next())?;
-    let timeout = blocking::parse_timeout(&args.bytes()?, ctx.now)?;
+    let timeout = blocking::parse_timeout(args.bytes()?, ctx.now)?;
     let argv = vec![
         Bytes::from_static(b"LMOVE"),
         src.clone(),
@@ -752,7 +752,7 @@ fn blmove(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         from.word(),
         to.word(),
     ];
-    blocking_move(ctx, src, dst, from, to, timeout, argv)
+    blocking_move(ctx, src.clone(), dst.clone(), from, to, timeout, argv)
 }
 
 /// ```text
@@ -761,9 +761,17 @@ fn blmove(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn brpoplpush(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let src = args.bytes()?;
     let dst = args.bytes()?;
-    let timeout = blocking::parse_timeout(&args.bytes()?, ctx.now)?;
+    let timeout = blocking::parse_timeout(args.bytes()?, ctx.now)?;
     let argv = vec![Bytes::from_static(b"RPOPLPUSH"), src.clone(), dst.clone()];
-    blocking_move(ctx, src, dst, End::Right, End::Left, timeout, argv)
+    blocking_move(
+        ctx,
+        src.clone(),
+        dst.clone(),
+        End::Right,
+        End::Left,
+        timeout,
+        argv,
+    )
 }
 
 fn blocking_move(

@@ -111,8 +111,8 @@ fn memory_usage(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         .state
         .dbs
         .get(db)
-        .and_then(|d| d.raw(&key))
-        .map(|entry| memory::usage(&key, &entry.value, samples, cluster));
+        .and_then(|d| d.raw(key))
+        .map(|entry| memory::usage(key, &entry.value, samples, cluster));
     Ok(usage.map_or(Frame::Null, |bytes| integer(bytes as u64)))
 }
 

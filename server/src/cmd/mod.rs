@@ -517,12 +517,17 @@ impl Ctx<'_> {
     }
 
     /// Stores `value` at `key` with `expire_at`, replacing what was there.
-    pub(crate) fn set(&mut self, key: Bytes, value: Value, expire_at: Option<u64>) {
+    pub(crate) fn set(&mut self, key: &Bytes, value: Value, expire_at: Option<u64>) {
         let now = self.now;
-        if self.db().insert(key.clone(), value, expire_at, now) {
-            self.created(&key);
+        if self.db().insert(key, value, expire_at, now) {
+            self.created(key);
         }
-        self.modified(&key);
+        self.state.dirty += 1;
+        // `insert` measured the new entry, so only WATCH, blocked clients and client tracking
+        // need to hear of it; without them nothing is recorded (no copy of the key).
+        if self.state.hears_modified_keys() {
+            self.effects.modified_measured(self.client.db, key.clone());
+        }
     }
 
     /// Raises the `new` keyspace event for `key`, just added to the selected db (Redis's
@@ -571,10 +576,15 @@ impl Ctx<'_> {
         self.effects.modified.push((self.client.db, key.clone()));
     }
 
-    /// Raises keyspace event `event` of `class` for `key` in the selected db.
+    /// Raises keyspace event `event` of `class` for `key` in the selected db, if
+    /// `notify-keyspace-events` enables its class now (Redis's `notifyKeyspaceEvent` checks
+    /// the flags when the event happens; most writes raise one, and most servers have
+    /// notifications off).
     pub(crate) fn notify(&mut self, class: u32, event: &'static str, key: &Bytes) {
-        self.effects
-            .keyspace_event(self.client.db, class, event, key);
+        if self.state.config.notify_keyspace_events() & class != 0 {
+            self.effects
+                .keyspace_event(self.client.db, class, event, key);
+        }
     }
 
     /// Whether write effects are being recorded for replication (see
@@ -904,7 +914,9 @@ mod table_tests {
             &mut effects,
         );
         assert!(effects.propagate.is_empty());
-        assert_eq!(effects.modified.len(), 4);
+        // PEXPIRE, HSET and the expiry; the SET stored a value it measured and nobody
+        // (WATCH, a blocked client, tracking) listens, so it left nothing to do afterwards.
+        assert_eq!(effects.modified.len(), 3);
         assert_eq!(state.stats.expired_keys, 1);
     }
 }

@@ -60,7 +60,7 @@ fn module_list(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 fn module_load(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let path = args.bytes()?;
     tracing::warn!(
-        path = %String::from_utf8_lossy(&path),
+        path = %String::from_utf8_lossy(path),
         "Module failed to load: this server has no module API"
     );
     Err(CommandError::err(

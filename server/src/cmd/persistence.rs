@@ -160,7 +160,7 @@ pub(crate) fn load_at_start(state: &mut State, node: &Node) -> Result<usize, Str
             continue;
         };
         for key in keys {
-            db.insert(key.name, key.value, key.expire_at, now);
+            db.insert(&key.name, key.value, key.expire_at, now);
             loaded += 1;
         }
     }

@@ -221,9 +221,11 @@ fn sunsubscribe(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn publish(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let channel = args.bytes()?;
     let message = args.bytes()?;
-    let receivers = ctx.state.pubsub.receivers(&channel);
+    let receivers = ctx.state.pubsub.receivers(channel);
     let argv = args.argv().to_vec();
-    ctx.effects.publishes.push((channel, message));
+    ctx.effects
+        .publishes
+        .push((channel.clone(), message.clone()));
     // Replicas deliver it to their own subscribers (Redis forces its propagation); in
     // cluster mode every node gets it over the cluster bus instead.
     if ctx.node.cluster.get().is_none() {
@@ -238,9 +240,11 @@ fn publish(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn spublish(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let channel = args.bytes()?;
     let message = args.bytes()?;
-    let receivers = ctx.state.pubsub.shard_receivers(&channel);
+    let receivers = ctx.state.pubsub.shard_receivers(channel);
     let argv = args.argv().to_vec();
-    ctx.effects.shard_publishes.push((channel, message));
+    ctx.effects
+        .shard_publishes
+        .push((channel.clone(), message.clone()));
     ctx.propagate(argv);
     Ok(Frame::Integer(receivers as i64))
 }

@@ -58,9 +58,9 @@ impl ScanOptions {
                 o.count = usize::try_from(count).unwrap_or(usize::MAX);
             } else if opt.eq_ignore_ascii_case(b"match") && has_value {
                 let pat = args.bytes()?;
-                o.pattern = (pat.as_ref() != b"*").then_some(pat);
+                o.pattern = (pat.as_ref() != b"*").then_some(pat.clone());
             } else if opt.eq_ignore_ascii_case(b"type") && allow_type && has_value {
-                o.type_name = Some(args.bytes()?);
+                o.type_name = Some(args.bytes()?.clone());
             } else {
                 return Err(CommandError::Syntax);
             }

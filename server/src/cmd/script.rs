@@ -200,14 +200,14 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, by_sha: bool, ro: bool) 
         // Script ids are 40 hex digits, matched case-insensitively.
         match lower.get_mut(..body.len()) {
             Some(buf) if body.len() == 40 => {
-                buf.copy_from_slice(&body);
+                buf.copy_from_slice(body);
                 buf.make_ascii_lowercase();
             }
             _ => return Err(CommandError::Raw(NOSCRIPT.into())),
         }
         std::str::from_utf8(&lower).map_err(|_| CommandError::Raw(NOSCRIPT.into()))?
     } else {
-        let sha = engine.load(&body).map_err(CommandError::Raw)?;
+        let sha = engine.load(body).map_err(CommandError::Raw)?;
         lower.copy_from_slice(sha.as_bytes());
         std::str::from_utf8(&lower).map_err(|_| CommandError::Raw(NOSCRIPT.into()))?
     };
@@ -496,7 +496,7 @@ fn script_container(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn script_load(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let body = args.bytes()?;
-    let sha = engine(ctx)?.load(&body).map_err(CommandError::Raw)?;
+    let sha = engine(ctx)?.load(body).map_err(CommandError::Raw)?;
     Ok(Frame::Bulk(Bytes::from(sha)))
 }
 

@@ -198,7 +198,7 @@ fn debug(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         )),
         _ => Err(CommandError::err(format!(
             "unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
-            lossy(&sub, 128)
+            lossy(sub, 128)
         ))),
     }
 }

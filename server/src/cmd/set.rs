@@ -129,19 +129,18 @@ fn array_frame(members: impl IntoIterator<Item = Bytes>) -> Frame {
 fn sadd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let members = args.rest();
-    if set_mut(ctx, &key)?.is_none() {
+    if set_mut(ctx, key)?.is_none() {
         let now = ctx.now;
-        ctx.db()
-            .insert(key.clone(), Value::Set(SetValue::new()), None, now);
-        ctx.created(&key);
+        ctx.db().insert(key, Value::Set(SetValue::new()), None, now);
+        ctx.created(key);
     }
-    let added = match set_mut(ctx, &key)? {
+    let added = match set_mut(ctx, key)? {
         Some(s) => members.iter().filter(|m| s.insert((*m).clone())).count(),
         None => 0,
     };
     if added > 0 {
-        ctx.notify(notify::SET, "sadd", &key);
-        ctx.modified(&key);
+        ctx.notify(notify::SET, "sadd", key);
+        ctx.modified(key);
     }
     Ok(Frame::Integer(added as i64))
 }
@@ -152,13 +151,13 @@ fn sadd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn srem(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let members = args.rest();
-    let Some(s) = set_mut(ctx, &key)? else {
+    let Some(s) = set_mut(ctx, key)? else {
         return Ok(Frame::Integer(0));
     };
     let removed = members.iter().filter(|m| s.remove(&m[..])).count();
     if removed > 0 {
-        ctx.notify(notify::SET, "srem", &key);
-        ctx.written(&key);
+        ctx.notify(notify::SET, "srem", key);
+        ctx.written(key);
     }
     Ok(Frame::Integer(removed as i64))
 }
@@ -168,7 +167,7 @@ fn srem(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn smembers(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let members: Vec<Bytes> = set_mut(ctx, &key)?
+    let members: Vec<Bytes> = set_mut(ctx, key)?
         .map(|s| s.iter().cloned().collect())
         .unwrap_or_default();
     Ok(set_frame(members))
@@ -180,7 +179,7 @@ fn smembers(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn sismember(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let member = args.bytes()?;
-    let found = set_mut(ctx, &key)?.is_some_and(|s| s.contains(&member));
+    let found = set_mut(ctx, key)?.is_some_and(|s| s.contains(member));
     Ok(Frame::Integer(i64::from(found)))
 }
 
@@ -190,7 +189,7 @@ fn sismember(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn smismember(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let members = args.rest();
-    let s = set_mut(ctx, &key)?;
+    let s = set_mut(ctx, key)?;
     Ok(Frame::Array(
         members
             .iter()
@@ -205,7 +204,7 @@ fn smismember(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn scard(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     Ok(Frame::Integer(
-        set_mut(ctx, &key)?.map_or(0, |s| s.len() as i64),
+        set_mut(ctx, key)?.map_or(0, |s| s.len() as i64),
     ))
 }
 
@@ -232,7 +231,7 @@ fn spop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             _ => return Err(CommandError::err("value is out of range, must be positive")),
         },
     };
-    let Some(len) = set_mut(ctx, &key)?.map(|s| s.len()) else {
+    let Some(len) = set_mut(ctx, key)?.map(|s| s.len()) else {
         return Ok(if count.is_some() {
             Frame::Set(Vec::new())
         } else {
@@ -244,26 +243,26 @@ fn spop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         return Ok(Frame::Set(Vec::new()));
     }
     let popped: Vec<Bytes> = if n >= len {
-        set_mut(ctx, &key)?.map(|s| s.drain()).unwrap_or_default()
+        set_mut(ctx, key)?.map(|s| s.drain()).unwrap_or_default()
     } else {
         let (db, now) = (ctx.client.db, ctx.now);
         let state = &mut *ctx.state;
-        let picked = match state.dbs.get(db).and_then(|d| d.get(&key, now)) {
+        let picked = match state.dbs.get(db).and_then(|d| d.get(key, now)) {
             Some(entry) => match &entry.value {
                 Value::Set(s) => sample(s, n, &mut state.rng),
                 _ => Vec::new(),
             },
             None => Vec::new(),
         };
-        if let Some(s) = set_mut(ctx, &key)? {
+        if let Some(s) = set_mut(ctx, key)? {
             for m in &picked {
                 s.remove(m);
             }
         }
         picked
     };
-    ctx.notify(notify::SET, "spop", &key);
-    ctx.written(&key);
+    ctx.notify(notify::SET, "spop", key);
+    ctx.written(key);
     // Replicas get what was removed: SREM of the members, or DEL when the set went away
     // (Redis 7.0's default lazyfree-lazy-server-del is no).
     if count.is_some() && n >= len {
@@ -292,12 +291,12 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let count = args.next().map(|arg| random_count(arg)).transpose()?;
     if count.is_none() {
         // One member: one random draw, not a copy of the set.
-        if set_mut(ctx, &key)?.is_none() {
+        if set_mut(ctx, key)?.is_none() {
             return Ok(Frame::Null);
         }
         let (db, now) = (ctx.client.db, ctx.now);
         let state = &mut *ctx.state;
-        let picked = match state.dbs.get(db).and_then(|d| d.get(&key, now)) {
+        let picked = match state.dbs.get(db).and_then(|d| d.get(key, now)) {
             Some(entry) => match &entry.value {
                 Value::Set(s) => s.random(&mut state.rng).cloned(),
                 _ => None,
@@ -306,7 +305,7 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         };
         return Ok(picked.map_or(Frame::Null, Frame::Bulk));
     }
-    let members: Vec<Bytes> = match ctx.lookup(&key).map(|e| &e.value) {
+    let members: Vec<Bytes> = match ctx.lookup(key).map(|e| &e.value) {
         None => {
             return Ok(if count.is_some() {
                 Frame::Array(Vec::new())
@@ -355,32 +354,31 @@ fn smove(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let dst = args.bytes()?;
     let member = args.bytes()?;
     // Redis answers 0 for a missing source before it checks the destination's type.
-    let Some(src_has) = set_mut(ctx, &src)?.map(|s| s.contains(&member)) else {
+    let Some(src_has) = set_mut(ctx, src)?.map(|s| s.contains(member)) else {
         return Ok(Frame::Integer(0));
     };
-    set_mut(ctx, &dst)?;
+    set_mut(ctx, dst)?;
     if src == dst {
         return Ok(Frame::Integer(i64::from(src_has)));
     }
     if !src_has {
         return Ok(Frame::Integer(0));
     }
-    if let Some(s) = set_mut(ctx, &src)? {
-        s.remove(&member);
+    if let Some(s) = set_mut(ctx, src)? {
+        s.remove(member);
     }
-    ctx.notify(notify::SET, "srem", &src);
-    ctx.written(&src);
-    if set_mut(ctx, &dst)?.is_none() {
+    ctx.notify(notify::SET, "srem", src);
+    ctx.written(src);
+    if set_mut(ctx, dst)?.is_none() {
         let now = ctx.now;
-        ctx.db()
-            .insert(dst.clone(), Value::Set(SetValue::new()), None, now);
-        ctx.created(&dst);
+        ctx.db().insert(dst, Value::Set(SetValue::new()), None, now);
+        ctx.created(dst);
     }
     // A member the destination already holds leaves it untouched: no event, no WATCH
     // invalidation (Redis signals only a successful addition).
-    if set_mut(ctx, &dst)?.is_some_and(|s| s.insert(member)) {
-        ctx.notify(notify::SET, "sadd", &dst);
-        ctx.modified(&dst);
+    if set_mut(ctx, dst)?.is_some_and(|s| s.insert(member.clone())) {
+        ctx.notify(notify::SET, "sadd", dst);
+        ctx.modified(dst);
     }
     Ok(Frame::Integer(1))
 }
@@ -436,12 +434,12 @@ fn store_command(ctx: &mut Ctx<'_>, args: &mut Args<'_>, op: Op, event: &'static
     let result = combine(ctx, keys, op)?;
     let count = result.len() as i64;
     if result.is_empty() {
-        if ctx.delete(&dst) {
-            ctx.notify(notify::GENERIC, "del", &dst);
+        if ctx.delete(dst) {
+            ctx.notify(notify::GENERIC, "del", dst);
         }
     } else {
-        ctx.set(dst.clone(), Value::Set(result), None);
-        ctx.notify(notify::SET, event, &dst);
+        ctx.set(dst, Value::Set(result), None);
+        ctx.notify(notify::SET, event, dst);
     }
     Ok(Frame::Integer(count))
 }
@@ -524,8 +522,8 @@ fn sintercard(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn sscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let cursor = scan::parse_cursor(&args.bytes()?)?;
-    let Some(s) = set_mut(ctx, &key)? else {
+    let cursor = scan::parse_cursor(args.bytes()?)?;
+    let Some(s) = set_mut(ctx, key)? else {
         return Ok(Frame::Array(vec![
             Frame::Bulk(Bytes::from_static(b"0")),
             Frame::Array(Vec::new()),

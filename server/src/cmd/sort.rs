@@ -73,7 +73,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, readonly: bool) -> CmdRe
             limit_start = args.i64()?;
             limit_count = args.i64()?;
         } else if !readonly && opt.eq_ignore_ascii_case(b"store") && left >= 1 {
-            store = Some(args.bytes()?);
+            store = Some(args.bytes()?.clone());
         } else if opt.eq_ignore_ascii_case(b"by") && left >= 1 {
             let pattern = args.bytes()?;
             if !pattern.contains(&b'*') {
@@ -87,7 +87,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, readonly: bool) -> CmdRe
                     "BY option of SORT denied due to insufficient ACL permissions.",
                 ));
             }
-            by = Some(pattern);
+            by = Some(pattern.clone());
         } else if opt.eq_ignore_ascii_case(b"get") && left >= 1 {
             if cluster {
                 return Err(CommandError::err(
@@ -99,7 +99,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, readonly: bool) -> CmdRe
                     "GET option of SORT denied due to insufficient ACL permissions.",
                 ));
             }
-            gets.push(args.bytes()?);
+            gets.push(args.bytes()?.clone());
         } else {
             return Err(CommandError::Syntax);
         }
@@ -108,7 +108,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, readonly: bool) -> CmdRe
         Ordered(Vec<Bytes>),
         Set(Vec<Bytes>),
     }
-    let source = match ctx.lookup(&key).map(|e| &e.value) {
+    let source = match ctx.lookup(key).map(|e| &e.value) {
         None => Source::Ordered(Vec::new()),
         Some(Value::List(l)) => Source::Ordered(l.iter().cloned().collect()),
         Some(Value::ZSet(z)) => Source::Ordered(z.iter().map(|(m, _)| m.clone()).collect()),
@@ -234,7 +234,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, readonly: bool) -> CmdRe
     let stored = output.len();
     if stored > 0 {
         let list: VecDeque<Bytes> = output.into_iter().map(Option::unwrap_or_default).collect();
-        ctx.set(dest.clone(), Value::List(list), None);
+        ctx.set(&dest, Value::List(list), None);
         ctx.notify(notify::LIST, "sortstore", &dest);
     } else if ctx.delete(&dest) {
         ctx.notify(notify::GENERIC, "del", &dest);

@@ -469,7 +469,7 @@ fn xadd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         if trim.no_mkstream {
             return Ok(Frame::Null);
         }
-        ctx.set(key.clone(), Value::Stream(Box::default()), None);
+        ctx.set(&key, Value::Stream(Box::default()), None);
     }
     let fields: Box<[Bytes]> = argv[field_pos..].to_vec().into_boxed_slice();
     let Some(s) = stream_at(ctx, &key)? else {
@@ -564,13 +564,13 @@ fn xrange_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, rev: bool) -> CmdResul
     let key = args.bytes()?;
     let (a, b) = (args.bytes()?, args.bytes()?);
     let (start_arg, end_arg) = if rev { (b, a) } else { (a, b) };
-    let (mut start, start_ex) = parse_interval(&start_arg, 0)?;
+    let (mut start, start_ex) = parse_interval(start_arg, 0)?;
     if start_ex {
         start = start
             .next()
             .ok_or_else(|| CommandError::err("invalid start ID for the interval"))?;
     }
-    let (mut end, end_ex) = parse_interval(&end_arg, u64::MAX)?;
+    let (mut end, end_ex) = parse_interval(end_arg, u64::MAX)?;
     if end_ex {
         end = end
             .prev()
@@ -585,7 +585,7 @@ fn xrange_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, rev: bool) -> CmdResul
             return Err(CommandError::Syntax);
         }
     }
-    let Some(s) = stream_at(ctx, &key)? else {
+    let Some(s) = stream_at(ctx, key)? else {
         return Ok(Frame::Array(Vec::new()));
     };
     if count == Some(0) {
@@ -605,7 +605,7 @@ fn xrange_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, rev: bool) -> CmdResul
 /// ```
 fn xlen(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    Ok(int(stream_at(ctx, &key)?.map_or(0, |s| s.len())))
+    Ok(int(stream_at(ctx, key)?.map_or(0, |s| s.len())))
 }
 
 /// ```text
@@ -613,7 +613,7 @@ fn xlen(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn xdel(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    if stream_at(ctx, &key)?.is_none() {
+    if stream_at(ctx, key)?.is_none() {
         return Ok(Frame::Integer(0));
     }
     let ids = args
@@ -621,13 +621,13 @@ fn xdel(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         .iter()
         .map(|a| parse_id(a, 0, true, false).map(|(id, _)| id))
         .collect::<Result<Vec<_>, _>>()?;
-    let Some(s) = stream_at(ctx, &key)? else {
+    let Some(s) = stream_at(ctx, key)? else {
         return Ok(Frame::Integer(0));
     };
     let deleted = ids.into_iter().filter(|id| s.delete(*id)).count();
     if deleted > 0 {
-        ctx.modified(&key);
-        event(ctx, "xdel", &key);
+        ctx.modified(key);
+        event(ctx, "xdel", key);
     }
     Ok(int(deleted))
 }
@@ -1026,34 +1026,34 @@ fn xgroup_create(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         return Err(CommandError::subcommand_syntax("XGROUP", args.argv()));
     }
     let (mkstream, entries_read) = xgroup_options(args, true)?;
-    let exists = stream_at(ctx, &key)?.is_some();
+    let exists = stream_at(ctx, key)?.is_some();
     if !exists && !mkstream {
-        xgroup_stream(ctx, &key)?;
+        xgroup_stream(ctx, key)?;
     }
     let id = if &id_arg[..] == b"$" {
-        stream_at(ctx, &key)?.map_or(StreamId::MIN, |s| s.last_id)
+        stream_at(ctx, key)?.map_or(StreamId::MIN, |s| s.last_id)
     } else {
-        parse_id(&id_arg, 0, true, false)?.0
+        parse_id(id_arg, 0, true, false)?.0
     };
     if !exists {
-        ctx.set(key.clone(), Value::Stream(Box::default()), None);
+        ctx.set(key, Value::Stream(Box::default()), None);
     }
-    let s = xgroup_stream(ctx, &key)?;
-    if s.groups.contains_key(&name) {
+    let s = xgroup_stream(ctx, key)?;
+    if s.groups.contains_key(name) {
         return Err(CommandError::Raw(
             "BUSYGROUP Consumer Group name already exists".into(),
         ));
     }
     s.groups.insert(
-        name,
+        name.clone(),
         Group {
             last_id: id,
             entries_read,
             ..Group::default()
         },
     );
-    ctx.modified(&key);
-    event(ctx, "xgroup-create", &key);
+    ctx.modified(key);
+    event(ctx, "xgroup-create", key);
     Ok(Frame::ok())
 }
 
@@ -1068,21 +1068,21 @@ fn xgroup_setid(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         return Err(CommandError::subcommand_syntax("XGROUP", args.argv()));
     }
     let (_, entries_read) = xgroup_options(args, false)?;
-    let s = xgroup_stream(ctx, &key)?;
-    if !s.groups.contains_key(&name) {
-        return Err(no_group_for_key(&name, &key));
+    let s = xgroup_stream(ctx, key)?;
+    if !s.groups.contains_key(name) {
+        return Err(no_group_for_key(name, key));
     }
     let id = if &id_arg[..] == b"$" {
         s.last_id
     } else {
-        parse_id(&id_arg, 0, false, false)?.0
+        parse_id(id_arg, 0, false, false)?.0
     };
-    if let Some(g) = s.groups.get_mut(&name) {
+    if let Some(g) = s.groups.get_mut(name) {
         g.last_id = id;
         g.entries_read = entries_read;
     }
-    ctx.modified(&key);
-    event(ctx, "xgroup-setid", &key);
+    ctx.modified(key);
+    event(ctx, "xgroup-setid", key);
     Ok(Frame::ok())
 }
 
@@ -1092,13 +1092,13 @@ fn xgroup_setid(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn xgroup_destroy(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let name = args.bytes()?;
-    let s = xgroup_stream(ctx, &key)?;
-    if s.groups.remove(&name).is_none() {
+    let s = xgroup_stream(ctx, key)?;
+    if s.groups.remove(name).is_none() {
         return Ok(Frame::Integer(0));
     }
     // Clients blocked on the group are woken by the write (and find it gone).
-    ctx.modified(&key);
-    event(ctx, "xgroup-destroy", &key);
+    ctx.modified(key);
+    event(ctx, "xgroup-destroy", key);
     Ok(Frame::Integer(1))
 }
 
@@ -1110,22 +1110,22 @@ fn xgroup_createconsumer(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let name = args.bytes()?;
     let consumer = args.bytes()?;
     let now = now(ctx);
-    let s = xgroup_stream(ctx, &key)?;
-    let Some(g) = s.groups.get_mut(&name) else {
-        return Err(no_group_for_key(&name, &key));
+    let s = xgroup_stream(ctx, key)?;
+    let Some(g) = s.groups.get_mut(name) else {
+        return Err(no_group_for_key(name, key));
     };
-    if g.consumers.contains_key(&consumer) {
+    if g.consumers.contains_key(consumer) {
         return Ok(Frame::Integer(0));
     }
     g.consumers.insert(
-        consumer,
+        consumer.clone(),
         crate::db::stream::Consumer {
             seen_time: now,
             pel: Default::default(),
         },
     );
-    ctx.modified(&key);
-    event(ctx, "xgroup-createconsumer", &key);
+    ctx.modified(key);
+    event(ctx, "xgroup-createconsumer", key);
     Ok(Frame::Integer(1))
 }
 
@@ -1136,19 +1136,19 @@ fn xgroup_delconsumer(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let name = args.bytes()?;
     let consumer = args.bytes()?;
-    let s = xgroup_stream(ctx, &key)?;
-    let Some(g) = s.groups.get_mut(&name) else {
-        return Err(no_group_for_key(&name, &key));
+    let s = xgroup_stream(ctx, key)?;
+    let Some(g) = s.groups.get_mut(name) else {
+        return Err(no_group_for_key(name, key));
     };
-    let Some(c) = g.consumers.remove(&consumer) else {
+    let Some(c) = g.consumers.remove(consumer) else {
         return Ok(Frame::Integer(0));
     };
     // Its pending entries go with it.
     for id in &c.pel {
         g.pel.remove(id);
     }
-    ctx.modified(&key);
-    event(ctx, "xgroup-delconsumer", &key);
+    ctx.modified(key);
+    event(ctx, "xgroup-delconsumer", key);
     Ok(int(c.pel.len()))
 }
 
@@ -1185,7 +1185,7 @@ fn xgroup_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn xsetid(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let (id, _) = parse_id(&args.bytes()?, 0, true, false)?;
+    let (id, _) = parse_id(args.bytes()?, 0, true, false)?;
     let mut entries_added: Option<u64> = None;
     let mut max_deleted = StreamId::MIN;
     while let Some(opt) = args.next() {
@@ -1196,7 +1196,7 @@ fn xsetid(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
                     .map_err(|_| CommandError::err("entries_added must be positive"))?,
             );
         } else if opt.eq_ignore_ascii_case(b"maxdeletedid") && args.remaining() >= 1 {
-            let (m, _) = parse_id(&args.bytes()?, 0, true, false)?;
+            let (m, _) = parse_id(args.bytes()?, 0, true, false)?;
             if id < m {
                 return Err(CommandError::err(
                     "The ID specified in XSETID is smaller than the provided max_deleted_entry_id",
@@ -1207,7 +1207,7 @@ fn xsetid(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             return Err(CommandError::Syntax);
         }
     }
-    let Some(s) = stream_at(ctx, &key)? else {
+    let Some(s) = stream_at(ctx, key)? else {
         return Err(CommandError::NoSuchKey);
     };
     if let Some((top, _)) = s.last() {
@@ -1229,8 +1229,8 @@ fn xsetid(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     if max_deleted != StreamId::MIN {
         s.max_deleted_id = max_deleted;
     }
-    ctx.modified(&key);
-    event(ctx, "xsetid", &key);
+    ctx.modified(key);
+    event(ctx, "xsetid", key);
     Ok(Frame::ok())
 }
 
@@ -1240,8 +1240,8 @@ fn xsetid(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn xack(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let name = args.bytes()?;
-    let has_group = match stream_at(ctx, &key)? {
-        Some(s) => s.groups.contains_key(&name),
+    let has_group = match stream_at(ctx, key)? {
+        Some(s) => s.groups.contains_key(name),
         None => false,
     };
     if !has_group {
@@ -1252,12 +1252,12 @@ fn xack(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         .iter()
         .map(|a| parse_id(a, 0, true, false).map(|(id, _)| id))
         .collect::<Result<Vec<_>, _>>()?;
-    let Some(g) = stream_at(ctx, &key)?.and_then(|s| s.groups.get_mut(&name)) else {
+    let Some(g) = stream_at(ctx, key)?.and_then(|s| s.groups.get_mut(name)) else {
         return Ok(Frame::Integer(0));
     };
     let acked = ids.into_iter().filter(|id| g.ack(*id)).count();
     if acked > 0 {
-        ctx.modified(&key);
+        ctx.modified(key);
     }
     Ok(int(acked))
 }
@@ -1649,9 +1649,9 @@ fn xinfo_consumers(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let name = args.bytes()?;
     let now = now(ctx);
-    let s = xinfo_stream_at(ctx, &key)?;
-    let Some(g) = s.groups.get(&name) else {
-        return Err(no_group_for_key(&name, &key));
+    let s = xinfo_stream_at(ctx, key)?;
+    let Some(g) = s.groups.get(name) else {
+        return Err(no_group_for_key(name, key));
     };
     Ok(Frame::Array(
         g.consumers
@@ -1672,7 +1672,7 @@ fn xinfo_consumers(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn xinfo_groups(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let s = xinfo_stream_at(ctx, &key)?;
+    let s = xinfo_stream_at(ctx, key)?;
     Ok(Frame::Array(
         s.groups
             .iter()
@@ -1715,7 +1715,7 @@ fn xinfo_stream(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         }
     }
     let limit = if count == 0 { usize::MAX } else { count };
-    let s = xinfo_stream_at(ctx, &key)?;
+    let s = xinfo_stream_at(ctx, key)?;
     let keys = s.node_count();
     let mut fields = vec![
         (bulk_str("length"), int(s.len())),

@@ -105,7 +105,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
 /// ```
 fn get(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    Ok(ctx.get_string(&key)?.map_or(Frame::Null, Frame::Bulk))
+    Ok(ctx.get_string(key)?.map_or(Frame::Null, Frame::Bulk))
 }
 
 /// How SET's expiry was given.
@@ -261,7 +261,7 @@ fn set_generic(
     } else {
         deadline
     };
-    ctx.set(key.clone(), Value::String(value.clone().into()), expire_at);
+    ctx.set(&key, Value::String((&value).into()), expire_at);
     ctx.notify(notify::STRING, "set", &key);
     if let Some(at) = deadline {
         ctx.notify(notify::GENERIC, "expire", &key);
@@ -308,8 +308,8 @@ fn set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     set_generic(
         ctx,
         "set",
-        key,
-        value,
+        key.clone(),
+        value.clone(),
         &o,
         expiry,
         Replies {
@@ -332,8 +332,8 @@ fn setnx(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     set_generic(
         ctx,
         "setnx",
-        key,
-        value,
+        key.clone(),
+        value.clone(),
         &o,
         None,
         Replies {
@@ -352,8 +352,8 @@ fn setex_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, name: &str, ms: bool) -
     set_generic(
         ctx,
         name,
-        key,
-        value,
+        key.clone(),
+        value.clone(),
         &ExtArgs::default(),
         Some(expiry),
         Replies {
@@ -383,10 +383,10 @@ fn psetex(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn getset(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let value = args.bytes()?;
-    let old = ctx.get_string(&key)?;
-    ctx.set(key.clone(), Value::String(value.clone().into()), None);
-    ctx.notify(notify::STRING, "set", &key);
-    ctx.propagate(vec![Bytes::from_static(b"SET"), key, value]);
+    let old = ctx.get_string(key)?;
+    ctx.set(key, Value::String(value.into()), None);
+    ctx.notify(notify::STRING, "set", key);
+    ctx.propagate(vec![Bytes::from_static(b"SET"), key.clone(), value.clone()]);
     Ok(old.map_or(Frame::Null, Frame::Bulk))
 }
 
@@ -395,12 +395,12 @@ fn getset(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn getdel(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let Some(old) = ctx.get_string(&key)? else {
+    let Some(old) = ctx.get_string(key)? else {
         return Ok(Frame::Null);
     };
-    ctx.delete(&key);
-    ctx.notify(notify::GENERIC, "del", &key);
-    ctx.propagate(vec![Bytes::from_static(b"DEL"), key]);
+    ctx.delete(key);
+    ctx.notify(notify::GENERIC, "del", key);
+    ctx.propagate(vec![Bytes::from_static(b"DEL"), key.clone()]);
     Ok(Frame::Bulk(old))
 }
 
@@ -411,7 +411,7 @@ fn getdel(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn getex(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let o = ExtArgs::parse(args, false)?;
-    let Some(value) = ctx.get_string(&key)? else {
+    let Some(value) = ctx.get_string(key)? else {
         return Ok(Frame::Null);
     };
     let expiry = o.expiry()?;
@@ -421,28 +421,28 @@ fn getex(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     };
     match (expiry, deadline) {
         (Some(e), Some(at)) if e.absolute() && at <= ctx.now => {
-            ctx.db().remove(&key);
-            ctx.modified(&key);
-            ctx.notify(notify::GENERIC, "del", &key);
-            ctx.propagate(vec![Bytes::from_static(b"DEL"), key]);
+            ctx.db().remove(key);
+            ctx.modified(key);
+            ctx.notify(notify::GENERIC, "del", key);
+            ctx.propagate(vec![Bytes::from_static(b"DEL"), key.clone()]);
         }
         (_, Some(at)) => {
-            ctx.db().set_expire(&key, Some(at));
-            ctx.modified(&key);
-            ctx.notify(notify::GENERIC, "expire", &key);
+            ctx.db().set_expire(key, Some(at));
+            ctx.modified(key);
+            ctx.notify(notify::GENERIC, "expire", key);
             ctx.propagate(vec![
                 Bytes::from_static(b"PEXPIREAT"),
-                key,
+                key.clone(),
                 Bytes::from(at.to_string()),
             ]);
         }
         _ if o.persist => {
-            let had_ttl = ctx.db().raw(&key).is_some_and(|e| e.expire_at().is_some());
+            let had_ttl = ctx.db().raw(key).is_some_and(|e| e.expire_at().is_some());
             if had_ttl {
-                ctx.db().set_expire(&key, None);
-                ctx.modified(&key);
-                ctx.notify(notify::GENERIC, "persist", &key);
-                ctx.propagate(vec![Bytes::from_static(b"PERSIST"), key]);
+                ctx.db().set_expire(key, None);
+                ctx.modified(key);
+                ctx.notify(notify::GENERIC, "persist", key);
+                ctx.propagate(vec![Bytes::from_static(b"PERSIST"), key.clone()]);
             }
         }
         _ => {}
@@ -480,7 +480,7 @@ fn pairs<'a>(args: &mut Args<'a>, name: &str) -> Result<&'a [Bytes], CommandErro
 fn mset(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     for kv in pairs(args, "mset")?.chunks(2) {
         if let [k, v] = kv {
-            ctx.set(k.clone(), Value::String(v.clone().into()), None);
+            ctx.set(k, Value::String(v.into()), None);
             ctx.notify(notify::STRING, "set", k);
         }
     }
@@ -499,7 +499,7 @@ fn msetnx(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
     for kv in kvs.chunks(2) {
         if let [k, v] = kv {
-            ctx.set(k.clone(), Value::String(v.clone().into()), None);
+            ctx.set(k, Value::String(v.into()), None);
             ctx.notify(notify::STRING, "set", k);
         }
     }
@@ -514,19 +514,19 @@ pub(crate) fn overwrite_string(ctx: &mut Ctx<'_>, key: &Bytes, value: Bytes) {
             entry.value = Value::String(value.into());
             ctx.modified(key);
         }
-        None => ctx.set(key.clone(), Value::String(value.into()), None),
+        None => ctx.set(key, Value::String(value.into()), None),
     }
 }
 
 /// Redis's `incrDecrCommand`.
-fn incr_decr(ctx: &mut Ctx<'_>, key: Bytes, by: i64) -> CmdResult {
-    let current = match ctx.get_string(&key)? {
+fn incr_decr(ctx: &mut Ctx<'_>, key: &Bytes, by: i64) -> CmdResult {
+    let current = match ctx.get_string(key)? {
         Some(s) => super::parse_i64(&s)?,
         None => 0,
     };
     let new = current.checked_add(by).ok_or(CommandError::Overflow)?;
-    overwrite_string(ctx, &key, Bytes::from(new.to_string()));
-    ctx.notify(notify::STRING, "incrby", &key);
+    overwrite_string(ctx, key, Bytes::from(new.to_string()));
+    ctx.notify(notify::STRING, "incrby", key);
     Ok(Frame::Integer(new))
 }
 
@@ -573,18 +573,18 @@ fn decrby(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn incrbyfloat(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let by = args.bytes()?;
-    let current = ctx.get_string(&key)?;
+    let current = ctx.get_string(key)?;
     let current = current.unwrap_or_else(|| Bytes::from_static(b"0"));
-    let new = match ldouble::incr_text(&current, &by) {
+    let new = match ldouble::incr_text(&current, by) {
         Ok(s) => Bytes::from(s),
         Err(true) => return Err(CommandError::NotFloat),
         Err(false) => return Err(CommandError::err("increment would produce NaN or Infinity")),
     };
-    overwrite_string(ctx, &key, new.clone());
-    ctx.notify(notify::STRING, "incrbyfloat", &key);
+    overwrite_string(ctx, key, new.clone());
+    ctx.notify(notify::STRING, "incrbyfloat", key);
     ctx.propagate(vec![
         Bytes::from_static(b"SET"),
-        key,
+        key.clone(),
         new.clone(),
         Bytes::from_static(b"KEEPTTL"),
     ]);
@@ -608,23 +608,23 @@ fn check_string_length(ctx: &Ctx<'_>, size: u64, append: u64) -> Result<(), Comm
 fn append(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let value = args.bytes()?;
-    let len = match ctx.get_string(&key)? {
+    let len = match ctx.get_string(key)? {
         None => {
             let len = value.len();
-            ctx.set(key.clone(), Value::String(value.into()), None);
+            ctx.set(key, Value::String(value.into()), None);
             len
         }
         Some(old) => {
             check_string_length(ctx, old.len() as u64, value.len() as u64)?;
             let mut buf = BytesMut::with_capacity(old.len() + value.len());
             buf.extend_from_slice(&old);
-            buf.extend_from_slice(&value);
+            buf.extend_from_slice(value);
             let len = buf.len();
-            overwrite_string(ctx, &key, buf.freeze());
+            overwrite_string(ctx, key, buf.freeze());
             len
         }
     };
-    ctx.notify(notify::STRING, "append", &key);
+    ctx.notify(notify::STRING, "append", key);
     Ok(Frame::Integer(len as i64))
 }
 
@@ -633,7 +633,7 @@ fn append(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn strlen(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let len = ctx.get_string(&key)?.map_or(0, |s| s.len());
+    let len = ctx.get_string(key)?.map_or(0, |s| s.len());
     Ok(Frame::Integer(len as i64))
 }
 
@@ -646,7 +646,7 @@ fn getrange(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let mut start = args.i64()?;
     let mut end = args.i64()?;
     let empty = Frame::Bulk(Bytes::new());
-    let Some(s) = ctx.get_string(&key)? else {
+    let Some(s) = ctx.get_string(key)? else {
         return Ok(empty);
     };
     let len = s.len() as i64;
@@ -681,7 +681,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         return Err(CommandError::err("offset is out of range"));
     }
     let offset = offset as u64;
-    let old = ctx.get_string(&key)?;
+    let old = ctx.get_string(key)?;
     let exists = old.is_some();
     let old = old.unwrap_or_default();
     if value.is_empty() {
@@ -694,14 +694,14 @@ fn setrange(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     if buf.len() < needed {
         buf.resize(needed, 0);
     }
-    buf[offset..needed].copy_from_slice(&value);
+    buf[offset..needed].copy_from_slice(value);
     let len = buf.len();
     if exists {
-        overwrite_string(ctx, &key, buf.freeze());
+        overwrite_string(ctx, key, buf.freeze());
     } else {
-        ctx.set(key.clone(), Value::String(buf.freeze().into()), None);
+        ctx.set(key, Value::String(buf.freeze().into()), None);
     }
-    ctx.notify(notify::STRING, "setrange", &key);
+    ctx.notify(notify::STRING, "setrange", key);
     Ok(Frame::Integer(len as i64))
 }
 
@@ -722,8 +722,8 @@ fn lcs(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             "The specified keys must contain string values",
         )),
     };
-    let a = string_or_empty(ctx, &ka);
-    let b = string_or_empty(ctx, &kb);
+    let a = string_or_empty(ctx, ka);
+    let b = string_or_empty(ctx, kb);
     let (a, b) = (a?, b?);
     let (mut getlen, mut getidx, mut withmatchlen, mut minmatchlen) = (false, false, false, 0u64);
     while let Some(opt) = args.next() {

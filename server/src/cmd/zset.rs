@@ -241,20 +241,20 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, incr: bool) -> CmdResult
             pairs.push((score_arg(score)?, member.clone()));
         }
     }
-    let exists = zset_mut(ctx, &key)?.is_some();
+    let exists = zset_mut(ctx, key)?.is_some();
     if !exists {
         if xx {
             return Ok(if incr { Frame::Null } else { Frame::Integer(0) });
         }
         let now = ctx.now;
         ctx.db()
-            .insert(key.clone(), Value::ZSet(ZSet::default()), None, now);
-        ctx.created(&key);
+            .insert(key, Value::ZSet(ZSet::default()), None, now);
+        ctx.created(key);
     }
     let (mut added, mut updated) = (0i64, 0i64);
     let mut incr_result = None;
     let mut failure = None;
-    if let Some(z) = zset_mut(ctx, &key)? {
+    if let Some(z) = zset_mut(ctx, key)? {
         for (score, member) in pairs {
             match z.score(&member) {
                 Some(cur) => {
@@ -287,10 +287,10 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, incr: bool) -> CmdResult
         }
     }
     if added + updated > 0 {
-        ctx.notify(notify::ZSET, if incr { "zincr" } else { "zadd" }, &key);
+        ctx.notify(notify::ZSET, if incr { "zincr" } else { "zadd" }, key);
     }
     if added + updated > 0 || !exists {
-        ctx.written(&key);
+        ctx.written(key);
     }
     if let Some(e) = failure {
         return Err(e);
@@ -315,13 +315,13 @@ fn zincrby(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn zrem(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let members = args.rest();
-    let Some(z) = zset_mut(ctx, &key)? else {
+    let Some(z) = zset_mut(ctx, key)? else {
         return Ok(Frame::Integer(0));
     };
     let removed = members.iter().filter(|m| z.remove(m).is_some()).count();
     if removed > 0 {
-        ctx.notify(notify::ZSET, "zrem", &key);
-        ctx.written(&key);
+        ctx.notify(notify::ZSET, "zrem", key);
+        ctx.written(key);
     }
     Ok(Frame::Integer(removed as i64))
 }
@@ -332,8 +332,8 @@ fn zrem(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn zscore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let member = args.bytes()?;
-    Ok(zset_mut(ctx, &key)?
-        .and_then(|z| z.score(&member))
+    Ok(zset_mut(ctx, key)?
+        .and_then(|z| z.score(member))
         .map_or(Frame::Null, Frame::Double))
 }
 
@@ -357,7 +357,7 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     if withscores && count.is_some_and(|c| !(-i64::MAX / 2..=i64::MAX / 2).contains(&c)) {
         return Err(CommandError::err("value is out of range"));
     }
-    let len = zset_mut(ctx, &key)?.map_or(0, |z| z.len());
+    let len = zset_mut(ctx, key)?.map_or(0, |z| z.len());
     let rng = &mut ctx.state.rng;
     let indexes: Vec<usize> = match count {
         None if len == 0 => return Ok(Frame::Null),
@@ -377,7 +377,7 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             picked
         }
     };
-    let Some(z) = zset_mut(ctx, &key)? else {
+    let Some(z) = zset_mut(ctx, key)? else {
         return Ok(Frame::Null);
     };
     let all: Vec<(&Bytes, f64)> = z.iter().collect();
@@ -401,7 +401,7 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn zmscore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let members = args.rest();
-    let z = zset_mut(ctx, &key)?;
+    let z = zset_mut(ctx, key)?;
     Ok(Frame::Array(
         members
             .iter()
@@ -420,7 +420,7 @@ fn zmscore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn zcard(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     Ok(Frame::Integer(
-        zset_mut(ctx, &key)?.map_or(0, |z| z.len() as i64),
+        zset_mut(ctx, key)?.map_or(0, |z| z.len() as i64),
     ))
 }
 
@@ -538,8 +538,8 @@ impl LexRange {
 /// ```
 fn zcount(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let range = ScoreRange::parse(&args.bytes()?, &args.bytes()?)?;
-    let Some(z) = zset_mut(ctx, &key)? else {
+    let range = ScoreRange::parse(args.bytes()?, args.bytes()?)?;
+    let Some(z) = zset_mut(ctx, key)? else {
         return Ok(Frame::Integer(0));
     };
     Ok(Frame::Integer(
@@ -552,8 +552,8 @@ fn zcount(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn zlexcount(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let range = LexRange::parse(&args.bytes()?, &args.bytes()?)?;
-    let Some(z) = zset_mut(ctx, &key)? else {
+    let range = LexRange::parse(args.bytes()?, args.bytes()?)?;
+    let Some(z) = zset_mut(ctx, key)? else {
         return Ok(Frame::Integer(0));
     };
     Ok(Frame::Integer(
@@ -578,11 +578,11 @@ fn zrevrank(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn rank_command(ctx: &mut Ctx<'_>, args: &mut Args<'_>, rev: bool) -> CmdResult {
     let key = args.bytes()?;
     let member = args.bytes()?;
-    let rank = zset_mut(ctx, &key)?.and_then(|z| {
+    let rank = zset_mut(ctx, key)?.and_then(|z| {
         if rev {
-            z.rev_rank(&member)
+            z.rev_rank(member)
         } else {
-            z.rank(&member)
+            z.rank(member)
         }
     });
     Ok(rank.map_or(Frame::Null, |r| Frame::Integer(r as i64)))
@@ -661,11 +661,11 @@ fn zrange_generic(
         Lex(LexRange),
     }
     let spec = match rangetype {
-        RangeType::Score => Spec::Score(ScoreRange::parse(&min, &max)?),
-        RangeType::Lex => Spec::Lex(LexRange::parse(&min, &max)?),
-        _ => Spec::Rank(parse_i64(&min)?, parse_i64(&max)?),
+        RangeType::Score => Spec::Score(ScoreRange::parse(min, max)?),
+        RangeType::Lex => Spec::Lex(LexRange::parse(min, max)?),
+        _ => Spec::Rank(parse_i64(min)?, parse_i64(max)?),
     };
-    let items: Vec<(Bytes, f64)> = match zset_mut(ctx, &key)? {
+    let items: Vec<(Bytes, f64)> = match zset_mut(ctx, key)? {
         None => Vec::new(),
         Some(z) => match &spec {
             Spec::Rank(start, stop) => match clamp_rank(*start, *stop, z.len()) {
@@ -785,7 +785,7 @@ fn store_result(
     for (m, s) in items {
         z.insert(m, s);
     }
-    ctx.set(dst.clone(), Value::ZSet(z), None);
+    ctx.set(dst, Value::ZSet(z), None);
     ctx.notify(notify::ZSET, event, dst);
     count
 }
@@ -802,7 +802,13 @@ fn zrange(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn zrangestore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let dst = args.bytes()?;
-    zrange_generic(ctx, args, Some(dst), RangeType::Auto, Direction::Auto)
+    zrange_generic(
+        ctx,
+        args,
+        Some(dst.clone()),
+        RangeType::Auto,
+        Direction::Auto,
+    )
 }
 
 /// ```text
@@ -871,8 +877,8 @@ fn remove_where(
 /// ```
 fn zremrangebyscore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let range = ScoreRange::parse(&args.bytes()?, &args.bytes()?)?;
-    remove_where(ctx, &key, "zremrangebyscore", |_, _, s| range.contains(s))
+    let range = ScoreRange::parse(args.bytes()?, args.bytes()?)?;
+    remove_where(ctx, key, "zremrangebyscore", |_, _, s| range.contains(s))
 }
 
 /// ```text
@@ -880,8 +886,8 @@ fn zremrangebyscore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn zremrangebylex(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let range = LexRange::parse(&args.bytes()?, &args.bytes()?)?;
-    remove_where(ctx, &key, "zremrangebylex", |_, m, _| range.contains(m))
+    let range = LexRange::parse(args.bytes()?, args.bytes()?)?;
+    remove_where(ctx, key, "zremrangebylex", |_, m, _| range.contains(m))
 }
 
 /// ```text
@@ -891,11 +897,11 @@ fn zremrangebyrank(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let start = args.i64()?;
     let stop = args.i64()?;
-    let len = zset_mut(ctx, &key)?.map_or(0, |z| z.len());
+    let len = zset_mut(ctx, key)?.map_or(0, |z| z.len());
     let Some((a, b)) = clamp_rank(start, stop, len) else {
         return Ok(Frame::Integer(0));
     };
-    remove_where(ctx, &key, "zremrangebyrank", |i, _, _| (a..=b).contains(&i))
+    remove_where(ctx, key, "zremrangebyrank", |i, _, _| (a..=b).contains(&i))
 }
 
 /// Pops up to `count` members from the min (or max) end of the existing sorted set `key`,
@@ -948,10 +954,10 @@ fn zpop_command(ctx: &mut Ctx<'_>, args: &mut Args<'_>, max: bool) -> CmdResult 
             _ => return Err(CommandError::err("value is out of range, must be positive")),
         },
     };
-    if zset_mut(ctx, &key)?.is_none() || count == Some(0) {
+    if zset_mut(ctx, key)?.is_none() || count == Some(0) {
         return Ok(Frame::Array(Vec::new()));
     }
-    let popped = pop_members(ctx, &key, max, count.unwrap_or(1));
+    let popped = pop_members(ctx, key, max, count.unwrap_or(1));
     // RESP3 nests [member, score] pairs only when a count was given.
     let resp = if count.is_some() {
         ctx.client.resp
@@ -1089,7 +1095,7 @@ fn zmpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn bzmpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let timeout_arg = args.bytes()?;
     let m = parse_mpop(args)?;
-    let timeout = blocking::parse_timeout(&timeout_arg, ctx.now)?;
+    let timeout = blocking::parse_timeout(timeout_arg, ctx.now)?;
     match pop_first(ctx, &m.keys, m.max, Some(m.count))? {
         Some((key, popped)) => Ok(mpop_reply(key, popped)),
         None => blocking::block(ctx, m.keys, timeout, BlockKind::ZSet, Frame::NullArray),
@@ -1101,8 +1107,8 @@ fn bzmpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn zscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let cursor = scan::parse_cursor(&args.bytes()?)?;
-    let Some(z) = zset_mut(ctx, &key)? else {
+    let cursor = scan::parse_cursor(args.bytes()?)?;
+    let Some(z) = zset_mut(ctx, key)? else {
         return Ok(Frame::Array(vec![
             Frame::Bulk(Bytes::from_static(b"0")),
             Frame::Array(Vec::new()),
@@ -1312,7 +1318,7 @@ fn setop_generic(
                 SetOp::Inter => "zinterstore",
                 SetOp::Diff => "zdiffstore",
             };
-            Ok(Frame::Integer(store_result(ctx, &dst, items, event)))
+            Ok(Frame::Integer(store_result(ctx, dst, items, event)))
         }
         None => Ok(members_reply(items, withscores, ctx.client.resp)),
     }

@@ -19,10 +19,9 @@
 //! Hashes are given by the caller (the keyspace uses its own keyed SipHash per database);
 //! [`Keyed`] elements of aggregates use [`hash_bytes`].
 
+use crate::siphash::SipKey;
 use rand::Rng;
 use std::fmt;
-use std::hash::{BuildHasher, Hasher, RandomState};
-use std::sync::OnceLock;
 
 /// Buckets of a new table (Redis's `DICT_HT_INITIAL_SIZE`).
 const INITIAL_SIZE: usize = 4;
@@ -850,14 +849,12 @@ impl<V> Keyed for (bytes::Bytes, V) {
     }
 }
 
-/// The hash of an aggregate's element names: SipHash-1-3 under keys drawn once per process
+/// The hash of an aggregate's element names: SipHash-1-2 under a key drawn once per process
 /// (as Redis seeds its dict hash once at start), so a cursor stays valid for the process's
 /// life and clients cannot aim for collisions.
+#[inline]
 pub(crate) fn hash_bytes(name: &[u8]) -> u64 {
-    static KEYS: OnceLock<RandomState> = OnceLock::new();
-    let mut state = KEYS.get_or_init(RandomState::new).build_hasher();
-    state.write(name);
-    state.finish()
+    SipKey::process().hash(name)
 }
 
 impl<T: Keyed + Clone> Dict<T> {

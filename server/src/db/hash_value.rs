@@ -120,8 +120,9 @@ impl HashValue {
     /// Sets `field` to `value` (a new field goes last while the hash is ordered); returns
     /// whether the field is new. A hash that would outgrow Redis's listpack under `limits`
     /// becomes a table first.
-    pub(crate) fn insert(&mut self, field: Bytes, value: Bytes, limits: ListpackLimits) -> bool {
-        if !matches!(self.repr, Repr::Table(_)) && self.exceeds_listpack(&field, &value, limits) {
+    /// A listpack copies the field and value; the larger forms take a reference to them.
+    pub(crate) fn insert(&mut self, field: &Bytes, value: &Bytes, limits: ListpackLimits) -> bool {
+        if !matches!(self.repr, Repr::Table(_)) && self.exceeds_listpack(field, value, limits) {
             let pairs: Vec<(Bytes, Bytes)> = match std::mem::take(&mut self.repr) {
                 Repr::Small(v) => v.iter().map(copied).collect(),
                 Repr::Large(m) => m.into_iter().collect(),
@@ -135,18 +136,16 @@ impl HashValue {
         }
         match &mut self.repr {
             Repr::Small(v) => {
-                if Listpack::fits(&field, &value)
-                    && (v.len() < SMALL_MAX || v.get(&field).is_some())
-                {
-                    return v.insert(&field, &value);
+                if Listpack::fits(field, value) && (v.len() < SMALL_MAX || v.get(field).is_some()) {
+                    return v.insert(field, value);
                 }
                 let mut m: IndexMap<Bytes, Bytes> = v.iter().map(copied).collect();
-                let new = m.insert(field, value).is_none();
+                let new = m.insert(field.clone(), value.clone()).is_none();
                 self.repr = Repr::Large(Box::new(m));
                 new
             }
-            Repr::Large(m) => m.insert(field, value).is_none(),
-            Repr::Table(d) => d.put((field, value)).is_none(),
+            Repr::Large(m) => m.insert(field.clone(), value.clone()).is_none(),
+            Repr::Table(d) => d.put((field.clone(), value.clone())).is_none(),
         }
     }
 
@@ -278,7 +277,7 @@ mod tests {
                     b(&format!("v{i}")),
                 );
                 assert_eq!(
-                    h.insert(f.clone(), v.clone(), ListpackLimits::DEFAULT),
+                    h.insert(&f, &v, ListpackLimits::DEFAULT),
                     want.insert(f, v).is_none()
                 );
                 let gone = b(&format!("f{}", (i * 5) % 23));
@@ -307,9 +306,9 @@ mod tests {
     fn small_hash_replaces_in_place_and_empties() {
         let mut h = HashValue::new();
         assert!(h.is_empty() && h.get(b"a").is_none());
-        assert!(h.insert(b("a"), b("1"), ListpackLimits::DEFAULT));
-        assert!(h.insert(b("b"), b("2"), ListpackLimits::DEFAULT));
-        assert!(!h.insert(b("a"), b("3"), ListpackLimits::DEFAULT));
+        assert!(h.insert(&b("a"), &b("1"), ListpackLimits::DEFAULT));
+        assert!(h.insert(&b("b"), &b("2"), ListpackLimits::DEFAULT));
+        assert!(!h.insert(&b("a"), &b("3"), ListpackLimits::DEFAULT));
         assert_eq!(h.keys().collect::<Vec<_>>(), [b"a", b"b"]);
         assert_eq!(h.values().collect::<Vec<_>>(), [b"3", b"2"]);
         assert!(h.shift_remove(b"a"));
@@ -325,9 +324,9 @@ mod tests {
             value: 1000,
         };
         let mut h = HashValue::new();
-        h.insert(b("a"), b("1"), limits);
-        h.insert(b("b"), b("2"), limits);
-        assert!(!h.insert(b("a"), Bytes::from(vec![b'x'; 300]), limits));
+        h.insert(&b("a"), &b("1"), limits);
+        h.insert(&b("b"), &b("2"), limits);
+        assert!(!h.insert(&b("a"), &Bytes::from(vec![b'x'; 300]), limits));
         assert!(matches!(h.repr, Repr::Large(_)));
         assert_eq!(h.keys().collect::<Vec<_>>(), [b"a", b"b"]);
         assert_eq!(h.get(b"a").map(<[u8]>::len), Some(300));

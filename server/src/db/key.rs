@@ -27,7 +27,7 @@ pub(crate) enum Key {
 
 impl Key {
     /// The key `bytes` names, copied (inline when short).
-    pub(crate) fn new(bytes: &Bytes) -> Key {
+    pub(crate) fn new(bytes: &[u8]) -> Key {
         match (u8::try_from(bytes.len()), bytes.len() <= INLINE) {
             (Ok(len), true) => {
                 let mut buf = [0; INLINE];
@@ -36,7 +36,7 @@ impl Key {
                 }
                 Key::Inline { len, buf }
             }
-            _ => Key::Boxed(Box::from(&bytes[..])),
+            _ => Key::Boxed(Box::from(bytes)),
         }
     }
 

@@ -27,11 +27,11 @@ pub(crate) use lfu::Access;
 pub(crate) use value::{HashValue, ListpackLimits, SetValue, StringValue, Value};
 pub(crate) use zset::ZSet;
 
+use crate::siphash::SipKey;
 use bytes::Bytes;
 use dict::{Dict, Entry as TableEntry};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
-use std::hash::{BuildHasher, Hasher, RandomState};
 
 /// One stored key.
 ///
@@ -162,11 +162,10 @@ pub(crate) enum Removed {
 /// One numbered database.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Db {
-    /// The keys. Clients choose keys, so the hash must resist flooding: it is std's
-    /// `RandomState` (SipHash-1-3 with random keys, a fresh pair per database), as Redis keys
-    /// its dict with SipHash.
+    /// The keys. Clients choose keys, so the hash must resist flooding: it is Redis's
+    /// SipHash-1-2 under a random key, a fresh one per database.
     entries: Dict<Slot>,
-    hasher: RandomState,
+    hasher: SipKey,
     /// The volatile keys by deadline, for the active expiry cycle.
     deadlines: Deadlines,
     /// The sum of the keys' accounted sizes (see [`Db::resize`]).
@@ -269,13 +268,10 @@ impl Deadlines {
     }
 }
 
-/// The hash of `key` under `hasher` (the table's only hash function): SipHash of the key bytes
-/// in one `write`. SipHash's final block encodes the length, so unlike `Hash for [u8]` this
-/// needs no length prefix (that is for hashing several fields in a row).
-fn hash_key(hasher: &RandomState, key: &[u8]) -> u64 {
-    let mut state = hasher.build_hasher();
-    state.write(key);
-    state.finish()
+/// The hash of `key` under `hasher` (the table's only hash function).
+#[inline]
+fn hash_key(hasher: &SipKey, key: &[u8]) -> u64 {
+    hasher.hash(key)
 }
 
 impl Db {
@@ -371,12 +367,12 @@ impl Db {
     /// whether the key is new (no entry, live or expired, was there).
     pub(crate) fn insert(
         &mut self,
-        key: Bytes,
+        key: &[u8],
         value: Value,
         expire_at: Option<u64>,
         now: u64,
     ) -> bool {
-        let hash = hash_key(&self.hasher, &key);
+        let hash = hash_key(&self.hasher, key);
         let entry = Entry::new(value, expire_at, self.access.fresh(now));
         let deadline = entry.deadline;
         let created = match self.entries.entry(hash, |s| s.key[..] == key[..]) {
@@ -389,7 +385,7 @@ impl Db {
             }
             TableEntry::Vacant(vacant) => {
                 self.deadlines.update(hash, NO_DEADLINE, deadline);
-                let slot = vacant.insert(Slot::new(Key::new(&key), entry));
+                let slot = vacant.insert(Slot::new(Key::new(key), entry));
                 self.used += slot.size() as usize;
                 true
             }
@@ -595,7 +591,7 @@ mod tests {
     #[test]
     fn a_deadline_at_the_sentinel_stays_a_deadline() {
         let mut db = Db::default();
-        db.insert(k("a"), s("1"), Some(u64::MAX), 0);
+        db.insert(&k("a"), s("1"), Some(u64::MAX), 0);
         let e = db.raw(b"a").expect("stored");
         assert_eq!(e.expire_at(), Some(u64::MAX - 1));
         assert_eq!(db.volatile_len(), 1);
@@ -611,11 +607,11 @@ mod tests {
     #[test]
     fn accounted_memory_returns_to_zero_after_replacing_and_removing() {
         let mut db = Db::default();
-        db.insert(k("a"), s("1"), Some(10), 0);
-        db.insert(k("a"), s(&"x".repeat(100)), None, 0);
+        db.insert(&k("a"), s("1"), Some(10), 0);
+        db.insert(&k("a"), s(&"x".repeat(100)), None, 0);
         let (_, existed, expired) = db.find_or_insert(&k("a"), 5, || s("new"));
         assert!(existed && expired.is_none());
-        db.insert(k("b"), s("2"), Some(10), 0);
+        db.insert(&k("b"), s("2"), Some(10), 0);
         let (_, existed, expired) = db.find_or_insert(&k("b"), 20, || s("new"));
         assert!(!existed && expired.is_some());
         assert!(db.set_expire(b"b", Some(30)));
@@ -627,8 +623,8 @@ mod tests {
     #[test]
     fn find_live_reclaims_an_expired_key_and_its_deadline() {
         let mut db = Db::default();
-        db.insert(k("a"), s("1"), Some(100), 0);
-        db.insert(k("b"), s("2"), None, 0);
+        db.insert(&k("a"), s("1"), Some(100), 0);
+        db.insert(&k("b"), s("2"), None, 0);
         assert!(matches!(db.find_live(b"a", 99, true), Found::Live(e) if e.accessed == 99));
         assert!(matches!(db.find_live(b"a", 100, true), Found::Expired(key) if key == "a"));
         assert_eq!((db.len(), db.volatile_len()), (1, 0));
@@ -639,7 +635,7 @@ mod tests {
     #[test]
     fn find_or_insert_keeps_a_live_key_and_replaces_an_expired_one() {
         let mut db = Db::default();
-        db.insert(k("h"), s("old"), Some(100), 0);
+        db.insert(&k("h"), s("old"), Some(100), 0);
         let (e, existed, expired) = db.find_or_insert(&k("h"), 50, || s("new"));
         assert!(existed && expired.is_none() && e.expire_at() == Some(100) && e.accessed == 50);
         let (e, existed, expired) = db.find_or_insert(&k("h"), 100, || s("new"));
@@ -655,9 +651,9 @@ mod tests {
     #[test]
     fn deadline_index_follows_insert_set_expire_and_remove() {
         let mut db = Db::default();
-        db.insert(k("a"), s("1"), Some(10), 0);
-        db.insert(k("b"), s("1"), Some(5), 0);
-        db.insert(k("a"), s("2"), Some(20), 0);
+        db.insert(&k("a"), s("1"), Some(10), 0);
+        db.insert(&k("b"), s("1"), Some(5), 0);
+        db.insert(&k("a"), s("2"), Some(20), 0);
         assert_eq!(db.volatile_len(), 2);
         assert!(db.set_expire(b"b", Some(30)));
         assert!(db.set_expire(b"b", Some(30)));
@@ -666,8 +662,8 @@ mod tests {
         // a's old deadline (10) and b's (5) are stale: only a (20) is due at 25.
         assert!(db.take_expired(25, 10) == [k("a")]);
         assert_eq!((db.len(), db.volatile_len()), (1, 1));
-        db.insert(k("c"), s("1"), Some(40), 0);
-        db.insert(k("d"), s("1"), Some(35), 0);
+        db.insert(&k("c"), s("1"), Some(40), 0);
+        db.insert(&k("d"), s("1"), Some(35), 0);
         assert!(db.set_expire(b"c", None));
         assert!(matches!(db.remove_live(b"b", 30), Removed::Expired(key) if key == "b"));
         assert_eq!(db.volatile_len(), 1);
@@ -682,7 +678,7 @@ mod tests {
     fn take_expired_goes_earliest_first_within_its_limit() {
         let mut db = Db::default();
         for (i, at) in [50u64, 10, 40, 20, 30].into_iter().enumerate() {
-            db.insert(k(&format!("k{i}")), s("v"), Some(at), 0);
+            db.insert(&k(&format!("k{i}")), s("v"), Some(at), 0);
         }
         assert!(db.take_expired(35, 2) == [k("k1"), k("k3")]);
         assert!(db.take_expired(35, 10) == [k("k4")]);
@@ -693,7 +689,7 @@ mod tests {
     #[test]
     fn stale_deadlines_are_dropped_once_they_outnumber_live_ones() {
         let mut db = Db::default();
-        db.insert(k("lock"), s("v"), Some(1), 0);
+        db.insert(&k("lock"), s("v"), Some(1), 0);
         // A lock renewed many times leaves one stale entry per renewal until the rebuild.
         for at in 2..(3 * STALE_SLACK as u64) {
             assert!(db.set_expire(b"lock", Some(at)));

@@ -76,6 +76,13 @@ impl From<Bytes> for StringValue {
     }
 }
 
+impl From<&Bytes> for StringValue {
+    /// A copy when short (no reference taken), compacted or shared otherwise.
+    fn from(bytes: &Bytes) -> StringValue {
+        Self::inline(bytes).unwrap_or_else(|| StringValue::Shared(small::compact(bytes.clone())))
+    }
+}
+
 impl From<Vec<u8>> for StringValue {
     fn from(bytes: Vec<u8>) -> StringValue {
         Bytes::from(bytes).into()

@@ -242,7 +242,13 @@ pub(crate) struct Effects {
     /// Indexes in `modified` of keys that expired while a command read them (no client
     /// changed them, which `BCAST` with `NOLOOP` tells apart).
     pub(crate) unowned: Vec<usize>,
+    /// Indexes in `modified`, ascending, of keys whose entry was measured when it was written
+    /// (a whole new value stored): [`State::account_modified`] need not measure them again.
+    pub(crate) measured: Vec<usize>,
 }
+
+/// Entries an [`Effects`] buffer may keep room for between batches ([`Effects::reset`]).
+const REUSED_EFFECTS_MAX: usize = 256;
 
 // Not derived: `record_propagation` defaults to on in unit tests.
 #[allow(clippy::derivable_impls)]
@@ -258,6 +264,7 @@ impl Default for Effects {
             record_propagation: cfg!(test),
             tracked: 0,
             unowned: Vec::new(),
+            measured: Vec::new(),
         }
     }
 }
@@ -311,6 +318,47 @@ impl Effects {
     ) {
         self.events.push((db, class, event, key.clone()));
         self.event_marks.push(self.publishes.len());
+    }
+
+    /// Forgets everything recorded, keeping the buffers' room for the next batch (what
+    /// dropping it would do, without allocating again); a buffer grown past
+    /// [`REUSED_EFFECTS_MAX`] entries by a large batch is let go.
+    pub(crate) fn reset(&mut self) {
+        fn clear<T>(v: &mut Vec<T>) {
+            if v.capacity() > REUSED_EFFECTS_MAX {
+                *v = Vec::new();
+            } else {
+                v.clear();
+            }
+        }
+        let Effects {
+            publishes,
+            shard_publishes,
+            event_marks,
+            events,
+            modified,
+            propagate,
+            record_propagation: _,
+            tracked,
+            unowned,
+            measured,
+        } = self;
+        clear(publishes);
+        clear(shard_publishes);
+        clear(event_marks);
+        clear(events);
+        clear(modified);
+        clear(propagate);
+        *tracked = 0;
+        clear(unowned);
+        clear(measured);
+    }
+
+    /// Records that `key` in `db` was written with a whole new value whose size the keyspace
+    /// measured as it stored it.
+    pub(crate) fn modified_measured(&mut self, db: usize, key: Bytes) {
+        self.measured.push(self.modified.len());
+        self.modified.push((db, key));
     }
 
     /// Whether nothing was recorded.
@@ -528,7 +576,7 @@ impl State {
         }
         // First, so the pops of served clients join the events, WATCH and propagation below.
         crate::blocking::serve_ready(self, node, effects);
-        self.account_modified(&effects.modified);
+        self.account_modified(&effects.modified, &effects.measured);
         crate::transaction::touch_watched(self, node, &effects.modified);
         crate::cluster::broadcast(node, &effects.publishes);
         // Reading the clock costs about as much as a small command; `deliver` only needs it
@@ -549,14 +597,29 @@ impl State {
         effects.modified.clear();
         effects.tracked = 0;
         effects.unowned.clear();
+        effects.measured.clear();
         effects.propagate.clear();
     }
 
+    /// Whether anything reads [`Effects::modified`] beyond memory accounting: WATCH, clients
+    /// blocked on keys, client tracking. None of them can start while a command runs.
+    pub(crate) fn hears_modified_keys(&self) -> bool {
+        !self.watches.is_empty() || !self.blocked.is_empty() || self.tracking.is_active()
+    }
+
     /// Measures the written keys again, so [`State::used_memory`] follows values changed in
-    /// place (a key written twice in a row is measured once).
-    pub(crate) fn account_modified(&mut self, modified: &[(usize, Bytes)]) {
+    /// place (a key written twice in a row is measured once); `measured` lists the indexes in
+    /// `modified`, ascending, of writes the keyspace measured itself (see
+    /// [`Effects::measured`]).
+    pub(crate) fn account_modified(&mut self, modified: &[(usize, Bytes)], measured: &[usize]) {
         let mut last: Option<&(usize, Bytes)> = None;
-        for written in modified {
+        let mut measured = measured.iter().copied().peekable();
+        for (i, written) in modified.iter().enumerate() {
+            if measured.next_if_eq(&i).is_some() {
+                // A later write of the same key in place is measured at its own entry.
+                last = None;
+                continue;
+            }
             if last == Some(written) {
                 continue;
             }

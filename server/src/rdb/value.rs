@@ -146,7 +146,7 @@ pub(crate) fn read_value(
             for _ in 0..n {
                 let field = Bytes::from(r.string()?);
                 let value = Bytes::from(r.string()?);
-                if !hash.insert(field, value, hash_limits) {
+                if !hash.insert(&field, &value, hash_limits) {
                     return Err(Malformed);
                 }
             }
@@ -170,7 +170,7 @@ pub(crate) fn read_value(
             let mut hash = HashValue::new();
             let mut it = entries.into_iter();
             while let (Some(field), Some(value)) = (it.next(), it.next()) {
-                if !hash.insert(field, value, hash_limits) {
+                if !hash.insert(&field, &value, hash_limits) {
                     return Err(Malformed);
                 }
             }
