@@ -6,7 +6,7 @@ use bytes::Bytes;
 use locksmith_resp::{Frame, Version};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, Notify};
 
@@ -23,8 +23,6 @@ pub(crate) struct ClientInfo {
     pub(crate) db: usize,
     /// Last command name (lowercase).
     pub(crate) last_cmd: String,
-    /// Node-clock ms of the last command.
-    pub(crate) last_interaction_ms: u64,
     /// Protocol version.
     pub(crate) resp: u8,
     /// Channel subscriptions.
@@ -73,6 +71,9 @@ pub(crate) struct ClientHandle {
     pub(crate) created_ms: u64,
     /// Details other clients read.
     pub(crate) info: Mutex<ClientInfo>,
+    /// Node-clock ms of the last command (`CLIENT LIST`'s `idle`): written after every
+    /// command, so kept out of `info`'s lock.
+    pub(crate) last_interaction_ms: AtomicU64,
     /// Out-of-band frames for this client (pub/sub messages, MONITOR lines, wake-ups).
     pub(crate) outbox: Outbox,
     /// Set by `CLIENT KILL` or a full output buffer; the connection closes.
@@ -100,9 +101,9 @@ impl ClientHandle {
                 flags: "N".into(),
                 multi: -1,
                 resp: 2,
-                last_interaction_ms: created_ms,
                 ..Default::default()
             }),
+            last_interaction_ms: AtomicU64::new(created_ms),
             outbox,
             killed: Default::default(),
             kill_notify: Default::default(),
@@ -294,6 +295,9 @@ impl ClientRegistry {
 pub(crate) struct ClientState {
     /// The shared handle.
     pub(crate) handle: Arc<ClientHandle>,
+    /// (db, RESP version, command) last written to the handle's `info`, which then needs no
+    /// update (and no lock) while a client repeats one command.
+    pub(crate) noted: Option<(usize, u8, u32)>,
     /// Selected database.
     pub(crate) db: usize,
     /// Protocol version (`HELLO`).
@@ -355,6 +359,7 @@ impl ClientState {
     pub(crate) fn new(handle: Arc<ClientHandle>, authenticated: bool) -> Self {
         ClientState {
             handle,
+            noted: None,
             db: 0,
             resp: Version::Resp2,
             authenticated,
@@ -406,6 +411,7 @@ impl ClientState {
         self.multi = None;
         self.in_exec = false;
         self.block = None;
+        self.noted = None;
         self.handle.update(|info| {
             info.name = None;
             info.db = 0;
@@ -444,6 +450,7 @@ impl ClientState {
             laddr: addr,
             created_ms: 0,
             info: Default::default(),
+            last_interaction_ms: Default::default(),
             outbox,
             killed: Default::default(),
             kill_notify: Default::default(),

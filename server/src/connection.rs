@@ -455,10 +455,25 @@ async fn read_some(
             socket.readable().await?;
             rbuf.reserve(*chunk);
             let room = rbuf.capacity() - rbuf.len();
-            match socket.try_read_buf(rbuf) {
-                Ok(n) => (n, room),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(None),
-                Err(e) => return Err(e),
+            // A read that did not fill the room drained the socket (epoll is edge-triggered):
+            // report it as `WouldBlock` to `try_io` as well, which forgets the readiness it
+            // read before the call (not one that arrived since), as tokio's own `poll_read`
+            // does. Otherwise the next wait returns at once and the read after it fails with
+            // EAGAIN: one wasted `recvfrom` per pipelined batch.
+            let mut drained = None;
+            let result = socket.try_io(tokio::io::Interest::READABLE, || {
+                match socket.try_read_buf(rbuf) {
+                    Ok(n) if n > 0 && n < room => {
+                        drained = Some(n);
+                        Err(std::io::ErrorKind::WouldBlock.into())
+                    }
+                    other => other,
+                }
+            });
+            match (result, drained) {
+                (_, Some(n)) | (Ok(n), None) => (n, room),
+                (Err(e), None) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(None),
+                (Err(e), None) => return Err(e),
             }
         }
         Socket::Stream(stream) => {

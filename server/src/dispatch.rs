@@ -421,13 +421,20 @@ impl Session {
     }
 
     /// Records the command as the client's last one (`CLIENT LIST`'s `cmd`, `db`, `resp`).
-    fn note_command(&self, resolved: Resolved, now: u64) {
+    fn note_command(&mut self, resolved: Resolved, now: u64) {
         let db = self.client.db;
         let resp = match self.client.resp {
             locksmith_resp::Version::Resp2 => 2,
             locksmith_resp::Version::Resp3 => 3,
         };
-        self.client.handle.update(|info| {
+        let handle = &self.client.handle;
+        handle.last_interaction_ms.store(now, Ordering::Relaxed);
+        let noted = Some((db, resp, resolved.stat));
+        if self.client.noted == noted {
+            return;
+        }
+        self.client.noted = noted;
+        handle.update(|info| {
             info.db = db;
             info.resp = resp;
             info.last_cmd.clear();
@@ -436,7 +443,6 @@ impl Session {
                 info.last_cmd.push('|');
             }
             info.last_cmd.push_str(resolved.spec.name);
-            info.last_interaction_ms = now;
         });
     }
 

@@ -467,6 +467,7 @@ mod tests {
             laddr: ([127, 0, 0, 1], 2).into(),
             created_ms: 0,
             info: Default::default(),
+            last_interaction_ms: Default::default(),
             outbox,
             killed: Default::default(),
             kill_notify: Default::default(),

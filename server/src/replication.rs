@@ -483,6 +483,7 @@ pub(crate) fn master_client(node: &Node) -> ClientState {
             resp: 2,
             ..Default::default()
         }),
+        last_interaction_ms: Default::default(),
         outbox,
         killed: Default::default(),
         kill_notify: Default::default(),

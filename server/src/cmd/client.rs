@@ -144,7 +144,11 @@ pub(super) fn client_line(ctx: &Ctx<'_>, handle: &Arc<ClientHandle>, own_cmd: &s
     let own = handle.id == ctx.client.id();
     let now = ctx.now;
     let age = now.saturating_sub(handle.created_ms) / 1000;
-    let idle = now.saturating_sub(info.last_interaction_ms) / 1000;
+    let idle = now.saturating_sub(
+        handle
+            .last_interaction_ms
+            .load(std::sync::atomic::Ordering::Relaxed),
+    ) / 1000;
     let mut flags = info.flags.clone();
     let (no_evict, no_touch) = if own {
         (ctx.client.no_evict, ctx.client.no_touch)

@@ -522,9 +522,16 @@ impl Ctx<'_> {
         if self.db().insert(key, value, expire_at, now) {
             self.created(key);
         }
+        // `insert` measured the new entry.
+        self.modified_measured(key);
+    }
+
+    /// Marks `key` modified when its accounted size is still right (a value stored whole and
+    /// measured, or changed in place to one of the same size): only WATCH, blocked clients
+    /// and client tracking need to hear of it, and without them nothing is recorded (no copy
+    /// of the key).
+    pub(crate) fn modified_measured(&mut self, key: &Bytes) {
         self.state.dirty += 1;
-        // `insert` measured the new entry, so only WATCH, blocked clients and client tracking
-        // need to hear of it; without them nothing is recorded (no copy of the key).
         if self.state.hears_modified_keys() {
             self.effects.modified_measured(self.client.db, key.clone());
         }

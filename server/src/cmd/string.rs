@@ -3,7 +3,7 @@
 //! SETRANGE.
 
 use super::{flags::*, ldouble, Args, CmdResult, CommandError, CommandSpec, Ctx};
-use crate::db::Value;
+use crate::db::{StringValue, Value};
 use crate::notify;
 use bytes::{Bytes, BytesMut};
 use locksmith_resp::Frame;
@@ -519,15 +519,29 @@ pub(crate) fn overwrite_string(ctx: &mut Ctx<'_>, key: &Bytes, value: Bytes) {
 }
 
 /// Redis's `incrDecrCommand`.
+///
+/// One lookup: an existing counter is changed in place (its TTL kept, as `dbOverwrite`), and
+/// as an integer before and after it keeps the accounted size of an integer.
 fn incr_decr(ctx: &mut Ctx<'_>, key: &Bytes, by: i64) -> CmdResult {
-    let current = match ctx.get_string(key)? {
-        Some(s) => super::parse_i64(&s)?,
-        None => 0,
-    };
-    let new = current.checked_add(by).ok_or(CommandError::Overflow)?;
-    overwrite_string(ctx, key, Bytes::from(new.to_string()));
-    ctx.notify(notify::STRING, "incrby", key);
-    Ok(Frame::Integer(new))
+    let mut digits = itoa::Buffer::new();
+    match ctx.lookup_mut(key).map(|e| &mut e.value) {
+        Some(Value::String(s)) => {
+            let new = super::parse_i64(s.as_bytes())?
+                .checked_add(by)
+                .ok_or(CommandError::Overflow)?;
+            *s = StringValue::from_slice(digits.format(new).as_bytes());
+            ctx.modified_measured(key);
+            ctx.notify(notify::STRING, "incrby", key);
+            Ok(Frame::Integer(new))
+        }
+        Some(_) => Err(CommandError::WrongType),
+        None => {
+            let value = StringValue::from_slice(digits.format(by).as_bytes());
+            ctx.set(key, Value::String(value), None);
+            ctx.notify(notify::STRING, "incrby", key);
+            Ok(Frame::Integer(by))
+        }
+    }
 }
 
 /// ```text

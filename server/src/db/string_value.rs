@@ -43,6 +43,12 @@ impl StringValue {
         Some(StringValue::Inline { len, buf })
     }
 
+    /// A copy of `bytes` (inline when short).
+    pub(crate) fn from_slice(bytes: &[u8]) -> StringValue {
+        Self::inline(bytes)
+            .unwrap_or_else(|| StringValue::Shared(small::compact(Bytes::copy_from_slice(bytes))))
+    }
+
     /// The value's bytes.
     pub(crate) fn as_bytes(&self) -> &[u8] {
         match self {
