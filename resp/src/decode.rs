@@ -371,53 +371,62 @@ impl RequestDecoder {
 
     /// The common case in one pass: a well-formed multibulk request of at most
     /// [`FAST_MAX_ARGS`] arguments and [`COMPACT_MAX`] payload bytes that is wholly in `buf`.
-    /// Its arguments are copied straight out of the read buffer (what [`compact`] makes of the
-    /// general path's result, through the same [`copy_each`], without first splitting each
-    /// argument off the read buffer). Anything else (an incomplete, empty, large or malformed request) returns `None`
-    /// with nothing consumed, and the general path decides, so both agree on every input.
+    /// Its arguments are copied straight out of the read buffer as their headers are read
+    /// (what [`compact`] makes of the general path's result, through the same [`copy_each`],
+    /// without first splitting each argument off the read buffer). Anything else (an
+    /// incomplete, empty, large or malformed request) returns `None` with nothing consumed, and
+    /// the general path decides, so both agree on every input.
     fn decode_whole_small(&mut self, buf: &mut BytesMut) -> Option<Vec<Bytes>> {
-        /// The `*`/`$` header line at `at`: the digits after the type byte and where the next
-        /// line starts (the CR and the byte after it, skipped unchecked as the general path
-        /// does).
-        fn header(buf: &[u8], at: usize, kind: u8) -> Option<(i64, usize)> {
+        /// The `*`/`$` header line at `at` when it is a plain count (`0`, or digits without a
+        /// leading zero, at most [`HEADER_DIGITS`] of them) ending in CR with a byte after the
+        /// CR: the count and where the next line starts (the CR and the byte after it skipped
+        /// unchecked, as the general path does). Anything else, signs and NUL bytes included,
+        /// is left to the general path.
+        #[inline(always)]
+        fn header(buf: &[u8], at: usize, kind: u8) -> Option<(usize, usize)> {
+            const HEADER_DIGITS: usize = 12;
             let line = buf.get(at..)?;
-            let Scan::Found(cr) = c_strchr(line, 0, b'\r') else {
-                return None;
-            };
-            if cr + 2 > line.len() || line.first() != Some(&kind) {
+            if *line.first()? != kind {
                 return None;
             }
-            Some((parse_strict_i64(line.get(1..cr)?)?, at + cr + 2))
-        }
-        if buf.first() != Some(&b'*') {
-            return None;
+            let mut value = 0usize;
+            let mut end = 1;
+            loop {
+                match *line.get(end)? {
+                    b @ b'0'..=b'9' if end <= HEADER_DIGITS => {
+                        value = value * 10 + usize::from(b - b'0');
+                    }
+                    b'\r' => break,
+                    _ => return None,
+                }
+                end += 1;
+            }
+            // string2ll: at least one digit, and no leading zero unless the number is 0.
+            if end == 1 || (end > 2 && line.get(1) == Some(&b'0')) || end + 2 > line.len() {
+                return None;
+            }
+            Some((value, at + end + 2))
         }
         let (count, mut at) = header(buf, 0, b'*')?;
-        if count < 1 || count as u64 > FAST_MAX_ARGS.min(self.limits.max_multibulk_len) as u64 {
+        if count < 1 || count > FAST_MAX_ARGS.min(self.limits.max_multibulk_len) {
             return None;
         }
-        let mut spans = [(0usize, 0usize); FAST_MAX_ARGS];
-        let spans = spans.get_mut(..count as usize)?;
+        let mut args = Vec::with_capacity(count);
         let mut total = 0usize;
-        for span in spans.iter_mut() {
+        for _ in 0..count {
             let (len, start) = header(buf, at, b'$')?;
-            let len = usize::try_from(len).ok()?;
             total += len;
             if len > self.limits.max_bulk_len || total > COMPACT_MAX {
                 return None;
             }
             at = start.checked_add(len)?.checked_add(2)?;
+            // An incomplete request drops the arguments copied so far (once per read at
+            // most: the request that straddles the end of what arrived).
+            args.push(Bytes::copy_from_slice(buf.get(start..start + len)?));
             if at > buf.len() {
                 return None;
             }
-            *span = (start, len);
         }
-        // Every span was checked to lie within `buf` above.
-        let args = copy_each(
-            spans
-                .iter()
-                .map(|&(start, len)| buf.get(start..start + len).unwrap_or_default()),
-        );
         buf.advance(at);
         self.scanned = 0;
         Some(args)
