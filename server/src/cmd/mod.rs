@@ -405,6 +405,9 @@ pub(crate) fn bulk_str(s: &str) -> Frame {
     Frame::Bulk(Bytes::copy_from_slice(s.as_bytes()))
 }
 
+/// Keys up to this long are copied rather than shared when recorded ([`Ctx::modified`]).
+const SHORT_KEY: usize = 64;
+
 /// Everything a handler may touch while it runs.
 pub(crate) struct Ctx<'a> {
     /// The keyspace and mutable server state.
@@ -580,7 +583,14 @@ impl Ctx<'_> {
     /// Records that `key` in the selected db was written (WATCH, blocked clients, dirty).
     pub(crate) fn modified(&mut self, key: &Bytes) {
         self.state.dirty += 1;
-        self.effects.modified.push((self.client.db, key.clone()));
+        // A short key is copied: the first reference to a request's argument costs an
+        // allocation and atomic operations, where a copy of a few bytes costs neither.
+        let key = if key.len() <= SHORT_KEY {
+            Bytes::copy_from_slice(key)
+        } else {
+            key.clone()
+        };
+        self.effects.modified.push((self.client.db, key));
     }
 
     /// Raises keyspace event `event` of `class` for `key` in the selected db, if

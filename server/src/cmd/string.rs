@@ -232,8 +232,8 @@ struct Replies {
 fn set_generic(
     ctx: &mut Ctx<'_>,
     name: &str,
-    key: Bytes,
-    value: Bytes,
+    key: &Bytes,
+    value: &Bytes,
     o: &ExtArgs,
     expiry: Option<Expiry>,
     replies: Replies,
@@ -243,11 +243,11 @@ fn set_generic(
         None => None,
     };
     let old = if o.get {
-        Some(ctx.get_string(&key)?)
+        Some(ctx.get_string(key)?)
     } else {
         None
     };
-    let existing = ctx.lookup_mut(&key).map(|e| e.expire_at());
+    let existing = ctx.lookup_mut(key).map(|e| e.expire_at());
     let found = existing.is_some();
     let reply = |old: Option<Option<Bytes>>, normal: Frame| match old {
         Some(v) => v.map_or(Frame::Null, Frame::Bulk),
@@ -261,21 +261,21 @@ fn set_generic(
     } else {
         deadline
     };
-    ctx.set(&key, Value::String((&value).into()), expire_at);
-    ctx.notify(notify::STRING, "set", &key);
+    ctx.set(key, Value::String(value.into()), expire_at);
+    ctx.notify(notify::STRING, "set", key);
     if let Some(at) = deadline {
-        ctx.notify(notify::GENERIC, "expire", &key);
+        ctx.notify(notify::GENERIC, "expire", key);
         // Replicas get the absolute deadline, as Redis 7 rewrites SET/SETEX/PSETEX.
         ctx.propagate(vec![
             Bytes::from_static(b"SET"),
-            key,
-            value,
+            key.clone(),
+            value.clone(),
             Bytes::from_static(b"PXAT"),
             Bytes::from(at.to_string()),
         ]);
     } else if o.get {
         // Propagated without the GET argument.
-        let argv: Vec<Bytes> = ctx_argv_without_get(o, &key, &value);
+        let argv: Vec<Bytes> = ctx_argv_without_get(o, key, value);
         ctx.propagate(argv);
     }
     Ok(reply(old, replies.ok))
@@ -308,8 +308,8 @@ fn set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     set_generic(
         ctx,
         "set",
-        key.clone(),
-        value.clone(),
+        key,
+        value,
         &o,
         expiry,
         Replies {
@@ -332,8 +332,8 @@ fn setnx(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     set_generic(
         ctx,
         "setnx",
-        key.clone(),
-        value.clone(),
+        key,
+        value,
         &o,
         None,
         Replies {
@@ -352,8 +352,8 @@ fn setex_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, name: &str, ms: bool) -
     set_generic(
         ctx,
         name,
-        key.clone(),
-        value.clone(),
+        key,
+        value,
         &ExtArgs::default(),
         Some(expiry),
         Replies {
