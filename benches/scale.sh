@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+set -u
+# Flat cost with scale (issue 16, goal 4): the same pipelined commands against a keyspace of
+# 10^3 keys and one of 10^6, on a fresh server each, ours and redis-server alternating.
+# Usage: cargo build --release -p locksmith-server && bash benches/scale.sh
+# For each keyspace size K: SET -r K fills about 95 % of K names (3K pipelined SETs), then
+# `redis-benchmark -c 50 -P 16 -r K -n N` runs SET, GET and Redisson's acquire (EVALSHA, lock
+# names drawn from K), printing req/s and the server's CPU per request. ROUNDS (default 1),
+# N (default 1000000), SIZES (default "1000 1000000").
+cd "$(dirname "$0")/.."
+OURS=${LOCKSMITH_SERVER_BIN:-target/release/locksmith-server}
+ROUNDS=${ROUNDS:-1}; N=${N:-1000000}; SIZES=${SIZES:-1000 1000000}
+SCRATCH=$(mktemp -d); trap 'rm -rf "$SCRATCH"' EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+body() { python3 -c "import re;s=open('server/benches/scripts.rs').read();m=re.search(r'const $1: &str =\s*\"((?:[^\"\\\\]|\\\\.)*)\"',s);print(m.group(1).encode().decode('unicode_escape'))"; }
+ACQ=$(body ACQUIRE)
+O=58c62432-bb74-4d14-8a00-9908cc8b828f:1
+ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
+rps() { tr '\r' '\n' | grep 'per second' | tail -1 | sed 's/.*: \([0-9]*\)\.[0-9]* requests per second.*/\1/'; }
+# run PORT PID ARGS...: one redis-benchmark run; prints req/s and ns of server CPU per request.
+run() {
+  local port=$1 pid=$2; shift 2
+  local t0 t1 r
+  t0=$(ticks "$pid")
+  r=$(redis-benchmark -p "$port" -c 50 -n "$N" -P 16 -q "$@" | rps)
+  t1=$(ticks "$pid")
+  echo "$r req/s $(( (t1 - t0) * 10000000 / N )) ns"
+}
+for round in $(seq "$ROUNDS"); do
+  for K in $SIZES; do
+    for name in ours redis; do
+      P=$(free_port)
+      if [ $name = ours ]; then
+        (cd "$SCRATCH" && exec "$OLDPWD/$OURS" --port "$P" --loglevel warning) >/dev/null 2>&1 & PID=$!
+      else
+        redis-server --port "$P" --bind 127.0.0.1 --dir "$SCRATCH" --save '' --appendonly no \
+          --loglevel warning >/dev/null 2>&1 & PID=$!
+      fi
+      for _ in $(seq 50); do redis-cli -p "$P" ping >/dev/null 2>&1 && break; sleep 0.1; done
+      redis-benchmark -p "$P" -c 50 -P 64 -t set -r "$K" -n $((3 * K)) -q >/dev/null 2>&1
+      A=$(redis-cli -p "$P" SCRIPT LOAD "$ACQ")
+      echo "### round $round, $name, $(redis-cli -p "$P" dbsize) keys, load $(cut -d' ' -f1 /proc/loadavg)"
+      echo "SET:     $(run "$P" "$PID" -t set -r "$K")"
+      echo "GET:     $(run "$P" "$PID" -t get -r "$K")"
+      echo "acquire: $(run "$P" "$PID" -r "$K" EVALSHA "$A" 1 lock:__rand_int__ 30000 $O)"
+      kill "$PID"; wait "$PID" 2>/dev/null
+    done
+  done
+done
