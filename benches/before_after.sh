@@ -10,7 +10,7 @@ set -u
 cd "$(dirname "$0")/.."
 OLD=${1:?old binary}; NEW=${2:?new binary}; ROUNDS=${ROUNDS:-3}
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-body() { python3 -c "import re;s=open('server/benches/scripts.rs').read();m=re.search(r'const $1: &str =\s*\"((?:[^\"\\\\]|\\\\.)*)\"',s);print(m.group(1).encode().decode('unicode_escape'))"; }
+body() { python3 -c "import re;s=open('benches/scripts.rs').read();m=re.search(r'const $1: &str =\s*\"((?:[^\"\\\\]|\\\\.)*)\"',s);print(m.group(1).encode().decode('unicode_escape'))"; }
 ACQ=$(body ACQUIRE); REL=$(body RELEASE)
 O=58c62432-bb74-4d14-8a00-9908cc8b828f:1
 rps() { tr '\r' '\n' | grep 'per second' | tail -1 | sed 's/.*: \([0-9]*\)\.[0-9]* requests per second.*/\1/'; }

@@ -18,7 +18,7 @@ for _ in $(seq 50); do
   redis-cli -p "$PO" ping >/dev/null 2>&1 && redis-cli -p "$PR" ping >/dev/null 2>&1 && break
   sleep 0.1
 done
-body() { python3 -c "import re;s=open('server/benches/scripts.rs').read();m=re.search(r'const $1: &str =\s*\"((?:[^\"\\\\]|\\\\.)*)\"',s);print(m.group(1).encode().decode('unicode_escape'))"; }
+body() { python3 -c "import re;s=open('benches/scripts.rs').read();m=re.search(r'const $1: &str =\s*\"((?:[^\"\\\\]|\\\\.)*)\"',s);print(m.group(1).encode().decode('unicode_escape'))"; }
 ACQ=$(body ACQUIRE); REL=$(body RELEASE)
 O=58c62432-bb74-4d14-8a00-9908cc8b828f:1
 N=200000

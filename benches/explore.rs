@@ -2,7 +2,7 @@
 //! virtual time) without faults and under a failover schedule, on one core. Seeds per second
 //! per core is 1 / the time per run.
 //!
-//! Run: `cargo bench --bench explore` (add `-- --quick` for a short run).
+//! Run: `cargo bench -p locksmith-benches --bench explore` (add `-- --quick` for a short run).
 #![allow(missing_docs)]
 
 use criterion::{criterion_group, criterion_main, Criterion};

@@ -12,7 +12,7 @@
 //! A target is only a URL provider ([`Target`]): a `redis-server` started on a free port (the
 //! group is skipped with one printed line when it is not on the PATH).
 //!
-//! Run: `cargo bench --bench locks` (add `-- --quick` for a short run).
+//! Run: `cargo bench -p locksmith-benches --bench locks` (add `-- --quick` for a short run).
 #![allow(missing_docs, clippy::print_stdout)]
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -57,7 +57,7 @@ impl Target for RealRedis {
 }
 
 /// The servers to bench against: a real redis-server. (Our server's script throughput is
-/// measured by `server/benches/scripts.rs` and side by side by `benches/compare.sh`.)
+/// measured by `benches/scripts.rs` and side by side by `benches/compare.sh`.)
 fn targets() -> Vec<Box<dyn Target>> {
     let mut v: Vec<Box<dyn Target>> = Vec::new();
     if let Some(r) = RealRedis::start() {

@@ -180,7 +180,7 @@ G.bit = raw.bit
 -- Read-only tables, as Redis 7.0 marks them (luaSetTableProtectionRecursively): the globals,
 -- every table reachable from them and their metatables, and the strings' metatable. A write
 -- to any of them (assignment, rawset, table.insert, setmetatable) raises "Attempt to modify a
--- readonly table" from the patched Lua itself (vendor/lua-src), so reads stay plain lookups.
+-- readonly table" from the patched Lua itself (lua/, locksmith-lua), so reads stay plain lookups.
 local mark_readonly, rawgetmetatable = raw.readonly, getmetatable
 local function protect(t)
   if mark_readonly(t) then return end

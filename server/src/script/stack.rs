@@ -29,7 +29,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-// Redis's read-only tables, from the patched Lua the workspace builds (vendor/lua-src).
+// The Lua interpreter itself: mlua-sys is built with `external`, so without this use nothing
+// would link the C library that mlua's and these declarations need.
+use locksmith_lua as _;
+
+// Redis's read-only tables, from the patched Lua (locksmith-lua, lua/README.md).
 unsafe extern "C-unwind" {
     fn lua_enablereadonlytable(state: *mut lua_State, idx: c_int, enabled: c_int);
     fn lua_isreadonlytable(state: *mut lua_State, idx: c_int) -> c_int;

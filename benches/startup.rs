@@ -1,7 +1,7 @@
 //! In-process start: `Server::builder().start()` to the first reply (issue 16, goal 8: at
 //! most 5 ms). Each iteration starts a node on a free loopback port, connects a socket, sends
 //! `PING`, reads `+PONG`, and shuts the node down; `start-and-ping` times all of it,
-//! `start` the start alone. Run: `cargo bench -p locksmith-server --bench startup`.
+//! `start` the start alone. Run: `cargo bench -p locksmith-benches --bench startup`.
 #![allow(missing_docs)]
 
 use criterion::{criterion_group, criterion_main, Criterion};
