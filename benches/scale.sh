@@ -12,7 +12,7 @@ OURS=${LOCKSMITH_SERVER_BIN:-target/release/locksmith-server}
 ROUNDS=${ROUNDS:-1}; N=${N:-1000000}; SIZES=${SIZES:-1000 1000000}
 SCRATCH=$(mktemp -d); trap 'rm -rf "$SCRATCH"' EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-body() { python3 -c "import re;s=open('server/benches/scripts.rs').read();m=re.search(r'const $1: &str =\s*\"((?:[^\"\\\\]|\\\\.)*)\"',s);print(m.group(1).encode().decode('unicode_escape'))"; }
+body() { python3 -c "import re;s=open('benches/scripts.rs').read();m=re.search(r'const $1: &str =\s*\"((?:[^\"\\\\]|\\\\.)*)\"',s);print(m.group(1).encode().decode('unicode_escape'))"; }
 ACQ=$(body ACQUIRE)
 O=58c62432-bb74-4d14-8a00-9908cc8b828f:1
 ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
