@@ -4,9 +4,10 @@
 //! a vector of `Bytes` pairs it cost a vector allocation, two 32-byte handles per element and,
 //! worse, the request buffer each argument was sliced from, kept alive by the stored slices.
 //! Here the elements are copied, each prefixed by its length in one byte, into one boxed slice
-//! of exactly their size: `[len][field][len][value]...` in insertion order. Every write builds
-//! the slice anew (a handful of elements of at most [`MAX_ELEMENT`] bytes, as a listpack is
-//! reallocated on every write).
+//! of exactly their size: `[len][field][len][value]...` in insertion order. A write builds the
+//! slice anew (a handful of elements of at most [`MAX_ELEMENT`] bytes, as a listpack is
+//! reallocated on every write), except a value replaced by one of the same length, which is
+//! overwritten in place.
 
 /// Longest field or value kept here (its length fits the one-byte prefix).
 pub(crate) const MAX_ELEMENT: usize = u8::MAX as usize;
@@ -87,8 +88,18 @@ impl Listpack {
     /// Sets `field` to `value` (a new field goes last); returns whether the field is new.
     /// Both must [`Listpack::fits`].
     pub(crate) fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
-        let mut out = Vec::with_capacity(self.buf.len() + field.len() + value.len() + 2);
         let place = self.place(field);
+        // A value replaced by one of the same length (a lock's counter, HSET of the same
+        // field again) is overwritten where it lies.
+        if let Some(Place { value: at, end, .. }) = place {
+            if end - at - 1 == value.len() {
+                if let Some(old) = self.buf.get_mut(at + 1..end) {
+                    old.copy_from_slice(value);
+                    return false;
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(self.buf.len() + field.len() + value.len() + 2);
         let new = place.is_none();
         match place {
             Some(Place { value: at, end, .. }) => {
@@ -170,6 +181,15 @@ mod tests {
             [(&b"a"[..], &b"longer value"[..]), (b"bb", b""), (b"", b"x")]
         );
         // a=longer value, bb=(empty), (empty)=x: a length byte before each element.
+        assert_eq!(lp.bytes(), (1 + 1) + (1 + 12) + (1 + 2) + 1 + 1 + (1 + 1));
+        // Same length: overwritten in place, nothing else moves.
+        assert!(!lp.insert(b"bb", b""));
+        assert!(!lp.insert(b"", b"y"));
+        assert!(!lp.insert(b"a", b"shorter valu"));
+        assert_eq!(
+            lp.iter().collect::<Vec<_>>(),
+            [(&b"a"[..], &b"shorter valu"[..]), (b"bb", b""), (b"", b"y")]
+        );
         assert_eq!(lp.bytes(), (1 + 1) + (1 + 12) + (1 + 2) + 1 + 1 + (1 + 1));
         assert!(lp.remove(b"bb") && !lp.remove(b"bb"));
         assert_eq!(
