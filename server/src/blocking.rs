@@ -2,7 +2,7 @@
 //! `BZPOPMAX`, `BZMPOP`, `XREAD`/`XREADGROUP` with `BLOCK`).
 //!
 //! A blocking command that finds nothing asks to block by setting [`ClientState::block`]
-//! (through [`block`]); the connection then registers the wait here ([`Blocked::register`]),
+//! (through `cmd::block`); the connection then registers the wait here ([`Blocked::register`]),
 //! releases the state lock and waits for the reply on a oneshot channel or for its timeout.
 //! When a command, `EXEC` or script writes a key some client waits for, [`serve_ready`]
 //! (called from `State::finish_effects`, still under the lock) re-executes the waiting
@@ -11,9 +11,7 @@
 //! command still finds nothing stays blocked.
 
 use crate::client::{ClientHandle, ClientState};
-use crate::cmd::{self, Ctx};
 use crate::db::Value;
-use crate::error::CmdResult;
 use crate::error::CommandError;
 use crate::node::{Effects, Node, State};
 use bytes::Bytes;
@@ -166,28 +164,6 @@ impl Blocked {
     }
 }
 
-/// Called by a blocking command that found nothing to pop: inside `MULTI`/`EXEC` or a script
-/// it answers `timeout_reply` at once (Redis's `CLIENT_DENY_BLOCKING`), otherwise it asks the
-/// connection to block the client on `keys`.
-pub(crate) fn block(
-    ctx: &mut Ctx<'_>,
-    keys: Vec<Bytes>,
-    timeout: Option<Duration>,
-    kind: BlockKind,
-    timeout_reply: Frame,
-) -> CmdResult {
-    if ctx.client.in_script || ctx.client.in_exec {
-        return Ok(timeout_reply);
-    }
-    ctx.client.block = Some(BlockRequest {
-        keys,
-        timeout,
-        kind,
-        argv: None,
-    });
-    Ok(Frame::NullArray)
-}
-
 /// Parses a blocking timeout in seconds as Redis's `getTimeoutFromObjectOrReply` does
 /// (fractions allowed, 0 = forever); `now` is the node-clock ms of the command.
 ///
@@ -253,7 +229,7 @@ pub(crate) fn serve_ready(state: &mut State, node: &Node, effects: &mut Effects)
                 let waiting = state.blocked.waiters.get(&id).map(|w| &w.argv[..]);
                 if let Some(error) = waiting.and_then(|argv| stream_group_gone(value, argv)) {
                     if let Some(waiter) = state.blocked.take(id) {
-                        if let Ok(resolved) = cmd::resolve(&waiter.argv) {
+                        if let Some(resolved) = (node.commands.resolve)(&waiter.argv) {
                             state.cmdstats.record(resolved, Some(0), true);
                         }
                         let _ = waiter.reply.send(Frame::error(error));
@@ -277,7 +253,7 @@ pub(crate) fn serve_ready(state: &mut State, node: &Node, effects: &mut Effects)
             client.resp = waiter.resp;
             client.reprocessing = true;
             let argv = waiter.argv.clone();
-            let reply = cmd::call_argv(state, node, &mut client, &argv, now, effects);
+            let reply = (node.commands.call_argv)(state, node, &mut client, &argv, now, effects);
             if client.block.is_some() {
                 if kind == BlockKind::Stream {
                     // Nothing after its ID: it stays blocked; others may read from theirs.
@@ -343,7 +319,7 @@ mod tests {
             let argv: Vec<Bytes> = args.iter().map(|a| Bytes::from(a.to_string())).collect();
             let mut effects = Effects::default();
             let client = &mut self.clients[c];
-            let reply = cmd::call_argv(
+            let reply = (self.node.commands.call_argv)(
                 &mut self.state,
                 &self.node,
                 client,

@@ -13,7 +13,6 @@
 //! applies, on a replica) and the dataset each full synchronisation installs.
 
 use crate::client::{ClientHandle, ClientInfo, ClientState, Outbox};
-use crate::cmd;
 use crate::config::runtime::{ClientClass, OutputLimit, RuntimeConfig};
 use crate::journal::{Journal, Snapshot};
 use crate::node::{Effects, Node};
@@ -445,10 +444,10 @@ impl Ends {
             let mut state = self.replica.state.lock().await;
             state.dbs = snapshot;
             let kill = self.replica.script.kill.clone();
+            let exists = self.replica.commands.exists;
             let limit = state.config.lua_memory_limit();
             let make = move || {
-                crate::script::Engine::new_functions(kill, cmd::command_exists, limit)
-                    .map_err(|e| e.to_string())
+                crate::script::Engine::new_functions(kill, exists, limit).map_err(|e| e.to_string())
             };
             let policy = crate::script::RestorePolicy::Flush;
             if let Err(e) = state.functions.restore(&functions, policy, make) {
@@ -540,8 +539,14 @@ async fn run_link(ends: Ends, mut stream: Stream, ctl: Arc<LinkControl>, mut rng
             let mut effects = Effects::default();
             let now = replica.clock.now_ms();
             for argv in batch.commands.iter() {
-                let reply =
-                    cmd::call_argv(&mut state, &replica, &mut client, argv, now, &mut effects);
+                let reply = (replica.commands.call_argv)(
+                    &mut state,
+                    &replica,
+                    &mut client,
+                    argv,
+                    now,
+                    &mut effects,
+                );
                 if let Frame::Error(e) = reply {
                     tracing::warn!(error = %String::from_utf8_lossy(&e), "replica failed to apply a command");
                 }

@@ -257,7 +257,14 @@ impl ServerBuilder {
             )),
             None => None,
         };
-        let node = Arc::new(Node::new(Arc::new(runtime), clock, addr, run_id, seed));
+        let node = Arc::new(Node::new(
+            Arc::new(runtime),
+            clock,
+            addr,
+            run_id,
+            seed,
+            crate::cmd::HOOKS,
+        ));
         // An RDB file is loaded when its place was given (`--dir`, `--dbfilename`), so a
         // stray dump.rdb in the working directory never changes a test server's data.
         let placed = self.config.settings.iter().any(|(name, _)| {

@@ -699,7 +699,7 @@ fn blmpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let timeout = blocking::parse_timeout(timeout_arg, ctx.now)?;
     match pop_first(ctx, &m.keys, m.end, m.count, false)? {
         Some((key, elems)) => Ok(mpop_reply(key, elems)),
-        None => blocking::block(ctx, m.keys, timeout, BlockKind::List, Frame::NullArray),
+        None => super::block(ctx, m.keys, timeout, BlockKind::List, Frame::NullArray),
     }
 }
 
@@ -726,7 +726,7 @@ fn bpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>, end: End) -> CmdResult {
             Frame::Bulk(key),
             elems.pop().map_or(Frame::Null, Frame::Bulk),
         ])),
-        None => blocking::block(
+        None => super::block(
             ctx,
             keys.to_vec(),
             timeout,
@@ -789,7 +789,7 @@ fn blocking_move(
             Ok(Frame::Bulk(value))
         }
         // Inside MULTI/EXEC or a script an empty source answers a null bulk, as Redis.
-        None => blocking::block(ctx, vec![src], timeout, BlockKind::List, Frame::Null),
+        None => super::block(ctx, vec![src], timeout, BlockKind::List, Frame::Null),
     }
 }
 

@@ -54,7 +54,7 @@ pub(crate) use script::{command_exists, command_flags as script_command_flags};
 use crate::client::ClientState;
 pub(crate) use crate::command_meta::{BeginSearch, CommandMeta, DocArg, KeySpec, Resolved};
 use crate::db::{Db, Entry, Found, Removed, Value};
-use crate::node::{Effects, Node, State};
+use crate::node::{CommandHooks, Effects, Node, State};
 use bytes::Bytes;
 use locksmith_resp::Frame;
 use std::sync::LazyLock;
@@ -621,6 +621,51 @@ impl Ctx<'_> {
 /// Runs one command for `client` under the state lock and returns its reply: [`call`] after
 /// the lookup. For the replication link and blocked-client re-execution, which enter the
 /// pipeline here (see [`crate::dispatch`]).
+/// Called by a blocking command that found nothing to pop: inside `MULTI`/`EXEC` or a script
+/// it answers `timeout_reply` at once (Redis's `CLIENT_DENY_BLOCKING`), otherwise it asks the
+/// connection to block the client on `keys`.
+pub(crate) fn block(
+    ctx: &mut Ctx<'_>,
+    keys: Vec<Bytes>,
+    timeout: Option<std::time::Duration>,
+    kind: crate::blocking::BlockKind,
+    timeout_reply: Frame,
+) -> CmdResult {
+    if ctx.client.in_script || ctx.client.in_exec {
+        return Ok(timeout_reply);
+    }
+    ctx.client.block = Some(crate::blocking::BlockRequest {
+        keys,
+        timeout,
+        kind,
+        argv: None,
+    });
+    Ok(Frame::NullArray)
+}
+
+/// The commands layer as the state layer below it runs it (see [`CommandHooks`]).
+pub(crate) const HOOKS: CommandHooks = CommandHooks {
+    call_argv,
+    resolve: |argv| resolve(argv).ok(),
+    exists: script::command_exists,
+};
+
+#[cfg(test)]
+impl Node {
+    /// A node with default config whose clock reads 1 000 000 ms, not listening anywhere,
+    /// for unit tests that run commands without a server.
+    pub(crate) fn for_tests() -> Node {
+        Node::new(
+            std::sync::Arc::new(crate::config::runtime::RuntimeConfig::for_tests()),
+            crate::clock::Clock::starting_at(1_000_000),
+            std::net::SocketAddr::from(([127, 0, 0, 1], 1)),
+            String::new(),
+            1,
+            HOOKS,
+        )
+    }
+}
+
 pub(crate) fn call_argv(
     state: &mut State,
     node: &Node,

@@ -1022,7 +1022,7 @@ fn bzpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>, max: bool) -> CmdResult {
             }
             Ok(Frame::Array(out))
         }
-        None => blocking::block(
+        None => super::block(
             ctx,
             keys.to_vec(),
             timeout,
@@ -1098,7 +1098,7 @@ fn bzmpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let timeout = blocking::parse_timeout(timeout_arg, ctx.now)?;
     match pop_first(ctx, &m.keys, m.max, Some(m.count))? {
         Some((key, popped)) => Ok(mpop_reply(key, popped)),
-        None => blocking::block(ctx, m.keys, timeout, BlockKind::ZSet, Frame::NullArray),
+        None => super::block(ctx, m.keys, timeout, BlockKind::ZSet, Frame::NullArray),
     }
 }
 

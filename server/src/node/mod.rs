@@ -5,11 +5,12 @@
 
 pub(crate) mod lockfree;
 
-use crate::client::ClientRegistry;
+use crate::client::{ClientRegistry, ClientState};
 use crate::clock::Clock;
 use crate::config::runtime::RuntimeConfig;
 use crate::db::Db;
 use bytes::Bytes;
+use locksmith_resp::Frame;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use std::net::SocketAddr;
@@ -463,6 +464,30 @@ pub(crate) struct Node {
     pub(crate) cluster: std::sync::OnceLock<crate::cluster::Cluster>,
     /// Users, their permissions and the ACL log.
     pub(crate) acl: crate::acl::Acl,
+    /// How this layer runs commands (see [`CommandHooks`]).
+    pub(crate) commands: CommandHooks,
+}
+
+/// What the state layer asks of the commands layer above it, which supplies these to
+/// [`Node::new`] (`crate::cmd::HOOKS`): running a command as a client (a served blocked
+/// client's command, a replica applying its master's stream), finding a command's
+/// description, and whether a script's `redis.call` names a command. The state layer never
+/// names the commands layer itself (`layer_tests`).
+#[derive(Clone, Copy)]
+pub(crate) struct CommandHooks {
+    /// Runs `argv` for `client` under the state lock at node-clock ms `now` (Redis's `call`).
+    pub(crate) call_argv:
+        fn(&mut State, &Node, &mut ClientState, &[Bytes], u64, &mut Effects) -> Frame,
+    /// The description of the command `argv` names, if it exists with a valid arity.
+    pub(crate) resolve: fn(&[Bytes]) -> Option<crate::command_meta::Resolved>,
+    /// Whether `argv` names a command (for the functions engine's `redis.call` checks).
+    pub(crate) exists: fn(&[Bytes]) -> bool,
+}
+
+impl std::fmt::Debug for CommandHooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CommandHooks")
+    }
 }
 
 impl Node {
@@ -473,6 +498,7 @@ impl Node {
         addr: SocketAddr,
         run_id: String,
         seed: u64,
+        commands: CommandHooks,
     ) -> Node {
         let state = State::new(config.clone(), seed);
         let acl = crate::acl::Acl::new();
@@ -495,6 +521,7 @@ impl Node {
             live: crate::node::lockfree::Live::new(),
             monitors: Default::default(),
             cluster: Default::default(),
+            commands,
         };
         // Before any save, LASTSAVE reports the start time (as Redis does).
         node.live
@@ -650,20 +677,5 @@ impl State {
     /// Fresh state with the default configuration, for unit tests.
     pub(crate) fn for_tests() -> State {
         State::new(Arc::new(RuntimeConfig::for_tests()), 1)
-    }
-}
-
-#[cfg(test)]
-impl Node {
-    /// A node with default config whose clock reads 1 000 000 ms, not listening anywhere,
-    /// for unit tests that run commands without a server.
-    pub(crate) fn for_tests() -> Node {
-        Node::new(
-            Arc::new(RuntimeConfig::for_tests()),
-            Clock::starting_at(1_000_000),
-            SocketAddr::from(([127, 0, 0, 1], 1)),
-            String::new(),
-            1,
-        )
     }
 }
