@@ -153,8 +153,7 @@ impl State {
         let event = self.config.notify_keyspace_events() & crate::notify::EXPIRED != 0
             && !self.pubsub.is_empty();
         let propagating = effects.propagating(&self.repl);
-        let modified =
-            !self.watches.is_empty() || !self.blocked.is_empty() || self.tracking.is_active();
+        let modified = self.hears_modified_keys();
         if !(event || propagating || modified) {
             return;
         }
@@ -621,11 +620,7 @@ impl State {
                 functions: self.functions.dump(),
             });
         }
-        effects.modified.clear();
-        effects.tracked = 0;
-        effects.unowned.clear();
-        effects.measured.clear();
-        effects.propagate.clear();
+        effects.reset();
     }
 
     /// Whether anything reads [`Effects::modified`] beyond memory accounting: WATCH, clients
