@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 set -u
+# free_port, body, ticks, rps (sourced before any cd: the path is relative to the caller).
+. "$(dirname "$0")/common.sh"
 # Before/after on the lock path: the same Redisson acquire/release EVALSHA runs and pipelined
 # SETs against two builds of locksmith-server, one after the other on a free port, ROUNDS
 # times (default 3) alternating.
@@ -9,11 +11,8 @@ set -u
 #      bash benches/before_after.sh /tmp/old-target/release/locksmith-server target/release/locksmith-server
 cd "$(dirname "$0")/.."
 OLD=${1:?old binary}; NEW=${2:?new binary}; ROUNDS=${ROUNDS:-3}
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-body() { python3 -c "import re;s=open('benches/scripts.rs').read();m=re.search(r'const $1: &str =\s*\"((?:[^\"\\\\]|\\\\.)*)\"',s);print(m.group(1).encode().decode('unicode_escape'))"; }
 ACQ=$(body ACQUIRE); REL=$(body RELEASE)
 O=58c62432-bb74-4d14-8a00-9908cc8b828f:1
-rps() { tr '\r' '\n' | grep 'per second' | tail -1 | sed 's/.*: \([0-9]*\)\.[0-9]* requests per second.*/\1/'; }
 for round in $(seq "$ROUNDS"); do
   for name in old new; do
     if [ $name = old ]; then BIN=$OLD; else BIN=$NEW; fi

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 set -u
+# free_port, body, ticks, rps (sourced before any cd: the path is relative to the caller).
+. "$(dirname "$0")/common.sh"
 # Checks locksmith-bench's numbers against redis-benchmark on the same workload: EVALSHA of
 # Redisson's acquire script (tryLockInnerAsync, as lock/src/scripts.rs) on 10k random names,
 # 50 clients, pipeline 1 and 16, against our release binary and a real redis-server, both on
@@ -10,7 +12,6 @@ set -u
 cd "$(dirname "$0")/.."
 BIN=${BIN:-target/release}
 ROUNDS=${ROUNDS:-5}
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 PO=$(free_port); PR=$(free_port)
 "$BIN/locksmith-server" --port "$PO" --loglevel warning >/dev/null 2>&1 & OPID=$!
 redis-server --port "$PR" --bind 127.0.0.1 --save '' --appendonly no >/dev/null 2>&1 & RPID=$!
@@ -23,7 +24,6 @@ done
 # The acquire body, as locksmith-bench's `acquire` scenario sends it.
 "$BIN/locksmith-bench" --list --json | python3 -c 'import json,sys; print(next(s["body"] for w in json.load(sys.stdin) if w["name"]=="acquire" for s in w["scripts"] if s["name"]=="acquire"), end="")' > "$WORK/acquire.lua"
 O=58c62432-bb74-4d14-8a00-9908cc8b828f:1
-rps() { tr '\r' '\n' | grep 'per second' | tail -1 | sed 's/.*: \([0-9]*\)\.[0-9]* requests per second.*/\1/'; }
 run_rb() { redis-benchmark -p "$1" -c 50 -n "$3" -P "$2" -r 10000 -q EVALSHA "$SHA" 1 lock:__rand_int__ 30000 $O | rps; }
 run_lb() {
   "$BIN/locksmith-bench" --target "redis://127.0.0.1:$1/" --script "$WORK/acquire.lua" \

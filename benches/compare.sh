@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 set -u
+# free_port, body, ticks, rps (sourced before any cd: the path is relative to the caller).
+. "$(dirname "$0")/common.sh"
 # Side-by-side redis-benchmark of our release binary and redis-server on loopback.
 # Usage: cargo build --release -p locksmith-server && bash benches/compare.sh
 # ROUNDS (default 3) alternates the two servers that many times for the Redisson scripts, as
@@ -9,7 +11,6 @@ set -u
 cd "$(dirname "$0")/.."
 OURS=${LOCKSMITH_SERVER_BIN:-target/release/locksmith-server}
 ROUNDS=${ROUNDS:-3}
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 PO=$(free_port); PR=$(free_port)
 "$OURS" --port "$PO" --loglevel warning >/dev/null 2>&1 & OPID=$!
 redis-server --port $PR --bind 127.0.0.1 --save '' --appendonly no >/dev/null 2>&1 & RPID=$!
@@ -18,12 +19,9 @@ for _ in $(seq 50); do
   redis-cli -p "$PO" ping >/dev/null 2>&1 && redis-cli -p "$PR" ping >/dev/null 2>&1 && break
   sleep 0.1
 done
-body() { python3 -c "import re;s=open('benches/scripts.rs').read();m=re.search(r'const $1: &str =\s*\"((?:[^\"\\\\]|\\\\.)*)\"',s);print(m.group(1).encode().decode('unicode_escape'))"; }
 ACQ=$(body ACQUIRE); REL=$(body RELEASE)
 O=58c62432-bb74-4d14-8a00-9908cc8b828f:1
 N=200000
-ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
-rps() { tr '\r' '\n' | grep 'per second' | tail -1 | sed 's/.*: \([0-9]*\)\.[0-9]* requests per second.*/\1/'; }
 # run NAME PORT PID PIPELINE ARGS...: one redis-benchmark run; prints req/s and ns of server CPU per request.
 run() {
   local name=$1 port=$2 pid=$3 pp=$4; shift 4

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 set -u
+# free_port, body, ticks, rps (sourced before any cd: the path is relative to the caller).
+. "$(dirname "$0")/common.sh"
 # Keyspace at scale (issue 16): each server started fresh on a free loopback port, the servers
 # alternating ROUNDS times (default 2), every measurement printed as one line of JSON.
 #   memory   RSS growth per key over 10^6 keys of each shape in SHAPES (default: string lock
@@ -18,9 +20,6 @@ WHAT=${1:?memory, returned, scan, expiry or setget}; shift
 ROUNDS=${ROUNDS:-2}; N=${N:-1000000}; KEYSPACE=${KEYSPACE:-1000000}
 TOOL=$(cd "$(dirname "$0")" && pwd)/keyspace_scale.py
 SCRATCH=$(mktemp -d); trap 'rm -rf "$SCRATCH"' EXIT; cd "$SCRATCH" || exit 1
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-rps() { tr '\r' '\n' | grep 'requests per second' | sed 's/.*: \([0-9]*\)\.[0-9]* requests per second.*/\1/'; }
 run_one() { # name binary-or-redis
   local P PID; P=$(free_port)
   if [ "$2" = redis ]; then
@@ -37,11 +36,11 @@ run_one() { # name binary-or-redis
     expiry) echo "$1 $(python3 "$TOOL" expiry "$P" "$PID" "$N" "${MODE:-pxat}")" ;;
     setget)
       local c0 c1 c2 set get
-      c0=$(cpu "$PID")
+      c0=$(ticks "$PID")
       set=$(redis-benchmark -p "$P" -t set -P 16 -n 2000000 -r "$KEYSPACE" -q 2>/dev/null | rps)
-      c1=$(cpu "$PID")
+      c1=$(ticks "$PID")
       get=$(redis-benchmark -p "$P" -t get -P 16 -n 4000000 -r "$KEYSPACE" -q 2>/dev/null | rps)
-      c2=$(cpu "$PID")
+      c2=$(ticks "$PID")
       echo "$1 SET $set req/s, cpu $((c1 - c0)) ticks; GET $get req/s, cpu $((c2 - c1)) ticks" ;;
   esac
   kill "$PID"; wait "$PID" 2>/dev/null

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 set -u
+# free_port, body, ticks, rps (sourced before any cd: the path is relative to the caller).
+. "$(dirname "$0")/common.sh"
 # Flat cost with scale (issue 16, goal 4): the same pipelined commands against a keyspace of
 # 10^3 keys and one of 10^6, on a fresh server each, ours and redis-server alternating.
 # Usage: cargo build --release -p locksmith-server && bash benches/scale.sh
@@ -11,12 +13,8 @@ cd "$(dirname "$0")/.."
 OURS=${LOCKSMITH_SERVER_BIN:-target/release/locksmith-server}
 ROUNDS=${ROUNDS:-1}; N=${N:-1000000}; SIZES=${SIZES:-1000 1000000}
 SCRATCH=$(mktemp -d); trap 'rm -rf "$SCRATCH"' EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-body() { python3 -c "import re;s=open('benches/scripts.rs').read();m=re.search(r'const $1: &str =\s*\"((?:[^\"\\\\]|\\\\.)*)\"',s);print(m.group(1).encode().decode('unicode_escape'))"; }
 ACQ=$(body ACQUIRE)
 O=58c62432-bb74-4d14-8a00-9908cc8b828f:1
-ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
-rps() { tr '\r' '\n' | grep 'per second' | tail -1 | sed 's/.*: \([0-9]*\)\.[0-9]* requests per second.*/\1/'; }
 # run PORT PID ARGS...: one redis-benchmark run; prints req/s and ns of server CPU per request.
 run() {
   local port=$1 pid=$2; shift 2
