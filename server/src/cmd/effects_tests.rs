@@ -41,17 +41,22 @@ impl Harness {
         }
     }
 
-    fn run(&mut self, args: &[&str]) -> (Frame, Observed) {
+    /// Runs `args`, recording into `effects`.
+    fn call(&mut self, args: &[&str], effects: &mut Effects) -> Frame {
         let argv: Vec<Bytes> = args.iter().map(|a| Bytes::from(a.to_string())).collect();
-        let mut effects = Effects::default();
-        let reply = call_argv(
+        call_argv(
             &mut self.state,
             &self.node,
             &mut self.client,
             &argv,
             self.now,
-            &mut effects,
-        );
+            effects,
+        )
+    }
+
+    fn run(&mut self, args: &[&str]) -> (Frame, Observed) {
+        let mut effects = Effects::default();
+        let reply = self.call(args, &mut effects);
         let text = |b: &Bytes| String::from_utf8_lossy(b).into_owned();
         let events = effects
             .events
@@ -323,19 +328,10 @@ fn a_batch_accounts_memory_as_the_same_writes_one_by_one() {
         &["SET", "k4", "1"],
         &["INCRBY", "k4", "100000000000"],
     ];
-    let argv =
-        |args: &[&str]| -> Vec<Bytes> { args.iter().map(|a| Bytes::from(a.to_string())).collect() };
     let mut h = Harness::new();
     let mut effects = Effects::default();
     for args in batch {
-        let reply = call_argv(
-            &mut h.state,
-            &h.node,
-            &mut h.client,
-            &argv(args),
-            h.now,
-            &mut effects,
-        );
+        let reply = h.call(args, &mut effects);
         assert!(!reply.is_error(), "{args:?}: {reply:?}");
     }
     h.state.finish_effects(&h.node, &mut effects);
@@ -352,14 +348,7 @@ fn a_batch_accounts_memory_as_the_same_writes_one_by_one() {
     let mut fresh = Harness::new();
     for args in one_by_one {
         let mut effects = Effects::default();
-        let reply = call_argv(
-            &mut fresh.state,
-            &fresh.node,
-            &mut fresh.client,
-            &argv(args),
-            fresh.now,
-            &mut effects,
-        );
+        let reply = fresh.call(args, &mut effects);
         assert!(!reply.is_error(), "{args:?}: {reply:?}");
         fresh.state.finish_effects(&fresh.node, &mut effects);
     }

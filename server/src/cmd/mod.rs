@@ -405,8 +405,19 @@ pub(crate) fn bulk_str(s: &str) -> Frame {
     Frame::Bulk(Bytes::copy_from_slice(s.as_bytes()))
 }
 
-/// Keys up to this long are copied rather than shared when recorded ([`Ctx::modified`]).
+/// Keys up to this long are copied rather than shared when recorded ([`recorded_key`]).
 const SHORT_KEY: usize = 64;
+
+/// `key` as [`Effects::modified`] records it: a short key is copied, since the first reference
+/// to a request's argument costs an allocation and atomic operations, where a copy of a few
+/// bytes costs neither; a long one is shared.
+fn recorded_key(key: &Bytes) -> Bytes {
+    if key.len() <= SHORT_KEY {
+        Bytes::copy_from_slice(key)
+    } else {
+        key.clone()
+    }
+}
 
 /// Everything a handler may touch while it runs.
 pub(crate) struct Ctx<'a> {
@@ -536,7 +547,8 @@ impl Ctx<'_> {
     pub(crate) fn modified_measured(&mut self, key: &Bytes) {
         self.state.dirty += 1;
         if self.state.hears_modified_keys() {
-            self.effects.modified_measured(self.client.db, key.clone());
+            self.effects
+                .modified_measured(self.client.db, recorded_key(key));
         }
     }
 
@@ -583,14 +595,9 @@ impl Ctx<'_> {
     /// Records that `key` in the selected db was written (WATCH, blocked clients, dirty).
     pub(crate) fn modified(&mut self, key: &Bytes) {
         self.state.dirty += 1;
-        // A short key is copied: the first reference to a request's argument costs an
-        // allocation and atomic operations, where a copy of a few bytes costs neither.
-        let key = if key.len() <= SHORT_KEY {
-            Bytes::copy_from_slice(key)
-        } else {
-            key.clone()
-        };
-        self.effects.modified.push((self.client.db, key));
+        self.effects
+            .modified
+            .push((self.client.db, recorded_key(key)));
     }
 
     /// Raises keyspace event `event` of `class` for `key` in the selected db, if
