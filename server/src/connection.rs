@@ -15,15 +15,14 @@ use crate::client::{ClientHandle, ClientState, Outbox, OutboxReceiver};
 use crate::config::runtime::{ClientClass, OutputLimit};
 use crate::dispatch::{Guard, ScriptPlace, Session, Transport};
 use crate::node::{Effects, Node};
+use crate::write_round::{PendingReplies, WriteRound};
 use bytes::BytesMut;
 use locksmith_resp::{encode, Frame, Limits, RequestDecoder, Version};
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::broadcast;
 
@@ -41,51 +40,48 @@ pub trait ClientStream: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
 
 impl<S: AsyncRead + AsyncWrite + Send + Unpin + 'static> ClientStream for S {}
 
-/// What a connection reads and writes: an accepted TCP socket (read on readiness, without
-/// an intermediate future), or any other stream.
+/// What a connection reads and writes: an accepted TCP socket (read and written on
+/// readiness, without an intermediate future, and shared with the listener's
+/// [`WriteRound`]), or any other stream.
 pub(crate) enum Socket {
     /// A socket the listener accepted.
-    Tcp(TcpStream),
+    Tcp(Arc<TcpStream>),
     /// A stream given to [`crate::ServerHandle::serve_stream`].
     Stream(Box<dyn ClientStream>),
 }
 
-impl AsyncRead for Socket {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Socket::Tcp(s) => Pin::new(s).poll_read(cx, buf),
-            Socket::Stream(s) => Pin::new(s).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for Socket {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        match self.get_mut() {
-            Socket::Tcp(s) => Pin::new(s).poll_write(cx, buf),
-            Socket::Stream(s) => Pin::new(s).poll_write(cx, buf),
+impl Socket {
+    /// Writes all of `buf`.
+    pub(crate) async fn write_all(&mut self, mut buf: &[u8]) -> std::io::Result<()> {
+        match self {
+            Socket::Tcp(socket) => {
+                while !buf.is_empty() {
+                    socket.writable().await?;
+                    match socket.try_write(buf) {
+                        Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                        Ok(n) => buf = &buf[n..],
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(())
+            }
+            Socket::Stream(stream) => stream.write_all(buf).await,
         }
     }
 
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Socket::Tcp(s) => Pin::new(s).poll_flush(cx),
-            Socket::Stream(s) => Pin::new(s).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Socket::Tcp(s) => Pin::new(s).poll_shutdown(cx),
-            Socket::Stream(s) => Pin::new(s).poll_shutdown(cx),
+    /// Reads what arrives into `buf`; 0 at the end of the stream.
+    async fn read_buf(&mut self, buf: &mut BytesMut) -> std::io::Result<usize> {
+        match self {
+            Socket::Tcp(socket) => loop {
+                socket.readable().await?;
+                buf.reserve(READ_CHUNK_MIN);
+                match socket.try_read_buf(buf) {
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    read => return read,
+                }
+            },
+            Socket::Stream(stream) => stream.read_buf(buf).await,
         }
     }
 }
@@ -97,6 +93,7 @@ pub(crate) async fn serve(
     socket: Socket,
     addr: SocketAddr,
     laddr: SocketAddr,
+    round: Option<Arc<WriteRound>>,
     mut shutdown: broadcast::Receiver<()>,
 ) {
     let (outbox, outbox_rx) = Outbox::new();
@@ -114,6 +111,12 @@ pub(crate) async fn serve(
         Socket::Tcp(_) if multi_thread => ScriptPlace::Worker,
         Socket::Tcp(_) => ScriptPlace::BlockingPool,
     };
+    let round = match (&socket, round) {
+        (Socket::Tcp(tcp), Some(round)) => {
+            Some((round, Arc::new(PendingReplies::new(tcp.clone()))))
+        }
+        _ => None,
+    };
     let mut conn = Connection {
         session: Session::new(
             node.clone(),
@@ -127,6 +130,7 @@ pub(crate) async fn serve(
             read_chunk: READ_CHUNK_MIN,
             outbox_rx,
             out_of_band: 0,
+            round,
         },
         decoder,
         effects: Effects::default(),
@@ -158,6 +162,8 @@ struct Io {
     /// Bytes of out-of-band frames in `wbuf`, still counted as pending in the outbox (so a
     /// subscriber whose socket does not drain stays accountable for them) until flushed.
     out_of_band: usize,
+    /// Where a TCP connection's replies wait for the end of the scheduler's round.
+    round: Option<(Arc<WriteRound>, Arc<PendingReplies>)>,
 }
 
 impl Connection {
@@ -200,15 +206,7 @@ impl Connection {
                     }
                     node.live.net_input.fetch_add(read as u64, Ordering::Relaxed);
                     let keep_open = self.process_input(&mut pause_shutdown).await;
-                    // Let the other connections with input run before writing (as Redis
-                    // writes every client's replies after processing the whole batch of
-                    // ready sockets): a peer woken by the first write then finds the other
-                    // replies already there instead of sleeping and being woken once per
-                    // reply, which cost ~7 % of a pipelined script benchmark in wake-ups.
-                    if !self.io.wbuf.is_empty() {
-                        tokio::task::yield_now().await;
-                    }
-                    self.io.flush(&self.session).await?;
+                    self.io.flush_after_round(&self.session).await?;
                     if !keep_open {
                         return Ok(());
                     }
@@ -365,6 +363,81 @@ impl Io {
         }
     }
 
+    /// Writes the replies of a processed batch once the other connections ready in this
+    /// round have processed theirs, as Redis writes every client's replies before it sleeps
+    /// (see [`crate::write_round`]): a peer woken by the first write then finds the other
+    /// replies there instead of sleeping and being woken once per reply.
+    async fn flush_after_round(&mut self, session: &Session) -> std::io::Result<()> {
+        if self.wbuf.is_empty() {
+            return self.flush(session).await;
+        }
+        let soft_deadline = self.admit_output(session)?;
+        match &self.round {
+            Some((round, replies)) => {
+                let turn = round.defer(replies, &mut self.wbuf);
+                tokio::task::yield_now().await;
+                round.write_through(turn);
+                replies.take_unwritten(&mut self.wbuf);
+            }
+            None => tokio::task::yield_now().await,
+        }
+        if !self.wbuf.is_empty() {
+            self.write_out(session, soft_deadline).await?;
+        }
+        self.outbox_rx
+            .written(std::mem::take(&mut self.out_of_band));
+        Ok(())
+    }
+
+    /// Counts the write buffer as output and holds it to `client-output-buffer-limit
+    /// normal` (subscribers have the pub/sub class): past the hard limit the client is closed
+    /// at once; past the soft one the answer is how long its output may take to drain.
+    fn admit_output(&self, session: &Session) -> std::io::Result<Option<Duration>> {
+        let node = &session.node;
+        let pending = self.wbuf.len() as u64;
+        let OutputLimit {
+            hard_bytes: hard,
+            soft_bytes: soft,
+            soft_seconds,
+        } = node.config.output_limit(ClientClass::Normal);
+        let normal = session.client.subscriptions == 0;
+        if normal && hard > 0 && pending > hard {
+            return Err(over_output_limit(&session.client.handle));
+        }
+        node.live.net_output.fetch_add(pending, Ordering::Relaxed);
+        Ok((normal && soft > 0 && pending > soft)
+            .then(|| Duration::from_secs(soft_seconds).max(Duration::from_millis(1))))
+    }
+
+    /// Writes the whole buffer out. A killed client (e.g. a subscriber past its output-buffer
+    /// limit whose socket no longer drains) stops waiting at once, as does one whose output
+    /// has not drained by `soft_deadline`.
+    async fn write_out(
+        &mut self,
+        session: &Session,
+        soft_deadline: Option<Duration>,
+    ) -> std::io::Result<()> {
+        let handle = &session.client.handle;
+        tokio::select! {
+            biased;
+            written = self.socket.write_all(&self.wbuf) => written?,
+            _ = handle.kill_notify.notified() => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionAborted,
+                    "client killed",
+                ));
+            }
+            _ = async {
+                match soft_deadline {
+                    Some(d) => tokio::time::sleep(d).await,
+                    None => std::future::pending().await,
+                }
+            } => return Err(over_output_limit(handle)),
+        }
+        self.wbuf.clear();
+        Ok(())
+    }
+
     /// Moves every queued out-of-band frame (pub/sub messages, extra subscribe
     /// confirmations) into the write buffer, so they precede the reply being written.
     fn drain_outbox(&mut self, resp: Version) {
@@ -379,49 +452,8 @@ impl Transport for Io {
     /// limit whose socket no longer drains) stops waiting at once.
     async fn flush(&mut self, session: &Session) -> std::io::Result<()> {
         if !self.wbuf.is_empty() {
-            let node = &session.node;
-            let handle = &session.client.handle;
-            // `client-output-buffer-limit normal` (subscribers have the pub/sub class): past
-            // the hard limit the client is closed at once, past the soft one when the output
-            // has not drained within its seconds.
-            let pending = self.wbuf.len() as u64;
-            let OutputLimit {
-                hard_bytes: hard,
-                soft_bytes: soft,
-                soft_seconds,
-            } = node.config.output_limit(ClientClass::Normal);
-            let normal = session.client.subscriptions == 0;
-            let over_limit = || {
-                tracing::warn!(
-                    client = handle.id,
-                    addr = %handle.addr,
-                    "Client scheduled to be closed ASAP for overcoming of output buffer limits."
-                );
-                std::io::Error::other("output buffer limit")
-            };
-            if normal && hard > 0 && pending > hard {
-                return Err(over_limit());
-            }
-            let soft_deadline = (normal && soft > 0 && pending > soft)
-                .then(|| Duration::from_secs(soft_seconds).max(Duration::from_millis(1)));
-            node.live.net_output.fetch_add(pending, Ordering::Relaxed);
-            tokio::select! {
-                biased;
-                written = self.socket.write_all(&self.wbuf) => written?,
-                _ = handle.kill_notify.notified() => {
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::ConnectionAborted,
-                        "client killed",
-                    ));
-                }
-                _ = async {
-                    match soft_deadline {
-                        Some(d) => tokio::time::sleep(d).await,
-                        None => std::future::pending().await,
-                    }
-                } => return Err(over_limit()),
-            }
-            self.wbuf.clear();
+            let soft_deadline = self.admit_output(session)?;
+            self.write_out(session, soft_deadline).await?;
         }
         self.outbox_rx
             .written(std::mem::take(&mut self.out_of_band));
@@ -490,6 +522,16 @@ async fn read_some(
         *chunk
     };
     Ok(Some(read))
+}
+
+/// Logs and returns the error that closes a client past its output-buffer limit.
+fn over_output_limit(handle: &ClientHandle) -> std::io::Error {
+    tracing::warn!(
+        client = handle.id,
+        addr = %handle.addr,
+        "Client scheduled to be closed ASAP for overcoming of output buffer limits."
+    );
+    std::io::Error::other("output buffer limit")
 }
 
 /// Resolves after `timeout_s` seconds, or never when it is 0 (`timeout 0`).

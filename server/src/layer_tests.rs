@@ -70,6 +70,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "lib",
             "local_client",
             "server",
+            "write_round",
             "layer_tests",
         ],
     ),

@@ -55,6 +55,7 @@ mod slowlog;
 mod ticks;
 mod tracking;
 mod transaction;
+mod write_round;
 
 pub use clock::Clock;
 pub use config::{Config, EnableCommand};

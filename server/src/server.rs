@@ -8,6 +8,7 @@ use crate::config::Config;
 use crate::connection;
 use crate::connection::{ClientStream, Socket};
 use crate::node::{Effects, Node};
+use crate::write_round::WriteRound;
 use rand::{Rng, SeedableRng};
 use std::io;
 use std::net::SocketAddr;
@@ -327,6 +328,7 @@ async fn accept_loop(
     done: mpsc::Sender<()>,
 ) {
     let mut stop = shutdown.subscribe();
+    let round = Arc::new(WriteRound::default());
     loop {
         let accepted = tokio::select! {
             biased;
@@ -356,7 +358,15 @@ async fn accept_loop(
         let Ok(local) = socket.local_addr() else {
             continue;
         };
-        admit(&node, Socket::Tcp(socket), peer, local, &shutdown, &done);
+        admit(
+            &node,
+            Socket::Tcp(Arc::new(socket)),
+            peer,
+            local,
+            Some(&round),
+            &shutdown,
+            &done,
+        );
     }
 }
 
@@ -367,6 +377,7 @@ fn admit(
     socket: Socket,
     peer: SocketAddr,
     local: SocketAddr,
+    round: Option<&Arc<WriteRound>>,
     shutdown: &broadcast::Sender<()>,
     done: &mpsc::Sender<()>,
 ) {
@@ -382,8 +393,9 @@ fn admit(
     let node = node.clone();
     let stop = shutdown.subscribe();
     let done = done.clone();
+    let round = round.cloned();
     tokio::spawn(async move {
-        connection::serve(node.clone(), socket, peer, local, stop).await;
+        connection::serve(node.clone(), socket, peer, local, round, stop).await;
         node.live.connected.fetch_sub(1, Ordering::AcqRel);
         drop(done);
     });
@@ -391,7 +403,6 @@ fn admit(
 
 /// Redis answers a client over `maxclients` with this error and closes.
 async fn refuse(mut socket: Socket) {
-    use tokio::io::AsyncWriteExt;
     let _ = socket
         .write_all(b"-ERR max number of clients reached\r\n")
         .await;
@@ -676,6 +687,7 @@ impl StreamAcceptor {
             Socket::Stream(Box::new(stream)),
             peer,
             self.addr,
+            None,
             &self.shutdown,
             &done,
         );
