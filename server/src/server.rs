@@ -210,11 +210,12 @@ impl ServerBuilder {
     pub fn start_blocking(self) -> io::Result<BlockingServer> {
         // Multi-thread even with one worker: a long script hands the worker's other
         // connections to a new thread so they get BUSY (see `script::InlineRun`).
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("locksmith-server")
-            .enable_all()
-            .build()?;
+        let mut runtime = tokio::runtime::Builder::new_multi_thread();
+        runtime.worker_threads(1).thread_name("locksmith-server");
+        // Connections run in the order the I/O driver woke them, as in the binary (cli.rs).
+        #[cfg(tokio_unstable)]
+        runtime.disable_lifo_slot();
+        let runtime = runtime.enable_all().build()?;
         let handle = runtime.block_on(self.start())?;
         Ok(BlockingServer {
             handle,

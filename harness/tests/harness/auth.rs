@@ -24,6 +24,23 @@ async fn reply(addr: SocketAddr, auth: bool, args: &[&str]) -> String {
     String::from_utf8_lossy(&frames[0]).into_owned()
 }
 
+/// Whether `addr` answers a PING (with anything) within a second.
+async fn answers(addr: SocketAddr) -> bool {
+    let Ok(mut stream) = tokio::net::TcpStream::connect(addr).await else {
+        return false;
+    };
+    let ping = async {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        stream.write_all(b"PING\r\n").await.ok()?;
+        let mut buf = [0u8; 64];
+        (stream.read(&mut buf).await.ok()? > 0).then_some(())
+    };
+    matches!(
+        tokio::time::timeout(Duration::from_secs(1), ping).await,
+        Ok(Some(()))
+    )
+}
+
 /// Every address of `t` refuses `SET` and `LOCKSMITH.TOPOLOGY` before AUTH and serves them
 /// after; wrong passwords get Redis's WRONGPASS.
 async fn check_topology(t: &Topology, what: &str) {
@@ -126,9 +143,11 @@ async fn the_binary_passes_requirepass_to_every_node() {
             .unwrap();
         let _bin = Binary(child);
         let front: SocketAddr = ([127, 0, 0, 1], port).into();
+        // Ready once a command is answered (NOAUTH here): the front address accepts as soon
+        // as it is bound, but resets connections until it routes to the master.
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            if tokio::net::TcpStream::connect(front).await.is_ok() {
+            if answers(front).await {
                 break;
             }
             assert!(Instant::now() < deadline, "the binary did not start");

@@ -324,3 +324,45 @@ fn topology_flags_point_to_the_harness_binary() {
         assert!(stderr.contains("locksmith-harness"), "{flags:?}: {stderr}");
     }
 }
+
+/// Reads exactly `n` bytes (bounded by the socket's read timeout).
+fn read_exact_reply(s: &mut TcpStream, n: usize) -> String {
+    let mut buf = vec![0u8; n];
+    s.read_exact(&mut buf).unwrap();
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+// Commands sent one after the other on two connections run in that order, as Redis runs them
+// in the order epoll reports their sockets. Both requests reach an idle server within
+// microseconds, so one poll of the I/O driver wakes both connections: a scheduler that ran the
+// last one woken first (tokio's LIFO slot) ran B's SET before A's in about a fifth of the
+// rounds, and Redis's own suite saw an XREADGROUP sent before a DEL run after it.
+#[test]
+fn commands_sent_in_turn_on_two_connections_run_in_turn() {
+    let bin = Binary::start(&[]);
+    let connect = || {
+        let s = TcpStream::connect(("127.0.0.1", bin.port)).unwrap();
+        s.set_nodelay(true).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s
+    };
+    let (mut a, mut b) = (connect(), connect());
+    let mut inverted = Vec::new();
+    for round in 0..200u32 {
+        let (va, vb) = (format!("a{round:03}"), format!("b{round:03}"));
+        let set = |v: &str| format!("*3\r\n$3\r\nSET\r\n$5\r\norder\r\n$4\r\n{v}\r\n");
+        a.write_all(set(&va).as_bytes()).unwrap();
+        b.write_all(set(&vb).as_bytes()).unwrap();
+        assert_eq!(read_exact_reply(&mut a, 5), "+OK\r\n");
+        assert_eq!(read_exact_reply(&mut b, 5), "+OK\r\n");
+        a.write_all(b"*2\r\n$3\r\nGET\r\n$5\r\norder\r\n").unwrap();
+        let got = read_exact_reply(&mut a, 10);
+        if got != format!("$4\r\n{vb}\r\n") {
+            inverted.push(round);
+        }
+    }
+    assert!(
+        inverted.is_empty(),
+        "B's SET ran first in rounds {inverted:?}"
+    );
+}
