@@ -10,7 +10,7 @@ set -u
 # names drawn from K), printing req/s and the server's CPU per request. ROUNDS (default 1),
 # N (default 1000000), SIZES (default "1000 1000000").
 cd "$(dirname "$0")/.."
-OURS=${LOCKSMITH_SERVER_BIN:-target/release/locksmith-server}
+OURS=$(realpath "${LOCKSMITH_SERVER_BIN:-target/release/locksmith-server}")
 ROUNDS=${ROUNDS:-1}; N=${N:-1000000}; SIZES=${SIZES:-1000 1000000}
 SCRATCH=$(mktemp -d); trap 'rm -rf "$SCRATCH"' EXIT
 ACQ=$(body ACQUIRE)
@@ -29,7 +29,7 @@ for round in $(seq "$ROUNDS"); do
     for name in ours redis; do
       P=$(free_port)
       if [ $name = ours ]; then
-        (cd "$SCRATCH" && exec "$OLDPWD/$OURS" --port "$P" --loglevel warning) >/dev/null 2>&1 & PID=$!
+        (cd "$SCRATCH" && exec "$OURS" --port "$P" --loglevel warning) >/dev/null 2>&1 & PID=$!
       else
         redis-server --port "$P" --bind 127.0.0.1 --dir "$SCRATCH" --save '' --appendonly no \
           --loglevel warning >/dev/null 2>&1 & PID=$!

@@ -252,6 +252,28 @@ fn copy_each<'a>(parts: impl Iterator<Item = &'a [u8]>) -> Vec<Bytes> {
     parts.map(Bytes::copy_from_slice).collect()
 }
 
+/// Arguments of each request [`RequestDecoder::peek`] hands over (the command's name and the
+/// next three: enough to find the first key of most commands and of `EVALSHA`).
+pub const PEEK_ARGS: usize = 4;
+
+/// The number of a `*`/`$` header line at `at` (`marker` first, at most 18 digits, CRLF) and
+/// where the line after it starts.
+fn peek_header(buf: &[u8], at: usize, marker: u8) -> Option<(usize, usize)> {
+    if *buf.get(at)? != marker {
+        return None;
+    }
+    let mut n: usize = 0;
+    let mut i = at + 1;
+    loop {
+        match *buf.get(i)? {
+            b @ b'0'..=b'9' if i - at <= 18 => n = n * 10 + usize::from(b - b'0'),
+            b'\r' if i > at + 1 && *buf.get(i + 1)? == b'\n' => return Some((n, i + 2)),
+            _ => return None,
+        }
+        i += 1;
+    }
+}
+
 impl RequestDecoder {
     /// A decoder with the given limits.
     pub fn new(limits: Limits) -> Self {
@@ -270,6 +292,41 @@ impl RequestDecoder {
     /// Changes the limits (e.g. after `CONFIG SET proto-max-bulk-len`).
     pub fn set_limits(&mut self, limits: Limits) {
         self.limits = limits;
+    }
+
+    /// Looks ahead, without consuming anything, at up to `max` complete multibulk requests at
+    /// the front of `buf`, handing `each` the first [`PEEK_ARGS`] arguments of each (all of
+    /// them when it has fewer). It sees nothing while a request is half read and stops at the
+    /// first request that is incomplete, inline or not well formed: what it finds is a hint
+    /// (which keys a pipeline is about to touch), never a decode.
+    pub fn peek<'a>(&self, buf: &'a [u8], max: usize, mut each: impl FnMut(&[&'a [u8]])) {
+        if self.pending != 0 || self.bulk_len.is_some() {
+            return;
+        }
+        let mut at = 0;
+        for _ in 0..max {
+            let Some((count, mut next)) = peek_header(buf, at, b'*') else {
+                return;
+            };
+            let mut args: [&'a [u8]; PEEK_ARGS] = [&[]; PEEK_ARGS];
+            for i in 0..count {
+                let Some((len, start)) = peek_header(buf, next, b'$') else {
+                    return;
+                };
+                let Some(arg) = start.checked_add(len).and_then(|end| buf.get(start..end)) else {
+                    return;
+                };
+                if let Some(slot) = args.get_mut(i) {
+                    *slot = arg;
+                }
+                next = start + len + 2;
+            }
+            if next > buf.len() {
+                return;
+            }
+            each(args.get(..count.min(PEEK_ARGS)).unwrap_or(&args));
+            at = next;
+        }
     }
 
     /// Decodes the next complete request from `buf`, consuming its bytes.
@@ -754,6 +811,50 @@ mod tests {
     use super::*;
 
     const TRAILING: &[u8] = b"*1\r\n$4\r\nPING\r\n";
+
+    fn peeked(decoder: &RequestDecoder, buf: &[u8], max: usize) -> Vec<Vec<String>> {
+        let mut seen = Vec::new();
+        decoder.peek(buf, max, |args| {
+            seen.push(
+                args.iter()
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect(),
+            );
+        });
+        seen
+    }
+
+    #[test]
+    fn peek_sees_the_complete_requests_ahead_without_consuming_them() {
+        let decoder = RequestDecoder::default();
+        let pipeline: &[u8] = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n\
+            *6\r\n$7\r\nEVALSHA\r\n$3\r\nsha\r\n$1\r\n1\r\n$4\r\nlock\r\n$1\r\na\r\n$1\r\nb\r\n\
+            *0\r\n*2\r\n$3\r\nGET\r\n$2\r\nk";
+        let all = peeked(&decoder, pipeline, 16);
+        assert_eq!(
+            all,
+            [
+                vec!["SET", "k", "v"],
+                vec!["EVALSHA", "sha", "1", "lock"],
+                vec![],
+            ],
+            "the half-read GET is not seen"
+        );
+        assert_eq!(peeked(&decoder, pipeline, 1), [vec!["SET", "k", "v"]]);
+        // Stops at an inline request, a bad header, or a null multibulk.
+        for stop in [&b"PING\r\n"[..], b"*1\r\n$x\r\n", b"*-1\r\n"] {
+            let mut buf = b"*1\r\n$4\r\nPING\r\n".to_vec();
+            buf.extend_from_slice(stop);
+            buf.extend_from_slice(b"*1\r\n$4\r\nPING\r\n");
+            assert_eq!(peeked(&decoder, &buf, 16), [vec!["PING"]], "{stop:?}");
+        }
+        assert!(peeked(&decoder, b"*99999999999999999999\r\n", 16).is_empty());
+        // Nothing while a request is half read: the buffer does not start at a request.
+        let mut half = RequestDecoder::default();
+        let mut buf = BytesMut::from(&b"*2\r\n$3\r\nGET\r\n"[..]);
+        assert_eq!(half.decode(&mut buf).unwrap(), None);
+        assert!(peeked(&half, b"*1\r\n$4\r\nPING\r\n", 16).is_empty());
+    }
 
     #[test]
     fn small_requests_are_copied_out_of_the_read_buffer_and_large_ones_are_not() {

@@ -13,8 +13,9 @@
 
 use crate::client::{ClientHandle, ClientState, Outbox, OutboxReceiver};
 use crate::config::runtime::{ClientClass, OutputLimit};
+use crate::db::{PREFETCH_MAX, PREFETCH_MIN_KEYS};
 use crate::dispatch::{Guard, ScriptPlace, Session, Transport};
-use crate::node::{Effects, Node};
+use crate::node::{Effects, Node, State};
 use crate::write_round::{PendingReplies, WriteRound};
 use bytes::BytesMut;
 use locksmith_resp::{encode, Frame, Limits, RequestDecoder, Version};
@@ -236,6 +237,7 @@ impl Connection {
         let mut guard: Guard = None;
         let mut effects = std::mem::take(&mut self.effects);
         let mut keep_open = true;
+        let mut prefetched = false;
         self.sync_limits();
         if self.io.wbuf.capacity() == 0 {
             self.io.wbuf.reserve(WRITE_CHUNK_MIN);
@@ -252,6 +254,12 @@ impl Connection {
                         break;
                     }
                     let mut reply = session.process(&mut guard, &argv, &mut effects).await;
+                    if !prefetched {
+                        prefetched = true;
+                        if let Some(state) = &guard {
+                            prefetch_batch(state, session.client.db, &self.decoder, &self.io.rbuf);
+                        }
+                    }
                     if let Some(request) = session.client.block.take() {
                         let served = session
                             .wait_blocked(
@@ -522,6 +530,48 @@ async fn read_some(
         *chunk
     };
     Ok(Some(read))
+}
+
+/// Asks the caches for the keys of the requests waiting in `rbuf` behind the one that just
+/// ran (the state lock is held from then on), so that a pipeline over a large keyspace does
+/// not take its cache misses one request at a time. The first key of a request is its second
+/// argument, or the fourth of a script call with keys; others are a hint that costs nothing
+/// but the lookup.
+fn prefetch_batch(state: &State, db: usize, decoder: &RequestDecoder, rbuf: &[u8]) {
+    let Some(db) = state.dbs.get(db) else {
+        return;
+    };
+    if db.len() < PREFETCH_MIN_KEYS {
+        return;
+    }
+    let mut keys: [&[u8]; PREFETCH_MAX] = [&[]; PREFETCH_MAX];
+    let mut n = 0;
+    decoder.peek(rbuf, PREFETCH_MAX, |args| {
+        let key = match args {
+            [name, _, numkeys, key, ..] if is_script_call(name) && numkeys != b"0" => key,
+            [_, key, ..] => key,
+            _ => return,
+        };
+        if let Some(slot) = keys.get_mut(n) {
+            *slot = key;
+            n += 1;
+        }
+    });
+    db.prefetch(&keys[..n]);
+}
+
+/// Whether `name` is a command whose keys follow a script and their count.
+fn is_script_call(name: &[u8]) -> bool {
+    [
+        "EVALSHA",
+        "EVAL",
+        "EVALSHA_RO",
+        "EVAL_RO",
+        "FCALL",
+        "FCALL_RO",
+    ]
+    .iter()
+    .any(|c| c.as_bytes().eq_ignore_ascii_case(name))
 }
 
 /// Logs and returns the error that closes a client past its output-buffer limit.

@@ -274,6 +274,11 @@ fn hash_key(hasher: &SipKey, key: &[u8]) -> u64 {
     hasher.hash(key)
 }
 
+/// Keys below which [`Db::prefetch`] does nothing: the table and its nodes stay in the caches.
+pub(crate) const PREFETCH_MIN_KEYS: usize = 1 << 15;
+/// Most keys [`Db::prefetch`] asks for at once.
+pub(crate) const PREFETCH_MAX: usize = 16;
+
 impl Db {
     /// Number of keys, including ones that expired but were not reclaimed yet (as `DBSIZE`).
     pub(crate) fn len(&self) -> usize {
@@ -306,6 +311,24 @@ impl Db {
     /// The entry for `key` whether or not its deadline passed (no access-time update).
     pub(crate) fn raw(&self, key: &[u8]) -> Option<&Entry> {
         self.find(key).map(|s| &s.entry)
+    }
+
+    /// Brings the nodes of `keys` (up to [`PREFETCH_MAX`]) toward the cache before a batch of
+    /// commands reads them, as Redis 8 prefetches a batch's keys: first every key's bucket,
+    /// then each chain's first node, so a pipeline's misses overlap. A large keyspace only
+    /// ([`PREFETCH_MIN_KEYS`]); nothing changes but what the caches hold.
+    pub(crate) fn prefetch(&self, keys: &[&[u8]]) {
+        if self.entries.len() < PREFETCH_MIN_KEYS {
+            return;
+        }
+        let mut hashes = [0u64; PREFETCH_MAX];
+        for (hash, key) in hashes.iter_mut().zip(keys) {
+            *hash = hash_key(&self.hasher, key);
+            self.entries.prefetch_bucket(*hash);
+        }
+        for hash in hashes.iter().take(keys.len()) {
+            self.entries.prefetch_element(*hash);
+        }
     }
 
     /// Finds `key` with one hash: a live entry (its access recorded at `now` if `touch`), or
@@ -618,6 +641,32 @@ mod tests {
         db.remove(b"a");
         db.remove(b"b");
         assert_eq!(db.used_bytes(), 0);
+    }
+
+    #[test]
+    fn prefetching_keys_changes_nothing_but_the_caches() {
+        let mut db = Db::default();
+        let mut rehashing_seen = false;
+        for i in 0..PREFETCH_MIN_KEYS + 100 {
+            db.insert(format!("key:{i}").as_bytes(), s("v"), None, 0);
+            // Ask while the table grows too: lookups then read both tables.
+            if i >= PREFETCH_MIN_KEYS - 1 && db.entries.is_rehashing() {
+                rehashing_seen = true;
+                db.prefetch(&[b"key:1", b"key:40000", b"missing", b""]);
+            }
+        }
+        assert!(rehashing_seen, "the table grew past the prefetch threshold");
+        let used = db.used_bytes();
+        let keys: Vec<Vec<u8>> = (0..PREFETCH_MAX + 4)
+            .map(|i| format!("key:{}", i * 1000).into_bytes())
+            .collect();
+        let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        db.prefetch(&refs);
+        db.prefetch(&[]);
+        assert_eq!((db.len(), db.used_bytes()), (PREFETCH_MIN_KEYS + 100, used));
+        for key in &keys {
+            assert!(matches!(db.find_live(key, 0, false), Found::Live(_)));
+        }
     }
 
     #[test]

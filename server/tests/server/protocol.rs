@@ -312,3 +312,56 @@ async fn a_reply_past_the_normal_output_buffer_limit_closes_the_client() {
     }
     pair.same(&["GET", "missing"]).await;
 }
+
+/// RESP-encodes one command.
+fn resp(args: &[&str]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+    }
+    out
+}
+
+// Past 32768 keys (`db::PREFETCH_MIN_KEYS`) the keys of a pipeline's later requests are
+// prefetched while its first one runs: a hint that must change no reply, whatever the
+// requests are (reads, writes, deletes, scripts with and without keys, another database).
+#[tokio::test]
+async fn a_pipeline_over_a_large_keyspace_gets_the_same_replies() {
+    let pair = Pair::start().await;
+    let mut fill = Vec::new();
+    for chunk in 0..40 {
+        let mut args = vec!["MSET".to_string()];
+        for i in chunk * 1000..(chunk + 1) * 1000 {
+            args.push(format!("key:{i}"));
+            args.push(format!("v{i}"));
+        }
+        fill.extend(resp(&args.iter().map(String::as_str).collect::<Vec<_>>()));
+    }
+    assert_eq!(same(&pair, one(&fill)).await.reply, "+OK\r\n".repeat(40));
+    let get = "return redis.call('GET', KEYS[1])";
+    let cmds: &[&[&str]] = &[
+        &["GET", "key:1"],
+        &["GET", "key:39999"],
+        &["SET", "key:5", "new"],
+        &["GET", "key:5"],
+        &["INCR", "counter"],
+        &["GET", "missing"],
+        &["EVAL", get, "1", "key:7"],
+        &["EVAL", "return 1", "0"],
+        &["DEL", "key:8"],
+        &["EXISTS", "key:8"],
+        &["SELECT", "1"],
+        &["GET", "key:1"],
+        &["SELECT", "0"],
+        &["PING"],
+        &["HSET", "h", "f", "v"],
+        &["DBSIZE"],
+    ];
+    let pipeline: Vec<u8> = cmds.iter().flat_map(|c| resp(c)).collect();
+    let ours = same(&pair, one(&pipeline)).await;
+    assert_eq!(
+        ours.reply,
+        "$2\r\nv1\r\n$6\r\nv39999\r\n+OK\r\n$3\r\nnew\r\n:1\r\n$-1\r\n$2\r\nv7\r\n:1\r\n:1\r\n:0\r\n\
+         +OK\r\n$-1\r\n+OK\r\n+PONG\r\n:1\r\n:40001\r\n"
+    );
+}
