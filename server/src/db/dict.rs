@@ -19,6 +19,7 @@
 //! Hashes are given by the caller (the keyspace uses its own keyed SipHash per database);
 //! [`Keyed`] elements of aggregates use [`hash_bytes`].
 
+use super::prefetch::prefetch;
 use crate::siphash::SipKey;
 use rand::Rng;
 use std::fmt;
@@ -209,20 +210,6 @@ struct Rehash<T> {
     to: Table<T>,
     /// Buckets of the old table below this one are empty (moved).
     index: usize,
-}
-
-/// Asks the CPU to bring the cache line holding `at` closer, without waiting for it.
-#[inline(always)]
-fn prefetch(at: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    #[allow(unsafe_code)]
-    // SAFETY: PREFETCHT0 is a hint: it reads nothing architecturally and cannot fault, whatever
-    // the address (here always one inside a live allocation); SSE is part of x86_64's baseline.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at.cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = at;
 }
 
 /// A hash table of `T` with Redis's dict behaviour (module docs).

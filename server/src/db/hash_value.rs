@@ -73,6 +73,13 @@ impl Default for Repr {
 }
 
 impl HashValue {
+    /// Asks the caches for a small hash's listpack (a lock's fields).
+    pub(crate) fn prefetch(&self) {
+        if let Repr::Small(listpack) = &self.repr {
+            listpack.prefetch();
+        }
+    }
+
     /// An empty hash.
     pub(crate) fn new() -> Self {
         Self::default()

@@ -39,6 +39,11 @@ fn push_element(out: &mut Vec<u8>, bytes: &[u8]) {
 }
 
 impl Listpack {
+    /// Asks the caches for the buffer's first line (a small hash fits in it).
+    pub(crate) fn prefetch(&self) {
+        super::prefetch::prefetch(self.buf.as_ptr());
+    }
+
     /// Whether a pair of `field` and `value` can be held.
     pub(crate) fn fits(field: &[u8], value: &[u8]) -> bool {
         field.len() <= MAX_ELEMENT && value.len() <= MAX_ELEMENT

@@ -13,6 +13,7 @@ mod key;
 pub(crate) mod lfu;
 mod listpack;
 pub(crate) mod memory;
+mod prefetch;
 pub(crate) mod release;
 mod set_value;
 mod small;
@@ -315,7 +316,8 @@ impl Db {
 
     /// Brings the nodes of `keys` (up to [`PREFETCH_MAX`]) toward the cache before a batch of
     /// commands reads them, as Redis 8 prefetches a batch's keys: first every key's bucket,
-    /// then each chain's first node, so a pipeline's misses overlap. A large keyspace only
+    /// then each chain's first node, then the value's own allocation, so a pipeline's misses
+    /// overlap. A large keyspace only
     /// ([`PREFETCH_MIN_KEYS`]); nothing changes but what the caches hold.
     pub(crate) fn prefetch(&self, keys: &[&[u8]]) {
         if self.entries.len() < PREFETCH_MIN_KEYS {
@@ -328,6 +330,12 @@ impl Db {
         }
         for hash in hashes.iter().take(keys.len()) {
             self.entries.prefetch_element(*hash);
+        }
+        // Third, what a value keeps out of its node (a small hash's listpack, a long string).
+        for (hash, key) in hashes.iter().zip(keys) {
+            if let Some(slot) = self.entries.find(*hash, |s| s.key[..] == **key) {
+                slot.entry.value.prefetch_payload();
+            }
         }
     }
 
@@ -656,6 +664,12 @@ mod tests {
             }
         }
         assert!(rehashing_seen, "the table grew past the prefetch threshold");
+        // Values with an allocation of their own: a long string and a small hash (a lock).
+        db.insert(b"long", s(&"x".repeat(100)), None, 0);
+        let mut lock = HashValue::new();
+        lock.insert(&k("owner"), &k("1"), hash_value::ListpackLimits::DEFAULT);
+        db.insert(b"lock", Value::Hash(lock), None, 0);
+        db.prefetch(&[b"long", b"lock"]);
         let used = db.used_bytes();
         let keys: Vec<Vec<u8>> = (0..PREFETCH_MAX + 4)
             .map(|i| format!("key:{}", i * 1000).into_bytes())
@@ -663,7 +677,7 @@ mod tests {
         let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
         db.prefetch(&refs);
         db.prefetch(&[]);
-        assert_eq!((db.len(), db.used_bytes()), (PREFETCH_MIN_KEYS + 100, used));
+        assert_eq!((db.len(), db.used_bytes()), (PREFETCH_MIN_KEYS + 102, used));
         for key in &keys {
             assert!(matches!(db.find_live(key, 0, false), Found::Live(_)));
         }

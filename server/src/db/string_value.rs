@@ -29,6 +29,13 @@ pub(crate) enum StringValue {
 }
 
 impl StringValue {
+    /// Asks the caches for a long value's bytes (a short one is inline, in the node).
+    pub(crate) fn prefetch(&self) {
+        if let StringValue::Shared(bytes) = self {
+            super::prefetch::prefetch(bytes.as_ptr());
+        }
+    }
+
     /// The empty string.
     pub(crate) const EMPTY: StringValue = StringValue::Inline {
         len: 0,

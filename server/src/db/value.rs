@@ -31,6 +31,16 @@ pub(crate) enum Value {
 }
 
 impl Value {
+    /// Asks the caches for the part of the value kept outside the keyspace's node, for the
+    /// values commands on many keys read most: strings and small hashes (locks).
+    pub(crate) fn prefetch_payload(&self) {
+        match self {
+            Value::String(s) => s.prefetch(),
+            Value::Hash(h) => h.prefetch(),
+            _ => {}
+        }
+    }
+
     /// Whether Redis would keep `h` as a listpack: no write made it hold more than
     /// `hash-max-listpack-entries` fields, nor a field or value longer than
     /// `hash-max-listpack-value`, as those parameters were at the time.
