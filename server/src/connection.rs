@@ -135,6 +135,7 @@ pub(crate) async fn serve(
         },
         decoder,
         effects: Effects::default(),
+        prefetching: false,
     };
     if let Err(e) = conn.run(&mut shutdown).await {
         tracing::debug!(client = id, error = %e, "connection closed");
@@ -150,6 +151,9 @@ struct Connection {
     io: Io,
     decoder: RequestDecoder,
     effects: Effects,
+    /// Whether the client's database was large enough for prefetching at the end of its last
+    /// batch ([`PREFETCH_MIN_KEYS`]): a batch then asks for its first keys before it runs.
+    prefetching: bool,
 }
 
 /// The socket side of a connection: the socket, its buffers and the out-of-band queue.
@@ -237,8 +241,16 @@ impl Connection {
         let mut guard: Guard = None;
         let mut effects = std::mem::take(&mut self.effects);
         let mut keep_open = true;
-        let mut prefetched = false;
+        // Every `PREFETCH_MAX` requests the keys of the next ones are asked for: the first
+        // batch before the first request runs (the state lock taken only if free, and given
+        // back), the others under the lock the batch holds.
+        let mut ran = 0usize;
         self.sync_limits();
+        if self.prefetching {
+            if let Ok(state) = self.session.node.state.try_lock() {
+                prefetch_batch(&state, self.session.client.db, &self.decoder, &self.io.rbuf);
+            }
+        }
         if self.io.wbuf.capacity() == 0 {
             self.io.wbuf.reserve(WRITE_CHUNK_MIN);
         }
@@ -254,8 +266,8 @@ impl Connection {
                         break;
                     }
                     let mut reply = session.process(&mut guard, &argv, &mut effects).await;
-                    if !prefetched {
-                        prefetched = true;
+                    ran += 1;
+                    if ran.is_multiple_of(PREFETCH_MAX) || (ran == 1 && !self.prefetching) {
                         if let Some(state) = &guard {
                             prefetch_batch(state, session.client.db, &self.decoder, &self.io.rbuf);
                         }
@@ -302,6 +314,10 @@ impl Connection {
             }
         }
         if let Some(mut state) = guard {
+            self.prefetching = state
+                .dbs
+                .get(self.session.client.db)
+                .is_some_and(|db| db.len() >= PREFETCH_MIN_KEYS);
             state.finish_effects(&self.session.node, &mut effects);
         }
         effects.reset();
@@ -532,9 +548,8 @@ async fn read_some(
     Ok(Some(read))
 }
 
-/// Asks the caches for the keys of the requests waiting in `rbuf` behind the one that just
-/// ran (the state lock is held from then on), so that a pipeline over a large keyspace does
-/// not take its cache misses one request at a time. The first key of a request is its second
+/// Asks the caches for the keys of the requests waiting in `rbuf`, so that a pipeline over
+/// a large keyspace does not take its cache misses one request at a time. The first key of a request is its second
 /// argument, or the fourth of a script call with keys; others are a hint that costs nothing
 /// but the lookup.
 fn prefetch_batch(state: &State, db: usize, decoder: &RequestDecoder, rbuf: &[u8]) {
