@@ -117,12 +117,17 @@ fn value_size_counting(value: &Value, samples: usize, usage: bool) -> usize {
                 );
                 allocation(LISTPACK_HEADER + bytes)
             } else {
-                let bytes = scaled(
-                    h.len(),
-                    samples,
-                    h.iter()
-                        .map(|(f, v)| dict_entry + sds(f.len()) + sds(v.len())),
-                );
+                // What the allocator holds is counted as written; `MEMORY USAGE` samples, as
+                // Redis does, so its figure moves as Redis's does.
+                let bytes = match h.table_bytes() {
+                    Some(strings) if !usage => h.len() * dict_entry + strings,
+                    _ => scaled(
+                        h.len(),
+                        samples,
+                        h.iter()
+                            .map(|(f, v)| dict_entry + sds(f.len()) + sds(v.len())),
+                    ),
+                };
                 dict(h.len()) + bytes
             }
         }
