@@ -256,22 +256,37 @@ fn copy_each<'a>(parts: impl Iterator<Item = &'a [u8]>) -> Vec<Bytes> {
 /// next three: enough to find the first key of most commands and of `EVALSHA`).
 pub const PEEK_ARGS: usize = 4;
 
-/// The number of a `*`/`$` header line at `at` (`marker` first, at most 18 digits, CRLF) and
-/// where the line after it starts.
-fn peek_header(buf: &[u8], at: usize, marker: u8) -> Option<(usize, usize)> {
-    if *buf.get(at)? != marker {
+/// Most digits of a header [`header`] reads.
+const HEADER_DIGITS: usize = 12;
+
+/// The `*`/`$` header line at `at` when it is a plain count (`0`, or digits without a
+/// leading zero, at most [`HEADER_DIGITS`] of them) ending in CR with a byte after the
+/// CR: the count and where the next line starts (the CR and the byte after it skipped
+/// unchecked, as the general path does). Anything else, signs and NUL bytes included,
+/// is left to the general path. [`RequestDecoder::peek`] reads headers the same way.
+#[inline(always)]
+fn header(buf: &[u8], at: usize, kind: u8) -> Option<(usize, usize)> {
+    let line = buf.get(at..)?;
+    if *line.first()? != kind {
         return None;
     }
-    let mut n: usize = 0;
-    let mut i = at + 1;
+    let mut value = 0usize;
+    let mut end = 1;
     loop {
-        match *buf.get(i)? {
-            b @ b'0'..=b'9' if i - at <= 18 => n = n * 10 + usize::from(b - b'0'),
-            b'\r' if i > at + 1 && *buf.get(i + 1)? == b'\n' => return Some((n, i + 2)),
+        match *line.get(end)? {
+            b @ b'0'..=b'9' if end <= HEADER_DIGITS => {
+                value = value * 10 + usize::from(b - b'0');
+            }
+            b'\r' => break,
             _ => return None,
         }
-        i += 1;
+        end += 1;
     }
+    // string2ll: at least one digit, and no leading zero unless the number is 0.
+    if end == 1 || (end > 2 && line.get(1) == Some(&b'0')) || end + 2 > line.len() {
+        return None;
+    }
+    Some((value, at + end + 2))
 }
 
 impl RequestDecoder {
@@ -305,12 +320,12 @@ impl RequestDecoder {
         }
         let mut at = 0;
         for _ in 0..max {
-            let Some((count, mut next)) = peek_header(buf, at, b'*') else {
+            let Some((count, mut next)) = header(buf, at, b'*') else {
                 return;
             };
             let mut args: [&'a [u8]; PEEK_ARGS] = [&[]; PEEK_ARGS];
             for i in 0..count {
-                let Some((len, start)) = peek_header(buf, next, b'$') else {
+                let Some((len, start)) = header(buf, next, b'$') else {
                     return;
                 };
                 let Some(arg) = start.checked_add(len).and_then(|end| buf.get(start..end)) else {
@@ -434,36 +449,6 @@ impl RequestDecoder {
     /// incomplete, empty, large or malformed request) returns `None` with nothing consumed, and
     /// the general path decides, so both agree on every input.
     fn decode_whole_small(&mut self, buf: &mut BytesMut) -> Option<Vec<Bytes>> {
-        /// The `*`/`$` header line at `at` when it is a plain count (`0`, or digits without a
-        /// leading zero, at most [`HEADER_DIGITS`] of them) ending in CR with a byte after the
-        /// CR: the count and where the next line starts (the CR and the byte after it skipped
-        /// unchecked, as the general path does). Anything else, signs and NUL bytes included,
-        /// is left to the general path.
-        #[inline(always)]
-        fn header(buf: &[u8], at: usize, kind: u8) -> Option<(usize, usize)> {
-            const HEADER_DIGITS: usize = 12;
-            let line = buf.get(at..)?;
-            if *line.first()? != kind {
-                return None;
-            }
-            let mut value = 0usize;
-            let mut end = 1;
-            loop {
-                match *line.get(end)? {
-                    b @ b'0'..=b'9' if end <= HEADER_DIGITS => {
-                        value = value * 10 + usize::from(b - b'0');
-                    }
-                    b'\r' => break,
-                    _ => return None,
-                }
-                end += 1;
-            }
-            // string2ll: at least one digit, and no leading zero unless the number is 0.
-            if end == 1 || (end > 2 && line.get(1) == Some(&b'0')) || end + 2 > line.len() {
-                return None;
-            }
-            Some((value, at + end + 2))
-        }
         let (count, mut at) = header(buf, 0, b'*')?;
         if count < 1 || count > FAST_MAX_ARGS.min(self.limits.max_multibulk_len) {
             return None;
