@@ -13,7 +13,7 @@
 
 use crate::client::{ClientHandle, ClientState, Outbox, OutboxReceiver};
 use crate::config::runtime::{ClientClass, OutputLimit};
-use crate::db::{PREFETCH_MAX, PREFETCH_MIN_KEYS};
+use crate::db::{Db, PREFETCH_MAX};
 use crate::dispatch::{Guard, ScriptPlace, Session, Transport};
 use crate::node::{Effects, Node, State};
 use crate::write_round::{PendingReplies, WriteRound};
@@ -152,7 +152,7 @@ struct Connection {
     decoder: RequestDecoder,
     effects: Effects,
     /// Whether the client's database was large enough for prefetching at the end of its last
-    /// batch ([`PREFETCH_MIN_KEYS`]): a batch then asks for its first keys before it runs.
+    /// batch (`Db::worth_prefetching`): a batch then asks for its first keys before it runs.
     prefetching: bool,
 }
 
@@ -317,7 +317,7 @@ impl Connection {
             self.prefetching = state
                 .dbs
                 .get(self.session.client.db)
-                .is_some_and(|db| db.len() >= PREFETCH_MIN_KEYS);
+                .is_some_and(Db::worth_prefetching);
             state.finish_effects(&self.session.node, &mut effects);
         }
         effects.reset();
@@ -549,16 +549,13 @@ async fn read_some(
 }
 
 /// Asks the caches for the keys of the requests waiting in `rbuf`, so that a pipeline over
-/// a large keyspace does not take its cache misses one request at a time. The first key of a request is its second
-/// argument, or the fourth of a script call with keys; others are a hint that costs nothing
-/// but the lookup.
+/// a large keyspace does not take its cache misses one request at a time. The first key of a
+/// request is its second argument, or the fourth of a script call with keys; others are a
+/// hint that costs nothing but the lookup. Over a small keyspace it does not look at `rbuf`.
 fn prefetch_batch(state: &State, db: usize, decoder: &RequestDecoder, rbuf: &[u8]) {
-    let Some(db) = state.dbs.get(db) else {
+    let Some(db) = state.dbs.get(db).filter(|db| db.worth_prefetching()) else {
         return;
     };
-    if db.len() < PREFETCH_MIN_KEYS {
-        return;
-    }
     let mut keys: [&[u8]; PREFETCH_MAX] = [&[]; PREFETCH_MAX];
     let mut n = 0;
     decoder.peek(rbuf, PREFETCH_MAX, |args| {

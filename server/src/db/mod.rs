@@ -276,7 +276,7 @@ fn hash_key(hasher: &SipKey, key: &[u8]) -> u64 {
 }
 
 /// Keys below which [`Db::prefetch`] does nothing: the table and its nodes stay in the caches.
-pub(crate) const PREFETCH_MIN_KEYS: usize = 1 << 15;
+const PREFETCH_MIN_KEYS: usize = 1 << 15;
 /// Most keys [`Db::prefetch`] asks for at once.
 pub(crate) const PREFETCH_MAX: usize = 16;
 
@@ -314,13 +314,19 @@ impl Db {
         self.find(key).map(|s| &s.entry)
     }
 
+    /// Whether the keyspace is large enough for [`Db::prefetch`] to do anything
+    /// ([`PREFETCH_MIN_KEYS`]).
+    pub(crate) fn worth_prefetching(&self) -> bool {
+        self.entries.len() >= PREFETCH_MIN_KEYS
+    }
+
     /// Brings the nodes of `keys` (up to [`PREFETCH_MAX`]) toward the cache before a batch of
     /// commands reads them, as Redis 8 prefetches a batch's keys: first every key's bucket,
     /// then each chain's first node, then the value's own allocation, so a pipeline's misses
     /// overlap. A large keyspace only
     /// ([`PREFETCH_MIN_KEYS`]); nothing changes but what the caches hold.
     pub(crate) fn prefetch(&self, keys: &[&[u8]]) {
-        if self.entries.len() < PREFETCH_MIN_KEYS {
+        if !self.worth_prefetching() {
             return;
         }
         let mut hashes = [0u64; PREFETCH_MAX];
