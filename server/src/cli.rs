@@ -80,20 +80,11 @@ where
     let served = watch_signals()
         .map_err(|e| format!("cannot install signal handlers: {e}").into())
         .and_then(|stop| {
-            {
-                let mut runtime = tokio::runtime::Builder::new_multi_thread();
-                runtime.worker_threads(workers.max(1));
-                // Connections woken by one poll of the I/O driver run in the order epoll
-                // reported them, as Redis runs them: tokio's LIFO slot would run the last one
-                // first, so of two commands sent in turn on two connections the second ran
-                // first (`commands_sent_in_turn_on_two_connections_run_in_turn`). No cost was
-                // measurable in the pipelined benchmarks.
-                #[cfg(tokio_unstable)]
-                runtime.disable_lifo_slot();
-                runtime.enable_all().build()
-            }
-            .map_err(Into::into)
-            .and_then(|runtime| runtime.block_on(serve(stop)))
+            crate::server::runtime_builder(workers.max(1))
+                .enable_all()
+                .build()
+                .map_err(Into::into)
+                .and_then(|runtime| runtime.block_on(serve(stop)))
         });
     let code = match served {
         Ok(()) => 0,

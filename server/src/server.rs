@@ -208,14 +208,10 @@ impl ServerBuilder {
     ///
     /// When the runtime cannot be built or the listener cannot be bound.
     pub fn start_blocking(self) -> io::Result<BlockingServer> {
-        // Multi-thread even with one worker: a long script hands the worker's other
-        // connections to a new thread so they get BUSY (see `script::InlineRun`).
-        let mut runtime = tokio::runtime::Builder::new_multi_thread();
-        runtime.worker_threads(1).thread_name("locksmith-server");
-        // Connections run in the order the I/O driver woke them, as in the binary (cli.rs).
-        #[cfg(tokio_unstable)]
-        runtime.disable_lifo_slot();
-        let runtime = runtime.enable_all().build()?;
+        let runtime = runtime_builder(1)
+            .thread_name("locksmith-server")
+            .enable_all()
+            .build()?;
         let handle = runtime.block_on(self.start())?;
         Ok(BlockingServer {
             handle,
@@ -318,6 +314,23 @@ impl ServerBuilder {
             runtime: tokio::runtime::Handle::current(),
         })
     }
+}
+
+/// The runtime a node brings its own of (the binary's, [`ServerBuilder::start_blocking`]'s):
+/// multi-thread even with one worker, so that a long script hands the worker's other
+/// connections to a new thread and they get BUSY (see `script::InlineRun`). Connections
+/// woken by one poll of the I/O driver run in the order epoll reported them, as Redis runs
+/// them: tokio's LIFO slot would run the last one first, so of two commands sent in turn on
+/// two connections the second ran first
+/// (`commands_sent_in_turn_on_two_connections_run_in_turn`); no cost was measurable in the
+/// pipelined benchmarks. Turning the slot off needs `--cfg tokio_unstable`
+/// (`.cargo/config.toml`).
+pub(crate) fn runtime_builder(workers: usize) -> tokio::runtime::Builder {
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    runtime.worker_threads(workers);
+    #[cfg(tokio_unstable)]
+    runtime.disable_lifo_slot();
+    runtime
 }
 
 /// Accepts connections until the node stops; with no listener (an in-memory node) only

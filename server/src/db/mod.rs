@@ -323,8 +323,8 @@ impl Db {
     /// Brings the nodes of `keys` (up to [`PREFETCH_MAX`]) toward the cache before a batch of
     /// commands reads them, as Redis 8 prefetches a batch's keys: first every key's bucket,
     /// then each chain's first node, then the value's own allocation, so a pipeline's misses
-    /// overlap. A large keyspace only
-    /// ([`PREFETCH_MIN_KEYS`]); nothing changes but what the caches hold.
+    /// overlap. A large keyspace only ([`Db::worth_prefetching`]); nothing changes but what
+    /// the caches hold.
     pub(crate) fn prefetch(&self, keys: &[&[u8]]) {
         if !self.worth_prefetching() {
             return;
