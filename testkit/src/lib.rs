@@ -204,8 +204,8 @@ impl Drop for RealSentinel {
 }
 
 /// Whether a server on loopback `port` answers PING (`+PONG`, or `-NOAUTH` with a password)
-/// within `within`, polling every 20 ms.
-fn answers_ping(port: u16, within: Duration) -> bool {
+/// within `within`, polling every 20 ms. Blocking.
+pub fn answers_ping(port: u16, within: Duration) -> bool {
     let deadline = Instant::now() + within;
     while Instant::now() < deadline {
         if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {

@@ -7,7 +7,7 @@ use locksmith_testkit as support;
 use locksmith_harness::Topology;
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use support::Wire;
 
 const PASSWORD: &str = "s3cret";
@@ -22,23 +22,6 @@ async fn reply(addr: SocketAddr, auth: bool, args: &[&str]) -> String {
     }
     let frames = wire.call(&[args], 1).await;
     String::from_utf8_lossy(&frames[0]).into_owned()
-}
-
-/// Whether `addr` answers a PING (with anything) within a second.
-async fn answers(addr: SocketAddr) -> bool {
-    let Ok(mut stream) = tokio::net::TcpStream::connect(addr).await else {
-        return false;
-    };
-    let ping = async {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        stream.write_all(b"PING\r\n").await.ok()?;
-        let mut buf = [0u8; 64];
-        (stream.read(&mut buf).await.ok()? > 0).then_some(())
-    };
-    matches!(
-        tokio::time::timeout(Duration::from_secs(1), ping).await,
-        Ok(Some(()))
-    )
 }
 
 /// Every address of `t` refuses `SET` and `LOCKSMITH.TOPOLOGY` before AUTH and serves them
@@ -145,14 +128,12 @@ async fn the_binary_passes_requirepass_to_every_node() {
         let front: SocketAddr = ([127, 0, 0, 1], port).into();
         // Ready once a command is answered (NOAUTH here): the front address accepts as soon
         // as it is bound, but resets connections until it routes to the master.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if answers(front).await {
-                break;
-            }
-            assert!(Instant::now() < deadline, "the binary did not start");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let ready = tokio::task::spawn_blocking(move || {
+            support::answers_ping(port, Duration::from_secs(10))
+        })
+        .await
+        .unwrap();
+        assert!(ready, "the binary did not start");
         assert_eq!(reply(front, false, &["SET", "k", "v"]).await, NOAUTH);
         assert_eq!(
             reply(front, false, &["LOCKSMITH.FAILOVER"]).await,
