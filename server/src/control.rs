@@ -169,7 +169,7 @@ impl NodeControl {
         }
         let now = node.clock.now_ms();
         for db in &mut state.dbs {
-            db.take_expired(now, usize::MAX);
+            db.take_expired(now, usize::MAX, &mut Vec::new());
         }
         state.stats = Default::default();
         state.cmdstats = Default::default();

@@ -30,11 +30,11 @@ const ACTIVE_EXPIRE_CYCLE_FAST_DURATION: u64 = 1000;
 /// Longest the cycle holds the state lock at a stretch (µs): between slices every waiting
 /// client runs, so a wave of expiring keys never stalls the others for a whole cycle.
 const ACTIVE_EXPIRE_SLICE_US: u64 = 500;
-/// Keys reclaimed between two reads of the clock.
+/// Deadline entries examined (most of them reclaim a key) between two reads of the clock.
 const ACTIVE_EXPIRE_CHUNK: usize = 64;
-/// Most keys one slice reclaims.
+/// Most deadline entries one slice examines.
 const ACTIVE_EXPIRE_SLICE_KEYS: usize = 4096;
-/// A cycle's budget in keys: at most this many a µs of it. No machine reclaims a key in
+/// A cycle's budget in deadline entries examined: at most this many a µs of it. No machine reclaims a key in
 /// 16 ns (an optimised build takes about 130), so the time budget ends a cycle first; this
 /// one ends it when the clock does not move (tokio's paused clock in tests) or moves coarsely,
 /// and so keeps a cycle's work in proportion to its budget there too.
@@ -515,12 +515,12 @@ async fn expire_cycle(node: &Node, effects: &mut Effects, budget: u64) -> bool {
         let slice_keys = usize::try_from(max_keys - keys)
             .unwrap_or(usize::MAX)
             .min(ACTIVE_EXPIRE_SLICE_KEYS);
-        let mut reclaimed = 0;
+        let mut examined = 0;
         let mut more = true;
-        while more && reclaimed < slice_keys {
-            let chunk = ACTIVE_EXPIRE_CHUNK.min(slice_keys - reclaimed);
+        while more && examined < slice_keys {
+            let chunk = ACTIVE_EXPIRE_CHUNK.min(slice_keys - examined);
             let n = state.active_expire(now, chunk, effects);
-            reclaimed += n;
+            examined += n;
             more = n == chunk;
             if clock.tick_us().saturating_sub(slice_start) >= slice {
                 break;
@@ -530,7 +530,7 @@ async fn expire_cycle(node: &Node, effects: &mut Effects, budget: u64) -> bool {
         let elapsed = clock.tick_us().saturating_sub(slice_start);
         state.stats.expire_cycle_us += elapsed;
         spent += elapsed;
-        keys += reclaimed as u64;
+        keys += examined as u64;
         // A slice that stopped with keys still due either spent its time or reached the key
         // bound, so every slice but the last moves `spent` or `keys` on.
         let capped = more && (spent >= budget || keys >= max_keys);

@@ -181,15 +181,18 @@ pub(crate) struct Db {
 /// min-heap.
 ///
 /// A lock service renews every held lock every few seconds, so moving a key's deadline must be
-/// cheap. A key whose deadline moves (or that is removed) leaves its old entry behind instead
-/// of searching for it; an entry counts only while the table still holds a key of that hash
-/// with that very deadline, which [`Db::take_expired`] checks when the entry comes first.
-/// Entries hold no key (no reference count to touch, no key bytes to compare), and stale ones
-/// are dropped by a rebuild once they outnumber the live ones several times over
-/// ([`STALE_RATIO`]), so memory stays proportional to the volatile keys.
+/// cheap. Every volatile key has an entry at or before its deadline. A deadline that moves
+/// later (a renewal) writes nothing here: the key's old entry stays, and when it comes due the
+/// expiry cycle finds the key's deadline later and files it again under that one, once per
+/// lease instead of once per renewal. A deadline that moves earlier gets an entry of its own,
+/// and a removed key leaves its entry behind instead of searching for it; such stale entries
+/// are dropped when they come first. Entries hold no key (no reference count to touch, no key
+/// bytes to compare), and stale ones are dropped by a rebuild once they outnumber the live
+/// ones several times over ([`STALE_RATIO`]), so memory stays proportional to the volatile
+/// keys.
 ///
 /// Most deadlines arrive in order (the same TTL set again and again: `SET … PX 1000` in a
-/// loop, every lock renewed to the same lease), so a new deadline no earlier than the last one
+/// loop, every lock taken with the same lease), so a new deadline no earlier than the last one
 /// goes to the back of `run`, which stays sorted; only an earlier one goes to the heap. The
 /// expiry cycle takes whichever front is earlier: a wave of keys set in order leaves the run
 /// in order, one sequential read each, where popping a heap of a million entries costs a
@@ -224,12 +227,19 @@ impl Deadlines {
         } else if new == NO_DEADLINE {
             self.volatile = self.volatile.saturating_sub(1);
         }
-        if new != NO_DEADLINE {
-            if self.run.back().is_none_or(|&(last, _)| last <= new) {
-                self.run.push_back((new, hash));
-            } else {
-                self.heap.push(Reverse((new, hash)));
-            }
+        // A key whose deadline moves later keeps the entry it has, which is filed again when
+        // it comes due ([`Db::take_expired`]).
+        if new != NO_DEADLINE && (old == NO_DEADLINE || new < old) {
+            self.file(new, hash);
+        }
+    }
+
+    /// Adds an entry for the key hashed `hash` at deadline `at`.
+    fn file(&mut self, at: u64, hash: u64) {
+        if self.run.back().is_none_or(|&(last, _)| last <= at) {
+            self.run.push_back((at, hash));
+        } else {
+            self.heap.push(Reverse((at, hash)));
         }
     }
 
@@ -496,11 +506,15 @@ impl Db {
         self.access = access;
     }
 
-    /// Removes up to `limit` keys whose deadline is at or before `now`, earliest first, and
-    /// returns them (the caller owes their expiry side effects).
-    pub(crate) fn take_expired(&mut self, now: u64, limit: usize) -> Vec<Key> {
-        let mut expired = Vec::new();
-        while expired.len() < limit {
+    /// Examines up to `limit` entries of the deadline index due at `now`, earliest first, and
+    /// moves the keys whose deadline passed into `expired` (the caller owes their expiry side
+    /// effects); returns how many entries it examined, fewer than `limit` once none is due.
+    ///
+    /// An entry examined expires its key, or files it again under the later deadline it moved
+    /// to, or is dropped (its key left or lost its deadline).
+    pub(crate) fn take_expired(&mut self, now: u64, limit: usize, expired: &mut Vec<Key>) -> usize {
+        let mut examined = 0;
+        while examined < limit {
             let Some((at, hash)) = self.deadlines.first() else {
                 break;
             };
@@ -508,16 +522,16 @@ impl Db {
                 break;
             }
             self.deadlines.pop_first();
-            // A stale entry (the key moved its deadline or left) finds nothing.
-            // Only the key and its size come out; the rest is dropped in place.
-            if let Some((key, size)) = self.entries.remove_with(
-                hash,
-                |s| s.entry.deadline == at,
-                |s| (std::mem::replace(&mut s.key, Key::EMPTY), s.size()),
-            ) {
-                self.used -= size as usize;
-                self.deadlines.update(hash, at, NO_DEADLINE);
-                expired.push(key);
+            examined += 1;
+            if self.expire_with_deadline(hash, at, expired) {
+                continue;
+            }
+            match self.later_deadline(hash, at) {
+                Some(deadline) if deadline <= now => {
+                    self.expire_with_deadline(hash, deadline, expired);
+                }
+                Some(deadline) => self.deadlines.file(deadline, hash),
+                None => {}
             }
         }
         // A wave of expired keys leaves the index's buffers large and empty: give them back.
@@ -527,7 +541,37 @@ impl Db {
         if self.deadlines.heap.is_empty() && self.deadlines.heap.capacity() > STALE_SLACK {
             self.deadlines.heap = BinaryHeap::new();
         }
-        expired
+        examined
+    }
+
+    /// Removes the key hashed `hash` whose deadline is `deadline` into `expired`; returns
+    /// whether there was one.
+    fn expire_with_deadline(&mut self, hash: u64, deadline: u64, expired: &mut Vec<Key>) -> bool {
+        // Only the key and its size come out; the rest is dropped in place.
+        let Some((key, size)) = self.entries.remove_with(
+            hash,
+            |s| s.entry.deadline == deadline,
+            |s| (std::mem::replace(&mut s.key, Key::EMPTY), s.size()),
+        ) else {
+            return false;
+        };
+        self.used -= size as usize;
+        self.deadlines.update(hash, deadline, NO_DEADLINE);
+        expired.push(key);
+        true
+    }
+
+    /// The deadline a key filed at `at` moved to, when no key hashed `hash` has `at` itself:
+    /// the deadline of a volatile key of that hash later than `at`, or `None` if the entry
+    /// was stale (its key left or lost its deadline).
+    ///
+    /// Two keys of one 64-bit hash (a keyed SipHash: one pair in about 10^7 keyspaces of a
+    /// million keys) may take each other's entry here. A key left without an entry still
+    /// expires when it is next read, and is filed again by the next rebuild.
+    fn later_deadline(&self, hash: u64, at: u64) -> Option<u64> {
+        self.entries
+            .find(hash, |s| s.entry.is_volatile() && s.entry.deadline > at)
+            .map(|s| s.entry.deadline)
     }
 
     /// Rebuilds the deadline heap from the table once stale entries pile up ([`STALE_RATIO`]).
@@ -551,14 +595,18 @@ impl Db {
         self.entries.iter().map(|s| (&s.key, &s.entry))
     }
 
-    /// The volatile key with the earliest deadline (dropping stale index entries on the way).
+    /// The volatile key with the earliest deadline (settling the index entries on the way:
+    /// stale ones dropped, those of keys whose deadline moved later filed again under it).
     pub(crate) fn soonest_deadline(&mut self) -> Option<(Bytes, u64)> {
-        // Bounded: each round drops one stale entry.
+        // Bounded: each round drops an entry that is not exact, and files only exact ones.
         while let Some((at, hash)) = self.deadlines.first() {
             if let Some(slot) = self.entries.find(hash, |s| s.entry.deadline == at) {
                 return Some((slot.key.to_bytes(), at));
             }
             self.deadlines.pop_first();
+            if let Some(deadline) = self.later_deadline(hash, at) {
+                self.deadlines.file(deadline, hash);
+            }
         }
         None
     }
@@ -617,6 +665,13 @@ mod tests {
 
     fn s(v: &str) -> Value {
         Value::String(k(v).into())
+    }
+
+    /// The keys one [`Db::take_expired`] call reclaims.
+    fn taken(db: &mut Db, now: u64, limit: usize) -> Vec<Key> {
+        let mut keys = Vec::new();
+        db.take_expired(now, limit, &mut keys);
+        keys
     }
 
     #[test]
@@ -729,14 +784,14 @@ mod tests {
         assert!(!db.set_expire(b"zz", Some(1)));
         assert_eq!(db.volatile_len(), 2);
         // a's old deadline (10) and b's (5) are stale: only a (20) is due at 25.
-        assert!(db.take_expired(25, 10) == [k("a")]);
+        assert!(taken(&mut db, 25, 10) == [k("a")]);
         assert_eq!((db.len(), db.volatile_len()), (1, 1));
         db.insert(&k("c"), s("1"), Some(40), 0);
         db.insert(&k("d"), s("1"), Some(35), 0);
         assert!(db.set_expire(b"c", None));
         assert!(matches!(db.remove_live(b"b", 30), Removed::Expired(key) if key == "b"));
         assert_eq!(db.volatile_len(), 1);
-        assert!(db.take_expired(100, 10) == [k("d")]);
+        assert!(taken(&mut db, 100, 10) == [k("d")]);
         assert_eq!((db.len(), db.volatile_len()), (1, 0));
         assert!(
             matches!(db.find_live(b"c", 100, false), Found::Live(e) if e.expire_at().is_none())
@@ -749,23 +804,78 @@ mod tests {
         for (i, at) in [50u64, 10, 40, 20, 30].into_iter().enumerate() {
             db.insert(&k(&format!("k{i}")), s("v"), Some(at), 0);
         }
-        assert!(db.take_expired(35, 2) == [k("k1"), k("k3")]);
-        assert!(db.take_expired(35, 10) == [k("k4")]);
-        assert!(db.take_expired(35, 10).is_empty());
+        assert!(taken(&mut db, 35, 2) == [k("k1"), k("k3")]);
+        assert!(taken(&mut db, 35, 10) == [k("k4")]);
+        assert!(taken(&mut db, 35, 10).is_empty());
         assert_eq!((db.len(), db.volatile_len()), (2, 2));
+    }
+
+    #[test]
+    fn a_renewed_deadline_keeps_one_entry_filed_again_when_it_comes_due() {
+        let mut db = Db::default();
+        db.insert(&k("lock"), s("v"), Some(1), 0);
+        db.insert(&k("other"), s("v"), Some(50), 0);
+        // A lock renewed again and again (each lease later than the last) writes nothing.
+        for at in 2..3000 {
+            assert!(db.set_expire(b"lock", Some(at)));
+        }
+        assert_eq!((db.deadlines.entries(), db.volatile_len()), (2, 2));
+        // Its first entry comes due: the key is filed under its deadline now, not expired.
+        let mut keys = Vec::new();
+        assert_eq!(db.take_expired(10, 5, &mut keys), 1);
+        assert!(keys.is_empty());
+        assert_eq!(db.deadlines.entries(), 2);
+        // Eviction by soonest deadline sees the renewed lease, not the old one.
+        assert!(db.soonest_deadline() == Some((k("other"), 50)));
+        assert!(taken(&mut db, 2998, 10) == [k("other")]);
+        assert!(taken(&mut db, 2999, 10) == [k("lock")]);
+        assert_eq!(
+            (db.len(), db.volatile_len(), db.deadlines.entries()),
+            (0, 0, 0)
+        );
+    }
+
+    #[test]
+    fn a_renewed_deadline_already_passed_expires_at_its_old_entry() {
+        let mut db = Db::default();
+        db.insert(&k("a"), s("v"), Some(10), 0);
+        assert!(db.set_expire(b"a", Some(20)));
+        assert!(taken(&mut db, 25, 10) == [k("a")]);
+        assert_eq!(
+            (db.len(), db.volatile_len(), db.deadlines.entries()),
+            (0, 0, 0)
+        );
+    }
+
+    #[test]
+    fn soonest_deadline_settles_entries_of_moved_and_removed_keys() {
+        let mut db = Db::default();
+        db.insert(&k("a"), s("v"), Some(10), 0);
+        db.insert(&k("b"), s("v"), Some(20), 0);
+        db.insert(&k("c"), s("v"), Some(30), 0);
+        assert!(db.set_expire(b"a", Some(40)));
+        db.remove(b"b");
+        assert!(db.soonest_deadline() == Some((k("c"), 30)));
+        // Persisted, then given an earlier deadline again: both entries lead to the key once.
+        assert!(db.set_expire(b"c", None));
+        assert!(db.set_expire(b"c", Some(35)));
+        assert!(db.soonest_deadline() == Some((k("c"), 35)));
+        assert!(taken(&mut db, 100, 10) == [k("c"), k("a")]);
+        assert!(db.soonest_deadline().is_none());
     }
 
     #[test]
     fn stale_deadlines_are_dropped_once_they_outnumber_live_ones() {
         let mut db = Db::default();
-        db.insert(&k("lock"), s("v"), Some(1), 0);
-        // A lock renewed many times leaves one stale entry per renewal until the rebuild.
-        for at in 2..(3 * STALE_SLACK as u64) {
+        let last = 3 * STALE_SLACK as u64;
+        db.insert(&k("lock"), s("v"), Some(last), 0);
+        // A deadline moved earlier each time leaves one stale entry per move until the rebuild.
+        for at in (2..last).rev() {
             assert!(db.set_expire(b"lock", Some(at)));
         }
         assert!(db.deadlines.entries() <= STALE_RATIO + STALE_SLACK + 1);
         assert_eq!(db.volatile_len(), 1);
-        assert!(db.take_expired(3 * STALE_SLACK as u64, 10) == [k("lock")]);
+        assert!(taken(&mut db, last, 10) == [k("lock")]);
         assert_eq!((db.len(), db.volatile_len()), (0, 0));
     }
 }

@@ -171,32 +171,30 @@ impl State {
         }
     }
 
-    /// One step of the active expiry cycle: reclaims up to `limit` keys whose deadline passed
-    /// at `now`, earliest first in each database, the databases in turn; returns how many.
-    /// Fewer than `limit` means no key is due any more.
+    /// One step of the active expiry cycle: examines up to `limit` due entries of the
+    /// databases' deadline indexes, earliest first in each database, the databases in turn,
+    /// reclaiming the keys whose deadline passed at `now`; returns how many entries it
+    /// examined. Fewer than `limit` means no key is due any more.
     pub(crate) fn active_expire(&mut self, now: u64, limit: usize, effects: &mut Effects) -> usize {
         // Replicas do not expire keys themselves: they wait for the master's DEL (as Redis).
         if self.repl.is_replica() {
             return 0;
         }
-        let mut reclaimed = 0;
+        let mut examined = 0;
+        let mut keys = Vec::new();
         for db in 0..self.dbs.len() {
-            let Some(keys) = self
-                .dbs
-                .get_mut(db)
-                .map(|d| d.take_expired(now, limit - reclaimed))
-            else {
+            let Some(d) = self.dbs.get_mut(db) else {
                 continue;
             };
-            reclaimed += keys.len();
-            for key in keys {
+            examined += d.take_expired(now, limit - examined, &mut keys);
+            for key in keys.drain(..) {
                 self.expired_in_cycle(db, key, effects);
             }
-            if reclaimed >= limit {
+            if examined >= limit {
                 break;
             }
         }
-        reclaimed
+        examined
     }
 
     /// Moves the buckets of resizing keyspace tables into their new tables, as Redis's
