@@ -246,9 +246,13 @@ impl Connection {
         // back), the others under the lock the batch holds.
         let mut ran = 0usize;
         self.sync_limits();
+        // When the lock is busy (another worker runs commands), the first request runs
+        // unaided and the next ones are asked for under the lock it takes.
+        let mut asked_first = false;
         if self.prefetching {
             if let Ok(state) = self.session.node.state.try_lock() {
                 prefetch_batch(&state, self.session.client.db, &self.decoder, &self.io.rbuf);
+                asked_first = true;
             }
         }
         if self.io.wbuf.capacity() == 0 {
@@ -267,7 +271,7 @@ impl Connection {
                     }
                     let mut reply = session.process(&mut guard, &argv, &mut effects).await;
                     ran += 1;
-                    if ran.is_multiple_of(PREFETCH_MAX) || (ran == 1 && !self.prefetching) {
+                    if ran.is_multiple_of(PREFETCH_MAX) || (ran == 1 && !asked_first) {
                         if let Some(state) = &guard {
                             prefetch_batch(state, session.client.db, &self.decoder, &self.io.rbuf);
                         }

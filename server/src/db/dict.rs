@@ -19,7 +19,7 @@
 //! Hashes are given by the caller (the keyspace uses its own keyed SipHash per database);
 //! [`Keyed`] elements of aggregates use [`hash_bytes`].
 
-use super::prefetch::prefetch;
+use super::prefetch::{prefetch, prefetch_bytes};
 use crate::siphash::SipKey;
 use rand::Rng;
 use std::fmt;
@@ -99,13 +99,7 @@ impl<T> Table<T> {
         if let Some(Some(node)) = self.buckets.get(hash as usize & self.mask()) {
             // A node is not aligned to a cache line: ask for each line it touches.
             let at = std::ptr::from_ref::<Node<T>>(node).cast::<u8>();
-            let size = std::mem::size_of::<Node<T>>();
-            let mut offset = 0;
-            while offset < size {
-                prefetch(at.wrapping_add(offset));
-                offset += 64;
-            }
-            prefetch(at.wrapping_add(size - 1));
+            prefetch_bytes(at, std::mem::size_of::<Node<T>>());
         }
     }
 

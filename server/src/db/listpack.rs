@@ -39,9 +39,9 @@ fn push_element(out: &mut Vec<u8>, bytes: &[u8]) {
 }
 
 impl Listpack {
-    /// Asks the caches for the buffer's first line (a small hash fits in it).
+    /// Asks the caches for the buffer (a lock's takes one or two lines).
     pub(crate) fn prefetch(&self) {
-        super::prefetch::prefetch(self.buf.as_ptr());
+        super::prefetch::prefetch_bytes(self.buf.as_ptr(), self.buf.len());
     }
 
     /// Whether a pair of `field` and `value` can be held.

@@ -32,7 +32,7 @@ impl StringValue {
     /// Asks the caches for a long value's bytes (a short one is inline, in the node).
     pub(crate) fn prefetch(&self) {
         if let StringValue::Shared(bytes) = self {
-            super::prefetch::prefetch(bytes.as_ptr());
+            super::prefetch::prefetch_bytes(bytes.as_ptr(), bytes.len());
         }
     }
 
