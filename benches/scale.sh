@@ -7,8 +7,10 @@ set -u
 # Usage: cargo build --release -p locksmith-server && bash benches/scale.sh
 # For each keyspace size K: SET -r K fills about 95 % of K names (3K pipelined SETs), then
 # `redis-benchmark -c 50 -P 16 -r K -n N` runs SET, GET and Redisson's acquire (EVALSHA, lock
-# names drawn from K), printing req/s and the server's CPU per request. ROUNDS (default 1),
-# N (default 1000000), SIZES (default "1000 1000000").
+# names drawn from K), printing req/s and the server's CPU per request. At 10^6 names that
+# acquire mostly creates locks, where at 10^3 it re-enters held ones: so 3K more acquires then
+# take about every name, and "acquire held" runs the same re-entry at both sizes (2K keys in
+# all). ROUNDS (default 1), N (default 1000000), SIZES (default "1000 1000000").
 cd "$(dirname "$0")/.."
 OURS=$(realpath "${LOCKSMITH_SERVER_BIN:-target/release/locksmith-server}")
 ROUNDS=${ROUNDS:-1}; N=${N:-1000000}; SIZES=${SIZES:-1000 1000000}
@@ -41,6 +43,9 @@ for round in $(seq "$ROUNDS"); do
       echo "SET:     $(run "$P" "$PID" -t set -r "$K")"
       echo "GET:     $(run "$P" "$PID" -t get -r "$K")"
       echo "acquire: $(run "$P" "$PID" -r "$K" EVALSHA "$A" 1 lock:__rand_int__ 30000 $O)"
+      redis-benchmark -p "$P" -c 50 -P 64 -r "$K" -n $((3 * K)) -q \
+        EVALSHA "$A" 1 lock:__rand_int__ 30000 $O >/dev/null 2>&1
+      echo "acquire held: $(run "$P" "$PID" -r "$K" EVALSHA "$A" 1 lock:__rand_int__ 30000 $O)"
       kill "$PID"; wait "$PID" 2>/dev/null
     done
   done
