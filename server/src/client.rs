@@ -58,15 +58,41 @@ impl ClientInfo {
     }
 }
 
+/// The two ends of a client's connection, as its [`ClientHandle`] keeps them.
+#[derive(Debug, Clone)]
+pub(crate) struct Endpoints {
+    /// The peer's address (see [`ClientHandle::addr`]).
+    pub(crate) addr: SocketAddr,
+    /// The node's address.
+    pub(crate) laddr: SocketAddr,
+    /// The Unix socket's path, for a client connected to it.
+    pub(crate) unix: Option<Arc<str>>,
+}
+
+impl Endpoints {
+    /// A TCP connection from `addr` to `laddr`.
+    pub(crate) fn tcp(addr: SocketAddr, laddr: SocketAddr) -> Self {
+        Endpoints {
+            addr,
+            laddr,
+            unix: None,
+        }
+    }
+}
+
 /// The shared handle of one connected client.
 #[derive(Debug)]
 pub(crate) struct ClientHandle {
     /// Unique, increasing id (`CLIENT ID`).
     pub(crate) id: u64,
-    /// Peer address.
+    /// Peer address. A Unix socket's client has none: it is the loopback address with
+    /// port 0 here, as local as Redis counts such a client (`enable-debug-command local`,
+    /// the admin hook's origin); [`ClientHandle::addr_text`] shows its path.
     pub(crate) addr: SocketAddr,
-    /// Local address.
+    /// Local address (for a Unix socket's client, the node's TCP address).
     pub(crate) laddr: SocketAddr,
+    /// The path of the Unix socket the client connected to, if it did.
+    pub(crate) unix: Option<Arc<str>>,
     /// Node-clock ms when connected.
     pub(crate) created_ms: u64,
     /// Details other clients read.
@@ -83,30 +109,44 @@ pub(crate) struct ClientHandle {
 }
 
 impl ClientHandle {
-    /// The handle of a new client of `node` (a fresh id, flags `N`, RESP2), connected from
-    /// `addr` to `laddr`.
-    pub(crate) fn new(
-        node: &crate::node::Node,
-        addr: SocketAddr,
-        laddr: SocketAddr,
-        outbox: Outbox,
-    ) -> Self {
+    /// The handle of a new client of `node` (a fresh id, flags `N`, or `U` for a Unix
+    /// socket's, RESP2), connected as `ends` says.
+    pub(crate) fn new(node: &crate::node::Node, ends: Endpoints, outbox: Outbox) -> Self {
+        let Endpoints { addr, laddr, unix } = ends;
         let created_ms = node.clock.now_ms();
+        let mut info = ClientInfo {
+            multi: -1,
+            resp: 2,
+            ..Default::default()
+        };
+        info.set_flag('U', unix.is_some());
         ClientHandle {
             id: node.next_client_id(),
             addr,
             laddr,
+            unix,
             created_ms,
-            info: Mutex::new(ClientInfo {
-                flags: "N".into(),
-                multi: -1,
-                resp: 2,
-                ..Default::default()
-            }),
+            info: Mutex::new(info),
             last_interaction_ms: AtomicU64::new(created_ms),
             outbox,
             killed: Default::default(),
             kill_notify: Default::default(),
+        }
+    }
+
+    /// The peer as `CLIENT LIST` shows it: `ip:port`, or `path:0` for a Unix socket's client.
+    pub(crate) fn addr_text(&self) -> String {
+        match &self.unix {
+            Some(path) => format!("{path}:0"),
+            None => self.addr.to_string(),
+        }
+    }
+
+    /// The node's end as `CLIENT LIST` shows it (`laddr`): `ip:port`, or `path:0`.
+    pub(crate) fn laddr_text(&self) -> String {
+        match &self.unix {
+            Some(path) => format!("{path}:0"),
+            None => self.laddr.to_string(),
         }
     }
 
@@ -412,6 +452,7 @@ impl ClientState {
         self.in_exec = false;
         self.block = None;
         self.noted = None;
+        let unix = self.handle.unix.is_some();
         self.handle.update(|info| {
             info.name = None;
             info.db = 0;
@@ -421,6 +462,8 @@ impl ClientState {
             info.ssub = 0;
             info.multi = -1;
             info.flags = "N".into();
+            // RESET keeps what the connection is: a Unix socket's client stays `U`.
+            info.set_flag('U', unix);
         });
     }
 
@@ -448,6 +491,7 @@ impl ClientState {
             id,
             addr,
             laddr: addr,
+            unix: None,
             created_ms: 0,
             info: Default::default(),
             last_interaction_ms: Default::default(),

@@ -11,20 +11,19 @@
 //! the current-thread runtime (which cannot do that) it runs on the blocking pool
 //! (`spawn_blocking`).
 
-use crate::client::{ClientHandle, ClientState, Outbox, OutboxReceiver};
+use crate::client::{ClientHandle, ClientState, Endpoints, Outbox, OutboxReceiver};
 use crate::config::runtime::{ClientClass, OutputLimit};
 use crate::db::{Db, PREFETCH_MAX};
 use crate::dispatch::{Guard, ScriptPlace, Session, Transport};
+use crate::net_stream::NetStream;
 use crate::node::{Effects, Node, State};
 use crate::write_round::{PendingReplies, WriteRound};
 use bytes::BytesMut;
 use locksmith_resp::{encode, Frame, Limits, RequestDecoder, Version};
-use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::sync::broadcast;
 
 /// Bounds of the room made in the read buffer before a read: it starts small (most requests
@@ -41,12 +40,12 @@ pub trait ClientStream: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
 
 impl<S: AsyncRead + AsyncWrite + Send + Unpin + 'static> ClientStream for S {}
 
-/// What a connection reads and writes: an accepted TCP socket (read and written on
+/// What a connection reads and writes: an accepted TCP or Unix socket (read and written on
 /// readiness, without an intermediate future, and shared with the listener's
 /// [`WriteRound`]), or any other stream.
 pub(crate) enum Socket {
-    /// A socket the listener accepted.
-    Tcp(Arc<TcpStream>),
+    /// A socket a listener accepted.
+    Net(Arc<NetStream>),
     /// A stream given to [`crate::ServerHandle::serve_stream`].
     Stream(Box<dyn ClientStream>),
 }
@@ -55,7 +54,7 @@ impl Socket {
     /// Writes all of `buf`.
     pub(crate) async fn write_all(&mut self, mut buf: &[u8]) -> std::io::Result<()> {
         match self {
-            Socket::Tcp(socket) => {
+            Socket::Net(socket) => {
                 while !buf.is_empty() {
                     socket.writable().await?;
                     match socket.try_write(buf) {
@@ -74,7 +73,7 @@ impl Socket {
     /// Reads what arrives into `buf`; 0 at the end of the stream.
     async fn read_buf(&mut self, buf: &mut BytesMut) -> std::io::Result<usize> {
         match self {
-            Socket::Tcp(socket) => loop {
+            Socket::Net(socket) => loop {
                 socket.readable().await?;
                 buf.reserve(READ_CHUNK_MIN);
                 match socket.try_read_buf(buf) {
@@ -88,17 +87,16 @@ impl Socket {
 }
 
 /// Serves one accepted socket (or stream) until the peer leaves, the client is killed, or
-/// the server shuts down. `addr` is the peer's address, `laddr` the node's.
+/// the server shuts down; `ends` are the two ends of the connection.
 pub(crate) async fn serve(
     node: Arc<Node>,
     socket: Socket,
-    addr: SocketAddr,
-    laddr: SocketAddr,
+    ends: Endpoints,
     round: Option<Arc<WriteRound>>,
     mut shutdown: broadcast::Receiver<()>,
 ) {
     let (outbox, outbox_rx) = Outbox::new();
-    let handle = Arc::new(ClientHandle::new(&node, addr, laddr, outbox));
+    let handle = Arc::new(ClientHandle::new(&node, ends, outbox));
     let id = handle.id;
     node.clients.insert(handle.clone());
     let auth_required = node.requires_auth();
@@ -109,12 +107,12 @@ pub(crate) async fn serve(
     let scripts = match &socket {
         // A stream's client (a simulation's) runs its scripts on its own task.
         Socket::Stream(_) => ScriptPlace::Caller,
-        Socket::Tcp(_) if multi_thread => ScriptPlace::Worker,
-        Socket::Tcp(_) => ScriptPlace::BlockingPool,
+        Socket::Net(_) if multi_thread => ScriptPlace::Worker,
+        Socket::Net(_) => ScriptPlace::BlockingPool,
     };
     let round = match (&socket, round) {
-        (Socket::Tcp(tcp), Some(round)) => {
-            Some((round, Arc::new(PendingReplies::new(tcp.clone()))))
+        (Socket::Net(socket), Some(round)) => {
+            Some((round, Arc::new(PendingReplies::new(socket.clone()))))
         }
         _ => None,
     };
@@ -204,7 +202,7 @@ impl Connection {
                     if self.io.rbuf.len() as u64 > limit {
                         tracing::warn!(
                             client = handle.id,
-                            addr = %handle.addr,
+                            addr = %handle.addr_text(),
                             "Closing client that reached max query buffer length"
                         );
                         return Ok(());
@@ -511,7 +509,7 @@ async fn read_some(
     // The read buffer of a socket exists only while there is input: an idle connection
     // holds none (Redis frees an idle client's query buffer the same way).
     let (read, room) = match socket {
-        Socket::Tcp(socket) => {
+        Socket::Net(socket) => {
             socket.readable().await?;
             rbuf.reserve(*chunk);
             let room = rbuf.capacity() - rbuf.len();
@@ -594,7 +592,7 @@ fn is_script_call(name: &[u8]) -> bool {
 fn over_output_limit(handle: &ClientHandle) -> std::io::Error {
     tracing::warn!(
         client = handle.id,
-        addr = %handle.addr,
+        addr = %handle.addr_text(),
         "Client scheduled to be closed ASAP for overcoming of output buffer limits."
     );
     std::io::Error::other("output buffer limit")

@@ -69,6 +69,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "control",
             "lib",
             "local_client",
+            "net_stream",
             "server",
             "write_round",
             "layer_tests",

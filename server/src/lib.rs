@@ -41,6 +41,7 @@ mod latency;
 mod layer_tests;
 mod local_client;
 mod monitor;
+mod net_stream;
 mod node;
 mod notify;
 mod outbound;

@@ -3,7 +3,7 @@
 //! `BUSY`, `maxmemory`, blocking commands, `CLIENT PAUSE`). Benchmarks use it to time command
 //! and script execution alone.
 
-use crate::client::{ClientHandle, ClientState, Outbox, OutboxReceiver};
+use crate::client::{ClientHandle, ClientState, Endpoints, Outbox, OutboxReceiver};
 use crate::dispatch::{Guard, ScriptPlace, Session, Transport};
 use crate::node::{Effects, Node};
 use bytes::{Bytes, BytesMut};
@@ -48,7 +48,11 @@ impl LocalClient {
     pub(crate) fn new(node: Arc<Node>, runtime: Handle, shutdown: broadcast::Receiver<()>) -> Self {
         let (outbox, outbox_rx) = Outbox::new();
         let addr = SocketAddr::from(([127, 0, 0, 1], 0));
-        let handle = Arc::new(ClientHandle::new(&node, addr, node.addr, outbox));
+        let handle = Arc::new(ClientHandle::new(
+            &node,
+            Endpoints::tcp(addr, node.addr),
+            outbox,
+        ));
         node.clients.insert(handle.clone());
         let authenticated = !node.requires_auth();
         LocalClient {

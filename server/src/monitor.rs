@@ -72,7 +72,11 @@ pub(crate) fn format_line(now_us: u64, db: usize, origin: Origin<'_>, argv: &[By
     let mut line = format!("{}.{:06} ", now_us / 1_000_000, now_us % 1_000_000);
     match origin {
         Origin::Lua => line.push_str(&format!("[{db} lua]")),
-        Origin::Client(c) => line.push_str(&format!("[{db} {}]", c.addr)),
+        // Redis names a Unix socket's client `unix:<path>` here.
+        Origin::Client(c) => match &c.unix {
+            Some(path) => line.push_str(&format!("[{db} unix:{path}]")),
+            None => line.push_str(&format!("[{db} {}]", c.addr)),
+        },
     }
     let redacted = crate::slowlog::redacted_args(argv);
     for (i, arg) in argv.iter().enumerate() {

@@ -465,6 +465,7 @@ mod tests {
             id: 1,
             addr: ([127, 0, 0, 1], 1).into(),
             laddr: ([127, 0, 0, 1], 2).into(),
+            unix: None,
             created_ms: 0,
             info: Default::default(),
             last_interaction_ms: Default::default(),

@@ -475,6 +475,7 @@ pub(crate) fn master_client(node: &Node) -> ClientState {
         id: MASTER_CLIENT_ID,
         addr: node.addr,
         laddr: node.addr,
+        unix: None,
         created_ms: node.clock.now_ms(),
         info: std::sync::Mutex::new(ClientInfo {
             flags: "M".into(),

@@ -1,12 +1,14 @@
 //! Starting and stopping a node: the accept loop, the connection limit, the active expiry
 //! task and graceful shutdown (the shape of mini-redis `server.rs`).
 
+use crate::client::Endpoints;
 use crate::clock::Clock;
 use crate::config::runtime::RuntimeConfig;
 use crate::config::table;
 use crate::config::Config;
 use crate::connection;
 use crate::connection::{ClientStream, Socket};
+use crate::net_stream::{NetStream, UnixSocketListener};
 use crate::node::{Effects, Node};
 use crate::write_round::WriteRound;
 use rand::{Rng, SeedableRng};
@@ -239,6 +241,16 @@ impl ServerBuilder {
                 (Some(listener), addr)
             }
         };
+        // `unixsocket`: a second listener, beside the TCP one (never for an in-memory node).
+        let unix_path = runtime.unixsocket();
+        let unix = if unix_path.is_empty() || listener.is_none() {
+            None
+        } else {
+            Some(UnixSocketListener::bind(
+                &unix_path,
+                runtime.unixsocketperm(),
+            )?)
+        };
         // CONFIG GET port and INFO report the port actually bound.
         runtime.set_bound_port(addr.port());
         let clock = self.clock.unwrap_or_default();
@@ -294,7 +306,10 @@ impl ServerBuilder {
         let (shutdown_tx, _) = broadcast::channel(1);
         let (done_tx, done_rx) = mpsc::channel::<()>(1);
         let accept = tokio::spawn(accept_loop(
-            listener,
+            Listeners {
+                tcp: listener,
+                unix,
+            },
             node.clone(),
             shutdown_tx.clone(),
             done_tx.clone(),
@@ -333,10 +348,18 @@ pub(crate) fn runtime_builder(workers: usize) -> tokio::runtime::Builder {
     runtime
 }
 
+/// The sockets a node accepts connections on.
+struct Listeners {
+    /// The TCP listener (none for an in-memory node).
+    tcp: Option<TcpListener>,
+    /// The `unixsocket` listener, if one was asked for.
+    unix: Option<UnixSocketListener>,
+}
+
 /// Accepts connections until the node stops; with no listener (an in-memory node) only
-/// watches for `SHUTDOWN`.
+/// watches for `SHUTDOWN`. The Unix socket's file goes when this returns.
 async fn accept_loop(
-    listener: Option<TcpListener>,
+    listeners: Listeners,
     node: Arc<Node>,
     shutdown: broadcast::Sender<()>,
     done: mpsc::Sender<()>,
@@ -353,13 +376,31 @@ async fn accept_loop(
                 return;
             }
             accepted = async {
-                match &listener {
+                match &listeners.tcp {
                     Some(listener) => listener.accept().await,
                     None => std::future::pending().await,
                 }
-            } => accepted,
+            } => accepted.and_then(|(socket, peer)| {
+                let _ = socket.set_nodelay(true);
+                let local = socket.local_addr()?;
+                Ok((NetStream::Tcp(socket), Endpoints::tcp(peer, local)))
+            }),
+            accepted = async {
+                match &listeners.unix {
+                    Some(listener) => listener.accept().await.map(|s| (s, listener.path())),
+                    None => std::future::pending().await,
+                }
+            } => accepted.map(|(socket, path)| {
+                // A Unix socket's client is local: the loopback address stands for it.
+                let ends = Endpoints {
+                    addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+                    laddr: node.addr,
+                    unix: Some(path.clone()),
+                };
+                (NetStream::Unix(socket), ends)
+            }),
         };
-        let (socket, peer) = match accepted {
+        let (socket, ends) = match accepted {
             Ok(accepted) => accepted,
             Err(e) => {
                 // Too many open files and the like: back off instead of spinning.
@@ -368,15 +409,10 @@ async fn accept_loop(
                 continue;
             }
         };
-        let _ = socket.set_nodelay(true);
-        let Ok(local) = socket.local_addr() else {
-            continue;
-        };
         admit(
             &node,
-            Socket::Tcp(Arc::new(socket)),
-            peer,
-            local,
+            Socket::Net(Arc::new(socket)),
+            ends,
             Some(&round),
             &shutdown,
             &done,
@@ -389,8 +425,7 @@ async fn accept_loop(
 fn admit(
     node: &Arc<Node>,
     socket: Socket,
-    peer: SocketAddr,
-    local: SocketAddr,
+    ends: Endpoints,
     round: Option<&Arc<WriteRound>>,
     shutdown: &broadcast::Sender<()>,
     done: &mpsc::Sender<()>,
@@ -409,7 +444,7 @@ fn admit(
     let done = done.clone();
     let round = round.cloned();
     tokio::spawn(async move {
-        connection::serve(node.clone(), socket, peer, local, round, stop).await;
+        connection::serve(node.clone(), socket, ends, round, stop).await;
         node.live.connected.fetch_sub(1, Ordering::AcqRel);
         drop(done);
     });
@@ -699,8 +734,7 @@ impl StreamAcceptor {
         admit(
             &self.node,
             Socket::Stream(Box::new(stream)),
-            peer,
-            self.addr,
+            Endpoints::tcp(peer, self.addr),
             None,
             &self.shutdown,
             &done,

@@ -13,20 +13,20 @@
 //! Only writes that do not block happen here: what a socket does not take stays with its
 //! connection, which writes it itself under its output limits.
 
+use crate::net_stream::NetStream;
 use bytes::{Buf, BytesMut};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use tokio::net::TcpStream;
 
-/// The replies of one TCP connection that wait for the end of the round.
+/// The replies of one socket's connection that wait for the end of the round.
 pub(crate) struct PendingReplies {
-    socket: Arc<TcpStream>,
+    socket: Arc<NetStream>,
     out: Mutex<BytesMut>,
 }
 
 impl PendingReplies {
     /// Pending replies for `socket`, none yet.
-    pub(crate) fn new(socket: Arc<TcpStream>) -> Self {
+    pub(crate) fn new(socket: Arc<NetStream>) -> Self {
         Self {
             socket,
             out: Mutex::new(BytesMut::new()),
@@ -127,14 +127,14 @@ impl WriteRound {
 mod tests {
     use super::*;
     use tokio::io::AsyncReadExt;
-    use tokio::net::TcpListener;
+    use tokio::net::{TcpListener, TcpStream};
 
-    async fn pair() -> (Arc<TcpStream>, TcpStream) {
+    async fn pair() -> (Arc<NetStream>, TcpStream) {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let client = TcpStream::connect(addr).await.expect("connect");
         let (server, _) = listener.accept().await.expect("accept");
-        (Arc::new(server), client)
+        (Arc::new(NetStream::Tcp(server)), client)
     }
 
     #[tokio::test]

@@ -31,5 +31,6 @@ mod server {
     mod strings;
     mod tracking;
     mod transactions;
+    mod unix_socket;
     mod zsets;
 }

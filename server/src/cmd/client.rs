@@ -199,8 +199,8 @@ pub(super) fn client_line(ctx: &Ctx<'_>, handle: &Arc<ClientHandle>, own_cmd: &s
          ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem=0 rbs=1024 rbp=0 obl=0 \
          oll=0 omem={} tot-mem={} events=r cmd={} user={} redir={} resp={}",
         handle.id,
-        handle.addr,
-        handle.laddr,
+        handle.addr_text(),
+        handle.laddr_text(),
         handle.id + 7,
         name,
         age,
@@ -351,8 +351,8 @@ fn kill(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         let own = handle.id == ctx.client.id();
         if id.is_some_and(|id| handle.id != id)
             || kind.is_some_and(|k| type_of(&handle) != k)
-            || addr.is_some_and(|a| handle.addr.to_string().as_bytes() != a)
-            || laddr.is_some_and(|a| handle.laddr.to_string().as_bytes() != a)
+            || addr.is_some_and(|a| handle.addr_text().as_bytes() != a)
+            || laddr.is_some_and(|a| handle.laddr_text().as_bytes() != a)
             || maxage.is_some_and(|m| ctx.now.saturating_sub(handle.created_ms) / 1000 < m)
             || user.as_ref().is_some_and(|u| {
                 let info = handle.info();

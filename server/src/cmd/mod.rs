@@ -829,7 +829,7 @@ fn record_slow_call(
         let (peer, name) = if client.in_script {
             ("?:0".to_string(), Bytes::new())
         } else {
-            (client.handle.addr.to_string(), client.handle.name())
+            (client.handle.addr_text(), client.handle.name())
         };
         let command = crate::slowlog::Logged {
             argv,

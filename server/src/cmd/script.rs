@@ -609,10 +609,7 @@ fn script_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn monitor(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     if ctx.node.monitors.add(&ctx.client.handle) {
-        ctx.client.handle.update(|info| {
-            info.flags = info.flags.replace('N', "");
-            info.flags.push('O');
-        });
+        ctx.client.handle.update(|info| info.set_flag('O', true));
     }
     Ok(Frame::ok())
 }

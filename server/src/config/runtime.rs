@@ -662,6 +662,16 @@ impl RuntimeConfig {
         self.text("aclfile")
     }
 
+    /// `unixsocket`: the path of the Unix socket to listen on as well (empty: none).
+    pub(crate) fn unixsocket(&self) -> String {
+        self.text("unixsocket")
+    }
+
+    /// `unixsocketperm`: the mode given to the Unix socket's file (0: the umask's).
+    pub(crate) fn unixsocketperm(&self) -> u32 {
+        super::table::parse_octal(self.text("unixsocketperm").as_bytes()).unwrap_or(0)
+    }
+
     /// `acllog-max-len`.
     pub(crate) fn acllog_max_len(&self) -> u64 {
         self.text("acllog-max-len").parse().unwrap_or(128)

@@ -31,6 +31,11 @@ pub(crate) enum Kind {
         /// Largest accepted value.
         max: i64,
     },
+    /// An octal integer within `0..=max` (a file mode: `unixsocketperm 700`); shown in octal.
+    Octal {
+        /// Largest accepted value.
+        max: u32,
+    },
     /// A byte count with an optional unit (`1gb`, `100k`); shown in bytes.
     Memory,
     /// A byte count or a percentage (`10%`).
@@ -1423,7 +1428,7 @@ pub(crate) static PARAMS: &[Param] = &[
         name: "unixsocketperm",
         alias: None,
         default: "0",
-        kind: Kind::Int { min: 0, max: 777 },
+        kind: Kind::Octal { max: 0o777 },
         flags: IMMUTABLE,
     },
     Param {
@@ -1470,6 +1475,19 @@ pub(crate) fn find(name: &[u8]) -> Option<&'static Param> {
         name.eq_ignore_ascii_case(p.name.as_bytes())
             || p.alias
                 .is_some_and(|a| name.eq_ignore_ascii_case(a.as_bytes()))
+    })
+}
+
+/// An octal number as Redis reads a file mode (`strtoll` in base 8): octal digits only.
+pub(crate) fn parse_octal(value: &[u8]) -> Option<u32> {
+    if value.is_empty() || value.len() > 11 {
+        return None;
+    }
+    value.iter().try_fold(0u32, |n, &d| {
+        (b'0'..=b'7')
+            .contains(&d)
+            .then(|| n.checked_mul(8)?.checked_add(u32::from(d - b'0')))
+            .flatten()
     })
 }
 
@@ -1607,6 +1625,14 @@ impl Param {
                     n
                 };
                 Ok(n.to_string())
+            }
+            Kind::Octal { max } => {
+                let n =
+                    parse_octal(value).ok_or("argument couldn't be parsed as an octal number")?;
+                if n > max {
+                    return Err(format!("argument must be between 0 and {max:o} inclusive"));
+                }
+                Ok(format!("{n:o}"))
             }
             Kind::Memory => {
                 let n = parse_memory(value).ok_or("argument must be a memory value")?;
