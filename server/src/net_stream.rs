@@ -67,31 +67,38 @@ impl NetStream {
 #[derive(Debug)]
 pub(crate) struct UnixSocketListener {
     listener: tokio::net::UnixListener,
+    /// The path as configured (what `CLIENT LIST` shows).
     path: std::sync::Arc<str>,
+    /// Where the socket's file is (a relative path is taken in `dir`, as Redis takes it after
+    /// changing into `dir`).
+    file: std::path::PathBuf,
 }
 
 impl UnixSocketListener {
-    /// Listens at `path`, replacing any file there (Redis unlinks it first), with the socket's
-    /// file given `mode` when not 0 (`unixsocketperm`).
+    /// Listens at `path` (relative to `dir` when not absolute and `dir` is set), replacing any
+    /// file there (Redis unlinks it first), with the socket's file given `mode` when not 0
+    /// (`unixsocketperm`).
     ///
     /// # Errors
     ///
     /// When the socket cannot be bound there, with Redis's words.
-    pub(crate) fn bind(path: &str, mode: u32) -> io::Result<Self> {
+    pub(crate) fn bind(path: &str, dir: &str, mode: u32) -> io::Result<Self> {
         use std::os::unix::fs::PermissionsExt;
         let failed = |step: &str, e: io::Error| {
             io::Error::new(e.kind(), format!("Failed opening Unix socket: {step}: {e}"))
         };
+        let file = crate::cmd::acl::resolve_path(dir, path);
         // As Redis: whatever file is there goes (a directory stays, and bind then fails).
-        let _ = std::fs::remove_file(path);
-        let listener = tokio::net::UnixListener::bind(path).map_err(|e| failed("bind", e))?;
+        let _ = std::fs::remove_file(&file);
+        let listener = tokio::net::UnixListener::bind(&file).map_err(|e| failed("bind", e))?;
         if mode != 0 {
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode))
                 .map_err(|e| failed("chmod", e))?;
         }
         Ok(Self {
             listener,
             path: path.into(),
+            file,
         })
     }
 
@@ -108,6 +115,6 @@ impl UnixSocketListener {
 
 impl Drop for UnixSocketListener {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&*self.path);
+        let _ = std::fs::remove_file(&self.file);
     }
 }

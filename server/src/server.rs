@@ -248,6 +248,7 @@ impl ServerBuilder {
         } else {
             Some(UnixSocketListener::bind(
                 &unix_path,
+                &runtime.dir(),
                 runtime.unixsocketperm(),
             )?)
         };

@@ -154,6 +154,24 @@ async fn a_file_left_at_the_path_is_replaced_and_a_bad_mode_refused() {
         assert!(e.to_string().contains(error), "{perm}: {e}");
     }
 
+    // A relative path lies in `dir`, and clients see it as given (as on Redis).
+    let server = Server::builder()
+        .config_set("dir", dir.display().to_string())
+        .config_set("unixsocket", "rel.sock")
+        .start()
+        .await
+        .expect("start with a relative unixsocket");
+    let file = dir.join("rel.sock");
+    let mut con = support::conn(&url(&file)).await;
+    let info = run(&mut con, &["CLIENT", "INFO"]).await;
+    assert!(
+        info.contains(" addr=rel.sock:0 laddr=rel.sock:0 "),
+        "{info}"
+    );
+    drop(con);
+    server.shutdown().await;
+    assert!(!file.exists(), "socket file removed at shutdown");
+
     // A directory that does not exist: the node does not start, with Redis's words.
     let missing = dir.join("no/such/dir/s.sock");
     let started = Server::builder()
