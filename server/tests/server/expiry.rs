@@ -270,3 +270,73 @@ async fn active_expiry_reclaims_a_wave_and_counts_it() {
     assert_eq!(v.as_deref(), Some("v"));
     server.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn renewed_leases_outlive_their_first_deadline_and_then_expire_unread() {
+    // A lock service renews each lease before it runs out: the renewal writes nothing to the
+    // deadline index, so the active cycle meets each key's first deadline, must keep the key,
+    // and must still reclaim it at the renewed one without anyone reading it.
+    let server = support::start().await;
+    let mut con = support::conn(&server.url()).await;
+    let mut pipe = redis::pipe();
+    for i in 0..1000 {
+        pipe.cmd("SET")
+            .arg(format!("lease:{i}"))
+            .arg("v")
+            .arg("PX")
+            .arg(100)
+            .ignore();
+    }
+    let _: () = pipe.query_async(&mut con).await.unwrap();
+    tokio::time::advance(Duration::from_millis(50)).await;
+    // Each lease renewed three times, the last to 300 ms from now; half persisted at the end.
+    for _ in 0..3 {
+        let mut pipe = redis::pipe();
+        for i in 0..1000 {
+            pipe.cmd("PEXPIRE")
+                .arg(format!("lease:{i}"))
+                .arg(300)
+                .ignore();
+        }
+        let _: () = pipe.query_async(&mut con).await.unwrap();
+    }
+    let mut pipe = redis::pipe();
+    for i in (0..1000).step_by(2) {
+        pipe.cmd("PERSIST").arg(format!("lease:{i}")).ignore();
+    }
+    let _: () = pipe.query_async(&mut con).await.unwrap();
+    let dbsize = |con: &mut redis::aio::MultiplexedConnection| {
+        let mut con = con.clone();
+        async move {
+            let n: i64 = redis::cmd("DBSIZE").query_async(&mut con).await.unwrap();
+            n
+        }
+    };
+    // Past every first deadline (100 ms), before the renewed ones (350 ms): nothing expired.
+    for _ in 0..4 {
+        tokio::time::advance(Duration::from_millis(50)).await;
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(dbsize(&mut con).await, 1000);
+    // Past the renewed deadlines: the renewed half goes unread, the persisted half stays.
+    let mut size = -1;
+    // Bounded: 20 cycles of virtual time.
+    for _ in 0..20 {
+        tokio::time::advance(Duration::from_millis(100)).await;
+        tokio::task::yield_now().await;
+        size = dbsize(&mut con).await;
+        if size == 500 {
+            break;
+        }
+    }
+    assert_eq!(size, 500);
+    let info: String = redis::cmd("INFO")
+        .arg("stats")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert!(info.contains("expired_keys:500\r\n"), "{info}");
+    let kept: i64 = con.exists("lease:0").await.unwrap();
+    assert_eq!(kept, 1);
+    server.shutdown().await;
+}
