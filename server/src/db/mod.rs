@@ -348,8 +348,10 @@ impl Db {
             self.entries.prefetch_element(*hash);
         }
         // Third, what a value keeps out of its node (a small hash's listpack, a long string).
-        for (hash, key) in hashes.iter().zip(keys) {
-            if let Some(slot) = self.entries.find(*hash, |s| s.key[..] == **key) {
+        // The element is found by its 64-bit hash alone, without comparing keys: another key
+        // of that hash would only cost a useless prefetch.
+        for hash in hashes.iter().take(keys.len()) {
+            if let Some(slot) = self.entries.find(*hash, |_| true) {
                 slot.entry.value.prefetch_payload();
             }
         }
