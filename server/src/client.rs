@@ -136,17 +136,20 @@ impl ClientHandle {
 
     /// The peer as `CLIENT LIST` shows it: `ip:port`, or `path:0` for a Unix socket's client.
     pub(crate) fn addr_text(&self) -> String {
-        match &self.unix {
-            Some(path) => format!("{path}:0"),
-            None => self.addr.to_string(),
-        }
+        self.end_text(self.addr)
     }
 
     /// The node's end as `CLIENT LIST` shows it (`laddr`): `ip:port`, or `path:0`.
     pub(crate) fn laddr_text(&self) -> String {
+        self.end_text(self.laddr)
+    }
+
+    /// `addr` as `CLIENT LIST` shows an end of this client's connection: both ends of a Unix
+    /// socket's connection are its path, with port 0 (Redis's `path:0`).
+    fn end_text(&self, addr: SocketAddr) -> String {
         match &self.unix {
             Some(path) => format!("{path}:0"),
-            None => self.laddr.to_string(),
+            None => addr.to_string(),
         }
     }
 

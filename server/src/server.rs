@@ -36,10 +36,10 @@ const ACTIVE_EXPIRE_SLICE_US: u64 = 500;
 const ACTIVE_EXPIRE_CHUNK: usize = 64;
 /// Most deadline entries one slice examines.
 const ACTIVE_EXPIRE_SLICE_KEYS: usize = 4096;
-/// A cycle's budget in deadline entries examined: at most this many a µs of it. No machine reclaims a key in
-/// 16 ns (an optimised build takes about 130), so the time budget ends a cycle first; this
-/// one ends it when the clock does not move (tokio's paused clock in tests) or moves coarsely,
-/// and so keeps a cycle's work in proportion to its budget there too.
+/// A cycle's budget in deadline entries examined: at most this many a µs of it. No machine
+/// reclaims a key in 16 ns (an optimised build takes about 130), so the time budget ends a
+/// cycle first; this one ends it when the clock does not move (tokio's paused clock in tests)
+/// or moves coarsely, and so keeps a cycle's work in proportion to its budget there too.
 const ACTIVE_EXPIRE_KEYS_PER_US: u64 = 64;
 /// Longest a slow cycle moves keyspace buckets into resized tables (µs; Redis's
 /// `incrementallyRehash` runs for 1 ms).
@@ -381,10 +381,12 @@ async fn accept_loop(
                     Some(listener) => listener.accept().await,
                     None => std::future::pending().await,
                 }
-            } => accepted.and_then(|(socket, peer)| {
+            } => accepted.map(|(socket, peer)| {
                 let _ = socket.set_nodelay(true);
-                let local = socket.local_addr()?;
-                Ok((NetStream::Tcp(socket), Endpoints::tcp(peer, local)))
+                // A socket whose local address cannot be read (its peer already gone) is
+                // dropped; only a failed accept backs off.
+                let local = socket.local_addr().ok()?;
+                Some((NetStream::Tcp(socket), Endpoints::tcp(peer, local)))
             }),
             accepted = async {
                 match &listeners.unix {
@@ -398,11 +400,12 @@ async fn accept_loop(
                     laddr: node.addr,
                     unix: Some(path.clone()),
                 };
-                (NetStream::Unix(socket), ends)
+                Some((NetStream::Unix(socket), ends))
             }),
         };
         let (socket, ends) = match accepted {
-            Ok(accepted) => accepted,
+            Ok(Some(accepted)) => accepted,
+            Ok(None) => continue,
             Err(e) => {
                 // Too many open files and the like: back off instead of spinning.
                 tracing::warn!(error = %e, "accept failed");
