@@ -669,7 +669,9 @@ impl RuntimeConfig {
 
     /// `unixsocketperm`: the mode given to the Unix socket's file (0: the umask's).
     pub(crate) fn unixsocketperm(&self) -> u32 {
-        super::table::parse_octal(self.text("unixsocketperm").as_bytes()).unwrap_or(0)
+        super::table::parse_octal(self.text("unixsocketperm").as_bytes())
+            .and_then(|n| u32::try_from(n).ok())
+            .unwrap_or(0)
     }
 
     /// `acllog-max-len`.

@@ -1478,17 +1478,37 @@ pub(crate) fn find(name: &[u8]) -> Option<&'static Param> {
     })
 }
 
-/// An octal number as Redis reads a file mode (`strtoll` in base 8): octal digits only.
-pub(crate) fn parse_octal(value: &[u8]) -> Option<u32> {
-    if value.is_empty() || value.len() > 11 {
+/// An octal number as Redis reads a file mode: C's `strtoll` in base 8 that must reach the
+/// end of the text (blanks first, then an optional sign, then octal digits; the empty text is
+/// 0), `None` past `i64` or on anything else.
+pub(crate) fn parse_octal(value: &[u8]) -> Option<i64> {
+    if value.is_empty() {
+        return Some(0);
+    }
+    let start = value
+        .iter()
+        .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r'))?;
+    let rest = value.get(start..)?;
+    let (negative, digits) = match rest.split_first() {
+        Some((b'-', digits)) => (true, digits),
+        Some((b'+', digits)) => (false, digits),
+        _ => (false, rest),
+    };
+    if digits.is_empty() {
         return None;
     }
-    value.iter().try_fold(0u32, |n, &d| {
+    // Accumulated negatively, so that i64::MIN itself fits, as in strtoll.
+    let magnitude = digits.iter().try_fold(0i64, |n, &d| {
         (b'0'..=b'7')
             .contains(&d)
-            .then(|| n.checked_mul(8)?.checked_add(u32::from(d - b'0')))
+            .then(|| n.checked_mul(8)?.checked_sub(i64::from(d - b'0')))
             .flatten()
-    })
+    })?;
+    if negative {
+        Some(magnitude)
+    } else {
+        magnitude.checked_neg()
+    }
 }
 
 /// Parses a memory value as Redis's `memtoull`: digits with an optional unit `b`, `k`, `kb`,
@@ -1629,7 +1649,7 @@ impl Param {
             Kind::Octal { max } => {
                 let n =
                     parse_octal(value).ok_or("argument couldn't be parsed as an octal number")?;
-                if n > max {
+                if !(0..=i64::from(max)).contains(&n) {
                     return Err(format!("argument must be between 0 and {max:o} inclusive"));
                 }
                 Ok(format!("{n:o}"))
@@ -1757,6 +1777,43 @@ mod tests {
 
     fn settings() -> RuntimeConfig {
         RuntimeConfig::new(&crate::Config::default()).expect("default config is valid")
+    }
+
+    #[test]
+    fn octal_values_are_read_as_strtoll_reads_them() {
+        for (text, want) in [
+            ("", Some(0)),
+            ("0", Some(0)),
+            ("700", Some(0o700)),
+            ("0755", Some(0o755)),
+            ("+7", Some(7)),
+            (" \t7", Some(7)),
+            ("-0", Some(0)),
+            ("-1", Some(-1)),
+            ("777777777777777777777", Some(i64::MAX)),
+            ("-1000000000000000000000", Some(i64::MIN)),
+            ("1000000000000000000000", None),
+            ("-1000000000000000000001", None),
+            ("8", None),
+            ("7a", None),
+            ("0x7", None),
+            ("-", None),
+            (" ", None),
+            ("7 ", None),
+        ] {
+            assert_eq!(parse_octal(text.as_bytes()), want, "{text:?}");
+        }
+        let perm = find(b"unixsocketperm").expect("unixsocketperm");
+        let config = settings();
+        let check = |v: &str| perm.validate_value(v.as_bytes(), &config);
+        assert_eq!(check("0755"), Ok("755".into()));
+        assert_eq!(check(""), Ok("0".into()));
+        let range = Err("argument must be between 0 and 777 inclusive".to_string());
+        assert_eq!(check("-1"), range);
+        assert_eq!(check("1000"), range);
+        let parse = Err("argument couldn't be parsed as an octal number".to_string());
+        assert_eq!(check("789"), parse);
+        assert_eq!(check("1000000000000000000000"), parse);
     }
 
     #[test]

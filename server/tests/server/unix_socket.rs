@@ -142,6 +142,8 @@ async fn a_file_left_at_the_path_is_replaced_and_a_bad_mode_refused() {
         ("789", "argument couldn't be parsed as an octal number"),
         ("1000", "argument must be between 0 and 777 inclusive"),
         ("7a", "argument couldn't be parsed as an octal number"),
+        ("-1", "argument must be between 0 and 777 inclusive"),
+        (" ", "argument couldn't be parsed as an octal number"),
     ] {
         let started = Server::builder()
             .config_set("unixsocket", path.display().to_string())
