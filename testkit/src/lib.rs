@@ -73,37 +73,30 @@ impl RealRedis {
 
     /// Like [`RealRedis::start`] with extra `--name value` arguments.
     pub fn start_with(extra: &[&str]) -> Option<RealRedis> {
-        let port = free_port();
-        let spawned = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn();
-        let child = match spawned {
-            Ok(child) => child,
-            Err(_) => {
-                eprintln!("redis-server not on PATH: skipping the comparison with real Redis");
-                return None;
-            }
+        let started = spawn_on_a_free_port("redis-server", |port| {
+            let mut command = Command::new("redis-server");
+            command
+                .args([
+                    "--port",
+                    &port.to_string(),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                ])
+                .args(extra);
+            command
+        });
+        let Some((child, port)) = started else {
+            eprintln!("redis-server not on PATH: skipping the comparison with real Redis");
+            return None;
         };
-        let real = RealRedis {
+        Some(RealRedis {
             child: Some(child),
             port,
-        };
-        if answers_ping(port, Duration::from_secs(10)) {
-            return Some(real);
-        }
-        panic!("redis-server did not answer PING on port {port} within 10 s");
+        })
     }
 
     /// `redis://127.0.0.1:<port>/`.
@@ -145,7 +138,6 @@ impl RealSentinel {
     /// returns None.
     pub fn start(master_name: &str, master_port: u16) -> Option<RealSentinel> {
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let port = free_port();
         let dir = std::env::temp_dir().join(format!(
             "locksmith-sentinel-{}-{}",
             std::process::id(),
@@ -153,38 +145,33 @@ impl RealSentinel {
         ));
         std::fs::create_dir_all(&dir).unwrap();
         let conf = dir.join("sentinel.conf");
-        std::fs::write(
-            &conf,
-            format!(
-                "port {port}\nbind 127.0.0.1\ndir {dir}\n\
-                 sentinel monitor {master_name} 127.0.0.1 {master_port} 1\n\
-                 sentinel down-after-milliseconds {master_name} 1000\n\
-                 sentinel failover-timeout {master_name} 5000\n\
-                 sentinel parallel-syncs {master_name} 1\n",
-                dir = dir.display()
-            ),
-        )
-        .unwrap();
-        let spawned = Command::new("redis-server")
-            .arg(&conf)
-            .arg("--sentinel")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn();
-        let Ok(child) = spawned else {
+        let started = spawn_on_a_free_port("sentinel", |port| {
+            std::fs::write(
+                &conf,
+                format!(
+                    "port {port}\nbind 127.0.0.1\ndir {dir}\n\
+                     sentinel monitor {master_name} 127.0.0.1 {master_port} 1\n\
+                     sentinel down-after-milliseconds {master_name} 1000\n\
+                     sentinel failover-timeout {master_name} 5000\n\
+                     sentinel parallel-syncs {master_name} 1\n",
+                    dir = dir.display()
+                ),
+            )
+            .unwrap();
+            let mut command = Command::new("redis-server");
+            command.arg(&conf).arg("--sentinel");
+            command
+        });
+        let Some((child, port)) = started else {
             eprintln!("redis-server not on PATH: skipping the comparison with real Sentinel");
             let _ = std::fs::remove_dir_all(&dir);
             return None;
         };
-        let sentinel = RealSentinel {
+        Some(RealSentinel {
             child: Some(child),
             dir,
             port,
-        };
-        if answers_ping(port, Duration::from_secs(10)) {
-            return Some(sentinel);
-        }
-        panic!("sentinel on port {port} did not answer PING within 10 s");
+        })
     }
 
     /// `redis://127.0.0.1:<port>/`.
@@ -201,6 +188,72 @@ impl Drop for RealSentinel {
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Starts the child `command(port)` builds on a free loopback port and waits until it answers
+/// PING; None when the program cannot be spawned (not on the PATH). A free port can be taken by
+/// another test between [`free_port`] and the child's bind, and the child then exits: it is
+/// started again on another port (at most 5 tries). Panics when a child runs but does not answer
+/// within 10 s.
+fn spawn_on_a_free_port(
+    what: &str,
+    mut command: impl FnMut(u16) -> Command,
+) -> Option<(Child, u16)> {
+    const TRIES: usize = 5;
+    for _ in 0..TRIES {
+        let port = free_port();
+        let mut child = command(port)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if child.try_wait().ok().flatten().is_some() {
+                break;
+            }
+            // Another server may hold the port until this child fails to bind and exits: the
+            // one answering must be the child.
+            if answers_as(port, child.id()) {
+                return Some((child, port));
+            }
+            if Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{what} on port {port} did not answer PING within 10 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    panic!("{what} exited at once on {TRIES} free ports in a row");
+}
+
+/// Whether the server on loopback `port` is the process `pid` (its `INFO server` says so).
+fn answers_as(port: u16, pid: u32) -> bool {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+    if s.write_all(b"INFO server\r\n").is_err() {
+        return false;
+    }
+    let wanted = format!("\r\nprocess_id:{pid}\r\n");
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    // INFO server is a few KB: a bounded number of reads.
+    for _ in 0..16 {
+        match s.read(&mut buf) {
+            Ok(n) if n > 0 => seen.extend_from_slice(buf.get(..n).unwrap_or_default()),
+            _ => return false,
+        }
+        if String::from_utf8_lossy(&seen).contains(&wanted) {
+            return true;
+        }
+        if seen.ends_with(b"\r\n\r\n") || seen.starts_with(b"-") {
+            return false;
+        }
+    }
+    false
 }
 
 /// Whether a server on loopback `port` answers PING (`+PONG`, or `-NOAUTH` with a password)

@@ -39,11 +39,15 @@ async fn with_a_replica_lock_writes_wait_for_it_and_fail_cleanly_without_it() {
         })
         .await
     );
-    let options = ClientOptions::default().replica_sync_timeout(Duration::from_millis(200));
-    let c = master.client_with(options.clone()).await;
-    assert_eq!(c.sync_replicas(), 1);
+    // A healthy replica acknowledges in well under a second, but a loaded CI machine may take
+    // longer than the short timeout the failure cases below use: the patient client checks that
+    // WAIT returns only once the replica has the lock.
+    let patient = master
+        .client_with(ClientOptions::default().replica_sync_timeout(Duration::from_secs(10)))
+        .await;
+    assert_eq!(patient.sync_replicas(), 1);
     let n = name("replicated");
-    let l = c.lock(&n);
+    let l = patient.lock(&n);
     l.lock().await.unwrap();
     let mut rraw = replica.raw().await;
     let on_replica: bool = redis::cmd("HEXISTS")
@@ -57,6 +61,9 @@ async fn with_a_replica_lock_writes_wait_for_it_and_fail_cleanly_without_it() {
 
     // The replica is connected but does not answer (busy for 3 s): acquisitions are not
     // acknowledged, rolled back, and reported.
+    let options = ClientOptions::default().replica_sync_timeout(Duration::from_millis(200));
+    let c = master.client_with(options.clone()).await;
+    assert_eq!(c.sync_replicas(), 1);
     let mut sleeper = replica.raw().await;
     let sleeping = tokio::spawn(async move {
         let _: redis::RedisResult<()> = redis::cmd("DEBUG")
