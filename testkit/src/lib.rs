@@ -213,9 +213,18 @@ fn spawn_on_a_free_port(
                 break;
             }
             // Another server may hold the port until this child fails to bind and exits: the
-            // one answering must be the child.
-            if answers_as(port, child.id()) {
-                return Some((child, port));
+            // one answering must be the child. With a password INFO is refused; a child that
+            // lost the port exits within milliseconds, so it is the child if it still runs a
+            // moment after the refusal.
+            match answer_from(port, child.id()) {
+                Answer::Child => return Some((child, port)),
+                Answer::NoAuth => {
+                    std::thread::sleep(Duration::from_millis(100));
+                    if child.try_wait().ok().flatten().is_none() {
+                        return Some((child, port));
+                    }
+                }
+                Answer::Other => {}
             }
             if Instant::now() >= deadline {
                 let _ = child.kill();
@@ -228,14 +237,24 @@ fn spawn_on_a_free_port(
     panic!("{what} exited at once on {TRIES} free ports in a row");
 }
 
+/// Who answered `INFO server` on a loopback port.
+enum Answer {
+    /// The process looked for.
+    Child,
+    /// A server that wants a password first.
+    NoAuth,
+    /// Nobody yet, or another process.
+    Other,
+}
+
 /// Whether the server on loopback `port` is the process `pid` (its `INFO server` says so).
-fn answers_as(port: u16, pid: u32) -> bool {
+fn answer_from(port: u16, pid: u32) -> Answer {
     let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
+        return Answer::Other;
     };
     let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
     if s.write_all(b"INFO server\r\n").is_err() {
-        return false;
+        return Answer::Other;
     }
     let wanted = format!("\r\nprocess_id:{pid}\r\n");
     let mut seen = Vec::new();
@@ -244,16 +263,19 @@ fn answers_as(port: u16, pid: u32) -> bool {
     for _ in 0..16 {
         match s.read(&mut buf) {
             Ok(n) if n > 0 => seen.extend_from_slice(buf.get(..n).unwrap_or_default()),
-            _ => return false,
+            _ => return Answer::Other,
+        }
+        if seen.starts_with(b"-NOAUTH") {
+            return Answer::NoAuth;
         }
         if String::from_utf8_lossy(&seen).contains(&wanted) {
-            return true;
+            return Answer::Child;
         }
         if seen.ends_with(b"\r\n\r\n") || seen.starts_with(b"-") {
-            return false;
+            return Answer::Other;
         }
     }
-    false
+    Answer::Other
 }
 
 /// Whether a server on loopback `port` answers PING (`+PONG`, or `-NOAUTH` with a password)
