@@ -223,6 +223,9 @@ pub struct RequestDecoder {
     bulk_len: Option<usize>,
     /// Bytes at the front of the buffer already searched for a line terminator.
     scanned: usize,
+    /// An emptied argument vector handed back ([`RequestDecoder::recycle`]) for the next
+    /// small request, so a pipeline does not allocate one per request.
+    spare: Vec<Bytes>,
 }
 
 /// Requests up to this size are copied out of the read buffer (Redis's `PROTO_MBULK_BIG_ARG`:
@@ -230,6 +233,9 @@ pub struct RequestDecoder {
 const COMPACT_MAX: usize = 32 * 1024;
 /// Most arguments a request may have for [`RequestDecoder::decode`]'s one-pass path.
 const FAST_MAX_ARGS: usize = 32;
+/// Most slots of the argument vector a decoder keeps for reuse ([`RequestDecoder::recycle`]):
+/// enough for the common commands and Redisson's scripts by `EVALSHA`.
+const SPARE_MAX_ARGS: usize = 8;
 
 /// The arguments of one request, each copied into an allocation of its own when the request
 /// is small: arguments split off the read buffer share it, so a key or field a command stores
@@ -250,6 +256,35 @@ fn compact(args: Vec<Bytes>) -> Vec<Bytes> {
 /// time in profiles), and what a command stores keeps only itself alive.
 fn copy_each<'a>(parts: impl Iterator<Item = &'a [u8]>) -> Vec<Bytes> {
     parts.map(Bytes::copy_from_slice).collect()
+}
+
+/// The name of a command clients send most, spelled all in upper or all in lower case, as a
+/// static `Bytes`: the request's first argument then costs no allocation, copy or free.
+/// Any other spelling is copied as any argument is; the bytes are the same either way.
+fn common_name(arg: &[u8]) -> Option<Bytes> {
+    macro_rules! names {
+        ($($upper:literal $lower:literal),* $(,)?) => {
+            match arg {
+                $($upper => Some(Bytes::from_static($upper)),
+                  $lower => Some(Bytes::from_static($lower)),)*
+                _ => None,
+            }
+        };
+    }
+    if arg.len() > 8 {
+        return None;
+    }
+    names!(
+        b"GET" b"get", b"SET" b"set", b"DEL" b"del", b"INCR" b"incr", b"DECR" b"decr",
+        b"MGET" b"mget", b"MSET" b"mset", b"EXISTS" b"exists", b"EXPIRE" b"expire",
+        b"PEXPIRE" b"pexpire", b"TTL" b"ttl", b"PTTL" b"pttl", b"INCRBY" b"incrby",
+        b"HGET" b"hget", b"HSET" b"hset", b"HDEL" b"hdel", b"HINCRBY" b"hincrby",
+        b"HGETALL" b"hgetall", b"HEXISTS" b"hexists", b"LPUSH" b"lpush", b"RPUSH" b"rpush",
+        b"LPOP" b"lpop", b"RPOP" b"rpop", b"LRANGE" b"lrange", b"SADD" b"sadd",
+        b"SREM" b"srem", b"SPOP" b"spop", b"ZADD" b"zadd", b"ZREM" b"zrem",
+        b"ZSCORE" b"zscore", b"EVAL" b"eval", b"EVALSHA" b"evalsha", b"PUBLISH" b"publish",
+        b"PING" b"ping",
+    )
 }
 
 /// Arguments of each request [`RequestDecoder::peek`] hands over (the command's name and the
@@ -449,29 +484,65 @@ impl RequestDecoder {
     /// incomplete, empty, large or malformed request) returns `None` with nothing consumed, and
     /// the general path decides, so both agree on every input.
     fn decode_whole_small(&mut self, buf: &mut BytesMut) -> Option<Vec<Bytes>> {
-        let (count, mut at) = header(buf, 0, b'*')?;
+        let (count, at) = header(buf, 0, b'*')?;
         if count < 1 || count > FAST_MAX_ARGS.min(self.limits.max_multibulk_len) {
             return None;
         }
-        let mut args = Vec::with_capacity(count);
+        let mut args = if self.spare.capacity() >= count {
+            std::mem::take(&mut self.spare)
+        } else {
+            Vec::with_capacity(count)
+        };
+        match self.copy_small_args(buf, count, at, &mut args) {
+            Some(end) => {
+                buf.advance(end);
+                self.scanned = 0;
+                Some(args)
+            }
+            None => {
+                // An incomplete request drops the arguments copied so far (once per read at
+                // most: the request that straddles the end of what arrived).
+                self.recycle(args);
+                None
+            }
+        }
+    }
+
+    /// Copies the `count` arguments whose headers start at `at` into `args`: where the
+    /// request ends, or `None` when it is incomplete or not one for the one-pass path.
+    fn copy_small_args(
+        &self,
+        buf: &[u8],
+        count: usize,
+        mut at: usize,
+        args: &mut Vec<Bytes>,
+    ) -> Option<usize> {
         let mut total = 0usize;
-        for _ in 0..count {
+        for i in 0..count {
             let (len, start) = header(buf, at, b'$')?;
             total += len;
             if len > self.limits.max_bulk_len || total > COMPACT_MAX {
                 return None;
             }
             at = start.checked_add(len)?.checked_add(2)?;
-            // An incomplete request drops the arguments copied so far (once per read at
-            // most: the request that straddles the end of what arrived).
-            args.push(Bytes::copy_from_slice(buf.get(start..start + len)?));
+            let arg = buf.get(start..start + len)?;
+            let name = if i == 0 { common_name(arg) } else { None };
+            args.push(name.unwrap_or_else(|| Bytes::copy_from_slice(arg)));
             if at > buf.len() {
                 return None;
             }
         }
-        buf.advance(at);
-        self.scanned = 0;
-        Some(args)
+        Some(at)
+    }
+
+    /// Hands back the argument vector of a request that has run: emptied, it holds the
+    /// next small request's arguments instead of a new allocation. One of more than
+    /// [`SPARE_MAX_ARGS`] slots is dropped (an idle connection keeps at most 256 bytes).
+    pub fn recycle(&mut self, mut args: Vec<Bytes>) {
+        if args.capacity() <= SPARE_MAX_ARGS && args.capacity() > self.spare.capacity() {
+            args.clear();
+            self.spare = args;
+        }
     }
 
     /// Finds the CR ending the `*`/`$` header line at the front of `buf`, as
@@ -807,6 +878,42 @@ mod tests {
             );
         });
         seen
+    }
+
+    #[test]
+    fn recycled_vectors_and_common_names_give_the_same_arguments() {
+        let mut d = RequestDecoder::new(Limits::default());
+        let mut buf = BytesMut::from(
+            &b"*2\r\n$3\r\nget\r\n$1\r\nk\r\n*3\r\n$3\r\nGet\r\n$1\r\na\r\n$1\r\nb\r\n\
+               *1\r\n$4\r\nPING\r\n*2\r\n$3\r\nSET\r\n$3\r\nGET\r\n*1\r\n$3\r\nge"[..],
+        );
+        let mut seen = Vec::new();
+        while let Ok(Some(args)) = d.decode(&mut buf) {
+            seen.push(args.iter().map(|a| a.to_vec()).collect::<Vec<_>>());
+            d.recycle(args);
+        }
+        let want: Vec<Vec<Vec<u8>>> = vec![
+            vec![b"get".to_vec(), b"k".to_vec()],
+            vec![b"Get".to_vec(), b"a".to_vec(), b"b".to_vec()],
+            vec![b"PING".to_vec()],
+            vec![b"SET".to_vec(), b"GET".to_vec()],
+        ];
+        assert_eq!(seen, want);
+        buf.extend_from_slice(b"t\r\n");
+        let last = d.decode(&mut buf).unwrap().unwrap();
+        assert_eq!(
+            last,
+            vec![Bytes::from_static(b"get")],
+            "the incomplete request completes"
+        );
+        // A name is shared static bytes only as the command's own spelling, never an argument.
+        assert_eq!(common_name(b"GET").as_deref(), Some(&b"GET"[..]));
+        assert_eq!(common_name(b"evalsha").as_deref(), Some(&b"evalsha"[..]));
+        assert_eq!(common_name(b"Get"), None);
+        assert_eq!(common_name(b"GETS"), None);
+        // Only small vectors are kept for reuse.
+        d.recycle(Vec::with_capacity(64));
+        assert!(d.spare.capacity() <= SPARE_MAX_ARGS);
     }
 
     #[test]

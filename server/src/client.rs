@@ -195,6 +195,9 @@ pub(crate) struct Outbox {
     tx: mpsc::UnboundedSender<Frame>,
     /// Approximate bytes queued and not yet written.
     pub(crate) pending: Arc<AtomicUsize>,
+    /// Frames in the channel: the connection looks at this after each reply instead of
+    /// polling the channel.
+    queued: Arc<AtomicUsize>,
     /// Frames that follow the reply of the command running now ([`Outbox::defer`]).
     deferred: Arc<Deferred>,
 }
@@ -213,16 +216,19 @@ impl Outbox {
     pub(crate) fn new() -> (Outbox, OutboxReceiver) {
         let (tx, rx) = mpsc::unbounded_channel();
         let pending = Arc::new(AtomicUsize::new(0));
+        let queued = Arc::new(AtomicUsize::new(0));
         let deferred = Arc::new(Deferred::default());
         (
             Outbox {
                 tx,
                 pending: pending.clone(),
+                queued: queued.clone(),
                 deferred: deferred.clone(),
             },
             OutboxReceiver {
                 rx,
                 pending,
+                queued,
                 deferred,
             },
         )
@@ -231,8 +237,12 @@ impl Outbox {
     /// Queues `frame` of about `size` bytes; returns the bytes now pending.
     pub(crate) fn send(&self, frame: Frame, size: usize) -> usize {
         let now = self.pending.fetch_add(size, Ordering::AcqRel) + size;
+        // Counted before it is sent: a receiver that sees 0 finds the frame on its next
+        // wait for one.
+        self.queued.fetch_add(1, Ordering::AcqRel);
         if self.tx.send(frame).is_err() {
             self.pending.fetch_sub(size, Ordering::AcqRel);
+            self.queued.fetch_sub(1, Ordering::AcqRel);
         }
         now
     }
@@ -253,18 +263,31 @@ impl Outbox {
 pub(crate) struct OutboxReceiver {
     rx: mpsc::UnboundedReceiver<Frame>,
     pending: Arc<AtomicUsize>,
+    queued: Arc<AtomicUsize>,
     deferred: Arc<Deferred>,
 }
 
 impl OutboxReceiver {
     /// Waits for the next frame.
     pub(crate) async fn recv(&mut self) -> Option<Frame> {
-        self.rx.recv().await
+        let frame = self.rx.recv().await;
+        if frame.is_some() {
+            self.queued.fetch_sub(1, Ordering::AcqRel);
+        }
+        frame
     }
 
-    /// The next frame if one is queued.
+    /// The next frame if one is queued: one load while none is.
+    #[inline]
     pub(crate) fn try_recv(&mut self) -> Option<Frame> {
-        self.rx.try_recv().ok()
+        if self.queued.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let frame = self.rx.try_recv().ok();
+        if frame.is_some() {
+            self.queued.fetch_sub(1, Ordering::AcqRel);
+        }
+        frame
     }
 
     /// Whether frames wait for the last reply ([`Outbox::defer`]): one load per reply.

@@ -304,6 +304,7 @@ impl Connection {
                         keep_open = false;
                         break;
                     }
+                    self.decoder.recycle(argv);
                 }
                 Ok(None) => break,
                 Err(e) => {
