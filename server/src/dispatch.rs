@@ -62,6 +62,8 @@ pub(crate) struct Session {
     pub(crate) client: ClientState,
     /// Where script commands run.
     pub(crate) scripts: ScriptPlace,
+    /// The last command name looked up.
+    names: cmd::NameCache,
 }
 
 impl Session {
@@ -71,6 +73,7 @@ impl Session {
             node,
             client,
             scripts,
+            names: cmd::NameCache::default(),
         }
     }
 
@@ -97,7 +100,7 @@ impl Session {
             }
             return cmd::replication::run_async_command(&self.node, &self.client, argv).await;
         }
-        let resolved = match cmd::resolve(argv).and_then(|resolved| {
+        let resolved = match cmd::resolve_cached(argv, &mut self.names).and_then(|resolved| {
             self.node
                 .check_protected(resolved.spec, self.client.handle.addr)
                 .map(|()| resolved)

@@ -333,6 +333,37 @@ fn lookup_slot(name: &[u8]) -> Option<(&'static CommandSpec, usize)> {
     TABLE.find(hash, lower)
 }
 
+/// The last command name a client sent, as it spelled it, and where the table has it: a
+/// pipeline of one command looks its name up once (the table never changes while the
+/// server runs).
+#[derive(Debug, Default)]
+pub(crate) struct NameCache {
+    name: [u8; NameCache::MAX],
+    len: usize,
+    found: Option<(&'static CommandSpec, usize)>,
+}
+
+impl NameCache {
+    /// Longest name kept (every command's but a few module-style ones fit).
+    const MAX: usize = 16;
+
+    /// [`lookup_slot`] through the cache.
+    fn lookup_slot(&mut self, name: &[u8]) -> Option<(&'static CommandSpec, usize)> {
+        if let Some(found) = self.found {
+            if self.name.get(..self.len) == Some(name) {
+                return Some(found);
+            }
+        }
+        let found = lookup_slot(name)?;
+        if let Some(slot) = self.name.get_mut(..name.len()) {
+            slot.copy_from_slice(name);
+            self.len = name.len();
+            self.found = Some(found);
+        }
+        Some(found)
+    }
+}
+
 /// Looks up the spec `argv` names: the subcommand's spec for a container command.
 ///
 /// # Errors
@@ -341,6 +372,31 @@ fn lookup_slot(name: &[u8]) -> Option<(&'static CommandSpec, usize)> {
 pub(crate) fn resolve(argv: &[Bytes]) -> Result<Resolved, CommandError> {
     let name = argv.first().ok_or(CommandError::Syntax)?;
     let (spec, slot) = lookup_slot(name).ok_or_else(|| CommandError::unknown_command(argv))?;
+    resolve_found(argv, spec, slot)
+}
+
+/// [`resolve`], the name looked up through the client's `cache`.
+///
+/// # Errors
+///
+/// As [`resolve`].
+pub(crate) fn resolve_cached(
+    argv: &[Bytes],
+    cache: &mut NameCache,
+) -> Result<Resolved, CommandError> {
+    let name = argv.first().ok_or(CommandError::Syntax)?;
+    let (spec, slot) = cache
+        .lookup_slot(name)
+        .ok_or_else(|| CommandError::unknown_command(argv))?;
+    resolve_found(argv, spec, slot)
+}
+
+/// The rest of [`resolve`] once the name was found at `slot`: the subcommand and the arity.
+fn resolve_found(
+    argv: &[Bytes],
+    spec: &'static CommandSpec,
+    slot: usize,
+) -> Result<Resolved, CommandError> {
     if !spec.subcommands.is_empty() && argv.len() >= 2 {
         let sub = argv.get(1).map_or(&[][..], |s| &s[..]);
         let found = spec
@@ -845,6 +901,38 @@ fn record_slow_call(
 #[cfg(test)]
 mod table_tests {
     use super::*;
+
+    #[test]
+    fn the_name_cache_resolves_as_the_table_does() {
+        let mut cache = NameCache::default();
+        let argv = |args: &[&str]| -> Vec<Bytes> {
+            args.iter().map(|a| Bytes::from(a.to_string())).collect()
+        };
+        // Repeats, other spellings, arity errors of a cached name, containers, unknown names
+        // (never cached), a name longer than the cache holds, and back.
+        for args in [
+            &["GET", "k"][..],
+            &["GET", "k"],
+            &["get", "k"],
+            &["GET"],
+            &["GET", "k", "extra"],
+            &["SET", "k", "v"],
+            &["CONFIG", "GET", "maxmemory"],
+            &["CONFIG", "NOPE"],
+            &["CONFIG", "GET", "maxmemory"],
+            &["NOSUCHCMD", "k"],
+            &["NOSUCHCMD", "k"],
+            &["GET", "k"],
+            &["ZRANGEBYSCORE", "z", "0", "1"],
+            &["GEORADIUSBYMEMBER_RO", "g", "m", "1", "km"],
+            &["GET", "k"],
+        ] {
+            let argv = argv(args);
+            let want = resolve(&argv).map(|r| (r.spec.name, r.first_arg, r.stat));
+            let got = resolve_cached(&argv, &mut cache).map(|r| (r.spec.name, r.first_arg, r.stat));
+            assert_eq!(got, want, "{args:?}");
+        }
+    }
 
     #[test]
     fn lookup_finds_every_command_in_any_case() {
