@@ -536,8 +536,8 @@ impl RequestDecoder {
     }
 
     /// Hands back the argument vector of a request that has run: emptied, it holds the
-    /// next small request's arguments instead of a new allocation. One of more than
-    /// [`SPARE_MAX_ARGS`] slots is dropped (an idle connection keeps at most 256 bytes).
+    /// next small request's arguments instead of a new allocation. One of more than 8 slots
+    /// is dropped (an idle connection keeps at most 256 bytes).
     pub fn recycle(&mut self, mut args: Vec<Bytes>) {
         if args.capacity() <= SPARE_MAX_ARGS && args.capacity() > self.spare.capacity() {
             args.clear();
