@@ -260,9 +260,17 @@ impl Connection {
             match self.decoder.decode(&mut self.io.rbuf) {
                 Ok(Some(argv)) => {
                     let session = &mut self.session;
-                    if !session
-                        .wait_while_paused(&mut self.io, &argv, &mut guard, &mut effects, shutdown)
-                        .await
+                    // Checked here first: building the wait's future costs more than the check.
+                    if session.node.live.pause.maybe_active()
+                        && !session
+                            .wait_while_paused(
+                                &mut self.io,
+                                &argv,
+                                &mut guard,
+                                &mut effects,
+                                shutdown,
+                            )
+                            .await
                     {
                         keep_open = false;
                         break;
