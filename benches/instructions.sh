@@ -6,13 +6,17 @@ set -u
 # not move with the load: a change to the request path shows in them at once.
 #
 # Usage: cargo build --release -p locksmith-server && bash benches/instructions.sh
-# TESTS (default "get,set,incr,hset"), N requests per test (default 200000), SERVERS (default
-# "ours redis"; a path to another locksmith-server binary is a server too, for before/after).
+# TESTS (default "get,set,incr,hset"; any of redis-benchmark's -t tests, and "acquire":
+# Redisson's lock acquire by EVALSHA on 100 000 random names, as benches/compare.sh runs it),
+# N requests per test (default 200000), SERVERS (default "ours redis"; a path to another
+# locksmith-server binary is a server too, for before/after).
 # Needs valgrind. Each line: Ir (instructions), L1m (first-level instruction and data misses),
 # LLm (last-level misses), Bm (mispredicted conditional and indirect branches), each per
 # request (the whole process's count divided by N, start-up included, about 1 %), and CEst,
 # callgrind's cycle estimate Ir + 10 L1m + 100 LLm + 10 Bm. L1m depends on how the server's
 # threads interleave and moves by a few misses a request between runs; Ir by about 2 %.
+# body (Redisson's scripts), sourced before the cd: the path is relative to the caller.
+. "$(dirname "$0")/common.sh"
 cd "$(dirname "$0")/.."
 OURS=${LOCKSMITH_SERVER_BIN:-target/release/locksmith-server}
 TESTS=${TESTS:-get,set,incr,hset}
@@ -37,7 +41,13 @@ for server in $SERVERS; do
       [ -S "$sock" ] && redis-cli -s "$sock" ping >/dev/null 2>&1 && break
       sleep 0.2
     done
-    redis-benchmark -s "$sock" -c 50 -n "$N" -P 16 -q -t "$t" >/dev/null 2>&1
+    if [ "$t" = acquire ]; then
+      sha=$(redis-cli -s "$sock" SCRIPT LOAD "$(body ACQUIRE)")
+      redis-benchmark -s "$sock" -c 50 -n "$N" -P 16 -q -r 100000 EVALSHA "$sha" 1 \
+        lock:__rand_int__ 30000 58c62432-bb74-4d14-8a00-9908cc8b828f:1 >/dev/null 2>&1
+    else
+      redis-benchmark -s "$sock" -c 50 -n "$N" -P 16 -q -t "$t" >/dev/null 2>&1
+    fi
     kill -INT "$pid"; wait "$pid" 2>/dev/null
     callgrind_annotate --show=Ir,I1mr,D1mr,D1mw,ILmr,DLmr,DLmw,Bcm,Bim "$out" 2>/dev/null \
       | grep 'PROGRAM TOTALS' | tr -d ',' \
