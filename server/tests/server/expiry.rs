@@ -231,28 +231,9 @@ async fn sync_api_expiry() {
 async fn active_expiry_reclaims_a_wave_and_counts_it() {
     let server = support::start().await;
     let mut con = support::conn(&server.url()).await;
-    let mut pipe = redis::pipe();
-    for i in 0..50_000 {
-        pipe.cmd("SET")
-            .arg(format!("wave:{i}"))
-            .arg("v")
-            .arg("PX")
-            .arg(100)
-            .ignore();
-    }
-    pipe.cmd("SET").arg("stays").arg("v").ignore();
-    let _: () = pipe.query_async(&mut con).await.unwrap();
-    let mut size: i64 = -1;
-    // Bounded: 20 cycles of virtual time.
-    for _ in 0..20 {
-        tokio::time::advance(Duration::from_millis(100)).await;
-        tokio::task::yield_now().await;
-        size = redis::cmd("DBSIZE").query_async(&mut con).await.unwrap();
-        if size == 1 {
-            break;
-        }
-    }
-    assert_eq!(size, 1);
+    set_with_px(&mut con, "wave", 0..50_000, 100).await;
+    let _: () = con.set("stays", "v").await.unwrap();
+    assert_eq!(advance_until_size(&mut con, 1).await, 1);
     let info: String = redis::cmd("INFO")
         .arg("stats")
         .query_async(&mut con)
@@ -278,16 +259,7 @@ async fn renewed_leases_outlive_their_first_deadline_and_then_expire_unread() {
     // and must still reclaim it at the renewed one without anyone reading it.
     let server = support::start().await;
     let mut con = support::conn(&server.url()).await;
-    let mut pipe = redis::pipe();
-    for i in 0..1000 {
-        pipe.cmd("SET")
-            .arg(format!("lease:{i}"))
-            .arg("v")
-            .arg("PX")
-            .arg(100)
-            .ignore();
-    }
-    let _: () = pipe.query_async(&mut con).await.unwrap();
+    set_with_px(&mut con, "lease", 0..1000, 100).await;
     tokio::time::advance(Duration::from_millis(50)).await;
     // Each lease renewed three times, the last to 300 ms from now; half persisted at the end.
     for _ in 0..3 {
@@ -305,13 +277,6 @@ async fn renewed_leases_outlive_their_first_deadline_and_then_expire_unread() {
         pipe.cmd("PERSIST").arg(format!("lease:{i}")).ignore();
     }
     let _: () = pipe.query_async(&mut con).await.unwrap();
-    let dbsize = |con: &mut redis::aio::MultiplexedConnection| {
-        let mut con = con.clone();
-        async move {
-            let n: i64 = redis::cmd("DBSIZE").query_async(&mut con).await.unwrap();
-            n
-        }
-    };
     // Past every first deadline (100 ms), before the renewed ones (350 ms): nothing expired.
     for _ in 0..4 {
         tokio::time::advance(Duration::from_millis(50)).await;
@@ -319,17 +284,7 @@ async fn renewed_leases_outlive_their_first_deadline_and_then_expire_unread() {
     }
     assert_eq!(dbsize(&mut con).await, 1000);
     // Past the renewed deadlines: the renewed half goes unread, the persisted half stays.
-    let mut size = -1;
-    // Bounded: 20 cycles of virtual time.
-    for _ in 0..20 {
-        tokio::time::advance(Duration::from_millis(100)).await;
-        tokio::task::yield_now().await;
-        size = dbsize(&mut con).await;
-        if size == 500 {
-            break;
-        }
-    }
-    assert_eq!(size, 500);
+    assert_eq!(advance_until_size(&mut con, 500).await, 500);
     let info: String = redis::cmd("INFO")
         .arg("stats")
         .query_async(&mut con)
@@ -339,4 +294,44 @@ async fn renewed_leases_outlive_their_first_deadline_and_then_expire_unread() {
     let kept: i64 = con.exists("lease:0").await.unwrap();
     assert_eq!(kept, 1);
     server.shutdown().await;
+}
+
+/// Sets `prefix:i` to `v` with a deadline `px` ms away for each `i` of `range`, in one
+/// pipeline.
+async fn set_with_px(
+    con: &mut redis::aio::MultiplexedConnection,
+    prefix: &str,
+    range: std::ops::Range<u32>,
+    px: u64,
+) {
+    let mut pipe = redis::pipe();
+    for i in range {
+        pipe.cmd("SET")
+            .arg(format!("{prefix}:{i}"))
+            .arg("v")
+            .arg("PX")
+            .arg(px)
+            .ignore();
+    }
+    let _: () = pipe.query_async(con).await.unwrap();
+}
+
+/// `DBSIZE`.
+async fn dbsize(con: &mut redis::aio::MultiplexedConnection) -> i64 {
+    redis::cmd("DBSIZE").query_async(con).await.unwrap()
+}
+
+/// Advances paused time 100 ms at a time, letting the active cycle run, until `DBSIZE` is
+/// `want`; bounded at 20 steps. The last size seen.
+async fn advance_until_size(con: &mut redis::aio::MultiplexedConnection, want: i64) -> i64 {
+    let mut size = -1;
+    for _ in 0..20 {
+        tokio::time::advance(Duration::from_millis(100)).await;
+        tokio::task::yield_now().await;
+        size = dbsize(con).await;
+        if size == want {
+            break;
+        }
+    }
+    size
 }
