@@ -255,6 +255,7 @@ impl Session {
                 client: &mut self.client,
                 now: self.node.clock.now_ms(),
                 effects,
+                write: false,
             };
             cmd::acl::log_denial(&ctx, &resolved, argv, denied, context);
         }

@@ -18,6 +18,7 @@ mod server {
     mod in_memory;
     mod introspection;
     mod keys;
+    mod keyspace_stats;
     mod lists;
     mod maxmemory;
     mod protocol;

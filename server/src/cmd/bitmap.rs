@@ -335,7 +335,7 @@ fn bitop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
     let mut values: Vec<Bytes> = Vec::with_capacity(sources.len());
     for key in &sources {
-        values.push(ctx.get_string(key)?.unwrap_or_default());
+        values.push(ctx.read_string(key)?.unwrap_or_default());
     }
     let maxlen = values.iter().map(Bytes::len).max().unwrap_or(0);
     if maxlen == 0 {
@@ -564,7 +564,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, read_only: bool) -> 
         j += if kind == 0 { 3 } else { 4 };
     }
     if !writes {
-        let value = ctx.get_string(key)?.unwrap_or_default();
+        let value = ctx.read_string(key)?.unwrap_or_default();
         return Ok(Frame::Array(
             ops.iter()
                 .map(|&(_, signed, bits, offset, _)| {

@@ -129,7 +129,7 @@ fn word_is(arg: &Bytes, word: &str) -> bool {
 /// The sorted set at `key`: `Ok(None)` if absent, `WRONGTYPE` if another type (Redis's
 /// `lookupKeyRead` then `checkType`).
 fn zset_at<'c>(ctx: &'c mut Ctx<'_>, key: &Bytes) -> Result<Option<&'c ZSet>, CommandError> {
-    match ctx.lookup(key).map(|e| &e.value) {
+    match ctx.lookup_read(key).map(|e| &e.value) {
         None => Ok(None),
         Some(Value::ZSet(z)) => Ok(Some(z)),
         Some(_) => Err(CommandError::WrongType),

@@ -326,7 +326,7 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let by = args.i64()?;
     let limits = ListpackLimits::of_hashes(&ctx.state.config);
     // Creating the hash first is safe: a new hash has no field, so 0 + by cannot fail.
-    let (h, existed) = write_found(ctx, key)?;
+    let (h, _) = write_found(ctx, key)?;
     let outcome = match h.get(field) {
         Some(value) => super::parse_i64(value)
             .map_err(|_| CommandError::err("hash value is not an integer"))
@@ -337,14 +337,6 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     // does: `insert` sees to it.
     if let Ok(new) = outcome {
         h.insert(field, &Bytes::from(new.to_string()), limits);
-    }
-    // INFO's keyspace_hits/misses count HINCRBY as it always did: a lookup to check the type,
-    // one to read the field and, when it succeeds, one to write it.
-    let more = if outcome.is_ok() { 2 } else { 1 };
-    if existed {
-        ctx.state.stats.keyspace_hits += more;
-    } else {
-        ctx.state.stats.keyspace_misses += more;
     }
     let new = outcome?;
     ctx.modified(key);

@@ -472,7 +472,18 @@ fn histogram(s: &[u8]) -> Option<[u32; 64]> {
 /// The HLL string at `key`: `Ok(None)` if absent; Redis's errors for another type or a string
 /// that is not an HLL.
 fn hll_at(ctx: &mut Ctx<'_>, key: &Bytes) -> Result<Option<Vec<u8>>, CommandError> {
-    match ctx.get_string(key)? {
+    let s = ctx.get_string(key)?;
+    checked_hll(s)
+}
+
+/// [`hll_at`] as `PFMERGE` reads its keys ([`Ctx::read_string`]).
+fn hll_read(ctx: &mut Ctx<'_>, key: &Bytes) -> Result<Option<Vec<u8>>, CommandError> {
+    let s = ctx.read_string(key)?;
+    checked_hll(s)
+}
+
+fn checked_hll(s: Option<Bytes>) -> Result<Option<Vec<u8>>, CommandError> {
+    match s {
         None => Ok(None),
         Some(s) => {
             check(&s)?;
@@ -487,7 +498,7 @@ fn sparse_max(ctx: &Ctx<'_>) -> usize {
 
 /// Stores `s` at `key`, keeping its deadline (the value changes in place, as in Redis).
 fn store(ctx: &mut Ctx<'_>, key: &Bytes, s: Vec<u8>) {
-    match ctx.lookup_mut(key) {
+    match ctx.lookup_write(key) {
         Some(entry) => entry.value = Value::String(s.into()),
         None => ctx.set(key, Value::String(s.into()), None),
     }
@@ -564,13 +575,19 @@ fn pfmerge(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let dest = args.bytes()?;
     let mut max = vec![0u8; REGISTERS];
     let mut use_dense = false;
-    for key in args.argv().get(1..).unwrap_or_default() {
-        if let Some(s) = hll_at(ctx, key)? {
+    // Every key is read, the destination first, as Redis merges them all (one read lookup
+    // each, counted in INFO's keyspace hits and misses).
+    let mut dest_hll = None;
+    for (i, key) in args.argv().get(1..).unwrap_or_default().iter().enumerate() {
+        if let Some(s) = hll_read(ctx, key)? {
             use_dense |= s[4] == DENSE;
             merge(&mut max, &s).map_err(|()| CommandError::Raw(INVALID_HLL.into()))?;
+            if i == 0 {
+                dest_hll = Some(s);
+            }
         }
     }
-    let mut s = hll_at(ctx, dest)?.unwrap_or_else(new_hll);
+    let mut s = dest_hll.unwrap_or_else(new_hll);
     if use_dense {
         s = to_dense(&s).ok_or_else(|| CommandError::Raw(INVALID_HLL.into()))?;
     }

@@ -354,7 +354,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     if src_db == dst_db && src == dst {
         return Err(CommandError::err(SAME_OBJECT));
     }
-    let Some(entry) = ctx.lookup(src).cloned() else {
+    let Some(entry) = ctx.lookup_read(src).cloned() else {
         return Ok(Frame::Integer(0));
     };
     if live_in(ctx, dst_db, dst) {
@@ -573,7 +573,9 @@ fn object(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn object_encoding(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    Ok(peek(ctx, key).map_or(Frame::Null, |e| Frame::bulk(e.value.encoding())))
+    Ok(ctx
+        .lookup_quiet(key)
+        .map_or(Frame::Null, |e| Frame::bulk(e.value.encoding())))
 }
 
 /// ```text
@@ -583,7 +585,7 @@ fn object_freq(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let now = ctx.now;
     let access = ctx.db().access();
-    let Some(entry) = peek(ctx, key) else {
+    let Some(entry) = ctx.lookup_quiet(key) else {
         return Ok(Frame::Null);
     };
     match access {
@@ -601,7 +603,7 @@ fn object_idletime(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let now = ctx.now;
     let access = ctx.db().access();
-    let Some(entry) = peek(ctx, key) else {
+    let Some(entry) = ctx.lookup_quiet(key) else {
         return Ok(Frame::Null);
     };
     match access {
@@ -618,7 +620,7 @@ fn object_idletime(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// Small integers (0..=9999) are Redis's shared objects, reported as `INT_MAX`.
 fn object_refcount(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    Ok(peek(ctx, key).map_or(Frame::Null, |e| {
+    Ok(ctx.lookup_quiet(key).map_or(Frame::Null, |e| {
         let shared = match &e.value {
             Value::String(s) => {
                 s.len() <= 20

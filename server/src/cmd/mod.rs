@@ -487,6 +487,10 @@ pub(crate) struct Ctx<'a> {
     pub(crate) now: u64,
     /// Side effects to apply after the command.
     pub(crate) effects: &'a mut Effects,
+    /// Whether the command is a write command: its lookups are then Redis's `lookupKeyWrite`
+    /// (no keyspace hit or miss, no `keymiss`) unless it reads a key with
+    /// [`Ctx::lookup_read`], as Redis's write commands read their sources.
+    pub(crate) write: bool,
 }
 
 impl Ctx<'_> {
@@ -498,12 +502,60 @@ impl Ctx<'_> {
     }
 
     /// Finds `key` in the selected db, hashing it once: a live entry (its access time touched
-    /// if `touch`, as Redis's lookups do unless `LOOKUP_NOTOUCH`) counts a keyspace hit;
-    /// otherwise a miss, after reclaiming the key with the expiry side effects if its TTL ran
-    /// out.
+    /// if `touch`, as Redis's lookups do unless `LOOKUP_NOTOUCH`), or nothing, after
+    /// reclaiming the key with the expiry side effects if its TTL ran out. A read command's
+    /// lookup (Redis's `lookupKeyRead`) counts a keyspace hit or miss and raises `keymiss` on
+    /// a miss; a write command's (`lookupKeyWrite`) does neither.
     pub(crate) fn find(&mut self, key: &Bytes, touch: bool) -> Option<&mut Entry> {
+        self.find_for(key, touch, !self.write, true)
+    }
+
+    /// A write command's read of a source key (Redis's `lookupKeyRead` in `SET .. GET`,
+    /// `GETDEL`, `COPY`, the `*STORE` commands): counted and notified as a read command's.
+    pub(crate) fn lookup_read(&mut self, key: &Bytes) -> Option<&Entry> {
+        self.find_read(key).map(|e| &*e)
+    }
+
+    /// [`Ctx::lookup_read`], for changing the entry (`XACK` and `XCLAIM` read their stream
+    /// with Redis's `lookupKeyRead`).
+    pub(crate) fn find_read(&mut self, key: &Bytes) -> Option<&mut Entry> {
+        self.find_for(key, true, true, true)
+    }
+
+    /// A read command's write of `key` (`PFCOUNT` caching the count in the value, Redis's
+    /// `lookupKeyWrite` there): not counted, no `keymiss`.
+    pub(crate) fn lookup_write(&mut self, key: &Bytes) -> Option<&mut Entry> {
+        self.find_for(key, true, false, false)
+    }
+
+    /// [`Ctx::get_string`] as a write command reads a source ([`Ctx::lookup_read`]).
+    pub(crate) fn read_string(&mut self, key: &Bytes) -> Result<Option<Bytes>, CommandError> {
+        match self.lookup_read(key).map(|e| &e.value) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.to_bytes())),
+            Some(_) => Err(CommandError::WrongType),
+        }
+    }
+
+    /// [`Ctx::lookup`] as `OBJECT` reads (`LOOKUP_NOTOUCH | LOOKUP_NONOTIFY`): counted, not
+    /// touched, no `keymiss`.
+    pub(crate) fn lookup_quiet(&mut self, key: &Bytes) -> Option<&Entry> {
+        self.find_for(key, false, true, false).map(|e| &*e)
+    }
+
+    /// [`Ctx::find`] counting a hit or miss if `read`, and raising `keymiss` on a miss if
+    /// `read && notify`.
+    fn find_for(
+        &mut self,
+        key: &Bytes,
+        touch: bool,
+        read: bool,
+        notify: bool,
+    ) -> Option<&mut Entry> {
         let (db, now) = (self.client.db, self.now);
         let state = &mut *self.state;
+        let keymiss =
+            read && notify && state.config.notify_keyspace_events() & crate::notify::KEY_MISS != 0;
         // During a CLIENT PAUSE an expired key reads as missing but stays: deleting it would
         // be a write (Redis's `expireIfNeeded` while paused).
         let pause = &self.node.live.pause;
@@ -511,7 +563,15 @@ impl Ctx<'_> {
             && pause.is_paused(now)
             && state.dbs.get(db).and_then(|d| d.get(key, now)).is_none()
         {
-            state.stats.keyspace_misses += 1;
+            if read {
+                read_missed(
+                    &mut state.stats.keyspace_misses,
+                    self.effects,
+                    keymiss,
+                    db,
+                    key,
+                );
+            }
             return None;
         }
         let found = match state.dbs.get_mut(db) {
@@ -520,27 +580,45 @@ impl Ctx<'_> {
         };
         match found {
             Found::Live(entry) => {
-                state.stats.keyspace_hits += 1;
+                if read {
+                    state.stats.keyspace_hits += 1;
+                }
                 Some(entry)
             }
-            Found::Expired(key) => {
+            Found::Expired(expired) => {
                 state.stats.expired_keys += 1;
                 let propagating = self.effects.propagating(&state.repl);
-                self.effects.key_expired(db, &key, propagating);
-                state.stats.keyspace_misses += 1;
+                self.effects.key_expired(db, &expired, propagating);
+                if read {
+                    read_missed(
+                        &mut state.stats.keyspace_misses,
+                        self.effects,
+                        keymiss,
+                        db,
+                        key,
+                    );
+                }
                 None
             }
             Found::Missing => {
-                state.stats.keyspace_misses += 1;
+                if read {
+                    read_missed(
+                        &mut state.stats.keyspace_misses,
+                        self.effects,
+                        keymiss,
+                        db,
+                        key,
+                    );
+                }
                 None
             }
         }
     }
 
-    /// The live entry at `key` (touched; a keyspace hit), or a new one holding `make()` with no
-    /// deadline if the key is absent or expired (a miss; an expired key gets its expiry side
-    /// effects first), with one hash; and whether it was a hit. The caller checks the type of
-    /// what it gets.
+    /// The live entry at `key` (touched), or a new one holding `make()` with no deadline if the
+    /// key is absent or expired (an expired key gets its expiry side effects first), with one
+    /// hash; and whether it existed. A write lookup: no keyspace hit or miss is counted. The
+    /// caller checks the type of what it gets.
     pub(crate) fn find_or_insert(
         &mut self,
         key: &Bytes,
@@ -555,24 +633,20 @@ impl Ctx<'_> {
             let propagating = self.effects.propagating(&state.repl);
             self.effects.key_expired(db, &key, propagating);
         }
-        if existed {
-            state.stats.keyspace_hits += 1;
-        } else {
-            state.stats.keyspace_misses += 1;
-            if state.config.notify_keyspace_events() & crate::notify::NEW != 0 {
-                self.effects
-                    .keyspace_event(db, crate::notify::NEW, "new", key);
-            }
+        if !existed && state.config.notify_keyspace_events() & crate::notify::NEW != 0 {
+            self.effects
+                .keyspace_event(db, crate::notify::NEW, "new", key);
         }
         (entry, existed)
     }
 
-    /// Reads `key` (lazy expiry, hit/miss stats).
+    /// Looks `key` up (lazy expiry; hit/miss stats and `keymiss` for a read command, see
+    /// [`Ctx::find`]).
     pub(crate) fn lookup(&mut self, key: &Bytes) -> Option<&Entry> {
         self.find(key, true).map(|e| &*e)
     }
 
-    /// Reads `key` for writing (lazy expiry, hit/miss stats).
+    /// [`Ctx::lookup`], for changing the entry.
     pub(crate) fn lookup_mut(&mut self, key: &Bytes) -> Option<&mut Entry> {
         self.find(key, true)
     }
@@ -706,6 +780,15 @@ pub(crate) fn block(
     Ok(Frame::NullArray)
 }
 
+/// A read lookup found nothing at `key` in `db`: a keyspace miss, and the `keymiss` event if
+/// `notify-keyspace-events` has `m` (`keymiss`).
+fn read_missed(misses: &mut u64, effects: &mut Effects, keymiss: bool, db: usize, key: &Bytes) {
+    *misses += 1;
+    if keymiss {
+        effects.keyspace_event(db, crate::notify::KEY_MISS, "keymiss", key);
+    }
+}
+
 /// The commands layer as the state layer below it runs it (see [`CommandHooks`]).
 pub(crate) const HOOKS: CommandHooks = CommandHooks {
     call_argv,
@@ -799,6 +882,7 @@ pub(crate) fn call(
             client,
             now,
             effects,
+            write: spec.has(flags::WRITE),
         };
         match spec_of(&resolved) {
             Some(command) => (command.handler)(&mut ctx, &mut args),

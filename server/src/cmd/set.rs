@@ -243,7 +243,17 @@ fn spop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         return Ok(Frame::Set(Vec::new()));
     }
     let popped: Vec<Bytes> = if n >= len {
-        set_mut(ctx, key)?.map(|s| s.drain()).unwrap_or_default()
+        // With a count, Redis serves the whole set through SUNION's read lookup (a keyspace
+        // hit in INFO).
+        let entry = if count.is_some() {
+            ctx.find_read(key)
+        } else {
+            ctx.lookup_mut(key)
+        };
+        match entry.map(|e| &mut e.value) {
+            Some(Value::Set(s)) => s.drain(),
+            _ => Vec::new(),
+        }
     } else {
         let (db, now) = (ctx.client.db, ctx.now);
         let state = &mut *ctx.state;
@@ -396,7 +406,7 @@ enum Op {
 fn combine(ctx: &mut Ctx<'_>, keys: &[Bytes], op: Op) -> Result<SetValue, CommandError> {
     let mut sets: Vec<Option<SetValue>> = Vec::with_capacity(keys.len());
     for key in keys {
-        match ctx.lookup(key).map(|e| &e.value) {
+        match ctx.lookup_read(key).map(|e| &e.value) {
             None => sets.push(None),
             Some(Value::Set(s)) => sets.push(Some(s.clone())),
             Some(_) => return Err(CommandError::WrongType),

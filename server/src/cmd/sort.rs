@@ -108,7 +108,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, readonly: bool) -> CmdRe
         Ordered(Vec<Bytes>),
         Set(Vec<Bytes>),
     }
-    let source = match ctx.lookup(key).map(|e| &e.value) {
+    let source = match ctx.lookup_read(key).map(|e| &e.value) {
         None => Source::Ordered(Vec::new()),
         Some(Value::List(l)) => Source::Ordered(l.iter().cloned().collect()),
         Some(Value::ZSet(z)) => Source::Ordered(z.iter().map(|(m, _)| m.clone()).collect()),
@@ -280,7 +280,7 @@ fn lookup_by_pattern(ctx: &mut Ctx<'_>, pattern: &[u8], element: &Bytes) -> Opti
     key.extend_from_slice(element);
     key.extend_from_slice(postfix);
     let key = Bytes::from(key);
-    match (ctx.lookup(&key).map(|e| &e.value), field) {
+    match (ctx.lookup_read(&key).map(|e| &e.value), field) {
         (Some(Value::Hash(h)), Some(field)) => h.get(field).map(Bytes::copy_from_slice),
         (Some(Value::String(s)), None) => Some(s.to_bytes()),
         _ => None,

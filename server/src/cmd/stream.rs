@@ -253,6 +253,19 @@ fn stream_at<'c>(
     }
 }
 
+/// [`stream_at`] with a read lookup ([`Ctx::find_read`]): the stream a write command reads
+/// first where Redis's uses `lookupKeyRead` (XREADGROUP, XACK, XCLAIM, XAUTOCLAIM).
+fn stream_read<'c>(
+    ctx: &'c mut Ctx<'_>,
+    key: &Bytes,
+) -> Result<Option<&'c mut Stream>, CommandError> {
+    match ctx.find_read(key).map(|e| &mut e.value) {
+        None => Ok(None),
+        Some(Value::Stream(s)) => Ok(Some(s)),
+        Some(_) => Err(CommandError::WrongType),
+    }
+}
+
 /// `[id, [field, value, ...]]`.
 fn entry_frame(id: StreamId, fields: &[Bytes]) -> Frame {
     Frame::Array(vec![
@@ -835,7 +848,7 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, group_mode: bool) -> Cm
     let mut ids: Vec<Option<StreamId>> = Vec::with_capacity(n);
     let mut rewritten: Option<Vec<Bytes>> = None;
     for (k, (key, id_arg)) in keys.iter().zip(id_args).enumerate() {
-        let last = match stream_at(ctx, key)? {
+        let last = match stream_read(ctx, key)? {
             Some(s) => {
                 if let Some((g, _)) = &group {
                     if !s.groups.contains_key(g) {
@@ -879,7 +892,7 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, group_mode: bool) -> Cm
     let now = now(ctx);
     let mut served: Vec<(Bytes, Vec<Frame>)> = Vec::new();
     for (key, id) in keys.iter().zip(&ids) {
-        let Some(s) = stream_at(ctx, key)? else {
+        let Some(s) = stream_read(ctx, key)? else {
             continue;
         };
         match (&group, id) {
@@ -1240,7 +1253,7 @@ fn xsetid(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn xack(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let name = args.bytes()?;
-    let has_group = match stream_at(ctx, key)? {
+    let has_group = match stream_read(ctx, key)? {
         Some(s) => s.groups.contains_key(name),
         None => false,
     };
@@ -1378,7 +1391,7 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = argv[1].clone();
     let name = argv[2].clone();
     let consumer = argv[3].clone();
-    let has_group = match stream_at(ctx, &key)? {
+    let has_group = match stream_read(ctx, &key)? {
         Some(s) => s.groups.contains_key(&name),
         None => false,
     };
@@ -1546,7 +1559,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         }
         j += 1;
     }
-    let has_group = match stream_at(ctx, &key)? {
+    let has_group = match stream_read(ctx, &key)? {
         Some(s) => s.groups.contains_key(&name),
         None => false,
     };

@@ -243,7 +243,7 @@ fn set_generic(
         None => None,
     };
     let old = if o.get {
-        Some(ctx.get_string(key)?)
+        Some(ctx.read_string(key)?)
     } else {
         None
     };
@@ -383,7 +383,7 @@ fn psetex(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn getset(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let value = args.bytes()?;
-    let old = ctx.get_string(key)?;
+    let old = ctx.read_string(key)?;
     ctx.set(key, Value::String(value.into()), None);
     ctx.notify(notify::STRING, "set", key);
     ctx.propagate(vec![Bytes::from_static(b"SET"), key.clone(), value.clone()]);
@@ -395,7 +395,7 @@ fn getset(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn getdel(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let Some(old) = ctx.get_string(key)? else {
+    let Some(old) = ctx.read_string(key)? else {
         return Ok(Frame::Null);
     };
     ctx.delete(key);
@@ -411,7 +411,7 @@ fn getdel(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn getex(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let o = ExtArgs::parse(args, false)?;
-    let Some(value) = ctx.get_string(key)? else {
+    let Some(value) = ctx.read_string(key)? else {
         return Ok(Frame::Null);
     };
     let expiry = o.expiry()?;

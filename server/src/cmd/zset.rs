@@ -377,7 +377,8 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             picked
         }
     };
-    let Some(z) = zset_mut(ctx, key)? else {
+    // Looked up above (one lookup counted, as in Redis); the rng borrow has ended.
+    let Some(Value::ZSet(z)) = ctx.db().raw(key).map(|e| &e.value) else {
         return Ok(Frame::Null);
     };
     let all: Vec<(&Bytes, f64)> = z.iter().collect();
@@ -665,7 +666,13 @@ fn zrange_generic(
         RangeType::Lex => Spec::Lex(LexRange::parse(min, max)?),
         _ => Spec::Rank(parse_i64(min)?, parse_i64(max)?),
     };
-    let items: Vec<(Bytes, f64)> = match zset_mut(ctx, key)? {
+    // A read lookup for ZRANGESTORE too, as Redis's `zrangeGenericCommand` reads its source.
+    let source = match ctx.lookup_read(key).map(|e| &e.value) {
+        None => None,
+        Some(Value::ZSet(z)) => Some(z),
+        Some(_) => return Err(CommandError::WrongType),
+    };
+    let items: Vec<(Bytes, f64)> = match source {
         None => Vec::new(),
         Some(z) => match &spec {
             Spec::Rank(start, stop) => match clamp_rank(*start, *stop, z.len()) {
@@ -1203,7 +1210,7 @@ fn setop_generic(
     // Inputs: sorted sets, or plain sets whose members score 1.
     let mut inputs: Vec<Vec<(Bytes, f64)>> = Vec::with_capacity(numkeys);
     for key in &keys {
-        let input = match ctx.lookup(key).map(|e| &e.value) {
+        let input = match ctx.lookup_read(key).map(|e| &e.value) {
             None => Vec::new(),
             Some(Value::ZSet(z)) => z.iter().map(|(m, s)| (m.clone(), s)).collect(),
             Some(Value::Set(s)) => s.iter().map(|m| (m.clone(), 1.0)).collect(),
