@@ -53,7 +53,7 @@ pub(crate) use script::{command_exists, command_flags as script_command_flags};
 
 use crate::client::ClientState;
 pub(crate) use crate::command_meta::{BeginSearch, CommandMeta, DocArg, KeySpec, Resolved};
-use crate::db::{Db, Entry, Found, Removed, Value};
+use crate::db::{Db, Entry, Found, Inserted, Removed, Value};
 use crate::node::{CommandHooks, Effects, Node, State};
 use bytes::Bytes;
 use locksmith_resp::Frame;
@@ -660,11 +660,21 @@ impl Ctx<'_> {
         }
     }
 
-    /// Stores `value` at `key` with `expire_at`, replacing what was there.
+    /// Stores `value` at `key` with `expire_at`, replacing what was there, with one hash: a
+    /// key whose TTL had run out gets its expiry side effects first, as a lookup would have
+    /// given it, so a caller needs no lookup of its own.
     pub(crate) fn set(&mut self, key: &Bytes, value: Value, expire_at: Option<u64>) {
         let now = self.now;
-        if self.db().insert(key, value, expire_at, now) {
-            self.created(key);
+        match self.db().insert(key, value, expire_at, now) {
+            Inserted::Replaced => {}
+            Inserted::Expired => {
+                let (db, state) = (self.client.db, &mut *self.state);
+                state.stats.expired_keys += 1;
+                let propagating = self.effects.propagating(&state.repl);
+                self.effects.key_expired(db, key, propagating);
+                self.created(key);
+            }
+            Inserted::New => self.created(key),
         }
         // `insert` measured the new entry.
         self.modified_measured(key);

@@ -247,7 +247,13 @@ fn set_generic(
     } else {
         None
     };
-    let existing = ctx.lookup_mut(key).map(|e| e.expire_at());
+    // A plain SET needs no lookup: `set` replaces what is there with one hash (and gives an
+    // expired key its side effects first, as this lookup would).
+    let existing = if o.nx || o.xx || o.keepttl {
+        ctx.lookup_mut(key).map(|e| e.expire_at())
+    } else {
+        None
+    };
     let found = existing.is_some();
     let reply = |old: Option<Option<Bytes>>, normal: Frame| match old {
         Some(v) => v.map_or(Frame::Null, Frame::Bulk),

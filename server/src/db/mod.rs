@@ -149,6 +149,18 @@ pub(crate) enum Found<'a> {
     Missing,
 }
 
+/// What [`Db::insert`] replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Inserted {
+    /// Nothing: the key is new.
+    New,
+    /// A live entry.
+    Replaced,
+    /// An entry whose deadline had passed: the key is new, and the caller owes the expired
+    /// key's side effects (as if a lookup had reclaimed it first).
+    Expired,
+}
+
 /// What [`Db::remove_live`] removed.
 #[derive(Debug)]
 pub(crate) enum Removed {
@@ -412,31 +424,36 @@ impl Db {
         }
     }
 
-    /// Stores `value` under `key` with `expire_at`, replacing any previous entry; returns
-    /// whether the key is new (no entry, live or expired, was there).
+    /// Stores `value` under `key` with `expire_at`, replacing any previous entry, with one
+    /// hash; says what was there at `now`.
     pub(crate) fn insert(
         &mut self,
         key: &[u8],
         value: Value,
         expire_at: Option<u64>,
         now: u64,
-    ) -> bool {
+    ) -> Inserted {
         let hash = hash_key(&self.hasher, key);
         let entry = Entry::new(value, expire_at, self.access.fresh(now));
         let deadline = entry.deadline;
         let created = match self.entries.entry(hash, |s| s.key[..] == key[..]) {
             TableEntry::Occupied(mut occupied) => {
                 let slot = occupied.get_mut();
+                let expired = Self::is_expired(&slot.entry, now);
                 self.deadlines.update(hash, slot.entry.deadline, deadline);
                 let (old, new) = slot.replace(entry);
                 self.used = self.used - old as usize + new as usize;
-                false
+                if expired {
+                    Inserted::Expired
+                } else {
+                    Inserted::Replaced
+                }
             }
             TableEntry::Vacant(vacant) => {
                 self.deadlines.update(hash, NO_DEADLINE, deadline);
                 let slot = vacant.insert(Slot::new(Key::new(key), entry));
                 self.used += slot.size() as usize;
-                true
+                Inserted::New
             }
         };
         self.drop_stale_deadlines();
@@ -696,6 +713,20 @@ mod tests {
             db.find_live(b"a", u64::MAX - 1, false),
             Found::Live(_)
         ));
+    }
+
+    #[test]
+    fn insert_says_whether_it_replaced_a_live_or_an_expired_entry() {
+        let mut db = Db::default();
+        assert_eq!(db.insert(&k("a"), s("1"), Some(10), 0), Inserted::New);
+        assert_eq!(db.insert(&k("a"), s("2"), Some(10), 9), Inserted::Replaced);
+        assert_eq!(db.insert(&k("a"), s("3"), None, 10), Inserted::Expired);
+        assert_eq!(db.volatile_len(), 0);
+        assert_eq!(
+            db.insert(&k("a"), s("4"), None, u64::MAX - 1),
+            Inserted::Replaced
+        );
+        assert_eq!(db.len(), 1);
     }
 
     #[test]
