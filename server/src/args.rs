@@ -52,12 +52,17 @@ impl<'a> Args<'a> {
 
     /// The next argument; a missing one is a syntax error.
     pub(crate) fn bytes(&mut self) -> Result<&'a Bytes, CommandError> {
-        self.next().ok_or(CommandError::Syntax)
+        // Not `ok_or`: the error it builds eagerly is dropped through `CommandError`'s drop
+        // glue (a call) on every argument read.
+        match self.next() {
+            Some(arg) => Ok(arg),
+            None => Err(CommandError::Syntax),
+        }
     }
 
     /// The next argument as an i64 (Redis's strict `string2ll`).
     pub(crate) fn i64(&mut self) -> Result<i64, CommandError> {
-        parse_i64(self.next().ok_or(CommandError::Syntax)?)
+        parse_i64(self.bytes()?)
     }
 
     /// Consumes the next argument if it equals `word` ignoring ASCII case.
@@ -74,7 +79,10 @@ impl<'a> Args<'a> {
 
 /// Parses an integer argument as Redis does (`ERR value is not an integer or out of range`).
 pub(crate) fn parse_i64(arg: &[u8]) -> Result<i64, CommandError> {
-    locksmith_resp::parse_integer(arg).ok_or(CommandError::NotInteger)
+    match locksmith_resp::parse_integer(arg) {
+        Some(n) => Ok(n),
+        None => Err(CommandError::NotInteger),
+    }
 }
 
 /// Parses an `int` argument as Redis's `getIntFromObjectOrReply` does: `msg` (or the generic

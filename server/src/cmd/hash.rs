@@ -330,7 +330,10 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let outcome = match h.get(field) {
         Some(value) => super::parse_i64(value)
             .map_err(|_| CommandError::err("hash value is not an integer"))
-            .and_then(|current| current.checked_add(by).ok_or(CommandError::Overflow)),
+            .and_then(|current| match current.checked_add(by) {
+                Some(new) => Ok(new),
+                None => Err(CommandError::Overflow),
+            }),
         None => Ok(by),
     };
     // A value longer than `hash-max-listpack-value` converts the hash, as Redis's hashTypeSet

@@ -370,7 +370,10 @@ impl NameCache {
 ///
 /// Unknown command or subcommand, or the arity check failing, with Redis's texts.
 pub(crate) fn resolve(argv: &[Bytes]) -> Result<Resolved, CommandError> {
-    let name = argv.first().ok_or(CommandError::Syntax)?;
+    // Not `ok_or`: the eager error would go through `CommandError`'s drop glue every call.
+    let Some(name) = argv.first() else {
+        return Err(CommandError::Syntax);
+    };
     let (spec, slot) = lookup_slot(name).ok_or_else(|| CommandError::unknown_command(argv))?;
     resolve_found(argv, spec, slot)
 }
@@ -384,7 +387,10 @@ pub(crate) fn resolve_cached(
     argv: &[Bytes],
     cache: &mut NameCache,
 ) -> Result<Resolved, CommandError> {
-    let name = argv.first().ok_or(CommandError::Syntax)?;
+    // Not `ok_or`: the eager error would go through `CommandError`'s drop glue every call.
+    let Some(name) = argv.first() else {
+        return Err(CommandError::Syntax);
+    };
     let (spec, slot) = cache
         .lookup_slot(name)
         .ok_or_else(|| CommandError::unknown_command(argv))?;

@@ -532,9 +532,9 @@ fn incr_decr(ctx: &mut Ctx<'_>, key: &Bytes, by: i64) -> CmdResult {
     let mut digits = itoa::Buffer::new();
     match ctx.lookup_mut(key).map(|e| &mut e.value) {
         Some(Value::String(s)) => {
-            let new = super::parse_i64(s.as_bytes())?
-                .checked_add(by)
-                .ok_or(CommandError::Overflow)?;
+            let Some(new) = super::parse_i64(s.as_bytes())?.checked_add(by) else {
+                return Err(CommandError::Overflow);
+            };
             *s = StringValue::from_slice(digits.format(new).as_bytes());
             ctx.modified_measured(key);
             ctx.notify(notify::STRING, "incrby", key);

@@ -166,7 +166,10 @@ fn zset_mut<'c>(ctx: &'c mut Ctx<'_>, key: &Bytes) -> Result<Option<&'c mut ZSet
 
 /// A score argument (`ERR value is not a valid float` otherwise).
 fn score_arg(arg: &[u8]) -> Result<f64, CommandError> {
-    parse_f64(arg).ok_or(CommandError::NotFloat)
+    match parse_f64(arg) {
+        Some(score) => Ok(score),
+        None => Err(CommandError::NotFloat),
+    }
 }
 
 /// `members` with their scores as Redis replies them: RESP3 pairs `[member, score]`, RESP2
