@@ -560,65 +560,40 @@ impl Ctx<'_> {
     ) -> Option<&mut Entry> {
         let (db, now) = (self.client.db, self.now);
         let state = &mut *self.state;
-        let keymiss =
-            read && notify && state.config.notify_keyspace_events() & crate::notify::KEY_MISS != 0;
         // During a CLIENT PAUSE an expired key reads as missing but stays: deleting it would
         // be a write (Redis's `expireIfNeeded` while paused).
         let pause = &self.node.live.pause;
-        if pause.maybe_active()
+        let entry = if pause.maybe_active()
             && pause.is_paused(now)
             && state.dbs.get(db).and_then(|d| d.get(key, now)).is_none()
         {
-            if read {
-                read_missed(
-                    &mut state.stats.keyspace_misses,
-                    self.effects,
-                    keymiss,
-                    db,
-                    key,
-                );
+            None
+        } else {
+            let found = match state.dbs.get_mut(db) {
+                Some(d) => d.find_live(key, now, touch),
+                None => Found::Missing,
+            };
+            match found {
+                Found::Live(entry) => Some(entry),
+                Found::Expired(expired) => {
+                    key_expired(&mut state.stats, &state.repl, self.effects, db, &expired);
+                    None
+                }
+                Found::Missing => None,
             }
-            return None;
-        }
-        let found = match state.dbs.get_mut(db) {
-            Some(d) => d.find_live(key, now, touch),
-            None => Found::Missing,
         };
-        match found {
-            Found::Live(entry) => {
-                if read {
-                    state.stats.keyspace_hits += 1;
+        if read {
+            if entry.is_some() {
+                state.stats.keyspace_hits += 1;
+            } else {
+                state.stats.keyspace_misses += 1;
+                if notify && state.config.notify_keyspace_events() & crate::notify::KEY_MISS != 0 {
+                    self.effects
+                        .keyspace_event(db, crate::notify::KEY_MISS, "keymiss", key);
                 }
-                Some(entry)
-            }
-            Found::Expired(expired) => {
-                state.stats.expired_keys += 1;
-                let propagating = self.effects.propagating(&state.repl);
-                self.effects.key_expired(db, &expired, propagating);
-                if read {
-                    read_missed(
-                        &mut state.stats.keyspace_misses,
-                        self.effects,
-                        keymiss,
-                        db,
-                        key,
-                    );
-                }
-                None
-            }
-            Found::Missing => {
-                if read {
-                    read_missed(
-                        &mut state.stats.keyspace_misses,
-                        self.effects,
-                        keymiss,
-                        db,
-                        key,
-                    );
-                }
-                None
             }
         }
+        entry
     }
 
     /// The live entry at `key` (touched), or a new one holding `make()` with no deadline if the
@@ -635,9 +610,7 @@ impl Ctx<'_> {
         // The selected index is always validated by SELECT/SWAPDB against `databases`.
         let (entry, existed, expired) = state.dbs[db].find_or_insert(key, now, make);
         if let Some(key) = expired {
-            state.stats.expired_keys += 1;
-            let propagating = self.effects.propagating(&state.repl);
-            self.effects.key_expired(db, &key, propagating);
+            key_expired(&mut state.stats, &state.repl, self.effects, db, &key);
         }
         if !existed && state.config.notify_keyspace_events() & crate::notify::NEW != 0 {
             self.effects
@@ -674,10 +647,14 @@ impl Ctx<'_> {
         match self.db().insert(key, value, expire_at, now) {
             Inserted::Replaced => {}
             Inserted::Expired => {
-                let (db, state) = (self.client.db, &mut *self.state);
-                state.stats.expired_keys += 1;
-                let propagating = self.effects.propagating(&state.repl);
-                self.effects.key_expired(db, key, propagating);
+                let state = &mut *self.state;
+                key_expired(
+                    &mut state.stats,
+                    &state.repl,
+                    self.effects,
+                    self.client.db,
+                    key,
+                );
                 self.created(key);
             }
             Inserted::New => self.created(key),
@@ -716,9 +693,7 @@ impl Ctx<'_> {
                 true
             }
             Some(Removed::Expired(key)) => {
-                state.stats.expired_keys += 1;
-                let propagating = self.effects.propagating(&state.repl);
-                self.effects.key_expired(db, &key, propagating);
+                key_expired(&mut state.stats, &state.repl, self.effects, db, &key);
                 false
             }
             Some(Removed::Missing) | None => false,
@@ -796,13 +771,18 @@ pub(crate) fn block(
     Ok(Frame::NullArray)
 }
 
-/// A read lookup found nothing at `key` in `db`: a keyspace miss, and the `keymiss` event if
-/// `notify-keyspace-events` has `m` (`keymiss`).
-fn read_missed(misses: &mut u64, effects: &mut Effects, keymiss: bool, db: usize, key: &Bytes) {
-    *misses += 1;
-    if keymiss {
-        effects.keyspace_event(db, crate::notify::KEY_MISS, "keymiss", key);
-    }
+/// The side effects of `key`'s expiry, found by a lookup in `db` (Redis's `expireIfNeeded`):
+/// counted, the `expired` event, and a DEL for replicas and the AOF.
+fn key_expired(
+    stats: &mut crate::node::Stats,
+    repl: &crate::replication::ReplState,
+    effects: &mut Effects,
+    db: usize,
+    key: &Bytes,
+) {
+    stats.expired_keys += 1;
+    let propagating = effects.propagating(repl);
+    effects.key_expired(db, key, propagating);
 }
 
 /// The commands layer as the state layer below it runs it (see [`CommandHooks`]).
