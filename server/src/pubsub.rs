@@ -212,6 +212,15 @@ impl PubSub {
         }
     }
 
+    /// Channels (`Kind::Channel`) or shard channels (`Kind::Shard`) with subscribers
+    /// (`INFO stats` `pubsub_channels`, `pubsubshard_channels`).
+    pub(crate) fn num_channels(&self, kind: Kind) -> usize {
+        match kind {
+            Kind::Shard => self.shard.len(),
+            _ => self.channels.len(),
+        }
+    }
+
     /// Distinct patterns with subscribers (`PUBSUB NUMPAT`).
     pub(crate) fn numpat(&self) -> usize {
         self.patterns.len()

@@ -507,7 +507,7 @@ async fn active_expire_loop(
         if slow {
             last_slow_us = start;
             let mut state = node.state.lock().await;
-            node.live.sample_ops(clock.now_ms(), state.stats.commands);
+            node.live.sample_rates(clock.now_ms(), state.stats.commands);
             // `hz` sets the cycle's frequency.
             period = Duration::from_millis(1000 / node.config.hz());
             let rehash_until = clock.tick_us() + REHASH_CRON_US;

@@ -500,8 +500,9 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
                 "total_net_output_bytes",
                 &live.net_output.load(Ordering::Relaxed),
             );
-            line("instantaneous_input_kbps", &"0.00");
-            line("instantaneous_output_kbps", &"0.00");
+            let (input_kbps, output_kbps) = live.net_kbps();
+            line("instantaneous_input_kbps", &format!("{input_kbps:.2}"));
+            line("instantaneous_output_kbps", &format!("{output_kbps:.2}"));
             line(
                 "rejected_connections",
                 &live.rejected.load(Ordering::Relaxed),
@@ -523,6 +524,19 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
             line("evicted_keys", &state.stats.evicted_keys);
             line("keyspace_hits", &state.stats.keyspace_hits);
             line("keyspace_misses", &state.stats.keyspace_misses);
+            let pubsub = &state.pubsub;
+            line(
+                "pubsub_channels",
+                &pubsub.num_channels(crate::pubsub::Kind::Channel),
+            );
+            line("pubsub_patterns", &pubsub.numpat());
+            line(
+                "pubsubshard_channels",
+                &pubsub.num_channels(crate::pubsub::Kind::Shard),
+            );
+            // The server never forks (a save is written by a thread of its own).
+            line("latest_fork_usec", &0);
+            line("total_forks", &0);
             line("migrate_cached_sockets", &state.migrate.len());
             line("tracking_total_keys", &state.tracking.total_keys());
             line("tracking_total_items", &state.tracking.total_items());
@@ -531,6 +545,14 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
                 "total_error_replies",
                 &live.total_errors.load(Ordering::Relaxed),
             );
+            line("total_reads_processed", &live.reads.load(Ordering::Relaxed));
+            line(
+                "total_writes_processed",
+                &live.writes.load(Ordering::Relaxed),
+            );
+            // Connections are served without I/O threads.
+            line("io_threaded_reads_processed", &0);
+            line("io_threaded_writes_processed", &0);
         }
         "replication" => out.push_str(&crate::replication::replication_info(&state.repl)),
         "cpu" => {

@@ -22,6 +22,10 @@ pub(crate) struct Live {
     pub(crate) net_input: AtomicU64,
     /// Bytes written to clients (`total_net_output_bytes`).
     pub(crate) net_output: AtomicU64,
+    /// Reads from client sockets that returned bytes (`total_reads_processed`).
+    pub(crate) reads: AtomicU64,
+    /// Writes of replies to client sockets (`total_writes_processed`).
+    pub(crate) writes: AtomicU64,
     /// Error replies by error code (`INFO errorstats`).
     errors: Mutex<BTreeMap<String, u64>>,
     /// Commands refused before they ran, some without the state lock (`rejected_calls`).
@@ -32,8 +36,9 @@ pub(crate) struct Live {
     pub(crate) active_expire: AtomicBool,
     /// `CLIENT PAUSE`.
     pub(crate) pause: Pause,
-    /// Samples of the command counter for `instantaneous_ops_per_sec`.
-    ops: Mutex<OpsSampler>,
+    /// Samples of the command and byte counters for `instantaneous_ops_per_sec` and
+    /// `instantaneous_input_kbps`/`output_kbps`.
+    rates: Mutex<Rates>,
     /// Set by `SHUTDOWN`; the accept loop and the binary watch it.
     stop: watch::Sender<bool>,
 }
@@ -47,12 +52,14 @@ impl Live {
             rejected: AtomicU64::new(0),
             net_input: AtomicU64::new(0),
             net_output: AtomicU64::new(0),
+            reads: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
             errors: Mutex::new(BTreeMap::new()),
             rejected_calls: Mutex::new(Default::default()),
             total_errors: AtomicU64::new(0),
             active_expire: AtomicBool::new(true),
             pause: Pause::default(),
-            ops: Mutex::new(OpsSampler::default()),
+            rates: Mutex::new(Rates::default()),
             stop: watch::Sender::new(false),
         }
     }
@@ -83,6 +90,8 @@ impl Live {
         self.rejected.store(0, Ordering::Relaxed);
         self.net_input.store(0, Ordering::Relaxed);
         self.net_output.store(0, Ordering::Relaxed);
+        self.reads.store(0, Ordering::Relaxed);
+        self.writes.store(0, Ordering::Relaxed);
         self.total_errors.store(0, Ordering::Relaxed);
         if let Ok(mut errors) = self.errors.lock() {
             errors.clear();
@@ -99,16 +108,35 @@ impl Live {
         }
     }
 
-    /// Records the command counter at `now_ms` (called every active expiry tick).
-    pub(crate) fn sample_ops(&self, now_ms: u64, commands: u64) {
-        if let Ok(mut ops) = self.ops.lock() {
-            ops.sample(now_ms, commands);
+    /// Records the command counter and the network byte counters at `now_ms` (called every
+    /// active expiry tick, as Redis's `serverCron` tracks its instantaneous metrics).
+    pub(crate) fn sample_rates(&self, now_ms: u64, commands: u64) {
+        let input = self.net_input.load(Ordering::Relaxed);
+        let output = self.net_output.load(Ordering::Relaxed);
+        if let Ok(mut rates) = self.rates.lock() {
+            rates.ops.sample(now_ms, commands);
+            rates.input.sample(now_ms, input);
+            rates.output.sample(now_ms, output);
         }
     }
 
     /// Commands per second over the last samples.
     pub(crate) fn ops_per_sec(&self) -> u64 {
-        self.ops.lock().map(|o| o.per_sec()).unwrap_or(0)
+        self.rates.lock().map(|r| r.ops.per_sec()).unwrap_or(0)
+    }
+
+    /// KB read and written per second over the last samples (`instantaneous_input_kbps`,
+    /// `instantaneous_output_kbps`).
+    pub(crate) fn net_kbps(&self) -> (f64, f64) {
+        self.rates
+            .lock()
+            .map(|r| {
+                (
+                    r.input.per_sec() as f64 / 1024.0,
+                    r.output.per_sec() as f64 / 1024.0,
+                )
+            })
+            .unwrap_or((0.0, 0.0))
     }
 
     /// Asks the node to shut down (`SHUTDOWN`).
@@ -128,16 +156,25 @@ impl Live {
     }
 }
 
-/// Redis samples the command counter every 100 ms into 16 slots (`STATS_METRIC_SAMPLES`).
+/// The sampled counters (Redis's `inst_metric`).
 #[derive(Debug, Default)]
-struct OpsSampler {
+struct Rates {
+    ops: Sampler,
+    input: Sampler,
+    output: Sampler,
+}
+
+/// Redis samples a counter every 100 ms into 16 slots (`STATS_METRIC_SAMPLES`) and reports
+/// their mean rate per second (`trackInstantaneousMetric`).
+#[derive(Debug, Default)]
+struct Sampler {
     last_ms: u64,
     last_count: u64,
     samples: [u64; 16],
     index: usize,
 }
 
-impl OpsSampler {
+impl Sampler {
     fn sample(&mut self, now_ms: u64, count: u64) {
         if self.last_ms != 0 && now_ms > self.last_ms {
             let ops = count.saturating_sub(self.last_count) * 1000 / (now_ms - self.last_ms);

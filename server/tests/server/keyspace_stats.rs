@@ -540,3 +540,87 @@ async fn keyspace_hits_misses_and_keymiss_count_per_command_as_redis() {
     }
     assert_eq!(got.len(), want.len());
 }
+
+/// `INFO stats` as `field:value` pairs.
+async fn stats(con: &mut Con) -> Vec<(String, String)> {
+    let info: String = cmd(&["INFO", "stats"]).query_async(con).await.unwrap();
+    info.lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.to_string(), v.trim().to_string()))
+        .collect()
+}
+
+fn field<'a>(stats: &'a [(String, String)], name: &str) -> &'a str {
+    stats
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+        .unwrap_or_else(|| panic!("no {name} in INFO stats: {stats:?}"))
+}
+
+#[tokio::test]
+async fn info_stats_counts_subscriptions_io_and_byte_rates_as_redis() {
+    let ours = Server::builder().start().await.unwrap();
+    let real = RealRedis::start();
+    let mut names_by_server = Vec::new();
+    for (addr, url) in
+        std::iter::once((ours.addr(), ours.url())).chain(real.as_ref().map(|r| (r.addr(), r.url())))
+    {
+        let mut con = support::patient_conn(&url).await;
+        let mut sub = Wire::connect(addr).await;
+        sub.call(&[&["SUBSCRIBE", "a", "b"]], 2).await;
+        sub.call(&[&["PSUBSCRIBE", "p*"]], 1).await;
+        sub.call(&[&["SSUBSCRIBE", "s"]], 1).await;
+        let before = stats(&mut con).await;
+        assert_eq!(field(&before, "pubsub_channels"), "2", "{url}");
+        assert_eq!(field(&before, "pubsub_patterns"), "1", "{url}");
+        assert_eq!(field(&before, "pubsubshard_channels"), "1", "{url}");
+        assert_eq!(field(&before, "total_forks"), "0", "{url}");
+        // Traffic until the sampled input rate shows it (Redis samples every 100 ms), at
+        // most 200 rounds.
+        let mut kbps = 0.0;
+        for _ in 0..200 {
+            let mut pipe = redis::pipe();
+            for i in 0..100 {
+                pipe.cmd("SET").arg(format!("k{i}")).arg("x".repeat(100));
+            }
+            let _: () = pipe.query_async(&mut con).await.unwrap();
+            kbps = field(&stats(&mut con).await, "instantaneous_input_kbps")
+                .parse()
+                .unwrap();
+            if kbps > 0.0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(kbps > 0.0, "{url}: instantaneous_input_kbps stayed 0");
+        let after = stats(&mut con).await;
+        for counter in ["total_reads_processed", "total_writes_processed"] {
+            let (b, a): (u64, u64) = (
+                field(&before, counter).parse().unwrap(),
+                field(&after, counter).parse().unwrap(),
+            );
+            assert!(a > b, "{url}: {counter} {b} -> {a}");
+        }
+        sub.call(&[&["UNSUBSCRIBE", "a"]], 1).await;
+        assert_eq!(
+            field(&stats(&mut con).await, "pubsub_channels"),
+            "1",
+            "{url}"
+        );
+        names_by_server.push(after.into_iter().map(|(k, _)| k).collect::<Vec<_>>());
+    }
+    // Every field we report, Redis reports, in the same order.
+    if let [ours, redis] = &names_by_server[..] {
+        let mut at = 0;
+        for name in ours {
+            match redis[at..].iter().position(|r| r == name) {
+                Some(i) => at += i + 1,
+                None => panic!(
+                    "{name} is not in Redis's INFO stats after {:?}",
+                    redis.get(at)
+                ),
+            }
+        }
+    }
+}
