@@ -3,7 +3,8 @@
 //! miss raises `keymiss`), a write command's do not (Redis's `LOOKUP_WRITE`), except where
 //! Redis's write commands read a source key (`SET .. GET`, `GETDEL`, `COPY`, the `*STORE`
 //! commands, `XACK`) and its few quirks (`OBJECT` raises no `keymiss`, `SPOP` with a count of
-//! the whole set counts a hit).
+//! the whole set counts a hit). Also the other `INFO stats` counters monitoring reads:
+//! subscriptions, reads and writes processed, the sampled byte rates, and the fields' order.
 
 use locksmith_server::Server;
 use locksmith_testkit as support;
