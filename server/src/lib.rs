@@ -45,6 +45,7 @@ mod net_stream;
 mod node;
 mod notify;
 mod outbound;
+mod process_memory;
 mod pubsub;
 mod rdb;
 mod redis_table;
@@ -64,6 +65,7 @@ pub use connection::ClientStream;
 pub use db::release::set_memory_release;
 pub use error::CommandError;
 pub use glob::glob_match;
+pub use process_memory::set_allocator_name;
 
 /// The configuration parameters that change this server's behaviour: by `CONFIG SET` at run
 /// time, or as start-up settings ([`ServerBuilder::config_set`]) for those Redis makes

@@ -513,7 +513,9 @@ async fn active_expire_loop(
             let rehash_until = clock.tick_us() + REHASH_CRON_US;
             state.rehash_keyspace(|| clock.tick_us() < rehash_until);
             state.migrate.close_idle(clock.now_ms());
-            if watermark.fell(usize::try_from(state.used_memory()).unwrap_or(usize::MAX)) {
+            let used = state.used_memory();
+            node.live.note_memory(used);
+            if watermark.fell(usize::try_from(used).unwrap_or(usize::MAX)) {
                 crate::db::release::release();
             }
             crate::tracking::cron(&mut state, &node);

@@ -21,6 +21,7 @@ mod release {
     // declare them only with a feature that needs one more crate).
     unsafe extern "C" {
         fn mi_collect(force: bool);
+        fn mi_version() -> std::ffi::c_int;
         fn mi_malloc(size: usize) -> *mut c_void;
         fn mi_zalloc(size: usize) -> *mut c_void;
         fn mi_realloc(p: *mut c_void, newsize: usize) -> *mut c_void;
@@ -92,6 +93,14 @@ mod release {
     /// Returns mimalloc's free pages to the operating system now (it otherwise purges them
     /// only as later allocations pass by: an idle server kept the memory of a `FLUSHALL`ed
     /// keyspace). Installed with `locksmith_server::set_memory_release`.
+    /// `mimalloc-MAJOR.MINOR.PATCH`, for `INFO`'s `mem_allocator` (as Redis's
+    /// `jemalloc-5.3.0`).
+    pub(super) fn name() -> String {
+        // SAFETY: `mi_version` has no preconditions and only returns a constant.
+        let v = unsafe { mi_version() };
+        format!("mimalloc-{}.{}.{}", v / 10000, v / 100 % 100, v % 100)
+    }
+
     pub(super) fn collect() {
         // SAFETY: `mi_collect` has no preconditions; it may be called from any thread at any
         // time, and only frees memory the allocator itself holds as unused.
@@ -210,6 +219,8 @@ fn split_config_parameters(argv: Vec<String>) -> (Vec<String>, Vec<(String, Stri
 
 fn main() {
     locksmith_server::set_memory_release(release::collect);
+    // Named once per process; the name lives as long as the process.
+    locksmith_server::set_allocator_name(Box::leak(release::name().into_boxed_str()));
     let (argv, settings) = split_config_parameters(std::env::args().collect());
     let mut args = Args::parse_from(argv);
     args.settings = settings;

@@ -1,6 +1,7 @@
 //! `MEMORY USAGE|STATS|DOCTOR|MALLOC-STATS|PURGE|HELP`, from the memory estimate of
 //! [`crate::db::memory`] (Redis's layout, not the allocator's real numbers: there is no
-//! allocator to ask, so fragmentation ratios are 1 and the peak is the current use).
+//! allocator to ask, so the allocator's ratios are 1; the peak is the highest estimate seen
+//! and the fragmentation is the process's resident size over the estimate).
 
 use super::client::help_lines;
 use super::{bulk_str, flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx, DocArg};
@@ -118,21 +119,24 @@ fn memory_usage(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 
 /// What `MEMORY STATS` and `MEMORY DOCTOR` report (Redis's `redisMemOverhead`), from the
 /// estimate.
-struct Overhead {
-    total: u64,
-    startup: u64,
+pub(super) struct Overhead {
+    /// `used_memory`.
+    pub(super) total: u64,
+    /// `used_memory_startup`.
+    pub(super) startup: u64,
     backlog: u64,
     lua_caches: u64,
     functions_caches: u64,
     /// Per database with keys: (index, main dict, expires dict, slot-to-keys links).
     dbs: Vec<(usize, u64, u64, u64)>,
     keys: u64,
-    overhead_total: u64,
+    /// `used_memory_overhead`.
+    pub(super) overhead_total: u64,
 }
 
 impl Overhead {
     /// The node's figures now.
-    fn of(ctx: &Ctx<'_>) -> Overhead {
+    pub(super) fn of(ctx: &Ctx<'_>) -> Overhead {
         let state = &*ctx.state;
         let total = state.used_memory();
         let startup = crate::evict::BASELINE_MEMORY;
@@ -202,17 +206,30 @@ fn functions_overhead(state: &crate::node::State) -> u64 {
     200 + per_function
 }
 
+/// `part` in percent of `whole`, in single precision as Redis computes it.
+pub(super) fn percent(part: u64, whole: u64) -> f64 {
+    f64::from(part as f32 * 100.0 / whole.max(1) as f32)
+}
+
+/// The process's resident memory over the memory in use (Redis's `mem_fragmentation_ratio`).
+pub(super) fn fragmentation(rss: u64, used: u64) -> f64 {
+    f64::from(rss as f32 / used.max(1) as f32)
+}
+
 /// ```text
 /// MEMORY STATS
 /// ```
 ///
 /// Redis's fields in its order; figures from the estimate (`total.allocated` is `INFO`'s
-/// `used_memory`), the allocator's ratios 1 and their byte differences 0.
+/// `used_memory`, `peak.allocated` its highest), the allocator's ratios 1 and their byte
+/// differences 0, the fragmentation the resident size over the estimate.
 fn memory_stats(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     let o = Overhead::of(ctx);
+    let peak = ctx.node.live.note_memory(o.total);
+    let rss = crate::process_memory::rss().unwrap_or(o.total);
     let field = |name: &str, value: Frame| (bulk_str(name), value);
     let mut out = vec![
-        field("peak.allocated", integer(o.total)),
+        field("peak.allocated", integer(peak)),
         field("total.allocated", integer(o.total)),
         field("startup.allocated", integer(o.startup)),
         field("replication.backlog", integer(o.backlog)),
@@ -235,8 +252,6 @@ fn memory_stats(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     }
     let net = o.total.saturating_sub(o.startup).max(1);
     let dataset = o.total.saturating_sub(o.overhead_total);
-    // Redis computes the percentages in single precision.
-    let percent = |part: u64, whole: u64| f64::from(part as f32 * 100.0 / whole.max(1) as f32);
     out.extend([
         field("overhead.total", integer(o.overhead_total)),
         field("keys.count", integer(o.keys)),
@@ -246,7 +261,7 @@ fn memory_stats(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
         ),
         field("dataset.bytes", integer(dataset)),
         field("dataset.percentage", Frame::Double(percent(dataset, net))),
-        field("peak.percentage", Frame::Double(percent(o.total, o.total))),
+        field("peak.percentage", Frame::Double(percent(o.total, peak))),
         field("allocator.allocated", integer(o.total)),
         field("allocator.active", integer(o.total)),
         field("allocator.resident", integer(o.total)),
@@ -256,8 +271,11 @@ fn memory_stats(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
         field("allocator-rss.bytes", integer(0)),
         field("rss-overhead.ratio", Frame::Double(1.0)),
         field("rss-overhead.bytes", integer(0)),
-        field("fragmentation", Frame::Double(1.0)),
-        field("fragmentation.bytes", integer(0)),
+        field("fragmentation", Frame::Double(fragmentation(rss, o.total))),
+        field(
+            "fragmentation.bytes",
+            Frame::Integer(rss as i64 - o.total as i64),
+        ),
     ]);
     Ok(Frame::Map(out))
 }

@@ -420,14 +420,37 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
             line("clients_in_timeout_table", &0);
         }
         "memory" => {
-            let used = state.used_memory();
+            let o = super::memory::Overhead::of(ctx);
+            let used = o.total;
             let maxmemory = state.config.maxmemory();
+            // The estimate is `used_memory`; the resident size is the operating system's.
+            let rss = crate::process_memory::rss().unwrap_or(used);
+            let peak = node.live.note_memory(used);
             line("used_memory", &used);
             line("used_memory_human", &human_bytes(used));
-            line("used_memory_rss", &used);
-            line("used_memory_rss_human", &human_bytes(used));
-            line("used_memory_peak", &used);
-            line("used_memory_peak_human", &human_bytes(used));
+            line("used_memory_rss", &rss);
+            line("used_memory_rss_human", &human_bytes(rss));
+            line("used_memory_peak", &peak);
+            line("used_memory_peak_human", &human_bytes(peak));
+            line(
+                "used_memory_peak_perc",
+                &format!("{:.2}%", super::memory::percent(used, peak)),
+            );
+            line("used_memory_overhead", &o.overhead_total);
+            line("used_memory_startup", &o.startup);
+            let dataset = used.saturating_sub(o.overhead_total);
+            line("used_memory_dataset", &dataset);
+            line(
+                "used_memory_dataset_perc",
+                &format!(
+                    "{:.2}%",
+                    super::memory::percent(dataset, used.saturating_sub(o.startup))
+                ),
+            );
+            if let Some(total) = crate::process_memory::total_system_memory() {
+                line("total_system_memory", &total);
+                line("total_system_memory_human", &human_bytes(total));
+            }
             // Before the first script there is no interpreter; Redis's empty one holds 31 KB.
             let lua = state
                 .scripting
@@ -453,10 +476,14 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
             line("maxmemory", &maxmemory);
             line("maxmemory_human", &human_bytes(maxmemory));
             line("maxmemory_policy", &state.config.maxmemory_policy());
-            line("mem_fragmentation_ratio", &"1.00");
+            line(
+                "mem_fragmentation_ratio",
+                &format!("{:.2}", super::memory::fragmentation(rss, used)),
+            );
+            line("mem_fragmentation_bytes", &(rss as i64 - used as i64));
             // Redis leaves replica and AOF buffers out of `maxmemory`; nothing is left out here.
             line("mem_not_counted_for_evict", &0);
-            line("mem_allocator", &"libc");
+            line("mem_allocator", &crate::process_memory::allocator_name());
             line("lazyfree_pending_objects", &0);
         }
         "persistence" => {

@@ -26,6 +26,9 @@ pub(crate) struct Live {
     pub(crate) reads: AtomicU64,
     /// Writes of replies to client sockets (`total_writes_processed`).
     pub(crate) writes: AtomicU64,
+    /// The most `used_memory` seen (`used_memory_peak`; `CONFIG RESETSTAT` keeps it, as in
+    /// Redis).
+    peak_memory: AtomicU64,
     /// Error replies by error code (`INFO errorstats`).
     errors: Mutex<BTreeMap<String, u64>>,
     /// Commands refused before they ran, some without the state lock (`rejected_calls`).
@@ -54,6 +57,7 @@ impl Live {
             net_output: AtomicU64::new(0),
             reads: AtomicU64::new(0),
             writes: AtomicU64::new(0),
+            peak_memory: AtomicU64::new(0),
             errors: Mutex::new(BTreeMap::new()),
             rejected_calls: Mutex::new(Default::default()),
             total_errors: AtomicU64::new(0),
@@ -118,6 +122,14 @@ impl Live {
             rates.input.sample(now_ms, input);
             rates.output.sample(now_ms, output);
         }
+    }
+
+    /// Notes `used` bytes of memory in use (every active expiry tick, and when `INFO` or
+    /// `MEMORY STATS` reads it, as Redis updates its peak); returns the peak so far.
+    pub(crate) fn note_memory(&self, used: u64) -> u64 {
+        self.peak_memory
+            .fetch_max(used, Ordering::Relaxed)
+            .max(used)
     }
 
     /// Commands per second over the last samples.

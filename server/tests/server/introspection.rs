@@ -1074,3 +1074,76 @@ async fn hidden_parameters_and_percentages_match_redis() {
     ])
     .await;
 }
+
+/// `INFO memory` as `field:value` pairs.
+async fn memory_info(con: &mut Con) -> Vec<(String, String)> {
+    let info: String = cmd(&["INFO", "memory"]).query_async(con).await.unwrap();
+    info.lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.to_string(), v.trim().to_string()))
+        .collect()
+}
+
+fn number(info: &[(String, String)], name: &str) -> i64 {
+    info.iter()
+        .find(|(k, _)| k == name)
+        .and_then(|(_, v)| v.trim_end_matches('%').parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no number {name} in {info:?}")) as i64
+}
+
+#[tokio::test]
+async fn info_memory_reports_rss_peak_and_fragmentation_of_the_process() {
+    let (ours, real) = servers().await;
+    let mut con = conn(&ours.url()).await;
+    let before = memory_info(&mut con).await;
+    let used = number(&before, "used_memory");
+    let rss = number(&before, "used_memory_rss");
+    // The test process's own resident size: the server runs in it.
+    assert!(rss > 1 << 20 && rss != used, "rss {rss}, used {used}");
+    assert_eq!(number(&before, "mem_fragmentation_bytes"), rss - used);
+    let ratio = before
+        .iter()
+        .find(|(k, _)| k == "mem_fragmentation_ratio")
+        .map(|(_, v)| v.clone());
+    assert_eq!(ratio, Some(format!("{:.2}", rss as f32 / used as f32)));
+    assert!(before.contains(&("mem_allocator".to_string(), "libc".to_string())));
+    // The peak follows the highest use and stays after a FLUSHALL.
+    let mut pipe = redis::pipe();
+    for i in 0..20_000 {
+        pipe.cmd("SET").arg(format!("key:{i}")).arg("v").ignore();
+    }
+    let _: () = pipe.query_async(&mut con).await.unwrap();
+    let full = memory_info(&mut con).await;
+    let full_used = number(&full, "used_memory");
+    assert!(full_used > used);
+    assert_eq!(number(&full, "used_memory_peak"), full_used);
+    ok(&mut con, &["FLUSHALL"]).await;
+    let flushed = memory_info(&mut con).await;
+    assert_eq!(number(&flushed, "used_memory_peak"), full_used);
+    assert!(number(&flushed, "used_memory_peak_perc") < 100);
+    let stats = ok(&mut con, &["MEMORY", "STATS"]).await;
+    let peak = pairs(&stats)
+        .into_iter()
+        .find(|(k, _)| k == "peak.allocated")
+        .map(|(_, v)| int(v));
+    assert_eq!(peak, Some(full_used));
+    // The machine's memory as Redis reports it, and every field in Redis's order.
+    if let Some(real) = real {
+        let mut rcon = conn(&real.url()).await;
+        let theirs = memory_info(&mut rcon).await;
+        assert_eq!(
+            number(&flushed, "total_system_memory"),
+            number(&theirs, "total_system_memory")
+        );
+        let mut at = 0;
+        for (name, _) in &flushed {
+            match theirs[at..].iter().position(|(r, _)| r == name) {
+                Some(i) => at += i + 1,
+                None => panic!(
+                    "{name} is not in Redis's INFO memory after {:?}",
+                    theirs.get(at)
+                ),
+            }
+        }
+    }
+}
