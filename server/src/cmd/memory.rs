@@ -125,8 +125,10 @@ pub(super) struct Overhead {
     /// `used_memory_startup`.
     pub(super) startup: u64,
     backlog: u64,
-    lua_caches: u64,
-    functions_caches: u64,
+    /// The script cache (`used_memory_scripts_eval`).
+    pub(super) lua_caches: u64,
+    /// The function libraries' overhead (`used_memory_functions`).
+    pub(super) functions_caches: u64,
     /// Per database with keys: (index, main dict, expires dict, slot-to-keys links).
     dbs: Vec<(usize, u64, u64, u64)>,
     keys: u64,

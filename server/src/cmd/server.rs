@@ -457,7 +457,9 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
                 .as_ref()
                 .map_or(31_744, |engine| engine.memory_used() as u64);
             line("used_memory_lua", &lua);
+            line("used_memory_vm_eval", &lua);
             line("used_memory_lua_human", &human_bytes(lua));
+            line("used_memory_scripts_eval", &o.lua_caches);
             let cached_scripts = state.scripting.as_ref().map_or(0, |engine| engine.len());
             line("number_of_cached_scripts", &cached_scripts);
             let (libraries, functions) = state.functions.counts();
@@ -473,6 +475,10 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
                 "used_memory_vm_total_human",
                 &human_bytes(lua + vm_functions),
             );
+            line("used_memory_functions", &o.functions_caches);
+            let scripts = o.lua_caches + o.functions_caches;
+            line("used_memory_scripts", &scripts);
+            line("used_memory_scripts_human", &human_bytes(scripts));
             line("maxmemory", &maxmemory);
             line("maxmemory_human", &human_bytes(maxmemory));
             line("maxmemory_policy", &state.config.maxmemory_policy());
