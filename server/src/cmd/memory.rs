@@ -134,6 +134,11 @@ pub(super) struct Overhead {
     keys: u64,
     /// `used_memory_overhead`.
     pub(super) overhead_total: u64,
+    /// `used_memory_peak`: the highest `total` seen, this one included.
+    pub(super) peak: u64,
+    /// `used_memory_rss`: the process's resident size (the estimate where the OS does not
+    /// tell).
+    pub(super) rss: u64,
 }
 
 impl Overhead {
@@ -182,7 +187,34 @@ impl Overhead {
             dbs,
             keys,
             overhead_total,
+            peak: ctx.node.live.note_memory(total),
+            rss: crate::process_memory::rss().unwrap_or(total),
         }
+    }
+
+    /// `used_memory_dataset`: what is not overhead.
+    pub(super) fn dataset(&self) -> u64 {
+        self.total.saturating_sub(self.overhead_total)
+    }
+
+    /// `used_memory_dataset_perc`: the dataset's share of what was added since start-up.
+    pub(super) fn dataset_percent(&self) -> f64 {
+        percent(self.dataset(), self.total.saturating_sub(self.startup))
+    }
+
+    /// `used_memory_peak_perc`.
+    pub(super) fn peak_percent(&self) -> f64 {
+        percent(self.total, self.peak)
+    }
+
+    /// `mem_fragmentation_ratio`: the resident size over the memory in use.
+    pub(super) fn fragmentation(&self) -> f64 {
+        f64::from(self.rss as f32 / self.total.max(1) as f32)
+    }
+
+    /// `mem_fragmentation_bytes`.
+    pub(super) fn fragmentation_bytes(&self) -> i64 {
+        self.rss as i64 - self.total as i64
     }
 }
 
@@ -209,13 +241,8 @@ fn functions_overhead(state: &crate::node::State) -> u64 {
 }
 
 /// `part` in percent of `whole`, in single precision as Redis computes it.
-pub(super) fn percent(part: u64, whole: u64) -> f64 {
+fn percent(part: u64, whole: u64) -> f64 {
     f64::from(part as f32 * 100.0 / whole.max(1) as f32)
-}
-
-/// The process's resident memory over the memory in use (Redis's `mem_fragmentation_ratio`).
-pub(super) fn fragmentation(rss: u64, used: u64) -> f64 {
-    f64::from(rss as f32 / used.max(1) as f32)
 }
 
 /// ```text
@@ -227,11 +254,9 @@ pub(super) fn fragmentation(rss: u64, used: u64) -> f64 {
 /// differences 0, the fragmentation the resident size over the estimate.
 fn memory_stats(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     let o = Overhead::of(ctx);
-    let peak = ctx.node.live.note_memory(o.total);
-    let rss = crate::process_memory::rss().unwrap_or(o.total);
     let field = |name: &str, value: Frame| (bulk_str(name), value);
     let mut out = vec![
-        field("peak.allocated", integer(peak)),
+        field("peak.allocated", integer(o.peak)),
         field("total.allocated", integer(o.total)),
         field("startup.allocated", integer(o.startup)),
         field("replication.backlog", integer(o.backlog)),
@@ -253,7 +278,6 @@ fn memory_stats(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
         ));
     }
     let net = o.total.saturating_sub(o.startup).max(1);
-    let dataset = o.total.saturating_sub(o.overhead_total);
     out.extend([
         field("overhead.total", integer(o.overhead_total)),
         field("keys.count", integer(o.keys)),
@@ -261,9 +285,9 @@ fn memory_stats(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
             "keys.bytes-per-key",
             integer(net.checked_div(o.keys).unwrap_or(0)),
         ),
-        field("dataset.bytes", integer(dataset)),
-        field("dataset.percentage", Frame::Double(percent(dataset, net))),
-        field("peak.percentage", Frame::Double(percent(o.total, peak))),
+        field("dataset.bytes", integer(o.dataset())),
+        field("dataset.percentage", Frame::Double(o.dataset_percent())),
+        field("peak.percentage", Frame::Double(o.peak_percent())),
         field("allocator.allocated", integer(o.total)),
         field("allocator.active", integer(o.total)),
         field("allocator.resident", integer(o.total)),
@@ -273,18 +297,19 @@ fn memory_stats(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
         field("allocator-rss.bytes", integer(0)),
         field("rss-overhead.ratio", Frame::Double(1.0)),
         field("rss-overhead.bytes", integer(0)),
-        field("fragmentation", Frame::Double(fragmentation(rss, o.total))),
+        field("fragmentation", Frame::Double(o.fragmentation())),
         field(
             "fragmentation.bytes",
-            Frame::Integer(rss as i64 - o.total as i64),
+            Frame::Integer(o.fragmentation_bytes()),
         ),
     ]);
     Ok(Frame::Map(out))
 }
 
-/// Redis's `getMemoryDoctorReport`. With the estimate, the peak equals the current use and
-/// there is no fragmentation or client buffer to report, so beyond an almost empty instance
-/// only a large script cache can be.
+/// Redis's `getMemoryDoctorReport`, in part: beyond an almost empty instance only a large
+/// script cache is reported. Its peak and fragmentation advice is not given (the resident
+/// size of this process also holds what an embedding program allocates), nor client-buffer
+/// advice (no client buffer is counted).
 fn memory_doctor(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     let o = Overhead::of(ctx);
     let scripts = ctx.state.scripting.as_ref().map_or(0, |e| e.len());

@@ -54,7 +54,7 @@ pub(crate) use script::{command_exists, command_flags as script_command_flags};
 use crate::client::ClientState;
 pub(crate) use crate::command_meta::{BeginSearch, CommandMeta, DocArg, KeySpec, Resolved};
 use crate::db::{Db, Entry, Found, Inserted, Removed, Value};
-use crate::node::{CommandHooks, Effects, Node, State};
+use crate::node::{key_expired, CommandHooks, Effects, Node, State};
 use bytes::Bytes;
 use locksmith_resp::Frame;
 use std::sync::LazyLock;
@@ -370,12 +370,7 @@ impl NameCache {
 ///
 /// Unknown command or subcommand, or the arity check failing, with Redis's texts.
 pub(crate) fn resolve(argv: &[Bytes]) -> Result<Resolved, CommandError> {
-    // Not `ok_or`: the eager error would go through `CommandError`'s drop glue every call.
-    let Some(name) = argv.first() else {
-        return Err(CommandError::Syntax);
-    };
-    let (spec, slot) = lookup_slot(name).ok_or_else(|| CommandError::unknown_command(argv))?;
-    resolve_found(argv, spec, slot)
+    resolve_with(argv, lookup_slot)
 }
 
 /// [`resolve`], the name looked up through the client's `cache`.
@@ -387,13 +382,20 @@ pub(crate) fn resolve_cached(
     argv: &[Bytes],
     cache: &mut NameCache,
 ) -> Result<Resolved, CommandError> {
+    resolve_with(argv, |name| cache.lookup_slot(name))
+}
+
+/// [`resolve`] with the name looked up by `lookup`.
+#[inline]
+fn resolve_with(
+    argv: &[Bytes],
+    lookup: impl FnOnce(&[u8]) -> Option<(&'static CommandSpec, usize)>,
+) -> Result<Resolved, CommandError> {
     // Not `ok_or`: the eager error would go through `CommandError`'s drop glue every call.
     let Some(name) = argv.first() else {
         return Err(CommandError::Syntax);
     };
-    let (spec, slot) = cache
-        .lookup_slot(name)
-        .ok_or_else(|| CommandError::unknown_command(argv))?;
+    let (spec, slot) = lookup(name).ok_or_else(|| CommandError::unknown_command(argv))?;
     resolve_found(argv, spec, slot)
 }
 
@@ -536,11 +538,7 @@ impl Ctx<'_> {
 
     /// [`Ctx::get_string`] as a write command reads a source ([`Ctx::lookup_read`]).
     pub(crate) fn read_string(&mut self, key: &Bytes) -> Result<Option<Bytes>, CommandError> {
-        match self.lookup_read(key).map(|e| &e.value) {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.to_bytes())),
-            Some(_) => Err(CommandError::WrongType),
-        }
+        string_of(self.lookup_read(key))
     }
 
     /// [`Ctx::lookup`] as `OBJECT` reads (`LOOKUP_NOTOUCH | LOOKUP_NONOTIFY`): counted, not
@@ -632,11 +630,7 @@ impl Ctx<'_> {
 
     /// The string at `key`: `Ok(None)` if absent, `WRONGTYPE` if another type.
     pub(crate) fn get_string(&mut self, key: &Bytes) -> Result<Option<Bytes>, CommandError> {
-        match self.lookup(key).map(|e| &e.value) {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.to_bytes())),
-            Some(_) => Err(CommandError::WrongType),
-        }
+        string_of(self.lookup(key))
     }
 
     /// Stores `value` at `key` with `expire_at`, replacing what was there, with one hash: a
@@ -771,18 +765,13 @@ pub(crate) fn block(
     Ok(Frame::NullArray)
 }
 
-/// The side effects of `key`'s expiry, found by a lookup in `db` (Redis's `expireIfNeeded`):
-/// counted, the `expired` event, and a DEL for replicas and the AOF.
-fn key_expired(
-    stats: &mut crate::node::Stats,
-    repl: &crate::replication::ReplState,
-    effects: &mut Effects,
-    db: usize,
-    key: &Bytes,
-) {
-    stats.expired_keys += 1;
-    let propagating = effects.propagating(repl);
-    effects.key_expired(db, key, propagating);
+/// The string `entry` holds: `Ok(None)` without an entry, `WRONGTYPE` for another type.
+fn string_of(entry: Option<&Entry>) -> Result<Option<Bytes>, CommandError> {
+    match entry.map(|e| &e.value) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.to_bytes())),
+        Some(_) => Err(CommandError::WrongType),
+    }
 }
 
 /// The commands layer as the state layer below it runs it (see [`CommandHooks`]).

@@ -423,29 +423,22 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
             let o = super::memory::Overhead::of(ctx);
             let used = o.total;
             let maxmemory = state.config.maxmemory();
-            // The estimate is `used_memory`; the resident size is the operating system's.
-            let rss = crate::process_memory::rss().unwrap_or(used);
-            let peak = node.live.note_memory(used);
             line("used_memory", &used);
             line("used_memory_human", &human_bytes(used));
-            line("used_memory_rss", &rss);
-            line("used_memory_rss_human", &human_bytes(rss));
-            line("used_memory_peak", &peak);
-            line("used_memory_peak_human", &human_bytes(peak));
+            line("used_memory_rss", &o.rss);
+            line("used_memory_rss_human", &human_bytes(o.rss));
+            line("used_memory_peak", &o.peak);
+            line("used_memory_peak_human", &human_bytes(o.peak));
             line(
                 "used_memory_peak_perc",
-                &format!("{:.2}%", super::memory::percent(used, peak)),
+                &format!("{:.2}%", o.peak_percent()),
             );
             line("used_memory_overhead", &o.overhead_total);
             line("used_memory_startup", &o.startup);
-            let dataset = used.saturating_sub(o.overhead_total);
-            line("used_memory_dataset", &dataset);
+            line("used_memory_dataset", &o.dataset());
             line(
                 "used_memory_dataset_perc",
-                &format!(
-                    "{:.2}%",
-                    super::memory::percent(dataset, used.saturating_sub(o.startup))
-                ),
+                &format!("{:.2}%", o.dataset_percent()),
             );
             if let Some(total) = crate::process_memory::total_system_memory() {
                 line("total_system_memory", &total);
@@ -484,9 +477,9 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
             line("maxmemory_policy", &state.config.maxmemory_policy());
             line(
                 "mem_fragmentation_ratio",
-                &format!("{:.2}", super::memory::fragmentation(rss, used)),
+                &format!("{:.2}", o.fragmentation()),
             );
-            line("mem_fragmentation_bytes", &(rss as i64 - used as i64));
+            line("mem_fragmentation_bytes", &o.fragmentation_bytes());
             // Redis leaves replica and AOF buffers out of `maxmemory`; nothing is left out here.
             line("mem_not_counted_for_evict", &0);
             line("mem_allocator", &crate::process_memory::allocator_name());

@@ -11,7 +11,7 @@ use super::client::help_lines;
 use super::{bulk_str, flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
 use crate::blocking::{BlockKind, BlockRequest};
 use crate::db::stream::{Group, NodeLimits, Stream, StreamId, Trim};
-use crate::db::Value;
+use crate::db::{Entry, Value};
 use crate::notify;
 use bytes::Bytes;
 use locksmith_resp::{Frame, Version};
@@ -246,11 +246,7 @@ fn stream_at<'c>(
     ctx: &'c mut Ctx<'_>,
     key: &Bytes,
 ) -> Result<Option<&'c mut Stream>, CommandError> {
-    match ctx.lookup_mut(key).map(|e| &mut e.value) {
-        None => Ok(None),
-        Some(Value::Stream(s)) => Ok(Some(s)),
-        Some(_) => Err(CommandError::WrongType),
-    }
+    stream_of(ctx.lookup_mut(key))
 }
 
 /// [`stream_at`] with a read lookup ([`Ctx::find_read`]): the stream a write command reads
@@ -259,9 +255,14 @@ fn stream_read<'c>(
     ctx: &'c mut Ctx<'_>,
     key: &Bytes,
 ) -> Result<Option<&'c mut Stream>, CommandError> {
-    match ctx.find_read(key).map(|e| &mut e.value) {
+    stream_of(ctx.find_read(key))
+}
+
+/// The stream `entry` holds: `Ok(None)` without an entry, `WRONGTYPE` for another type.
+fn stream_of(entry: Option<&mut Entry>) -> Result<Option<&mut Stream>, CommandError> {
+    match entry.map(|e| &mut e.value) {
         None => Ok(None),
-        Some(Value::Stream(s)) => Ok(Some(s)),
+        Some(Value::Stream(s)) => Ok(Some(&mut **s)),
         Some(_) => Err(CommandError::WrongType),
     }
 }

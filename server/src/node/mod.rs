@@ -90,6 +90,22 @@ pub(crate) struct Stats {
 /// The error for a write while fewer good replicas than `min-replicas-to-write` are attached.
 pub(crate) const NOREPLICAS_ERROR: &str = "NOREPLICAS Not enough good replicas to write.";
 
+/// The side effects of `key` having expired, already removed from `db` (Redis's
+/// `expireIfNeeded` and `activeExpireCycle`): counted, the `expired` event, WATCH
+/// invalidation and a DEL for replicas. On `State`'s fields, so a command can call it while
+/// it holds another entry of the keyspace.
+pub(crate) fn key_expired(
+    stats: &mut Stats,
+    repl: &crate::replication::ReplState,
+    effects: &mut Effects,
+    db: usize,
+    key: &Bytes,
+) {
+    stats.expired_keys += 1;
+    let propagating = effects.propagating(repl);
+    effects.key_expired(db, key, propagating);
+}
+
 impl State {
     /// Redis's `checkGoodReplicasStatus`: whether writes may run, as far as
     /// `min-replicas-to-write` and `min-replicas-max-lag` go (a replica always may).
@@ -139,9 +155,7 @@ impl State {
 
     /// The side effects of `key`, already removed from `db`, having expired.
     fn expired(&mut self, db: usize, key: &Bytes, effects: &mut Effects) {
-        self.stats.expired_keys += 1;
-        let propagating = effects.propagating(&self.repl);
-        effects.key_expired(db, key, propagating);
+        key_expired(&mut self.stats, &self.repl, effects, db, key);
     }
 
     /// [`State::expired`] for the active cycle, which reclaims keys by the thousand: records
