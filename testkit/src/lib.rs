@@ -346,6 +346,35 @@ pub async fn run(con: &mut redis::aio::MultiplexedConnection, args: &[&str]) -> 
     }
 }
 
+/// `INFO section` as its `field:value` lines, in order.
+pub async fn info(
+    con: &mut redis::aio::MultiplexedConnection,
+    section: &str,
+) -> Vec<(String, String)> {
+    let text: String = cmd(&["INFO", section]).query_async(con).await.unwrap();
+    text.lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.to_string(), v.trim().to_string()))
+        .collect()
+}
+
+/// The value of `field` among `info`'s lines (a panic naming the field when it is missing).
+pub fn info_value<'a>(info: &'a [(String, String)], field: &str) -> &'a str {
+    info.iter()
+        .find(|(k, _)| k == field)
+        .map(|(_, v)| v.as_str())
+        .unwrap_or_else(|| panic!("no {field} in INFO: {info:?}"))
+}
+
+/// The `field` of `INFO section`.
+pub async fn info_field(
+    con: &mut redis::aio::MultiplexedConnection,
+    section: &str,
+    field: &str,
+) -> String {
+    info_value(&info(con, section).await, field).to_string()
+}
+
 /// The full error line (code and message) of a redis-rs error.
 pub fn error_text(e: &redis::RedisError) -> String {
     match (e.code(), e.detail()) {

@@ -9,7 +9,7 @@ use locksmith_testkit as support;
 use redis::aio::MultiplexedConnection as Con;
 use std::sync::Arc;
 use std::time::Duration;
-use support::{cmd, conn, error_text, Wire};
+use support::{cmd, conn, error_text, info_field, Wire};
 
 /// Runs `args`, which must succeed, and returns its reply.
 async fn ok<T: redis::FromRedisValue>(con: &mut Con, args: &[&str]) -> T {
@@ -29,16 +29,6 @@ async fn err(con: &mut Con, args: &[&str]) -> String {
 
 async fn config_set(con: &mut Con, name: &str, value: &str) {
     let () = ok(con, &["CONFIG", "SET", name, value]).await;
-}
-
-/// The `field` of `INFO section`.
-async fn info_field(con: &mut Con, section: &str, field: &str) -> String {
-    let info: String = ok(con, &["INFO", section]).await;
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .unwrap_or_else(|| panic!("INFO {section} has no {field}"))
-        .trim()
-        .to_string()
 }
 
 async fn server_with(settings: &[(&str, &str)]) -> ServerHandle {

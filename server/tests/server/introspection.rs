@@ -1075,27 +1075,20 @@ async fn hidden_parameters_and_percentages_match_redis() {
     .await;
 }
 
-/// `INFO memory` as `field:value` pairs.
-async fn memory_info(con: &mut Con) -> Vec<(String, String)> {
-    let info: String = cmd(&["INFO", "memory"]).query_async(con).await.unwrap();
-    info.lines()
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.to_string(), v.trim().to_string()))
-        .collect()
-}
-
+/// A number of `info` (a percentage without its sign), whole.
 fn number(info: &[(String, String)], name: &str) -> i64 {
-    info.iter()
-        .find(|(k, _)| k == name)
-        .and_then(|(_, v)| v.trim_end_matches('%').parse::<f64>().ok())
-        .unwrap_or_else(|| panic!("no number {name} in {info:?}")) as i64
+    let value = support::info_value(info, name);
+    value
+        .trim_end_matches('%')
+        .parse::<f64>()
+        .unwrap_or_else(|_| panic!("{name}: {value}")) as i64
 }
 
 #[tokio::test]
 async fn info_memory_reports_rss_peak_and_fragmentation_of_the_process() {
     let (ours, real) = servers().await;
     let mut con = conn(&ours.url()).await;
-    let before = memory_info(&mut con).await;
+    let before = support::info(&mut con, "memory").await;
     let used = number(&before, "used_memory");
     let rss = number(&before, "used_memory_rss");
     // The test process's own resident size: the server runs in it.
@@ -1113,12 +1106,12 @@ async fn info_memory_reports_rss_peak_and_fragmentation_of_the_process() {
         pipe.cmd("SET").arg(format!("key:{i}")).arg("v").ignore();
     }
     let _: () = pipe.query_async(&mut con).await.unwrap();
-    let full = memory_info(&mut con).await;
+    let full = support::info(&mut con, "memory").await;
     let full_used = number(&full, "used_memory");
     assert!(full_used > used);
     assert_eq!(number(&full, "used_memory_peak"), full_used);
     ok(&mut con, &["FLUSHALL"]).await;
-    let flushed = memory_info(&mut con).await;
+    let flushed = support::info(&mut con, "memory").await;
     assert_eq!(number(&flushed, "used_memory_peak"), full_used);
     assert!(number(&flushed, "used_memory_peak_perc") < 100);
     let stats = ok(&mut con, &["MEMORY", "STATS"]).await;
@@ -1134,8 +1127,8 @@ async fn info_memory_reports_rss_peak_and_fragmentation_of_the_process() {
         for c in [&mut con, &mut rcon] {
             ok(c, &["SCRIPT", "LOAD", "return 1"]).await;
         }
-        let flushed = memory_info(&mut con).await;
-        let theirs = memory_info(&mut rcon).await;
+        let flushed = support::info(&mut con, "memory").await;
+        let theirs = support::info(&mut rcon, "memory").await;
         for name in [
             "total_system_memory",
             "used_memory_scripts_eval",

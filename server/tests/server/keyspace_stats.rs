@@ -9,7 +9,7 @@
 use locksmith_server::Server;
 use locksmith_testkit as support;
 use std::time::Duration;
-use support::{cmd, run, RealRedis, Wire};
+use support::{info, info_value, run, RealRedis, Wire};
 
 type Con = redis::aio::MultiplexedConnection;
 
@@ -431,19 +431,9 @@ const SCRIPT: &[&[&str]] = &[
 
 /// INFO's keyspace hits and misses.
 async fn hits_and_misses(con: &mut Con) -> (u64, u64) {
-    let info: String = cmd(&["INFO", "stats"]).query_async(con).await.unwrap();
-    let field = |name: &str| -> u64 {
-        info.lines()
-            .find_map(|line| {
-                line.strip_prefix(name)?
-                    .strip_prefix(':')?
-                    .trim()
-                    .parse()
-                    .ok()
-            })
-            .unwrap_or_else(|| panic!("no {name} in INFO stats: {info}"))
-    };
-    (field("keyspace_hits"), field("keyspace_misses"))
+    let stats = info(con, "stats").await;
+    let number = |name: &str| -> u64 { info_value(&stats, name).parse().unwrap() };
+    (number("keyspace_hits"), number("keyspace_misses"))
 }
 
 /// The keys of the `keymiss` events a subscriber receives before the message `marker` on
@@ -542,23 +532,6 @@ async fn keyspace_hits_misses_and_keymiss_count_per_command_as_redis() {
     assert_eq!(got.len(), want.len());
 }
 
-/// `INFO stats` as `field:value` pairs.
-async fn stats(con: &mut Con) -> Vec<(String, String)> {
-    let info: String = cmd(&["INFO", "stats"]).query_async(con).await.unwrap();
-    info.lines()
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.to_string(), v.trim().to_string()))
-        .collect()
-}
-
-fn field<'a>(stats: &'a [(String, String)], name: &str) -> &'a str {
-    stats
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.as_str())
-        .unwrap_or_else(|| panic!("no {name} in INFO stats: {stats:?}"))
-}
-
 #[tokio::test]
 async fn info_stats_counts_subscriptions_io_and_byte_rates_as_redis() {
     let ours = Server::builder().start().await.unwrap();
@@ -572,11 +545,11 @@ async fn info_stats_counts_subscriptions_io_and_byte_rates_as_redis() {
         sub.call(&[&["SUBSCRIBE", "a", "b"]], 2).await;
         sub.call(&[&["PSUBSCRIBE", "p*"]], 1).await;
         sub.call(&[&["SSUBSCRIBE", "s"]], 1).await;
-        let before = stats(&mut con).await;
-        assert_eq!(field(&before, "pubsub_channels"), "2", "{url}");
-        assert_eq!(field(&before, "pubsub_patterns"), "1", "{url}");
-        assert_eq!(field(&before, "pubsubshard_channels"), "1", "{url}");
-        assert_eq!(field(&before, "total_forks"), "0", "{url}");
+        let before = info(&mut con, "stats").await;
+        assert_eq!(info_value(&before, "pubsub_channels"), "2", "{url}");
+        assert_eq!(info_value(&before, "pubsub_patterns"), "1", "{url}");
+        assert_eq!(info_value(&before, "pubsubshard_channels"), "1", "{url}");
+        assert_eq!(info_value(&before, "total_forks"), "0", "{url}");
         // Traffic until the sampled input rate shows it (Redis samples every 100 ms), at
         // most 200 rounds.
         let mut kbps = 0.0;
@@ -586,7 +559,7 @@ async fn info_stats_counts_subscriptions_io_and_byte_rates_as_redis() {
                 pipe.cmd("SET").arg(format!("k{i}")).arg("x".repeat(100));
             }
             let _: () = pipe.query_async(&mut con).await.unwrap();
-            kbps = field(&stats(&mut con).await, "instantaneous_input_kbps")
+            kbps = info_value(&info(&mut con, "stats").await, "instantaneous_input_kbps")
                 .parse()
                 .unwrap();
             if kbps > 0.0 {
@@ -595,17 +568,17 @@ async fn info_stats_counts_subscriptions_io_and_byte_rates_as_redis() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         assert!(kbps > 0.0, "{url}: instantaneous_input_kbps stayed 0");
-        let after = stats(&mut con).await;
+        let after = info(&mut con, "stats").await;
         for counter in ["total_reads_processed", "total_writes_processed"] {
             let (b, a): (u64, u64) = (
-                field(&before, counter).parse().unwrap(),
-                field(&after, counter).parse().unwrap(),
+                info_value(&before, counter).parse().unwrap(),
+                info_value(&after, counter).parse().unwrap(),
             );
             assert!(a > b, "{url}: {counter} {b} -> {a}");
         }
         sub.call(&[&["UNSUBSCRIBE", "a"]], 1).await;
         assert_eq!(
-            field(&stats(&mut con).await, "pubsub_channels"),
+            info_value(&info(&mut con, "stats").await, "pubsub_channels"),
             "1",
             "{url}"
         );

@@ -11,12 +11,12 @@ use support::{cmd, conn, error_text, run};
 
 type Con = redis::aio::MultiplexedConnection;
 
+/// The number in `field` of `INFO section`.
 async fn info_field(con: &mut Con, section: &str, field: &str) -> u64 {
-    let info: String = cmd(&["INFO", section]).query_async(con).await.unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("INFO {section} has no {field}"))
+    let value = support::info_field(con, section, field).await;
+    value
+        .parse()
+        .unwrap_or_else(|_| panic!("INFO {section} {field}: {value}"))
 }
 
 /// Sets the policy and a limit `room` bytes above what is used now.
