@@ -13,7 +13,7 @@
 
 use crate::client::{ClientHandle, ClientState, Endpoints, Outbox, OutboxReceiver};
 use crate::config::runtime::{ClientClass, OutputLimit};
-use crate::db::{Db, PREFETCH_MAX};
+use crate::db::{Db, Lookahead, LOOKAHEAD_MAX};
 use crate::dispatch::{Guard, ScriptPlace, Session, Transport};
 use crate::net_stream::NetStream;
 use crate::node::{Effects, Node, State};
@@ -134,6 +134,7 @@ pub(crate) async fn serve(
         decoder,
         effects: Effects::default(),
         prefetching: false,
+        lookahead: Lookahead::default(),
     };
     if let Err(e) = conn.run(&mut shutdown).await {
         tracing::debug!(client = id, error = %e, "connection closed");
@@ -152,6 +153,8 @@ struct Connection {
     /// Whether the client's database was large enough for prefetching at the end of its last
     /// batch (`Db::worth_prefetching`): a batch then asks for its first keys before it runs.
     prefetching: bool,
+    /// The keys of the next requests, fetched into the caches ahead of their commands.
+    lookahead: Lookahead,
 }
 
 /// The socket side of a connection: the socket, its buffers and the out-of-band queue.
@@ -240,17 +243,24 @@ impl Connection {
         let mut guard: Guard = None;
         let mut effects = std::mem::take(&mut self.effects);
         let mut keep_open = true;
-        // Every `PREFETCH_MAX` requests the keys of the next ones are asked for: the first
-        // batch before the first request runs (the state lock taken only if free, and given
-        // back), the others under the lock the batch holds.
+        // Every `LOOKAHEAD_MAX` requests the keys of the next ones are looked ahead at: the
+        // first batch before the first request runs (the state lock taken only if free, and
+        // given back), the others under the lock the batch holds; between, each command's
+        // lookahead steps are taken as the one before it ends.
         let mut ran = 0usize;
         self.sync_limits();
         // When the lock is busy (another worker runs commands), the first request runs
-        // unaided and the next ones are asked for under the lock it takes.
+        // unaided and the next ones are looked at under the lock it takes.
         let mut asked_first = false;
         if self.prefetching {
             if let Ok(state) = self.session.node.state.try_lock() {
-                prefetch_batch(&state, self.session.client.db, &self.decoder, &self.io.rbuf);
+                look_ahead(
+                    &mut self.lookahead,
+                    &state,
+                    self.session.client.db,
+                    &self.decoder,
+                    &self.io.rbuf,
+                );
                 asked_first = true;
             }
         }
@@ -278,9 +288,18 @@ impl Connection {
                     }
                     let mut reply = session.process(&mut guard, &argv, &mut effects).await;
                     ran += 1;
-                    if ran.is_multiple_of(PREFETCH_MAX) || (ran == 1 && !asked_first) {
-                        if let Some(state) = &guard {
-                            prefetch_batch(state, session.client.db, &self.decoder, &self.io.rbuf);
+                    if let Some(state) = &guard {
+                        let db = session.client.db;
+                        if ran.is_multiple_of(LOOKAHEAD_MAX) || (ran == 1 && !asked_first) {
+                            look_ahead(
+                                &mut self.lookahead,
+                                state,
+                                db,
+                                &self.decoder,
+                                &self.io.rbuf,
+                            );
+                        } else if let Some(keys) = state.dbs.get(db) {
+                            self.lookahead.advance(db, keys);
                         }
                     }
                     if let Some(request) = session.client.block.take() {
@@ -561,28 +580,40 @@ async fn read_some(
     Ok(Some(read))
 }
 
-/// Asks the caches for the keys of the requests waiting in `rbuf`, so that a pipeline over
-/// a large keyspace does not take its cache misses one request at a time. The first key of a
-/// request is its second argument, or the fourth of a script call with keys; others are a
-/// hint that costs nothing but the lookup. Over a small keyspace it does not look at `rbuf`.
-fn prefetch_batch(state: &State, db: usize, decoder: &RequestDecoder, rbuf: &[u8]) {
-    let Some(db) = state.dbs.get(db).filter(|db| db.worth_prefetching()) else {
+/// Starts `ahead` over the requests waiting in `rbuf` (the next one first), so that a
+/// pipeline over a large keyspace does not take its cache misses one request at a time. The
+/// first key of a request is its second argument, or the fourth of a script call with keys;
+/// others are a hint that costs nothing but the lookup. Over a small keyspace it does not
+/// look at `rbuf`.
+fn look_ahead(
+    ahead: &mut Lookahead,
+    state: &State,
+    db: usize,
+    decoder: &RequestDecoder,
+    rbuf: &[u8],
+) {
+    let Some(keys_db) = state.dbs.get(db) else {
         return;
     };
-    let mut keys: [&[u8]; PREFETCH_MAX] = [&[]; PREFETCH_MAX];
+    let mut keys: [Option<&[u8]>; LOOKAHEAD_MAX] = [None; LOOKAHEAD_MAX];
     let mut n = 0;
-    decoder.peek(rbuf, PREFETCH_MAX, |args| {
-        let key = match args {
-            [name, _, numkeys, key, ..] if is_script_call(name) && numkeys != b"0" => key,
-            [_, key, ..] => key,
-            _ => return,
-        };
-        if let Some(slot) = keys.get_mut(n) {
-            *slot = key;
-            n += 1;
-        }
-    });
-    db.prefetch(&keys[..n]);
+    if keys_db.worth_prefetching() {
+        decoder.peek(rbuf, LOOKAHEAD_MAX, |args| {
+            let key = match args {
+                [name, _, numkeys, key, ..] if is_script_call(name) && numkeys != b"0" => {
+                    Some(*key)
+                }
+                [name, _, ..] if is_script_call(name) => None,
+                [_, key, ..] => Some(*key),
+                _ => None,
+            };
+            if let Some(slot) = keys.get_mut(n) {
+                *slot = key;
+                n += 1;
+            }
+        });
+    }
+    ahead.start(db, keys_db, keys.into_iter().take(n));
 }
 
 /// Whether `name` is a command whose keys follow a script and their count.

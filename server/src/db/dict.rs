@@ -36,6 +36,15 @@ const FAIR_SAMPLE: usize = 15;
 
 type Link<T> = Option<Box<Node<T>>>;
 
+/// Asks for every cache line of `node` (a node is not aligned to a line).
+#[inline(always)]
+fn prefetch_node<T>(node: &Node<T>) {
+    prefetch_bytes(
+        std::ptr::from_ref(node).cast(),
+        std::mem::size_of::<Node<T>>(),
+    );
+}
+
 // Clone only so that `vec![None; n]` can allocate a bucket array zeroed (calloc: the pages are
 // mapped as they are first touched, not written up front, which took 20 ms for 2^20 buckets).
 // `repr(C)`: the hash and link a lookup reads first share the cache line where the element
@@ -85,22 +94,6 @@ impl<T> Table<T> {
     fn chain_mut(&mut self, hash: u64) -> &mut Link<T> {
         let mask = self.mask();
         &mut self.buckets[hash as usize & mask]
-    }
-
-    /// [`Dict::prefetch_bucket`] in this table.
-    fn prefetch_bucket(&self, hash: u64) {
-        if let Some(bucket) = self.buckets.get(hash as usize & self.mask()) {
-            prefetch(std::ptr::from_ref(bucket).cast());
-        }
-    }
-
-    /// [`Dict::prefetch_element`] in this table.
-    fn prefetch_element(&self, hash: u64) {
-        if let Some(Some(node)) = self.buckets.get(hash as usize & self.mask()) {
-            // A node is not aligned to a cache line: ask for each line it touches.
-            let at = std::ptr::from_ref::<Node<T>>(node).cast::<u8>();
-            prefetch_bytes(at, std::mem::size_of::<Node<T>>());
-        }
     }
 
     fn find(&self, hash: u64, eq: &mut impl FnMut(&T) -> bool) -> Option<&T> {
@@ -265,22 +258,47 @@ impl<T: Clone> Dict<T> {
         self.rehash.as_ref()?.to.find(hash, &mut eq)
     }
 
-    /// First step of looking up several hashes at once: asks for the bucket each lives in,
-    /// so that the cache misses of a batch overlap instead of coming one after the other.
+    /// First step of fetching `hash`'s element ahead of its lookup (see
+    /// [`super::prefetch::Lookahead`]): asks for the bucket it lives in, in both tables while
+    /// rehashing. Only asks: nothing waits for memory.
     pub(crate) fn prefetch_bucket(&self, hash: u64) {
-        self.table.prefetch_bucket(hash);
-        if let Some(rehash) = &self.rehash {
-            rehash.to.prefetch_bucket(hash);
+        for table in self.tables() {
+            if let Some(bucket) = table.buckets.get(hash as usize & table.mask()) {
+                prefetch(std::ptr::from_ref(bucket).cast());
+            }
         }
     }
 
-    /// Second step, once the buckets had time to arrive: asks for the first element of
-    /// `hash`'s chain (its hash, link and the start of the element).
-    pub(crate) fn prefetch_element(&self, hash: u64) {
-        self.table.prefetch_element(hash);
-        if let Some(rehash) = &self.rehash {
-            rehash.to.prefetch_element(hash);
+    /// Second step, once the bucket had time to arrive: asks for the first node of `hash`'s
+    /// chain.
+    pub(crate) fn prefetch_head(&self, hash: u64) {
+        for table in self.tables() {
+            if let Some(Some(node)) = table.buckets.get(hash as usize & table.mask()) {
+                prefetch_node(node);
+            }
         }
+    }
+
+    /// Third step, once that node had time to arrive: hands it to `found` when it is `hash`'s
+    /// element (to ask for what the element keeps out of its node), or else asks for the
+    /// next link, a third of the elements sitting behind another at a load factor near 1.
+    /// A longer chain is left to the lookup. Another element of the same 64-bit hash may
+    /// stand for the one sought: a hint, not a lookup.
+    pub(crate) fn prefetch_past_head(&self, hash: u64, mut found: impl FnMut(&T)) {
+        for table in self.tables() {
+            if let Some(Some(node)) = table.buckets.get(hash as usize & table.mask()) {
+                if node.hash == hash {
+                    found(&node.value);
+                } else if let Some(next) = &node.next {
+                    prefetch_node(next);
+                }
+            }
+        }
+    }
+
+    /// The table, and the one being filled while rehashing.
+    fn tables(&self) -> impl Iterator<Item = &Table<T>> {
+        std::iter::once(&self.table).chain(self.rehash.as_ref().map(|r| &r.to))
     }
 
     /// The element of hash `hash` for which `eq` holds, to change in place (not its hash).
@@ -1009,6 +1027,43 @@ mod tests {
             if index > 512 {
                 break;
             }
+        }
+    }
+
+    #[test]
+    fn prefetch_steps_hand_over_the_heads_of_chains_and_nothing_else() {
+        let mut d: Dict<Bytes> = Dict::new();
+        for i in 0..1024 {
+            d.put(b(format!("k{i}")));
+        }
+        // Mid-rehash included: both tables are looked at.
+        d.put(b("one more".into()));
+        for rehashing in [true, false] {
+            assert_eq!(d.is_rehashing(), rehashing);
+            let mut found_any = 0;
+            for name in d.iter().cloned().collect::<Vec<_>>() {
+                let hash = hash_bytes(&name);
+                d.prefetch_bucket(hash);
+                d.prefetch_head(hash);
+                let mut found = Vec::new();
+                d.prefetch_past_head(hash, |e| found.push(e.clone()));
+                // Only the element sought, and only at the head of its chain in a table.
+                assert!(found.len() <= 1, "{found:?}");
+                if let Some(e) = found.first() {
+                    assert_eq!(e, &name);
+                    found_any += 1;
+                }
+            }
+            // Most elements are at the head of their chain at a load factor of 1.
+            assert!(found_any > d.len() / 2, "{found_any} of {}", d.len());
+            // Absent hashes and an empty table find nothing.
+            let mut none = 0;
+            d.prefetch_past_head(hash_bytes(b"absent"), |_| none += 1);
+            Dict::<Bytes>::new().prefetch_past_head(1, |_| none += 1);
+            Dict::<Bytes>::new().prefetch_head(1);
+            Dict::<Bytes>::new().prefetch_bucket(1);
+            assert_eq!(none, 0);
+            while d.rehash(100) {}
         }
     }
 

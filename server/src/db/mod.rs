@@ -14,6 +14,7 @@ pub(crate) mod lfu;
 mod listpack;
 pub(crate) mod memory;
 mod prefetch;
+pub(crate) use prefetch::{Lookahead, LOOKAHEAD_MAX};
 pub(crate) mod release;
 mod set_value;
 mod small;
@@ -297,10 +298,8 @@ fn hash_key(hasher: &SipKey, key: &[u8]) -> u64 {
     hasher.hash(key)
 }
 
-/// Keys below which [`Db::prefetch`] does nothing: the table and its nodes stay in the caches.
+/// Keys below which a [`Lookahead`] does nothing: the table and its nodes stay in the caches.
 const PREFETCH_MIN_KEYS: usize = 1 << 15;
-/// Most keys [`Db::prefetch`] asks for at once.
-pub(crate) const PREFETCH_MAX: usize = 16;
 
 impl Db {
     /// Number of keys, including ones that expired but were not reclaimed yet (as `DBSIZE`).
@@ -336,37 +335,10 @@ impl Db {
         self.find(key).map(|s| &s.entry)
     }
 
-    /// Whether the keyspace is large enough for [`Db::prefetch`] to do anything
+    /// Whether the keyspace is large enough for a [`Lookahead`] to do anything
     /// ([`PREFETCH_MIN_KEYS`]).
     pub(crate) fn worth_prefetching(&self) -> bool {
         self.entries.len() >= PREFETCH_MIN_KEYS
-    }
-
-    /// Brings the nodes of `keys` (up to [`PREFETCH_MAX`]) toward the cache before a batch of
-    /// commands reads them, as Redis 8 prefetches a batch's keys: first every key's bucket,
-    /// then each chain's first node, then the value's own allocation, so a pipeline's misses
-    /// overlap. A large keyspace only ([`Db::worth_prefetching`]); nothing changes but what
-    /// the caches hold.
-    pub(crate) fn prefetch(&self, keys: &[&[u8]]) {
-        if !self.worth_prefetching() {
-            return;
-        }
-        let mut hashes = [0u64; PREFETCH_MAX];
-        for (hash, key) in hashes.iter_mut().zip(keys) {
-            *hash = hash_key(&self.hasher, key);
-            self.entries.prefetch_bucket(*hash);
-        }
-        for hash in hashes.iter().take(keys.len()) {
-            self.entries.prefetch_element(*hash);
-        }
-        // Third, what a value keeps out of its node (a small hash's listpack, a long string).
-        // The element is found by its 64-bit hash alone, without comparing keys: another key
-        // of that hash would only cost a useless prefetch.
-        for hash in hashes.iter().take(keys.len()) {
-            if let Some(slot) = self.entries.find(*hash, |_| true) {
-                slot.entry.value.prefetch_payload();
-            }
-        }
     }
 
     /// Finds `key` with one hash: a live entry (its access recorded at `now` if `touch`), or
@@ -745,8 +717,17 @@ mod tests {
         assert_eq!(db.used_bytes(), 0);
     }
 
+    /// Starts a lookahead over `keys` and walks it to its end.
+    fn walk_ahead(db: &Db, keys: &[&[u8]]) {
+        let mut ahead = Lookahead::default();
+        ahead.start(0, db, keys.iter().map(|key| Some(*key)));
+        for _ in 0..keys.len() + 2 {
+            ahead.advance(0, db);
+        }
+    }
+
     #[test]
-    fn prefetching_keys_changes_nothing_but_the_caches() {
+    fn looking_ahead_at_keys_changes_nothing_but_the_caches() {
         let mut db = Db::default();
         let mut rehashing_seen = false;
         for i in 0..PREFETCH_MIN_KEYS + 100 {
@@ -754,7 +735,7 @@ mod tests {
             // Ask while the table grows too: lookups then read both tables.
             if i >= PREFETCH_MIN_KEYS - 1 && db.entries.is_rehashing() {
                 rehashing_seen = true;
-                db.prefetch(&[b"key:1", b"key:40000", b"missing", b""]);
+                walk_ahead(&db, &[b"key:1", b"key:40000", b"missing", b""]);
             }
         }
         assert!(rehashing_seen, "the table grew past the prefetch threshold");
@@ -763,14 +744,14 @@ mod tests {
         let mut lock = HashValue::new();
         lock.insert(&k("owner"), &k("1"), hash_value::ListpackLimits::DEFAULT);
         db.insert(b"lock", Value::Hash(lock), None, 0);
-        db.prefetch(&[b"long", b"lock"]);
+        walk_ahead(&db, &[b"long", b"lock"]);
         let used = db.used_bytes();
-        let keys: Vec<Vec<u8>> = (0..PREFETCH_MAX + 4)
+        let keys: Vec<Vec<u8>> = (0..LOOKAHEAD_MAX + 4)
             .map(|i| format!("key:{}", i * 1000).into_bytes())
             .collect();
         let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-        db.prefetch(&refs);
-        db.prefetch(&[]);
+        walk_ahead(&db, &refs);
+        walk_ahead(&db, &[]);
         assert_eq!((db.len(), db.used_bytes()), (PREFETCH_MIN_KEYS + 102, used));
         for key in &keys {
             assert!(matches!(db.find_live(key, 0, false), Found::Live(_)));
