@@ -96,6 +96,8 @@ for t in $TESTS; do
     echo "$line"
   done
 done
+# median: the median of the numbers on stdin, one a line.
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # Median over the rounds of (rate at size K) / (rate at the first size), per test and server.
 BASE=${SIZES%% *}
 echo "median of throughput at K over throughput at $BASE keys, and ours / redis at K:"
@@ -107,14 +109,14 @@ for t in $TESTS; do
         $1 == t && $3 == n && $4 == b { base[$2] = $5 }
         $1 == t && $3 == n && $4 == k { at[$2] = $5 }
         END { for (r in at) if (base[r] > 0) printf "%.3f\n", at[r] / base[r] }' "$RESULTS" |
-        sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+        median)
       line="$line $name $m"
     done
     m=$(awk -v t="$t" -v k="$K" '
       $1 == t && $4 == k && $3 == "ours" { o[$2] = $5 }
       $1 == t && $4 == k && $3 == "redis" { r[$2] = $5 }
       END { for (i in o) if (r[i] > 0) printf "%.3f\n", o[i] / r[i] }' "$RESULTS" |
-      sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+      median)
     echo "$line  (ours / redis at K: $m)"
   done
 done
