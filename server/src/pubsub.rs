@@ -11,7 +11,7 @@
 use crate::client::{ClientHandle, ClientInfo};
 use crate::config::runtime::{ClientClass, OutputLimit};
 use crate::glob::glob_match;
-use crate::node::{Effects, State};
+use crate::node::{clear_kept, Effects, State};
 use crate::notify;
 use bytes::{Bytes, BytesMut};
 use indexmap::{IndexMap, IndexSet};
@@ -351,10 +351,10 @@ pub(crate) fn deliver(state: &mut State, effects: &mut Effects, now_ms: u64) {
     if state.pubsub.is_empty() {
         // Nobody listens (`now_ms` may be a dummy then): drop the messages but keep the
         // buffers, which the next command of the batch reuses.
-        effects.events.clear();
-        effects.event_marks.clear();
-        effects.publishes.clear();
-        effects.shard_publishes.clear();
+        clear_kept(&mut effects.events);
+        clear_kept(&mut effects.event_marks);
+        clear_kept(&mut effects.publishes);
+        clear_kept(&mut effects.shard_publishes);
         return;
     }
     let events = std::mem::take(&mut effects.events);
