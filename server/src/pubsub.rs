@@ -212,18 +212,19 @@ impl PubSub {
         }
     }
 
-    /// Channels (`Kind::Channel`) or shard channels (`Kind::Shard`) with subscribers
-    /// (`INFO stats` `pubsub_channels`, `pubsubshard_channels`).
+    /// Channels, patterns or shard channels with subscribers, as `kind` says (`INFO stats`
+    /// `pubsub_channels`, `pubsub_patterns`, `pubsubshard_channels`).
     pub(crate) fn num_channels(&self, kind: Kind) -> usize {
         match kind {
+            Kind::Channel => self.channels.len(),
+            Kind::Pattern => self.patterns.len(),
             Kind::Shard => self.shard.len(),
-            _ => self.channels.len(),
         }
     }
 
     /// Distinct patterns with subscribers (`PUBSUB NUMPAT`).
     pub(crate) fn numpat(&self) -> usize {
-        self.patterns.len()
+        self.num_channels(Kind::Pattern)
     }
 
     /// Whether nobody listens at all (lets keyspace notifications be skipped cheaply).

@@ -90,9 +90,6 @@ mod release {
         }
     }
 
-    /// Returns mimalloc's free pages to the operating system now (it otherwise purges them
-    /// only as later allocations pass by: an idle server kept the memory of a `FLUSHALL`ed
-    /// keyspace). Installed with `locksmith_server::set_memory_release`.
     /// `mimalloc-MAJOR.MINOR.PATCH`, for `INFO`'s `mem_allocator` (as Redis's
     /// `jemalloc-5.3.0`).
     pub(super) fn name() -> String {
@@ -101,6 +98,9 @@ mod release {
         format!("mimalloc-{}.{}.{}", v / 10000, v / 100 % 100, v % 100)
     }
 
+    /// Returns mimalloc's free pages to the operating system now (it otherwise purges them
+    /// only as later allocations pass by: an idle server kept the memory of a `FLUSHALL`ed
+    /// keyspace). Installed with `locksmith_server::set_memory_release`.
     pub(super) fn collect() {
         // SAFETY: `mi_collect` has no preconditions; it may be called from any thread at any
         // time, and only frees memory the allocator itself holds as unused.

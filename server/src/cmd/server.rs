@@ -555,7 +555,10 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
                 "pubsub_channels",
                 &pubsub.num_channels(crate::pubsub::Kind::Channel),
             );
-            line("pubsub_patterns", &pubsub.numpat());
+            line(
+                "pubsub_patterns",
+                &pubsub.num_channels(crate::pubsub::Kind::Pattern),
+            );
             line(
                 "pubsubshard_channels",
                 &pubsub.num_channels(crate::pubsub::Kind::Shard),
