@@ -327,6 +327,13 @@ fn a_batch_accounts_memory_as_the_same_writes_one_by_one() {
         &["HSET", "h", "f2", &big],
         &["SET", "k4", "1"],
         &["INCRBY", "k4", "100000000000"],
+        &["HSETNX", "h", "f3", &big],
+        &["HINCRBY", "h", "n", "5"],
+        &["HINCRBYFLOAT", "h", "fl", "1.5"],
+        &["HDEL", "h", "f"],
+        &["HINCRBY", "h2", "n", "7"],
+        &["HSET", "gone", "f", &big],
+        &["HDEL", "gone", "f"],
     ];
     let mut h = Harness::new();
     let mut effects = Effects::default();
@@ -336,12 +343,15 @@ fn a_batch_accounts_memory_as_the_same_writes_one_by_one() {
     }
     h.state.finish_effects(&h.node, &mut effects);
     let batched = h.state.used_memory();
+    let db = &h.state.dbs[0];
+    assert_eq!(db.used_bytes(), db.measured_afresh());
 
     let vk = format!("v{big}");
     let one_by_one: &[&[&str]] = &[
         &["SET", "k", &vk],
         &["SET", "k2", "v2"],
-        &["HSET", "h", "f", "v", "f2", &big],
+        &["HSET", "h", "f2", &big, "f3", &big, "n", "5", "fl", "1.5"],
+        &["HSET", "h2", "n", "7"],
         &["SET", "k3", "short"],
         &["SET", "k4", "100000000001"],
     ];
@@ -353,5 +363,8 @@ fn a_batch_accounts_memory_as_the_same_writes_one_by_one() {
         fresh.state.finish_effects(&fresh.node, &mut effects);
     }
     assert_eq!(batched, fresh.state.used_memory());
-    assert!(batched > 6000, "both big values are counted: {batched}");
+    assert!(
+        batched > 9000,
+        "the three big values are counted: {batched}"
+    );
 }

@@ -107,27 +107,23 @@ fn check_writable(ctx: &mut Ctx<'_>, key: &Bytes) -> Result<bool, CommandError> 
     }
 }
 
-/// The hash at `key` for writing, created empty if absent (callers then add to it and call
-/// `ctx.modified`), or `WRONGTYPE` (then nothing is created). One key lookup.
-fn write<'c>(ctx: &'c mut Ctx<'_>, key: &Bytes) -> Result<&'c mut HashValue, CommandError> {
-    write_found(ctx, key).map(|(h, _)| h)
-}
-
-/// [`write`], also telling whether the hash existed (a keyspace hit).
-fn write_found<'c>(
-    ctx: &'c mut Ctx<'_>,
+/// Changes the hash at `key` (created empty if absent) with `change` and measures it again in
+/// place, so the caller marks the key with `ctx.modified_measured` if it wrote; `WRONGTYPE`
+/// (nothing changed or created) for another type. One key lookup for the whole write.
+fn change<R>(
+    ctx: &mut Ctx<'_>,
     key: &Bytes,
-) -> Result<(&'c mut HashValue, bool), CommandError> {
-    match ctx.find_or_insert(key, || Value::Hash(HashValue::new())) {
-        (
-            Entry {
-                value: Value::Hash(h),
-                ..
-            },
-            existed,
-        ) => Ok((h, existed)),
-        _ => Err(CommandError::WrongType),
-    }
+    change: impl FnOnce(&mut HashValue) -> R,
+) -> Result<R, CommandError> {
+    let (changed, _) = ctx.change_or_insert(
+        key,
+        || Value::Hash(HashValue::new()),
+        |value| match value {
+            Value::Hash(h) => Ok(change(h)),
+            _ => Err(CommandError::WrongType),
+        },
+    );
+    changed
 }
 
 /// (field, value) pairs of HSET/HMSET, or the arity error.
@@ -144,16 +140,18 @@ fn hset_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, name: &str) -> Result<i6
     let key = args.bytes()?;
     let pairs = field_values(args, name)?;
     let limits = ListpackLimits::of_hashes(&ctx.state.config);
-    let h = write(ctx, key)?;
-    let mut created = 0;
-    for fv in pairs.chunks(2) {
-        if let [f, v] = fv {
-            if h.insert(f, v, limits) {
-                created += 1;
+    let created = change(ctx, key, |h| {
+        let mut created = 0;
+        for fv in pairs.chunks(2) {
+            if let [f, v] = fv {
+                if h.insert(f, v, limits) {
+                    created += 1;
+                }
             }
         }
-    }
-    ctx.modified(key);
+        created
+    })?;
+    ctx.modified_measured(key);
     ctx.notify(notify::HASH, "hset", key);
     Ok(created)
 }
@@ -185,8 +183,8 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         return Ok(Frame::Integer(0));
     }
     let limits = ListpackLimits::of_hashes(&ctx.state.config);
-    write(ctx, key)?.insert(field, value, limits);
-    ctx.modified(key);
+    change(ctx, key, |h| h.insert(field, value, limits))?;
+    ctx.modified_measured(key);
     ctx.notify(notify::HASH, "hset", key);
     Ok(Frame::Integer(1))
 }
@@ -227,22 +225,23 @@ fn hdel(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     if !check_writable(ctx, key)? {
         return Ok(Frame::Integer(0));
     }
-    let h = write(ctx, key)?;
-    let mut deleted = 0;
-    for f in fields {
-        if h.shift_remove(f) {
-            deleted += 1;
-            if h.is_empty() {
-                break;
+    let (deleted, emptied) = change(ctx, key, |h| {
+        let mut deleted = 0;
+        for f in fields {
+            if h.shift_remove(f) {
+                deleted += 1;
+                if h.is_empty() {
+                    break;
+                }
             }
         }
-    }
-    let emptied = h.is_empty();
+        (deleted, h.is_empty())
+    })?;
     if deleted > 0 {
         if emptied {
             ctx.db().remove(key);
         }
-        ctx.modified(key);
+        ctx.modified_measured(key);
         ctx.notify(notify::HASH, "hdel", key);
         if emptied {
             ctx.notify(notify::GENERIC, "del", key);
@@ -326,23 +325,25 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let by = args.i64()?;
     let limits = ListpackLimits::of_hashes(&ctx.state.config);
     // Creating the hash first is safe: a new hash has no field, so 0 + by cannot fail.
-    let (h, _) = write_found(ctx, key)?;
-    let outcome = match h.get(field) {
-        Some(value) => super::parse_i64(value)
-            .map_err(|_| CommandError::err("hash value is not an integer"))
-            .and_then(|current| match current.checked_add(by) {
-                Some(new) => Ok(new),
-                None => Err(CommandError::Overflow),
-            }),
-        None => Ok(by),
-    };
-    // A value longer than `hash-max-listpack-value` converts the hash, as Redis's hashTypeSet
-    // does: `insert` sees to it.
-    if let Ok(new) = outcome {
+    let new = change(ctx, key, |h| {
+        let new = match h.get(field) {
+            Some(value) => {
+                let Ok(current) = super::parse_i64(value) else {
+                    return Err(CommandError::err("hash value is not an integer"));
+                };
+                match current.checked_add(by) {
+                    Some(new) => new,
+                    None => return Err(CommandError::Overflow),
+                }
+            }
+            None => by,
+        };
+        // A value longer than `hash-max-listpack-value` converts the hash, as Redis's
+        // hashTypeSet does: `insert` sees to it.
         h.insert(field, &Bytes::from(new.to_string()), limits);
-    }
-    let new = outcome?;
-    ctx.modified(key);
+        Ok(new)
+    })??;
+    ctx.modified_measured(key);
     ctx.notify(notify::HASH, "hincrby", key);
     Ok(Frame::Integer(new))
 }
@@ -370,8 +371,8 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         .ok_or_else(|| CommandError::err("increment would produce NaN or Infinity"))?;
     let new = Bytes::from(new);
     let limits = ListpackLimits::of_hashes(&ctx.state.config);
-    write(ctx, key)?.insert(field, &new, limits);
-    ctx.modified(key);
+    change(ctx, key, |h| h.insert(field, &new, limits))?;
+    ctx.modified_measured(key);
     ctx.notify(notify::HASH, "hincrbyfloat", key);
     ctx.propagate(vec![
         Bytes::from_static(b"HSET"),

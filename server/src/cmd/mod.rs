@@ -604,17 +604,42 @@ impl Ctx<'_> {
         make: impl FnOnce() -> Value,
     ) -> (&mut Entry, bool) {
         let (db, now) = (self.client.db, self.now);
-        let state = &mut *self.state;
+        let State {
+            dbs,
+            stats,
+            repl,
+            config,
+            ..
+        } = &mut *self.state;
         // The selected index is always validated by SELECT/SWAPDB against `databases`.
-        let (entry, existed, expired) = state.dbs[db].find_or_insert(key, now, make);
-        if let Some(key) = expired {
-            key_expired(&mut state.stats, &state.repl, self.effects, db, &key);
-        }
-        if !existed && state.config.notify_keyspace_events() & crate::notify::NEW != 0 {
-            self.effects
-                .keyspace_event(db, crate::notify::NEW, "new", key);
-        }
+        let (entry, existed, expired) = dbs[db].find_or_insert(key, now, make);
+        let new = !existed && config.notify_keyspace_events() & crate::notify::NEW != 0;
+        inserted_effects(stats, repl, self.effects, db, key, expired, new);
         (entry, existed)
+    }
+
+    /// [`Ctx::find_or_insert`], then `change` on the value, measured again in place (see
+    /// [`crate::db::Db::change_or_insert`]): the caller marks the key with
+    /// [`Ctx::modified_measured`] if it wrote. Returns what `change` returned and whether a
+    /// live entry existed.
+    pub(crate) fn change_or_insert<R>(
+        &mut self,
+        key: &Bytes,
+        make: impl FnOnce() -> Value,
+        change: impl FnOnce(&mut Value) -> R,
+    ) -> (R, bool) {
+        let (db, now) = (self.client.db, self.now);
+        let State {
+            dbs,
+            stats,
+            repl,
+            config,
+            ..
+        } = &mut *self.state;
+        let (changed, existed, expired) = dbs[db].change_or_insert(key, now, make, change);
+        let new = !existed && config.notify_keyspace_events() & crate::notify::NEW != 0;
+        inserted_effects(stats, repl, self.effects, db, key, expired, new);
+        (changed, existed)
     }
 
     /// Looks `key` up (lazy expiry; hit/miss stats and `keymiss` for a read command, see
@@ -780,6 +805,26 @@ pub(crate) const HOOKS: CommandHooks = CommandHooks {
     resolve: |argv| resolve(argv).ok(),
     exists: script::command_exists,
 };
+
+/// The side effects owed after [`crate::db::Db::find_or_insert`]: the expiry of the key it
+/// replaced, if its TTL had run out, and the `new` keyspace event when `new` (a key created
+/// while `notify-keyspace-events` has `n`).
+fn inserted_effects(
+    stats: &mut crate::node::Stats,
+    repl: &crate::replication::ReplState,
+    effects: &mut Effects,
+    db: usize,
+    key: &Bytes,
+    expired: Option<Bytes>,
+    new: bool,
+) {
+    if let Some(expired) = expired {
+        key_expired(stats, repl, effects, db, &expired);
+    }
+    if new {
+        effects.keyspace_event(db, crate::notify::NEW, "new", key);
+    }
+}
 
 #[cfg(test)]
 impl Node {
@@ -1140,9 +1185,10 @@ mod table_tests {
             &mut effects,
         );
         assert!(effects.propagate.is_empty());
-        // PEXPIRE, HSET and the expiry; the SET stored a value it measured and nobody
-        // (WATCH, a blocked client, tracking) listens, so it left nothing to do afterwards.
-        assert_eq!(effects.modified.len(), 3);
+        // PEXPIRE and the expiry; the SET stored a value it measured, the HSET measured the
+        // hash it changed in place, and nobody (WATCH, a blocked client, tracking) listens, so
+        // they left nothing to do afterwards.
+        assert_eq!(effects.modified.len(), 2);
         assert_eq!(state.stats.expired_keys, 1);
     }
 }

@@ -370,6 +370,35 @@ impl Db {
         now: u64,
         make: impl FnOnce() -> Value,
     ) -> (&mut Entry, bool, Option<Bytes>) {
+        let (slot, existed, expired) = self.slot_or_insert(key, now, make);
+        (&mut slot.entry, existed, expired)
+    }
+
+    /// [`Db::find_or_insert`], then `change` on the entry's value, which is measured again
+    /// right after: a write that changes a value in place this way owes no [`Db::resize`] (one
+    /// hash and one lookup for the whole write). The deadline is out of `change`'s reach, so
+    /// the deadline index stays right.
+    pub(crate) fn change_or_insert<R>(
+        &mut self,
+        key: &Bytes,
+        now: u64,
+        make: impl FnOnce() -> Value,
+        change: impl FnOnce(&mut Value) -> R,
+    ) -> (R, bool, Option<Bytes>) {
+        let (slot, existed, expired) = self.slot_or_insert(key, now, make);
+        let changed = change(&mut slot.entry.value);
+        let (old, new) = slot.remeasure();
+        self.used = self.used - old as usize + new as usize;
+        (changed, existed, expired)
+    }
+
+    /// The slot behind [`Db::find_or_insert`] (key and entry, so a caller can measure both).
+    fn slot_or_insert(
+        &mut self,
+        key: &Bytes,
+        now: u64,
+        make: impl FnOnce() -> Value,
+    ) -> (&mut Slot, bool, Option<Bytes>) {
         let hash = hash_key(&self.hasher, key);
         match self.entries.entry(hash, |s| s.key[..] == key[..]) {
             TableEntry::Occupied(occupied) => {
@@ -378,20 +407,21 @@ impl Db {
                     slot.entry.accessed =
                         self.access
                             .touched(slot.entry.accessed, now, &mut self.lfu_rng);
-                    return (&mut slot.entry, true, None);
+                    return (slot, true, None);
                 }
                 // Reuse the slot for the new value; the old key leaves the deadline index.
                 self.deadlines
                     .update(hash, slot.entry.deadline, NO_DEADLINE);
                 let (old, new) = slot.replace(Entry::new(make(), None, self.access.fresh(now)));
                 self.used = self.used - old as usize + new as usize;
-                (&mut slot.entry, false, Some(slot.key.to_bytes()))
+                let expired = slot.key.to_bytes();
+                (slot, false, Some(expired))
             }
             TableEntry::Vacant(vacant) => {
                 let entry = Entry::new(make(), None, self.access.fresh(now));
                 let slot = vacant.insert(Slot::new(Key::new(key), entry));
                 self.used += slot.size() as usize;
-                (&mut slot.entry, false, None)
+                (slot, false, None)
             }
         }
     }
@@ -485,6 +515,15 @@ impl Db {
     /// Estimated bytes of all keys and values (as last accounted).
     pub(crate) fn used_bytes(&self) -> usize {
         self.used
+    }
+
+    /// Every key measured afresh, summed: what [`Db::used_bytes`] must equal.
+    #[cfg(test)]
+    pub(crate) fn measured_afresh(&self) -> usize {
+        self.entries
+            .iter()
+            .map(|slot| Slot::measure(&slot.key, &slot.entry) as usize)
+            .sum()
     }
 
     /// How accesses are recorded.
@@ -699,6 +738,32 @@ mod tests {
             Inserted::Replaced
         );
         assert_eq!(db.len(), 1);
+    }
+
+    #[test]
+    fn a_value_changed_in_place_is_measured_with_it() {
+        let long = "x".repeat(1000);
+        let mut measured = Db::default();
+        measured.insert(b"a", s(&long), None, 0);
+        measured.insert(b"b", s(&long), None, 0);
+        let mut db = Db::default();
+        db.insert(b"a", s("1"), None, 0);
+        let (was, existed, expired) = db.change_or_insert(
+            &k("a"),
+            0,
+            || s("unused"),
+            |v| std::mem::replace(v, s(&long)),
+        );
+        assert!(existed && expired.is_none());
+        assert!(matches!(was, Value::String(v) if v.as_bytes() == b"1"));
+        // A new key: made, then changed, then measured once.
+        let ((), existed, _) = db.change_or_insert(&k("b"), 0, || s(""), |v| *v = s(&long));
+        assert!(!existed);
+        assert_eq!(db.used_bytes(), measured.used_bytes());
+        assert_eq!(db.used_bytes(), db.measured_afresh());
+        db.remove(b"a");
+        db.remove(b"b");
+        assert_eq!(db.used_bytes(), 0);
     }
 
     #[test]
