@@ -8,3 +8,5 @@ body() { python3 -c "import re;s=open('$BENCHES_DIR/scripts.rs').read();m=re.sea
 ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 # The last requests-per-second figure of `redis-benchmark -q` output on stdin.
 rps() { tr '\r' '\n' | grep 'per second' | tail -1 | sed 's/.*: \([0-9]*\)\.[0-9]* requests per second.*/\1/'; }
+# median: the median of the numbers on stdin, one a line.
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }

@@ -53,9 +53,22 @@ for round in $(seq "$ROUNDS"); do
       read -r cu cs < "$DIR/client"
       printf "round %s %-4s %-5s %8s req/s  server user %4s sys %4s ns  client user %4s sys %4s ns\n" \
         "$round" "$t" "$server" "$r" \
-        "$(ticks_ns "($u1 - $u0)")" "$(ticks_ns "($s1 - $s0)")" "$(ns "$cu")" "$(ns "$cs")"
+        "$(ticks_ns "($u1 - $u0)")" "$(ticks_ns "($s1 - $s0)")" "$(ns "$cu")" "$(ns "$cs")" |
+        tee -a "$DIR/results"
       kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; PID=
       rm -f "$sock"
     done
   done
+done
+# Per test, the median over the rounds of each ratio to Redis within a round: throughput of
+# ours and of null_server (the client's ceiling), and our server's CPU (user + system).
+echo "median over $ROUNDS rounds, to redis in the same round:"
+for t in ${TESTS//,/ }; do
+  # ratio NAME WHAT: NAME's WHAT (rps, or cpu: server user + system ns) over Redis's.
+  ratio() {
+    awk -v t="$t" -v n="$1" -v what="$2" '
+      $3 == t { x = (what == "cpu") ? $9 + $11 : $5; if ($4 == n) v[$2] = x; if ($4 == "redis") r[$2] = x }
+      END { for (i in v) if (r[i] > 0) printf "%.3f\n", v[i] / r[i] }' "$DIR/results" | median
+  }
+  echo "$t: ours $(ratio ours rps)  null_server $(ratio null rps)  server cpu ours $(ratio ours cpu)"
 done

@@ -96,8 +96,6 @@ for t in $TESTS; do
     echo "$line"
   done
 done
-# median: the median of the numbers on stdin, one a line.
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # Median over the rounds of (rate at size K) / (rate at the first size), per test and server.
 BASE=${SIZES%% *}
 echo "median of throughput at K over throughput at $BASE keys, and ours / redis at K:"
