@@ -426,6 +426,7 @@ impl Ends {
         let cut = Arc::new(AtomicBool::new(false));
         let (snapshot, functions, offset, replid, acked) = {
             let mut state = master.state.lock().await;
+            state.stats.sync_full += 1;
             let snapshot = state.dbs.clone();
             // Function libraries travel as Redis sends them in its RDB: their code.
             let functions = state.functions.dump();

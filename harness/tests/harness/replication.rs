@@ -56,6 +56,16 @@ async fn a_replica_past_its_output_buffer_limit_is_dropped_then_resyncs() {
     let connected = |info: String| info.contains("connected_slaves:1");
     let info: String = run(&mut master, &["INFO", "replication"]).await.unwrap();
     assert!(connected(info));
+    let full_syncs = |info: String| {
+        info.lines()
+            .find_map(|l| l.strip_prefix("sync_full:")?.trim().parse::<u64>().ok())
+    };
+    let info: String = run(&mut master, &["INFO", "stats"]).await.unwrap();
+    assert_eq!(
+        full_syncs(info),
+        Some(1),
+        "the replica's first synchronisation"
+    );
     // The replica stops applying; 100 KB of writes pile up for it, past the 64 KB limit.
     let stall = t.stall_replication();
     let value = "v".repeat(1000);
@@ -74,6 +84,12 @@ async fn a_replica_past_its_output_buffer_limit_is_dropped_then_resyncs() {
     let info: String = run(&mut master, &["INFO", "replication"]).await.unwrap();
     assert!(connected(info));
     assert_eq!(t.offset(r), t.offset(m));
+    let info: String = run(&mut master, &["INFO", "stats"]).await.unwrap();
+    assert_eq!(
+        full_syncs(info),
+        Some(2),
+        "and its second, after it was dropped"
+    );
 }
 
 #[tokio::test(start_paused = true)]

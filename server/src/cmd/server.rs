@@ -533,7 +533,7 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
                 "rejected_connections",
                 &live.rejected.load(Ordering::Relaxed),
             );
-            line("sync_full", &0);
+            line("sync_full", &state.stats.sync_full);
             line("sync_partial_ok", &0);
             line("sync_partial_err", &0);
             line("expired_keys", &state.stats.expired_keys);

@@ -85,6 +85,9 @@ pub(crate) struct Stats {
     pub(crate) expire_cycle_us: u64,
     /// Keys removed to stay under `maxmemory`.
     pub(crate) evicted_keys: u64,
+    /// Full synchronisations this node served as a master (Redis's `sync_full`; every link
+    /// starts with one, and none resumes partially).
+    pub(crate) sync_full: u64,
 }
 
 /// The error for a write while fewer good replicas than `min-replicas-to-write` are attached.
