@@ -59,7 +59,27 @@ pub(crate) fn entry_size(key: &[u8], entry: &Entry) -> usize {
     } else {
         0
     };
-    KEY_OVERHEAD + sds(key.len()) + expire + value_size(&entry.value, SAMPLES)
+    // A string, the most written value, is measured here without the call into the
+    // aggregates' estimate.
+    let value = match &entry.value {
+        Value::String(s) => string_size(s),
+        value => value_size(value, SAMPLES),
+    };
+    KEY_OVERHEAD + sds(key.len()) + expire + value
+}
+
+/// Bytes of a string value beyond its object header, in Redis's encoding: none for an
+/// integer (held in the header), an embedded string up to 44 bytes, a separate sds beyond.
+#[inline]
+fn string_size(s: &[u8]) -> usize {
+    if s.len() <= 20 && resp::parse_integer(s).is_some() {
+        0
+    } else if s.len() <= 44 {
+        // embstr: the object header and the string in one allocation.
+        allocation(ROBJ + 3 + s.len() + 1) - ROBJ
+    } else {
+        sds(s.len())
+    }
 }
 
 /// `MEMORY USAGE key SAMPLES samples` (0: every element), as Redis computes it: the key's
@@ -89,16 +109,7 @@ fn value_size_counting(value: &Value, samples: usize, usage: bool) -> usize {
     // Compact encodings hold at most a few hundred elements.
     let compact_samples = if usage { 0 } else { samples };
     match value {
-        Value::String(s) => {
-            if s.len() <= 20 && resp::parse_integer(s).is_some() {
-                0
-            } else if s.len() <= 44 {
-                // embstr: the object header and the string in one allocation.
-                allocation(ROBJ + 3 + s.len() + 1) - ROBJ
-            } else {
-                sds(s.len())
-            }
-        }
+        Value::String(s) => string_size(s),
         Value::List(l) => {
             let sizes = l.iter().map(|e| listpack_value(e));
             let bytes = if usage {

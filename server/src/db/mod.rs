@@ -605,10 +605,17 @@ impl Db {
     }
 
     /// Rebuilds the deadline heap from the table once stale entries pile up ([`STALE_RATIO`]).
+    #[inline]
     fn drop_stale_deadlines(&mut self) {
-        if !self.deadlines.needs_rebuild() {
-            return;
+        if self.deadlines.needs_rebuild() {
+            self.rebuild_deadlines();
         }
+    }
+
+    /// The rebuild [`Db::drop_stale_deadlines`] decides on, kept out of the write path.
+    #[cold]
+    #[inline(never)]
+    fn rebuild_deadlines(&mut self) {
         let mut live = Vec::with_capacity(self.deadlines.volatile);
         self.entries.for_each_hashed(|hash, s| {
             if s.entry.is_volatile() {
