@@ -309,6 +309,13 @@ fn ctx_argv_without_get(o: &ExtArgs, key: &Bytes, value: &Bytes) -> Vec<Bytes> {
 fn set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let value = args.bytes()?;
+    if args.peek().is_none() {
+        // No option: what `set_generic` does with none, without building and dropping the
+        // options and both replies (SET is the most sent write).
+        ctx.set(key, Value::String(value.into()), None);
+        ctx.notify(notify::STRING, "set", key);
+        return Ok(Frame::ok());
+    }
     let o = ExtArgs::parse(args, true)?;
     let expiry = o.expiry()?;
     set_generic(
