@@ -334,6 +334,11 @@ fn a_batch_accounts_memory_as_the_same_writes_one_by_one() {
         &["HINCRBY", "h2", "n", "7"],
         &["HSET", "gone", "f", &big],
         &["HDEL", "gone", "f"],
+        &["RPUSH", "l", "a", &big],
+        &["LPUSH", "l", "b"],
+        &["RPUSHX", "l", "c"],
+        &["SADD", "s", "1", "2"],
+        &["SADD", "s", &big],
     ];
     let mut h = Harness::new();
     let mut effects = Effects::default();
@@ -352,6 +357,8 @@ fn a_batch_accounts_memory_as_the_same_writes_one_by_one() {
         &["SET", "k2", "v2"],
         &["HSET", "h", "f2", &big, "f3", &big, "n", "5", "fl", "1.5"],
         &["HSET", "h2", "n", "7"],
+        &["RPUSH", "l", "b", "a", &big, "c"],
+        &["SADD", "s", "1", "2", &big],
         &["SET", "k3", "short"],
         &["SET", "k4", "100000000001"],
     ];

@@ -119,8 +119,8 @@ fn change<R>(
         key,
         || Value::Hash(HashValue::new()),
         |value| match value {
-            Value::Hash(h) => Ok(change(h)),
-            _ => Err(CommandError::WrongType),
+            Value::Hash(h) => (Ok(change(h)), true),
+            _ => (Err(CommandError::WrongType), false),
         },
     );
     changed

@@ -170,34 +170,39 @@ fn push_elems(
     end: End,
     existing_only: bool,
 ) -> Result<Option<usize>, CommandError> {
-    let len = match list_mut(ctx, key)? {
-        Some(list) => {
-            for e in elems {
-                match end {
-                    End::Left => list.push_front(e.clone()),
-                    End::Right => list.push_back(e.clone()),
-                }
+    let push = |list: &mut VecDeque<Bytes>| {
+        for e in elems {
+            match end {
+                End::Left => list.push_front(e.clone()),
+                End::Right => list.push_back(e.clone()),
             }
-            list.len()
         }
-        None if existing_only => return Ok(None),
-        None => {
-            let mut list = VecDeque::with_capacity(elems.len());
-            for e in elems {
-                match end {
-                    End::Left => list.push_front(e.clone()),
-                    End::Right => list.push_back(e.clone()),
-                }
-            }
-            let len = list.len();
-            let now = ctx.now;
-            ctx.db().insert(key, Value::List(list), None, now);
-            ctx.created(key);
-            len
-        }
+        list.len()
+    };
+    // LPUSH/RPUSH create the list if needed and change it where it is found, measured there
+    // (one lookup); LPUSHX/RPUSHX only change an existing one.
+    let (len, measured) = if existing_only {
+        let Some(list) = list_mut(ctx, key)? else {
+            return Ok(None);
+        };
+        (push(list), false)
+    } else {
+        let (pushed, _) = ctx.change_or_insert(
+            key,
+            || Value::List(VecDeque::with_capacity(elems.len())),
+            |value| match value {
+                Value::List(list) => (Ok(push(list)), true),
+                _ => (Err(CommandError::WrongType), false),
+            },
+        );
+        (pushed?, true)
     };
     ctx.notify(notify::LIST, end.push_event(), key);
-    ctx.modified(key);
+    if measured {
+        ctx.modified_measured(key);
+    } else {
+        ctx.modified(key);
+    }
     Ok(Some(len))
 }
 

@@ -618,15 +618,15 @@ impl Ctx<'_> {
         (entry, existed)
     }
 
-    /// [`Ctx::find_or_insert`], then `change` on the value, measured again in place (see
-    /// [`crate::db::Db::change_or_insert`]): the caller marks the key with
-    /// [`Ctx::modified_measured`] if it wrote. Returns what `change` returned and whether a
-    /// live entry existed.
+    /// [`Ctx::find_or_insert`], then `change` on the value, measured again in place when
+    /// `change` says it changed it (see [`crate::db::Db::change_or_insert`]): the caller marks
+    /// the key with [`Ctx::modified_measured`] if it wrote. Returns `change`'s first result
+    /// and whether a live entry existed.
     pub(crate) fn change_or_insert<R>(
         &mut self,
         key: &Bytes,
         make: impl FnOnce() -> Value,
-        change: impl FnOnce(&mut Value) -> R,
+        change: impl FnOnce(&mut Value) -> (R, bool),
     ) -> (R, bool) {
         let (db, now) = (self.client.db, self.now);
         let State {

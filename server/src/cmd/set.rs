@@ -129,18 +129,22 @@ fn array_frame(members: impl IntoIterator<Item = Bytes>) -> Frame {
 fn sadd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let members = args.rest();
-    if set_mut(ctx, key)?.is_none() {
-        let now = ctx.now;
-        ctx.db().insert(key, Value::Set(SetValue::new()), None, now);
-        ctx.created(key);
-    }
-    let added = match set_mut(ctx, key)? {
-        Some(s) => members.iter().filter(|m| s.insert((*m).clone())).count(),
-        None => 0,
-    };
+    // Created if absent and changed where it is found, measured there: one lookup.
+    let (added, _) = ctx.change_or_insert(
+        key,
+        || Value::Set(SetValue::new()),
+        |value| match value {
+            Value::Set(s) => {
+                let added = members.iter().filter(|m| s.insert((*m).clone())).count();
+                (Ok(added), added > 0)
+            }
+            _ => (Err(CommandError::WrongType), false),
+        },
+    );
+    let added = added?;
     if added > 0 {
         ctx.notify(notify::SET, "sadd", key);
-        ctx.modified(key);
+        ctx.modified_measured(key);
     }
     Ok(Frame::Integer(added as i64))
 }

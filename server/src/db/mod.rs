@@ -375,21 +375,23 @@ impl Db {
     }
 
     /// [`Db::find_or_insert`], then `change` on the entry's value, which is measured again
-    /// right after: a write that changes a value in place this way owes no [`Db::resize`] (one
-    /// hash and one lookup for the whole write). The deadline is out of `change`'s reach, so
-    /// the deadline index stays right.
+    /// right after if `change` says it changed it (its second result): a write that changes a
+    /// value in place this way owes no [`Db::resize`] (one hash and one lookup for the whole
+    /// write). The deadline is out of `change`'s reach, so the deadline index stays right.
     pub(crate) fn change_or_insert<R>(
         &mut self,
         key: &Bytes,
         now: u64,
         make: impl FnOnce() -> Value,
-        change: impl FnOnce(&mut Value) -> R,
+        change: impl FnOnce(&mut Value) -> (R, bool),
     ) -> (R, bool, Option<Bytes>) {
         let (slot, existed, expired) = self.slot_or_insert(key, now, make);
-        let changed = change(&mut slot.entry.value);
-        let (old, new) = slot.remeasure();
-        self.used = self.used - old as usize + new as usize;
-        (changed, existed, expired)
+        let (result, changed) = change(&mut slot.entry.value);
+        if changed {
+            let (old, new) = slot.remeasure();
+            self.used = self.used - old as usize + new as usize;
+        }
+        (result, existed, expired)
     }
 
     /// The slot behind [`Db::find_or_insert`] (key and entry, so a caller can measure both).
@@ -759,12 +761,20 @@ mod tests {
             &k("a"),
             0,
             || s("unused"),
-            |v| std::mem::replace(v, s(&long)),
+            |v| (std::mem::replace(v, s(&long)), true),
         );
         assert!(existed && expired.is_none());
         assert!(matches!(was, Value::String(v) if v.as_bytes() == b"1"));
         // A new key: made, then changed, then measured once.
-        let ((), existed, _) = db.change_or_insert(&k("b"), 0, || s(""), |v| *v = s(&long));
+        let ((), existed, _) = db.change_or_insert(
+            &k("b"),
+            0,
+            || s(""),
+            |v| {
+                *v = s(&long);
+                ((), true)
+            },
+        );
         assert!(!existed);
         assert_eq!(db.used_bytes(), measured.used_bytes());
         assert_eq!(db.used_bytes(), db.measured_afresh());
