@@ -604,17 +604,19 @@ impl Ctx<'_> {
         make: impl FnOnce() -> Value,
     ) -> (&mut Entry, bool) {
         let (db, now) = (self.client.db, self.now);
-        let State {
-            dbs,
-            stats,
-            repl,
-            config,
-            ..
-        } = &mut *self.state;
+        let state = &mut *self.state;
         // The selected index is always validated by SELECT/SWAPDB against `databases`.
-        let (entry, existed, expired) = dbs[db].find_or_insert(key, now, make);
-        let new = !existed && config.notify_keyspace_events() & crate::notify::NEW != 0;
-        inserted_effects(stats, repl, self.effects, db, key, expired, new);
+        let (entry, existed, expired) = state.dbs[db].find_or_insert(key, now, make);
+        let new = !existed && state.config.notify_keyspace_events() & crate::notify::NEW != 0;
+        inserted_effects(
+            &mut state.stats,
+            &state.repl,
+            self.effects,
+            db,
+            key,
+            expired,
+            new,
+        );
         (entry, existed)
     }
 
@@ -629,16 +631,18 @@ impl Ctx<'_> {
         change: impl FnOnce(&mut Value) -> (R, bool),
     ) -> (R, bool) {
         let (db, now) = (self.client.db, self.now);
-        let State {
-            dbs,
-            stats,
-            repl,
-            config,
-            ..
-        } = &mut *self.state;
-        let (changed, existed, expired) = dbs[db].change_or_insert(key, now, make, change);
-        let new = !existed && config.notify_keyspace_events() & crate::notify::NEW != 0;
-        inserted_effects(stats, repl, self.effects, db, key, expired, new);
+        let state = &mut *self.state;
+        let (changed, existed, expired) = state.dbs[db].change_or_insert(key, now, make, change);
+        let new = !existed && state.config.notify_keyspace_events() & crate::notify::NEW != 0;
+        inserted_effects(
+            &mut state.stats,
+            &state.repl,
+            self.effects,
+            db,
+            key,
+            expired,
+            new,
+        );
         (changed, existed)
     }
 
