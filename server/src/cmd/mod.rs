@@ -603,21 +603,7 @@ impl Ctx<'_> {
         key: &Bytes,
         make: impl FnOnce() -> Value,
     ) -> (&mut Entry, bool) {
-        let (db, now) = (self.client.db, self.now);
-        let state = &mut *self.state;
-        // The selected index is always validated by SELECT/SWAPDB against `databases`.
-        let (entry, existed, expired) = state.dbs[db].find_or_insert(key, now, make);
-        let new = !existed && state.config.notify_keyspace_events() & crate::notify::NEW != 0;
-        inserted_effects(
-            &mut state.stats,
-            &state.repl,
-            self.effects,
-            db,
-            key,
-            expired,
-            new,
-        );
-        (entry, existed)
+        self.write_or_create(key, |db, now| db.find_or_insert(key, now, make))
     }
 
     /// [`Ctx::find_or_insert`], then `change` on the value, measured again in place when
@@ -630,20 +616,30 @@ impl Ctx<'_> {
         make: impl FnOnce() -> Value,
         change: impl FnOnce(&mut Value) -> (R, bool),
     ) -> (R, bool) {
+        self.write_or_create(key, |db, now| db.change_or_insert(key, now, make, change))
+    }
+
+    /// Runs `op`, a [`crate::db::Db`] write that creates `key` if absent or expired, on the
+    /// selected database, then owes what it reported: the expiry of the key it replaced and
+    /// the `new` event of a key it created. Returns `op`'s result and whether a live entry
+    /// existed.
+    fn write_or_create<'s, T>(
+        &'s mut self,
+        key: &Bytes,
+        op: impl FnOnce(&'s mut Db, u64) -> (T, bool, Option<Bytes>),
+    ) -> (T, bool) {
         let (db, now) = (self.client.db, self.now);
         let state = &mut *self.state;
-        let (changed, existed, expired) = state.dbs[db].change_or_insert(key, now, make, change);
-        let new = !existed && state.config.notify_keyspace_events() & crate::notify::NEW != 0;
-        inserted_effects(
-            &mut state.stats,
-            &state.repl,
-            self.effects,
-            db,
-            key,
-            expired,
-            new,
-        );
-        (changed, existed)
+        // The selected index is always validated by SELECT/SWAPDB against `databases`.
+        let (result, existed, expired) = op(&mut state.dbs[db], now);
+        if let Some(expired) = expired {
+            key_expired(&mut state.stats, &state.repl, self.effects, db, &expired);
+        }
+        if !existed && state.config.notify_keyspace_events() & crate::notify::NEW != 0 {
+            self.effects
+                .keyspace_event(db, crate::notify::NEW, "new", key);
+        }
+        (result, existed)
     }
 
     /// Looks `key` up (lazy expiry; hit/miss stats and `keymiss` for a read command, see
@@ -809,26 +805,6 @@ pub(crate) const HOOKS: CommandHooks = CommandHooks {
     resolve: |argv| resolve(argv).ok(),
     exists: script::command_exists,
 };
-
-/// The side effects owed after [`crate::db::Db::find_or_insert`]: the expiry of the key it
-/// replaced, if its TTL had run out, and the `new` keyspace event when `new` (a key created
-/// while `notify-keyspace-events` has `n`).
-fn inserted_effects(
-    stats: &mut crate::node::Stats,
-    repl: &crate::replication::ReplState,
-    effects: &mut Effects,
-    db: usize,
-    key: &Bytes,
-    expired: Option<Bytes>,
-    new: bool,
-) {
-    if let Some(expired) = expired {
-        key_expired(stats, repl, effects, db, &expired);
-    }
-    if new {
-        effects.keyspace_event(db, crate::notify::NEW, "new", key);
-    }
-}
 
 #[cfg(test)]
 impl Node {
