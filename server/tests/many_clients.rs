@@ -46,14 +46,13 @@ impl Drop for Binary {
     }
 }
 
-async fn ping(port: u16) -> std::io::Result<Vec<u8>> {
+/// Connects, sends PING and reads the 7-byte reply; the connection is handed back open.
+async fn ping(port: u16) -> std::io::Result<(Vec<u8>, TcpStream)> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).await?;
     s.write_all(b"PING\r\n").await?;
     let mut buf = vec![0u8; 7];
     s.read_exact(&mut buf).await?;
-    // Keep the connection open until every client is in, so they are all concurrent.
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    Ok(buf)
+    Ok((buf, s))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -77,12 +76,20 @@ async fn ten_thousand_clients_connecting_at_once_all_get_pong() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let clients: Vec<_> = (0..CLIENTS).map(|_| tokio::spawn(ping(port))).collect();
+    // Every connection stays open until all clients have their reply, so they are all
+    // concurrent, and none closes while others still connect: a closed client port can be
+    // taken again at once when the host's TIME_WAIT table is full (runs in quick
+    // succession), and a new connection on the same four-tuple as one the server has not yet
+    // closed is reset by the kernel.
     let all = async {
         let mut pongs = 0;
+        let mut open = Vec::with_capacity(CLIENTS);
         for c in clients {
-            if c.await.unwrap().unwrap() == b"+PONG\r\n" {
+            let (reply, stream) = c.await.unwrap().unwrap();
+            if reply == b"+PONG\r\n" {
                 pongs += 1;
             }
+            open.push(stream);
         }
         pongs
     };
