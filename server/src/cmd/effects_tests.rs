@@ -375,3 +375,80 @@ fn a_batch_accounts_memory_as_the_same_writes_one_by_one() {
         "the three big values are counted: {batched}"
     );
 }
+
+#[test]
+fn writes_that_remove_in_place_keep_memory_measured_and_delete_what_they_empty() {
+    const L: u32 = notify::LIST;
+    const SET: u32 = notify::SET;
+    let big = "x".repeat(3000);
+    let mut h = Harness::new();
+    // (command, the events it raises on its key)
+    type Step<'a> = (&'a [&'a str], &'a [(u32, &'static str)]);
+    let steps: &[Step] = &[
+        (&["RPUSH", "l", "a", &big, "b", "c"], &[(L, "rpush")]),
+        (&["LPOP", "l"], &[(L, "lpop")]),
+        (&["RPOP", "l", "2"], &[(L, "rpop")]),
+        (&["RPUSH", "l2", &big], &[(L, "rpush")]),
+        (&["RPOP", "l2"], &[(L, "rpop"), (G, "del")]),
+        (&["LPOP", "l2"], &[]),
+        (&["SADD", "s", "1", &big], &[(SET, "sadd")]),
+        (&["SREM", "s", &big, "nope"], &[(SET, "srem")]),
+        (&["SREM", "s", "1"], &[(SET, "srem"), (G, "del")]),
+        (&["HSET", "h", "f", &big, "g", "1"], &[(H, "hset")]),
+        (&["HDEL", "h", "f"], &[(H, "hdel")]),
+        (&["HDEL", "h", "g", "f"], &[(H, "hdel"), (G, "del")]),
+        (
+            &["ZADD", "z", "1", "a", "2", &big, "3", "c"],
+            &[(Z, "zadd")],
+        ),
+        (&["ZADD", "z", "XX", "5", "a", "9", "new"], &[(Z, "zadd")]),
+        (&["ZADD", "z", "NX", "7", "a"], &[]),
+        (&["ZINCRBY", "z", "1", "c"], &[(Z, "zincr")]),
+        (&["ZREM", "z", "c"], &[(Z, "zrem")]),
+        (&["ZPOPMIN", "z"], &[(Z, "zpopmin")]),
+        (&["ZADD", "z2", "1", &big], &[(Z, "zadd")]),
+        (&["ZPOPMAX", "z2", "5"], &[(Z, "zpopmax"), (G, "del")]),
+        (&["ZADD", "z3", "XX", "1", "m"], &[]),
+    ];
+    // Each step is checked without `finish_effects`: the write measured what it changed.
+    for (args, events) in steps {
+        let key = args[1];
+        let (_, (seen, _)) = h.run(args);
+        let expected: Vec<_> = events.iter().map(|&(c, n)| (0, c, n, key)).collect();
+        assert_eq!(seen, ev(&expected), "{args:?}");
+        let db = &h.state.dbs[0];
+        assert_eq!(db.used_bytes(), db.measured_afresh(), "{args:?}");
+    }
+    for gone in ["l2", "s", "h", "z2", "z3"] {
+        assert_eq!(h.run(&["EXISTS", gone]).0, Frame::Integer(0), "{gone}");
+    }
+    let (l, _) = h.run(&["LRANGE", "l", "0", "-1"]);
+    assert_eq!(l, Frame::Array(vec![Frame::Bulk(Bytes::from(big.clone()))]));
+    let (z, _) = h.run(&["ZRANGE", "z", "0", "-1", "WITHSCORES"]);
+    assert_eq!(
+        z,
+        Frame::Array(vec![
+            Frame::Bulk(Bytes::from_static(b"a")),
+            Frame::Double(5.0)
+        ])
+    );
+    // A wrong type is refused and left as it was.
+    h.ok(&["SET", "str", "v"]);
+    for args in [
+        &["LPOP", "str"][..],
+        &["SREM", "str", "v"],
+        &["HDEL", "str", "f"],
+        &["ZREM", "str", "m"],
+        &["ZPOPMIN", "str"],
+        &["ZADD", "str", "XX", "1", "m"],
+        &["ZADD", "str", "1", "m"],
+    ] {
+        let (reply, (seen, _)) = h.run(args);
+        assert!(reply.is_error(), "{args:?}: {reply:?}");
+        assert!(seen.is_empty(), "{args:?}");
+    }
+    assert_eq!(
+        h.run(&["GET", "str"]).0,
+        Frame::Bulk(Bytes::from_static(b"v"))
+    );
+}

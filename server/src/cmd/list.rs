@@ -206,27 +206,39 @@ fn push_elems(
     Ok(Some(len))
 }
 
-/// Pops up to `count` elements from `end` of the existing list at `key`, with the events.
-fn pop_elems(ctx: &mut Ctx<'_>, key: &Bytes, end: End, count: usize) -> Vec<Bytes> {
-    let popped = match list_mut(ctx, key) {
-        Ok(Some(list)) => {
-            let n = count.min(list.len());
-            match end {
-                End::Left => list.drain(..n).collect(),
-                End::Right => {
-                    let mut tail: Vec<Bytes> = list.drain(list.len() - n..).collect();
-                    tail.reverse();
-                    tail
-                }
+/// Pops up to `count` elements from `end` of the list at `key`, with the events: `None` if
+/// the key is absent, `WRONGTYPE` if it holds another type.
+fn pop_elems(
+    ctx: &mut Ctx<'_>,
+    key: &Bytes,
+    end: End,
+    count: usize,
+) -> Result<Option<Vec<Bytes>>, CommandError> {
+    // Changed where it is found, measured there or deleted once empty: one lookup.
+    let changed = ctx.change_existing(key, |value| {
+        let Value::List(list) = value else {
+            return (Err(CommandError::WrongType), false);
+        };
+        let n = count.min(list.len());
+        let popped: Vec<Bytes> = match end {
+            End::Left => list.drain(..n).collect(),
+            End::Right => {
+                let mut tail: Vec<Bytes> = list.drain(list.len() - n..).collect();
+                tail.reverse();
+                tail
             }
-        }
-        _ => Vec::new(),
+        };
+        let changed = !popped.is_empty();
+        (Ok(popped), changed)
+    });
+    let Some((popped, deleted)) = changed else {
+        return Ok(None);
     };
+    let popped = popped?;
     if !popped.is_empty() {
-        ctx.notify(notify::LIST, end.pop_event(), key);
-        ctx.written(key);
+        ctx.changed_in_place(key, notify::LIST, end.pop_event(), deleted);
     }
-    popped
+    Ok(Some(popped))
 }
 
 fn bulk_array(items: Vec<Bytes>) -> Frame {
@@ -296,20 +308,15 @@ fn pop_command(ctx: &mut Ctx<'_>, args: &mut Args<'_>, end: End) -> CmdResult {
             _ => return Err(CommandError::err("value is out of range, must be positive")),
         },
     };
-    if !check_list(ctx, key)? {
-        return Ok(if count.is_some() {
-            Frame::NullArray
-        } else {
-            Frame::Null
-        });
-    }
-    match count {
-        None => Ok(pop_elems(ctx, key, end, 1)
-            .pop()
-            .map_or(Frame::Null, Frame::Bulk)),
-        Some(0) => Ok(Frame::Array(Vec::new())),
-        Some(n) => Ok(bulk_array(pop_elems(ctx, key, end, n))),
-    }
+    // A count of 0 pops nothing: an empty array for a list, as Redis's fast exit gives.
+    Ok(
+        match (pop_elems(ctx, key, end, count.unwrap_or(1))?, count) {
+            (None, None) => Frame::Null,
+            (None, Some(_)) => Frame::NullArray,
+            (Some(mut popped), None) => popped.pop().map_or(Frame::Null, Frame::Bulk),
+            (Some(popped), Some(_)) => bulk_array(popped),
+        },
+    )
 }
 
 /// ```text
@@ -669,7 +676,7 @@ fn pop_first(
             Some(l) if !l.is_empty() => l.len(),
             _ => continue,
         };
-        let popped = pop_elems(ctx, key, end, count);
+        let popped = pop_elems(ctx, key, end, count)?.unwrap_or_default();
         let mut argv = vec![end.pop_command(), key.clone()];
         if !single {
             argv.push(Bytes::from(count.min(len).to_string()));

@@ -53,8 +53,8 @@ pub(crate) use script::{command_exists, command_flags as script_command_flags};
 
 use crate::client::ClientState;
 pub(crate) use crate::command_meta::{BeginSearch, CommandMeta, DocArg, KeySpec, Resolved};
-use crate::db::{Db, Entry, Found, Inserted, Removed, Value};
-use crate::node::{key_expired, CommandHooks, Effects, Node, State};
+use crate::db::{Changed, Db, Entry, Found, Inserted, Removed, Value};
+use crate::node::{key_expired, CommandHooks, Effects, Node, State, Stats};
 use bytes::Bytes;
 use locksmith_resp::Frame;
 use std::sync::LazyLock;
@@ -581,17 +581,82 @@ impl Ctx<'_> {
             }
         };
         if read {
-            if entry.is_some() {
-                state.stats.keyspace_hits += 1;
-            } else {
-                state.stats.keyspace_misses += 1;
-                if notify && state.config.notify_keyspace_events() & crate::notify::KEY_MISS != 0 {
-                    self.effects
-                        .keyspace_event(db, crate::notify::KEY_MISS, "keymiss", key);
-                }
-            }
+            let hit = entry.is_some();
+            count_read(
+                &mut state.stats,
+                &state.config,
+                self.effects,
+                db,
+                key,
+                hit,
+                notify,
+            );
         }
         entry
+    }
+
+    /// Runs `change` on the live value at `key` where it lies, measured again there or, when
+    /// it empties an aggregate, the key removed (see [`crate::db::Db::change_live`]); with
+    /// [`Ctx::find`]'s lookup rules (lazy expiry, the stats of a read command). `None` when the
+    /// key is absent or expired; else `change`'s first result and whether the key was
+    /// removed. The caller finishes with [`Ctx::changed_in_place`] if it wrote.
+    pub(crate) fn change_existing<R>(
+        &mut self,
+        key: &Bytes,
+        change: impl FnOnce(&mut Value) -> (R, bool),
+    ) -> Option<(R, bool)> {
+        let (db, now, read) = (self.client.db, self.now, !self.write);
+        let state = &mut *self.state;
+        // As in `find_for`: during a CLIENT PAUSE an expired key reads as missing but stays.
+        let pause = &self.node.live.pause;
+        let changed = if pause.maybe_active()
+            && pause.is_paused(now)
+            && state.dbs.get(db).and_then(|d| d.get(key, now)).is_none()
+        {
+            None
+        } else {
+            match state
+                .dbs
+                .get_mut(db)
+                .map(|d| d.change_live(key, now, change))
+            {
+                Some(Changed::Live(result, removed)) => Some((result, removed)),
+                Some(Changed::Expired(expired)) => {
+                    key_expired(&mut state.stats, &state.repl, self.effects, db, &expired);
+                    None
+                }
+                Some(Changed::Missing) | None => None,
+            }
+        };
+        if read {
+            let hit = changed.is_some();
+            count_read(
+                &mut state.stats,
+                &state.config,
+                self.effects,
+                db,
+                key,
+                hit,
+                true,
+            );
+        }
+        changed
+    }
+
+    /// After [`Ctx::change_existing`] changed the value at `key`: raises `event` of `class`,
+    /// then `del` if the key was `removed`, and marks the key modified (already measured).
+    pub(crate) fn changed_in_place(
+        &mut self,
+        key: &Bytes,
+        class: u32,
+        event: &'static str,
+        removed: bool,
+    ) {
+        self.notify(class, event, key);
+        if removed {
+            self.notify(crate::notify::GENERIC, "del", key);
+        }
+        self.modified_measured(key);
     }
 
     /// The live entry at `key` (touched), or a new one holding `make()` with no deadline if the
@@ -841,6 +906,27 @@ pub(crate) fn call_argv(
 /// replication link. Checks authentication and the read-only replica, feeds MONITOR, runs the
 /// handler, counts the call, and propagates a write that changed data and did not propagate
 /// explicitly as sent. Errors become error replies.
+/// Counts a read command's lookup of `key` as a keyspace hit or miss, raising `keymiss` on a
+/// miss if `notify` and `notify-keyspace-events` has `m`.
+fn count_read(
+    stats: &mut Stats,
+    config: &crate::config::runtime::RuntimeConfig,
+    effects: &mut Effects,
+    db: usize,
+    key: &Bytes,
+    hit: bool,
+    notify: bool,
+) {
+    if hit {
+        stats.keyspace_hits += 1;
+    } else {
+        stats.keyspace_misses += 1;
+        if notify && config.notify_keyspace_events() & crate::notify::KEY_MISS != 0 {
+            effects.keyspace_event(db, crate::notify::KEY_MISS, "keymiss", key);
+        }
+    }
+}
+
 pub(crate) fn call(
     resolved @ Resolved {
         spec, first_arg, ..

@@ -155,13 +155,19 @@ fn sadd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn srem(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let members = args.rest();
-    let Some(s) = set_mut(ctx, key)? else {
+    // Changed where it is found, measured there or deleted once empty: one lookup.
+    let Some((removed, deleted)) = ctx.change_existing(key, |value| match value {
+        Value::Set(s) => {
+            let removed = members.iter().filter(|m| s.remove(&m[..])).count();
+            (Ok(removed), removed > 0)
+        }
+        _ => (Err(CommandError::WrongType), false),
+    }) else {
         return Ok(Frame::Integer(0));
     };
-    let removed = members.iter().filter(|m| s.remove(&m[..])).count();
+    let removed = removed?;
     if removed > 0 {
-        ctx.notify(notify::SET, "srem", key);
-        ctx.written(key);
+        ctx.changed_in_place(key, notify::SET, "srem", deleted);
     }
     Ok(Frame::Integer(removed as i64))
 }

@@ -244,20 +244,12 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, incr: bool) -> CmdResult
             pairs.push((score_arg(score)?, member.clone()));
         }
     }
-    let exists = zset_mut(ctx, key)?.is_some();
-    if !exists {
-        if xx {
-            return Ok(if incr { Frame::Null } else { Frame::Integer(0) });
-        }
-        let now = ctx.now;
-        ctx.db()
-            .insert(key, Value::ZSet(ZSet::default()), None, now);
-        ctx.created(key);
-    }
-    let (mut added, mut updated) = (0i64, 0i64);
-    let mut incr_result = None;
-    let mut failure = None;
-    if let Some(z) = zset_mut(ctx, key)? {
+    // The members applied in order; a NaN stops it, keeping what came before (Redis replies
+    // the error and still signals what changed).
+    let apply = |z: &mut ZSet| {
+        let (mut added, mut updated) = (0i64, 0i64);
+        let mut incr_result = None;
+        let mut failure = None;
         for (score, member) in pairs {
             match z.score(&member) {
                 Some(cur) => {
@@ -288,12 +280,31 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, incr: bool) -> CmdResult
                 }
             }
         }
-    }
+        (added, updated, incr_result, failure)
+    };
+    let change = |value: &mut Value| match value {
+        Value::ZSet(z) => {
+            let outcome = apply(z);
+            let changed = outcome.0 + outcome.1 > 0;
+            (Ok(outcome), changed)
+        }
+        _ => (Err(CommandError::WrongType), false),
+    };
+    // Changed where it is found (created first unless XX), measured there: one lookup. ZADD
+    // removes nothing, so the set is never left empty.
+    let outcome = if xx {
+        match ctx.change_existing(key, change) {
+            Some((outcome, _)) => outcome,
+            None => return Ok(if incr { Frame::Null } else { Frame::Integer(0) }),
+        }
+    } else {
+        ctx.change_or_insert(key, || Value::ZSet(ZSet::default()), change)
+            .0
+    };
+    let (added, updated, incr_result, failure) = outcome?;
     if added + updated > 0 {
         ctx.notify(notify::ZSET, if incr { "zincr" } else { "zadd" }, key);
-    }
-    if added + updated > 0 || !exists {
-        ctx.written(key);
+        ctx.modified_measured(key);
     }
     if let Some(e) = failure {
         return Err(e);
@@ -318,13 +329,19 @@ fn zincrby(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn zrem(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let members = args.rest();
-    let Some(z) = zset_mut(ctx, key)? else {
+    // Changed where it is found, measured there or deleted once empty: one lookup.
+    let Some((removed, deleted)) = ctx.change_existing(key, |value| match value {
+        Value::ZSet(z) => {
+            let removed = members.iter().filter(|m| z.remove(m).is_some()).count();
+            (Ok(removed), removed > 0)
+        }
+        _ => (Err(CommandError::WrongType), false),
+    }) else {
         return Ok(Frame::Integer(0));
     };
-    let removed = members.iter().filter(|m| z.remove(m).is_some()).count();
+    let removed = removed?;
     if removed > 0 {
-        ctx.notify(notify::ZSET, "zrem", key);
-        ctx.written(key);
+        ctx.changed_in_place(key, notify::ZSET, "zrem", deleted);
     }
     Ok(Frame::Integer(removed as i64))
 }
@@ -914,28 +931,40 @@ fn zremrangebyrank(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     remove_where(ctx, key, "zremrangebyrank", |i, _, _| (a..=b).contains(&i))
 }
 
-/// Pops up to `count` members from the min (or max) end of the existing sorted set `key`,
-/// with the `zpopmin`/`zpopmax` event and deletion.
-fn pop_members(ctx: &mut Ctx<'_>, key: &Bytes, max: bool, count: usize) -> Vec<(Bytes, f64)> {
-    let popped: Vec<(Bytes, f64)> = match zset_mut(ctx, key) {
-        Ok(Some(z)) => {
-            let picked: Vec<(Bytes, f64)> = z
-                .ordered(max)
-                .take(count)
-                .map(|(m, s)| (m.clone(), s))
-                .collect();
-            for (m, _) in &picked {
-                z.remove(m);
-            }
-            picked
+/// Pops up to `count` members from the min (or max) end of the sorted set `key`, with the
+/// `zpopmin`/`zpopmax` event and deletion: none if the key is absent, `WRONGTYPE` if it holds
+/// another type.
+fn pop_members(
+    ctx: &mut Ctx<'_>,
+    key: &Bytes,
+    max: bool,
+    count: usize,
+) -> Result<Vec<(Bytes, f64)>, CommandError> {
+    // Changed where it is found, measured there or deleted once empty: one lookup.
+    let changed = ctx.change_existing(key, |value| {
+        let Value::ZSet(z) = value else {
+            return (Err(CommandError::WrongType), false);
+        };
+        let picked: Vec<(Bytes, f64)> = z
+            .ordered(max)
+            .take(count)
+            .map(|(m, s)| (m.clone(), s))
+            .collect();
+        for (m, _) in &picked {
+            z.remove(m);
         }
-        _ => Vec::new(),
+        let changed = !picked.is_empty();
+        (Ok(picked), changed)
+    });
+    let Some((popped, deleted)) = changed else {
+        return Ok(Vec::new());
     };
+    let popped = popped?;
     if !popped.is_empty() {
-        ctx.notify(notify::ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
-        ctx.written(key);
+        let event = if max { "zpopmax" } else { "zpopmin" };
+        ctx.changed_in_place(key, notify::ZSET, event, deleted);
     }
-    popped
+    Ok(popped)
 }
 
 /// ```text
@@ -964,10 +993,15 @@ fn zpop_command(ctx: &mut Ctx<'_>, args: &mut Args<'_>, max: bool) -> CmdResult 
             _ => return Err(CommandError::err("value is out of range, must be positive")),
         },
     };
-    if zset_mut(ctx, key)?.is_none() || count == Some(0) {
+    if count == Some(0) {
+        // Nothing to pop, but the type is checked first (Redis's `genericZpopCommand`).
+        zset_mut(ctx, key)?;
         return Ok(Frame::Array(Vec::new()));
     }
-    let popped = pop_members(ctx, key, max, count.unwrap_or(1));
+    let popped = pop_members(ctx, key, max, count.unwrap_or(1))?;
+    if popped.is_empty() {
+        return Ok(Frame::Array(Vec::new()));
+    }
     // RESP3 nests [member, score] pairs only when a count was given.
     let resp = if count.is_some() {
         ctx.client.resp
@@ -993,7 +1027,7 @@ fn pop_first(
             Some(z) if !z.is_empty() => z.len(),
             _ => continue,
         };
-        let popped = pop_members(ctx, key, max, count.unwrap_or(1));
+        let popped = pop_members(ctx, key, max, count.unwrap_or(1))?;
         let name: &'static [u8] = if max { b"ZPOPMAX" } else { b"ZPOPMIN" };
         let mut argv = vec![Bytes::from_static(name), key.clone()];
         if let Some(n) = count {

@@ -150,6 +150,19 @@ pub(crate) enum Found<'a> {
     Missing,
 }
 
+/// What [`Db::change_live`] did.
+#[derive(Debug)]
+pub(crate) enum Changed<R> {
+    /// The key is live and the change ran: its result, and whether the value was left an
+    /// empty aggregate and the key removed.
+    Live(R, bool),
+    /// The key's deadline had passed: it was removed, not changed; the caller owes the expiry
+    /// side effects.
+    Expired(Bytes),
+    /// No such key.
+    Missing,
+}
+
 /// What [`Db::insert`] replaced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Inserted {
@@ -359,6 +372,46 @@ impl Db {
             entry.accessed = self.access.touched(entry.accessed, now, &mut self.lfu_rng);
         }
         Found::Live(entry)
+    }
+
+    /// Runs `change` on the live value at `key` (touched) and, if it says it changed it (its
+    /// second result), measures the value again in place, or removes the key if the change
+    /// left an empty aggregate (Redis deletes a list, set, hash or sorted set that a write
+    /// empties). One hash and one lookup for the whole write; an expired key is removed
+    /// instead, unchanged. The deadline is out of `change`'s reach.
+    pub(crate) fn change_live<R>(
+        &mut self,
+        key: &[u8],
+        now: u64,
+        change: impl FnOnce(&mut Value) -> (R, bool),
+    ) -> Changed<R> {
+        let hash = hash_key(&self.hasher, key);
+        let Some(mut occupied) = self.entries.find_entry(hash, |s| s.key[..] == *key) else {
+            return Changed::Missing;
+        };
+        if Self::is_expired(&occupied.get().entry, now) {
+            let Slot { key, entry } = occupied.remove();
+            self.used -= entry.size as usize;
+            self.deadlines.update(hash, entry.deadline, NO_DEADLINE);
+            return Changed::Expired(key.into_bytes());
+        }
+        let slot = occupied.get_mut();
+        slot.entry.accessed = self
+            .access
+            .touched(slot.entry.accessed, now, &mut self.lfu_rng);
+        let (result, changed) = change(&mut slot.entry.value);
+        if !changed {
+            return Changed::Live(result, false);
+        }
+        if slot.entry.value.is_empty_aggregate() {
+            let Slot { entry, .. } = occupied.remove();
+            self.used -= entry.size as usize;
+            self.deadlines.update(hash, entry.deadline, NO_DEADLINE);
+            return Changed::Live(result, true);
+        }
+        let (old, new) = slot.remeasure();
+        self.used = self.used - old as usize + new as usize;
+        Changed::Live(result, false)
     }
 
     /// The live entry for `key` (touched), or a fresh one holding `make()` with no deadline if
