@@ -178,12 +178,18 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let field = args.bytes()?;
     let value = args.bytes()?;
-    let exists = check_writable(ctx, key)?;
-    if exists && read(ctx, key)?.is_some_and(|h| h.contains_key(field)) {
+    let limits = ListpackLimits::of_hashes(&ctx.state.config);
+    // One lookup (one touch, as Redis's): a new key is created holding the field.
+    let added = change(ctx, key, |h| {
+        let absent = !h.contains_key(field);
+        if absent {
+            h.insert(field, value, limits);
+        }
+        absent
+    })?;
+    if !added {
         return Ok(Frame::Integer(0));
     }
-    let limits = ListpackLimits::of_hashes(&ctx.state.config);
-    change(ctx, key, |h| h.insert(field, value, limits))?;
     ctx.modified_measured(key);
     ctx.notify(notify::HASH, "hset", key);
     Ok(Frame::Integer(1))

@@ -232,8 +232,7 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, nx: bool) -> CmdResult
         return Err(CommandError::NoSuchKey);
     };
     let now = ctx.now;
-    let (value, at) = entry.into_parts();
-    ctx.db().insert(dst, value, at, now);
+    ctx.db().insert_moved(dst, entry, now);
     ctx.created(dst);
     ctx.modified(src);
     ctx.modified(dst);
@@ -496,8 +495,7 @@ fn move_(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     };
     let now = ctx.now;
     if let Some(d) = ctx.state.dbs.get_mut(dst_db) {
-        let (value, at) = entry.into_parts();
-        d.insert(key, value, at, now);
+        d.insert_moved(key, entry, now);
     }
     if ctx.state.config.notify_keyspace_events() & notify::NEW != 0 {
         ctx.effects.keyspace_event(dst_db, notify::NEW, "new", key);

@@ -713,6 +713,12 @@ impl Ctx<'_> {
         self.find(key, true).map(|e| &*e)
     }
 
+    /// The entry at `key` again, after this command's own lookup found it: not touched,
+    /// counted or notified a second time (Redis looks a key up once per write).
+    pub(crate) fn entry_again(&mut self, key: &Bytes) -> Option<&mut Entry> {
+        self.find_for(key, false, false, false)
+    }
+
     /// [`Ctx::lookup`], for changing the entry.
     pub(crate) fn lookup_mut(&mut self, key: &Bytes) -> Option<&mut Entry> {
         self.find(key, true)
@@ -787,8 +793,12 @@ impl Ctx<'_> {
     /// After writing into the aggregate at `key`: deletes it if it became empty (with the `del`
     /// event, as Redis does) and marks it modified.
     pub(crate) fn written(&mut self, key: &Bytes) {
+        // A look, not a lookup: the write's own lookup already touched the key (a second
+        // touch would count twice toward its LFU frequency).
+        let now = self.now;
         if self
-            .lookup(key)
+            .db()
+            .get(key, now)
             .is_some_and(|e| e.value.is_empty_aggregate())
         {
             self.db().remove(key);

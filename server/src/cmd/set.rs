@@ -258,7 +258,7 @@ fn spop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         let entry = if count.is_some() {
             ctx.find_read(key)
         } else {
-            ctx.lookup_mut(key)
+            ctx.entry_again(key)
         };
         match entry.map(|e| &mut e.value) {
             Some(Value::Set(s)) => s.drain(),
@@ -274,7 +274,7 @@ fn spop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             },
             None => Vec::new(),
         };
-        if let Some(s) = set_mut(ctx, key)? {
+        if let Some(Value::Set(s)) = ctx.entry_again(key).map(|e| &mut e.value) {
             for m in &picked {
                 s.remove(m);
             }
@@ -373,30 +373,37 @@ fn smove(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let src = args.bytes()?;
     let dst = args.bytes()?;
     let member = args.bytes()?;
-    // Redis answers 0 for a missing source before it checks the destination's type.
-    let Some(src_has) = set_mut(ctx, src)?.map(|s| s.contains(member)) else {
+    // Redis looks both keys up (one access each) before it answers 0 for a missing source,
+    // and checks the destination's type only after that.
+    let src_has = set_mut(ctx, src).map(|s| s.map(|s| s.contains(member)));
+    let dst_exists = set_mut(ctx, dst).map(|d| d.is_some());
+    let Some(src_has) = src_has? else {
         return Ok(Frame::Integer(0));
     };
-    set_mut(ctx, dst)?;
+    let dst_exists = dst_exists?;
     if src == dst {
         return Ok(Frame::Integer(i64::from(src_has)));
     }
     if !src_has {
         return Ok(Frame::Integer(0));
     }
-    if let Some(s) = set_mut(ctx, src)? {
+    if let Some(Value::Set(s)) = ctx.entry_again(src).map(|e| &mut e.value) {
         s.remove(member);
     }
     ctx.notify(notify::SET, "srem", src);
     ctx.written(src);
-    if set_mut(ctx, dst)?.is_none() {
+    if !dst_exists {
         let now = ctx.now;
         ctx.db().insert(dst, Value::Set(SetValue::new()), None, now);
         ctx.created(dst);
     }
     // A member the destination already holds leaves it untouched: no event, no WATCH
     // invalidation (Redis signals only a successful addition).
-    if set_mut(ctx, dst)?.is_some_and(|s| s.insert(member.clone())) {
+    let added = match ctx.entry_again(dst).map(|e| &mut e.value) {
+        Some(Value::Set(s)) => s.insert(member.clone()),
+        _ => false,
+    };
+    if added {
         ctx.notify(notify::SET, "sadd", dst);
         ctx.modified(dst);
     }

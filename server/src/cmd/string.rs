@@ -520,9 +520,10 @@ fn msetnx(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 }
 
 /// Stores a new string value at `key`, keeping its TTL if it exists (Redis's `dbOverwrite`),
-/// or creating it without one.
+/// or creating it without one. For a command that looked `key` up already (that lookup
+/// touched it).
 pub(crate) fn overwrite_string(ctx: &mut Ctx<'_>, key: &Bytes, value: Bytes) {
-    match ctx.lookup_mut(key) {
+    match ctx.entry_again(key) {
         Some(entry) => {
             entry.value = Value::String(value.into());
             ctx.modified(key);

@@ -873,30 +873,39 @@ fn zrevrangebylex(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     zrange_generic(ctx, args, None, RangeType::Lex, Direction::Reverse)
 }
 
-/// Removes the members `select` picks (given rank, member, score); the event and deletion.
+/// Removes the members `select` picks (given the set's length, then each member's rank,
+/// member and score); the event and deletion. One lookup: changed where it is found,
+/// measured there or deleted once empty.
 fn remove_where(
     ctx: &mut Ctx<'_>,
     key: &Bytes,
     event: &'static str,
-    select: impl Fn(usize, &Bytes, f64) -> bool,
+    select: impl Fn(usize, usize, &Bytes, f64) -> bool,
 ) -> CmdResult {
-    let Some(z) = zset_mut(ctx, key)? else {
+    let changed = ctx.change_existing(key, |value| {
+        let Value::ZSet(z) = value else {
+            return (Err(CommandError::WrongType), false);
+        };
+        let len = z.len();
+        let doomed: Vec<Bytes> = z
+            .iter()
+            .enumerate()
+            .filter(|(i, (m, s))| select(len, *i, m, *s))
+            .map(|(_, (m, _))| m.clone())
+            .collect();
+        for m in &doomed {
+            z.remove(m);
+        }
+        (Ok(doomed.len()), !doomed.is_empty())
+    });
+    let Some((removed, deleted)) = changed else {
         return Ok(Frame::Integer(0));
     };
-    let doomed: Vec<Bytes> = z
-        .iter()
-        .enumerate()
-        .filter(|(i, (m, s))| select(*i, m, *s))
-        .map(|(_, (m, _))| m.clone())
-        .collect();
-    for m in &doomed {
-        z.remove(m);
+    let removed = removed?;
+    if removed > 0 {
+        ctx.changed_in_place(key, notify::ZSET, event, deleted);
     }
-    if !doomed.is_empty() {
-        ctx.notify(notify::ZSET, event, key);
-        ctx.written(key);
-    }
-    Ok(Frame::Integer(doomed.len() as i64))
+    Ok(Frame::Integer(removed as i64))
 }
 
 /// ```text
@@ -905,7 +914,7 @@ fn remove_where(
 fn zremrangebyscore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let range = ScoreRange::parse(args.bytes()?, args.bytes()?)?;
-    remove_where(ctx, key, "zremrangebyscore", |_, _, s| range.contains(s))
+    remove_where(ctx, key, "zremrangebyscore", |_, _, _, s| range.contains(s))
 }
 
 /// ```text
@@ -914,7 +923,7 @@ fn zremrangebyscore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn zremrangebylex(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let range = LexRange::parse(args.bytes()?, args.bytes()?)?;
-    remove_where(ctx, key, "zremrangebylex", |_, m, _| range.contains(m))
+    remove_where(ctx, key, "zremrangebylex", |_, _, m, _| range.contains(m))
 }
 
 /// ```text
@@ -924,11 +933,9 @@ fn zremrangebyrank(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let start = args.i64()?;
     let stop = args.i64()?;
-    let len = zset_mut(ctx, key)?.map_or(0, |z| z.len());
-    let Some((a, b)) = clamp_rank(start, stop, len) else {
-        return Ok(Frame::Integer(0));
-    };
-    remove_where(ctx, key, "zremrangebyrank", |i, _, _| (a..=b).contains(&i))
+    remove_where(ctx, key, "zremrangebyrank", |len, i, _, _| {
+        clamp_rank(start, stop, len).is_some_and(|(a, b)| (a..=b).contains(&i))
+    })
 }
 
 /// Pops up to `count` members from the min (or max) end of the sorted set `key`, with the

@@ -482,7 +482,9 @@ impl Db {
     }
 
     /// Stores `value` under `key` with `expire_at`, replacing any previous entry, with one
-    /// hash; says what was there at `now`.
+    /// hash; says what was there at `now`. A live key replaced keeps its access record,
+    /// touched (Redis's `setKey`: the write's lookup touches the key, and `dbOverwrite` keeps
+    /// the old LFU counter); a new or expired one starts afresh.
     pub(crate) fn insert(
         &mut self,
         key: &[u8],
@@ -490,14 +492,31 @@ impl Db {
         expire_at: Option<u64>,
         now: u64,
     ) -> Inserted {
-        let hash = hash_key(&self.hasher, key);
         let entry = Entry::new(value, expire_at, self.access.fresh(now));
+        self.put(key, entry, now, true)
+    }
+
+    /// Stores `entry`, a key moved here whole (RENAME, MOVE), under `key` with its own access
+    /// record, as Redis moves the object itself; says what was there at `now`.
+    pub(crate) fn insert_moved(&mut self, key: &[u8], entry: Entry, now: u64) -> Inserted {
+        self.put(key, entry, now, false)
+    }
+
+    /// [`Db::insert`]'s store: `entry` under `key`, a live entry replaced handing on its
+    /// access record, touched, if `touch_replaced`.
+    fn put(&mut self, key: &[u8], mut entry: Entry, now: u64, touch_replaced: bool) -> Inserted {
+        let hash = hash_key(&self.hasher, key);
         let deadline = entry.deadline;
         let created = match self.entries.entry(hash, |s| s.key[..] == key[..]) {
             TableEntry::Occupied(mut occupied) => {
                 let slot = occupied.get_mut();
                 let expired = Self::is_expired(&slot.entry, now);
                 self.deadlines.update(hash, slot.entry.deadline, deadline);
+                if touch_replaced && !expired {
+                    entry.accessed =
+                        self.access
+                            .touched(slot.entry.accessed, now, &mut self.lfu_rng);
+                }
                 let (old, new) = slot.replace(entry);
                 self.used = self.used - old as usize + new as usize;
                 if expired {

@@ -1149,3 +1149,137 @@ async fn info_memory_reports_rss_peak_and_fragmentation_of_the_process() {
         }
     }
 }
+
+/// A write looks its key up once, so under an LFU policy each write adds exactly one access
+/// to the key's counter (with `lfu-log-factor 0` every access counts and `lfu-decay-time 0`
+/// none decays): commands that found the key again to measure, delete or overwrite it must
+/// not count twice, and SET over a live key keeps its counter (Redis's `dbOverwrite`) where a
+/// new or deleted key starts again at 5. `OBJECT FREQ` after each write, on both servers.
+#[tokio::test]
+async fn each_write_counts_one_access_toward_a_keys_lfu_frequency() {
+    let (ours, real) = servers().await;
+    // (command, the key whose frequency is read after it)
+    let steps: &[(&[&str], &str)] = &[
+        (&["RPUSH", "l", "a", "b", "c", "d"], "l"),
+        (&["LREM", "l", "1", "a"], "l"),
+        (&["LTRIM", "l", "0", "5"], "l"),
+        (&["LPOP", "l"], "l"),
+        (&["RPOP", "l"], "l"),
+        (&["LPUSH", "l", "x"], "l"),
+        (&["LSET", "l", "0", "y"], "l"),
+        (&["LINSERT", "l", "BEFORE", "y", "z"], "l"),
+        (&["SADD", "s", "1", "2", "3", "4", "5"], "s"),
+        (&["SREM", "s", "1"], "s"),
+        (&["SPOP", "s"], "s"),
+        (&["SPOP", "s", "1"], "s"),
+        (&["SADD", "m", "a", "b"], "m"),
+        (&["SMOVE", "m", "m2", "a"], "m"),
+        (&["ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d"], "z"),
+        (&["ZREM", "z", "a"], "z"),
+        (&["ZREMRANGEBYRANK", "z", "0", "0"], "z"),
+        (&["ZREMRANGEBYSCORE", "z", "0", "3"], "z"),
+        (&["ZADD", "z", "5", "e"], "z"),
+        (&["ZPOPMIN", "z"], "z"),
+        (&["ZINCRBY", "z", "1", "e"], "z"),
+        (&["HSET", "h", "f", "v", "g", "w"], "h"),
+        (&["HDEL", "h", "f"], "h"),
+        (&["HINCRBY", "h", "n", "1"], "h"),
+        (&["HSETNX", "h", "q", "1"], "h"),
+        (&["HSETNX", "h", "q", "2"], "h"),
+        (&["SET", "k", "1"], "k"),
+        (&["INCR", "k"], "k"),
+        (&["APPEND", "k", "x"], "k"),
+        (&["SETRANGE", "k", "0", "a"], "k"),
+        (&["INCRBYFLOAT", "f", "1.5"], "f"),
+        (&["INCRBYFLOAT", "f", "1"], "f"),
+        (&["SET", "k", "v"], "k"),
+        (&["GETSET", "k", "w"], "k"),
+        (&["SET", "k", "u", "GET"], "k"),
+        (&["DEL", "k"], "k"),
+        (&["SET", "k", "again"], "k"),
+        // A key renamed or moved is the same object, its counter kept; a copy is new (and
+        // COPY reads its source: one access).
+        (&["SET", "r", "1"], "r"),
+        (&["INCR", "r"], "r"),
+        (&["RENAME", "r", "r2"], "r2"),
+        (&["SET", "x", "1"], "x"),
+        (&["RENAMENX", "r2", "x"], "r2"),
+        (&["COPY", "r2", "c"], "c"),
+        (&["MOVE", "r2", "1"], "r2"),
+        (&["SELECT", "1"], "r2"),
+    ];
+    let mut frequencies = Vec::new();
+    for url in urls(&ours, &real) {
+        let mut con = conn(&url).await;
+        for setting in [
+            ["maxmemory", "1gb"],
+            ["maxmemory-policy", "allkeys-lfu"],
+            ["lfu-log-factor", "0"],
+            ["lfu-decay-time", "0"],
+        ] {
+            assert_eq!(
+                run(&mut con, &["CONFIG", "SET", setting[0], setting[1]]).await,
+                "ok"
+            );
+        }
+        let mut seen = Vec::new();
+        for (args, key) in steps {
+            run(&mut con, args).await;
+            let freq = run(&mut con, &["OBJECT", "FREQ", key]).await;
+            seen.push(format!("{} {key}: {freq}", args[0]));
+        }
+        frequencies.push(seen);
+    }
+    let expected = [
+        "RPUSH l: int(5)",
+        "LREM l: int(6)",
+        "LTRIM l: int(7)",
+        "LPOP l: int(8)",
+        "RPOP l: int(9)",
+        "LPUSH l: int(10)",
+        "LSET l: int(11)",
+        "LINSERT l: int(12)",
+        "SADD s: int(5)",
+        "SREM s: int(6)",
+        "SPOP s: int(7)",
+        "SPOP s: int(8)",
+        "SADD m: int(5)",
+        "SMOVE m: int(6)",
+        "ZADD z: int(5)",
+        "ZREM z: int(6)",
+        "ZREMRANGEBYRANK z: int(7)",
+        "ZREMRANGEBYSCORE z: int(8)",
+        "ZADD z: int(9)",
+        "ZPOPMIN z: int(10)",
+        "ZINCRBY z: int(11)",
+        "HSET h: int(5)",
+        "HDEL h: int(6)",
+        "HINCRBY h: int(7)",
+        "HSETNX h: int(8)",
+        "HSETNX h: int(9)",
+        "SET k: int(5)",
+        "INCR k: int(6)",
+        "APPEND k: int(7)",
+        "SETRANGE k: int(8)",
+        "INCRBYFLOAT f: int(5)",
+        "INCRBYFLOAT f: int(6)",
+        // SET over a live key: its lookup touches it and the counter is kept.
+        "SET k: int(9)",
+        // GETSET and SET .. GET read the key, then set it: two accesses.
+        "GETSET k: int(11)",
+        "SET k: int(13)",
+        "DEL k: nil",
+        "SET k: int(5)",
+        "SET r: int(5)",
+        "INCR r: int(6)",
+        "RENAME r2: int(7)",
+        "SET x: int(5)",
+        "RENAMENX r2: int(8)",
+        "COPY c: int(5)",
+        "MOVE r2: nil",
+        "SELECT r2: int(10)",
+    ];
+    for seen in &frequencies {
+        assert_eq!(seen, &expected);
+    }
+}
