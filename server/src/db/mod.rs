@@ -492,19 +492,19 @@ impl Db {
         expire_at: Option<u64>,
         now: u64,
     ) -> Inserted {
-        let entry = Entry::new(value, expire_at, self.access.fresh(now));
-        self.put(key, entry, now, true)
+        // The access record is `put`'s to give (0 is never read).
+        self.put(key, Entry::new(value, expire_at, 0), now, false)
     }
 
     /// Stores `entry`, a key moved here whole (RENAME, MOVE), under `key` with its own access
     /// record, as Redis moves the object itself; says what was there at `now`.
     pub(crate) fn insert_moved(&mut self, key: &[u8], entry: Entry, now: u64) -> Inserted {
-        self.put(key, entry, now, false)
+        self.put(key, entry, now, true)
     }
 
-    /// [`Db::insert`]'s store: `entry` under `key`, a live entry replaced handing on its
-    /// access record, touched, if `touch_replaced`.
-    fn put(&mut self, key: &[u8], mut entry: Entry, now: u64, touch_replaced: bool) -> Inserted {
+    /// The store behind [`Db::insert`] and [`Db::insert_moved`]: `entry` under `key`, with its
+    /// own access record if `moved`, else a fresh one or the replaced live entry's, touched.
+    fn put(&mut self, key: &[u8], mut entry: Entry, now: u64, moved: bool) -> Inserted {
         let hash = hash_key(&self.hasher, key);
         let deadline = entry.deadline;
         let created = match self.entries.entry(hash, |s| s.key[..] == key[..]) {
@@ -512,10 +512,13 @@ impl Db {
                 let slot = occupied.get_mut();
                 let expired = Self::is_expired(&slot.entry, now);
                 self.deadlines.update(hash, slot.entry.deadline, deadline);
-                if touch_replaced && !expired {
-                    entry.accessed =
+                if !moved {
+                    entry.accessed = if expired {
+                        self.access.fresh(now)
+                    } else {
                         self.access
-                            .touched(slot.entry.accessed, now, &mut self.lfu_rng);
+                            .touched(slot.entry.accessed, now, &mut self.lfu_rng)
+                    };
                 }
                 let (old, new) = slot.replace(entry);
                 self.used = self.used - old as usize + new as usize;
@@ -526,6 +529,9 @@ impl Db {
                 }
             }
             TableEntry::Vacant(vacant) => {
+                if !moved {
+                    entry.accessed = self.access.fresh(now);
+                }
                 self.deadlines.update(hash, NO_DEADLINE, deadline);
                 let slot = vacant.insert(Slot::new(Key::new(key), entry));
                 self.used += slot.size() as usize;
