@@ -53,8 +53,8 @@ pub(crate) use script::{command_exists, command_flags as script_command_flags};
 
 use crate::client::ClientState;
 pub(crate) use crate::command_meta::{BeginSearch, CommandMeta, DocArg, KeySpec, Resolved};
-use crate::db::{Changed, Db, Entry, Found, Inserted, Removed, Value};
-use crate::node::{key_expired, CommandHooks, Effects, Node, State, Stats};
+use crate::db::{Db, Entry, Found, Inserted, Removed, Value};
+use crate::node::{key_expired, CommandHooks, Effects, Node, State};
 use bytes::Bytes;
 use locksmith_resp::Frame;
 use std::sync::LazyLock;
@@ -556,43 +556,7 @@ impl Ctx<'_> {
         read: bool,
         notify: bool,
     ) -> Option<&mut Entry> {
-        let (db, now) = (self.client.db, self.now);
-        let state = &mut *self.state;
-        // During a CLIENT PAUSE an expired key reads as missing but stays: deleting it would
-        // be a write (Redis's `expireIfNeeded` while paused).
-        let pause = &self.node.live.pause;
-        let entry = if pause.maybe_active()
-            && pause.is_paused(now)
-            && state.dbs.get(db).and_then(|d| d.get(key, now)).is_none()
-        {
-            None
-        } else {
-            let found = match state.dbs.get_mut(db) {
-                Some(d) => d.find_live(key, now, touch),
-                None => Found::Missing,
-            };
-            match found {
-                Found::Live(entry) => Some(entry),
-                Found::Expired(expired) => {
-                    key_expired(&mut state.stats, &state.repl, self.effects, db, &expired);
-                    None
-                }
-                Found::Missing => None,
-            }
-        };
-        if read {
-            let hit = entry.is_some();
-            count_read(
-                &mut state.stats,
-                &state.config,
-                self.effects,
-                db,
-                key,
-                hit,
-                notify,
-            );
-        }
-        entry
+        self.look(key, read, notify, |db, now| db.find_live(key, now, touch))
     }
 
     /// Runs `change` on the live value at `key` where it lies, measured again there or, when
@@ -605,42 +569,52 @@ impl Ctx<'_> {
         key: &Bytes,
         change: impl FnOnce(&mut Value) -> (R, bool),
     ) -> Option<(R, bool)> {
-        let (db, now, read) = (self.client.db, self.now, !self.write);
+        let read = !self.write;
+        self.look(key, read, true, |db, now| db.change_live(key, now, change))
+    }
+
+    /// The rules of every lookup around `op`, the selected database's own lookup of `key`:
+    /// during a CLIENT PAUSE an expired key reads as missing but stays (deleting it would be a
+    /// write: Redis's `expireIfNeeded` while paused); an expired key `op` removed gets its
+    /// expiry side effects; a read counts a keyspace hit or miss, and raises `keymiss` on a
+    /// miss if `notify` (and `notify-keyspace-events` has `m`).
+    fn look<'s, T>(
+        &'s mut self,
+        key: &Bytes,
+        read: bool,
+        notify: bool,
+        op: impl FnOnce(&'s mut Db, u64) -> Found<T>,
+    ) -> Option<T> {
+        let (db, now) = (self.client.db, self.now);
         let state = &mut *self.state;
-        // As in `find_for`: during a CLIENT PAUSE an expired key reads as missing but stays.
         let pause = &self.node.live.pause;
-        let changed = if pause.maybe_active()
+        let found = if pause.maybe_active()
             && pause.is_paused(now)
             && state.dbs.get(db).and_then(|d| d.get(key, now)).is_none()
         {
             None
         } else {
-            match state
-                .dbs
-                .get_mut(db)
-                .map(|d| d.change_live(key, now, change))
-            {
-                Some(Changed::Live(result, removed)) => Some((result, removed)),
-                Some(Changed::Expired(expired)) => {
+            match state.dbs.get_mut(db).map(|d| op(d, now)) {
+                Some(Found::Live(found)) => Some(found),
+                Some(Found::Expired(expired)) => {
                     key_expired(&mut state.stats, &state.repl, self.effects, db, &expired);
                     None
                 }
-                Some(Changed::Missing) | None => None,
+                Some(Found::Missing) | None => None,
             }
         };
         if read {
-            let hit = changed.is_some();
-            count_read(
-                &mut state.stats,
-                &state.config,
-                self.effects,
-                db,
-                key,
-                hit,
-                true,
-            );
+            if found.is_some() {
+                state.stats.keyspace_hits += 1;
+            } else {
+                state.stats.keyspace_misses += 1;
+                if notify && state.config.notify_keyspace_events() & crate::notify::KEY_MISS != 0 {
+                    self.effects
+                        .keyspace_event(db, crate::notify::KEY_MISS, "keymiss", key);
+                }
+            }
         }
-        changed
+        found
     }
 
     /// After [`Ctx::change_existing`] changed the value at `key`: raises `event` of `class`,
@@ -916,27 +890,6 @@ pub(crate) fn call_argv(
 /// replication link. Checks authentication and the read-only replica, feeds MONITOR, runs the
 /// handler, counts the call, and propagates a write that changed data and did not propagate
 /// explicitly as sent. Errors become error replies.
-/// Counts a read command's lookup of `key` as a keyspace hit or miss, raising `keymiss` on a
-/// miss if `notify` and `notify-keyspace-events` has `m`.
-fn count_read(
-    stats: &mut Stats,
-    config: &crate::config::runtime::RuntimeConfig,
-    effects: &mut Effects,
-    db: usize,
-    key: &Bytes,
-    hit: bool,
-    notify: bool,
-) {
-    if hit {
-        stats.keyspace_hits += 1;
-    } else {
-        stats.keyspace_misses += 1;
-        if notify && config.notify_keyspace_events() & crate::notify::KEY_MISS != 0 {
-            effects.keyspace_event(db, crate::notify::KEY_MISS, "keymiss", key);
-        }
-    }
-}
-
 pub(crate) fn call(
     resolved @ Resolved {
         spec, first_arg, ..

@@ -139,25 +139,12 @@ impl Slot {
     }
 }
 
-/// What [`Db::find_live`] found.
+/// What a lookup ([`Db::find_live`], [`Db::change_live`]) found.
 #[derive(Debug)]
-pub(crate) enum Found<'a> {
-    /// The key is live.
-    Live(&'a mut Entry),
+pub(crate) enum Found<T> {
+    /// The key is live: what the lookup made of it (the entry, or a change's result).
+    Live(T),
     /// The key's deadline had passed: it was removed; the caller owes the expiry side effects.
-    Expired(Bytes),
-    /// No such key.
-    Missing,
-}
-
-/// What [`Db::change_live`] did.
-#[derive(Debug)]
-pub(crate) enum Changed<R> {
-    /// The key is live and the change ran: its result, and whether the value was left an
-    /// empty aggregate and the key removed.
-    Live(R, bool),
-    /// The key's deadline had passed: it was removed, not changed; the caller owes the expiry
-    /// side effects.
     Expired(Bytes),
     /// No such key.
     Missing,
@@ -356,15 +343,14 @@ impl Db {
 
     /// Finds `key` with one hash: a live entry (its access recorded at `now` if `touch`), or
     /// an expired one removed on the spot, or nothing.
-    pub(crate) fn find_live(&mut self, key: &[u8], now: u64, touch: bool) -> Found<'_> {
+    pub(crate) fn find_live(&mut self, key: &[u8], now: u64, touch: bool) -> Found<&mut Entry> {
         let hash = hash_key(&self.hasher, key);
         let Some(occupied) = self.entries.find_entry(hash, |s| s.key[..] == *key) else {
             return Found::Missing;
         };
         if Self::is_expired(&occupied.get().entry, now) {
             let Slot { key, entry } = occupied.remove();
-            self.used -= entry.size as usize;
-            self.deadlines.update(hash, entry.deadline, NO_DEADLINE);
+            Self::forget(&mut self.used, &mut self.deadlines, hash, &entry);
             return Found::Expired(key.into_bytes());
         }
         let entry = &mut occupied.into_mut().entry;
@@ -384,16 +370,15 @@ impl Db {
         key: &[u8],
         now: u64,
         change: impl FnOnce(&mut Value) -> (R, bool),
-    ) -> Changed<R> {
+    ) -> Found<(R, bool)> {
         let hash = hash_key(&self.hasher, key);
         let Some(mut occupied) = self.entries.find_entry(hash, |s| s.key[..] == *key) else {
-            return Changed::Missing;
+            return Found::Missing;
         };
         if Self::is_expired(&occupied.get().entry, now) {
             let Slot { key, entry } = occupied.remove();
-            self.used -= entry.size as usize;
-            self.deadlines.update(hash, entry.deadline, NO_DEADLINE);
-            return Changed::Expired(key.into_bytes());
+            Self::forget(&mut self.used, &mut self.deadlines, hash, &entry);
+            return Found::Expired(key.into_bytes());
         }
         let slot = occupied.get_mut();
         slot.entry.accessed = self
@@ -401,17 +386,24 @@ impl Db {
             .touched(slot.entry.accessed, now, &mut self.lfu_rng);
         let (result, changed) = change(&mut slot.entry.value);
         if !changed {
-            return Changed::Live(result, false);
+            return Found::Live((result, false));
         }
         if slot.entry.value.is_empty_aggregate() {
             let Slot { entry, .. } = occupied.remove();
-            self.used -= entry.size as usize;
-            self.deadlines.update(hash, entry.deadline, NO_DEADLINE);
-            return Changed::Live(result, true);
+            Self::forget(&mut self.used, &mut self.deadlines, hash, &entry);
+            return Found::Live((result, true));
         }
         let (old, new) = slot.remeasure();
         self.used = self.used - old as usize + new as usize;
-        Changed::Live(result, false)
+        Found::Live((result, false))
+    }
+
+    /// Forgets `entry`, just taken out of the table under `hash`: its share of `used` and its
+    /// place in `deadlines` (the two fields, not `self`: a caller may still hold a borrow of
+    /// the table).
+    fn forget(used: &mut usize, deadlines: &mut Deadlines, hash: u64, entry: &Entry) {
+        *used -= entry.size as usize;
+        deadlines.update(hash, entry.deadline, NO_DEADLINE);
     }
 
     /// The live entry for `key` (touched), or a fresh one holding `make()` with no deadline if
@@ -546,8 +538,7 @@ impl Db {
     pub(crate) fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         let hash = hash_key(&self.hasher, key);
         let Slot { entry, .. } = self.entries.remove(hash, |s| s.key[..] == *key)?;
-        self.used -= entry.size as usize;
-        self.deadlines.update(hash, entry.deadline, NO_DEADLINE);
+        Self::forget(&mut self.used, &mut self.deadlines, hash, &entry);
         Some(entry)
     }
 
@@ -558,8 +549,7 @@ impl Db {
         let Some(Slot { key, entry }) = self.entries.remove(hash, |s| s.key[..] == *key) else {
             return Removed::Missing;
         };
-        self.used -= entry.size as usize;
-        self.deadlines.update(hash, entry.deadline, NO_DEADLINE);
+        Self::forget(&mut self.used, &mut self.deadlines, hash, &entry);
         if Self::is_expired(&entry, now) {
             Removed::Expired(key.into_bytes())
         } else {
