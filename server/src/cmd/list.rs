@@ -672,14 +672,15 @@ fn pop_first(
     single: bool,
 ) -> Result<Option<(Bytes, Vec<Bytes>)>, CommandError> {
     for key in keys {
-        let len = match list_mut(ctx, key)? {
-            Some(l) if !l.is_empty() => l.len(),
+        // One lookup per key, as Redis's: the pop itself finds the list (a list is never
+        // empty, so it pops `count.min(len)`, what replicas are told).
+        let popped = match pop_elems(ctx, key, end, count)? {
+            Some(popped) if !popped.is_empty() => popped,
             _ => continue,
         };
-        let popped = pop_elems(ctx, key, end, count)?.unwrap_or_default();
         let mut argv = vec![end.pop_command(), key.clone()];
         if !single {
-            argv.push(Bytes::from(count.min(len).to_string()));
+            argv.push(Bytes::from(popped.len().to_string()));
         }
         ctx.propagate(argv);
         return Ok(Some((key.clone(), popped)));
