@@ -6,7 +6,8 @@
 
 use super::ldouble::{self, Ld, LongDouble};
 use super::{
-    flags::*, random_count, repeated_picks, scan, Args, CmdResult, CommandError, CommandSpec, Ctx,
+    flags::*, random_count, repeated_picks, scan, typed, Args, CmdResult, CommandError,
+    CommandSpec, Ctx,
 };
 use crate::db::{Entry, HashValue, ListpackLimits, Value};
 use crate::notify;
@@ -118,10 +119,7 @@ fn change<R>(
     let (changed, _) = ctx.change_or_insert(
         key,
         || Value::Hash(HashValue::new()),
-        |value| match value {
-            Value::Hash(h) => (Ok(change(h)), true),
-            _ => (Err(CommandError::WrongType), false),
-        },
+        typed(Value::as_hash_mut, |h| (change(h), true)),
     );
     changed
 }
@@ -229,21 +227,19 @@ fn hdel(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let fields = args.rest();
     // Changed where it is found, measured there or deleted once empty: one lookup.
-    let Some((deleted, emptied)) = ctx.change_existing(key, |value| match value {
-        Value::Hash(h) => {
-            let mut deleted = 0;
-            for f in fields {
-                if h.shift_remove(f) {
-                    deleted += 1;
-                    if h.is_empty() {
-                        break;
-                    }
+    let change = typed(Value::as_hash_mut, |h| {
+        let mut deleted = 0;
+        for f in fields {
+            if h.shift_remove(f) {
+                deleted += 1;
+                if h.is_empty() {
+                    break;
                 }
             }
-            (Ok(deleted), deleted > 0)
         }
-        _ => (Err(CommandError::WrongType), false),
-    }) else {
+        (deleted, deleted > 0)
+    });
+    let Some((deleted, emptied)) = ctx.change_existing(key, change) else {
         return Ok(Frame::Integer(0));
     };
     let deleted = deleted?;

@@ -1,7 +1,7 @@
 //! List commands: pushes and pops (also blocking: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP),
 //! ranges, indexes, LINSERT, LREM, LTRIM, LPOS, LMOVE, LMPOP.
 
-use super::{flags::*, parse_i64, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{flags::*, parse_i64, typed, Args, CmdResult, CommandError, CommandSpec, Ctx};
 use crate::blocking::{self, BlockKind};
 use crate::db::Value;
 use crate::notify;
@@ -190,10 +190,7 @@ fn push_elems(
         let (pushed, _) = ctx.change_or_insert(
             key,
             || Value::List(VecDeque::with_capacity(elems.len())),
-            |value| match value {
-                Value::List(list) => (Ok(push(list)), true),
-                _ => (Err(CommandError::WrongType), false),
-            },
+            typed(Value::as_list_mut, |list| (push(list), true)),
         );
         (pushed?, true)
     };
@@ -215,10 +212,7 @@ fn pop_elems(
     count: usize,
 ) -> Result<Option<Vec<Bytes>>, CommandError> {
     // Changed where it is found, measured there or deleted once empty: one lookup.
-    let changed = ctx.change_existing(key, |value| {
-        let Value::List(list) = value else {
-            return (Err(CommandError::WrongType), false);
-        };
+    let change = typed(Value::as_list_mut, |list| {
         let n = count.min(list.len());
         let popped: Vec<Bytes> = match end {
             End::Left => list.drain(..n).collect(),
@@ -229,9 +223,9 @@ fn pop_elems(
             }
         };
         let changed = !popped.is_empty();
-        (Ok(popped), changed)
+        (popped, changed)
     });
-    let Some((popped, deleted)) = changed else {
+    let Some((popped, deleted)) = ctx.change_existing(key, change) else {
         return Ok(None);
     };
     let popped = popped?;

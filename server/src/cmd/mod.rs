@@ -890,6 +890,22 @@ pub(crate) fn call_argv(
 /// replication link. Checks authentication and the read-only replica, feeds MONITOR, runs the
 /// handler, counts the call, and propagates a write that changed data and did not propagate
 /// explicitly as sent. Errors become error replies.
+/// `change`, a write to one type's value, as [`Ctx::change_existing`] and
+/// [`Ctx::change_or_insert`] run it on whatever the key holds: `pick` finds that type's value
+/// (e.g. [`Value::as_set_mut`]); a value of another type is `WRONGTYPE`, left unchanged.
+pub(crate) fn typed<V: ?Sized, R>(
+    pick: impl FnOnce(&mut Value) -> Option<&mut V>,
+    change: impl FnOnce(&mut V) -> (R, bool),
+) -> impl FnOnce(&mut Value) -> (Result<R, CommandError>, bool) {
+    move |value| match pick(value) {
+        Some(v) => {
+            let (result, changed) = change(v);
+            (Ok(result), changed)
+        }
+        None => (Err(CommandError::WrongType), false),
+    }
+}
+
 pub(crate) fn call(
     resolved @ Resolved {
         spec, first_arg, ..

@@ -5,7 +5,7 @@
 //! in Redis and comes back sorted numerically; we sort such sets the same way.
 
 use super::{
-    flags::*, parse_i64, random_count, repeated_picks, scan, Args, CmdResult, CommandError,
+    flags::*, parse_i64, random_count, repeated_picks, scan, typed, Args, CmdResult, CommandError,
     CommandSpec, Ctx,
 };
 use crate::db::{SetValue, Value};
@@ -133,13 +133,10 @@ fn sadd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (added, _) = ctx.change_or_insert(
         key,
         || Value::Set(SetValue::new()),
-        |value| match value {
-            Value::Set(s) => {
-                let added = members.iter().filter(|m| s.insert((*m).clone())).count();
-                (Ok(added), added > 0)
-            }
-            _ => (Err(CommandError::WrongType), false),
-        },
+        typed(Value::as_set_mut, |s| {
+            let added = members.iter().filter(|m| s.insert((*m).clone())).count();
+            (added, added > 0)
+        }),
     );
     let added = added?;
     if added > 0 {
@@ -156,13 +153,11 @@ fn srem(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let members = args.rest();
     // Changed where it is found, measured there or deleted once empty: one lookup.
-    let Some((removed, deleted)) = ctx.change_existing(key, |value| match value {
-        Value::Set(s) => {
-            let removed = members.iter().filter(|m| s.remove(&m[..])).count();
-            (Ok(removed), removed > 0)
-        }
-        _ => (Err(CommandError::WrongType), false),
-    }) else {
+    let change = typed(Value::as_set_mut, |s| {
+        let removed = members.iter().filter(|m| s.remove(&m[..])).count();
+        (removed, removed > 0)
+    });
+    let Some((removed, deleted)) = ctx.change_existing(key, change) else {
         return Ok(Frame::Integer(0));
     };
     let removed = removed?;

@@ -4,8 +4,8 @@
 //! ZUNION/ZINTER/ZDIFF with their STORE forms.
 
 use super::{
-    flags::*, parse_f64, parse_f64_saturating, parse_i64, random_count, repeated_picks, scan, Args,
-    CmdResult, CommandError, CommandSpec, Ctx,
+    flags::*, parse_f64, parse_f64_saturating, parse_i64, random_count, repeated_picks, scan,
+    typed, Args, CmdResult, CommandError, CommandSpec, Ctx,
 };
 use crate::blocking::{self, BlockKind};
 use crate::db::{Value, ZSet};
@@ -282,14 +282,11 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, incr: bool) -> CmdResult
         }
         (added, updated, incr_result, failure)
     };
-    let change = |value: &mut Value| match value {
-        Value::ZSet(z) => {
-            let outcome = apply(z);
-            let changed = outcome.0 + outcome.1 > 0;
-            (Ok(outcome), changed)
-        }
-        _ => (Err(CommandError::WrongType), false),
-    };
+    let change = typed(Value::as_zset_mut, |z| {
+        let outcome = apply(z);
+        let changed = outcome.0 + outcome.1 > 0;
+        (outcome, changed)
+    });
     // Changed where it is found (created first unless XX), measured there: one lookup. ZADD
     // removes nothing, so the set is never left empty.
     let outcome = if xx {
@@ -330,13 +327,11 @@ fn zrem(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let members = args.rest();
     // Changed where it is found, measured there or deleted once empty: one lookup.
-    let Some((removed, deleted)) = ctx.change_existing(key, |value| match value {
-        Value::ZSet(z) => {
-            let removed = members.iter().filter(|m| z.remove(m).is_some()).count();
-            (Ok(removed), removed > 0)
-        }
-        _ => (Err(CommandError::WrongType), false),
-    }) else {
+    let change = typed(Value::as_zset_mut, |z| {
+        let removed = members.iter().filter(|m| z.remove(m).is_some()).count();
+        (removed, removed > 0)
+    });
+    let Some((removed, deleted)) = ctx.change_existing(key, change) else {
         return Ok(Frame::Integer(0));
     };
     let removed = removed?;
@@ -882,10 +877,7 @@ fn remove_where(
     event: &'static str,
     select: impl Fn(usize, usize, &Bytes, f64) -> bool,
 ) -> CmdResult {
-    let changed = ctx.change_existing(key, |value| {
-        let Value::ZSet(z) = value else {
-            return (Err(CommandError::WrongType), false);
-        };
+    let change = typed(Value::as_zset_mut, |z| {
         let len = z.len();
         let doomed: Vec<Bytes> = z
             .iter()
@@ -896,9 +888,9 @@ fn remove_where(
         for m in &doomed {
             z.remove(m);
         }
-        (Ok(doomed.len()), !doomed.is_empty())
+        (doomed.len(), !doomed.is_empty())
     });
-    let Some((removed, deleted)) = changed else {
+    let Some((removed, deleted)) = ctx.change_existing(key, change) else {
         return Ok(Frame::Integer(0));
     };
     let removed = removed?;
@@ -948,10 +940,7 @@ fn pop_members(
     count: usize,
 ) -> Result<Vec<(Bytes, f64)>, CommandError> {
     // Changed where it is found, measured there or deleted once empty: one lookup.
-    let changed = ctx.change_existing(key, |value| {
-        let Value::ZSet(z) = value else {
-            return (Err(CommandError::WrongType), false);
-        };
+    let change = typed(Value::as_zset_mut, |z| {
         let picked: Vec<(Bytes, f64)> = z
             .ordered(max)
             .take(count)
@@ -961,9 +950,9 @@ fn pop_members(
             z.remove(m);
         }
         let changed = !picked.is_empty();
-        (Ok(picked), changed)
+        (picked, changed)
     });
-    let Some((popped, deleted)) = changed else {
+    let Some((popped, deleted)) = ctx.change_existing(key, change) else {
         return Ok(Vec::new());
     };
     let popped = popped?;

@@ -48,6 +48,38 @@ impl Value {
         !h.is_table()
     }
 
+    /// The list, if this is one.
+    pub(crate) fn as_list_mut(&mut self) -> Option<&mut VecDeque<Bytes>> {
+        match self {
+            Value::List(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// The hash, if this is one.
+    pub(crate) fn as_hash_mut(&mut self) -> Option<&mut HashValue> {
+        match self {
+            Value::Hash(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// The set, if this is one.
+    pub(crate) fn as_set_mut(&mut self) -> Option<&mut SetValue> {
+        match self {
+            Value::Set(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The sorted set, if this is one.
+    pub(crate) fn as_zset_mut(&mut self) -> Option<&mut ZSet> {
+        match self {
+            Value::ZSet(z) => Some(z),
+            _ => None,
+        }
+    }
+
     /// The name `TYPE` replies with.
     pub(crate) fn type_name(&self) -> &'static str {
         match self {
