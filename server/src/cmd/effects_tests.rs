@@ -391,6 +391,18 @@ fn writes_that_remove_in_place_keep_memory_measured_and_delete_what_they_empty()
         (&["RPUSH", "l2", &big], &[(L, "rpush")]),
         (&["RPOP", "l2"], &[(L, "rpop"), (G, "del")]),
         (&["LPOP", "l2"], &[]),
+        (&["LPUSHX", "l3", "x"], &[]),
+        (&["RPUSH", "l3", "a", "b", "a", "c", "a"], &[(L, "rpush")]),
+        (&["LPUSHX", "l3", &big], &[(L, "lpush")]),
+        (&["LSET", "l3", "0", "y"], &[(L, "lset")]),
+        (&["LSET", "l3", "99", "y"], &[]),
+        (&["LINSERT", "l3", "BEFORE", "c", &big], &[(L, "linsert")]),
+        (&["LINSERT", "l3", "AFTER", "nope", "x"], &[]),
+        (&["LREM", "l3", "-2", "a"], &[(L, "lrem")]),
+        (&["LREM", "l3", "0", "zzz"], &[]),
+        (&["LTRIM", "l3", "1", "3"], &[(L, "ltrim")]),
+        (&["LRANGE", "l3", "0", "-1"], &[]),
+        (&["LTRIM", "l3", "5", "1"], &[(L, "ltrim"), (G, "del")]),
         (&["SADD", "s", "1", &big], &[(SET, "sadd")]),
         (&["SREM", "s", &big, "nope"], &[(SET, "srem")]),
         (&["SREM", "s", "1"], &[(SET, "srem"), (G, "del")]),
@@ -419,7 +431,7 @@ fn writes_that_remove_in_place_keep_memory_measured_and_delete_what_they_empty()
         let db = &h.state.dbs[0];
         assert_eq!(db.used_bytes(), db.measured_afresh(), "{args:?}");
     }
-    for gone in ["l2", "s", "h", "z2", "z3"] {
+    for gone in ["l2", "l3", "s", "h", "z2", "z3"] {
         assert_eq!(h.run(&["EXISTS", gone]).0, Frame::Integer(0), "{gone}");
     }
     let (l, _) = h.run(&["LRANGE", "l", "0", "-1"]);
@@ -436,6 +448,11 @@ fn writes_that_remove_in_place_keep_memory_measured_and_delete_what_they_empty()
     h.ok(&["SET", "str", "v"]);
     for args in [
         &["LPOP", "str"][..],
+        &["LPUSHX", "str", "v"],
+        &["LSET", "str", "0", "v"],
+        &["LINSERT", "str", "BEFORE", "v", "w"],
+        &["LREM", "str", "0", "v"],
+        &["LTRIM", "str", "0", "1"],
         &["SREM", "str", "v"],
         &["HDEL", "str", "f"],
         &["ZREM", "str", "m"],

@@ -180,26 +180,19 @@ fn push_elems(
         list.len()
     };
     // LPUSH/RPUSH create the list if needed and change it where it is found, measured there
-    // (one lookup); LPUSHX/RPUSHX only change an existing one.
-    let (len, measured) = if existing_only {
-        let Some(list) = list_mut(ctx, key)? else {
+    // (one lookup); LPUSHX/RPUSHX only change an existing one, the same way.
+    let change = typed(Value::as_list_mut, |list| (push(list), true));
+    let len = if existing_only {
+        let Some((pushed, _)) = ctx.change_existing(key, change) else {
             return Ok(None);
         };
-        (push(list), false)
+        pushed?
     } else {
-        let (pushed, _) = ctx.change_or_insert(
-            key,
-            || Value::List(VecDeque::with_capacity(elems.len())),
-            typed(Value::as_list_mut, |list| (push(list), true)),
-        );
-        (pushed?, true)
+        let make = || Value::List(VecDeque::with_capacity(elems.len()));
+        ctx.change_or_insert(key, make, change).0?
     };
     ctx.notify(notify::LIST, end.push_event(), key);
-    if measured {
-        ctx.modified_measured(key);
-    } else {
-        ctx.modified(key);
-    }
+    ctx.modified_measured(key);
     Ok(Some(len))
 }
 
@@ -383,18 +376,25 @@ fn lindex(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn lset(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    // Redis looks the key up before it parses the index.
-    let Some(list) = list_mut(ctx, key)? else {
+    // Redis looks the key up (no such key, WRONGTYPE) before it parses the index.
+    let index = args.i64();
+    let element = args.bytes()?;
+    let change = typed(Value::as_list_mut, |list| {
+        let set = index.and_then(|index| {
+            let slot = list_index(index, list.len())
+                .and_then(|i| list.get_mut(i))
+                .ok_or_else(|| CommandError::err("index out of range"))?;
+            *slot = element.clone();
+            Ok(())
+        });
+        let changed = set.is_ok();
+        (set, changed)
+    });
+    let Some((set, _)) = ctx.change_existing(key, change) else {
         return Err(CommandError::NoSuchKey);
     };
-    let index = args.i64()?;
-    let element = args.bytes()?;
-    let slot = list_index(index, list.len())
-        .and_then(|i| list.get_mut(i))
-        .ok_or_else(|| CommandError::err("index out of range"))?;
-    *slot = element.clone();
-    ctx.notify(notify::LIST, "lset", key);
-    ctx.modified(key);
+    set??;
+    ctx.changed_in_place(key, notify::LIST, "lset", false);
     Ok(Frame::ok())
 }
 
@@ -410,16 +410,20 @@ fn linsert(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     };
     let pivot = args.bytes()?;
     let element = args.bytes()?;
-    let Some(list) = list_mut(ctx, key)? else {
+    let change = typed(Value::as_list_mut, |list| {
+        let Some(pos) = list.iter().position(|e| *e == pivot) else {
+            return (None, false);
+        };
+        list.insert(if after { pos + 1 } else { pos }, element.clone());
+        (Some(list.len()), true)
+    });
+    let Some((inserted, _)) = ctx.change_existing(key, change) else {
         return Ok(Frame::Integer(0));
     };
-    let Some(pos) = list.iter().position(|e| *e == pivot) else {
+    let Some(len) = inserted? else {
         return Ok(Frame::Integer(-1));
     };
-    list.insert(if after { pos + 1 } else { pos }, element.clone());
-    let len = list.len();
-    ctx.notify(notify::LIST, "linsert", key);
-    ctx.modified(key);
+    ctx.changed_in_place(key, notify::LIST, "linsert", false);
     Ok(Frame::Integer(len as i64))
 }
 
@@ -430,40 +434,59 @@ fn lrem(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let count = args.i64()?;
     let element = args.bytes()?;
-    let Some(list) = list_mut(ctx, key)? else {
-        return Ok(Frame::Integer(0));
-    };
     let limit = if count == 0 {
         usize::MAX
     } else {
-        count.unsigned_abs().min(usize::MAX as u64) as usize
+        usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX)
     };
-    let mut removed = 0usize;
-    if count >= 0 {
-        let mut i = 0;
-        while i < list.len() && removed < limit {
-            if list.get(i) == Some(element) {
-                list.remove(i);
-                removed += 1;
-            } else {
-                i += 1;
-            }
-        }
-    } else {
-        let mut i = list.len();
-        while i > 0 && removed < limit {
-            i -= 1;
-            if list.get(i) == Some(element) {
-                list.remove(i);
-                removed += 1;
-            }
-        }
-    }
+    let change = typed(Value::as_list_mut, |list| {
+        let removed = remove_matches(list, element, limit, count < 0);
+        (removed, removed > 0)
+    });
+    let Some((removed, deleted)) = ctx.change_existing(key, change) else {
+        return Ok(Frame::Integer(0));
+    };
+    let removed = removed?;
     if removed > 0 {
-        ctx.notify(notify::LIST, "lrem", key);
-        ctx.written(key);
+        ctx.changed_in_place(key, notify::LIST, "lrem", deleted);
     }
     Ok(Frame::Integer(removed as i64))
+}
+
+/// Removes from `list` up to `limit` elements equal to `element`, the first ones from the
+/// head or, `from_tail`, the last ones, in one pass whatever the list's length (removing one
+/// at a time shifts the rest each time: minutes for a long list of many matches); says how
+/// many it removed.
+fn remove_matches(
+    list: &mut VecDeque<Bytes>,
+    element: &[u8],
+    limit: usize,
+    from_tail: bool,
+) -> usize {
+    // The index from which matches go: 0 from the head; from the tail, the `limit`-th match
+    // counted from the end (or the first match, when there are fewer).
+    let mut first = 0;
+    if from_tail {
+        first = list.len();
+        let mut seen = 0;
+        for (i, e) in list.iter().enumerate().rev() {
+            if seen == limit {
+                break;
+            }
+            if e == element {
+                seen += 1;
+                first = i;
+            }
+        }
+    }
+    let (mut at, mut removed) = (0, 0);
+    list.retain(|e| {
+        let remove = at >= first && removed < limit && e == element;
+        at += 1;
+        removed += usize::from(remove);
+        !remove
+    });
+    removed
 }
 
 /// ```text
@@ -473,18 +496,21 @@ fn ltrim(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let start = args.i64()?;
     let stop = args.i64()?;
-    let Some(list) = list_mut(ctx, key)? else {
+    let change = typed(Value::as_list_mut, |list| {
+        match clamp_range(start, stop, list.len()) {
+            Some((a, b)) => {
+                list.truncate(b + 1);
+                list.drain(..a);
+            }
+            None => list.clear(),
+        }
+        ((), true)
+    });
+    let Some((trimmed, deleted)) = ctx.change_existing(key, change) else {
         return Ok(Frame::ok());
     };
-    match clamp_range(start, stop, list.len()) {
-        Some((a, b)) => {
-            list.truncate(b + 1);
-            list.drain(..a);
-        }
-        None => list.clear(),
-    }
-    ctx.notify(notify::LIST, "ltrim", key);
-    ctx.written(key);
+    trimmed?;
+    ctx.changed_in_place(key, notify::LIST, "ltrim", deleted);
     Ok(Frame::ok())
 }
 
@@ -818,5 +844,61 @@ mod tests {
         assert_eq!(list_index(-1, 3), Some(2));
         assert_eq!(list_index(3, 3), None);
         assert_eq!(list_index(-4, 3), None);
+    }
+
+    /// LREM's removal one element at a time, from the head or the tail, as Redis walks it.
+    fn remove_one_by_one(list: &mut Vec<u8>, element: u8, limit: usize, from_tail: bool) -> usize {
+        let mut removed = 0;
+        let order: Vec<usize> = if from_tail {
+            (0..list.len()).rev().collect()
+        } else {
+            (0..list.len()).collect()
+        };
+        let mut gone = vec![false; list.len()];
+        for i in order {
+            if removed < limit && list[i] == element {
+                gone[i] = true;
+                removed += 1;
+            }
+        }
+        let mut keep = gone.iter().map(|g| !g);
+        list.retain(|_| keep.next().unwrap_or(true));
+        removed
+    }
+
+    #[test]
+    fn lrem_removes_the_first_or_last_matches_in_one_pass() {
+        // Every list of up to 7 elements over {a, b}, every count from -8 to 8.
+        for len in 0..=7u32 {
+            for bits in 0..(1u32 << len) {
+                let elems: Vec<u8> = (0..len)
+                    .map(|i| if bits >> i & 1 == 1 { b'a' } else { b'b' })
+                    .collect();
+                for count in -8i64..=8 {
+                    let limit = if count == 0 {
+                        usize::MAX
+                    } else {
+                        count.unsigned_abs() as usize
+                    };
+                    let mut want = elems.clone();
+                    let want_removed = remove_one_by_one(&mut want, b'a', limit, count < 0);
+                    let mut list: VecDeque<Bytes> = elems
+                        .iter()
+                        .map(|e| Bytes::copy_from_slice(&[*e]))
+                        .collect();
+                    let removed = remove_matches(&mut list, b"a", limit, count < 0);
+                    let got: Vec<u8> = list.iter().map(|e| e[0]).collect();
+                    assert_eq!((removed, &got), (want_removed, &want), "{elems:?} {count}");
+                }
+            }
+        }
+        // A long list of alternating matches: one pass (this took minutes removing one by one).
+        let mut list: VecDeque<Bytes> = (0..1_000_000)
+            .map(|i| Bytes::from_static(if i % 2 == 0 { b"x" } else { b"y" }))
+            .collect();
+        assert_eq!(remove_matches(&mut list, b"x", usize::MAX, false), 500_000);
+        assert_eq!(list.len(), 500_000);
+        assert_eq!(remove_matches(&mut list, b"y", 3, true), 3);
+        assert_eq!(list.len(), 499_997);
     }
 }

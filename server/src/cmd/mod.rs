@@ -885,11 +885,6 @@ pub(crate) fn call_argv(
     }
 }
 
-/// Redis's `call()`: the execution step every command takes, from a client
-/// ([`crate::dispatch::Session::process`]), `EXEC`, a script's `redis.call` or the
-/// replication link. Checks authentication and the read-only replica, feeds MONITOR, runs the
-/// handler, counts the call, and propagates a write that changed data and did not propagate
-/// explicitly as sent. Errors become error replies.
 /// `change`, a write to one type's value, as [`Ctx::change_existing`] and
 /// [`Ctx::change_or_insert`] run it on whatever the key holds: `pick` finds that type's value
 /// (e.g. [`Value::as_set_mut`]); a value of another type is `WRONGTYPE`, left unchanged.
@@ -906,6 +901,11 @@ pub(crate) fn typed<V: ?Sized, R>(
     }
 }
 
+/// Redis's `call()`: the execution step every command takes, from a client
+/// ([`crate::dispatch::Session::process`]), `EXEC`, a script's `redis.call` or the
+/// replication link. Checks authentication and the read-only replica, feeds MONITOR, runs the
+/// handler, counts the call, and propagates a write that changed data and did not propagate
+/// explicitly as sent. Errors become error replies.
 pub(crate) fn call(
     resolved @ Resolved {
         spec, first_arg, ..
