@@ -503,6 +503,13 @@ async fn active_expire_loop(
             _ = stop.recv() => break,
         }
         let start = clock.tick_us();
+        if node.live.cron_paused.load(Ordering::Relaxed) {
+            // DEBUG PAUSE-CRON: Redis's `serverCron` returns at once, and no slow cycle runs
+            // to start fast ones.
+            last_slow_us = start;
+            behind = false;
+            continue;
+        }
         let slow = start.saturating_sub(last_slow_us) >= period.as_micros() as u64;
         if slow {
             last_slow_us = start;

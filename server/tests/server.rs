@@ -10,6 +10,7 @@ mod server {
     mod cluster;
     mod config_live;
     mod connection;
+    mod debug;
     mod differential;
     mod expiry;
     mod extreme_args;

@@ -2,7 +2,7 @@
 //! TOUCH, COPY, MOVE, SWAPDB, OBJECT.
 
 use super::{flags::*, scan, Args, CmdResult, CommandError, CommandSpec, Ctx};
-use crate::db::{Access, Entry, Value};
+use crate::db::{Access, Entry};
 use crate::notify;
 use bytes::Bytes;
 use locksmith_resp::Frame;
@@ -619,14 +619,7 @@ fn object_idletime(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn object_refcount(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     Ok(ctx.lookup_quiet(key).map_or(Frame::Null, |e| {
-        let shared = match &e.value {
-            Value::String(s) => {
-                s.len() <= 20
-                    && locksmith_resp::parse_integer(s).is_some_and(|n| (0..10_000).contains(&n))
-            }
-            _ => false,
-        };
-        Frame::Integer(if shared { i64::from(i32::MAX) } else { 1 })
+        Frame::Integer(i64::from(e.value.refcount()))
     }))
 }
 

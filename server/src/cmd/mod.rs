@@ -13,6 +13,7 @@ mod cluster;
 mod command;
 mod config;
 mod connection;
+mod debug;
 #[cfg(test)]
 mod effects_tests;
 mod expire;

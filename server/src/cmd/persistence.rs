@@ -1,6 +1,7 @@
 //! Persistence for fixtures: SAVE and BGSAVE write an RDB file (`dir`/`dbfilename`) that
-//! redis-server loads; LASTSAVE; and loading such a file when the server starts
-//! ([`load_at_start`]). There is no AOF and no automatic `save` schedule.
+//! redis-server loads; LASTSAVE; loading such a file when the server starts
+//! ([`load_at_start`]) and again on `DEBUG RELOAD` ([`reload`]). There is no AOF and no
+//! automatic `save` schedule.
 
 use super::{flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
 use crate::node::{Node, State};
@@ -74,6 +75,13 @@ fn save(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     if ctx.node.live.saves.in_progress.load(Ordering::Acquire) {
         return Err(CommandError::err("Background save already in progress"));
     }
+    save_now(ctx)?;
+    Ok(Frame::ok())
+}
+
+/// Writes the node's data to `dir`/`dbfilename` now (SAVE, `DEBUG RELOAD`); Redis's bare
+/// `ERR` when the file cannot be written.
+fn save_now(ctx: &mut Ctx<'_>) -> Result<(), CommandError> {
     let data = encode(ctx.state, ctx.now);
     let path = rdb_path(ctx.state);
     match write_file(&path, &data) {
@@ -83,7 +91,7 @@ fn save(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
                 .live
                 .saves
                 .saved(ctx.node.clock.now_ms(), ctx.state.dirty);
-            Ok(Frame::ok())
+            Ok(())
         }
         Err(e) => {
             tracing::warn!(path = %path.display(), error = %e, "failed saving the DB");
@@ -145,15 +153,81 @@ fn lastsave(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 /// A file that cannot be read or parsed, as Redis refuses to start on one.
 pub(crate) fn load_at_start(state: &mut State, node: &Node) -> Result<usize, String> {
     let path = rdb_path(state);
-    let data = match std::fs::read(&path) {
-        Ok(data) => data,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    let contents = match read_file(state, node, &path) {
+        Ok(contents) => contents,
+        Err(Unread::Missing) => return Ok(0),
+        Err(Unread::Bad(e)) => return Err(e),
     };
-    let now = node.clock.now_ms();
+    let loaded =
+        load(state, node, contents, false).map_err(|e| format!("{}: {e}", path.display()))?;
+    tracing::info!(path = %path.display(), keys = loaded, "DB loaded from disk");
+    Ok(loaded)
+}
+
+/// Why an RDB file gave no contents.
+enum Unread {
+    /// There is no such file.
+    Missing,
+    /// It could not be read or parsed: why.
+    Bad(String),
+}
+
+/// The contents of the RDB file at `path`, its keys expired at the node's time left out.
+fn read_file(state: &State, node: &Node, path: &PathBuf) -> Result<file::Contents, Unread> {
+    let data = std::fs::read(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Unread::Missing,
+        _ => Unread::Bad(format!("cannot read {}: {e}", path.display())),
+    })?;
     let hash_limits = crate::db::ListpackLimits::of_hashes(&state.config);
-    let contents = file::read(&data, now, state.dbs.len(), hash_limits)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    file::read(&data, node.clock.now_ms(), state.dbs.len(), hash_limits)
+        .map_err(|e| Unread::Bad(format!("{}: {e}", path.display())))
+}
+
+/// Adds `contents` to the node's data: function libraries, then keys, each replacing one
+/// present only if `merge`. Without `merge`, a key already present is an error found before
+/// anything is added (Redis's load stops the server on a duplicate key), and so is a library
+/// present (the libraries before it in the file stay loaded); returns how many keys were
+/// loaded.
+fn load(
+    state: &mut State,
+    node: &Node,
+    contents: file::Contents,
+    merge: bool,
+) -> Result<usize, String> {
+    let now = node.clock.now_ms();
+    if !merge {
+        for (index, keys) in &contents.dbs {
+            let Some(db) = state.dbs.get(*index) else {
+                continue;
+            };
+            if let Some(key) = keys.iter().find(|k| db.get(&k.name, now).is_some()) {
+                return Err(format!(
+                    "duplicate key '{}' in database {index}",
+                    String::from_utf8_lossy(&key.name)
+                ));
+            }
+        }
+    }
+    // Libraries first, as the file holds them before the keys.
+    let limit = state.config.lua_memory_limit();
+    let mut failed = None;
+    for code in contents.functions {
+        let kill = node.script.kill.clone();
+        let make = move || {
+            crate::script::Engine::new_functions(kill, super::command_exists, limit)
+                .map_err(|e| e.to_string())
+        };
+        if let Err(e) = state.functions.load(&code, merge, None, make) {
+            failed = Some(format!("function library: {e}"));
+            break;
+        }
+    }
+    if let Ok(mut counts) = node.script.function_counts.lock() {
+        *counts = state.functions.counts();
+    }
+    if let Some(failed) = failed {
+        return Err(failed);
+    }
     let mut loaded = 0;
     for (index, keys) in contents.dbs {
         let Some(db) = state.dbs.get_mut(index) else {
@@ -164,21 +238,36 @@ pub(crate) fn load_at_start(state: &mut State, node: &Node) -> Result<usize, Str
             loaded += 1;
         }
     }
-    let limit = state.config.lua_memory_limit();
-    for code in contents.functions {
-        let kill = node.script.kill.clone();
-        let make = move || {
-            crate::script::Engine::new_functions(kill, super::command_exists, limit)
-                .map_err(|e| e.to_string())
-        };
-        state
-            .functions
-            .load(&code, false, None, make)
-            .map_err(|e| format!("{}: function library: {e}", path.display()))?;
-    }
-    if let Ok(mut counts) = node.script.function_counts.lock() {
-        *counts = state.functions.counts();
-    }
-    tracing::info!(path = %path.display(), keys = loaded, "DB loaded from disk");
     Ok(loaded)
+}
+
+/// `DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]`: saves the data to `dir`/`dbfilename` (unless
+/// `save` is false), then loads that file back, first emptying every database and the
+/// function libraries if `flush`, as `FLUSHALL` would for WATCH and client tracking (but
+/// counting no change: a reload is not a write). Keys and libraries the file holds that are
+/// present already replace them with `merge`, or else refuse the load before anything
+/// changes; a file that cannot be read refuses it before the data is emptied.
+pub(super) fn reload(ctx: &mut Ctx<'_>, merge: bool, flush: bool, save: bool) -> CmdResult {
+    if save {
+        save_now(ctx)?;
+    }
+    let path = rdb_path(ctx.state);
+    let refused = |why: String| {
+        tracing::warn!(path = %path.display(), "DEBUG RELOAD: {why}");
+        CommandError::err("Error trying to load the RDB dump, check server logs.")
+    };
+    let contents = match read_file(ctx.state, ctx.node, &path) {
+        Ok(contents) => contents,
+        Err(Unread::Missing) => return Err(refused("no such file".into())),
+        Err(Unread::Bad(why)) => return Err(refused(why)),
+    };
+    if flush {
+        let dirty = ctx.state.dirty;
+        super::server::flush_all(ctx);
+        ctx.state.functions.flush();
+        ctx.state.dirty = dirty;
+    }
+    let loaded = load(ctx.state, ctx.node, contents, merge).map_err(refused)?;
+    tracing::warn!(keys = loaded, "DB reloaded by DEBUG RELOAD");
+    Ok(Frame::ok())
 }

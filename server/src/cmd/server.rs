@@ -1,14 +1,12 @@
 //! Server commands: INFO, DBSIZE, FLUSHDB, FLUSHALL, TIME, LASTSAVE, DEBUG, SHUTDOWN, and the
 //! family's table, which also lists CONFIG (`cmd/config.rs`) and COMMAND (`cmd/command.rs`).
 
-use super::client::help_lines;
-use super::{bulk_str, flags::*, lossy, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{bulk_str, flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
 use crate::node::Node;
 use bytes::Bytes;
 use locksmith_resp::Frame;
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 /// The server family's table.
 pub(crate) static COMMANDS: &[CommandSpec] = &[
@@ -35,7 +33,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         .doc("server", "Returns the server time."),
     // Runs on the blocking pool (RUNS_SCRIPT) so DEBUG SLEEP can hold the state lock, as
     // Redis blocks, without stalling the reactor.
-    CommandSpec::new("debug", -2, debug)
+    CommandSpec::new("debug", -2, super::debug::debug)
         .flags(ADMIN | NOSCRIPT | LOADING | STALE | PROTECTED | RUNS_SCRIPT)
         .doc("server", "A container for debugging commands."),
     CommandSpec::new("command", -1, super::command::command)
@@ -117,13 +115,18 @@ fn flushdb(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn flushall(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     flush_mode(args)?;
+    flush_all(ctx);
+    ctx.state.dirty += 1;
+    Ok(Frame::ok())
+}
+
+/// Empties every database as `FLUSHALL` does (WATCH, client tracking, memory given back).
+pub(super) fn flush_all(ctx: &mut Ctx<'_>) {
     flush_tracking(ctx);
     for db in 0..ctx.state.dbs.len() {
         flush_db(ctx, db);
     }
     crate::db::release::release();
-    ctx.state.dirty += 1;
-    Ok(Frame::ok())
 }
 
 /// ```text
@@ -135,72 +138,6 @@ fn time(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
         bulk_str(&(us / 1_000_000).to_string()),
         bulk_str(&(us % 1_000_000).to_string()),
     ]))
-}
-
-/// ```text
-/// DEBUG SLEEP seconds
-/// DEBUG SET-ACTIVE-EXPIRE <0 | 1>
-/// DEBUG HELP
-/// ```
-fn debug(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
-    let sub = args.bytes()?;
-    let lower = sub.to_ascii_lowercase();
-    match (lower.as_slice(), args.remaining()) {
-        (b"sleep", 1) => {
-            // Redis parses with atof: garbage is 0.
-            let secs = args
-                .next()
-                .and_then(|a| super::parse_f64(a))
-                .filter(|s| s.is_finite() && *s > 0.0)
-                .unwrap_or(0.0);
-            // The state lock stays held: every other client waits, as when Redis sleeps. A
-            // shutdown ends the sleep early.
-            let deadline = std::time::Instant::now() + Duration::from_secs_f64(secs.min(3600.0));
-            let live = &ctx.node.live;
-            let sleep = || {
-                while !live.stop_requested() {
-                    let left = deadline.saturating_duration_since(std::time::Instant::now());
-                    if left.is_zero() {
-                        break;
-                    }
-                    std::thread::sleep(left.min(Duration::from_millis(10)));
-                }
-            };
-            // Inline on a tokio worker, hand the worker's other tasks (and its timers) to
-            // another thread first, so the runtime keeps running meanwhile.
-            match tokio::runtime::Handle::try_current() {
-                Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-                    tokio::task::block_in_place(sleep)
-                }
-                _ => sleep(),
-            }
-            Ok(Frame::ok())
-        }
-        (b"set-active-expire", 1) => {
-            let on = args
-                .next()
-                .and_then(|a| locksmith_resp::parse_integer(a))
-                .unwrap_or(0)
-                != 0;
-            ctx.node.live.active_expire.store(on, Ordering::Relaxed);
-            Ok(Frame::ok())
-        }
-        (b"help", 0) => Ok(help_lines(
-            "DEBUG",
-            &[
-                "SET-ACTIVE-EXPIRE <0|1>",
-                "    Setting it to 0 disables expiring keys in background when they are not",
-                "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
-                "    default.",
-                "SLEEP <seconds>",
-                "    Stop the server for <seconds>. Decimals allowed.",
-            ],
-        )),
-        _ => Err(CommandError::err(format!(
-            "unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
-            lossy(sub, 128)
-        ))),
-    }
 }
 
 /// The options of `SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]`: `Ok(nosave)`, or the

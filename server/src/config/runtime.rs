@@ -684,6 +684,23 @@ impl RuntimeConfig {
         self.text("acl-pubsub-default") == "allchannels"
     }
 
+    /// `list-max-listpack-size`: a quicklist node's limit, in elements (positive) or as one of
+    /// Redis's size classes (-1 for 4 KB .. -5 for 64 KB).
+    pub(crate) fn list_max_listpack_size(&self) -> i64 {
+        self.stored_int("list-max-listpack-size").unwrap_or(-2)
+    }
+
+    /// `list-compress-depth`: nodes at each end of a list left uncompressed (0: none is).
+    pub(crate) fn list_compress_depth(&self) -> i64 {
+        self.stored_int("list-compress-depth").unwrap_or(0)
+    }
+
+    /// A parameter kept as text, as an integer.
+    fn stored_int(&self, name: &str) -> Option<i64> {
+        let param = super::table::find(name.as_bytes())?;
+        self.get(param).parse().ok()
+    }
+
     /// `dbfilename`.
     pub(crate) fn dbfilename(&self) -> String {
         read(&self.dbfilename)

@@ -92,6 +92,47 @@ impl Access {
     }
 }
 
+/// Redis's `LRU_CLOCK_MAX`: its LRU clock counts seconds in 24 bits.
+const REDIS_LRU_CLOCK_MAX: u64 = (1 << 24) - 1;
+
+impl Access {
+    /// The 24 bits Redis keeps of `record` in its object header (`DEBUG OBJECT`'s `lru`):
+    /// under LRU its LRU clock (seconds, modulo 2^24) at the last access; under LFU the
+    /// minute of the last decrement (modulo 2^16) above the counter. A record of the other
+    /// kind reads as a fresh one.
+    pub(crate) fn redis_field(self, record: u32, now: u64) -> u32 {
+        match self {
+            Access::Lru => redis_lru_clock(now.saturating_sub(Self::idle_ms(record, now))),
+            Access::Lfu { .. } => {
+                let (minute, counter) = if record & LFU_TAG == 0 {
+                    (minute_of(now), u32::from(LFU_INIT_VAL))
+                } else {
+                    ((record & !LFU_TAG) >> 8, record & 0xff)
+                };
+                ((minute & 0xffff) << 8) | counter
+            }
+        }
+    }
+
+    /// Seconds Redis's `estimateObjectIdleTime` gives for an object header of `field` at
+    /// `now` (`DEBUG OBJECT`'s `lru_seconds_idle`; under LFU Redis reads the LFU bits as an
+    /// LRU clock too).
+    pub(crate) fn redis_idle_secs(field: u32, now: u64) -> u64 {
+        let clock = u64::from(redis_lru_clock(now));
+        let field = u64::from(field);
+        if clock >= field {
+            clock - field
+        } else {
+            clock + (REDIS_LRU_CLOCK_MAX - field)
+        }
+    }
+}
+
+/// Redis's LRU clock at `at` (node-clock ms): seconds, modulo 2^24.
+fn redis_lru_clock(at: u64) -> u32 {
+    ((at / 1000) & REDIS_LRU_CLOCK_MAX) as u32
+}
+
 /// The LRU record of an access at `now`.
 fn lru(now: u64) -> u32 {
     (now & u64::from(LRU_MASK)) as u32

@@ -221,6 +221,86 @@ fn quicklist_nodes(bytes: usize) -> usize {
     full * (QUICKLIST_NODE + allocation(QUICKLIST_NODE_BYTES)) + last
 }
 
+/// The quicklist Redis would keep a list in, as `DEBUG OBJECT` describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct QuicklistShape {
+    /// Nodes (`ql_nodes`).
+    pub(crate) nodes: usize,
+    /// Bytes of the nodes' listpacks, and of the plain nodes' elements
+    /// (`ql_uncompressed_size`).
+    pub(crate) bytes: usize,
+}
+
+/// Bytes in a quicklist node above which only a `fill` that counts elements may grow it
+/// (Redis's `SIZE_SAFETY_LIMIT`).
+const QUICKLIST_SAFETY_LIMIT: usize = 8192;
+/// The node sizes of `fill` -1 to -5 (Redis's `optimization_level`).
+const QUICKLIST_SIZE_CLASSES: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
+
+/// The quicklist Redis builds from `elements` appended in order (as RPUSH, RESTORE or a load
+/// do) under `list-max-listpack-size` `fill`, an element of `packed_threshold` bytes or more in
+/// a plain node of its own (Redis's `_quicklistNodeAllowInsert`). A list shaped by other
+/// writes may have been split differently by Redis; the elements are the same.
+pub(crate) fn quicklist_shape<'a>(
+    elements: impl IntoIterator<Item = &'a [u8]>,
+    fill: i64,
+    packed_threshold: u64,
+) -> QuicklistShape {
+    // Redis's `quicklistSetFill` bounds.
+    let fill = fill.clamp(-5, (1 << 15) - 1);
+    let mut shape = QuicklistShape::default();
+    // The last node's listpack bytes and elements, when it is a packed node.
+    let mut tail: Option<(usize, i64)> = None;
+    for element in elements {
+        let sz = element.len();
+        if u64::try_from(sz).unwrap_or(u64::MAX) >= packed_threshold {
+            shape.nodes += 1;
+            shape.bytes += sz;
+            tail = None;
+            continue;
+        }
+        let entry = listpack_value(element);
+        match &mut tail {
+            Some((bytes, count)) if quicklist_node_takes(*bytes, *count, sz, fill) => {
+                *bytes += entry;
+                *count += 1;
+            }
+            _ => {
+                shape.nodes += 1;
+                tail = Some((LISTPACK_HEADER, 1));
+                shape.bytes += LISTPACK_HEADER;
+                if let Some((bytes, _)) = &mut tail {
+                    *bytes += entry;
+                }
+            }
+        }
+        shape.bytes += entry;
+    }
+    shape
+}
+
+/// Whether a packed node of `bytes` holding `count` elements takes one more of `sz` bytes
+/// under `fill` (Redis 7.0's `_quicklistNodeAllowInsert`, which overestimates the entry).
+fn quicklist_node_takes(bytes: usize, count: i64, sz: usize, fill: i64) -> bool {
+    let backlen = if sz < 254 { 1 } else { 5 };
+    let header = match sz {
+        0..64 => 1,
+        64..16_384 => 2,
+        _ => 5,
+    };
+    let new_sz = bytes + sz + backlen + header;
+    if fill < 0 {
+        let class = usize::try_from(-fill - 1).unwrap_or(usize::MAX);
+        if QUICKLIST_SIZE_CLASSES
+            .get(class)
+            .is_some_and(|&limit| new_sz <= limit)
+        {
+            return true;
+        }
+    }
+    new_sz <= QUICKLIST_SAFETY_LIMIT && count < fill
+}
+
 /// Bytes of a sorted set score in a listpack: Redis stores its text (an integral score as an
 /// integer, which the listpack encodes as one).
 fn score_size(score: f64) -> usize {

@@ -105,6 +105,20 @@ impl Value {
         }
     }
 
+    /// The reference count Redis reports for this value (`OBJECT REFCOUNT`, `DEBUG OBJECT`):
+    /// the small integers 0..=9999 are its shared objects, counted as `INT_MAX`.
+    pub(crate) fn refcount(&self) -> i32 {
+        match self {
+            Value::String(s)
+                if s.len() <= 20
+                    && resp::parse_integer(s).is_some_and(|n| (0..10_000).contains(&n)) =>
+            {
+                i32::MAX
+            }
+            _ => 1,
+        }
+    }
+
     /// The encoding `OBJECT ENCODING` reports, following Redis 7.0's thresholds.
     pub(crate) fn encoding(&self) -> &'static str {
         match self {

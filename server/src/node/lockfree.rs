@@ -37,6 +37,12 @@ pub(crate) struct Live {
     pub(crate) total_errors: AtomicU64,
     /// `DEBUG SET-ACTIVE-EXPIRE`: whether the active expiry cycle runs.
     pub(crate) active_expire: AtomicBool,
+    /// `DEBUG PAUSE-CRON`: whether the periodic task (active expiry, rehashing, sampling)
+    /// skips its work.
+    pub(crate) cron_paused: AtomicBool,
+    /// `DEBUG QUICKLIST-PACKED-THRESHOLD`: the size from which Redis keeps a list element in
+    /// a node of its own, which `DEBUG OBJECT` shows a list's nodes by.
+    pub(crate) quicklist_packed_threshold: AtomicU64,
     /// `CLIENT PAUSE`.
     pub(crate) pause: Pause,
     /// Samples of the command and byte counters for `instantaneous_ops_per_sec` and
@@ -45,6 +51,9 @@ pub(crate) struct Live {
     /// Set by `SHUTDOWN`; the accept loop and the binary watch it.
     stop: watch::Sender<bool>,
 }
+
+/// Redis's default `packed_threshold` of quicklists (1 GB).
+pub(crate) const QUICKLIST_PACKED_THRESHOLD: u64 = 1 << 30;
 
 impl Live {
     /// Fresh counters, no pause, no save yet.
@@ -62,6 +71,8 @@ impl Live {
             rejected_calls: Mutex::new(Default::default()),
             total_errors: AtomicU64::new(0),
             active_expire: AtomicBool::new(true),
+            cron_paused: AtomicBool::new(false),
+            quicklist_packed_threshold: AtomicU64::new(QUICKLIST_PACKED_THRESHOLD),
             pause: Pause::default(),
             rates: Mutex::new(Rates::default()),
             stop: watch::Sender::new(false),

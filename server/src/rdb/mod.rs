@@ -11,7 +11,7 @@ mod lzf;
 mod stream;
 mod value;
 
-pub(crate) use value::{dump as dump_value, restore as restore_value};
+pub(crate) use value::{dump as dump_value, restore as restore_value, serialized_len};
 
 pub(crate) use crc64::crc64;
 

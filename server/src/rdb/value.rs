@@ -33,6 +33,14 @@ pub(crate) fn dump(value: &Value) -> Vec<u8> {
     out
 }
 
+/// Bytes of `value`'s serialization without its type byte (Redis's `rdbSavedObjectLen`,
+/// `DEBUG OBJECT`'s `serializedlength`).
+pub(crate) fn serialized_len(value: &Value) -> usize {
+    let mut out = Vec::new();
+    write_value(&mut out, value);
+    out.len().saturating_sub(1)
+}
+
 /// Appends `value`'s RDB type byte and body (as in an RDB file, after the key).
 pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
     let out = &mut *out;
