@@ -88,6 +88,15 @@ impl Blocked {
         self.waiters.is_empty()
     }
 
+    /// The keys clients wait on in databases `dbs`.
+    pub(crate) fn keys_in(&self, dbs: [usize; 2]) -> Vec<(usize, Bytes)> {
+        self.queues
+            .keys()
+            .filter(|(db, _)| dbs.contains(db))
+            .cloned()
+            .collect()
+    }
+
     /// Blocks `client` (which just ran `argv`) on `request.keys`; the reply arrives on the
     /// returned channel when a write serves it.
     pub(crate) fn register(
@@ -202,10 +211,17 @@ pub(crate) fn parse_timeout(arg: &[u8], now: u64) -> Result<Option<Duration>, Co
     Ok(Some(Duration::from_millis(ms as u64)))
 }
 
-/// Serves clients blocked on the keys written so far in `effects.modified` (and on keys the
-/// served commands write in turn), in blocking order, re-executing each one's command on its
-/// behalf; each reply goes to its connection. Runs under the state lock.
+/// Serves clients blocked on the keys made ready (`effects.ready`) and written so far
+/// (`effects.modified`, and the keys the served commands write in turn), in blocking order,
+/// re-executing each one's command on its behalf; each reply goes to its connection. Runs
+/// under the state lock.
 pub(crate) fn serve_ready(state: &mut State, node: &Node, effects: &mut Effects) {
+    for (db, key) in std::mem::take(&mut effects.ready) {
+        if state.blocked.is_empty() {
+            return;
+        }
+        serve_key(state, node, effects, db, &key);
+    }
     let mut next = 0;
     while next < effects.modified.len() {
         if state.blocked.is_empty() {
@@ -215,57 +231,62 @@ pub(crate) fn serve_ready(state: &mut State, node: &Node, effects: &mut Effects)
             return;
         };
         next += 1;
-        for id in state.blocked.queue(db, &key) {
-            let Some(kind) = state.blocked.waiters.get(&id).map(|w| w.kind) else {
-                continue;
-            };
-            let now = node.clock.now_ms();
-            let value = state
-                .dbs
-                .get(db)
-                .and_then(|d| d.get(&key, now))
-                .map(|e| &e.value);
-            if kind == BlockKind::Stream {
-                let waiting = state.blocked.waiters.get(&id).map(|w| &w.argv[..]);
-                if let Some(error) = waiting.and_then(|argv| stream_group_gone(value, argv)) {
-                    if let Some(waiter) = state.blocked.take(id) {
-                        if let Some(resolved) = (node.commands.resolve)(&waiter.argv) {
-                            state.cmdstats.record(resolved, Some(0), true);
-                        }
-                        let _ = waiter.reply.send(Frame::error(error));
+        serve_key(state, node, effects, db, &key);
+    }
+}
+
+/// Serves the clients blocked on `key` in `db` that its value now serves, in blocking order.
+fn serve_key(state: &mut State, node: &Node, effects: &mut Effects, db: usize, key: &Bytes) {
+    for id in state.blocked.queue(db, key) {
+        let Some(kind) = state.blocked.waiters.get(&id).map(|w| w.kind) else {
+            continue;
+        };
+        let now = node.clock.now_ms();
+        let value = state
+            .dbs
+            .get(db)
+            .and_then(|d| d.get(key, now))
+            .map(|e| &e.value);
+        if kind == BlockKind::Stream {
+            let waiting = state.blocked.waiters.get(&id).map(|w| &w.argv[..]);
+            if let Some(error) = waiting.and_then(|argv| stream_group_gone(value, argv)) {
+                if let Some(waiter) = state.blocked.take(id) {
+                    if let Some(resolved) = (node.commands.resolve)(&waiter.argv) {
+                        state.cmdstats.record(resolved, Some(0), true);
                     }
-                    continue;
+                    let _ = waiter.reply.send(Frame::error(error));
                 }
-            }
-            let serves = match value {
-                // The data is gone: everyone behind stays blocked.
-                None => break,
-                Some(value) => kind.matches(value),
-            };
-            if !serves {
                 continue;
             }
-            let Some(waiter) = state.blocked.waiters.get(&id) else {
+        }
+        let serves = match value {
+            // The data is gone: everyone behind stays blocked.
+            None => break,
+            Some(value) => kind.matches(value),
+        };
+        if !serves {
+            continue;
+        }
+        let Some(waiter) = state.blocked.waiters.get(&id) else {
+            continue;
+        };
+        let mut client = ClientState::new(waiter.handle.clone(), true);
+        client.db = waiter.db;
+        client.resp = waiter.resp;
+        client.reprocessing = true;
+        let argv = waiter.argv.clone();
+        let reply = (node.commands.call_argv)(state, node, &mut client, &argv, now, effects);
+        if client.block.is_some() {
+            if kind == BlockKind::Stream {
+                // Nothing after its ID: it stays blocked; others may read from theirs.
                 continue;
-            };
-            let mut client = ClientState::new(waiter.handle.clone(), true);
-            client.db = waiter.db;
-            client.resp = waiter.resp;
-            client.reprocessing = true;
-            let argv = waiter.argv.clone();
-            let reply = (node.commands.call_argv)(state, node, &mut client, &argv, now, effects);
-            if client.block.is_some() {
-                if kind == BlockKind::Stream {
-                    // Nothing after its ID: it stays blocked; others may read from theirs.
-                    continue;
-                }
-                // Nothing to pop after all: it stays blocked, and so do the ones behind it.
-                break;
             }
-            if let Some(waiter) = state.blocked.take(id) {
-                // The connection may be gone; the pop is then lost, as in Redis.
-                let _ = waiter.reply.send(reply);
-            }
+            // Nothing to pop after all: it stays blocked, and so do the ones behind it.
+            break;
+        }
+        if let Some(waiter) = state.blocked.take(id) {
+            // The connection may be gone; the pop is then lost, as in Redis.
+            let _ = waiter.reply.send(reply);
         }
     }
 }

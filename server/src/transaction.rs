@@ -237,6 +237,62 @@ pub(crate) fn touch_watched(state: &mut State, node: &Node, modified: &[(usize, 
     }
 }
 
+/// SWAPDB of databases `a` and `b`, before the swap, for WATCH (Redis 7.0's
+/// `touchAllWatchedKeysInDb` both ways): a watched key of one that is present in either is
+/// touched, except where nothing logical changes: a key watched while expired that is now gone
+/// or still expired, and a missing key replaced by an expired one (watched as expired from
+/// then on).
+pub(crate) fn touch_swapped(state: &mut State, node: &Node, a: usize, b: usize, now: u64) {
+    if state.watches.is_empty() {
+        return;
+    }
+    for (emptied, replaced_with) in [(a, b), (b, a)] {
+        let watched: Vec<(Bytes, Vec<u64>)> = state
+            .watches
+            .keys
+            .iter()
+            .filter(|((db, _), _)| *db == emptied)
+            .map(|((_, key), ids)| (key.clone(), ids.clone()))
+            .collect();
+        for (key, ids) in watched {
+            let present = |db: usize| state.dbs.get(db).is_some_and(|d| d.raw(&key).is_some());
+            let in_emptied = present(emptied);
+            let in_replacement = present(replaced_with);
+            if !in_emptied && !in_replacement {
+                continue;
+            }
+            let replacement_expired = key_is_expired(state, replaced_with, &key, now);
+            for id in ids {
+                let watches = &mut state.watches;
+                let Some(w) = watches
+                    .by_client
+                    .get_mut(&id)
+                    .and_then(|keys| keys.iter_mut().find(|w| w.db == emptied && w.key == key))
+                else {
+                    continue;
+                };
+                if w.expired {
+                    if !in_replacement {
+                        w.expired = false;
+                        continue;
+                    }
+                    if replacement_expired {
+                        continue;
+                    }
+                } else if !in_emptied && replacement_expired {
+                    w.expired = true;
+                    continue;
+                }
+                if watches.dirty.insert(id) {
+                    if let Some(handle) = node.clients.get(id) {
+                        handle.update(|info| info.set_flag('d', true));
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Whether client `id`'s transaction must fail with a null reply: a watched key was written,
 /// or expired since it was watched.
 pub(crate) fn exec_invalidated(state: &State, id: u64, now: u64) -> bool {

@@ -527,20 +527,13 @@ fn swapdb(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         _ => return Err(CommandError::err("DB index is out of range")),
     };
     if a != b {
-        // Every key of either database changes for WATCH and blocked clients.
-        let mut touched: Vec<Bytes> = Vec::new();
-        for i in [a, b] {
-            if let Some(d) = ctx.state.dbs.get(i) {
-                touched.extend(d.keys().map(crate::db::Key::to_bytes));
-            }
-        }
+        // WATCH hears of the swap as Redis's `touchAllWatchedKeysInDb` tells it (client
+        // tracking does not, in Redis 7.0); clients blocked on a key of either database are
+        // served if the key now there serves them (`scanDatabaseForReadyKeys`).
+        crate::transaction::touch_swapped(ctx.state, ctx.node, a, b, ctx.now);
+        let waited_on = ctx.state.blocked.keys_in([a, b]);
         ctx.state.dbs.swap(a, b);
-        for key in touched {
-            ctx.effects.modified.push((a, key.clone()));
-            ctx.effects.modified.push((b, key));
-        }
-        // Redis 7.0 tells WATCH of a swap, not client tracking.
-        crate::tracking::skip_modified(ctx.effects);
+        ctx.effects.ready.extend(waited_on);
     }
     ctx.state.dirty += 1;
     Ok(Frame::ok())

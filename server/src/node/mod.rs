@@ -245,6 +245,9 @@ pub(crate) struct Effects {
     pub(crate) events: Vec<(usize, u32, &'static str, Bytes)>,
     /// Keys written: (db, key); drives WATCH invalidation and blocked-client wake-ups.
     pub(crate) modified: Vec<(usize, Bytes)>,
+    /// Keys that may serve blocked clients though no write changed them (SWAPDB brings one
+    /// database's keys under another's index): (db, key). WATCH does not hear of them.
+    pub(crate) ready: Vec<(usize, Bytes)>,
     /// Write effects for replicas, in order: (db, argv). Recorded only while
     /// [`Effects::propagating`] says something will consume them.
     pub(crate) propagate: Vec<(usize, Vec<Bytes>)>,
@@ -275,6 +278,7 @@ impl Default for Effects {
             event_marks: Vec::new(),
             events: Vec::new(),
             modified: Vec::new(),
+            ready: Vec::new(),
             propagate: Vec::new(),
             record_propagation: cfg!(test),
             tracked: 0,
@@ -352,6 +356,7 @@ impl Effects {
             event_marks,
             events,
             modified,
+            ready,
             propagate,
             record_propagation: _,
             tracked,
@@ -363,6 +368,7 @@ impl Effects {
         clear(event_marks);
         clear(events);
         clear(modified);
+        clear(ready);
         clear(propagate);
         *tracked = 0;
         clear(unowned);
@@ -382,6 +388,7 @@ impl Effects {
             && self.shard_publishes.is_empty()
             && self.events.is_empty()
             && self.modified.is_empty()
+            && self.ready.is_empty()
             && self.propagate.is_empty()
     }
 }

@@ -282,3 +282,85 @@ async fn smove_of_a_member_the_destination_holds_does_not_touch_its_watchers() {
             .unwrap();
     }
 }
+
+/// SWAPDB tells WATCH of a logical change only (Redis 7.0's `touchAllWatchedKeysInDb`): an
+/// expired key, still stored (active expiry off), counts as missing. Each case on a fresh
+/// pair of databases, on both servers; a client blocked on a key of the other database is
+/// served by the swap.
+#[tokio::test]
+async fn swapdb_touches_watchers_only_where_a_watched_key_logically_changed() {
+    use locksmith_server::{EnableCommand, Server};
+    let ours = Server::builder()
+        .enable_debug_command(EnableCommand::Yes)
+        .start()
+        .await
+        .unwrap();
+    let real = support::RealRedis::start_with(&["--enable-debug-command", "yes"]);
+    // (what db 0 holds, what db 1 holds, before the watcher in db 1 WATCHes x): "live",
+    // "stale" (expired, not yet deleted) or "none".
+    let cases = [
+        ("stale", "none"),
+        ("stale", "stale"),
+        ("none", "stale"),
+        ("none", "live"),
+        ("live", "none"),
+        ("live", "stale"),
+        ("stale", "live"),
+        ("live", "live"),
+    ];
+    let mut results = Vec::new();
+    for url in std::iter::once(ours.url()).chain(real.as_ref().map(|r| r.url())) {
+        let mut con = support::conn(&url).await;
+        let mut got = Vec::new();
+        for (in_0, in_1) in cases {
+            support::run(&mut con, &["FLUSHALL"]).await;
+            support::run(&mut con, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]).await;
+            for (db, what) in [("0", in_0), ("1", in_1)] {
+                support::run(&mut con, &["SELECT", db]).await;
+                match what {
+                    "live" => support::run(&mut con, &["SET", "x", "v"]).await,
+                    "stale" => support::run(&mut con, &["SET", "x", "v", "PX", "1"]).await,
+                    _ => String::new(),
+                };
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            support::run(&mut con, &["SELECT", "1"]).await;
+            support::run(&mut con, &["WATCH", "x"]).await;
+            support::run(&mut con, &["SWAPDB", "0", "1"]).await;
+            support::run(&mut con, &["MULTI"]).await;
+            support::run(&mut con, &["PING"]).await;
+            got.push(format!(
+                "{in_0}/{in_1}: {}",
+                support::run(&mut con, &["EXEC"]).await
+            ));
+            support::run(&mut con, &["SELECT", "0"]).await;
+        }
+        support::run(&mut con, &["DEBUG", "SET-ACTIVE-EXPIRE", "1"]).await;
+        // A client blocked on a list of db 1 that db 0 holds is served by the swap.
+        support::run(&mut con, &["FLUSHALL"]).await;
+        support::run(&mut con, &["RPUSH", "l", "a"]).await;
+        let mut blocked = support::conn(&url).await;
+        support::run(&mut blocked, &["SELECT", "1"]).await;
+        let pop =
+            tokio::spawn(async move { support::run(&mut blocked, &["BLPOP", "l", "5"]).await });
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while support::info_field(&mut con, "clients", "blocked_clients").await != "1" {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{url}: BLPOP did not block"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        support::run(&mut con, &["SWAPDB", "0", "1"]).await;
+        got.push(pop.await.unwrap());
+        results.push(got);
+    }
+    assert_eq!(
+        results[0][0],
+        "stale/none: array([simple-string(\"PONG\")])"
+    );
+    assert_eq!(results[0][4], "live/none: nil");
+    if let Some(real) = results.get(1) {
+        assert_eq!(&results[0], real);
+    }
+}
