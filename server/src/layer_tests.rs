@@ -11,7 +11,8 @@ use std::path::Path;
 const LAYERS: &[(&str, &[&str])] = &[
     // Leaves: errors, argument parsing, command descriptions (ours, Redis's, and their ACL
     // facts: categories, key specifications), command flags, clock, geohash math, glob, event
-    // classes, the keyed hash, chart ticks, the process's memory as the OS reports it.
+    // classes, the keyed hash, chart ticks, the process's memory as the OS reports it, the
+    // lazy free thread.
     (
         "leaf",
         &[
@@ -23,6 +24,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "flags",
             "geohash",
             "glob",
+            "lazyfree",
             "notify",
             "process_memory",
             "redis_table",

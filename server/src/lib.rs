@@ -39,6 +39,7 @@ mod journal;
 mod latency;
 #[cfg(test)]
 mod layer_tests;
+mod lazyfree;
 mod local_client;
 mod monitor;
 mod net_stream;

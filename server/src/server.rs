@@ -522,7 +522,8 @@ async fn active_expire_loop(
             state.migrate.close_idle(clock.now_ms());
             let used = state.used_memory();
             node.live.note_memory(used);
-            if watermark.fell(usize::try_from(used).unwrap_or(usize::MAX)) {
+            let fell = watermark.fell(usize::try_from(used).unwrap_or(usize::MAX));
+            if fell || node.live.lazyfree.freed_since_asked() {
                 crate::db::release::release();
             }
             crate::tracking::cron(&mut state, &node);

@@ -20,6 +20,7 @@ mod server {
     mod introspection;
     mod keys;
     mod keyspace_stats;
+    mod lazyfree;
     mod lists;
     mod maxmemory;
     mod protocol;

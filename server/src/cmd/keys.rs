@@ -78,7 +78,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         .flags(WRITE)
         .keys(1, -1, 1)
         .doc("generic", "Deletes one or more keys."),
-    CommandSpec::new("unlink", -2, del)
+    CommandSpec::new("unlink", -2, unlink)
         .flags(WRITE | FAST)
         .keys(1, -1, 1)
         .doc("generic", "Asynchronously deletes one or more keys."),
@@ -143,12 +143,24 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
 
 /// ```text
 /// DEL key [key ...]
-/// UNLINK key [key ...]
 /// ```
 fn del(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let lazily = ctx.state.config.lazyfree_lazy_user_del();
+    delete_keys(ctx, args, lazily)
+}
+
+/// ```text
+/// UNLINK key [key ...]
+/// ```
+/// A large value is freed on the lazy free thread.
+fn unlink(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    delete_keys(ctx, args, true)
+}
+
+fn delete_keys(ctx: &mut Ctx<'_>, args: &mut Args<'_>, lazily: bool) -> CmdResult {
     let mut deleted = 0;
     for key in args.rest() {
-        if ctx.delete(key) {
+        if ctx.delete_freeing(key, lazily) {
             ctx.notify(notify::GENERIC, "del", key);
             deleted += 1;
         }

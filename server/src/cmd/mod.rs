@@ -750,10 +750,19 @@ impl Ctx<'_> {
 
     /// Deletes `key`; returns whether it existed (expired keys count as absent).
     pub(crate) fn delete(&mut self, key: &Bytes) -> bool {
+        self.delete_freeing(key, false)
+    }
+
+    /// [`Ctx::delete`], the value freed on the lazy free thread if `lazily` and it is large
+    /// (Redis's `dbAsyncDelete`: UNLINK, and DEL under `lazyfree-lazy-user-del`).
+    pub(crate) fn delete_freeing(&mut self, key: &Bytes, lazily: bool) -> bool {
         let (db, now) = (self.client.db, self.now);
         let state = &mut *self.state;
         match state.dbs.get_mut(db).map(|d| d.remove_live(key, now)) {
-            Some(Removed::Live) => {
+            Some(Removed::Live(entry)) => {
+                if lazily {
+                    self.free_lazily(entry.value);
+                }
                 self.modified(key);
                 true
             }
@@ -762,6 +771,20 @@ impl Ctx<'_> {
                 false
             }
             Some(Removed::Missing) | None => false,
+        }
+    }
+
+    /// Drops `value` on the lazy free thread if freeing it takes more than
+    /// [`crate::lazyfree::LAZYFREE_THRESHOLD`] allocations, here otherwise.
+    pub(crate) fn free_lazily(&self, value: Value) {
+        let config = &self.state.config;
+        let live = &self.node.live;
+        let packed = live
+            .quicklist_packed_threshold
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let threshold = crate::lazyfree::LAZYFREE_THRESHOLD;
+        if value.costs_more_to_free_than(threshold, config.list_max_listpack_size(), packed) {
+            live.lazyfree.free(value, 1);
         }
     }
 

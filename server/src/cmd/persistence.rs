@@ -263,7 +263,7 @@ pub(super) fn reload(ctx: &mut Ctx<'_>, merge: bool, flush: bool, save: bool) ->
     };
     if flush {
         let dirty = ctx.state.dirty;
-        super::server::flush_all(ctx);
+        super::server::flush_all(ctx, false);
         ctx.state.functions.flush();
         ctx.state.dirty = dirty;
     }

@@ -59,20 +59,21 @@ fn dbsize(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     Ok(Frame::Integer(ctx.db().len() as i64))
 }
 
-/// `[ASYNC | SYNC]`: both empty at once here; anything else is a syntax error.
-fn flush_mode(args: &mut Args<'_>) -> Result<(), CommandError> {
+/// `ASYNC` or `SYNC`: whether the keys are freed off the command path (without a mode, as
+/// `lazyfree-lazy-user-flush` says).
+fn flush_mode(ctx: &Ctx<'_>, args: &mut Args<'_>) -> Result<bool, CommandError> {
     match args.rest() {
-        [] => Ok(()),
-        [mode] if mode.eq_ignore_ascii_case(b"async") || mode.eq_ignore_ascii_case(b"sync") => {
-            Ok(())
-        }
+        [] => Ok(ctx.state.config.lazyfree_lazy_user_flush()),
+        [mode] if mode.eq_ignore_ascii_case(b"async") => Ok(true),
+        [mode] if mode.eq_ignore_ascii_case(b"sync") => Ok(false),
         _ => Err(CommandError::Syntax),
     }
 }
 
 /// Empties database `db`, recording every key as modified while a client WATCHes keys or is
-/// blocked (otherwise nothing reads them: a copy of a million keys for nothing).
-fn flush_db(ctx: &mut Ctx<'_>, db: usize) {
+/// blocked (otherwise nothing reads them: a copy of a million keys for nothing); its keys
+/// are dropped on the lazy free thread if `lazily`.
+fn flush_db(ctx: &mut Ctx<'_>, db: usize, lazily: bool) {
     let state = &mut *ctx.state;
     let watched = !state.watches.is_empty() || !state.blocked.is_empty();
     let Some(d) = state.dbs.get_mut(db) else {
@@ -85,7 +86,11 @@ fn flush_db(ctx: &mut Ctx<'_>, db: usize) {
             .modified
             .extend(keys.into_iter().map(|k| (db, k)));
     }
-    d.clear();
+    match d.len() {
+        0 => {}
+        keys if lazily => ctx.node.live.lazyfree.free(d.take_all(), keys as u64),
+        _ => d.clear(),
+    }
     // Client tracking hears of a flush as one null invalidation (`flush_tracking`).
     crate::tracking::skip_modified(ctx.effects);
 }
@@ -100,11 +105,13 @@ fn flush_tracking(ctx: &mut Ctx<'_>) {
 /// FLUSHDB [ASYNC | SYNC]
 /// ```
 fn flushdb(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
-    flush_mode(args)?;
+    let lazily = flush_mode(ctx, args)?;
     let db = ctx.client.db;
     flush_tracking(ctx);
-    flush_db(ctx, db);
-    crate::db::release::release();
+    flush_db(ctx, db, lazily);
+    if !lazily {
+        crate::db::release::release();
+    }
     // Redis always propagates a flush, even of an empty database.
     ctx.state.dirty += 1;
     Ok(Frame::ok())
@@ -114,19 +121,22 @@ fn flushdb(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// FLUSHALL [ASYNC | SYNC]
 /// ```
 fn flushall(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
-    flush_mode(args)?;
-    flush_all(ctx);
+    let lazily = flush_mode(ctx, args)?;
+    flush_all(ctx, lazily);
     ctx.state.dirty += 1;
     Ok(Frame::ok())
 }
 
-/// Empties every database as `FLUSHALL` does (WATCH, client tracking, memory given back).
-pub(super) fn flush_all(ctx: &mut Ctx<'_>) {
+/// Empties every database as `FLUSHALL` does (WATCH, client tracking, memory given back: at
+/// once, or by the periodic task once the lazy free thread freed the keys if `lazily`).
+pub(super) fn flush_all(ctx: &mut Ctx<'_>, lazily: bool) {
     flush_tracking(ctx);
     for db in 0..ctx.state.dbs.len() {
-        flush_db(ctx, db);
+        flush_db(ctx, db, lazily);
     }
-    crate::db::release::release();
+    if !lazily {
+        crate::db::release::release();
+    }
 }
 
 /// ```text
@@ -420,7 +430,9 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
             // Redis leaves replica and AOF buffers out of `maxmemory`; nothing is left out here.
             line("mem_not_counted_for_evict", &0);
             line("mem_allocator", &crate::process_memory::allocator_name());
-            line("lazyfree_pending_objects", &0);
+            let lazyfree = &node.live.lazyfree;
+            line("lazyfree_pending_objects", &lazyfree.pending());
+            line("lazyfreed_objects", &lazyfree.freed());
         }
         "persistence" => {
             line("loading", &0);

@@ -133,6 +133,8 @@ pub(crate) struct RuntimeConfig {
     /// load whether to time a command and with one comparison whether to look further.
     watch_calls_from_us: AtomicU64,
     tracking_table_max_keys: AtomicU64,
+    lazyfree_lazy_user_del: AtomicBool,
+    lazyfree_lazy_user_flush: AtomicBool,
 
     /// Parameters we validate and report but that change nothing here, as text.
     stored: Mutex<HashMap<&'static str, String>>,
@@ -164,6 +166,18 @@ macro_rules! u64_binding {
             name: $name,
             get: |c| c.$field.load(Relaxed).to_string(),
             set: |c, v| c.$field.store(number(v), Relaxed),
+            then: None,
+        }
+    };
+}
+
+/// A binding for a `yes`/`no` parameter held in an `AtomicBool` field.
+macro_rules! bool_binding {
+    ($name:literal, $field:ident) => {
+        Binding {
+            name: $name,
+            get: |c| yes_no(c.$field.load(Relaxed)),
+            set: |c, v| c.$field.store(v == "yes", Relaxed),
             then: None,
         }
     };
@@ -289,6 +303,8 @@ pub(crate) static BINDINGS: &[Binding] = &[
     u64_binding!("stream-node-max-bytes", stream_node_max_bytes),
     u64_binding!("stream-node-max-entries", stream_node_max_entries),
     u64_binding!("tracking-table-max-keys", tracking_table_max_keys),
+    bool_binding!("lazyfree-lazy-user-del", lazyfree_lazy_user_del),
+    bool_binding!("lazyfree-lazy-user-flush", lazyfree_lazy_user_flush),
     Binding {
         name: "dir",
         get: |c| read(&c.dir),
@@ -379,6 +395,8 @@ impl RuntimeConfig {
             latency_monitor_threshold_ms: AtomicU64::new(0),
             watch_calls_from_us: AtomicU64::new(u64::MAX),
             tracking_table_max_keys: AtomicU64::new(0),
+            lazyfree_lazy_user_del: AtomicBool::new(false),
+            lazyfree_lazy_user_flush: AtomicBool::new(false),
             stored: Mutex::new(HashMap::new()),
         };
         for param in table::PARAMS {
@@ -682,6 +700,16 @@ impl RuntimeConfig {
     /// `acl-pubsub-default allchannels`: new users may use every channel.
     pub(crate) fn acl_pubsub_default_all(&self) -> bool {
         self.text("acl-pubsub-default") == "allchannels"
+    }
+
+    /// `lazyfree-lazy-user-del`: DEL frees as UNLINK does.
+    pub(crate) fn lazyfree_lazy_user_del(&self) -> bool {
+        self.lazyfree_lazy_user_del.load(Relaxed)
+    }
+
+    /// `lazyfree-lazy-user-flush`: FLUSHALL and FLUSHDB without a mode free as with `ASYNC`.
+    pub(crate) fn lazyfree_lazy_user_flush(&self) -> bool {
+        self.lazyfree_lazy_user_flush.load(Relaxed)
     }
 
     /// `list-max-listpack-size`: a quicklist node's limit, in elements (positive) or as one of

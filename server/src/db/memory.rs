@@ -246,37 +246,73 @@ pub(crate) fn quicklist_shape<'a>(
     fill: i64,
     packed_threshold: u64,
 ) -> QuicklistShape {
-    // Redis's `quicklistSetFill` bounds.
-    let fill = fill.clamp(-5, (1 << 15) - 1);
-    let mut shape = QuicklistShape::default();
-    // The last node's listpack bytes and elements, when it is a packed node.
-    let mut tail: Option<(usize, i64)> = None;
+    let mut list = QuicklistBuilder::new(fill, packed_threshold);
     for element in elements {
+        list.push(element);
+    }
+    list.shape
+}
+
+/// Whether the quicklist of [`quicklist_shape`] has more than `nodes` nodes, reading only
+/// the elements up to the first node past them.
+pub(crate) fn quicklist_has_more_nodes_than<'a>(
+    elements: impl IntoIterator<Item = &'a [u8]>,
+    fill: i64,
+    packed_threshold: u64,
+    nodes: usize,
+) -> bool {
+    let mut list = QuicklistBuilder::new(fill, packed_threshold);
+    for element in elements {
+        list.push(element);
+        if list.shape.nodes > nodes {
+            return true;
+        }
+    }
+    false
+}
+
+/// A quicklist built by appending, as far as its shape goes.
+struct QuicklistBuilder {
+    fill: i64,
+    packed_threshold: u64,
+    shape: QuicklistShape,
+    /// The last node's listpack bytes and elements, when it is a packed node.
+    tail: Option<(usize, i64)>,
+}
+
+impl QuicklistBuilder {
+    fn new(fill: i64, packed_threshold: u64) -> Self {
+        QuicklistBuilder {
+            // Redis's `quicklistSetFill` bounds.
+            fill: fill.clamp(-5, (1 << 15) - 1),
+            packed_threshold,
+            shape: QuicklistShape::default(),
+            tail: None,
+        }
+    }
+
+    fn push(&mut self, element: &[u8]) {
         let sz = element.len();
-        if u64::try_from(sz).unwrap_or(u64::MAX) >= packed_threshold {
-            shape.nodes += 1;
-            shape.bytes += sz;
-            tail = None;
-            continue;
+        if u64::try_from(sz).unwrap_or(u64::MAX) >= self.packed_threshold {
+            self.shape.nodes += 1;
+            self.shape.bytes += sz;
+            self.tail = None;
+            return;
         }
         let entry = listpack_value(element);
-        match &mut tail {
-            Some((bytes, count)) if quicklist_node_takes(*bytes, *count, sz, fill) => {
+        match &mut self.tail {
+            Some((bytes, count)) if quicklist_node_takes(*bytes, *count, sz, self.fill) => {
                 *bytes += entry;
                 *count += 1;
             }
             _ => {
-                shape.nodes += 1;
-                tail = Some((LISTPACK_HEADER, 1));
-                shape.bytes += LISTPACK_HEADER;
-                if let Some((bytes, _)) = &mut tail {
-                    *bytes += entry;
-                }
+                self.shape.nodes += 1;
+                self.shape.bytes += LISTPACK_HEADER;
+                self.tail = Some((LISTPACK_HEADER + entry, 1));
             }
         }
-        shape.bytes += entry;
+        self.shape.bytes += entry;
     }
-    shape
 }
 
 /// Whether a packed node of `bytes` holding `count` elements takes one more of `sz` bytes

@@ -165,8 +165,8 @@ pub(crate) enum Inserted {
 /// What [`Db::remove_live`] removed.
 #[derive(Debug)]
 pub(crate) enum Removed {
-    /// A live entry.
-    Live,
+    /// A live entry, handed to the caller to drop (or to have dropped elsewhere).
+    Live(Entry),
     /// An expired key (the caller owes the expiry side effects).
     Expired(Bytes),
     /// Nothing: no such key.
@@ -553,7 +553,7 @@ impl Db {
         if Self::is_expired(&entry, now) {
             Removed::Expired(key.into_bytes())
         } else {
-            Removed::Live
+            Removed::Live(entry)
         }
     }
 
@@ -741,6 +741,16 @@ impl Db {
         self.entries.clear();
         self.deadlines = Deadlines::default();
         self.used = 0;
+    }
+
+    /// Empties the database as [`Db::clear`] does, handing over its keys to be dropped
+    /// elsewhere (`FLUSHALL ASYNC`).
+    pub(crate) fn take_all(&mut self) -> impl Send + 'static {
+        self.used = 0;
+        (
+            std::mem::take(&mut self.entries),
+            std::mem::take(&mut self.deadlines),
+        )
     }
 
     /// A random live key (for `RANDOMKEY`): random draws as Redis's `dbRandomKey` (skipping

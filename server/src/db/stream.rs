@@ -187,6 +187,16 @@ pub(crate) struct Stream {
     pub(crate) groups: BTreeMap<Bytes, Group>,
 }
 
+impl Stream {
+    /// The allocations freeing this stream takes, as Redis 7.0's `lazyfreeGetFreeEffort`
+    /// estimates them: its radix tree's nodes (about two per listpack node, as in
+    /// [`rax_usage`]), and per consumer group one plus the first group's pending entries.
+    pub(crate) fn free_effort(&self) -> usize {
+        let pel = self.groups.values().next().map_or(0, |g| g.pel.len());
+        2 * self.nodes.len() + self.groups.len() * (1 + pel)
+    }
+}
+
 /// Bytes of a listpack element holding `s` (integers are stored as such, as `lpAppend` does).
 pub(crate) fn element_size(s: &[u8]) -> usize {
     let data = match locksmith_resp::parse_integer(s) {

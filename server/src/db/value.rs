@@ -119,6 +119,34 @@ impl Value {
         }
     }
 
+    /// Whether freeing this value takes more than `threshold` allocations, as Redis 7.0's
+    /// `lazyfreeGetFreeEffort` counts them: a list's quicklist nodes (under
+    /// `list-max-listpack-size` `fill` and the packed-node threshold), the elements of a set,
+    /// hash or sorted set in a table or skiplist, a stream's nodes and its groups' pending
+    /// entries; one for a string or a compact encoding. Reads a long list only up to its
+    /// `threshold`-th node.
+    pub(crate) fn costs_more_to_free_than(&self, threshold: usize, fill: i64, packed: u64) -> bool {
+        match self {
+            Value::String(_) => false,
+            Value::List(l) => super::memory::quicklist_has_more_nodes_than(
+                l.iter().map(|e| &e[..]),
+                fill,
+                packed,
+                threshold,
+            ),
+            Value::Set(_) | Value::Hash(_) | Value::ZSet(_) => {
+                let len = match self {
+                    Value::Set(s) => s.len(),
+                    Value::Hash(h) => h.len(),
+                    Value::ZSet(z) => z.len(),
+                    _ => 0,
+                };
+                len > threshold && !matches!(self.encoding(), "intset" | "listpack")
+            }
+            Value::Stream(s) => s.free_effort() > threshold,
+        }
+    }
+
     /// The encoding `OBJECT ENCODING` reports, following Redis 7.0's thresholds.
     pub(crate) fn encoding(&self) -> &'static str {
         match self {

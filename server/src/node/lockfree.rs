@@ -45,6 +45,8 @@ pub(crate) struct Live {
     pub(crate) quicklist_packed_threshold: AtomicU64,
     /// `CLIENT PAUSE`.
     pub(crate) pause: Pause,
+    /// Large values freed off the command path (UNLINK, `FLUSHALL ASYNC`).
+    pub(crate) lazyfree: crate::lazyfree::LazyFree,
     /// Samples of the command and byte counters for `instantaneous_ops_per_sec` and
     /// `instantaneous_input_kbps`/`output_kbps`.
     rates: Mutex<Rates>,
@@ -74,6 +76,7 @@ impl Live {
             cron_paused: AtomicBool::new(false),
             quicklist_packed_threshold: AtomicU64::new(QUICKLIST_PACKED_THRESHOLD),
             pause: Pause::default(),
+            lazyfree: Default::default(),
             rates: Mutex::new(Rates::default()),
             stop: watch::Sender::new(false),
         }
@@ -108,6 +111,7 @@ impl Live {
         self.reads.store(0, Ordering::Relaxed);
         self.writes.store(0, Ordering::Relaxed);
         self.total_errors.store(0, Ordering::Relaxed);
+        self.lazyfree.reset_stats();
         if let Ok(mut errors) = self.errors.lock() {
             errors.clear();
         }

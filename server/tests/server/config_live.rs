@@ -808,3 +808,43 @@ async fn config_tracking_table_max_keys() {
         "4"
     );
 }
+
+/// `lazyfreed_objects` once nothing waits to be freed (at most 10 s).
+async fn lazyfreed(con: &mut Con) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while info_field(con, "memory", "lazyfree_pending_objects").await != "0" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "lazy free did not drain"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    info_field(con, "memory", "lazyfreed_objects").await
+}
+
+#[tokio::test]
+async fn config_lazyfree_lazy_user_del() {
+    let (_server, mut con) = start().await;
+    let members: Vec<String> = (0..100).map(|i| i.to_string() + "m").collect();
+    for lazy in ["no", "yes"] {
+        config_set(&mut con, "lazyfree-lazy-user-del", lazy).await;
+        let mut sadd = cmd(&["SADD", "set"]);
+        sadd.arg(&members);
+        let _: i64 = sadd.query_async(&mut con).await.unwrap();
+        let _: i64 = ok(&mut con, &["DEL", "set"]).await;
+    }
+    // Only the DEL under `yes` freed its 100 members off the command path.
+    assert_eq!(lazyfreed(&mut con).await, "1");
+}
+
+#[tokio::test]
+async fn config_lazyfree_lazy_user_flush() {
+    let (_server, mut con) = start().await;
+    for lazy in ["no", "yes"] {
+        config_set(&mut con, "lazyfree-lazy-user-flush", lazy).await;
+        let () = ok(&mut con, &["MSET", "a", "1", "b", "2", "c", "3"]).await;
+        let () = ok(&mut con, &["FLUSHALL"]).await;
+    }
+    // The keys of the second FLUSHALL only.
+    assert_eq!(lazyfreed(&mut con).await, "3");
+}
