@@ -41,6 +41,17 @@ impl Monitors {
         true
     }
 
+    /// Removes client `id` (`RESET`); false if it was not monitoring.
+    pub(crate) fn remove(&self, id: u64) -> bool {
+        let Ok(mut list) = self.clients.lock() else {
+            return false;
+        };
+        let before = list.len();
+        list.retain(|w| w.upgrade().is_some_and(|c| c.id != id));
+        self.count.store(list.len(), Ordering::Release);
+        list.len() < before
+    }
+
     /// Whether anyone is monitoring.
     pub(crate) fn active(&self) -> bool {
         self.count.load(Ordering::Acquire) > 0

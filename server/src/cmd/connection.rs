@@ -228,6 +228,10 @@ fn reset(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     crate::transaction::reset(ctx.state, ctx.client);
     super::pubsub::reset(ctx);
     ctx.state.client_gone(ctx.client.id());
+    // A monitor stops monitoring, before its RESET is shown to the monitors left.
+    if ctx.node.monitors.remove(ctx.client.id()) {
+        ctx.client.handle.update(|info| info.set_flag('O', false));
+    }
     let authenticated = !ctx.node.requires_auth();
     ctx.client.reset(authenticated);
     Ok(Frame::simple("RESET"))

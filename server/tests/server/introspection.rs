@@ -1057,6 +1057,44 @@ async fn monitor_sees_commands_as_redis_shows_them() {
     }
 }
 
+/// What a monitor that sends RESET reads, and what a second monitor sees meanwhile: RESET
+/// ends monitoring before the monitors are shown the RESET.
+async fn monitor_reset(addr: std::net::SocketAddr) -> (Vec<u8>, Vec<String>, bool) {
+    let mut mon = Wire::connect(addr).await;
+    let mut other = Wire::connect(addr).await;
+    let mut a = Wire::connect(addr).await;
+    mon.call(&[&["MONITOR"]], 1).await;
+    other.call(&[&["MONITOR"]], 1).await;
+    let reset = mon.call(&[&["RESET"]], 1).await.concat();
+    a.call(&[&["SET", "k", "v"]], 1).await;
+    let seen = other
+        .frames(2)
+        .await
+        .iter()
+        .map(|f| {
+            let line = String::from_utf8_lossy(f).trim_end().to_string();
+            line.rsplit_once("] ")
+                .map(|(_, args)| args.to_string())
+                .unwrap_or_default()
+        })
+        .collect();
+    let list = a.call(&[&["CLIENT", "LIST"]], 1).await.concat();
+    let monitors = String::from_utf8_lossy(&list).matches("flags=O").count() == 1;
+    (reset, seen, monitors)
+}
+
+#[tokio::test]
+async fn reset_ends_monitoring_as_redis_does() {
+    let ours = support::start().await;
+    let seen = monitor_reset(ours.addr()).await;
+    assert_eq!(seen.0, b"+RESET\r\n");
+    assert_eq!(seen.1, ["\"RESET\"", "\"SET\" \"k\" \"v\""]);
+    assert!(seen.2, "one monitor left");
+    if let Some(real) = RealRedis::start() {
+        assert_eq!(seen, monitor_reset(real.addr()).await);
+    }
+}
+
 /// Redis's hidden parameters answer CONFIG GET by exact name only, and a percentage above
 /// 100 is refused with Redis's text.
 #[tokio::test]
