@@ -229,7 +229,8 @@ pub(crate) fn parse_shebang(body: &[u8]) -> Result<(u32, usize), String> {
         let Some(list) = part.strip_prefix("flags=") else {
             return Err(format!("ERR Unknown lua shebang option: {part}"));
         };
-        for name in list.split(',') {
+        // `flags=` declares none (Redis splits an empty list into no names).
+        for name in list.split(',').filter(|_| !list.is_empty()) {
             match script_flags::NAMES.iter().find(|(n, _)| *n == name) {
                 Some((_, flag)) => flags |= flag,
                 None => return Err(format!("ERR Unexpected flag in script shebang: {name}")),
@@ -948,6 +949,12 @@ mod tests {
         assert_eq!(
             parse_shebang(b"#!lua x=1\n"),
             Err("ERR Unknown lua shebang option: x=1".into())
+        );
+        // An empty list declares no flag; an empty name in a list is not one.
+        assert_eq!(parse_shebang(b"#!lua flags=\nreturn 1"), Ok((0, 12)));
+        assert_eq!(
+            parse_shebang(b"#!lua flags=no-writes,,allow-oom\n"),
+            Err("ERR Unexpected flag in script shebang: ".into())
         );
     }
 
