@@ -777,13 +777,17 @@ impl Ctx<'_> {
     /// Drops `value` on the lazy free thread if freeing it takes more than
     /// [`crate::lazyfree::LAZYFREE_THRESHOLD`] allocations, here otherwise.
     pub(crate) fn free_lazily(&self, value: Value) {
-        let config = &self.state.config;
         let live = &self.node.live;
-        let packed = live
-            .quicklist_packed_threshold
-            .load(std::sync::atomic::Ordering::Relaxed);
-        let threshold = crate::lazyfree::LAZYFREE_THRESHOLD;
-        if value.costs_more_to_free_than(threshold, config.list_max_listpack_size(), packed) {
+        // A list is measured by its quicklist nodes, which its fill and packed threshold set.
+        let (fill, packed) = match value {
+            Value::List(_) => (
+                self.state.config.list_max_listpack_size(),
+                live.quicklist_packed_threshold
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            ),
+            _ => (0, 0),
+        };
+        if value.costs_more_to_free_than(crate::lazyfree::LAZYFREE_THRESHOLD, fill, packed) {
             live.lazyfree.free(value, 1);
         }
     }

@@ -72,16 +72,16 @@ fn write_file(path: &PathBuf, data: &[u8]) -> std::io::Result<()> {
 /// SAVE
 /// ```
 fn save(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
-    if ctx.node.live.saves.in_progress.load(Ordering::Acquire) {
-        return Err(CommandError::err("Background save already in progress"));
-    }
     save_now(ctx)?;
     Ok(Frame::ok())
 }
 
 /// Writes the node's data to `dir`/`dbfilename` now (SAVE, `DEBUG RELOAD`); Redis's bare
-/// `ERR` when the file cannot be written.
+/// `ERR` when the file cannot be written. Refused while a BGSAVE writes the same file.
 fn save_now(ctx: &mut Ctx<'_>) -> Result<(), CommandError> {
+    if ctx.node.live.saves.in_progress.load(Ordering::Acquire) {
+        return Err(CommandError::err("Background save already in progress"));
+    }
     let data = encode(ctx.state, ctx.now);
     let path = rdb_path(ctx.state);
     match write_file(&path, &data) {
