@@ -146,6 +146,9 @@ impl Session {
                 return self.rejected(resolved, reply);
             }
         }
+        if self.client.multi.is_some() && transaction::would_queue(resolved) {
+            self.tracking_before_queue(guard).await;
+        }
         if let Some(reply) = transaction::admit(resolved, &mut self.client, argv) {
             return self.rejected(resolved, reply);
         }
@@ -586,6 +589,23 @@ impl Session {
         }
         transaction::flag_error(&mut self.client);
         Some(Frame::error(crate::node::NOREPLICAS_ERROR))
+    }
+
+    /// Redis holds the client-tracking table to `tracking-table-max-keys` before every
+    /// command it processes, one it only queues in a transaction too (its invalidations go
+    /// out before the `+QUEUED`); a command that runs does it in [`cmd::call`].
+    async fn tracking_before_queue(&mut self, guard: &mut Guard) {
+        if guard.is_none() {
+            let Ok(state) = self.lock_state().await else {
+                return;
+            };
+            *guard = Some(state);
+        }
+        if let Some(state) = guard.as_mut() {
+            if state.tracking.is_active() {
+                crate::tracking::before_call(state, &self.node, &self.client);
+            }
+        }
     }
 
     /// Whether the open transaction queued a command with `flag`.

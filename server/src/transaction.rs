@@ -101,6 +101,17 @@ pub(crate) fn admit(resolved: Resolved, client: &mut ClientState, argv: &[Bytes]
     Some(Frame::simple("QUEUED"))
 }
 
+/// Whether `resolved`, sent inside `MULTI`, is queued rather than run (before the checks of
+/// [`admit`] that may refuse it).
+pub(crate) fn would_queue(resolved: Resolved) -> bool {
+    let top = if resolved.first_arg > 1 {
+        ""
+    } else {
+        resolved.spec.name
+    };
+    !NOT_QUEUED.contains(&top)
+}
+
 /// Whether the command must run on the script pool: a script command, or an `EXEC` whose
 /// queue holds one.
 pub(crate) fn runs_script(resolved: Resolved, client: &ClientState) -> bool {

@@ -563,3 +563,48 @@ async fn a_replica_invalidates_keys_its_master_writes() {
         ">2\r\n$10\r\ninvalidate\r\n_\r\n"
     );
 }
+
+/// Redis holds the tracking table to `tracking-table-max-keys` before every command it
+/// processes, also one it only queues inside MULTI (Redis's regression test for #11715): the
+/// invalidation comes before the `+QUEUED`. The periodic task, which would trim the table on
+/// its own, is paused.
+#[tokio::test]
+async fn the_table_limit_applies_before_a_command_is_queued() {
+    use locksmith_server::{EnableCommand, Server};
+    let ours = Server::builder()
+        .enable_debug_command(EnableCommand::Yes)
+        .start()
+        .await
+        .unwrap();
+    let real = support::RealRedis::start_with(&["--enable-debug-command", "yes"]);
+    let mut seen = Vec::new();
+    for addr in std::iter::once(ours.addr()).chain(real.as_ref().map(|r| r.addr())) {
+        let mut r = Wire::connect(addr).await;
+        let mut rd = Wire::connect(addr).await;
+        r.call(&[&["CONFIG", "SET", "tracking-table-max-keys", "2"]], 1)
+            .await;
+        r.call(&[&["DEBUG", "PAUSE-CRON", "1"]], 1).await;
+        rd.call(&[&["HELLO", "3"]], 1).await;
+        let mut got = rd.call(&[&["CLIENT", "TRACKING", "on"]], 1).await;
+        got.extend(rd.call(&[&["MGET", "1{tag}", "2{tag}"]], 1).await);
+        got.extend(rd.call(&[&["MULTI"]], 1).await);
+        r.call(&[&["CONFIG", "SET", "tracking-table-max-keys", "1"]], 1)
+            .await;
+        // The invalidation, the PING's QUEUED, EXEC's reply.
+        got.extend(rd.call(&[&["PING"], &["EXEC"]], 3).await);
+        r.call(&[&["DEBUG", "PAUSE-CRON", "0"]], 1).await;
+        // Which of the two keys goes is a random pick: the key's name is left out.
+        let text = text(&got)
+            .replace("1{tag}", "<key>")
+            .replace("2{tag}", "<key>");
+        seen.push(text);
+    }
+    assert!(
+        seen[0].contains(">2\r\n$10\r\ninvalidate\r\n*1\r\n$6\r\n<key>\r\n+QUEUED"),
+        "{}",
+        seen[0]
+    );
+    if let Some(real) = seen.get(1) {
+        assert_eq!(&seen[0], real);
+    }
+}
