@@ -12,6 +12,7 @@ use std::time::Duration;
 /// DEBUG SLEEP seconds
 /// DEBUG SET-ACTIVE-EXPIRE <0 | 1>
 /// DEBUG PAUSE-CRON <0 | 1>
+/// DEBUG SET-DISABLE-DENY-SCRIPTS <0 | 1>
 /// DEBUG PROTOCOL type
 /// DEBUG OBJECT key
 /// DEBUG POPULATE count [prefix] [size]
@@ -36,6 +37,14 @@ pub(super) fn debug(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         (b"set-active-expire", 1) => {
             let on = atoi(args.bytes()?) != 0;
             ctx.node.live.active_expire.store(on, Ordering::Relaxed);
+            Ok(Frame::ok())
+        }
+        (b"set-disable-deny-scripts", 1) => {
+            let on = atoi(args.bytes()?) != 0;
+            ctx.node
+                .live
+                .scripts_call_anything
+                .store(on, Ordering::Relaxed);
             Ok(Frame::ok())
         }
         (b"pause-cron", 1) => {

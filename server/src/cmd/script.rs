@@ -426,7 +426,14 @@ impl ScriptCaller<'_, '_> {
             Err(_) => return Err("ERR Unknown Redis command called from script".into()),
         };
         let spec = resolved.spec;
-        if spec.has(super::flags::NOSCRIPT) {
+        if spec.has(super::flags::NOSCRIPT)
+            && !self
+                .ctx
+                .node
+                .live
+                .scripts_call_anything
+                .load(std::sync::atomic::Ordering::Relaxed)
+        {
             return Err("ERR This Redis command is not allowed from script".into());
         }
         // Redis's `scriptVerifyACL`: the caller's user.

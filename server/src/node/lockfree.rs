@@ -37,6 +37,8 @@ pub(crate) struct Live {
     pub(crate) total_errors: AtomicU64,
     /// `DEBUG SET-ACTIVE-EXPIRE`: whether the active expiry cycle runs.
     pub(crate) active_expire: AtomicBool,
+    /// `DEBUG SET-DISABLE-DENY-SCRIPTS`: scripts may call commands flagged `noscript`.
+    pub(crate) scripts_call_anything: AtomicBool,
     /// `DEBUG PAUSE-CRON`: whether the periodic task (active expiry, rehashing, sampling)
     /// skips its work.
     pub(crate) cron_paused: AtomicBool,
@@ -74,6 +76,7 @@ impl Live {
             total_errors: AtomicU64::new(0),
             active_expire: AtomicBool::new(true),
             cron_paused: AtomicBool::new(false),
+            scripts_call_anything: AtomicBool::new(false),
             quicklist_packed_threshold: AtomicU64::new(QUICKLIST_PACKED_THRESHOLD),
             pause: Pause::default(),
             lazyfree: Default::default(),

@@ -432,3 +432,46 @@ async fn debug_pause_cron_holds_active_expiry_back() {
         }
     }
 }
+
+/// Scripts may not call a `noscript` command such as DEBUG, unless `DEBUG
+/// SET-DISABLE-DENY-SCRIPTS 1` lifts the rule; its RESP3 types then reach Lua and come back
+/// converted as Redis converts them, in both protocols.
+#[tokio::test]
+async fn debug_set_disable_deny_scripts_lets_scripts_call_debug() {
+    let (ours, real) = servers().await;
+    let mut seen = Vec::new();
+    for addr in std::iter::once(ours.addr()).chain(real.as_ref().map(|r| r.addr())) {
+        let mut wire = Wire::connect(addr).await;
+        let call = |t: &str, resp: &str| {
+            format!("redis.setresp({resp}); return redis.call('debug', 'protocol', '{t}')")
+        };
+        let mut frames = Vec::new();
+        let denied = call("true", "2");
+        frames.extend(wire.call(&[&["EVAL", &denied, "0"]], 1).await);
+        frames.extend(
+            wire.call(&[&["DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1"]], 1)
+                .await,
+        );
+        for protocol in ["2", "3"] {
+            wire.call(&[&["HELLO", protocol]], 1).await;
+            for resp in ["2", "3"] {
+                for t in [
+                    "bignum", "double", "verbatim", "attrib", "true", "false", "null",
+                ] {
+                    let script = call(t, resp);
+                    frames.extend(wire.call(&[&["EVAL", &script, "0"]], 1).await);
+                }
+            }
+        }
+        frames.extend(
+            wire.call(&[&["DEBUG", "SET-DISABLE-DENY-SCRIPTS", "0"]], 1)
+                .await,
+        );
+        frames.extend(wire.call(&[&["EVAL", &denied, "0"]], 1).await);
+        seen.push(String::from_utf8_lossy(&frames.concat()).into_owned());
+    }
+    assert!(seen[0].starts_with("-ERR This Redis command is not allowed from script"));
+    if let Some(real) = seen.get(1) {
+        assert_eq!(&seen[0], real);
+    }
+}
