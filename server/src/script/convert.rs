@@ -296,7 +296,10 @@ pub(super) fn push_reply(
         Frame::Map(pairs) => {
             if resp3 {
                 stack.push_table(0, 1)?;
-                stack.push_table(0, pairs.len())?;
+                // Not presized: Redis fills an empty table (`lua_newtable`), whose array and
+                // hash parts then hold the keys as `pairs` (`next`) will visit them, e.g. the
+                // integer keys 1..n before 0.
+                stack.push_table(0, 0)?;
                 for (k, v) in pairs {
                     push_reply(stack, k, resp3)?;
                     push_reply(stack, v, resp3)?;
@@ -315,7 +318,8 @@ pub(super) fn push_reply(
         Frame::Set(items) => {
             if resp3 {
                 stack.push_table(0, 1)?;
-                stack.push_table(0, items.len())?;
+                // Not presized, as for a map.
+                stack.push_table(0, 0)?;
                 for item in items {
                     push_reply(stack, item, resp3)?;
                     if stack.kind(-1) == Kind::Nil {

@@ -435,7 +435,8 @@ async fn debug_pause_cron_holds_active_expiry_back() {
 
 /// Scripts may not call a `noscript` command such as DEBUG, unless `DEBUG
 /// SET-DISABLE-DENY-SCRIPTS 1` lifts the rule; its RESP3 types then reach Lua and come back
-/// converted as Redis converts them, in both protocols.
+/// converted as Redis converts them, in both protocols (a map's and a set's members in the
+/// order Redis's Lua tables give them back).
 #[tokio::test]
 async fn debug_set_disable_deny_scripts_lets_scripts_call_debug() {
     let (ours, real) = servers().await;
@@ -456,7 +457,8 @@ async fn debug_set_disable_deny_scripts_lets_scripts_call_debug() {
             wire.call(&[&["HELLO", protocol]], 1).await;
             for resp in ["2", "3"] {
                 for t in [
-                    "bignum", "double", "verbatim", "attrib", "true", "false", "null",
+                    "bignum", "double", "verbatim", "attrib", "true", "false", "null", "map",
+                    "set", "array",
                 ] {
                     let script = call(t, resp);
                     frames.extend(wire.call(&[&["EVAL", &script, "0"]], 1).await);
