@@ -115,9 +115,24 @@ fn config_set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             steps.push(step);
         }
     }
+    // Evictions a lower `maxmemory` starts follow the policy set by the same CONFIG SET.
+    steps.sort_by_key(|step| *step == StateStep::MaxMemory);
     for step in steps {
         match step {
             StateStep::Eviction => ctx.state.apply_eviction_config(),
+            StateStep::MaxMemory => {
+                let limit = ctx.node.config.maxmemory();
+                let used = ctx.state.used_memory();
+                if limit > 0 && used > limit {
+                    tracing::warn!(
+                        "WARNING: the new maxmemory value set via CONFIG SET ({limit}) is \
+                         smaller than the current memory usage ({used}). This will result in \
+                         key eviction and/or the inability to accept new write commands \
+                         depending on the maxmemory-policy."
+                    );
+                    let _ = ctx.state.perform_evictions(limit, ctx.now, ctx.effects);
+                }
+            }
             StateStep::DefaultPassword => {
                 let password = ctx.node.config.requirepass();
                 ctx.node

@@ -85,6 +85,9 @@ pub(crate) enum StateStep {
     /// `requirepass` is the default user's password (Redis 7's
     /// `ACLUpdateDefaultUserPassword`).
     DefaultPassword,
+    /// Keys are evicted at once when a lower `maxmemory` is exceeded (Redis's
+    /// `updateMaxmemory`, which starts its eviction time event).
+    MaxMemory,
 }
 
 /// The run-time configuration of one node, shared by the node and its state.
@@ -234,7 +237,12 @@ pub(crate) static BINDINGS: &[Binding] = &[
     u64_binding!("proto-max-bulk-len", proto_max_bulk_len),
     u64_binding!("client-query-buffer-limit", client_query_buffer_limit),
     u64_binding!("timeout", timeout_s),
-    u64_binding!("maxmemory", maxmemory),
+    Binding {
+        name: "maxmemory",
+        get: |c| c.maxmemory.load(Relaxed).to_string(),
+        set: |c, v| c.maxmemory.store(number(v), Relaxed),
+        then: Some(StateStep::MaxMemory),
+    },
     Binding {
         name: "maxmemory-policy",
         get: |c| c.maxmemory_policy().into(),

@@ -424,3 +424,32 @@ async fn start_up_settings_apply_as_config_set_and_bad_ones_fail_the_start() {
         assert!(err.to_string().contains(reason), "{err}");
     }
 }
+
+/// Lowering `maxmemory` below what is used evicts at once, before any other command (Redis's
+/// `updateMaxmemory` starts its eviction time event): a subscriber hears the `evicted` event
+/// with nothing else sent (Redis's pubsub test "Keyspace notifications: evicted events").
+#[tokio::test]
+async fn lowering_maxmemory_evicts_at_once() {
+    let (ours, real) = support::both().await;
+    for addr in std::iter::once(ours.addr()).chain(real.as_ref().map(|r| r.addr())) {
+        let mut r = support::Wire::connect(addr).await;
+        let mut sub = support::Wire::connect(addr).await;
+        for args in [
+            &["CONFIG", "SET", "notify-keyspace-events", "Ee"][..],
+            &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
+            &["SET", "foo", "bar"],
+        ] {
+            r.call(&[args], 1).await;
+        }
+        sub.call(&[&["PSUBSCRIBE", "*"]], 1).await;
+        r.call(&[&["CONFIG", "SET", "maxmemory", "1"]], 1).await;
+        let event = String::from_utf8_lossy(&sub.frame().await).into_owned();
+        assert!(
+            event.contains("__keyevent@0__:evicted\r\n$3\r\nfoo"),
+            "{addr}: {event}"
+        );
+        r.call(&[&["CONFIG", "SET", "maxmemory", "0"]], 1).await;
+        r.call(&[&["CONFIG", "SET", "maxmemory-policy", "noeviction"]], 1)
+            .await;
+    }
+}
