@@ -25,6 +25,33 @@ pub async fn both() -> (ServerHandle, Option<RealRedis>) {
     (start().await, RealRedis::start())
 }
 
+/// [`both`], the two with `DEBUG` enabled (`enable-debug-command yes`).
+pub async fn both_with_debug() -> (ServerHandle, Option<RealRedis>) {
+    let ours = Server::builder()
+        .enable_debug_command(locksmith_server::EnableCommand::Yes)
+        .start()
+        .await
+        .unwrap();
+    (
+        ours,
+        RealRedis::start_with(&["--enable-debug-command", "yes"]),
+    )
+}
+
+/// The URLs of [`both`]'s servers, ours first.
+pub fn urls(ours: &ServerHandle, real: &Option<RealRedis>) -> Vec<String> {
+    std::iter::once(ours.url())
+        .chain(real.as_ref().map(RealRedis::url))
+        .collect()
+}
+
+/// The loopback addresses of [`both`]'s servers, ours first.
+pub fn addrs(ours: &ServerHandle, real: &Option<RealRedis>) -> Vec<SocketAddr> {
+    std::iter::once(ours.addr())
+        .chain(real.as_ref().map(RealRedis::addr))
+        .collect()
+}
+
 /// A `redis::Client` for `url`.
 pub fn client(url: &str) -> redis::Client {
     redis::Client::open(url).unwrap()

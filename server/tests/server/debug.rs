@@ -5,25 +5,7 @@
 use locksmith_server::{EnableCommand, Server, ServerHandle};
 use locksmith_testkit as support;
 use std::time::{Duration, Instant};
-use support::{conn, run, RealRedis, Wire};
-
-/// Our server and, when redis-server is on the PATH, a real one, both with `DEBUG` enabled.
-async fn servers() -> (ServerHandle, Option<RealRedis>) {
-    let ours = Server::builder()
-        .enable_debug_command(EnableCommand::Yes)
-        .start()
-        .await
-        .unwrap();
-    let real = RealRedis::start_with(&["--enable-debug-command", "yes"]);
-    (ours, real)
-}
-
-/// The URLs of both servers, ours first.
-fn urls(ours: &ServerHandle, real: &Option<RealRedis>) -> Vec<String> {
-    std::iter::once(ours.url())
-        .chain(real.as_ref().map(|r| r.url()))
-        .collect()
-}
+use support::{addrs, both_with_debug as servers, conn, run, urls, RealRedis, Wire};
 
 /// A fresh directory for a server's RDB file, removed when dropped.
 struct ScratchDir(std::path::PathBuf);
@@ -70,7 +52,7 @@ async fn debug_protocol_sends_each_type_as_redis_does_in_resp2_and_resp3() {
         "nosuchtype",
     ];
     let mut seen = Vec::new();
-    for addr in std::iter::once(ours.addr()).chain(real.as_ref().map(|r| r.addr())) {
+    for addr in addrs(&ours, &real) {
         let mut wire = Wire::connect(addr).await;
         let mut frames = Vec::new();
         for protocol in ["3", "2"] {
@@ -441,7 +423,7 @@ async fn debug_pause_cron_holds_active_expiry_back() {
 async fn debug_set_disable_deny_scripts_lets_scripts_call_debug() {
     let (ours, real) = servers().await;
     let mut seen = Vec::new();
-    for addr in std::iter::once(ours.addr()).chain(real.as_ref().map(|r| r.addr())) {
+    for addr in addrs(&ours, &real) {
         let mut wire = Wire::connect(addr).await;
         let call = |t: &str, resp: &str| {
             format!("redis.setresp({resp}); return redis.call('debug', 'protocol', '{t}')")

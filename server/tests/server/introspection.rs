@@ -6,30 +6,11 @@
 //! `slowlog-log-slower-than 0` and a `DEBUG SLEEP` past the latency threshold; no test
 //! asserts on how long anything took.
 
-use locksmith_server::{EnableCommand, Server, ServerHandle};
 use locksmith_testkit as support;
 use redis::Value;
-use support::{cmd, conn, run, Pair, RealRedis, Wire};
+use support::{both_with_debug as servers, cmd, conn, run, urls, Pair, RealRedis, Wire};
 
 type Con = redis::aio::MultiplexedConnection;
-
-/// Our server and, when redis-server is on the PATH, a real one, both with `DEBUG` enabled.
-async fn servers() -> (ServerHandle, Option<RealRedis>) {
-    let ours = Server::builder()
-        .enable_debug_command(EnableCommand::Yes)
-        .start()
-        .await
-        .unwrap();
-    let real = RealRedis::start_with(&["--enable-debug-command", "yes"]);
-    (ours, real)
-}
-
-/// The URLs of both servers, ours first.
-fn urls(ours: &ServerHandle, real: &Option<RealRedis>) -> Vec<String> {
-    std::iter::once(ours.url())
-        .chain(real.as_ref().map(|r| r.url()))
-        .collect()
-}
 
 /// Runs `args`, which must succeed.
 async fn ok(con: &mut Con, args: &[&str]) -> Value {

@@ -570,15 +570,9 @@ async fn a_replica_invalidates_keys_its_master_writes() {
 /// its own, is paused.
 #[tokio::test]
 async fn the_table_limit_applies_before_a_command_is_queued() {
-    use locksmith_server::{EnableCommand, Server};
-    let ours = Server::builder()
-        .enable_debug_command(EnableCommand::Yes)
-        .start()
-        .await
-        .unwrap();
-    let real = support::RealRedis::start_with(&["--enable-debug-command", "yes"]);
+    let (ours, real) = support::both_with_debug().await;
     let mut seen = Vec::new();
-    for addr in std::iter::once(ours.addr()).chain(real.as_ref().map(|r| r.addr())) {
+    for addr in support::addrs(&ours, &real) {
         let mut r = Wire::connect(addr).await;
         let mut rd = Wire::connect(addr).await;
         r.call(&[&["CONFIG", "SET", "tracking-table-max-keys", "2"]], 1)

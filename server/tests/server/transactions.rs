@@ -289,13 +289,7 @@ async fn smove_of_a_member_the_destination_holds_does_not_touch_its_watchers() {
 /// served by the swap.
 #[tokio::test]
 async fn swapdb_touches_watchers_only_where_a_watched_key_logically_changed() {
-    use locksmith_server::{EnableCommand, Server};
-    let ours = Server::builder()
-        .enable_debug_command(EnableCommand::Yes)
-        .start()
-        .await
-        .unwrap();
-    let real = support::RealRedis::start_with(&["--enable-debug-command", "yes"]);
+    let (ours, real) = support::both_with_debug().await;
     // (what db 0 holds, what db 1 holds, before the watcher in db 1 WATCHes x): "live",
     // "stale" (expired, not yet deleted) or "none".
     let cases = [
@@ -309,7 +303,7 @@ async fn swapdb_touches_watchers_only_where_a_watched_key_logically_changed() {
         ("live", "live"),
     ];
     let mut results = Vec::new();
-    for url in std::iter::once(ours.url()).chain(real.as_ref().map(|r| r.url())) {
+    for url in support::urls(&ours, &real) {
         let mut con = support::conn(&url).await;
         let mut got = Vec::new();
         for (in_0, in_1) in cases {
