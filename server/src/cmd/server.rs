@@ -273,22 +273,44 @@ fn human_bytes(n: u64) -> String {
     }
 }
 
-/// User and system CPU seconds of this process, from `/proc/self/stat` (Linux).
-fn cpu_seconds() -> (f64, f64) {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return (0.0, 0.0);
-    };
-    // Fields after the parenthesised command name; utime and stime are the 12th and 13th.
-    let after = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-            / 100.0
-    };
-    (ticks(11), ticks(12))
+/// Whose CPU time [`cpu_seconds`] reads.
+#[derive(Clone, Copy)]
+enum CpuOf {
+    /// The whole process (`used_cpu_user`, `used_cpu_sys`).
+    Process,
+    /// The calling thread, the one serving the connections and running the commands
+    /// (`used_cpu_user_main_thread`, `used_cpu_sys_main_thread`; Linux only).
+    Thread,
+}
+
+/// User and system CPU seconds, as Redis reads them (`getrusage`, microseconds); `None` if the
+/// system does not tell.
+#[allow(unsafe_code)]
+fn cpu_seconds(of: CpuOf) -> Option<(f64, f64)> {
+    #[cfg(unix)]
+    {
+        let who = match of {
+            CpuOf::Process => libc::RUSAGE_SELF,
+            #[cfg(target_os = "linux")]
+            CpuOf::Thread => libc::RUSAGE_THREAD,
+            #[cfg(not(target_os = "linux"))]
+            CpuOf::Thread => return None,
+        };
+        // SAFETY: `rusage` is plain data (all-zero bytes are a valid value); getrusage only
+        // writes into the struct it is given.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: as above; `usage` lives for the call.
+        if unsafe { libc::getrusage(who, &mut usage) } != 0 {
+            return None;
+        }
+        let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1_000_000.0;
+        Some((seconds(usage.ru_utime), seconds(usage.ru_stime)))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = of;
+        None
+    }
 }
 
 fn os_name() -> String {
@@ -534,11 +556,16 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
         }
         "replication" => out.push_str(&crate::replication::replication_info(&state.repl)),
         "cpu" => {
-            let (user, sys) = cpu_seconds();
+            let (user, sys) = cpu_seconds(CpuOf::Process).unwrap_or_default();
             line("used_cpu_sys", &format!("{sys:.6}"));
             line("used_cpu_user", &format!("{user:.6}"));
+            // The server never forks: no child ever used CPU.
             line("used_cpu_sys_children", &"0.000000");
             line("used_cpu_user_children", &"0.000000");
+            if let Some((user, sys)) = cpu_seconds(CpuOf::Thread) {
+                line("used_cpu_sys_main_thread", &format!("{sys:.6}"));
+                line("used_cpu_user_main_thread", &format!("{user:.6}"));
+            }
         }
         "commandstats" | "latencystats" => {
             let merged = match node.live.rejected_calls.lock() {

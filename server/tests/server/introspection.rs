@@ -1306,3 +1306,42 @@ async fn each_write_counts_one_access_toward_a_keys_lfu_frequency() {
         assert_eq!(seen, &expected);
     }
 }
+
+/// `INFO cpu` gives Redis's fields, read as Redis reads them (`getrusage`, to the
+/// microsecond): the process's and the serving thread's user and system time, the thread's
+/// in all at most the process's.
+#[tokio::test]
+async fn info_cpu_has_redis_fields_in_microseconds() {
+    let (ours, real) = support::both().await;
+    let mut fields = Vec::new();
+    for url in urls(&ours, &real) {
+        let mut con = conn(&url).await;
+        // Some work to measure.
+        for _ in 0..200 {
+            run(&mut con, &["SET", "k", "v"]).await;
+        }
+        let info = support::info(&mut con, "cpu").await;
+        let value = |name: &str| -> f64 {
+            let text = support::info_value(&info, name);
+            assert_eq!(
+                text.split('.').nth(1).map(str::len),
+                Some(6),
+                "{name}: {text}"
+            );
+            text.parse().unwrap()
+        };
+        // The kernel splits user and system time by its own estimate for a thread and for
+        // the process, so only the totals compare (a tick of slack: two readings).
+        let process = value("used_cpu_user") + value("used_cpu_sys");
+        let thread = value("used_cpu_user_main_thread") + value("used_cpu_sys_main_thread");
+        assert!(
+            process > 0.0 && thread <= process + 0.01,
+            "{url}: {thread} > {process}"
+        );
+        fields.push(info.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>());
+    }
+    assert!(fields[0].contains(&"used_cpu_user_main_thread".to_string()));
+    if let Some(real) = fields.get(1) {
+        assert_eq!(&fields[0], real);
+    }
+}
