@@ -242,9 +242,42 @@ pub(crate) fn repeated_picks(count: i64, picks_per_element: u64) -> Result<usize
     usize::try_from(picks).map_err(|_| CommandError::err("value is out of range"))
 }
 
+/// C's `atoi`: optional spaces and sign, then digits, whatever follows.
+pub(crate) fn atoi(s: &[u8]) -> i64 {
+    let s = s.trim_ascii_start();
+    let (negative, digits) = match s.first() {
+        Some(b'-') => (true, s.get(1..).unwrap_or_default()),
+        Some(b'+') => (false, s.get(1..).unwrap_or_default()),
+        _ => (false, s),
+    };
+    let n = digits
+        .iter()
+        .take_while(|c| c.is_ascii_digit())
+        .fold(0i64, |n, c| {
+            n.saturating_mul(10).saturating_add(i64::from(c - b'0'))
+        });
+    if negative {
+        -n
+    } else {
+        n
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{parse_f64, parse_f64_saturating};
+    use super::{atoi, parse_f64, parse_f64_saturating};
+
+    #[test]
+    fn atoi_reads_leading_digits_as_c_does() {
+        assert_eq!(atoi(b"1"), 1);
+        assert_eq!(atoi(b"0"), 0);
+        assert_eq!(atoi(b"12abc"), 12);
+        assert_eq!(atoi(b"abc"), 0);
+        assert_eq!(atoi(b"-3"), -3);
+        assert_eq!(atoi(b"+7"), 7);
+        assert_eq!(atoi(b""), 0);
+        assert_eq!(atoi(b"  42"), 42);
+    }
 
     #[test]
     fn floats_parse_as_strtod_with_redis_range_checks() {

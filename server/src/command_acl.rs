@@ -1068,7 +1068,7 @@ fn own_finder(fullname: &str, argv: &[Bytes]) -> Vec<(usize, u16)> {
 
 /// Redis's `genericGetKeys` (`atoi` of the count; no flags on the keys).
 fn generic(argv: &[Bytes], store: usize, count_at: usize, first: usize) -> Vec<(usize, u16)> {
-    let num = argv.get(count_at).map_or(0, |a| atoi(a));
+    let num = argv.get(count_at).map_or(0, |a| crate::args::atoi(a));
     let available = argv.len().saturating_sub(first) as i64;
     if num < 1 || num > available {
         return Vec::new();
@@ -1078,27 +1078,6 @@ fn generic(argv: &[Bytes], store: usize, count_at: usize, first: usize) -> Vec<(
         keys.push((store, 0));
     }
     keys
-}
-
-/// C's `atoi`: optional spaces and sign, then digits, whatever follows.
-fn atoi(s: &[u8]) -> i64 {
-    let s = s.trim_ascii_start();
-    let (negative, digits) = match s.first() {
-        Some(b'-') => (true, s.get(1..).unwrap_or_default()),
-        Some(b'+') => (false, s.get(1..).unwrap_or_default()),
-        _ => (false, s),
-    };
-    let n = digits
-        .iter()
-        .take_while(|c| c.is_ascii_digit())
-        .fold(0i64, |n, c| {
-            n.saturating_mul(10).saturating_add(i64::from(c - b'0'))
-        });
-    if negative {
-        -n
-    } else {
-        n
-    }
 }
 
 /// A channel a command names, and how ACLs match it.

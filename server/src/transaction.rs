@@ -70,9 +70,7 @@ pub(crate) fn flag_error(client: &mut ClientState) {
 /// subscribe commands, `PING`, `QUIT` or `RESET`; queued (`+QUEUED`) inside `MULTI`.
 /// `Some(reply)` when the command must not run now.
 pub(crate) fn admit(resolved: Resolved, client: &mut ClientState, argv: &[Bytes]) -> Option<Frame> {
-    let name = resolved.spec.name;
-    let is_sub = resolved.first_arg > 1;
-    let top = if is_sub { "" } else { name };
+    let top = resolved.top_name();
     if client.multi.is_some() && resolved.spec.has(flags::NO_MULTI) {
         flag_error(client);
         return Some(CommandError::err("Command not allowed inside a transaction").into());
@@ -92,7 +90,7 @@ pub(crate) fn admit(resolved: Resolved, client: &mut ClientState, argv: &[Bytes]
         );
     }
     let multi = client.multi.as_mut()?;
-    if NOT_QUEUED.contains(&top) {
+    if !would_queue(resolved) {
         return None;
     }
     multi.queue.push((resolved, argv.to_vec()));
@@ -104,12 +102,7 @@ pub(crate) fn admit(resolved: Resolved, client: &mut ClientState, argv: &[Bytes]
 /// Whether `resolved`, sent inside `MULTI`, is queued rather than run (before the checks of
 /// [`admit`] that may refuse it).
 pub(crate) fn would_queue(resolved: Resolved) -> bool {
-    let top = if resolved.first_arg > 1 {
-        ""
-    } else {
-        resolved.spec.name
-    };
-    !NOT_QUEUED.contains(&top)
+    !NOT_QUEUED.contains(&resolved.top_name())
 }
 
 /// Whether the command must run on the script pool: a script command, or an `EXEC` whose
@@ -188,6 +181,24 @@ impl Watches {
         }
     }
 
+    /// Client `id`'s watch of `key` in `db`.
+    fn watched_mut(&mut self, id: u64, db: usize, key: &[u8]) -> Option<&mut Watched> {
+        self.by_client
+            .get_mut(&id)?
+            .iter_mut()
+            .find(|w| w.db == db && w.key == key)
+    }
+
+    /// Invalidates client `id`'s transaction (Redis's `CLIENT_DIRTY_CAS`), shown as the `d`
+    /// flag of `CLIENT LIST`.
+    fn invalidate(&mut self, node: &Node, id: u64) {
+        if self.dirty.insert(id) {
+            if let Some(handle) = node.clients.get(id) {
+                handle.update(|info| info.set_flag('d', true));
+            }
+        }
+    }
+
     /// Whether client `id`'s transaction was invalidated.
     pub(crate) fn is_dirty(&self, id: u64) -> bool {
         self.dirty.contains(&id)
@@ -229,21 +240,13 @@ pub(crate) fn touch_watched(state: &mut State, node: &Node, modified: &[(usize, 
         let present = state.dbs.get(*db).is_some_and(|d| d.raw(key).is_some());
         for id in ids.clone() {
             let watches = &mut state.watches;
-            if let Some(w) = watches
-                .by_client
-                .get_mut(&id)
-                .and_then(|keys| keys.iter_mut().find(|w| w.db == *db && w.key == *key))
-            {
+            if let Some(w) = watches.watched_mut(id, *db, key) {
                 if w.expired && !present {
                     w.expired = false;
                     continue;
                 }
             }
-            if watches.dirty.insert(id) {
-                if let Some(handle) = node.clients.get(id) {
-                    handle.update(|info| info.set_flag('d', true));
-                }
-            }
+            watches.invalidate(node, id);
         }
     }
 }
@@ -275,11 +278,7 @@ pub(crate) fn touch_swapped(state: &mut State, node: &Node, a: usize, b: usize, 
             let replacement_expired = key_is_expired(state, replaced_with, &key, now);
             for id in ids {
                 let watches = &mut state.watches;
-                let Some(w) = watches
-                    .by_client
-                    .get_mut(&id)
-                    .and_then(|keys| keys.iter_mut().find(|w| w.db == emptied && w.key == key))
-                else {
+                let Some(w) = watches.watched_mut(id, emptied, &key) else {
                     continue;
                 };
                 if w.expired {
@@ -294,11 +293,7 @@ pub(crate) fn touch_swapped(state: &mut State, node: &Node, a: usize, b: usize, 
                     w.expired = true;
                     continue;
                 }
-                if watches.dirty.insert(id) {
-                    if let Some(handle) = node.clients.get(id) {
-                        handle.update(|info| info.set_flag('d', true));
-                    }
-                }
+                watches.invalidate(node, id);
             }
         }
     }

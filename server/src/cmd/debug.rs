@@ -1,7 +1,7 @@
 //! DEBUG: the subcommands Redis's own test suite and client libraries' tests use, each doing
 //! what Redis's does (Redis 7.0's `debug.c`). Allowed by `enable-debug-command`, as in Redis.
 
-use super::{lossy, Args, CmdResult, CommandError, Ctx};
+use super::{atoi, lossy, Args, CmdResult, CommandError, Ctx};
 use crate::db::{memory, Access, Value};
 use bytes::Bytes;
 use locksmith_resp::{Frame, Version};
@@ -136,26 +136,6 @@ const HELP: &[&str] = &[
     "PAUSE-CRON <0|1>",
     "    Stop periodic cron job processing.",
 ];
-
-/// C's `atoi`: the leading optionally signed decimal digits, 0 if none.
-fn atoi(text: &[u8]) -> i64 {
-    let (negative, digits) = match text.first() {
-        Some(b'-') => (true, &text[1..]),
-        Some(b'+') => (false, &text[1..]),
-        _ => (false, text),
-    };
-    let n = digits
-        .iter()
-        .take_while(|b| b.is_ascii_digit())
-        .fold(0i64, |n, b| {
-            n.wrapping_mul(10).wrapping_add(i64::from(b - b'0'))
-        });
-    if negative {
-        n.wrapping_neg()
-    } else {
-        n
-    }
-}
 
 /// `DEBUG SLEEP`: the state lock stays held, so every other client waits, as when Redis
 /// sleeps; a shutdown ends the sleep early.
@@ -336,20 +316,4 @@ fn positive(arg: &[u8]) -> Result<u64, CommandError> {
     locksmith_resp::parse_integer(arg)
         .and_then(|n| u64::try_from(n).ok())
         .ok_or_else(|| CommandError::err("value is out of range, must be positive"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn atoi_reads_leading_digits_as_c_does() {
-        assert_eq!(atoi(b"1"), 1);
-        assert_eq!(atoi(b"0"), 0);
-        assert_eq!(atoi(b"12abc"), 12);
-        assert_eq!(atoi(b"abc"), 0);
-        assert_eq!(atoi(b"-3"), -3);
-        assert_eq!(atoi(b"+7"), 7);
-        assert_eq!(atoi(b""), 0);
-    }
 }

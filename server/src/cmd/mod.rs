@@ -44,8 +44,8 @@ mod transaction;
 mod zset;
 
 pub(crate) use crate::args::{
-    parse_f64, parse_f64_saturating, parse_i32, parse_i64, random_count, repeated_picks, strtod,
-    Args,
+    atoi, parse_f64, parse_f64_saturating, parse_i32, parse_i64, random_count, repeated_picks,
+    strtod, Args,
 };
 pub(crate) use crate::error::CommandError;
 pub(crate) use crate::error::{lossy, CmdResult};

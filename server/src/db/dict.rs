@@ -402,11 +402,6 @@ impl<T: Clone> Dict<T> {
         Some(out)
     }
 
-    /// Removes every element (keeping no allocation).
-    pub(crate) fn clear(&mut self) {
-        *self = Self::new();
-    }
-
     /// Every element, in bucket order (the new table last while rehashing).
     pub(crate) fn iter(&self) -> Iter<'_, T> {
         Iter {

@@ -246,11 +246,7 @@ pub(crate) fn quicklist_shape<'a>(
     fill: i64,
     packed_threshold: u64,
 ) -> QuicklistShape {
-    let mut list = QuicklistBuilder::new(fill, packed_threshold);
-    for element in elements {
-        list.push(element);
-    }
-    list.shape
+    quicklist_shape_up_to(elements, fill, packed_threshold, usize::MAX)
 }
 
 /// Whether the quicklist of [`quicklist_shape`] has more than `nodes` nodes, reading only
@@ -261,14 +257,24 @@ pub(crate) fn quicklist_has_more_nodes_than<'a>(
     packed_threshold: u64,
     nodes: usize,
 ) -> bool {
+    quicklist_shape_up_to(elements, fill, packed_threshold, nodes).nodes > nodes
+}
+
+/// [`quicklist_shape`], stopped once the list has more than `max_nodes` nodes.
+fn quicklist_shape_up_to<'a>(
+    elements: impl IntoIterator<Item = &'a [u8]>,
+    fill: i64,
+    packed_threshold: u64,
+    max_nodes: usize,
+) -> QuicklistShape {
     let mut list = QuicklistBuilder::new(fill, packed_threshold);
     for element in elements {
         list.push(element);
-        if list.shape.nodes > nodes {
-            return true;
+        if list.shape.nodes > max_nodes {
+            break;
         }
     }
-    false
+    list.shape
 }
 
 /// A quicklist built by appending, as far as its shape goes.

@@ -738,9 +738,7 @@ impl Db {
 
     /// Removes every key, keeping no allocation (the deadline index's buffers included).
     pub(crate) fn clear(&mut self) {
-        self.entries.clear();
-        self.deadlines = Deadlines::default();
-        self.used = 0;
+        drop(self.take_all());
     }
 
     /// Empties the database as [`Db::clear`] does, handing over its keys to be dropped
