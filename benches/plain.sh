@@ -9,7 +9,10 @@ set -u
 # Usage: cargo build --release -p locksmith-server -p locksmith-benches --bin null_server &&
 #        bash benches/plain.sh
 # TESTS (default "get,set,incr,hset"), N requests per run (default 2000000), ROUNDS (default 3),
-# TRANSPORT (unix, the default: no TCP stack; or tcp, on loopback), P pipeline (default 16).
+# TRANSPORT (unix, the default: no TCP stack; or tcp, on loopback), P pipeline (default 16),
+# R: when set, the keys are drawn from R names (`redis-benchmark -r R`) and each server is
+# first filled by 3R pipelined SETs over them (about 95 % of the names); unset, every request
+# names the same key, as redis-benchmark does by default.
 . "$(dirname "$0")/common.sh"
 cd "$(dirname "$0")/.."
 OURS=${LOCKSMITH_SERVER_BIN:-target/release/locksmith-server}
@@ -19,6 +22,9 @@ N=${N:-2000000}
 ROUNDS=${ROUNDS:-3}
 TRANSPORT=${TRANSPORT:-unix}
 P=${P:-16}
+R=${R:-}
+RANDOM_KEYS=()
+[ -n "$R" ] && RANDOM_KEYS=(-r "$R")
 for bin in "$OURS" "$NULL" /usr/bin/time; do
   [ -x "$bin" ] || { echo "$bin is missing (see Usage)" >&2; exit 1; }
 done
@@ -46,9 +52,12 @@ for round in $(seq "$ROUNDS"); do
         else (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; fi
         sleep 0.05
       done
+      if [ -n "$R" ] && [ $server != null ]; then
+        redis-benchmark "${conn[@]}" -c 50 -P 64 -t set -r "$R" -n $((3 * R)) -q >/dev/null 2>&1
+      fi
       read -r u0 s0 < <(awk '{print $14, $15}' "/proc/$PID/stat")
       r=$(/usr/bin/time -f "%U %S" -o "$DIR/client" \
-          redis-benchmark "${conn[@]}" -c 50 -n "$N" -P "$P" -q -t "$t" 2>/dev/null | rps)
+          redis-benchmark "${conn[@]}" -c 50 -n "$N" -P "$P" "${RANDOM_KEYS[@]}" -q -t "$t" 2>/dev/null | rps)
       read -r u1 s1 < <(awk '{print $14, $15}' "/proc/$PID/stat")
       read -r cu cs < "$DIR/client"
       printf "round %s %-4s %-5s %8s req/s  server user %4s sys %4s ns  client user %4s sys %4s ns\n" \

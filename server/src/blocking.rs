@@ -150,6 +150,14 @@ impl Blocked {
         }
     }
 
+    /// Ends every client's wait with `reply` (the node changed its role).
+    pub(crate) fn unblock_all(&mut self, reply: &Frame) {
+        for (_, waiter) in self.waiters.drain() {
+            let _ = waiter.reply.send(reply.clone());
+        }
+        self.queues.clear();
+    }
+
     fn take(&mut self, id: u64) -> Option<Waiter> {
         let waiter = self.waiters.remove(&id)?;
         for key in &waiter.keys {

@@ -414,6 +414,12 @@ pub(crate) struct ClientState {
     /// The clock reading ([`crate::clock::Clock::tick_us`]) at which the command about to
     /// run started, when the pipeline read it already; taken by `cmd::call`.
     pub(crate) start_tick: Option<u64>,
+    /// `REPLCONF listening-port`: the port the replica on this connection listens on.
+    pub(crate) replica_port: Option<u16>,
+    /// `REPLCONF rdb-only 1`: a `SYNC` sends the dataset only (`redis-cli --rdb`).
+    pub(crate) rdb_only: bool,
+    /// The replica link `SYNC`/`PSYNC` registered, for the connection to run.
+    pub(crate) replica: Option<Box<crate::replication::serve::Handoff>>,
     /// The clock reading at which the last command `cmd::call` timed for this client ended
     /// (`None` if it was not timed); the pipeline may start the next command of the same
     /// batch from it instead of reading the clock again.
@@ -448,6 +454,9 @@ impl ClientState {
             error_counted: false,
             start_tick: None,
             end_tick: None,
+            replica_port: None,
+            rdb_only: false,
+            replica: None,
         }
     }
 

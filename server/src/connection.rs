@@ -70,8 +70,8 @@ impl Socket {
         }
     }
 
-    /// Reads what arrives into `buf`; 0 at the end of the stream.
-    async fn read_buf(&mut self, buf: &mut BytesMut) -> std::io::Result<usize> {
+    /// Reads what arrives into `buf`; 0 at the end of the stream. Cancel safe.
+    pub(crate) async fn read_buf(&mut self, buf: &mut BytesMut) -> std::io::Result<usize> {
         match self {
             Socket::Net(socket) => loop {
                 socket.readable().await?;
@@ -217,6 +217,18 @@ impl Connection {
                     if !keep_open {
                         return Ok(());
                     }
+                    if let Some(link) = self.session.client.replica.take() {
+                        // SYNC/PSYNC: the connection is a replica link from now on.
+                        return crate::replica_link::run(
+                            &node,
+                            &mut self.io.socket,
+                            &mut self.io.rbuf,
+                            &handle,
+                            *link,
+                            &mut pause_shutdown,
+                        )
+                        .await;
+                    }
                     self.io.release_idle_buffers();
                 }
                 Some(frame) = self.io.outbox_rx.recv() => {
@@ -333,6 +345,10 @@ impl Connection {
                         break;
                     }
                     self.decoder.recycle(argv);
+                    if self.session.client.replica.is_some() {
+                        // What follows `SYNC`/`PSYNC` is the replica link's to read.
+                        break;
+                    }
                 }
                 Ok(None) => break,
                 Err(e) => {

@@ -73,6 +73,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "lib",
             "local_client",
             "net_stream",
+            "replica_link",
             "server",
             "write_round",
             "layer_tests",

@@ -50,6 +50,7 @@ mod process_memory;
 mod pubsub;
 mod rdb;
 mod redis_table;
+mod replica_link;
 mod replication;
 mod script;
 mod server;

@@ -276,6 +276,11 @@ impl ServerBuilder {
             seed,
             crate::cmd::HOOKS,
         ));
+        let _ = node.me.set(Arc::downgrade(&node));
+        if let Some(master) = node.config.replicaof() {
+            let mut state = node.state.lock().await;
+            crate::replication::follow::replicaof(&mut state, &node, Some(master));
+        }
         // An RDB file is loaded when its place was given (`--dir`, `--dbfilename`), so a
         // stray dump.rdb in the working directory never changes a test server's data.
         let placed = self.config.settings.iter().any(|(name, _)| {
@@ -527,6 +532,8 @@ async fn active_expire_loop(
                 crate::db::release::release();
             }
             crate::tracking::cron(&mut state, &node);
+            let config = state.config.clone();
+            crate::replication::cron(&mut state.repl, &config, clock.now_ms());
         } else {
             last_fast_us = start;
         }
@@ -540,6 +547,8 @@ async fn active_expire_loop(
         };
         behind = expire_cycle(&node, &mut effects, budget).await;
     }
+    // A replica's link to its master ends with the node.
+    crate::replication::follow::stop(&node).await;
     drop(done);
 }
 

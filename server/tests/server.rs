@@ -26,6 +26,7 @@ mod server {
     mod protocol;
     mod pubsub;
     mod redis_cli;
+    mod replication;
     mod script_memory;
     mod scripting;
     mod sets;

@@ -85,9 +85,12 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// A real `redis-server` child process on a free loopback port, killed on drop.
+/// A real `redis-server` child process on a free loopback port, killed on drop. Its `dir`
+/// is a temporary directory of its own, removed on drop (a replica writes the dataset it
+/// received there).
 pub struct RealRedis {
     child: Option<Child>,
+    dir: std::path::PathBuf,
     /// The port it listens on.
     pub port: u16,
 }
@@ -100,6 +103,7 @@ impl RealRedis {
 
     /// Like [`RealRedis::start`] with extra `--name value` arguments.
     pub fn start_with(extra: &[&str]) -> Option<RealRedis> {
+        let dir = temp_dir("redis");
         let started = spawn_on_a_free_port("redis-server", |port| {
             let mut command = Command::new("redis-server");
             command
@@ -113,15 +117,19 @@ impl RealRedis {
                     "--appendonly",
                     "no",
                 ])
+                .arg("--dir")
+                .arg(&dir)
                 .args(extra);
             command
         });
         let Some((child, port)) = started else {
             eprintln!("redis-server not on PATH: skipping the comparison with real Redis");
+            let _ = std::fs::remove_dir_all(&dir);
             return None;
         };
         Some(RealRedis {
             child: Some(child),
+            dir,
             port,
         })
     }
@@ -148,7 +156,21 @@ impl RealRedis {
 impl Drop for RealRedis {
     fn drop(&mut self) {
         self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// A fresh directory under the system's temporary one, named for `what`, this process and a
+/// counter.
+fn temp_dir(what: &str) -> std::path::PathBuf {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "locksmith-{what}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 /// A real `redis-server --sentinel` monitoring `127.0.0.1:<master_port>` as `master_name` with a
@@ -164,13 +186,7 @@ impl RealSentinel {
     /// Starts a Sentinel if `redis-server` is on the PATH; otherwise prints one line and
     /// returns None.
     pub fn start(master_name: &str, master_port: u16) -> Option<RealSentinel> {
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "locksmith-sentinel-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = temp_dir("sentinel");
         let conf = dir.join("sentinel.conf");
         let started = spawn_on_a_free_port("sentinel", |port| {
             std::fs::write(

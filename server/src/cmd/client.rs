@@ -130,7 +130,11 @@ fn client_type(name: &[u8]) -> Result<ClientType, CommandError> {
 
 fn type_of(handle: &ClientHandle) -> ClientType {
     let info = handle.info();
-    if info.sub + info.psub + info.ssub > 0 {
+    if info.flags.contains('S') {
+        ClientType::Replica
+    } else if info.flags.contains('M') {
+        ClientType::Master
+    } else if info.sub + info.psub + info.ssub > 0 {
         ClientType::Pubsub
     } else {
         ClientType::Normal

@@ -881,6 +881,7 @@ pub(crate) const HOOKS: CommandHooks = CommandHooks {
     call_argv,
     resolve: |argv| resolve(argv).ok(),
     exists: script::command_exists,
+    install_dataset: persistence::install_from_master,
 };
 
 #[cfg(test)]

@@ -40,25 +40,43 @@ fn rdb_path(state: &State) -> PathBuf {
 
 /// The node's data as an RDB file.
 fn encode(state: &State, now_ms: u64) -> Vec<u8> {
-    let dbs: Vec<file::SavedDb<'_>> = state
-        .dbs
-        .iter()
-        .enumerate()
-        .map(|(i, db)| {
-            let keys = db
-                .entries()
-                .filter(|(_, e)| e.expire_at().is_none_or(|at| at > now_ms))
-                .map(|(k, e)| (k.as_bytes(), &e.value, e.expire_at()))
-                .collect();
-            (i, keys)
-        })
-        .collect();
     let functions: Vec<Bytes> = state
         .functions
         .libraries()
         .map(|l| l.code.clone())
         .collect();
-    file::write(&dbs, &functions, now_ms)
+    file::encode_dataset(&state.dbs, &functions, now_ms)
+}
+
+/// A replica's full synchronisation: replaces the whole dataset and the function libraries
+/// with the RDB payload `data` its master sent (keys already expired kept, as a replica waits
+/// for its master's `DEL`), as `FLUSHALL` then a load would; returns the keys loaded. A
+/// payload that cannot be parsed changes nothing.
+pub(super) fn install_from_master(
+    state: &mut State,
+    node: &Node,
+    data: &[u8],
+    now: u64,
+) -> Result<usize, String> {
+    let hash_limits = crate::db::ListpackLimits::of_hashes(&state.config);
+    let contents = file::read(data, 0, state.dbs.len(), hash_limits)?;
+    let mut client = crate::replication::master_client(node);
+    let mut effects = crate::node::Effects::default();
+    let mut ctx = Ctx {
+        state,
+        node,
+        client: &mut client,
+        now,
+        effects: &mut effects,
+        write: true,
+    };
+    let dirty = ctx.state.dirty;
+    super::server::flush_all(&mut ctx, false);
+    ctx.state.functions.flush();
+    ctx.state.dirty = dirty;
+    let loaded = load(ctx.state, node, contents, true);
+    state.finish_effects(node, &mut effects);
+    loaded
 }
 
 /// Writes `data` to `path` through a temporary file renamed over it (as Redis does).

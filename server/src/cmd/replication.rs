@@ -1,11 +1,12 @@
 //! The replication commands: `ROLE`, `WAIT` (blocking, without the state lock, or at once
-//! inside `MULTI`) and `REPLICAOF` (a harness topology re-points its nodes; a standalone node
-//! only accepts `NO ONE`). The stream they report on is [`crate::replication`].
+//! inside `MULTI`), `REPLICAOF` (a harness topology re-points its nodes; a standalone node
+//! follows a master over the network), and the replica's side of the protocol: `SYNC`,
+//! `PSYNC`, `REPLCONF`. The stream they report on is [`crate::replication`].
 
 use super::{flags::*, parse_i64, Args, CmdResult, CommandError, CommandSpec, Ctx};
 use crate::client::ClientState;
 use crate::node::Node;
-use crate::replication::Role;
+use crate::replication::{follow, serve, Role};
 use bytes::Bytes;
 use locksmith_resp::Frame;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,7 +34,108 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("slaveof", 3, replicaof_standalone)
         .flags(ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING)
         .doc("server", "Sets a Redis server as a replica of another, or promotes it to being a master."),
+    CommandSpec::new("sync", 1, sync)
+        .flags(ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI)
+        .doc("server", "An internal command used in replication."),
+    CommandSpec::new("psync", -3, psync)
+        .flags(ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI)
+        .doc("server", "An internal command used in replication."),
+    CommandSpec::new("replconf", -1, replconf)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY)
+        .doc("server", "An internal command for configuring the replication stream."),
 ];
+
+/// ```text
+/// SYNC
+/// ```
+fn sync(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    start_sync(ctx, None)
+}
+
+/// ```text
+/// PSYNC replicationid offset
+/// ```
+fn psync(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let replid = args.next().ok_or(CommandError::Syntax)?;
+    let offset = args.i64()?;
+    start_sync(ctx, Some((replid, offset)))
+}
+
+/// Makes the calling connection a replica link (see [`serve`]): `+FULLRESYNC <id> <offset>`
+/// or `+CONTINUE <id>` for `PSYNC`, no reply for `SYNC`; the connection sends the dataset or
+/// the backlog once the reply is written. A client that is a replica already is ignored, as
+/// Redis ignores it.
+fn start_sync(ctx: &mut Ctx<'_>, psync: Option<(&Bytes, i64)>) -> CmdResult {
+    if ctx.client.replica.is_some() || ctx.client.handle.info().flags.contains('S') {
+        ctx.client.reply_skip = true;
+        return Ok(Frame::ok());
+    }
+    // A replica serves replicas of its own (the master's stream passed on) while its link
+    // to its master is up.
+    if ctx.state.repl.is_replica() && !ctx.state.repl.upstream.as_ref().is_some_and(|u| u.is_up()) {
+        return Err(CommandError::Raw(serve::NOMASTERLINK.into()));
+    }
+    let (reply, handoff) = serve::attach(
+        ctx.state,
+        ctx.node,
+        ctx.client,
+        psync.map(|(id, offset)| (&id[..], offset)),
+    );
+    ctx.client.replica = Some(Box::new(handoff));
+    match reply {
+        Some(reply) => Ok(reply),
+        None => {
+            ctx.client.reply_skip = true;
+            Ok(Frame::ok())
+        }
+    }
+}
+
+/// ```text
+/// REPLCONF option value [option value ...]
+/// ```
+///
+/// A replica's handshake options (`listening-port`, `ip-address`, `capa`, `rdb-only`) answer
+/// `+OK`; `ACK` and `GETACK` answer nothing (a master reads a replica's `ACK` on the link,
+/// a replica answers its master's `GETACK` there).
+fn replconf(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let rest = args.rest();
+    if rest.len() % 2 == 1 {
+        return Err(CommandError::Syntax);
+    }
+    for pair in rest.chunks_exact(2) {
+        let [option, value] = pair else {
+            return Err(CommandError::Syntax);
+        };
+        match option.to_ascii_lowercase().as_slice() {
+            b"listening-port" => {
+                let port = parse_i64(value)?;
+                ctx.client.replica_port = u16::try_from(port).ok();
+            }
+            b"ip-address" | b"capa" => {}
+            b"rdb-only" => {
+                let on = parse_i64(value)?;
+                if !(0..=1).contains(&on) {
+                    return Err(CommandError::err(
+                        "value is out of range, value must between 0 and 1",
+                    ));
+                }
+                ctx.client.rdb_only = on == 1;
+            }
+            b"ack" | b"fack" | b"getack" => {
+                ctx.client.reply_skip = true;
+                return Ok(Frame::ok());
+            }
+            _ => {
+                return Err(CommandError::err(format!(
+                    "Unrecognized REPLCONF option: {}",
+                    String::from_utf8_lossy(option)
+                )))
+            }
+        }
+    }
+    Ok(Frame::ok())
+}
 
 /// ```text
 /// ROLE
@@ -56,13 +158,34 @@ fn role(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
                     .collect(),
             ),
         ]),
-        Role::Replica { master } => Frame::Array(vec![
-            Frame::bulk("slave"),
-            Frame::bulk(master.ip().to_string()),
-            Frame::Integer(i64::from(master.port())),
-            Frame::bulk("connected"),
-            Frame::Integer(repl.offset() as i64),
-        ]),
+        Role::Replica { master } => {
+            let (host, state) = match &repl.upstream {
+                Some(up) => {
+                    let status = up.status(ctx.now);
+                    let state = if status.up {
+                        "connected"
+                    } else if status.syncing {
+                        "sync"
+                    } else {
+                        "connect"
+                    };
+                    (up.host.clone(), state)
+                }
+                None => (master.ip().to_string(), "connected"),
+            };
+            let offset = if state == "connected" {
+                repl.offset() as i64
+            } else {
+                -1
+            };
+            Frame::Array(vec![
+                Frame::bulk("slave"),
+                Frame::bulk(host),
+                Frame::Integer(i64::from(master.port())),
+                Frame::bulk(state),
+                Frame::Integer(offset),
+            ])
+        }
     })
 }
 
@@ -110,12 +233,17 @@ async fn wait_blocking(node: &Node, argv: &[Bytes]) -> Frame {
         Err(e) => return e.into(),
     };
     let (target, acks, mut changes) = {
-        let state = node.state.lock().await;
+        let mut state = node.state.lock().await;
         if state.repl.is_replica() {
             return Frame::error(WAIT_ON_REPLICA);
         }
         let acks: Vec<_> = state.repl.replica_acks().map(|(_, a)| a.clone()).collect();
-        (state.repl.offset(), acks, state.repl.ack_changes())
+        let target = state.repl.offset();
+        if acked_count(&acks, target) < n {
+            let config = state.config.clone();
+            crate::replication::request_acks(&mut state.repl, &config);
+        }
+        (target, acks, state.repl.ack_changes())
     };
     let deadline = (timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout));
     loop {
@@ -158,19 +286,11 @@ pub(crate) fn replicaof_args(argv: &[Bytes]) -> Result<Option<(String, u16)>, Co
 /// REPLICAOF host port | NO ONE
 /// ```
 ///
-/// On a node whose replication nobody manages (no admin hook serves `REPLICAOF`): `NO ONE`
-/// (it already is a master); a master address is refused, since the node replicates only
-/// through links its embedder attaches (a harness topology).
+/// On a node whose replication nobody manages (no admin hook serves `REPLICAOF`): the node
+/// follows the master over the network, or becomes a master again (see [`follow`]).
 fn replicaof_standalone(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
-    match replicaof_args(args.argv())? {
-        None => {
-            ctx.state.repl.become_master();
-            Ok(Frame::ok())
-        }
-        Some(_) => Err(CommandError::err(
-            "this node replicates only from nodes of its locksmith topology",
-        )),
-    }
+    let target = replicaof_args(args.argv())?;
+    Ok(follow::replicaof(ctx.state, ctx.node, target))
 }
 
 /// Whether `argv` is a command the pipeline runs through [`run_async_command`]: `WAIT`, and

@@ -289,6 +289,14 @@ pub(super) fn run_checked(
     {
         return Err(CommandError::Raw(crate::node::NOREPLICAS_ERROR.into()));
     }
+    // A flagged script that may write is a write command (Redis's `scriptFlagsToCmdFlags`),
+    // which a read-only replica refuses to anyone but its master.
+    if !compat
+        && flags & script_flags::NO_WRITES == 0
+        && ctx.state.repl.refuses_write_from(ctx.client)
+    {
+        return Err(CommandError::Raw(crate::replication::READONLY_ERROR.into()));
+    }
     let allow_oom = !compat && flags & script_flags::ALLOW_OOM != 0;
     let read_only = ro || flags & script_flags::NO_WRITES != 0;
     // Scripts without a shebang may touch keys of several local slots (Redis 7 keeps Redis

@@ -497,6 +497,14 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
                 "total_net_output_bytes",
                 &live.net_output.load(Ordering::Relaxed),
             );
+            line(
+                "total_net_repl_input_bytes",
+                &live.net_repl_input.load(Ordering::Relaxed),
+            );
+            line(
+                "total_net_repl_output_bytes",
+                &live.net_repl_output.load(Ordering::Relaxed),
+            );
             let (input_kbps, output_kbps) = live.net_kbps();
             line("instantaneous_input_kbps", &format!("{input_kbps:.2}"));
             line("instantaneous_output_kbps", &format!("{output_kbps:.2}"));
@@ -505,8 +513,8 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
                 &live.rejected.load(Ordering::Relaxed),
             );
             line("sync_full", &state.stats.sync_full);
-            line("sync_partial_ok", &0);
-            line("sync_partial_err", &0);
+            line("sync_partial_ok", &state.stats.sync_partial_ok);
+            line("sync_partial_err", &state.stats.sync_partial_err);
             line("expired_keys", &state.stats.expired_keys);
             // The deadline index finds due keys without sampling: none found is ever stale.
             line("expired_stale_perc", &"0.00");
@@ -554,7 +562,11 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
             line("io_threaded_reads_processed", &0);
             line("io_threaded_writes_processed", &0);
         }
-        "replication" => out.push_str(&crate::replication::replication_info(&state.repl)),
+        "replication" => out.push_str(&crate::replication::replication_info(
+            &state.repl,
+            node.clock.now_ms(),
+            state.config.repl_backlog_size(),
+        )),
         "cpu" => {
             let (user, sys) = cpu_seconds(CpuOf::Process).unwrap_or_default();
             line("used_cpu_sys", &format!("{sys:.6}"));

@@ -117,6 +117,7 @@ pub(crate) struct RuntimeConfig {
     lfu_decay_time: AtomicU64,
     min_replicas_to_write: AtomicU64,
     min_replicas_max_lag: AtomicU64,
+    repl_backlog_size: AtomicU64,
     notify_keyspace_events: AtomicU32,
     output_limits: [[AtomicU64; 3]; 3],
     hz: AtomicU64,
@@ -269,6 +270,7 @@ pub(crate) static BINDINGS: &[Binding] = &[
     },
     u64_binding!("min-replicas-to-write", min_replicas_to_write),
     u64_binding!("min-replicas-max-lag", min_replicas_max_lag),
+    u64_binding!("repl-backlog-size", repl_backlog_size),
     Binding {
         name: "notify-keyspace-events",
         get: |c| crate::notify::format_flags(c.notify_keyspace_events()),
@@ -387,6 +389,7 @@ impl RuntimeConfig {
             lfu_decay_time: AtomicU64::new(0),
             min_replicas_to_write: AtomicU64::new(0),
             min_replicas_max_lag: AtomicU64::new(0),
+            repl_backlog_size: AtomicU64::new(0),
             notify_keyspace_events: AtomicU32::new(0),
             output_limits: Default::default(),
             hz: AtomicU64::new(0),
@@ -681,6 +684,46 @@ impl RuntimeConfig {
     /// A parameter kept as text (no binding), as `CONFIG GET` shows it.
     fn text(&self, name: &str) -> String {
         self.stored().get(name).cloned().unwrap_or_default()
+    }
+
+    /// `repl-backlog-size`: bytes of the replication stream kept for partial resyncs.
+    pub(crate) fn repl_backlog_size(&self) -> usize {
+        usize::try_from(self.repl_backlog_size.load(Relaxed)).unwrap_or(usize::MAX)
+    }
+
+    /// `masterauth` (empty: none) and `masteruser` (empty: the default user), what a replica
+    /// authenticates to its master with.
+    pub(crate) fn master_credentials(&self) -> Option<(Option<String>, String)> {
+        let pass = self.text("masterauth");
+        let user = self.text("masteruser");
+        (!pass.is_empty()).then(|| ((!user.is_empty()).then_some(user), pass))
+    }
+
+    /// `repl-ping-replica-period`: seconds between the PINGs a master sends its replicas.
+    pub(crate) fn repl_ping_replica_period(&self) -> u64 {
+        self.text("repl-ping-replica-period")
+            .parse()
+            .unwrap_or(10)
+            .max(1)
+    }
+
+    /// `replicaof host port` given at start: the master to follow.
+    pub(crate) fn replicaof(&self) -> Option<(String, u16)> {
+        let text = self.text("replicaof");
+        let mut words = text.split_whitespace();
+        let host = words.next()?.to_string();
+        let port = words.next()?.parse().ok().filter(|p| *p > 0)?;
+        Some((host, port))
+    }
+
+    /// `repl-timeout`: seconds without data after which a replication link is dropped.
+    pub(crate) fn repl_timeout(&self) -> u64 {
+        self.text("repl-timeout").parse().unwrap_or(60).max(1)
+    }
+
+    /// `replica-announce-port` (0: the port the node listens on).
+    pub(crate) fn replica_announce_port(&self) -> u16 {
+        self.text("replica-announce-port").parse().unwrap_or(0)
     }
 
     /// `aclfile` (empty: none).

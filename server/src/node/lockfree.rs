@@ -22,6 +22,10 @@ pub(crate) struct Live {
     pub(crate) net_input: AtomicU64,
     /// Bytes written to clients (`total_net_output_bytes`).
     pub(crate) net_output: AtomicU64,
+    /// Bytes of replication streams read from a master (`total_net_repl_input_bytes`).
+    pub(crate) net_repl_input: AtomicU64,
+    /// Bytes of replication streams written to replicas (`total_net_repl_output_bytes`).
+    pub(crate) net_repl_output: AtomicU64,
     /// Reads from client sockets that returned bytes (`total_reads_processed`).
     pub(crate) reads: AtomicU64,
     /// Writes of replies to client sockets (`total_writes_processed`).
@@ -68,6 +72,8 @@ impl Live {
             rejected: AtomicU64::new(0),
             net_input: AtomicU64::new(0),
             net_output: AtomicU64::new(0),
+            net_repl_input: AtomicU64::new(0),
+            net_repl_output: AtomicU64::new(0),
             reads: AtomicU64::new(0),
             writes: AtomicU64::new(0),
             peak_memory: AtomicU64::new(0),
@@ -111,6 +117,8 @@ impl Live {
         self.rejected.store(0, Ordering::Relaxed);
         self.net_input.store(0, Ordering::Relaxed);
         self.net_output.store(0, Ordering::Relaxed);
+        self.net_repl_input.store(0, Ordering::Relaxed);
+        self.net_repl_output.store(0, Ordering::Relaxed);
         self.reads.store(0, Ordering::Relaxed);
         self.writes.store(0, Ordering::Relaxed);
         self.total_errors.store(0, Ordering::Relaxed);

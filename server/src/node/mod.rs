@@ -88,6 +88,10 @@ pub(crate) struct Stats {
     /// Full synchronisations this node served as a master (Redis's `sync_full`; every link
     /// starts with one, and none resumes partially).
     pub(crate) sync_full: u64,
+    /// `PSYNC`s answered `+CONTINUE` (Redis's `sync_partial_ok`).
+    pub(crate) sync_partial_ok: u64,
+    /// `PSYNC`s naming a replication id and offset that could not continue.
+    pub(crate) sync_partial_err: u64,
 }
 
 /// The error for a write while fewer good replicas than `min-replicas-to-write` are attached.
@@ -118,7 +122,7 @@ impl State {
             return true;
         }
         let max_lag = node.config.min_replicas_max_lag();
-        max_lag == 0 || self.repl.good_replicas(max_lag) as u64 >= min
+        max_lag == 0 || self.repl.good_replicas(max_lag, node.clock.now_ms()) as u64 >= min
     }
 
     /// Fresh state for a node configured by `config`.
@@ -496,6 +500,9 @@ pub(crate) struct Node {
     pub(crate) acl: crate::acl::Acl,
     /// How this layer runs commands (see [`CommandHooks`]).
     pub(crate) commands: CommandHooks,
+    /// The node itself, for the tasks a command starts (a replica's link to its master);
+    /// set once the node is shared.
+    pub(crate) me: std::sync::OnceLock<std::sync::Weak<Node>>,
 }
 
 /// What the state layer asks of the commands layer above it, which supplies these to
@@ -512,6 +519,9 @@ pub(crate) struct CommandHooks {
     pub(crate) resolve: fn(&[Bytes]) -> Option<crate::command_meta::Resolved>,
     /// Whether `argv` names a command (for the functions engine's `redis.call` checks).
     pub(crate) exists: fn(&[Bytes]) -> bool,
+    /// A replica's full synchronisation: replaces the dataset and function libraries with
+    /// the master's RDB payload, as `FLUSHALL` then a load would; the keys loaded.
+    pub(crate) install_dataset: fn(&mut State, &Node, &[u8], u64) -> Result<usize, String>,
 }
 
 impl std::fmt::Debug for CommandHooks {
@@ -552,6 +562,7 @@ impl Node {
             monitors: Default::default(),
             cluster: Default::default(),
             commands,
+            me: Default::default(),
         };
         // Before any save, LASTSAVE reports the start time (as Redis does).
         node.live

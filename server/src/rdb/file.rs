@@ -94,6 +94,24 @@ pub(crate) fn write(dbs: &[SavedDb<'_>], functions: &[Bytes], now_ms: u64) -> Ve
     out
 }
 
+/// `dbs` and the function libraries' code as an RDB file, without the keys expired at
+/// `now_ms` (what a save writes, and a master sends a replica).
+pub(crate) fn encode_dataset(dbs: &[crate::db::Db], functions: &[Bytes], now_ms: u64) -> Vec<u8> {
+    let dbs: Vec<SavedDb<'_>> = dbs
+        .iter()
+        .enumerate()
+        .map(|(i, db)| {
+            let keys = db
+                .entries()
+                .filter(|(_, e)| e.expire_at().is_none_or(|at| at > now_ms))
+                .map(|(k, e)| (k.as_bytes(), &e.value, e.expire_at()))
+                .collect();
+            (i, keys)
+        })
+        .collect();
+    write(&dbs, functions, now_ms)
+}
+
 /// Reads an RDB file; keys already expired at `now_ms` are dropped (as a master loading its
 /// file does). `databases` bounds the database indexes; hashes are kept as `hash_limits` has
 /// Redis keep them.

@@ -848,3 +848,40 @@ async fn config_lazyfree_lazy_user_flush() {
     // The keys of the second FLUSHALL only.
     assert_eq!(lazyfreed(&mut con).await, "3");
 }
+
+#[tokio::test]
+async fn config_repl_backlog_size() {
+    let (master, mut con) = start().await;
+    let (_replica, mut replica_con) = start().await;
+    let port = master.addr().port().to_string();
+    let () = ok(&mut replica_con, &["REPLICAOF", "127.0.0.1", &port]).await;
+    // The backlog exists once a replica attached.
+    for _ in 0..500 {
+        if info_field(&mut con, "replication", "repl_backlog_active").await == "1" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    config_set(&mut con, "repl-backlog-size", "16384").await;
+    let value = "x".repeat(1000);
+    for i in 0..40 {
+        let () = ok(&mut con, &["SET", &format!("k{i}"), &value]).await;
+    }
+    assert_eq!(
+        info_field(&mut con, "replication", "repl_backlog_size").await,
+        "16384"
+    );
+    assert_eq!(
+        info_field(&mut con, "replication", "repl_backlog_histlen").await,
+        "16384"
+    );
+    let first: u64 = info_field(&mut con, "replication", "repl_backlog_first_byte_offset")
+        .await
+        .parse()
+        .unwrap();
+    let end: u64 = info_field(&mut con, "replication", "master_repl_offset")
+        .await
+        .parse()
+        .unwrap();
+    assert_eq!(end + 1 - first, 16384);
+}

@@ -11,12 +11,21 @@
 //! accepts writes from) and acknowledges the offset. `WAIT` answers from those acknowledgements.
 //! A node's journal ([`crate::journal`]), when one runs, records the same entries (those it
 //! applies, on a replica) and the dataset each full synchronisation installs.
+//!
+//! Replicas over the network speak Redis's protocol: [`serve`] is the master's side of a
+//! connection that sent `SYNC`/`PSYNC` (the RDB, then the stream, from the [`backlog`] when
+//! the replica continues), [`follow`] the replica's side after `REPLICAOF host port`.
+
+pub(crate) mod backlog;
+pub(crate) mod follow;
+pub(crate) mod serve;
 
 use crate::client::{ClientHandle, ClientInfo, ClientState, Outbox};
 use crate::config::runtime::{ClientClass, OutputLimit, RuntimeConfig};
 use crate::journal::{Journal, Snapshot};
 use crate::node::{Effects, Node};
-use bytes::Bytes;
+use backlog::Backlog;
+use bytes::{BufMut, Bytes, BytesMut};
 use locksmith_resp::Frame;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -49,6 +58,8 @@ pub(crate) enum Role {
 #[derive(Debug)]
 pub(crate) struct Batch {
     commands: Arc<Vec<Vec<Bytes>>>,
+    /// The same commands as the stream's bytes (RESP arrays of bulk strings).
+    bytes: Bytes,
     end_offset: u64,
     sent_at: Instant,
 }
@@ -68,6 +79,19 @@ struct Feed {
     /// The link's delivery settings: a stalled link, or one slower than
     /// `min-replicas-max-lag`, does not count as a good replica.
     ctl: Arc<LinkControl>,
+    /// A replica connected over the network: when (node-clock ms) it last acknowledged.
+    acked_at: Option<Arc<AtomicU64>>,
+}
+
+impl Feed {
+    /// Seconds the replica is behind: a link's delay, or since a network replica's last
+    /// acknowledgement (Redis's `lag`, which a Redis replica refreshes every second).
+    fn lag_seconds(&self, now_ms: u64) -> u64 {
+        match &self.acked_at {
+            Some(at) => now_ms.saturating_sub(at.load(Ordering::Acquire)) / 1000,
+            None => self.ctl.lag_seconds(),
+        }
+    }
 }
 
 /// Replication state of one node, kept in [`crate::node::State`].
@@ -79,10 +103,18 @@ pub(crate) struct ReplState {
     offset: u64,
     /// `offset`, readable without the state lock.
     mirror: Arc<AtomicU64>,
-    /// Whether a backlog exists (a replica attached once), as Redis only counts offsets then.
-    backlog: bool,
+    /// The previous replication id after a promotion, and the first offset it does not
+    /// cover (Redis's `replid2` and `second_replid_offset`): replicas of the old master may
+    /// continue from it.
+    replid2: Option<(String, u64)>,
+    /// The backlog, once a replica attached (Redis only counts offsets from then on).
+    backlog: Option<Backlog>,
+    /// The link to the master over the network, on a replica made by `REPLICAOF host port`.
+    pub(crate) upstream: Option<follow::Upstream>,
     /// The database the stream last selected.
     stream_db: Option<usize>,
+    /// When the stream last carried a `PING` (or no network replica was attached).
+    last_ping_ms: u64,
     feeds: Vec<Feed>,
     /// Bumped on every acknowledgement, so `WAIT` can sleep until one arrives.
     acked: Arc<watch::Sender<u64>>,
@@ -101,8 +133,11 @@ impl ReplState {
             replid: random_id(&mut rng),
             offset: 0,
             mirror: Arc::new(AtomicU64::new(0)),
-            backlog: false,
+            replid2: None,
+            backlog: None,
+            upstream: None,
             stream_db: None,
+            last_ping_ms: 0,
             feeds: Vec::new(),
             acked: Arc::new(watch::channel(0).0),
             rng,
@@ -128,13 +163,13 @@ impl ReplState {
     /// Replicas that count for `min-replicas-to-write`: their link delivers (not stalled, not
     /// dropped) with a lag of at most `max_lag` seconds. A Redis replica acknowledges every
     /// second, so its lag is the link's delay; ours acknowledges each batch it applies.
-    pub(crate) fn good_replicas(&self, max_lag: u64) -> usize {
+    pub(crate) fn good_replicas(&self, max_lag: u64, now_ms: u64) -> usize {
         self.feeds
             .iter()
             .filter(|f| {
                 !f.cut.load(Ordering::Acquire)
                     && !f.ctl.is_blocked()
-                    && f.ctl.lag_seconds() <= max_lag
+                    && f.lag_seconds(now_ms) <= max_lag
             })
             .count()
     }
@@ -157,13 +192,13 @@ impl ReplState {
     /// Whether a replication backlog exists (a replica attached once, or the node is a
     /// replica): only then does [`feed`] consume write effects.
     pub(crate) fn has_backlog(&self) -> bool {
-        self.backlog
+        self.backlog.is_some()
     }
 
     /// Whether anything reads the node's write effects: a replication backlog (see
     /// [`ReplState::has_backlog`]) or a journal.
     pub(crate) fn records_writes(&self) -> bool {
-        self.backlog || self.journal.is_some()
+        self.backlog.is_some() || self.journal.is_some()
     }
 
     /// The node's journal, if one runs.
@@ -192,10 +227,100 @@ impl ReplState {
     pub(crate) fn become_replica(&mut self, master: SocketAddr, offset: u64, replid: String) {
         self.role = Role::Replica { master };
         self.replid = replid;
+        self.replid2 = None;
         self.feeds.clear();
         self.stream_db = None;
-        self.backlog = true;
+        self.backlog = Some(Backlog::new(offset, usize::MAX));
         self.set_offset(offset);
+    }
+
+    /// Makes the node a replica of `master` over the network (`REPLICAOF host port`): writes
+    /// are refused from now on, and its own replicas are dropped (they synchronise again);
+    /// the data, id and offset stay until the master's dataset replaces them.
+    pub(crate) fn follow(&mut self, master: SocketAddr) {
+        self.role = Role::Replica { master };
+        for f in &self.feeds {
+            f.cut.store(true, Ordering::Release);
+        }
+        self.feeds.clear();
+        self.stream_db = None;
+    }
+
+    /// Continues as a replica of `master` after a partial resync: the data and offset stay,
+    /// the master's id may be new (it was promoted meanwhile).
+    pub(crate) fn continue_replica(&mut self, master: SocketAddr, replid: String) {
+        if self.replid != replid {
+            let old = std::mem::replace(&mut self.replid, replid);
+            self.replid2 = Some((old, self.offset + 1));
+        }
+        self.role = Role::Replica { master };
+        self.feeds.clear();
+        self.stream_db = None;
+    }
+
+    /// The stream a replica applied from its master over the network: the bytes go to the
+    /// backlog (so the node can serve its own replicas' `PSYNC`, now or once promoted),
+    /// advance the offset, and go on as they are to the node's own replicas (chained
+    /// replication: the same stream, ids and offsets as the master's).
+    pub(crate) fn applied(&mut self, bytes: &[u8], config: &RuntimeConfig) {
+        let size = config.repl_backlog_size();
+        let offset = self.offset;
+        self.backlog
+            .get_or_insert_with(|| Backlog::new(offset, size))
+            .append(bytes, size);
+        let end = offset + bytes.len() as u64;
+        self.set_offset(end);
+        if !self.feeds.is_empty() {
+            let bytes = Bytes::copy_from_slice(bytes);
+            let sent_at = Instant::now();
+            self.feeds.retain(|f| {
+                f.tx.send(Batch {
+                    commands: Arc::default(),
+                    bytes: bytes.clone(),
+                    end_offset: end,
+                    sent_at,
+                })
+                .is_ok()
+            });
+        }
+    }
+
+    /// The replication id and offset a replica asks its master to continue from
+    /// (`PSYNC replid offset+1`), if it has a dataset it synchronised.
+    pub(crate) fn psync_position(&self) -> Option<(String, u64)> {
+        self.backlog
+            .as_ref()
+            .map(|_| (self.replid.clone(), self.offset + 1))
+    }
+
+    /// The stream from byte `from` to the end, if a replica asking `PSYNC replid from` can
+    /// continue (Redis's `masterTryPartialResynchronization`): `replid` is this node's id,
+    /// or its previous one and `from` lies within what that id covered, and the backlog
+    /// still holds `from`.
+    pub(crate) fn continuation(&self, replid: &[u8], from: u64) -> Option<Vec<u8>> {
+        let known = replid == self.replid.as_bytes()
+            || self
+                .replid2
+                .as_ref()
+                .is_some_and(|(id, until)| replid == id.as_bytes() && from <= *until);
+        if !known {
+            return None;
+        }
+        self.backlog.as_ref()?.since(from)
+    }
+
+    /// A batch of its master's stream a harness replica applied: into the backlog, and the
+    /// offset set to the batch's end.
+    fn applied_batch(&mut self, bytes: &[u8], end_offset: u64, config: &RuntimeConfig) {
+        if let Some(backlog) = &mut self.backlog {
+            backlog.append(bytes, config.repl_backlog_size());
+        }
+        self.set_offset(end_offset);
+    }
+
+    /// The replication id.
+    pub(crate) fn replid(&self) -> &str {
+        &self.replid
     }
 
     /// Makes the node a master (after `REPLICAOF NO ONE` or a promotion): a new replication id,
@@ -203,16 +328,23 @@ impl ReplState {
     pub(crate) fn become_master(&mut self) {
         if self.is_replica() {
             self.role = Role::Master;
-            self.replid = random_id(&mut self.rng);
+            let old = std::mem::replace(&mut self.replid, random_id(&mut self.rng));
+            self.replid2 = Some((old, self.offset + 1));
             self.stream_db = None;
         }
     }
 
     /// Registers a replica link fed from now on; returns (offset, replid, ack notifier).
-    fn add_feed(&mut self, feed: Feed) -> (u64, String, Arc<watch::Sender<u64>>) {
+    fn add_feed(
+        &mut self,
+        feed: Feed,
+        config: &RuntimeConfig,
+    ) -> (u64, String, Arc<watch::Sender<u64>>) {
         feed.ack.store(self.offset, Ordering::Release);
         self.feeds.push(feed);
-        self.backlog = true;
+        let offset = self.offset;
+        self.backlog
+            .get_or_insert_with(|| Backlog::new(offset, config.repl_backlog_size()));
         // The next write selects its database again, as Redis resets `slaveseldb`.
         self.stream_db = None;
         (self.offset, self.replid.clone(), self.acked.clone())
@@ -230,14 +362,19 @@ fn random_id(rng: &mut StdRng) -> String {
         .collect()
 }
 
-/// Bytes of `argv` as a RESP array of bulk strings (what Redis adds to its backlog).
-fn encoded_len(argv: &[Bytes]) -> u64 {
-    let digits = |n: usize| n.to_string().len() as u64;
-    let mut len = 1 + digits(argv.len()) + 2;
-    for arg in argv {
-        len += 1 + digits(arg.len()) + 2 + arg.len() as u64 + 2;
+/// Appends `argv` as a RESP array of bulk strings (what Redis adds to its backlog).
+pub(crate) fn encode_command(out: &mut BytesMut, argv: &[Bytes]) {
+    fn header(out: &mut BytesMut, prefix: u8, n: usize) {
+        out.put_u8(prefix);
+        out.put_slice(itoa::Buffer::new().format(n).as_bytes());
+        out.put_slice(b"\r\n");
     }
-    len
+    header(out, b'*', argv.len());
+    for arg in argv {
+        header(out, b'$', arg.len());
+        out.put_slice(arg);
+        out.put_slice(b"\r\n");
+    }
 }
 
 /// Appends the write effects of one atomic unit to the master's stream and sends them to every
@@ -250,23 +387,46 @@ pub(crate) fn feed(
     propagate: &[(usize, Vec<Bytes>)],
     config: &RuntimeConfig,
 ) {
-    if propagate.is_empty() || repl.is_replica() || !repl.backlog {
+    if propagate.is_empty() || repl.is_replica() || repl.backlog.is_none() {
         return;
     }
-    let limit = config.output_limit(ClientClass::Replica);
     let mut commands = Vec::with_capacity(propagate.len() + 1);
-    let mut offset = repl.offset;
     for (db, argv) in propagate {
         if repl.stream_db != Some(*db) {
-            let select = vec![Bytes::from_static(b"SELECT"), Bytes::from(db.to_string())];
-            offset += encoded_len(&select);
-            commands.push(select);
+            commands.push(vec![
+                Bytes::from_static(b"SELECT"),
+                Bytes::from(db.to_string()),
+            ]);
             repl.stream_db = Some(*db);
         }
-        offset += encoded_len(argv);
         commands.push(argv.clone());
     }
+    send(repl, commands, config);
+}
+
+/// Appends a command that belongs to no database (`PING`, `REPLCONF GETACK`) to the stream.
+fn feed_unselected(repl: &mut ReplState, argv: &[&'static [u8]], config: &RuntimeConfig) {
+    if repl.is_replica() || repl.backlog.is_none() {
+        return;
+    }
+    let argv = argv.iter().map(|a| Bytes::from_static(a)).collect();
+    send(repl, vec![argv], config);
+}
+
+/// Appends `commands` to the stream and the backlog, and sends them to every replica link,
+/// dropping a link past `client-output-buffer-limit replica`.
+fn send(repl: &mut ReplState, commands: Vec<Vec<Bytes>>, config: &RuntimeConfig) {
+    let mut bytes = BytesMut::new();
+    for argv in &commands {
+        encode_command(&mut bytes, argv);
+    }
+    let bytes = bytes.freeze();
+    let offset = repl.offset + bytes.len() as u64;
+    if let Some(backlog) = &mut repl.backlog {
+        backlog.append(&bytes, config.repl_backlog_size());
+    }
     repl.set_offset(offset);
+    let limit = config.output_limit(ClientClass::Replica);
     let commands = Arc::new(commands);
     let sent_at = Instant::now();
     repl.feeds.retain_mut(|f| {
@@ -283,11 +443,40 @@ pub(crate) fn feed(
         }
         f.tx.send(Batch {
             commands: commands.clone(),
+            bytes: bytes.clone(),
             end_offset: offset,
             sent_at,
         })
         .is_ok()
     });
+}
+
+/// Whether a replica connected over the network is attached (it needs `PING`s and
+/// `REPLCONF GETACK`s in the stream; a harness link does not).
+fn has_network_replicas(repl: &ReplState) -> bool {
+    repl.feeds.iter().any(|f| f.acked_at.is_some())
+}
+
+/// Asks the replicas connected over the network to acknowledge their offset at once
+/// (`REPLCONF GETACK *` in the stream, as Redis sends it for a waiting `WAIT`).
+pub(crate) fn request_acks(repl: &mut ReplState, config: &RuntimeConfig) {
+    if has_network_replicas(repl) {
+        feed_unselected(repl, &[b"REPLCONF", b"GETACK", b"*"], config);
+    }
+}
+
+/// The master's periodic work: a `PING` in the stream every `repl-ping-replica-period`
+/// seconds while replicas are connected over the network (a Redis replica drops a link
+/// silent for `repl-timeout`).
+pub(crate) fn cron(repl: &mut ReplState, config: &RuntimeConfig, now_ms: u64) {
+    if !has_network_replicas(repl) {
+        repl.last_ping_ms = now_ms;
+        return;
+    }
+    if now_ms.saturating_sub(repl.last_ping_ms) >= config.repl_ping_replica_period() * 1000 {
+        repl.last_ping_ms = now_ms;
+        feed_unselected(repl, &[b"PING"], config);
+    }
 }
 
 /// Whether the stream `f` has not applied yet, up to `offset`, is past the replica output
@@ -430,15 +619,20 @@ impl Ends {
             let snapshot = state.dbs.clone();
             // Function libraries travel as Redis sends them in its RDB: their code.
             let functions = state.functions.dump();
-            let (offset, replid, acked) = state.repl.add_feed(Feed {
-                link: self.id,
-                addr: self.replica_addr,
-                tx,
-                ack: self.ack.clone(),
-                cut: cut.clone(),
-                soft_since: None,
-                ctl: ctl.clone(),
-            });
+            let config = state.config.clone();
+            let (offset, replid, acked) = state.repl.add_feed(
+                Feed {
+                    link: self.id,
+                    addr: self.replica_addr,
+                    tx,
+                    ack: self.ack.clone(),
+                    cut: cut.clone(),
+                    soft_since: None,
+                    ctl: ctl.clone(),
+                    acked_at: None,
+                },
+                &config,
+            );
             (snapshot, functions, offset, replid, acked)
         };
         {
@@ -553,7 +747,10 @@ async fn run_link(ends: Ends, mut stream: Stream, ctl: Arc<LinkControl>, mut rng
                     tracing::warn!(error = %String::from_utf8_lossy(&e), "replica failed to apply a command");
                 }
             }
-            state.repl.set_offset(batch.end_offset);
+            let config = state.config.clone();
+            state
+                .repl
+                .applied_batch(&batch.bytes, batch.end_offset, &config);
             state.finish_effects(&replica, &mut effects);
         }
         ends.ack.store(batch.end_offset, Ordering::Release);
@@ -562,52 +759,71 @@ async fn run_link(ends: Ends, mut stream: Stream, ctl: Arc<LinkControl>, mut rng
 }
 
 /// The fields of `INFO`'s `# Replication` section (the header is the caller's), from the
-/// node's real role and offsets.
-pub(crate) fn replication_info(repl: &ReplState) -> String {
+/// node's real role and offsets; `now_ms` is the node's clock.
+pub(crate) fn replication_info(repl: &ReplState, now_ms: u64, backlog_size: usize) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let offset = repl.offset;
     match &repl.role {
-        Role::Master => {
-            let _ = write!(
-                s,
-                "role:master\r\nconnected_slaves:{}\r\n",
-                repl.feeds.len()
-            );
-            for (i, f) in repl.feeds.iter().enumerate() {
-                let ack = f.ack.load(Ordering::Acquire);
-                let _ = write!(
-                    s,
-                    "slave{i}:ip={},port={},state=online,offset={ack},lag={}\r\n",
-                    f.addr.ip(),
-                    f.addr.port(),
-                    f.ctl.lag_seconds()
-                );
-            }
-        }
+        Role::Master => {}
         Role::Replica { master } => {
+            let link = repl.upstream.as_ref().map(|u| u.status(now_ms));
+            let (host, up, io_ago, syncing) = match &link {
+                Some(l) => (l.host.clone(), l.up, l.last_io_seconds_ago, l.syncing),
+                None => (master.ip().to_string(), true, 0, false),
+            };
             let _ = write!(
                 s,
-                "role:slave\r\nmaster_host:{}\r\nmaster_port:{}\r\nmaster_link_status:up\r\n\
-                 master_last_io_seconds_ago:0\r\nmaster_sync_in_progress:0\r\n\
-                 slave_read_repl_offset:{offset}\r\nslave_repl_offset:{offset}\r\n\
-                 slave_priority:100\r\nslave_read_only:1\r\nreplica_announced:1\r\n\
-                 connected_slaves:0\r\n",
-                master.ip(),
-                master.port()
+                "role:slave\r\nmaster_host:{host}\r\nmaster_port:{}\r\nmaster_link_status:{}\r\n\
+                 master_last_io_seconds_ago:{}\r\nmaster_sync_in_progress:{}\r\n\
+                 slave_read_repl_offset:{offset}\r\nslave_repl_offset:{offset}\r\n",
+                master.port(),
+                if up { "up" } else { "down" },
+                if up { io_ago } else { -1 },
+                u8::from(syncing),
             );
+            if let Some(l) = &link {
+                if !up {
+                    let _ = write!(
+                        s,
+                        "master_link_down_since_seconds:{}\r\n",
+                        l.down_since_seconds
+                    );
+                }
+            }
+            s.push_str("slave_priority:100\r\nslave_read_only:1\r\nreplica_announced:1\r\n");
         }
     }
-    let (first, histlen) = if repl.backlog { (1, offset) } else { (0, 0) };
+    if let Role::Master = repl.role {
+        s.push_str("role:master\r\n");
+    }
+    let _ = write!(s, "connected_slaves:{}\r\n", repl.feeds.len());
+    for (i, f) in repl.feeds.iter().enumerate() {
+        let ack = f.ack.load(Ordering::Acquire);
+        let _ = write!(
+            s,
+            "slave{i}:ip={},port={},state=online,offset={ack},lag={}\r\n",
+            f.addr.ip(),
+            f.addr.port(),
+            f.lag_seconds(now_ms)
+        );
+    }
+    let (replid2, second) = match &repl.replid2 {
+        Some((id, until)) => (id.as_str(), *until as i64),
+        None => ("0000000000000000000000000000000000000000", -1),
+    };
+    let (first, histlen) = repl
+        .backlog
+        .as_ref()
+        .map_or((0, 0), |b| (b.first_byte_offset(), b.histlen()));
     let _ = write!(
         s,
         "master_failover_state:no-failover\r\nmaster_replid:{}\r\n\
-         master_replid2:0000000000000000000000000000000000000000\r\n\
-         master_repl_offset:{offset}\r\nsecond_repl_offset:-1\r\n\
-         repl_backlog_active:{}\r\nrepl_backlog_size:1048576\r\n\
+         master_replid2:{replid2}\r\nmaster_repl_offset:{offset}\r\nsecond_repl_offset:{second}\r\n\
+         repl_backlog_active:{}\r\nrepl_backlog_size:{backlog_size}\r\n\
          repl_backlog_first_byte_offset:{first}\r\nrepl_backlog_histlen:{histlen}\r\n",
         repl.replid,
-        u8::from(repl.backlog),
+        u8::from(repl.backlog.is_some()),
     );
     s
 }
@@ -623,43 +839,55 @@ mod tests {
             Bytes::from_static(b"k"),
             Bytes::from_static(b"v"),
         ];
-        // *3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n
-        assert_eq!(encoded_len(&argv), 27);
+        let mut out = BytesMut::new();
+        encode_command(&mut out, &argv);
+        assert_eq!(&out[..], b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n");
     }
 
     #[test]
     fn feed_selects_the_db_once_and_advances_the_offset() {
         let mut repl = ReplState::new(1);
         let (tx, mut rx) = mpsc::unbounded_channel();
-        repl.add_feed(Feed {
-            link: 1,
-            addr: SocketAddr::from(([127, 0, 0, 1], 1)),
-            tx,
-            ack: Arc::new(AtomicU64::new(0)),
-            cut: Default::default(),
-            soft_since: None,
-            ctl: Arc::new(LinkControl::new(Duration::ZERO, Duration::ZERO, false)),
-        });
+        repl.add_feed(
+            Feed {
+                link: 1,
+                addr: SocketAddr::from(([127, 0, 0, 1], 1)),
+                tx,
+                ack: Arc::new(AtomicU64::new(0)),
+                cut: Default::default(),
+                soft_since: None,
+                ctl: Arc::new(LinkControl::new(Duration::ZERO, Duration::ZERO, false)),
+                acked_at: None,
+            },
+            &RuntimeConfig::for_tests(),
+        );
         let set = vec![
             Bytes::from_static(b"SET"),
             Bytes::from_static(b"k"),
             Bytes::from_static(b"v"),
         ];
         let config = RuntimeConfig::for_tests();
+        let from = repl.offset + 1;
         feed(&mut repl, &[(0, set.clone()), (0, set.clone())], &config);
         let batch = rx.try_recv().unwrap();
         assert_eq!(batch.commands.len(), 3);
         assert_eq!(batch.commands[0][0], Bytes::from_static(b"SELECT"));
         // *2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n = 23 bytes
         assert_eq!(repl.offset, 23 + 27 + 27);
+        // The backlog holds the stream since the replica attached, as sent.
+        let sent = repl
+            .continuation(repl.replid.clone().as_bytes(), from)
+            .unwrap();
+        assert_eq!(sent, batch.bytes.to_vec());
         feed(&mut repl, &[(0, set)], &config);
         assert_eq!(rx.try_recv().unwrap().commands.len(), 1);
+        assert!(repl.continuation(b"another-id", from).is_none());
     }
 
     #[test]
     fn replication_info_of_a_standalone_master() {
         let repl = ReplState::new(7);
-        let info = replication_info(&repl);
+        let info = replication_info(&repl, 0, 1 << 20);
         assert!(info.starts_with("role:master\r\nconnected_slaves:0\r\n"));
         assert!(info.contains("master_repl_offset:0\r\n"));
     }

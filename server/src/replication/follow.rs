@@ -1,0 +1,498 @@
+//! The replica's side of replication over the network, after `REPLICAOF host port` on a node
+//! whose replication no embedder manages: a task connects to the master and speaks Redis's
+//! handshake (`PING`, `AUTH` with `masteruser`/`masterauth`, `REPLCONF listening-port`,
+//! `REPLCONF capa eof capa psync2`, `PSYNC`), loads the RDB payload of a full
+//! synchronisation (length-prefixed or the diskless `$EOF:<mark>` form) or continues from its
+//! offset, then applies the master's stream as the master's client, answers
+//! `REPLCONF GETACK` and acknowledges its offset every second. A lost link is retried every
+//! second, continuing from the offset where the master's backlog allows; `repl-timeout`
+//! seconds without data drop it.
+
+use super::{master_client, Role};
+use crate::node::{Effects, Node, State};
+use bytes::{Buf, Bytes, BytesMut};
+use locksmith_resp::{Frame, Limits, RequestDecoder};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Longest status line the handshake reads.
+const MAX_LINE: usize = 64 * 1024;
+/// Most bytes of a full synchronisation's payload accepted (Redis's `proto-max-bulk-len`
+/// does not bound it; this bounds the memory a bad master can make a replica take).
+const MAX_PAYLOAD: usize = 1 << 36;
+
+/// The link to a master over the network, kept in the replica's [`super::ReplState`].
+#[derive(Debug)]
+pub(crate) struct Upstream {
+    /// The master's host, as `REPLICAOF` named it.
+    pub(crate) host: String,
+    /// The master's port.
+    pub(crate) port: u16,
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// What the link's task reports.
+#[derive(Debug, Default)]
+struct Shared {
+    /// The stream is flowing (Redis's `REPL_STATE_CONNECTED`).
+    up: AtomicBool,
+    /// A full synchronisation's payload is being received.
+    syncing: AtomicBool,
+    /// Node-clock ms of the last data from the master.
+    last_io_ms: AtomicU64,
+    /// Node-clock ms when the link went down (or the node became a replica).
+    down_since_ms: AtomicU64,
+}
+
+/// The link's state for `INFO`.
+#[derive(Debug)]
+pub(crate) struct LinkStatus {
+    /// The master's host.
+    pub(crate) host: String,
+    /// Whether the stream flows.
+    pub(crate) up: bool,
+    /// Seconds since the last data from the master.
+    pub(crate) last_io_seconds_ago: i64,
+    /// Whether a full synchronisation is being received.
+    pub(crate) syncing: bool,
+    /// Seconds the link has been down.
+    pub(crate) down_since_seconds: u64,
+}
+
+impl Upstream {
+    /// The link's state at `now_ms`.
+    pub(crate) fn status(&self, now_ms: u64) -> LinkStatus {
+        let s = &self.shared;
+        let secs = |ms: &AtomicU64| now_ms.saturating_sub(ms.load(Ordering::Acquire)) / 1000;
+        LinkStatus {
+            host: self.host.clone(),
+            up: s.up.load(Ordering::Acquire),
+            last_io_seconds_ago: i64::try_from(secs(&s.last_io_ms)).unwrap_or(i64::MAX),
+            syncing: s.syncing.load(Ordering::Acquire),
+            down_since_seconds: secs(&s.down_since_ms),
+        }
+    }
+
+    /// Whether the stream flows.
+    pub(crate) fn is_up(&self) -> bool {
+        self.shared.up.load(Ordering::Acquire)
+    }
+}
+
+/// `REPLICAOF host port` on a standalone node: the node becomes a replica of `host:port` at
+/// once (writes refused, its own replicas dropped, clients blocked on keys released) and a
+/// task synchronises with the master; `REPLICAOF NO ONE` stops the task and makes the node a
+/// master again, keeping its data.
+pub(crate) fn replicaof(state: &mut State, node: &Node, target: Option<(String, u16)>) -> Frame {
+    let Some((host, port)) = target else {
+        if state.repl.is_replica() {
+            state.repl.upstream = None;
+            state.repl.become_master();
+            tracing::info!("MASTER MODE enabled (user request)");
+        }
+        return Frame::ok();
+    };
+    if let Some(up) = &state.repl.upstream {
+        if up.host.eq_ignore_ascii_case(&host) && up.port == port {
+            return Frame::Simple(Bytes::from_static(
+                b"OK Already connected to specified master",
+            ));
+        }
+    }
+    let Some(me) = node.me.get() else {
+        return Frame::error("ERR this node cannot connect to a master");
+    };
+    // The address `ROLE` and the role keep; the task resolves the host on each attempt.
+    let ip = if host.eq_ignore_ascii_case("localhost") {
+        IpAddr::from([127, 0, 0, 1])
+    } else {
+        host.parse().unwrap_or(IpAddr::from([0, 0, 0, 0]))
+    };
+    let shared = Arc::new(Shared::default());
+    shared
+        .down_since_ms
+        .store(node.clock.now_ms(), Ordering::Release);
+    let task = tokio::spawn(run(me.clone(), host.clone(), port, shared.clone()));
+    state.repl.upstream = Some(Upstream {
+        host: host.clone(),
+        port,
+        shared,
+        task,
+    });
+    state.repl.follow(SocketAddr::new(ip, port));
+    // Clients blocked on keys are released, as Redis's `disconnectAllBlockedClients`.
+    state.blocked.unblock_all(&Frame::error(
+        "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)",
+    ));
+    tracing::info!(%host, port, "Connecting to MASTER (REPLICAOF, user request)");
+    Frame::ok()
+}
+
+/// Stops following a master (the node shuts down).
+pub(crate) async fn stop(node: &Node) {
+    node.state.lock().await.repl.upstream = None;
+}
+
+/// The link's task: a session with the master, retried every second after it ends.
+async fn run(node: Weak<Node>, host: String, port: u16, shared: Arc<Shared>) {
+    loop {
+        let result = session(&node, &host, port, &shared).await;
+        let Some(strong) = node.upgrade() else {
+            return;
+        };
+        if shared.up.swap(false, Ordering::AcqRel) || shared.syncing.load(Ordering::Acquire) {
+            shared
+                .down_since_ms
+                .store(strong.clock.now_ms(), Ordering::Release);
+        }
+        shared.syncing.store(false, Ordering::Release);
+        drop(strong);
+        if let Err(e) = result {
+            tracing::warn!(%host, port, "replication link: {e}");
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// The node, or the error that ends a session once it is gone.
+fn alive(node: &Weak<Node>) -> Result<Arc<Node>, String> {
+    node.upgrade().ok_or_else(|| "the node stopped".to_string())
+}
+
+/// The connection to the master, with what was read and not yet used.
+struct MasterConn {
+    stream: TcpStream,
+    buf: BytesMut,
+    timeout: Duration,
+}
+
+impl MasterConn {
+    async fn fill(&mut self) -> Result<(), String> {
+        self.buf.reserve(16 * 1024);
+        match tokio::time::timeout(self.timeout, self.stream.read_buf(&mut self.buf)).await {
+            Err(_) => Err("Timeout connecting to the MASTER".into()),
+            Ok(Err(e)) => Err(format!("Error reading from MASTER: {e}")),
+            Ok(Ok(0)) => Err("Connection with master lost".into()),
+            Ok(Ok(_)) => Ok(()),
+        }
+    }
+
+    async fn send(&mut self, argv: &[&[u8]]) -> Result<(), String> {
+        let argv: Vec<Bytes> = argv.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+        let mut out = BytesMut::new();
+        super::encode_command(&mut out, &argv);
+        self.stream
+            .write_all(&out)
+            .await
+            .map_err(|e| format!("Error writing to MASTER: {e}"))
+    }
+
+    /// The next line (without its CRLF), skipping the bare newlines a master sends to keep
+    /// a waiting replica's link alive.
+    async fn line(&mut self) -> Result<String, String> {
+        loop {
+            while self.buf.first() == Some(&b'\n') {
+                self.buf.advance(1);
+            }
+            if let Some(end) = self.buf.iter().position(|&b| b == b'\n') {
+                let line = self.buf.split_to(end + 1);
+                let text = line.strip_suffix(b"\r\n").unwrap_or(&line[..end]);
+                return Ok(String::from_utf8_lossy(text).into_owned());
+            }
+            if self.buf.len() > MAX_LINE {
+                return Err("Protocol error: too long a line from MASTER".into());
+            }
+            self.fill().await?;
+        }
+    }
+
+    /// A command's reply line, an error reply made an `Err`.
+    async fn reply(&mut self, what: &str) -> Result<String, String> {
+        let line = self.line().await?;
+        match line.strip_prefix('-') {
+            Some(e) => Err(format!("{what}: -{e}")),
+            None => Ok(line),
+        }
+    }
+
+    /// A full synchronisation's payload: `$<len>\r\n` and that many bytes, or
+    /// `$EOF:<40-byte mark>\r\n`, the data, then the mark.
+    async fn payload(&mut self) -> Result<Vec<u8>, String> {
+        let header = self.line().await?;
+        let bad = || format!("Bad protocol from MASTER, the first byte is not '$': {header}");
+        let spec = header.strip_prefix('$').ok_or_else(bad)?;
+        if let Some(mark) = spec.strip_prefix("EOF:") {
+            let mark = mark.as_bytes().to_vec();
+            if mark.len() != 40 {
+                return Err(bad());
+            }
+            loop {
+                if self.buf.len() >= mark.len() && self.buf.ends_with(&mark) {
+                    let mut data = std::mem::take(&mut self.buf).to_vec();
+                    data.truncate(data.len() - mark.len());
+                    return Ok(data);
+                }
+                if self.buf.len() > MAX_PAYLOAD {
+                    return Err("the MASTER's payload is too large".into());
+                }
+                self.fill().await?;
+            }
+        }
+        let len: usize = spec.parse().map_err(|_| bad())?;
+        if len > MAX_PAYLOAD {
+            return Err("the MASTER's payload is too large".into());
+        }
+        while self.buf.len() < len {
+            self.fill().await?;
+        }
+        Ok(self.buf.split_to(len).to_vec())
+    }
+}
+
+/// One connection to the master: handshake, synchronisation, then the stream until the link
+/// fails.
+async fn session(weak: &Weak<Node>, host: &str, port: u16, shared: &Shared) -> Result<(), String> {
+    let (timeout, credentials, listening_port, position) = {
+        let node = alive(weak)?;
+        let config = &node.config;
+        let announce = config.replica_announce_port();
+        let own_port = if announce > 0 {
+            announce
+        } else {
+            node.addr.port()
+        };
+        let position = node.state.lock().await.repl.psync_position();
+        (
+            Duration::from_secs(config.repl_timeout()),
+            config.master_credentials(),
+            own_port,
+            position,
+        )
+    };
+    let addr = tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|e| format!("Unable to connect to MASTER: {e}"))?
+        .next()
+        .ok_or("Unable to connect to MASTER: no address")?;
+    let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
+        .await
+        .map_err(|_| "Timeout connecting to the MASTER".to_string())?
+        .map_err(|e| format!("Unable to connect to MASTER: {e}"))?;
+    let _ = stream.set_nodelay(true);
+    let mut conn = MasterConn {
+        stream,
+        buf: BytesMut::new(),
+        timeout,
+    };
+    conn.send(&[b"PING"]).await?;
+    let pong = conn.line().await?;
+    // A master that requires a password answers -NOAUTH; AUTH follows.
+    if pong.starts_with('-')
+        && !pong.starts_with("-NOAUTH")
+        && !pong.starts_with("-NOPERM")
+        && !pong.starts_with("-ERR operation not permitted")
+    {
+        return Err(format!("Error reply to PING from master: '{pong}'"));
+    }
+    if let Some((user, pass)) = &credentials {
+        match user {
+            Some(user) => {
+                conn.send(&[b"AUTH", user.as_bytes(), pass.as_bytes()])
+                    .await?
+            }
+            None => conn.send(&[b"AUTH", pass.as_bytes()]).await?,
+        }
+        conn.reply("Unable to AUTH to MASTER").await?;
+    }
+    let port_text = listening_port.to_string();
+    conn.send(&[b"REPLCONF", b"listening-port", port_text.as_bytes()])
+        .await?;
+    // Refused by old masters; not needed.
+    let _ = conn.line().await?;
+    conn.send(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"])
+        .await?;
+    let _ = conn.line().await?;
+    let (replid, from) = position.unwrap_or_else(|| ("?".into(), 0));
+    let from_text = if replid == "?" {
+        "-1".to_string()
+    } else {
+        from.to_string()
+    };
+    conn.send(&[b"PSYNC", replid.as_bytes(), from_text.as_bytes()])
+        .await?;
+    let answer = conn.reply("Unexpected reply to PSYNC from master").await?;
+    let mut words = answer.split(' ');
+    match (words.next(), words.next(), words.next()) {
+        (Some("+FULLRESYNC"), Some(id), Some(offset)) => {
+            let offset: u64 = offset
+                .parse()
+                .map_err(|_| format!("Master replied with wrong +FULLRESYNC syntax: {answer}"))?;
+            let id = id.to_string();
+            shared.syncing.store(true, Ordering::Release);
+            let data = conn.payload().await?;
+            let node = alive(weak)?;
+            let loaded = install(&node, &data, addr, offset, id).await?;
+            shared.syncing.store(false, Ordering::Release);
+            tracing::info!(
+                keys = loaded,
+                "MASTER <-> REPLICA sync: Finished with success"
+            );
+        }
+        (Some("+CONTINUE"), id, _) => {
+            let node = alive(weak)?;
+            let mut state = node.state.lock().await;
+            let id = id.map_or_else(|| state.repl.replid().to_string(), str::to_string);
+            state.repl.continue_replica(addr, id);
+            tracing::info!("Successful partial resynchronization with master.");
+        }
+        _ => return Err(format!("Unexpected reply to PSYNC from master: {answer}")),
+    }
+    {
+        let node = alive(weak)?;
+        shared
+            .last_io_ms
+            .store(node.clock.now_ms(), Ordering::Release);
+    }
+    shared.up.store(true, Ordering::Release);
+    apply_stream(weak, &mut conn, shared).await
+}
+
+/// Installs a full synchronisation's RDB payload: the node's data is replaced and it becomes
+/// a replica of `master` at `offset` of the stream `replid`.
+async fn install(
+    node: &Arc<Node>,
+    data: &[u8],
+    master: SocketAddr,
+    offset: u64,
+    replid: String,
+) -> Result<usize, String> {
+    let mut state = node.state.lock().await;
+    // Still following (not `REPLICAOF NO ONE` while the payload arrived).
+    if !state.repl.is_replica() {
+        return Err("the node is no longer a replica".into());
+    }
+    let now = node.clock.now_ms();
+    let loaded = (node.commands.install_dataset)(&mut state, node, data, now)
+        .map_err(|e| format!("Failed trying to load the MASTER synchronization DB: {e}"))?;
+    state.repl.become_replica(master, offset, replid);
+    Ok(loaded)
+}
+
+/// Applies the master's stream: each command as the master's client, the offset advanced
+/// by its bytes; `REPLCONF GETACK` answered with the offset before it; an acknowledgement
+/// every second.
+async fn apply_stream(
+    weak: &Weak<Node>,
+    conn: &mut MasterConn,
+    shared: &Shared,
+) -> Result<(), String> {
+    let mut decoder = RequestDecoder::new(Limits::default());
+    // Bytes the decoder took of a command that is not complete yet.
+    let mut partial = Vec::new();
+    let mut client = {
+        let node = alive(weak)?;
+        master_client(&node)
+    };
+    let mut ack_every = tokio::time::interval(Duration::from_secs(1));
+    ack_every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            biased;
+            read = tokio::time::timeout(conn.timeout, conn.stream.read_buf(&mut conn.buf)) => {
+                match read {
+                    Err(_) => return Err("MASTER timeout: no data nor PING received".into()),
+                    Ok(Err(e)) => return Err(format!("Error reading from MASTER: {e}")),
+                    Ok(Ok(0)) => return Err("Connection with master lost".into()),
+                    Ok(Ok(n)) => {
+                        let node = alive(weak)?;
+                        node.live.net_repl_input.fetch_add(n as u64, Ordering::Relaxed);
+                        shared.last_io_ms.store(node.clock.now_ms(), Ordering::Release);
+                        let acks = apply(&node, &mut decoder, &mut conn.buf, &mut partial, &mut client).await?;
+                        for offset in acks {
+                            send_ack(conn, offset).await?;
+                        }
+                    }
+                }
+            }
+            _ = ack_every.tick() => {
+                let node = alive(weak)?;
+                let offset = node.state.lock().await.repl.offset();
+                send_ack(conn, offset).await?;
+            }
+        }
+    }
+}
+
+async fn send_ack(conn: &mut MasterConn, offset: u64) -> Result<(), String> {
+    let offset = offset.to_string();
+    conn.send(&[b"REPLCONF", b"ACK", offset.as_bytes()]).await
+}
+
+/// Applies every complete command in `buf` under one hold of the state lock; returns the
+/// offsets to acknowledge for the `REPLCONF GETACK`s among them. `partial` holds the bytes
+/// the decoder took of a command not complete at the end of the last read (the decoder
+/// keeps its arguments), which count toward that command's offset.
+async fn apply(
+    node: &Arc<Node>,
+    decoder: &mut RequestDecoder,
+    buf: &mut BytesMut,
+    partial: &mut Vec<u8>,
+    client: &mut crate::client::ClientState,
+) -> Result<Vec<u64>, String> {
+    let mut acks = Vec::new();
+    let mut state = node.state.lock().await;
+    if !matches!(state.repl.role(), Role::Replica { .. }) {
+        return Err("the node is no longer a replica".into());
+    }
+    let config = state.config.clone();
+    let mut effects = Effects::default();
+    let now = node.clock.now_ms();
+    // The stream's bytes as read, for the backlog and the offset of each command.
+    let read = Bytes::copy_from_slice(buf);
+    let mut used = 0;
+    loop {
+        let argv = match decoder.decode(buf) {
+            Ok(Some(argv)) => argv,
+            Ok(None) => {
+                partial
+                    .extend_from_slice(read.get(used..read.len() - buf.len()).unwrap_or_default());
+                break;
+            }
+            Err(e) => return Err(format!("Protocol error from MASTER: {e}")),
+        };
+        let end = read.len() - buf.len();
+        partial.extend_from_slice(read.get(used..end).unwrap_or_default());
+        let raw = std::mem::take(partial);
+        used = end;
+        let is = |name: &[u8], sub: &[u8]| {
+            argv.first().is_some_and(|a| a.eq_ignore_ascii_case(name))
+                && argv.get(1).is_some_and(|a| a.eq_ignore_ascii_case(sub))
+        };
+        if is(b"replconf", b"getack") {
+            acks.push(state.repl.offset());
+        } else if !argv
+            .first()
+            .is_some_and(|a| a.eq_ignore_ascii_case(b"ping"))
+        {
+            let reply =
+                (node.commands.call_argv)(&mut state, node, client, &argv, now, &mut effects);
+            if let Frame::Error(e) = reply {
+                tracing::warn!(error = %String::from_utf8_lossy(&e), "replica failed to apply a command from its master");
+            }
+        }
+        state.repl.applied(&raw, &config);
+    }
+    state.finish_effects(node, &mut effects);
+    Ok(acks)
+}

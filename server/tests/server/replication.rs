@@ -1,0 +1,387 @@
+//! Replication over the network, as Redis speaks it: our node as the replica of our own
+//! master and of a real redis-server, a real redis-server as the replica of ours, partial
+//! resynchronisation after a lost link, `WAIT` answered through `REPLCONF GETACK`, and the
+//! replies of `SYNC`/`PSYNC`/`REPLCONF` compared with Redis's.
+
+use locksmith_server::Server;
+use locksmith_testkit as support;
+use std::time::{Duration, Instant};
+use support::{info_field, run, RealRedis};
+
+type Con = redis::aio::MultiplexedConnection;
+
+/// Waits (at most 20 s: a real master may wait `repl-diskless-sync-delay` first) until the
+/// replica on `con` reports its link up and the master's offset `at_least`.
+async fn synced(con: &mut Con, at_least: u64) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let info = support::info(con, "replication").await;
+        let up = info
+            .iter()
+            .any(|(k, v)| k == "master_link_status" && v == "up");
+        let offset: u64 = info
+            .iter()
+            .find(|(k, _)| k == "slave_repl_offset")
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0);
+        if up && offset >= at_least {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the replica did not sync: {info:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The master's `master_repl_offset`.
+async fn offset(con: &mut Con) -> u64 {
+    info_field(con, "replication", "master_repl_offset")
+        .await
+        .parse()
+        .unwrap()
+}
+
+/// A dataset of every type, with TTLs, in two databases, and a function library.
+const DATASET: &[&[&str]] = &[
+    &["SET", "string", "v"],
+    &["SET", "volatile", "v", "EX", "1000"],
+    &["SET", "int", "12345"],
+    &["RPUSH", "list", "a", "b", "c", "1", "2"],
+    &["SADD", "intset", "1", "2", "3"],
+    &["SADD", "set", "x", "y", "z"],
+    &["HSET", "hash", "f1", "v1", "f2", "v2"],
+    &["ZADD", "zset", "1", "a", "2.5", "b", "-3", "c"],
+    &["XADD", "stream", "1-1", "f", "v"],
+    &["XADD", "stream", "2-1", "g", "w"],
+    &["XGROUP", "CREATE", "stream", "group", "0"],
+    &[
+        "XREADGROUP",
+        "GROUP",
+        "group",
+        "alice",
+        "COUNT",
+        "1",
+        "STREAMS",
+        "stream",
+        ">",
+    ],
+    &["PFADD", "hll", "a", "b", "c"],
+    &["SELECT", "2"],
+    &["SET", "in-db-2", "yes"],
+    &["SELECT", "0"],
+    &[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=replicated\n\
+         redis.register_function{function_name='twice', \
+           callback=function(keys, args) return args[1] * 2 end, flags={'no-writes'}}\n\
+         redis.register_function('writer', function(keys, args) return 1 end)",
+    ],
+];
+
+/// Reads that show the dataset (every type, TTLs rounded to the minute, both databases), as
+/// a replica serves them.
+const READS: &[&[&str]] = &[
+    &["DBSIZE"],
+    &["GET", "string"],
+    &["GET", "int"],
+    &["LRANGE", "list", "0", "-1"],
+    &["SORT_RO", "intset"],
+    &["SORT_RO", "set", "ALPHA"],
+    &["HGETALL", "hash"],
+    &["ZRANGE", "zset", "0", "-1", "WITHSCORES"],
+    &["XRANGE", "stream", "-", "+"],
+    &["XPENDING", "stream", "group"],
+    &["PFCOUNT", "hll"],
+    &["FCALL_RO", "twice", "0", "21"],
+    &["SELECT", "2"],
+    &["GET", "in-db-2"],
+    &["SELECT", "0"],
+];
+
+/// What a replica refuses, or serves, where a master would write.
+const ON_A_REPLICA: &[&[&str]] = &[
+    &["SET", "k", "v"],
+    &["SORT", "intset"],
+    &["FCALL", "writer", "0"],
+    &["FCALL", "twice", "0", "2"],
+    &["EVAL", "return 1", "0"],
+    &["EVAL", "#!lua\nreturn 1", "0"],
+    &["EVAL", "#!lua flags=no-writes\nreturn 1", "0"],
+    &["WAIT", "0", "0"],
+];
+
+/// What [`READS`] give on `con`, and the TTL of `volatile` in whole minutes.
+async fn contents(con: &mut Con) -> Vec<String> {
+    let mut out = Vec::new();
+    for args in READS {
+        out.push(run(con, args).await);
+    }
+    let ttl: i64 = support::cmd(&["TTL", "volatile"])
+        .query_async(con)
+        .await
+        .unwrap();
+    out.push(format!("ttl minutes {}", (ttl + 30) / 60));
+    out
+}
+
+async fn fill(con: &mut Con) {
+    for args in DATASET {
+        let reply = run(con, args).await;
+        assert!(!reply.starts_with("ERROR"), "{args:?}: {reply}");
+    }
+}
+
+/// Writes made once the link is up, of which the replica must see the effects.
+async fn write_more(con: &mut Con) {
+    for args in [
+        &["INCR", "int"][..],
+        &["LPUSH", "list", "new"],
+        &["EXPIRE", "string", "500"],
+        &["MULTI"],
+        &["HSET", "hash", "f3", "v3"],
+        &["SADD", "set", "w"],
+        &["EXEC"],
+        &[
+            "EVAL",
+            "redis.call('SET', KEYS[1], 'from-script') return 1",
+            "1",
+            "scripted",
+        ],
+        &["DEL", "hll"],
+    ] {
+        let reply = run(con, args).await;
+        assert!(!reply.starts_with("ERROR"), "{args:?}: {reply}");
+    }
+}
+
+#[tokio::test]
+async fn our_replica_follows_our_master_and_continues_after_a_lost_link() {
+    let master = support::start().await;
+    let replica = support::start().await;
+    let mut m = support::conn(&master.url()).await;
+    let mut r = support::conn(&replica.url()).await;
+    fill(&mut m).await;
+    let port = master.addr().port().to_string();
+    assert_eq!(run(&mut r, &["REPLICAOF", "127.0.0.1", &port]).await, "ok");
+    assert_eq!(
+        run(&mut r, &["REPLICAOF", "127.0.0.1", &port]).await,
+        "simple-string(\"OK Already connected to specified master\")"
+    );
+    synced(&mut r, 0).await;
+    assert_eq!(contents(&mut r).await, contents(&mut m).await);
+    // Writes flow, and WAIT hears the replica's acknowledgement.
+    write_more(&mut m).await;
+    assert_eq!(run(&mut m, &["WAIT", "1", "5000"]).await, "int(1)");
+    let at = offset(&mut m).await;
+    synced(&mut r, at).await;
+    assert_eq!(contents(&mut r).await, contents(&mut m).await);
+    assert_eq!(
+        run(&mut r, &["GET", "scripted"]).await,
+        "bulk-string('\"from-script\"')"
+    );
+    assert_eq!(
+        run(&mut r, &["SET", "k", "v"]).await,
+        "ERROR READONLY You can't write against a read only replica."
+    );
+    assert!(run(&mut r, &["ROLE"]).await.contains("\"connected\""));
+    assert!(run(&mut m, &["ROLE"]).await.contains("master"));
+    assert_eq!(
+        info_field(&mut m, "replication", "connected_slaves").await,
+        "1"
+    );
+    // The link is cut; what the master writes meanwhile arrives by a partial resync.
+    assert_eq!(
+        run(&mut m, &["CLIENT", "KILL", "TYPE", "replica"]).await,
+        "int(1)"
+    );
+    run(&mut m, &["SET", "during", "the-cut"]).await;
+    let at = offset(&mut m).await;
+    synced(&mut r, at).await;
+    assert_eq!(
+        run(&mut r, &["GET", "during"]).await,
+        "bulk-string('\"the-cut\"')"
+    );
+    assert_eq!(info_field(&mut m, "stats", "sync_partial_ok").await, "1");
+    assert_eq!(info_field(&mut m, "stats", "sync_full").await, "1");
+    // Promoted: the data stays, writes are accepted.
+    assert_eq!(run(&mut r, &["REPLICAOF", "NO", "ONE"]).await, "ok");
+    assert_eq!(run(&mut r, &["SET", "k", "v"]).await, "ok");
+    assert_eq!(
+        run(&mut r, &["GET", "during"]).await,
+        "bulk-string('\"the-cut\"')"
+    );
+    assert!(run(&mut r, &["ROLE"]).await.contains("master"));
+}
+
+#[tokio::test]
+async fn a_replica_authenticates_with_masterauth() {
+    let master = Server::builder()
+        .requirepass("secret")
+        .start()
+        .await
+        .unwrap();
+    let replica = Server::builder()
+        .config_set("masterauth", "secret")
+        .start()
+        .await
+        .unwrap();
+    let mut m = support::conn(&format!(
+        "redis://:secret@127.0.0.1:{}/",
+        master.addr().port()
+    ))
+    .await;
+    run(&mut m, &["SET", "k", "v"]).await;
+    let mut r = support::conn(&replica.url()).await;
+    let port = master.addr().port().to_string();
+    run(&mut r, &["REPLICAOF", "127.0.0.1", &port]).await;
+    synced(&mut r, 0).await;
+    assert_eq!(run(&mut r, &["GET", "k"]).await, "bulk-string('\"v\"')");
+}
+
+#[tokio::test]
+async fn a_real_redis_replicates_from_our_master_and_our_replica_answers_as_it_does() {
+    let master = support::start().await;
+    let mut m = support::conn(&master.url()).await;
+    fill(&mut m).await;
+    let port = master.addr().port().to_string();
+    let Some(real) = RealRedis::start_with(&["--replicaof", "127.0.0.1", &port]) else {
+        return;
+    };
+    let mut r = support::conn(&real.url()).await;
+    synced(&mut r, 0).await;
+    assert_eq!(contents(&mut r).await, contents(&mut m).await);
+    // Our replica of the same master refuses and serves what Redis's does.
+    let ours = support::start().await;
+    let mut o = support::conn(&ours.url()).await;
+    run(&mut o, &["REPLICAOF", "127.0.0.1", &port]).await;
+    synced(&mut o, 0).await;
+    for args in ON_A_REPLICA {
+        assert_eq!(run(&mut o, args).await, run(&mut r, args).await, "{args:?}");
+    }
+    write_more(&mut m).await;
+    // Redis answers our GETACK at once (it would acknowledge within a second anyway).
+    assert_eq!(run(&mut m, &["WAIT", "1", "5000"]).await, "int(1)");
+    let at = offset(&mut m).await;
+    synced(&mut r, at).await;
+    assert_eq!(contents(&mut r).await, contents(&mut m).await);
+    let slave = info_field(&mut m, "replication", "slave0").await;
+    assert!(
+        slave.contains(&format!("port={},state=online", real.port)),
+        "{slave}"
+    );
+}
+
+#[tokio::test]
+async fn our_replica_follows_a_real_redis_master_diskless_and_from_disk() {
+    for diskless in ["yes", "no"] {
+        let Some(real) = RealRedis::start_with(&[
+            "--repl-diskless-sync",
+            diskless,
+            "--repl-diskless-sync-delay",
+            "0",
+        ]) else {
+            return;
+        };
+        let mut m = support::conn(&real.url()).await;
+        fill(&mut m).await;
+        // Redis's own encodings: a long list (quicklist), a hash past its listpack limit.
+        let items: Vec<String> = (0..300).map(|i| format!("item-{i}")).collect();
+        let mut rpush = vec!["RPUSH", "long"];
+        rpush.extend(items.iter().map(String::as_str));
+        run(&mut m, &rpush).await;
+        let mut hset = vec!["HSET", "wide"];
+        hset.extend(items.iter().flat_map(|i| [i.as_str(), i.as_str()]));
+        run(&mut m, &hset).await;
+        let replica = support::start().await;
+        let mut r = support::conn(&replica.url()).await;
+        let port = real.port.to_string();
+        run(&mut r, &["REPLICAOF", "127.0.0.1", &port]).await;
+        synced(&mut r, 0).await;
+        assert_eq!(
+            contents(&mut r).await,
+            contents(&mut m).await,
+            "diskless {diskless}"
+        );
+        for args in [&["LRANGE", "long", "0", "-1"][..], &["HLEN", "wide"]] {
+            assert_eq!(run(&mut r, args).await, run(&mut m, args).await);
+        }
+        write_more(&mut m).await;
+        assert_eq!(run(&mut m, &["WAIT", "1", "5000"]).await, "int(1)");
+        let at = offset(&mut m).await;
+        synced(&mut r, at).await;
+        assert_eq!(
+            contents(&mut r).await,
+            contents(&mut m).await,
+            "diskless {diskless}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn sync_psync_and_replconf_answer_bad_input_as_redis_does() {
+    let mut pair = support::Pair::start().await;
+    pair.all_same(&[
+        &["REPLCONF"],
+        &["REPLCONF", "listening-port"],
+        &["REPLCONF", "listening-port", "nope"],
+        &["REPLCONF", "listening-port", "6380", "capa", "eof"],
+        &["REPLCONF", "no-such-option", "1"],
+        &["REPLCONF", "rdb-only", "2"],
+        &["PSYNC", "?"],
+        &["PSYNC", "?", "not-a-number"],
+        &["SYNC", "extra"],
+        &["MULTI"],
+        &["SYNC"],
+        &["PSYNC", "?", "-1"],
+        &["DISCARD"],
+    ])
+    .await;
+}
+
+#[tokio::test]
+async fn a_replica_passes_the_stream_on_to_replicas_of_its_own() {
+    let master = support::start().await;
+    let middle = support::start().await;
+    let last = support::start().await;
+    let mut m = support::conn(&master.url()).await;
+    let mut mid = support::conn(&middle.url()).await;
+    let mut end = support::conn(&last.url()).await;
+    fill(&mut m).await;
+    // A replica whose link is down serves no replica.
+    assert_eq!(run(&mut mid, &["REPLICAOF", "127.0.0.1", "1"]).await, "ok");
+    assert_eq!(
+        run(&mut mid, &["SYNC"]).await,
+        "ERROR NOMASTERLINK Can't SYNC while not connected with my master"
+    );
+    let port = master.addr().port().to_string();
+    run(&mut mid, &["REPLICAOF", "127.0.0.1", &port]).await;
+    synced(&mut mid, 0).await;
+    let mid_port = middle.addr().port().to_string();
+    run(&mut end, &["REPLICAOF", "127.0.0.1", &mid_port]).await;
+    synced(&mut end, 0).await;
+    // A real Redis at the end of the chain as well, when there is one.
+    let real = RealRedis::start_with(&["--replicaof", "127.0.0.1", &mid_port]);
+    let mut real_con = match &real {
+        Some(r) => Some(support::conn(&r.url()).await),
+        None => None,
+    };
+    write_more(&mut m).await;
+    let at = offset(&mut m).await;
+    synced(&mut mid, at).await;
+    synced(&mut end, at).await;
+    let expected = contents(&mut m).await;
+    assert_eq!(contents(&mut end).await, expected);
+    // The chain shares the master's replication id and offsets.
+    let id = info_field(&mut m, "replication", "master_replid").await;
+    assert_eq!(
+        info_field(&mut end, "replication", "master_replid").await,
+        id
+    );
+    if let Some(r) = &mut real_con {
+        synced(r, at).await;
+        assert_eq!(contents(r).await, expected);
+    }
+}
