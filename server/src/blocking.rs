@@ -244,8 +244,25 @@ pub(crate) fn serve_ready(state: &mut State, node: &Node, effects: &mut Effects)
 }
 
 /// Serves the clients blocked on `key` in `db` that its value now serves, in blocking order.
+/// A key whose deadline passed is reclaimed first, with its expiry's side effects (its `DEL`
+/// goes to replicas after the write that made the key ready), as Redis's lookup before
+/// serving does; its clients stay blocked.
 fn serve_key(state: &mut State, node: &Node, effects: &mut Effects, db: usize, key: &Bytes) {
-    for id in state.blocked.queue(db, key) {
+    let queue = state.blocked.queue(db, key);
+    if queue.is_empty() {
+        return;
+    }
+    let now = node.clock.now_ms();
+    // During a CLIENT PAUSE an expired key stays (deleting it would be a write).
+    if !node.live.pause.is_paused(now) {
+        if let Some(crate::db::Found::Expired(expired)) =
+            state.dbs.get_mut(db).map(|d| d.find_live(key, now, false))
+        {
+            crate::node::key_expired(&mut state.stats, &state.repl, effects, db, &expired);
+            return;
+        }
+    }
+    for id in queue {
         let Some(kind) = state.blocked.waiters.get(&id).map(|w| w.kind) else {
             continue;
         };

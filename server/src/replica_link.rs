@@ -8,6 +8,7 @@ use crate::client::ClientHandle;
 use crate::connection::Socket;
 use crate::node::Node;
 use crate::replication::serve::{Handoff, Start};
+use crate::replication::Remote;
 use bytes::{Bytes, BytesMut};
 use locksmith_resp::{Limits, RequestDecoder};
 use std::sync::atomic::Ordering;
@@ -34,7 +35,7 @@ pub(crate) async fn run(
         mut rx,
         cut,
         ack,
-        acked_at,
+        remote,
         acked,
         start,
     } = handoff;
@@ -50,14 +51,16 @@ pub(crate) async fn run(
                 })
                 .await
                 .map_err(std::io::Error::other)?;
-                tracing::info!(replica = %handle.addr_text(), bytes = rdb.len(), "Synchronization with replica succeeded");
+                remote.phase.store(Remote::SEND_BULK, Ordering::Release);
                 socket
                     .write_all(format!("${}\r\n", rdb.len()).as_bytes())
                     .await?;
                 socket.write_all(&rdb).await?;
+                tracing::info!(replica = %handle.addr_text(), bytes = rdb.len(), "Synchronization with replica succeeded");
             }
             Start::Partial(stream) => socket.write_all(&stream).await?,
         }
+        remote.phase.store(Remote::ONLINE, Ordering::Release);
         let mut decoder = RequestDecoder::new(Limits::default());
         let mut out = Vec::new();
         let killed = handle.kill_notify.notified();
@@ -90,7 +93,7 @@ pub(crate) async fn run(
                     while let Some(argv) = decoder.decode(rbuf).map_err(std::io::Error::other)? {
                         if let Some(offset) = ack_offset(&argv) {
                             ack.fetch_max(offset, Ordering::AcqRel);
-                            acked_at.store(node.clock.now_ms(), Ordering::Release);
+                            remote.acked_at.store(node.clock.now_ms(), Ordering::Release);
                             acked.send_modify(|n| *n = n.wrapping_add(1));
                         }
                     }

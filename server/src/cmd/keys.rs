@@ -292,10 +292,16 @@ fn scan_cmd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let opts = scan::ScanOptions::parse(args, true)?;
     let now = ctx.now;
     let db = ctx.db();
-    // Keys past their deadline are counted but not returned (Redis expires them as it filters).
+    // Keys past their deadline are counted but not returned, and reclaimed after the scan
+    // (with their expiry's side effects), as Redis expires them as it filters.
+    let mut expired = Vec::new();
     let (next, items) = scan::run(cursor, opts.count, |c, out| {
         db.scan(c, |k, e| {
-            let keep = e.expire_at().is_none_or(|at| at > now)
+            let live = e.expire_at().is_none_or(|at| at > now);
+            if !live {
+                expired.push(k.to_bytes());
+            }
+            let keep = live
                 && opts.matches(k)
                 && opts
                     .type_name
@@ -304,6 +310,9 @@ fn scan_cmd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             out.push(keep.then(|| k.to_bytes()));
         })
     });
+    for key in &expired {
+        ctx.lookup_write(key);
+    }
     let out = items.into_iter().flatten().map(Frame::Bulk).collect();
     Ok(Frame::Array(vec![
         Frame::Bulk(Bytes::from(next.to_string())),
@@ -314,15 +323,33 @@ fn scan_cmd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```text
 /// RANDOMKEY
 /// ```
+///
+/// A key drawn whose deadline passed is reclaimed (with its expiry's side effects) and
+/// another drawn, as Redis's `dbRandomKey` does; a replica, which does not reclaim keys,
+/// answers a live one.
 fn randomkey(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     let now = ctx.now;
     let index = ctx.client.db;
-    let state = &mut *ctx.state;
-    let key = state
-        .dbs
-        .get(index)
-        .and_then(|db| db.random_key(now, &mut state.rng));
-    Ok(key.map_or(Frame::Null, Frame::Bulk))
+    loop {
+        let state = &mut *ctx.state;
+        let Some(db) = state.dbs.get(index) else {
+            return Ok(Frame::Null);
+        };
+        let Some((key, expired)) = db.random_key_drawn(now, &mut state.rng) else {
+            return Ok(Frame::Null);
+        };
+        if !expired {
+            return Ok(Frame::Bulk(key));
+        }
+        if state.repl.is_replica() || ctx.node.live.pause.is_paused(now) {
+            let key = state
+                .dbs
+                .get(index)
+                .and_then(|db| db.random_key(now, &mut state.rng));
+            return Ok(key.map_or(Frame::Null, Frame::Bulk));
+        }
+        ctx.lookup_write(&key);
+    }
 }
 
 /// ```text

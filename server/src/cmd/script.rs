@@ -293,7 +293,10 @@ pub(super) fn run_checked(
     // which a read-only replica refuses to anyone but its master.
     if !compat
         && flags & script_flags::NO_WRITES == 0
-        && ctx.state.repl.refuses_write_from(ctx.client)
+        && ctx
+            .state
+            .repl
+            .refuses_write_from(ctx.client, &ctx.state.config)
     {
         return Err(CommandError::Raw(crate::replication::READONLY_ERROR.into()));
     }

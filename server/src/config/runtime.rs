@@ -118,6 +118,8 @@ pub(crate) struct RuntimeConfig {
     min_replicas_to_write: AtomicU64,
     min_replicas_max_lag: AtomicU64,
     repl_backlog_size: AtomicU64,
+    replica_read_only: AtomicBool,
+    replica_serve_stale_data: AtomicBool,
     notify_keyspace_events: AtomicU32,
     output_limits: [[AtomicU64; 3]; 3],
     hz: AtomicU64,
@@ -271,6 +273,8 @@ pub(crate) static BINDINGS: &[Binding] = &[
     u64_binding!("min-replicas-to-write", min_replicas_to_write),
     u64_binding!("min-replicas-max-lag", min_replicas_max_lag),
     u64_binding!("repl-backlog-size", repl_backlog_size),
+    bool_binding!("replica-read-only", replica_read_only),
+    bool_binding!("replica-serve-stale-data", replica_serve_stale_data),
     Binding {
         name: "notify-keyspace-events",
         get: |c| crate::notify::format_flags(c.notify_keyspace_events()),
@@ -390,6 +394,8 @@ impl RuntimeConfig {
             min_replicas_to_write: AtomicU64::new(0),
             min_replicas_max_lag: AtomicU64::new(0),
             repl_backlog_size: AtomicU64::new(0),
+            replica_read_only: AtomicBool::new(true),
+            replica_serve_stale_data: AtomicBool::new(true),
             notify_keyspace_events: AtomicU32::new(0),
             output_limits: Default::default(),
             hz: AtomicU64::new(0),
@@ -689,6 +695,17 @@ impl RuntimeConfig {
     /// `repl-backlog-size`: bytes of the replication stream kept for partial resyncs.
     pub(crate) fn repl_backlog_size(&self) -> usize {
         usize::try_from(self.repl_backlog_size.load(Relaxed)).unwrap_or(usize::MAX)
+    }
+
+    /// `replica-read-only`: a replica refuses writes from its clients.
+    pub(crate) fn replica_read_only(&self) -> bool {
+        self.replica_read_only.load(Relaxed)
+    }
+
+    /// `replica-serve-stale-data`: a replica whose link to its master is down still serves
+    /// its clients (no: only commands flagged `stale`).
+    pub(crate) fn replica_serve_stale_data(&self) -> bool {
+        self.replica_serve_stale_data.load(Relaxed)
     }
 
     /// `masterauth` (empty: none) and `masteruser` (empty: the default user), what a replica

@@ -751,8 +751,19 @@ impl Db {
         )
     }
 
-    /// A random live key (for `RANDOMKEY`): random draws as Redis's `dbRandomKey` (skipping
-    /// keys past their deadline), then, if every draw found an expired key, a pass over all.
+    /// A key drawn at random, live or not, and whether its deadline passed at `now`.
+    pub(crate) fn random_key_drawn(
+        &self,
+        now: u64,
+        rng: &mut impl rand::Rng,
+    ) -> Option<(Bytes, bool)> {
+        let slot = self.entries.random(rng)?;
+        Some((slot.key.to_bytes(), Self::is_expired(&slot.entry, now)))
+    }
+
+    /// A random live key (a replica's `RANDOMKEY`, which reclaims nothing): random draws as
+    /// Redis's `dbRandomKey` (skipping keys past their deadline), then, if every draw found an
+    /// expired key, a pass over all.
     pub(crate) fn random_key(&self, now: u64, rng: &mut impl rand::Rng) -> Option<Bytes> {
         use rand::seq::IteratorRandom;
         for _ in 0..100 {

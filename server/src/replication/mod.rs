@@ -42,6 +42,10 @@ pub(crate) const MASTER_CLIENT_ID: u64 = u64::MAX;
 /// What a replica answers a normal client's write.
 pub(crate) const READONLY_ERROR: &str = "READONLY You can't write against a read only replica.";
 
+/// What a replica answers while its link is down under `replica-serve-stale-data no`.
+pub(crate) const MASTERDOWN_ERROR: &str =
+    "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+
 /// A node's replication role.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Role {
@@ -79,16 +83,44 @@ struct Feed {
     /// The link's delivery settings: a stalled link, or one slower than
     /// `min-replicas-max-lag`, does not count as a good replica.
     ctl: Arc<LinkControl>,
-    /// A replica connected over the network: when (node-clock ms) it last acknowledged.
-    acked_at: Option<Arc<AtomicU64>>,
+    /// A replica connected over the network: its acknowledgements and synchronisation.
+    remote: Option<Arc<Remote>>,
+}
+
+/// What a master knows of a replica connected over the network beyond its offset.
+#[derive(Debug)]
+pub(crate) struct Remote {
+    /// When (node-clock ms) it last acknowledged.
+    pub(crate) acked_at: AtomicU64,
+    /// Where its synchronisation is: [`Remote::WAIT_BGSAVE`], [`Remote::SEND_BULK`] or
+    /// [`Remote::ONLINE`].
+    pub(crate) phase: std::sync::atomic::AtomicU8,
+}
+
+impl Remote {
+    /// The dataset is being serialised.
+    pub(crate) const WAIT_BGSAVE: u8 = 0;
+    /// The dataset is being sent.
+    pub(crate) const SEND_BULK: u8 = 1;
+    /// The stream flows.
+    pub(crate) const ONLINE: u8 = 2;
+
+    /// The phase as `INFO`'s `state=` names it.
+    fn state_name(&self) -> &'static str {
+        match self.phase.load(Ordering::Acquire) {
+            Self::WAIT_BGSAVE => "wait_bgsave",
+            Self::SEND_BULK => "send_bulk",
+            _ => "online",
+        }
+    }
 }
 
 impl Feed {
     /// Seconds the replica is behind: a link's delay, or since a network replica's last
     /// acknowledgement (Redis's `lag`, which a Redis replica refreshes every second).
     fn lag_seconds(&self, now_ms: u64) -> u64 {
-        match &self.acked_at {
-            Some(at) => now_ms.saturating_sub(at.load(Ordering::Acquire)) / 1000,
+        match &self.remote {
+            Some(r) => now_ms.saturating_sub(r.acked_at.load(Ordering::Acquire)) / 1000,
             None => self.ctl.lag_seconds(),
         }
     }
@@ -211,10 +243,19 @@ impl ReplState {
         self.journal.replace(journal)
     }
 
-    /// Whether a write from `client` must be refused (`READONLY`): on a replica, from anyone
-    /// but the master's stream.
-    pub(crate) fn refuses_write_from(&self, client: &ClientState) -> bool {
-        self.is_replica() && client.id() != MASTER_CLIENT_ID
+    /// Whether a write from `client` must be refused (`READONLY`): on a read-only replica
+    /// (`replica-read-only`), from anyone but the master's stream.
+    pub(crate) fn refuses_write_from(&self, client: &ClientState, config: &RuntimeConfig) -> bool {
+        self.is_replica() && client.id() != MASTER_CLIENT_ID && config.replica_read_only()
+    }
+
+    /// Whether a command not flagged `stale` must be refused (`MASTERDOWN`): on a replica
+    /// whose link to its master over the network is down, under
+    /// `replica-serve-stale-data no`.
+    pub(crate) fn refuses_stale(&self, client: &ClientState, config: &RuntimeConfig) -> bool {
+        client.id() != MASTER_CLIENT_ID
+            && !config.replica_serve_stale_data()
+            && self.upstream.as_ref().is_some_and(|u| !u.is_up())
     }
 
     fn set_offset(&mut self, offset: u64) {
@@ -316,6 +357,14 @@ impl ReplState {
             backlog.append(bytes, config.repl_backlog_size());
         }
         self.set_offset(end_offset);
+    }
+
+    /// A replica connects over the network at `now_ms`: the first of them starts the
+    /// `repl-ping-replica-period` count.
+    pub(crate) fn network_replica_attaching(&mut self, now_ms: u64) {
+        if !has_network_replicas(self) {
+            self.last_ping_ms = now_ms;
+        }
     }
 
     /// The replication id.
@@ -454,7 +503,7 @@ fn send(repl: &mut ReplState, commands: Vec<Vec<Bytes>>, config: &RuntimeConfig)
 /// Whether a replica connected over the network is attached (it needs `PING`s and
 /// `REPLCONF GETACK`s in the stream; a harness link does not).
 fn has_network_replicas(repl: &ReplState) -> bool {
-    repl.feeds.iter().any(|f| f.acked_at.is_some())
+    repl.feeds.iter().any(|f| f.remote.is_some())
 }
 
 /// Asks the replicas connected over the network to acknowledge their offset at once
@@ -629,7 +678,7 @@ impl Ends {
                     cut: cut.clone(),
                     soft_since: None,
                     ctl: ctl.clone(),
-                    acked_at: None,
+                    remote: None,
                 },
                 &config,
             );
@@ -802,9 +851,10 @@ pub(crate) fn replication_info(repl: &ReplState, now_ms: u64, backlog_size: usiz
         let ack = f.ack.load(Ordering::Acquire);
         let _ = write!(
             s,
-            "slave{i}:ip={},port={},state=online,offset={ack},lag={}\r\n",
+            "slave{i}:ip={},port={},state={},offset={ack},lag={}\r\n",
             f.addr.ip(),
             f.addr.port(),
+            f.remote.as_ref().map_or("online", |r| r.state_name()),
             f.lag_seconds(now_ms)
         );
     }
@@ -857,7 +907,7 @@ mod tests {
                 cut: Default::default(),
                 soft_since: None,
                 ctl: Arc::new(LinkControl::new(Duration::ZERO, Duration::ZERO, false)),
-                acked_at: None,
+                remote: None,
             },
             &RuntimeConfig::for_tests(),
         );

@@ -4,14 +4,14 @@
 //! follows starts exactly after it; a partial one (`+CONTINUE`) takes the backlog from the
 //! replica's offset. The connection then runs the link ([`crate::replica_link`]).
 
-use super::{Batch, Feed, LinkControl};
+use super::{Batch, Feed, LinkControl, Remote};
 use crate::client::ClientState;
 use crate::db::Db;
 use crate::node::{Node, State};
 use bytes::Bytes;
 use locksmith_resp::Frame;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
@@ -41,8 +41,8 @@ pub(crate) struct Handoff {
     pub(crate) cut: Arc<AtomicBool>,
     /// The replica's acknowledged offset.
     pub(crate) ack: Arc<AtomicU64>,
-    /// When (node-clock ms) it last acknowledged.
-    pub(crate) acked_at: Arc<AtomicU64>,
+    /// Its acknowledgements and synchronisation, as `INFO` reads them.
+    pub(crate) remote: Arc<Remote>,
     /// Notified on every acknowledgement (`WAIT`).
     pub(crate) acked: Arc<watch::Sender<u64>>,
     /// What the link sends first.
@@ -78,7 +78,10 @@ pub(crate) fn attach(
     let link = super::NEXT_LINK.fetch_add(1, Ordering::Relaxed);
     let now = node.clock.now_ms();
     let ack = Arc::new(AtomicU64::new(0));
-    let acked_at = Arc::new(AtomicU64::new(now));
+    let remote = Arc::new(Remote {
+        acked_at: AtomicU64::new(now),
+        phase: AtomicU8::new(Remote::WAIT_BGSAVE),
+    });
     let cut = Arc::new(AtomicBool::new(false));
     let continuation = psync
         .filter(|_| !client.rdb_only)
@@ -92,6 +95,7 @@ pub(crate) fn attach(
         (None, Some((replid, _))) if replid != b"?" => state.stats.sync_partial_err += 1,
         _ => {}
     }
+    state.repl.network_replica_attaching(now);
     let handle = &client.handle;
     let addr = SocketAddr::new(
         handle.addr.ip(),
@@ -112,7 +116,7 @@ pub(crate) fn attach(
                 cut: cut.clone(),
                 soft_since: None,
                 ctl: Arc::new(LinkControl::new(Duration::ZERO, Duration::ZERO, false)),
-                acked_at: Some(acked_at.clone()),
+                remote: Some(remote.clone()),
             },
             &state.config,
         )
@@ -145,7 +149,7 @@ pub(crate) fn attach(
         rx,
         cut,
         ack,
-        acked_at,
+        remote,
         acked,
         start,
     };

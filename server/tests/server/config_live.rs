@@ -885,3 +885,52 @@ async fn config_repl_backlog_size() {
         .unwrap();
     assert_eq!(end + 1 - first, 16384);
 }
+
+#[tokio::test]
+async fn config_replica_read_only() {
+    let (master, _master_con) = start().await;
+    let (_replica, mut con) = start().await;
+    let port = master.addr().port().to_string();
+    let () = ok(&mut con, &["REPLICAOF", "127.0.0.1", &port]).await;
+    assert_eq!(
+        err(&mut con, &["SET", "k", "v"]).await,
+        "READONLY You can't write against a read only replica."
+    );
+    config_set(&mut con, "replica-read-only", "no").await;
+    let () = ok(&mut con, &["SET", "k", "v"]).await;
+    config_set(&mut con, "replica-read-only", "yes").await;
+    assert!(err(&mut con, &["DEL", "k"]).await.starts_with("READONLY"));
+}
+
+#[tokio::test]
+async fn config_replica_serve_stale_data() {
+    // A replica of a master that is not there: its link stays down.
+    let nobody = support::free_port().to_string();
+    let (_ours, ours_con) = start().await;
+    let real = support::RealRedis::start();
+    let mut cons = vec![ours_con];
+    if let Some(real) = &real {
+        cons.push(conn(&real.url()).await);
+    }
+    let mut replies = Vec::new();
+    for con in &mut cons {
+        let () = ok(con, &["REPLICAOF", "127.0.0.1", &nobody]).await;
+        let got: redis::Value = ok(con, &["GET", "k"]).await;
+        assert_eq!(got, redis::Value::Nil);
+        config_set(con, "replica-serve-stale-data", "no").await;
+        let mut seen = Vec::new();
+        for args in [&["GET", "k"][..], &["PING"], &["SET", "k", "v"]] {
+            seen.push(err(con, args).await);
+        }
+        let role: String = ok(con, &["INFO", "replication"]).await;
+        assert!(role.contains("master_link_status:down"));
+        replies.push(seen);
+    }
+    assert_eq!(
+        replies[0][0],
+        "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+    );
+    if let [ours, theirs] = &replies[..] {
+        assert_eq!(ours, theirs);
+    }
+}

@@ -10,6 +10,10 @@ use support::{info_field, run, RealRedis};
 
 type Con = redis::aio::MultiplexedConnection;
 
+// Masters are reached by `support::patient_conn`: a `WAIT` may take up to a second (a real
+// master starts a diskless replica's stream on its first acknowledgement) on a loaded host,
+// longer than the client's default response timeout.
+
 /// Waits (at most 20 s: a real master may wait `repl-diskless-sync-delay` first) until the
 /// replica on `con` reports its link up and the master's offset `at_least`.
 async fn synced(con: &mut Con, at_least: u64) {
@@ -161,7 +165,7 @@ async fn write_more(con: &mut Con) {
 async fn our_replica_follows_our_master_and_continues_after_a_lost_link() {
     let master = support::start().await;
     let replica = support::start().await;
-    let mut m = support::conn(&master.url()).await;
+    let mut m = support::patient_conn(&master.url()).await;
     let mut r = support::conn(&replica.url()).await;
     fill(&mut m).await;
     let port = master.addr().port().to_string();
@@ -244,7 +248,7 @@ async fn a_replica_authenticates_with_masterauth() {
 #[tokio::test]
 async fn a_real_redis_replicates_from_our_master_and_our_replica_answers_as_it_does() {
     let master = support::start().await;
-    let mut m = support::conn(&master.url()).await;
+    let mut m = support::patient_conn(&master.url()).await;
     fill(&mut m).await;
     let port = master.addr().port().to_string();
     let Some(real) = RealRedis::start_with(&["--replicaof", "127.0.0.1", &port]) else {
@@ -285,7 +289,7 @@ async fn our_replica_follows_a_real_redis_master_diskless_and_from_disk() {
         ]) else {
             return;
         };
-        let mut m = support::conn(&real.url()).await;
+        let mut m = support::patient_conn(&real.url()).await;
         fill(&mut m).await;
         // Redis's own encodings: a long list (quicklist), a hash past its listpack limit.
         let items: Vec<String> = (0..300).map(|i| format!("item-{i}")).collect();
@@ -346,7 +350,7 @@ async fn a_replica_passes_the_stream_on_to_replicas_of_its_own() {
     let master = support::start().await;
     let middle = support::start().await;
     let last = support::start().await;
-    let mut m = support::conn(&master.url()).await;
+    let mut m = support::patient_conn(&master.url()).await;
     let mut mid = support::conn(&middle.url()).await;
     let mut end = support::conn(&last.url()).await;
     fill(&mut m).await;
@@ -383,5 +387,142 @@ async fn a_replica_passes_the_stream_on_to_replicas_of_its_own() {
     if let Some(r) = &mut real_con {
         synced(r, at).await;
         assert_eq!(contents(r).await, expected);
+    }
+}
+
+/// A raw `SYNC` connection: the RDB payload skipped, then the stream's commands.
+struct Stream {
+    socket: tokio::net::TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Stream {
+    async fn attach(addr: std::net::SocketAddr) -> Stream {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+        socket.write_all(b"SYNC\r\n").await.unwrap();
+        let mut buf = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            // Bare newlines keep a waiting replica's link alive.
+            while buf.first() == Some(&b'\n') {
+                buf.remove(0);
+            }
+            if let Some(nl) = buf.windows(2).position(|w| w == b"\r\n") {
+                let len: usize = std::str::from_utf8(&buf[1..nl]).unwrap().parse().unwrap();
+                if buf.len() >= nl + 2 + len {
+                    buf.drain(..nl + 2 + len);
+                    return Stream { socket, buf };
+                }
+            }
+            assert!(Instant::now() < deadline, "no RDB payload after SYNC");
+            let mut chunk = [0u8; 4096];
+            let n = tokio::time::timeout(Duration::from_secs(20), socket.read(&mut chunk))
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(n > 0, "the master closed the link");
+            buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    /// The commands the stream carries until `quiet` passes without data, lowercased,
+    /// absolute times replaced by `*`.
+    async fn commands(&mut self, quiet: Duration) -> Vec<String> {
+        use tokio::io::AsyncReadExt;
+        loop {
+            let mut chunk = [0u8; 4096];
+            match tokio::time::timeout(quiet, self.socket.read(&mut chunk)).await {
+                Ok(Ok(n)) if n > 0 => self.buf.extend_from_slice(&chunk[..n]),
+                _ => break,
+            }
+        }
+        let mut out = Vec::new();
+        while let Some(len) = support::frame_len(&self.buf) {
+            let frame: Vec<u8> = self.buf.drain(..len).collect();
+            let text = String::from_utf8_lossy(&frame).to_string();
+            // Absolute times (13 digits of ms) vary between runs.
+            let args: Vec<&str> = text
+                .split("\r\n")
+                .skip(2)
+                .step_by(2)
+                .map(|a| {
+                    if a.len() >= 10 && a.bytes().all(|b| b.is_ascii_digit()) {
+                        "*"
+                    } else {
+                        a
+                    }
+                })
+                .collect();
+            let command = args.join(" ").to_lowercase();
+            out.push(command);
+        }
+        out
+    }
+}
+
+#[tokio::test]
+async fn lazy_expiry_reaches_the_stream_as_redis_sends_it() {
+    let (ours, real) = support::both_with_debug().await;
+    let mut streams = Vec::new();
+    for addr in support::addrs(&ours, &real) {
+        let url = format!("redis://{addr}/");
+        let mut con = support::conn(&url).await;
+        run(&mut con, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]).await;
+        run(&mut con, &["SET", "foo1", "bar", "PX", "1"]).await;
+        run(&mut con, &["SET", "foo2", "bar", "PX", "1"]).await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let mut stream = Stream::attach(addr).await;
+        let mut seen = Vec::new();
+        // SCAN reclaims what it passes, outside any MULTI.
+        run(&mut con, &["SCAN", "0"]).await;
+        // (The two DELs come in the order of each server's table.)
+        let mut scanned = stream.commands(Duration::from_millis(300)).await;
+        scanned.sort();
+        seen.push(scanned);
+        // RANDOMKEY reclaims the expired keys it draws.
+        run(&mut con, &["SET", "foo3", "bar", "PX", "1"]).await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        run(&mut con, &["RANDOMKEY"]).await;
+        seen.push(stream.commands(Duration::from_millis(300)).await);
+        // A blocked client woken for a key expired by then stays blocked; the key's DEL
+        // follows the transaction that made it.
+        let blocked = support::patient_conn(&url).await;
+        let waiter = tokio::spawn(async move {
+            let mut blocked = blocked;
+            run(&mut blocked, &["BRPOP", "k", "1"]).await
+        });
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while info_field(&mut con, "clients", "blocked_clients").await != "1" {
+            assert!(Instant::now() < deadline, "BRPOP did not block");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("RPUSH")
+            .arg("k")
+            .arg("hello")
+            .cmd("PEXPIRE")
+            .arg("k")
+            .arg(100)
+            .cmd("DEBUG")
+            .arg("SLEEP")
+            .arg(0.2);
+        let _: redis::Value = pipe.query_async(&mut con).await.unwrap();
+        assert_eq!(waiter.await.unwrap(), "nil");
+        seen.push(stream.commands(Duration::from_millis(300)).await);
+        streams.push(seen);
+    }
+    let expected: [&[&str]; 3] = [
+        &["del foo1", "del foo2", "select 0"],
+        &["set foo3 bar pxat *", "del foo3"],
+        &["multi", "rpush k hello", "pexpireat k *", "exec", "del k"],
+    ];
+    assert_eq!(
+        streams[0],
+        expected.map(|c| c.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    );
+    if let [ours, theirs] = &streams[..] {
+        assert_eq!(ours, theirs);
     }
 }
