@@ -146,6 +146,11 @@ impl Session {
                 return self.rejected(resolved, reply);
             }
         }
+        if self.node.replica.load(std::sync::atomic::Ordering::Acquire) {
+            if let Some(reply) = self.replica_rules(resolved, guard).await {
+                return self.rejected(resolved, reply);
+            }
+        }
         if self.client.multi.is_some() && transaction::would_queue(resolved) {
             self.tracking_before_queue(guard).await;
         }
@@ -589,6 +594,41 @@ impl Session {
         }
         transaction::flag_error(&mut self.client);
         Some(Frame::error(crate::node::NOREPLICAS_ERROR))
+    }
+
+    /// Redis's `processCommand` on a replica: a write command, or an EXEC whose queue holds
+    /// one, is refused with `READONLY` under `replica-read-only`; a command not flagged
+    /// `stale`, or an EXEC whose queue holds one, with `MASTERDOWN` while the link to the
+    /// master is down under `replica-serve-stale-data no` (the transaction discarded, or
+    /// flagged when the command was only being queued).
+    async fn replica_rules(&mut self, resolved: Resolved, guard: &mut Guard) -> Option<Frame> {
+        // `NOAUTH` comes first (from `cmd::call`).
+        if !self.client.authenticated {
+            return None;
+        }
+        if guard.is_none() {
+            *guard = Some(self.lock_state().await.ok()?);
+        }
+        let state = guard.as_ref()?;
+        let is_exec = resolved.top_name() == "exec" && self.client.multi.is_some();
+        let multi = self.client.multi.as_ref();
+        let writes = resolved.spec.has(cmd::flags::WRITE)
+            || (is_exec && multi.is_some_and(|m| m.queued_flags() & cmd::flags::WRITE != 0));
+        let error = if writes && state.repl.refuses_write_from(&self.client, &state.config) {
+            crate::replication::READONLY_ERROR
+        } else if (!resolved.spec.has(cmd::flags::STALE)
+            || (is_exec && multi.is_some_and(|m| m.queued_lacking(cmd::flags::STALE))))
+            && state.repl.refuses_stale(&self.client, &state.config)
+        {
+            crate::replication::MASTERDOWN_ERROR
+        } else {
+            return None;
+        };
+        if is_exec {
+            return Some(self.exec_abort(error));
+        }
+        transaction::flag_error(&mut self.client);
+        Some(Frame::error(error))
     }
 
     /// Redis holds the client-tracking table to `tracking-table-max-keys` before every

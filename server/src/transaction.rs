@@ -34,6 +34,13 @@ impl MultiState {
             .fold(0, |all, (resolved, _)| all | resolved.spec.flags)
     }
 
+    /// Whether some queued command lacks `flag` (Redis's `mstate.cmd_inv_flags`).
+    pub(crate) fn queued_lacking(&self, flag: u32) -> bool {
+        self.queue
+            .iter()
+            .any(|(resolved, _)| !resolved.spec.has(flag))
+    }
+
     /// Whether running the queue needs the script pool (it holds `EVAL` or the like).
     pub(crate) fn runs_script(&self) -> bool {
         self.queued_flags() & flags::RUNS_SCRIPT != 0

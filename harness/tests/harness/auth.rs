@@ -114,10 +114,18 @@ impl Drop for Binary {
 // The binary's `--requirepass` reaches every node of `--replicas N` and `--masters N`.
 #[tokio::test]
 async fn the_binary_passes_requirepass_to_every_node() {
-    for shape in [["--replicas", "1"], ["--masters", "2"]] {
-        let port = support::free_port();
+    for (i, shape) in [["--replicas", "1"], ["--masters", "2"]].iter().enumerate() {
+        // Port 0 and the port file: a port chosen up front could be taken by another test's
+        // server before the binary binds it.
+        let port_file = std::env::temp_dir().join(format!(
+            "locksmith-harness-auth-{}-{i}.port",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&port_file);
         let child = Command::new(env!("CARGO_BIN_EXE_locksmith-harness"))
-            .args(["--port", &port.to_string(), "--loglevel", "warning"])
+            .args(["--port", "0", "--loglevel", "warning"])
+            .arg("--port-file")
+            .arg(&port_file)
             .args(["--requirepass", PASSWORD])
             .args(shape)
             .stdout(Stdio::null())
@@ -125,6 +133,19 @@ async fn the_binary_passes_requirepass_to_every_node() {
             .spawn()
             .unwrap();
         let _bin = Binary(child);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let port: u16 = loop {
+            let written = std::fs::read_to_string(&port_file).unwrap_or_default();
+            if let Ok(port) = written.trim().parse() {
+                break port;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the binary did not start"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let _ = std::fs::remove_file(&port_file);
         let front: SocketAddr = ([127, 0, 0, 1], port).into();
         // Ready once a command is answered (NOAUTH here): the front address accepts as soon
         // as it is bound, but resets connections until it routes to the master.
@@ -133,7 +154,7 @@ async fn the_binary_passes_requirepass_to_every_node() {
         })
         .await
         .unwrap();
-        assert!(ready, "the binary did not start");
+        assert!(ready, "the binary did not answer");
         assert_eq!(reply(front, false, &["SET", "k", "v"]).await, NOAUTH);
         assert_eq!(
             reply(front, false, &["LOCKSMITH.FAILOVER"]).await,

@@ -950,17 +950,15 @@ pub(crate) fn call(
         state.cmdstats.reject(resolved);
         return CommandError::NoAuth.into();
     }
-    if spec.has(flags::WRITE) && state.repl.refuses_write_from(client, &state.config) {
-        state.cmdstats.reject(resolved);
-        return CommandError::Raw(crate::replication::READONLY_ERROR.into()).into();
-    }
-    if !spec.has(flags::STALE)
-        && !client.in_script
-        && !client.in_exec
-        && state.repl.refuses_stale(client, &state.config)
+    // A top-level command was checked by the pipeline's replica rules, and a transaction's
+    // commands when EXEC was (Redis's `processCommand`); a script's are checked here, as
+    // Redis's `scriptCall` does.
+    if client.in_script
+        && spec.has(flags::WRITE)
+        && state.repl.refuses_write_from(client, &state.config)
     {
         state.cmdstats.reject(resolved);
-        return CommandError::Raw(crate::replication::MASTERDOWN_ERROR.into()).into();
+        return CommandError::Raw(crate::replication::READONLY_ERROR.into()).into();
     }
     let tracking_top = !client.in_script && !client.in_exec;
     if tracking_top && state.tracking.is_active() {

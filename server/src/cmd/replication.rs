@@ -277,7 +277,6 @@ pub(crate) fn replicaof_args(argv: &[Bytes]) -> Result<Option<(String, u16)>, Co
     let port = parse_i64(port)
         .ok()
         .and_then(|p| u16::try_from(p).ok())
-        .filter(|p| *p > 0)
         .ok_or_else(|| CommandError::err("Invalid master port"))?;
     Ok(Some((String::from_utf8_lossy(host).into_owned(), port)))
 }

@@ -500,6 +500,8 @@ pub(crate) struct Node {
     pub(crate) acl: crate::acl::Acl,
     /// How this layer runs commands (see [`CommandHooks`]).
     pub(crate) commands: CommandHooks,
+    /// Whether the node is a replica ([`crate::replication::ReplState::replica_mirror`]).
+    pub(crate) replica: Arc<std::sync::atomic::AtomicBool>,
     /// The node itself, for the tasks a command starts (a replica's link to its master);
     /// set once the node is shared.
     pub(crate) me: std::sync::OnceLock<std::sync::Weak<Node>>,
@@ -541,6 +543,7 @@ impl Node {
         commands: CommandHooks,
     ) -> Node {
         let state = State::new(config.clone(), seed);
+        let replica = state.repl.replica_mirror();
         let acl = crate::acl::Acl::new();
         if let Some(password) = config.requirepass() {
             acl.set_default_password(Some(password.as_bytes()));
@@ -562,6 +565,7 @@ impl Node {
             monitors: Default::default(),
             cluster: Default::default(),
             commands,
+            replica,
             me: Default::default(),
         };
         // Before any save, LASTSAVE reports the start time (as Redis does).

@@ -135,6 +135,8 @@ pub(crate) struct ReplState {
     offset: u64,
     /// `offset`, readable without the state lock.
     mirror: Arc<AtomicU64>,
+    /// Whether the node is a replica, readable without the state lock.
+    replica_mirror: Arc<AtomicBool>,
     /// The previous replication id after a promotion, and the first offset it does not
     /// cover (Redis's `replid2` and `second_replid_offset`): replicas of the old master may
     /// continue from it.
@@ -165,6 +167,7 @@ impl ReplState {
             replid: random_id(&mut rng),
             offset: 0,
             mirror: Arc::new(AtomicU64::new(0)),
+            replica_mirror: Arc::new(AtomicBool::new(false)),
             replid2: None,
             backlog: None,
             upstream: None,
@@ -258,6 +261,18 @@ impl ReplState {
             && self.upstream.as_ref().is_some_and(|u| !u.is_up())
     }
 
+    fn set_role(&mut self, role: Role) {
+        self.replica_mirror
+            .store(matches!(role, Role::Replica { .. }), Ordering::Release);
+        self.role = role;
+    }
+
+    /// Whether the node is a replica, readable without the state lock (the pipeline's
+    /// replica rules are skipped on a master without taking it).
+    pub(crate) fn replica_mirror(&self) -> Arc<AtomicBool> {
+        self.replica_mirror.clone()
+    }
+
     fn set_offset(&mut self, offset: u64) {
         self.offset = offset;
         self.mirror.store(offset, Ordering::Release);
@@ -266,7 +281,7 @@ impl ReplState {
     /// Makes the node a replica of `master` whose stream is at `offset` with id `replid`; the
     /// caller installs the master's dataset in the same critical section.
     pub(crate) fn become_replica(&mut self, master: SocketAddr, offset: u64, replid: String) {
-        self.role = Role::Replica { master };
+        self.set_role(Role::Replica { master });
         self.replid = replid;
         self.replid2 = None;
         self.feeds.clear();
@@ -279,7 +294,7 @@ impl ReplState {
     /// are refused from now on, and its own replicas are dropped (they synchronise again);
     /// the data, id and offset stay until the master's dataset replaces them.
     pub(crate) fn follow(&mut self, master: SocketAddr) {
-        self.role = Role::Replica { master };
+        self.set_role(Role::Replica { master });
         for f in &self.feeds {
             f.cut.store(true, Ordering::Release);
         }
@@ -294,7 +309,7 @@ impl ReplState {
             let old = std::mem::replace(&mut self.replid, replid);
             self.replid2 = Some((old, self.offset + 1));
         }
-        self.role = Role::Replica { master };
+        self.set_role(Role::Replica { master });
         self.feeds.clear();
         self.stream_db = None;
     }
@@ -376,7 +391,7 @@ impl ReplState {
     /// the offset carried on, as Redis's PSYNC2 does.
     pub(crate) fn become_master(&mut self) {
         if self.is_replica() {
-            self.role = Role::Master;
+            self.set_role(Role::Master);
             let old = std::mem::replace(&mut self.replid, random_id(&mut self.rng));
             self.replid2 = Some((old, self.offset + 1));
             self.stream_db = None;
