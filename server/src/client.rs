@@ -414,6 +414,9 @@ pub(crate) struct ClientState {
     /// The clock reading ([`crate::clock::Clock::tick_us`]) at which the command about to
     /// run started, when the pipeline read it already; taken by `cmd::call`.
     pub(crate) start_tick: Option<u64>,
+    /// The running command asked that it not be replicated as sent
+    /// ([`crate::cmd::Ctx::prevent_propagation`]).
+    pub(crate) prevent_propagation: bool,
     /// `REPLCONF listening-port`: the port the replica on this connection listens on.
     pub(crate) replica_port: Option<u16>,
     /// `REPLCONF rdb-only 1`: a `SYNC` sends the dataset only (`redis-cli --rdb`).
@@ -454,6 +457,7 @@ impl ClientState {
             error_counted: false,
             start_tick: None,
             end_tick: None,
+            prevent_propagation: false,
             replica_port: None,
             rdb_only: false,
             replica: None,

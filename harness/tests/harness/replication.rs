@@ -244,7 +244,8 @@ async fn replicaof_re_points_nodes_of_the_topology() {
     assert_eq!(again, "OK Already connected to specified master");
     let got: Option<String> = run(&mut c2, &["GET", "only-on-n1"]).await.unwrap();
     assert_eq!(got.as_deref(), Some("1"));
-    let err = run::<String>(&mut c2, &["REPLICAOF", "127.0.0.1", "0"])
+    // Redis takes ports 0 to 65535.
+    let err = run::<String>(&mut c2, &["REPLICAOF", "127.0.0.1", "65536"])
         .await
         .unwrap_err();
     assert_eq!(err.detail(), Some("Invalid master port"));

@@ -834,6 +834,12 @@ impl Ctx<'_> {
         self.effects.propagating(&self.state.repl)
     }
 
+    /// Replicates nothing of this command beyond what it gives [`Ctx::propagate`] (Redis's
+    /// `preventCommandPropagation`), though it changed data.
+    pub(crate) fn prevent_propagation(&mut self) {
+        self.client.prevent_propagation = true;
+    }
+
     /// Replicates `argv` instead of the command as sent (e.g. `SET k v PXAT abs` for `EX`).
     pub(crate) fn propagate(&mut self, argv: Vec<Bytes>) {
         if self.propagating() {
@@ -1032,7 +1038,9 @@ pub(crate) fn call(
             record_slow_call(state, node, client, resolved, argv, end, us);
         }
     }
+    let prevented = std::mem::take(&mut client.prevent_propagation);
     if state.dirty != dirty_before
+        && !prevented
         && effects.propagate.len() == propagated_before
         && spec.has(flags::WRITE)
         && effects.propagating(&state.repl)

@@ -659,14 +659,16 @@ fn xreadgroup(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 
 /// Reads for a group: entries after the group's last ID (`>`), recorded as pending for
 /// `consumer` unless `noack`, advancing the group; Redis's `streamReplyWithRange` with a
-/// group.
+/// group. Also what replicas get instead of the command (`propagate`), as Redis sends it:
+/// an `XCLAIM ... FORCE JUSTID LASTID` per entry made pending, or with `noack` one
+/// `XGROUP SETID ... ENTRIESREAD` if the group's last ID moved.
 fn read_new_for_group(
     s: &mut Stream,
-    group_name: &Bytes,
-    consumer: &Bytes,
+    (key, group_name, consumer): (&Bytes, &Bytes, &Bytes),
     count: usize,
     noack: bool,
     now: u64,
+    propagate: &mut Vec<Vec<Bytes>>,
 ) -> Vec<Frame> {
     let Some(last) = s.groups.get(group_name).map(|g| g.last_id) else {
         return Vec::new();
@@ -674,6 +676,7 @@ fn read_new_for_group(
     let Some(start) = last.next() else {
         return Vec::new();
     };
+    let mut moved = false;
     let picked: Vec<(StreamId, Box<[Bytes]>)> = s
         .range(start, StreamId::MAX, false)
         .take(count)
@@ -692,14 +695,68 @@ fn read_new_for_group(
                     other => other,
                 };
                 g.last_id = id;
+                moved = true;
             }
             if !noack {
                 g.assign(id, consumer, now, 1);
+                if let Some(p) = g.pel.get(&id) {
+                    propagate.push(xclaim_for_replicas(key, group_name, id, p, g.last_id));
+                }
             }
         }
         out.push(entry_frame(id, &fields));
     }
+    if noack && moved {
+        if let Some(g) = s.groups.get(group_name) {
+            propagate.push(setid_for_replicas(key, group_name, g));
+        }
+    }
     out
+}
+
+/// Redis's `streamPropagateXCLAIM`: the `XCLAIM` that gives a replica pending entry `id` as
+/// the master has it (`XCLAIM key group consumer 0 id TIME ms RETRYCOUNT n FORCE JUSTID
+/// LASTID last`).
+fn xclaim_for_replicas(
+    key: &Bytes,
+    group: &Bytes,
+    id: StreamId,
+    pending: &crate::db::stream::Pending,
+    last_id: StreamId,
+) -> Vec<Bytes> {
+    vec![
+        Bytes::from_static(b"XCLAIM"),
+        key.clone(),
+        group.clone(),
+        pending.consumer.clone(),
+        Bytes::from_static(b"0"),
+        id.to_bytes(),
+        Bytes::from_static(b"TIME"),
+        Bytes::from(pending.delivery_time.to_string()),
+        Bytes::from_static(b"RETRYCOUNT"),
+        Bytes::from(pending.delivery_count.to_string()),
+        Bytes::from_static(b"FORCE"),
+        Bytes::from_static(b"JUSTID"),
+        Bytes::from_static(b"LASTID"),
+        last_id.to_bytes(),
+    ]
+}
+
+/// Redis's `streamPropagateGroupID`: `XGROUP SETID key group last ENTRIESREAD n` (-1 when
+/// the count is unknown).
+fn setid_for_replicas(key: &Bytes, group_name: &Bytes, g: &crate::db::stream::Group) -> Vec<Bytes> {
+    let read = g
+        .entries_read
+        .map_or_else(|| "-1".to_string(), |n| n.to_string());
+    vec![
+        Bytes::from_static(b"XGROUP"),
+        Bytes::from_static(b"SETID"),
+        key.clone(),
+        group_name.clone(),
+        g.last_id.to_bytes(),
+        Bytes::from_static(b"ENTRIESREAD"),
+        Bytes::from(read),
+    ]
 }
 
 /// Reads a consumer's own history: its pending entries from `start`, each delivered again
@@ -739,20 +796,20 @@ fn read_history(
 }
 
 /// Creates `consumer` in the group if missing (with its `xgroup-createconsumer` event) and
-/// marks it seen now.
+/// marks it seen now; whether it was created.
 fn touch_consumer(
     ctx: &mut Ctx<'_>,
     key: &Bytes,
     group: &Bytes,
     consumer: &Bytes,
-) -> Result<(), CommandError> {
+) -> Result<bool, CommandError> {
     let now = now(ctx);
     let created = {
         let Some(s) = stream_at(ctx, key)? else {
-            return Ok(());
+            return Ok(false);
         };
         let Some(g) = s.groups.get_mut(group) else {
-            return Ok(());
+            return Ok(false);
         };
         match g.consumers.get_mut(consumer) {
             Some(c) => {
@@ -775,7 +832,7 @@ fn touch_consumer(
         ctx.state.dirty += 1;
         event(ctx, "xgroup-createconsumer", key);
     }
-    Ok(())
+    Ok(created)
 }
 
 /// ```text
@@ -892,6 +949,7 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, group_mode: bool) -> Cm
     let limit = if count == 0 { usize::MAX } else { count };
     let now = now(ctx);
     let mut served: Vec<(Bytes, Vec<Frame>)> = Vec::new();
+    let propagated_before = ctx.effects.propagate.len();
     for (key, id) in keys.iter().zip(&ids) {
         let Some(s) = stream_read(ctx, key)? else {
             continue;
@@ -905,7 +963,21 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, group_mode: bool) -> Cm
                     continue;
                 }
                 let (g, consumer) = (g.clone(), consumer.clone());
-                touch_consumer(ctx, key, &g, &consumer)?;
+                // Replicas get what the read changed, never XREADGROUP itself (Redis's
+                // `preventCommandPropagation`): a consumer created without a pending entry
+                // to carry it (NOACK) by XGROUP CREATECONSUMER, entries made pending by
+                // XCLAIM, NOACK's progress by XGROUP SETID; a history read nothing.
+                ctx.prevent_propagation();
+                let mut propagate = Vec::new();
+                if touch_consumer(ctx, key, &g, &consumer)? && noack {
+                    propagate.push(vec![
+                        Bytes::from_static(b"XGROUP"),
+                        Bytes::from_static(b"CREATECONSUMER"),
+                        key.clone(),
+                        g.clone(),
+                        consumer.clone(),
+                    ]);
+                }
                 let Some(s) = stream_at(ctx, key)? else {
                     continue;
                 };
@@ -915,9 +987,19 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, group_mode: bool) -> Cm
                         Some(start) => read_history(s, &g, &consumer, start, limit, now),
                         None => Vec::new(),
                     },
-                    None => read_new_for_group(s, &g, &consumer, limit, noack, now),
+                    None => read_new_for_group(
+                        s,
+                        (key, &g, &consumer),
+                        limit,
+                        noack,
+                        now,
+                        &mut propagate,
+                    ),
                 };
                 ctx.state.dirty += 1;
+                for argv in propagate {
+                    ctx.propagate(argv);
+                }
                 served.push((key.clone(), entries));
             }
             (None, Some(after)) => {
@@ -937,6 +1019,12 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, group_mode: bool) -> Cm
             }
             (None, None) => {}
         }
+    }
+    // Several commands for replicas from one read go as one transaction, as Redis 7.0 wraps
+    // a command's propagations (EXEC and scripts wrap their own).
+    if !ctx.client.in_exec && !ctx.client.in_script {
+        let db = ctx.client.db;
+        ctx.effects.wrap_in_transaction(propagated_before, db);
     }
     if !served.is_empty() {
         return Ok(match ctx.client.resp {

@@ -155,6 +155,25 @@ async fn write_more(con: &mut Con) {
             "scripted",
         ],
         &["DEL", "hll"],
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "group",
+            "bob",
+            "STREAMS",
+            "stream",
+            ">",
+        ],
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "group",
+            "carol",
+            "NOACK",
+            "STREAMS",
+            "stream",
+            ">",
+        ],
     ] {
         let reply = run(con, args).await;
         assert!(!reply.starts_with("ERROR"), "{args:?}: {reply}");
@@ -271,6 +290,11 @@ async fn a_real_redis_replicates_from_our_master_and_our_replica_answers_as_it_d
     let at = offset(&mut m).await;
     synced(&mut r, at).await;
     assert_eq!(contents(&mut r).await, contents(&mut m).await);
+    // A group read reaches replicas as XCLAIM (and XGROUP SETID for NOACK), which leaves a
+    // replica's entries-read behind the master's, in Redis as here: both replicas agree.
+    synced(&mut o, at).await;
+    let groups = ["XINFO", "GROUPS", "stream"];
+    assert_eq!(run(&mut o, &groups).await, run(&mut r, &groups).await);
     let slave = info_field(&mut m, "replication", "slave0").await;
     assert!(
         slave.contains(&format!("port={},state=online", real.port)),
@@ -522,6 +546,73 @@ async fn lazy_expiry_reaches_the_stream_as_redis_sends_it() {
         streams[0],
         expected.map(|c| c.iter().map(|s| s.to_string()).collect::<Vec<_>>())
     );
+    if let [ours, theirs] = &streams[..] {
+        assert_eq!(ours, theirs);
+    }
+}
+
+#[tokio::test]
+async fn consumer_group_reads_reach_the_stream_as_redis_sends_them() {
+    let (ours, real) = support::both().await;
+    let mut streams = Vec::new();
+    for addr in support::addrs(&ours, &real) {
+        let url = format!("redis://{addr}/");
+        let mut con = support::conn(&url).await;
+        let mut stream = Stream::attach(addr).await;
+        for id in ["1-1", "2-1", "3-1", "4-1"] {
+            run(&mut con, &["XADD", "s", id, "f", "v"]).await;
+        }
+        run(&mut con, &["XGROUP", "CREATE", "s", "g", "0"]).await;
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("XREADGROUP")
+            .arg(&["GROUP", "g", "alice", "COUNT", "2", "STREAMS", "s", ">"])
+            .cmd("XREADGROUP")
+            .arg(&["GROUP", "g", "alice", "COUNT", "1", "STREAMS", "s", ">"]);
+        let _: redis::Value = pipe.query_async(&mut con).await.unwrap();
+        // NOACK with a new consumer; then a history read, which replicas do not get.
+        run(
+            &mut con,
+            &[
+                "XREADGROUP",
+                "GROUP",
+                "g",
+                "bob",
+                "NOACK",
+                "STREAMS",
+                "s",
+                ">",
+            ],
+        )
+        .await;
+        run(
+            &mut con,
+            &["XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", "0"],
+        )
+        .await;
+        run(&mut con, &["SET", "end", "1"]).await;
+        streams.push(stream.commands(Duration::from_millis(300)).await);
+    }
+    let expected = [
+        "select 0",
+        "xadd s 1-1 f v",
+        "xadd s 2-1 f v",
+        "xadd s 3-1 f v",
+        "xadd s 4-1 f v",
+        "xgroup create s g 0",
+        "multi",
+        "xclaim s g alice 0 1-1 time * retrycount 1 force justid lastid 1-1",
+        "xclaim s g alice 0 2-1 time * retrycount 1 force justid lastid 2-1",
+        "xclaim s g alice 0 3-1 time * retrycount 1 force justid lastid 3-1",
+        "exec",
+        // One command's several propagations go as a transaction.
+        "multi",
+        "xgroup createconsumer s g bob",
+        "xgroup setid s g 4-1 entriesread 4",
+        "exec",
+        "set end 1",
+    ];
+    assert_eq!(streams[0], expected);
     if let [ours, theirs] = &streams[..] {
         assert_eq!(ours, theirs);
     }
