@@ -700,7 +700,8 @@ fn read_new_for_group(
             if !noack {
                 g.assign(id, consumer, now, 1);
                 if let Some(p) = g.pel.get(&id) {
-                    propagate.push(xclaim_for_replicas(key, group_name, id, p, g.last_id));
+                    let id = id.to_bytes();
+                    propagate.push(xclaim_for_replicas(key, group_name, &id, p, g.last_id));
                 }
             }
         }
@@ -720,7 +721,7 @@ fn read_new_for_group(
 fn xclaim_for_replicas(
     key: &Bytes,
     group: &Bytes,
-    id: StreamId,
+    id: &Bytes,
     pending: &crate::db::stream::Pending,
     last_id: StreamId,
 ) -> Vec<Bytes> {
@@ -730,7 +731,7 @@ fn xclaim_for_replicas(
         group.clone(),
         pending.consumer.clone(),
         Bytes::from_static(b"0"),
-        id.to_bytes(),
+        id.clone(),
         Bytes::from_static(b"TIME"),
         Bytes::from(pending.delivery_time.to_string()),
         Bytes::from_static(b"RETRYCOUNT"),
@@ -1490,11 +1491,12 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let min_idle = super::parse_i64(&argv[4])
         .map_err(|_| CommandError::err("Invalid min-idle-time argument for XCLAIM"))?
         .max(0) as u64;
+    // Each ID with its argument as given (what replicas get back).
     let mut ids = Vec::new();
     let mut j = 5;
     while j < argv.len() {
         match parse_id(&argv[j], 0, true, false) {
-            Ok((id, _)) => ids.push(id),
+            Ok((id, _)) => ids.push((id, argv[j].clone())),
             Err(_) => break,
         }
         j += 1;
@@ -1544,7 +1546,11 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let mut claimed = Vec::new();
     let mut consumer_ready = false;
     let mut changed = false;
-    for id in ids {
+    // What replicas get instead of the command, as Redis sends it: an XCLAIM per entry
+    // claimed or dropped (its entry deleted), else XGROUP SETID if LASTID moved the group.
+    let mut propagate = Vec::new();
+    let mut propagate_last_id = false;
+    for (id, id_arg) in ids {
         let Some(s) = stream_at(ctx, &key)? else {
             break;
         };
@@ -1555,8 +1561,13 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         if last_id > g.last_id {
             g.last_id = last_id;
             changed = true;
+            propagate_last_id = true;
         }
         if !exists {
+            if let Some(p) = g.pel.get(&id) {
+                propagate.push(xclaim_for_replicas(&key, &name, &id_arg, p, g.last_id));
+                propagate_last_id = false;
+            }
             if g.ack(id) {
                 changed = true;
             }
@@ -1593,6 +1604,10 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         };
         g.assign(id, &consumer, delivery, count);
         changed = true;
+        if let Some(p) = g.pel.get(&id) {
+            propagate.push(xclaim_for_replicas(&key, &name, &id_arg, p, g.last_id));
+            propagate_last_id = false;
+        }
         claimed.push(if justid {
             id_frame(id)
         } else {
@@ -1603,12 +1618,32 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         if last_id > g.last_id {
             g.last_id = last_id;
             changed = true;
+            propagate_last_id = true;
+        }
+        if propagate_last_id {
+            propagate.push(setid_for_replicas(&key, &name, g));
         }
     }
     if changed {
         ctx.modified(&key);
     }
+    propagate_instead(ctx, propagate);
     Ok(Frame::Array(claimed))
+}
+
+/// Replicates `commands` instead of the command as sent (Redis's
+/// `preventCommandPropagation` and `alsoPropagate`), several as one MULTI/EXEC, as Redis 7.0
+/// wraps a command's propagations (EXEC and scripts wrap their own).
+fn propagate_instead(ctx: &mut Ctx<'_>, commands: Vec<Vec<Bytes>>) {
+    ctx.prevent_propagation();
+    let before = ctx.effects.propagate.len();
+    for argv in commands {
+        ctx.propagate(argv);
+    }
+    if !ctx.client.in_exec && !ctx.client.in_script {
+        let db = ctx.client.db;
+        ctx.effects.wrap_in_transaction(before, db);
+    }
 }
 
 /// ```text
@@ -1661,6 +1696,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let mut deleted = Vec::new();
     let mut next = start;
     let mut consumer_ready = false;
+    let mut propagate = Vec::new();
     loop {
         if attempts == 0 || count == 0 {
             break;
@@ -1680,6 +1716,13 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         let exists = s.get(id).is_some();
         if !exists {
             if let Some(g) = s.groups.get_mut(&name) {
+                propagate.push(xclaim_for_replicas(
+                    &key,
+                    &name,
+                    &id.to_bytes(),
+                    &p,
+                    g.last_id,
+                ));
                 g.ack(id);
             }
             deleted.push(id_frame(id));
@@ -1706,6 +1749,15 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             p.delivery_count + 1
         };
         g.assign(id, &consumer, now, deliveries);
+        if let Some(p) = g.pel.get(&id) {
+            propagate.push(xclaim_for_replicas(
+                &key,
+                &name,
+                &id.to_bytes(),
+                p,
+                g.last_id,
+            ));
+        }
         claimed.push(if justid {
             id_frame(id)
         } else {
@@ -1724,6 +1776,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     if !claimed.is_empty() || !deleted.is_empty() {
         ctx.modified(&key);
     }
+    propagate_instead(ctx, propagate);
     Ok(Frame::Array(vec![
         id_frame(cursor),
         Frame::Array(claimed),
