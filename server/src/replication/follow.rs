@@ -23,7 +23,7 @@ use tokio::net::TcpStream;
 const MAX_LINE: usize = 64 * 1024;
 /// Most bytes of a full synchronisation's payload accepted (Redis's `proto-max-bulk-len`
 /// does not bound it; this bounds the memory a bad master can make a replica take).
-const MAX_PAYLOAD: usize = 1 << 36;
+const MAX_PAYLOAD: u64 = 1 << 36;
 
 /// The link to a master over the network, kept in the replica's [`super::ReplState`].
 #[derive(Debug)]
@@ -181,7 +181,7 @@ impl MasterConn {
     async fn fill(&mut self) -> Result<(), String> {
         self.buf.reserve(16 * 1024);
         match tokio::time::timeout(self.timeout, self.stream.read_buf(&mut self.buf)).await {
-            Err(_) => Err("Timeout connecting to the MASTER".into()),
+            Err(_) => Err("Timeout reading from the MASTER".into()),
             Ok(Err(e)) => Err(format!("Error reading from MASTER: {e}")),
             Ok(Ok(0)) => Err("Connection with master lost".into()),
             Ok(Ok(_)) => Ok(()),
@@ -243,16 +243,17 @@ impl MasterConn {
                     data.truncate(data.len() - mark.len());
                     return Ok(data);
                 }
-                if self.buf.len() > MAX_PAYLOAD {
+                if self.buf.len() as u64 > MAX_PAYLOAD {
                     return Err("the MASTER's payload is too large".into());
                 }
                 self.fill().await?;
             }
         }
-        let len: usize = spec.parse().map_err(|_| bad())?;
-        if len > MAX_PAYLOAD {
-            return Err("the MASTER's payload is too large".into());
-        }
+        let len: u64 = spec.parse().map_err(|_| bad())?;
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|_| len <= MAX_PAYLOAD)
+            .ok_or("the MASTER's payload is too large")?;
         while self.buf.len() < len {
             self.fill().await?;
         }
