@@ -58,6 +58,15 @@ fn strip_fraction_zeros(s: &str) -> &str {
     }
 }
 
+/// Appends `argv` as a request, an array of bulk strings (what a client sends, and what a
+/// master sends its replicas), to `out` (a `BytesMut`, a `Vec<u8>`...).
+pub fn encode_command(argv: &[impl AsRef<[u8]>], out: &mut impl BufMut) {
+    header(out, b'*', argv.len() as i64);
+    for arg in argv {
+        bulk(out, arg.as_ref());
+    }
+}
+
 /// Encodes `frame` for a peer speaking `version`, appending to `out`.
 pub fn encode(frame: &Frame, version: Version, out: &mut BytesMut) {
     let resp3 = version == Version::Resp3;
@@ -147,13 +156,13 @@ fn line(out: &mut BytesMut, kind: u8, body: &[u8]) {
     out.put_slice(b"\r\n");
 }
 
-fn header(out: &mut BytesMut, kind: u8, n: i64) {
+fn header(out: &mut impl BufMut, kind: u8, n: i64) {
     out.put_u8(kind);
     out.put_slice(itoa::Buffer::new().format(n).as_bytes());
     out.put_slice(b"\r\n");
 }
 
-fn bulk(out: &mut BytesMut, data: &[u8]) {
+fn bulk(out: &mut impl BufMut, data: &[u8]) {
     header(out, b'$', data.len() as i64);
     out.put_slice(data);
     out.put_slice(b"\r\n");
@@ -169,6 +178,16 @@ fn aggregate(out: &mut BytesMut, kind: u8, items: &[Frame], version: Version) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_is_an_array_of_bulk_strings_in_any_buffer() {
+        let mut vec = Vec::new();
+        encode_command(&[&b"SET"[..], b"k", b""], &mut vec);
+        assert_eq!(vec, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n");
+        let mut buf = BytesMut::new();
+        encode_command(&[bytes::Bytes::from_static(b"PING")], &mut buf);
+        assert_eq!(&buf[..], b"*1\r\n$4\r\nPING\r\n");
+    }
 
     #[test]
     fn doubles_format_like_percent_17g() {

@@ -77,16 +77,6 @@ fn options(argv: &[Bytes]) -> Result<Options, CommandError> {
     Ok(o)
 }
 
-/// `*n` then each argument as a bulk string.
-fn push_command(out: &mut Vec<u8>, args: &[&[u8]]) {
-    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-}
-
 /// How a transfer failed on the connection.
 enum SocketError {
     /// Writing the commands failed.
@@ -138,7 +128,7 @@ fn migrate(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         if opts.replace {
             line.push(b"REPLACE");
         }
-        push_command(&mut restores, &line);
+        locksmith_resp::encode_command(&line, &mut restores);
         sent.push(key.clone());
     }
     let mut may_retry = true;
@@ -162,13 +152,15 @@ fn migrate(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         let mut out = Vec::new();
         if let Some((user, password)) = &opts.auth {
             match user {
-                Some(user) => push_command(&mut out, &[b"AUTH", user, password]),
-                None => push_command(&mut out, &[b"AUTH", password]),
+                Some(user) => {
+                    locksmith_resp::encode_command(&[&b"AUTH"[..], user, password], &mut out)
+                }
+                None => locksmith_resp::encode_command(&[&b"AUTH"[..], password], &mut out),
             }
         }
         let select = conn.last_db != Some(db);
         if select {
-            push_command(&mut out, &[b"SELECT", db.to_string().as_bytes()]);
+            locksmith_resp::encode_command(&[&b"SELECT"[..], db.to_string().as_bytes()], &mut out);
         }
         out.extend_from_slice(&restores);
         let outcome = exchange(conn, &out, opts.auth.is_some(), select, sent.len(), timeout);

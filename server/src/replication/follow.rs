@@ -189,9 +189,8 @@ impl MasterConn {
     }
 
     async fn send(&mut self, argv: &[&[u8]]) -> Result<(), String> {
-        let argv: Vec<Bytes> = argv.iter().map(|a| Bytes::copy_from_slice(a)).collect();
-        let mut out = BytesMut::new();
-        super::encode_command(&mut out, &argv);
+        let mut out = Vec::new();
+        locksmith_resp::encode_command(argv, &mut out);
         self.stream
             .write_all(&out)
             .await

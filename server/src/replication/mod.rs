@@ -25,7 +25,7 @@ use crate::config::runtime::{ClientClass, OutputLimit, RuntimeConfig};
 use crate::journal::{Journal, Snapshot};
 use crate::node::{Effects, Node};
 use backlog::Backlog;
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use locksmith_resp::Frame;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -426,21 +426,6 @@ fn random_id(rng: &mut StdRng) -> String {
         .collect()
 }
 
-/// Appends `argv` as a RESP array of bulk strings (what Redis adds to its backlog).
-pub(crate) fn encode_command(out: &mut BytesMut, argv: &[Bytes]) {
-    fn header(out: &mut BytesMut, prefix: u8, n: usize) {
-        out.put_u8(prefix);
-        out.put_slice(itoa::Buffer::new().format(n).as_bytes());
-        out.put_slice(b"\r\n");
-    }
-    header(out, b'*', argv.len());
-    for arg in argv {
-        header(out, b'$', arg.len());
-        out.put_slice(arg);
-        out.put_slice(b"\r\n");
-    }
-}
-
 /// Appends the write effects of one atomic unit to the master's stream and sends them to every
 /// replica link. Called from [`crate::node::State::finish_effects`] under the state lock, so
 /// the stream order is the execution order. Replicas ignore their own effects: their offset is
@@ -482,7 +467,7 @@ fn feed_unselected(repl: &mut ReplState, argv: &[&'static [u8]], config: &Runtim
 fn send(repl: &mut ReplState, commands: Vec<Vec<Bytes>>, config: &RuntimeConfig) {
     let mut bytes = BytesMut::new();
     for argv in &commands {
-        encode_command(&mut bytes, argv);
+        locksmith_resp::encode_command(argv, &mut bytes);
     }
     let bytes = bytes.freeze();
     let offset = repl.offset + bytes.len() as u64;
@@ -905,7 +890,7 @@ mod tests {
             Bytes::from_static(b"v"),
         ];
         let mut out = BytesMut::new();
-        encode_command(&mut out, &argv);
+        locksmith_resp::encode_command(&argv, &mut out);
         assert_eq!(&out[..], b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n");
     }
 

@@ -17,7 +17,8 @@ use rand::{Rng, SeedableRng};
 use tokio::time::Instant;
 
 use crate::target::{Conn, ConnError, ConnectInfo};
-use crate::workload::{describe_reply, encode_command, encode_templates, Vars, Verdict, Workload};
+use crate::workload::{describe_reply, encode_templates, Vars, Verdict, Workload};
+use locksmith_resp::encode_command;
 
 /// How many times one request is retried after NOSCRIPT (each time after a `SCRIPT LOAD`).
 const NOSCRIPT_RETRIES: usize = 3;
@@ -476,7 +477,11 @@ impl Client {
             }
             for &i in &scripts {
                 encode_command(
-                    &[b"SCRIPT", b"LOAD", self.workload.scripts[i].body.as_bytes()],
+                    &[
+                        &b"SCRIPT"[..],
+                        b"LOAD",
+                        self.workload.scripts[i].body.as_bytes(),
+                    ],
                     out,
                 );
             }

@@ -8,7 +8,8 @@ use locksmith_resp::{Frame, FrameDecoder, Limits};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::workload::{describe_reply, encode_command};
+use crate::workload::describe_reply;
+use locksmith_resp::encode_command;
 
 /// The name `--target in-process` (and the default target) is given.
 pub(crate) const IN_PROCESS_NAME: &str = "locksmith (in-process)";

@@ -721,14 +721,6 @@ pub(crate) fn encode_templates(
     }
 }
 
-/// Appends a command of plain arguments.
-pub(crate) fn encode_command(args: &[&[u8]], out: &mut BytesMut) {
-    put_array_header(out, args.len());
-    for a in args {
-        put_bulk(out, a);
-    }
-}
-
 fn put_array_header(out: &mut BytesMut, n: usize) {
     out.put_u8(b'*');
     out.put_slice(itoa::Buffer::new().format(n).as_bytes());
