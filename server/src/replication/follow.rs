@@ -227,7 +227,7 @@ impl MasterConn {
 
     /// A full synchronisation's payload: `$<len>\r\n` and that many bytes, or
     /// `$EOF:<40-byte mark>\r\n`, the data, then the mark.
-    async fn payload(&mut self) -> Result<Vec<u8>, String> {
+    async fn payload(&mut self) -> Result<BytesMut, String> {
         let header = self.line().await?;
         let bad = || format!("Bad protocol from MASTER, the first byte is not '$': {header}");
         let spec = header.strip_prefix('$').ok_or_else(bad)?;
@@ -238,7 +238,7 @@ impl MasterConn {
             }
             loop {
                 if self.buf.len() >= mark.len() && self.buf.ends_with(&mark) {
-                    let mut data = std::mem::take(&mut self.buf).to_vec();
+                    let mut data = std::mem::take(&mut self.buf);
                     data.truncate(data.len() - mark.len());
                     return Ok(data);
                 }
@@ -256,7 +256,7 @@ impl MasterConn {
         while self.buf.len() < len {
             self.fill().await?;
         }
-        Ok(self.buf.split_to(len).to_vec())
+        Ok(self.buf.split_to(len))
     }
 }
 
@@ -458,7 +458,8 @@ async fn apply(
     let config = state.config.clone();
     let mut effects = Effects::default();
     let now = node.clock.now_ms();
-    // The stream's bytes as read, for the backlog and the offset of each command.
+    // The stream's bytes as read, for the backlog and the offset of each command: a
+    // command's own bytes are a slice of them, unless it began in an earlier read.
     let read = Bytes::copy_from_slice(buf);
     let mut used = 0;
     loop {
@@ -472,8 +473,12 @@ async fn apply(
             Err(e) => return Err(format!("Protocol error from MASTER: {e}")),
         };
         let end = read.len() - buf.len();
-        partial.extend_from_slice(read.get(used..end).unwrap_or_default());
-        let raw = std::mem::take(partial);
+        let raw = if partial.is_empty() {
+            read.slice(used..end)
+        } else {
+            partial.extend_from_slice(read.get(used..end).unwrap_or_default());
+            Bytes::from(std::mem::take(partial))
+        };
         used = end;
         let is = |name: &[u8], sub: &[u8]| {
             argv.first().is_some_and(|a| a.eq_ignore_ascii_case(name))
@@ -491,7 +496,7 @@ async fn apply(
                 tracing::warn!(error = %String::from_utf8_lossy(&e), "replica failed to apply a command from its master");
             }
         }
-        state.repl.applied(&raw, &config);
+        state.repl.applied(raw, &config);
     }
     state.finish_effects(node, &mut effects);
     Ok(acks)

@@ -314,20 +314,19 @@ impl ReplState {
         self.stream_db = None;
     }
 
-    /// The stream a replica applied from its master over the network: the bytes go to the
-    /// backlog (so the node can serve its own replicas' `PSYNC`, now or once promoted),
-    /// advance the offset, and go on as they are to the node's own replicas (chained
-    /// replication: the same stream, ids and offsets as the master's).
-    pub(crate) fn applied(&mut self, bytes: &[u8], config: &RuntimeConfig) {
+    /// The stream a replica applied from its master (over the network, or a harness link's
+    /// batch): the bytes go to the backlog (so the node can serve its own replicas' `PSYNC`,
+    /// now or once promoted), advance the offset, and go on as they are to the node's own
+    /// replicas (chained replication: the same stream, ids and offsets as the master's).
+    pub(crate) fn applied(&mut self, bytes: Bytes, config: &RuntimeConfig) {
         let size = config.repl_backlog_size();
         let offset = self.offset;
         self.backlog
             .get_or_insert_with(|| Backlog::new(offset, size))
-            .append(bytes, size);
+            .append(&bytes, size);
         let end = offset + bytes.len() as u64;
         self.set_offset(end);
         if !self.feeds.is_empty() {
-            let bytes = Bytes::copy_from_slice(bytes);
             let sent_at = Instant::now();
             self.feeds.retain(|f| {
                 f.tx.send(Batch {
@@ -363,15 +362,6 @@ impl ReplState {
             return None;
         }
         self.backlog.as_ref()?.since(from)
-    }
-
-    /// A batch of its master's stream a harness replica applied: into the backlog, and the
-    /// offset set to the batch's end.
-    fn applied_batch(&mut self, bytes: &[u8], end_offset: u64, config: &RuntimeConfig) {
-        if let Some(backlog) = &mut self.backlog {
-            backlog.append(bytes, config.repl_backlog_size());
-        }
-        self.set_offset(end_offset);
     }
 
     /// A replica connects over the network at `now_ms`: the first of them starts the
@@ -797,9 +787,10 @@ async fn run_link(ends: Ends, mut stream: Stream, ctl: Arc<LinkControl>, mut rng
                 }
             }
             let config = state.config.clone();
-            state
-                .repl
-                .applied_batch(&batch.bytes, batch.end_offset, &config);
+            state.repl.applied(batch.bytes.clone(), &config);
+            // The replica's offset is the master's: the batches continue the stream from the
+            // offset of the full synchronisation.
+            debug_assert_eq!(state.repl.offset(), batch.end_offset);
             state.finish_effects(&replica, &mut effects);
         }
         ends.ack.store(batch.end_offset, Ordering::Release);
