@@ -613,7 +613,7 @@ impl Session {
         let is_exec = resolved.top_name() == "exec" && self.client.multi.is_some();
         let multi = self.client.multi.as_ref();
         let writes = resolved.spec.has(cmd::flags::WRITE)
-            || (is_exec && multi.is_some_and(|m| m.queued_flags() & cmd::flags::WRITE != 0));
+            || (is_exec && self.queue_holds(cmd::flags::WRITE));
         let error = if writes && state.repl.refuses_write_from(&self.client, &state.config) {
             crate::replication::READONLY_ERROR
         } else if (!resolved.spec.has(cmd::flags::STALE)

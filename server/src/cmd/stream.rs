@@ -950,7 +950,11 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, group_mode: bool) -> Cm
     let limit = if count == 0 { usize::MAX } else { count };
     let now = now(ctx);
     let mut served: Vec<(Bytes, Vec<Frame>)> = Vec::new();
-    let propagated_before = ctx.effects.propagate.len();
+    // Replicas get what a group read changed, never XREADGROUP itself (Redis's
+    // `preventCommandPropagation`): a consumer created without a pending entry to carry it
+    // (NOACK) by XGROUP CREATECONSUMER, entries made pending by XCLAIM, NOACK's progress by
+    // XGROUP SETID; a history read nothing.
+    let mut propagate = Vec::new();
     for (key, id) in keys.iter().zip(&ids) {
         let Some(s) = stream_read(ctx, key)? else {
             continue;
@@ -964,12 +968,6 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, group_mode: bool) -> Cm
                     continue;
                 }
                 let (g, consumer) = (g.clone(), consumer.clone());
-                // Replicas get what the read changed, never XREADGROUP itself (Redis's
-                // `preventCommandPropagation`): a consumer created without a pending entry
-                // to carry it (NOACK) by XGROUP CREATECONSUMER, entries made pending by
-                // XCLAIM, NOACK's progress by XGROUP SETID; a history read nothing.
-                ctx.prevent_propagation();
-                let mut propagate = Vec::new();
                 if touch_consumer(ctx, key, &g, &consumer)? && noack {
                     propagate.push(vec![
                         Bytes::from_static(b"XGROUP"),
@@ -998,9 +996,6 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, group_mode: bool) -> Cm
                     ),
                 };
                 ctx.state.dirty += 1;
-                for argv in propagate {
-                    ctx.propagate(argv);
-                }
                 served.push((key.clone(), entries));
             }
             (None, Some(after)) => {
@@ -1021,11 +1016,8 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, group_mode: bool) -> Cm
             (None, None) => {}
         }
     }
-    // Several commands for replicas from one read go as one transaction, as Redis 7.0 wraps
-    // a command's propagations (EXEC and scripts wrap their own).
-    if !ctx.client.in_exec && !ctx.client.in_script {
-        let db = ctx.client.db;
-        ctx.effects.wrap_in_transaction(propagated_before, db);
+    if group.is_some() {
+        propagate_instead(ctx, propagate);
     }
     if !served.is_empty() {
         return Ok(match ctx.client.resp {
