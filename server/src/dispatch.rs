@@ -154,7 +154,15 @@ impl Session {
         if self.client.multi.is_some() && transaction::would_queue(resolved) {
             self.tracking_before_queue(guard).await;
         }
-        if let Some(reply) = transaction::admit(resolved, &mut self.client, argv) {
+        // A script queued in MULTI counts with the flags it declares (Redis's
+        // `getCommandFlags`), so an EXEC of `no-writes` scripts is a read, as in Redis.
+        let command_flags =
+            if self.client.multi.is_some() && resolved.spec.has(cmd::flags::RUNS_SCRIPT) {
+                cmd::script_command_flags(guard.as_deref(), resolved, argv)
+            } else {
+                resolved.spec.flags
+            };
+        if let Some(reply) = transaction::admit(resolved, &mut self.client, argv, command_flags) {
             return self.rejected(resolved, reply);
         }
         let runs_script = transaction::runs_script(resolved, &self.client);

@@ -23,22 +23,31 @@ pub(crate) struct MultiState {
     pub(crate) queue: Vec<(Resolved, Vec<Bytes>)>,
     /// A command was refused while queueing: `EXEC` will answer `EXECABORT`.
     pub(crate) aborted: bool,
+    /// The flags of every queued command together, each as it was judged when queued (a
+    /// script by the flags it declares): Redis's `mstate.cmd_flags`.
+    flags: u32,
+    /// Every flag some queued command lacks: Redis's `mstate.cmd_inv_flags`.
+    lacking: u32,
 }
 
 impl MultiState {
     /// The flags of every queued command together: what an `EXEC` of the queue will do (write,
     /// grow memory, run a script), as Redis's `mstate.cmd_flags`.
     pub(crate) fn queued_flags(&self) -> u32 {
-        self.queue
-            .iter()
-            .fold(0, |all, (resolved, _)| all | resolved.spec.flags)
+        self.flags
     }
 
     /// Whether some queued command lacks `flag` (Redis's `mstate.cmd_inv_flags`).
     pub(crate) fn queued_lacking(&self, flag: u32) -> bool {
-        self.queue
-            .iter()
-            .any(|(resolved, _)| !resolved.spec.has(flag))
+        self.lacking & flag != 0
+    }
+
+    /// Queues a command whose flags, as Redis's `getCommandFlags` judges them now, are
+    /// `flags` (Redis's `queueMultiCommand`).
+    fn push(&mut self, resolved: Resolved, argv: &[Bytes], flags: u32) {
+        self.queue.push((resolved, argv.to_vec()));
+        self.flags |= flags;
+        self.lacking |= !flags;
     }
 
     /// Whether running the queue needs the script pool (it holds `EVAL` or the like).
@@ -76,7 +85,14 @@ pub(crate) fn flag_error(client: &mut ClientState) {
 /// `MULTI` if flagged `no_multi`; refused in RESP2 subscribed mode unless it is one of the
 /// subscribe commands, `PING`, `QUIT` or `RESET`; queued (`+QUEUED`) inside `MULTI`.
 /// `Some(reply)` when the command must not run now.
-pub(crate) fn admit(resolved: Resolved, client: &mut ClientState, argv: &[Bytes]) -> Option<Frame> {
+/// `command_flags` are the command's flags as Redis's `getCommandFlags` gives them (a script's
+/// declared flags in place of its command's), which a queued command adds to the queue's.
+pub(crate) fn admit(
+    resolved: Resolved,
+    client: &mut ClientState,
+    argv: &[Bytes],
+    command_flags: u32,
+) -> Option<Frame> {
     let top = resolved.top_name();
     if client.multi.is_some() && resolved.spec.has(flags::NO_MULTI) {
         flag_error(client);
@@ -100,7 +116,7 @@ pub(crate) fn admit(resolved: Resolved, client: &mut ClientState, argv: &[Bytes]
     if !would_queue(resolved) {
         return None;
     }
-    multi.queue.push((resolved, argv.to_vec()));
+    multi.push(resolved, argv, command_flags);
     let queued = multi.queue.len() as i64;
     client.handle.update(|info| info.multi = queued);
     Some(Frame::simple("QUEUED"))

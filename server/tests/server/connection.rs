@@ -348,6 +348,56 @@ async fn client_pause_write_holds_writes_until_unpause() {
     assert_eq!(reply, "OK");
 }
 
+/// Redis's `unit/pause` "read-only scripts in multi-exec are not blocked by pause RO": an EXEC
+/// of queued `no-writes` scripts runs under `CLIENT PAUSE WRITE` (the queue is judged by the
+/// flags each script declares), while a script without flags, which may write, is held back
+/// even from being queued (Redis checks the pause before it queues).
+#[tokio::test]
+async fn client_pause_write_runs_an_exec_of_read_only_scripts() {
+    let mut pair = Pair::start().await;
+    let read_only = "#!lua flags=no-writes\nreturn 12";
+    let read_only_2 = "#!lua flags=no-writes\nreturn 13";
+    let pause = ["CLIENT", "PAUSE", "100000", "WRITE"];
+    let _ = support::run(&mut pair.ours_con, &pause).await;
+    if let Some(con) = pair.real_con.as_mut() {
+        let _ = support::run(con, &pause).await;
+    }
+    let reads = script(&[
+        &["MULTI"],
+        &["EVAL", read_only, "0"],
+        &["EVAL", read_only_2, "0"],
+        &["EXEC"],
+    ]);
+    let reply = same_raw(
+        pair.ours.addr(),
+        pair.real.as_ref().map(|r| r.addr()),
+        &reads,
+    )
+    .await;
+    assert_eq!(
+        String::from_utf8_lossy(&reply),
+        "+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n:12\r\n:13\r\n"
+    );
+    // A script that declares no flags may write: it waits for the pause to end.
+    let writes = script(&[
+        &["MULTI"],
+        &["EVAL", read_only, "0"],
+        &["EVAL", "#!lua\nreturn 14", "0"],
+        &["EXEC"],
+    ]);
+    let reply = same_raw(
+        pair.ours.addr(),
+        pair.real.as_ref().map(|r| r.addr()),
+        &writes,
+    )
+    .await;
+    assert_eq!(String::from_utf8_lossy(&reply), "+OK\r\n+QUEUED\r\n");
+    let _ = support::run(&mut pair.ours_con, &["CLIENT", "UNPAUSE"]).await;
+    if let Some(con) = pair.real_con.as_mut() {
+        let _ = support::run(con, &["CLIENT", "UNPAUSE"]).await;
+    }
+}
+
 #[tokio::test]
 async fn client_pause_all_ends_at_its_timeout() {
     let server = support::start().await;
