@@ -26,11 +26,13 @@
 mod run;
 mod schedule;
 pub mod shrink;
+mod summary;
 mod workload;
 
 pub use run::{run, Outcome};
 pub use schedule::{Fault, FaultClass, FaultKind, Schedule, ScheduleError};
 pub use shrink::shrink;
+pub use summary::{FirstUnsafe, Shard, Summary, SummaryError};
 pub use workload::{LockKind, Workload, RESOURCE};
 
 use std::ops::Range;
@@ -45,6 +47,8 @@ pub struct Exploration {
     pub class: FaultClass,
     /// The seeds to run, one run each.
     pub seeds: Range<u64>,
+    /// The part of `seeds` this exploration runs (the whole range by default).
+    pub shard: Shard,
     /// Most faults a schedule draws.
     pub max_faults: usize,
     /// Most runs the shrinker spends on the first failing schedule.
@@ -58,6 +62,7 @@ impl Exploration {
             workload,
             class,
             seeds: 0..200,
+            shard: Shard::WHOLE,
             max_faults: 4,
             shrink_budget: 60,
         }
@@ -66,6 +71,19 @@ impl Exploration {
     /// Sets the seeds.
     pub fn seeds(mut self, seeds: Range<u64>) -> Self {
         self.seeds = seeds;
+        self
+    }
+
+    /// Runs only `shard`'s part of the seeds (see [`Summary::merge`] for putting the parts
+    /// back together).
+    pub fn shard(mut self, shard: Shard) -> Self {
+        self.shard = shard;
+        self
+    }
+
+    /// Sets the most faults a schedule draws.
+    pub fn max_faults(mut self, max_faults: usize) -> Self {
+        self.max_faults = max_faults;
         self
     }
 
@@ -119,7 +137,7 @@ pub struct Report {
     pub first_liveness: Option<(u64, Vec<String>)>,
 }
 
-/// Runs every seed of `exploration`; shrinks the first unsafe run.
+/// Runs every seed of `exploration` (of its shard); shrinks the first unsafe run.
 pub fn explore(exploration: &Exploration) -> Report {
     let mut report = Report {
         exploration: exploration.clone(),
@@ -129,7 +147,8 @@ pub fn explore(exploration: &Exploration) -> Report {
         first: None,
         first_liveness: None,
     };
-    for seed in exploration.seeds.clone() {
+    let shard = exploration.shard;
+    for seed in exploration.seeds.clone().filter(|&s| shard.holds(s)) {
         let schedule = exploration.schedule(seed);
         let outcome = run(exploration.workload, &schedule, seed);
         report.runs += 1;

@@ -3,7 +3,8 @@
 //! and a run replays byte for byte from its seed and schedule.
 
 use locksmith_explore::{
-    explore, replay_command, run, Exploration, FaultClass, LockKind, Schedule, Workload,
+    explore, replay_command, run, Exploration, FaultClass, LockKind, Schedule, Shard, Summary,
+    Workload,
 };
 
 #[test]
@@ -77,4 +78,41 @@ fn a_run_replays_exactly_and_seeds_differ() {
     assert!(a.contains("acquired"), "{a}");
     assert_eq!(a, b);
     assert_ne!(a, run(workload, &schedule, 10).history.serialize());
+}
+
+/// Exploration past one machine: three shards of a seed range, merged, give exactly the
+/// summary (and its JSON, byte for byte) of one process exploring the whole range, and a
+/// shard given twice or missing is refused.
+#[test]
+fn shards_merge_into_exactly_the_single_process_result() {
+    let cell =
+        || Exploration::new(Workload::new(LockKind::Lock), FaultClass::Failover).seeds(0..30);
+    let whole = Summary::of(&explore(&cell()));
+    assert!(whole.unsafe_runs > 0 && whole.first.is_some(), "{whole:?}");
+    let parts: Vec<Summary> = (0..3)
+        .map(|i| Summary::of(&explore(&cell().shard(Shard::new(i, 3).unwrap()))))
+        .collect();
+    assert_eq!(parts.iter().map(|p| p.runs).sum::<u64>(), 30);
+    // Each shard's summary goes through JSON, as it would between machines.
+    let parts: Vec<Summary> = parts
+        .iter()
+        .map(|p| {
+            let text = serde_json::to_string(&p.to_json()).unwrap();
+            Summary::from_json(&serde_json::from_str(&text).unwrap()).unwrap()
+        })
+        .collect();
+    let merged = Summary::merge(&parts).unwrap();
+    assert_eq!(merged, whole);
+    assert_eq!(
+        serde_json::to_string_pretty(&merged.to_json()).unwrap(),
+        serde_json::to_string_pretty(&whole.to_json()).unwrap()
+    );
+    // The order of the shards does not matter.
+    let reversed: Vec<Summary> = parts.iter().rev().cloned().collect();
+    assert_eq!(Summary::merge(&reversed).unwrap(), whole);
+    assert!(Summary::merge(&parts[..2]).is_err());
+    assert!(Summary::merge(&[parts[0].clone(), parts[0].clone(), parts[1].clone()]).is_err());
+    let mut other = parts.clone();
+    other[1].seeds = 0..31;
+    assert!(Summary::merge(&other).is_err());
 }
