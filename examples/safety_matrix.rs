@@ -254,12 +254,12 @@ fn print_table(args: &Args, reports: &[Summary], elapsed: std::time::Duration) {
     for c in &args.classes {
         print!(" {} |", c.name());
     }
-    println!();
+    println!(" bounded wait |");
     print!("|---|");
     for _ in &args.classes {
         print!("---:|");
     }
-    println!();
+    println!("---:|");
     for kind in &args.kinds {
         print!("| {kind} |");
         for class in &args.classes {
@@ -272,7 +272,7 @@ fn print_table(args: &Args, reports: &[Summary], elapsed: std::time::Duration) {
             }
             print!(" |");
         }
-        println!();
+        println!(" {} |", wait_text(reports, *kind));
     }
     println!();
     for r in reports {
@@ -297,6 +297,15 @@ fn print_table(args: &Args, reports: &[Summary], elapsed: std::time::Duration) {
             );
         }
     }
+}
+
+/// The bounded-wait column: runs of `kind` (every class) where an acquire overran its wait
+/// outside faults, of all its runs.
+fn wait_text(reports: &[Summary], kind: LockKind) -> String {
+    let mine = reports.iter().filter(|r| r.kind == kind);
+    let overran: u64 = mine.clone().map(|r| r.wait_overrun_runs).sum();
+    let runs: u64 = mine.map(|r| r.runs).sum();
+    format!("{overran}/{runs}")
 }
 
 /// `", shard I/N"` for a part of the seeds, nothing for the whole range.
@@ -348,7 +357,7 @@ fn write_page(args: &Args, reports: &[Summary], elapsed: std::time::Duration) ->
     for c in &args.classes {
         html.push_str(&format!("<th>{}</th>", c.name()));
     }
-    html.push_str("</tr>");
+    html.push_str("<th>bounded wait</th></tr>");
     for kind in &args.kinds {
         html.push_str(&format!("<tr><th>{kind}</th>"));
         for class in &args.classes {
@@ -380,7 +389,14 @@ fn write_page(args: &Args, reports: &[Summary], elapsed: std::time::Duration) ->
                 None => html.push_str(&format!("<td class=\"ok\">{}</td>", escape(&cell_text(r)))),
             }
         }
-        html.push_str("</tr>");
+        let overran = reports
+            .iter()
+            .any(|r| r.kind == *kind && r.wait_overrun_runs > 0);
+        html.push_str(&format!(
+            "<td class=\"{}\">{}</td></tr>",
+            if overran { "bad" } else { "ok" },
+            wait_text(reports, *kind)
+        ));
     }
     html.push_str("</table><h2>Minimal schedules</h2><ul>");
     for r in reports {

@@ -131,6 +131,9 @@ pub struct Report {
     /// Runs with a liveness problem (lost wake-up, FIFO order, unnoticed loss, accepted
     /// foreign unlock).
     pub liveness_runs: u64,
+    /// Runs where an acquire returned later than its wait allows, outside faults (counted
+    /// among the liveness runs too).
+    pub wait_overrun_runs: u64,
     /// The first unsafe run, shrunk.
     pub first: Option<Finding>,
     /// The first run with a liveness problem (not shrunk), its seed and what was found.
@@ -144,6 +147,7 @@ pub fn explore(exploration: &Exploration) -> Report {
         runs: 0,
         unsafe_runs: 0,
         liveness_runs: 0,
+        wait_overrun_runs: 0,
         first: None,
         first_liveness: None,
     };
@@ -152,6 +156,9 @@ pub fn explore(exploration: &Exploration) -> Report {
         let schedule = exploration.schedule(seed);
         let outcome = run(exploration.workload, &schedule, seed);
         report.runs += 1;
+        if outcome.overran_a_wait() {
+            report.wait_overrun_runs += 1;
+        }
         if !outcome.liveness.is_empty() {
             report.liveness_runs += 1;
             if report.first_liveness.is_none() {

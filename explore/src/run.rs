@@ -24,7 +24,7 @@ pub struct Outcome {
     pub history: History,
     /// Mutual-exclusion violations.
     pub violations: Vec<Violation>,
-    /// Liveness and protocol problems (FIFO order only for the fair lock).
+    /// Liveness and protocol problems (FIFO order only for the fair lock; bounded waits).
     pub liveness: Vec<LivenessIssue>,
 }
 
@@ -42,6 +42,13 @@ impl Outcome {
         self.violations
             .iter()
             .filter(move |v| !fenced || v.fencing_rejects_stale != Some(true))
+    }
+
+    /// Whether an acquire returned later than its wait allows, outside faults.
+    pub fn overran_a_wait(&self) -> bool {
+        self.liveness
+            .iter()
+            .any(|l| matches!(l, LivenessIssue::WaitOverrun { .. }))
     }
 
     /// Whether the run broke safety or liveness.
@@ -64,7 +71,9 @@ pub fn run(workload: Workload, schedule: &Schedule, seed: u64) -> Outcome {
         .expect("a current-thread runtime");
     let history = runtime.block_on(run_async(workload, schedule, seed));
     let violations = Checker::check(&history);
-    let bounds = Liveness::new(workload.lease_ms);
+    // Every acquire waits `wait_ms`; its last attempt may take a response timeout more.
+    let bounds = Liveness::new(workload.lease_ms)
+        .bounded_wait(workload.wait_ms, crate::workload::RESPONSE_TIMEOUT_MS);
     let mut liveness = Checker::liveness(&history, &bounds);
     if workload.kind == LockKind::FairLock {
         liveness.extend(Checker::fifo(&history, &bounds));

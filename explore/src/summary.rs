@@ -97,6 +97,8 @@ pub struct Summary {
     pub unsafe_runs: u64,
     /// Runs with a liveness problem.
     pub liveness_runs: u64,
+    /// Runs where an acquire overran its wait outside faults.
+    pub wait_overrun_runs: u64,
     /// The first unsafe run, shrunk.
     pub first: Option<FirstUnsafe>,
     /// The first run with a liveness problem: its seed and what was found.
@@ -121,6 +123,7 @@ impl Summary {
             runs: report.runs,
             unsafe_runs: report.unsafe_runs,
             liveness_runs: report.liveness_runs,
+            wait_overrun_runs: report.wait_overrun_runs,
             first: report.first.as_ref().map(|f| FirstUnsafe {
                 seed: f.seed,
                 schedule: f.schedule.to_string(),
@@ -148,6 +151,7 @@ impl Summary {
             "runs": self.runs,
             "unsafe_runs": self.unsafe_runs,
             "liveness_runs": self.liveness_runs,
+            "wait_overrun_runs": self.wait_overrun_runs,
             "first_unsafe": self.first.as_ref().map(|f| json!({
                 "seed": f.seed,
                 "schedule": f.schedule,
@@ -213,6 +217,7 @@ impl Summary {
             runs: uint(value, "runs")?,
             unsafe_runs: uint(value, "unsafe_runs")?,
             liveness_runs: uint(value, "liveness_runs")?,
+            wait_overrun_runs: uint(value, "wait_overrun_runs")?,
             first,
             first_liveness,
         })
@@ -268,6 +273,7 @@ impl Summary {
             runs: parts.iter().map(|p| p.runs).sum(),
             unsafe_runs: parts.iter().map(|p| p.unsafe_runs).sum(),
             liveness_runs: parts.iter().map(|p| p.liveness_runs).sum(),
+            wait_overrun_runs: parts.iter().map(|p| p.wait_overrun_runs).sum(),
             first: parts
                 .iter()
                 .filter_map(|p| p.first.clone())

@@ -158,6 +158,9 @@ impl Workload {
     }
 }
 
+/// How long a client of a run waits for a reply (ms).
+pub(crate) const RESPONSE_TIMEOUT_MS: u64 = 1000;
+
 /// The protected resource: accepts a write only with a token at least as new as the newest
 /// it has accepted (how a storage service checks fencing tokens).
 #[derive(Debug, Default)]
@@ -197,7 +200,7 @@ async fn open(topology: &Topology, contender: &Contender, origin: Instant) -> Op
     let base = ClientOptions::default()
         .wall_clock(wall_clock(origin))
         .watchdog_timeout(Duration::from_millis(w.lease_ms))
-        .response_timeout(Duration::from_millis(1000))
+        .response_timeout(Duration::from_millis(RESPONSE_TIMEOUT_MS))
         .connection_timeout(Duration::from_millis(1000))
         .replica_sync(match w.kind {
             LockKind::LockSynced => ReplicaSync::Replicas(w.kind.replicas()),

@@ -540,6 +540,9 @@ pub struct Liveness {
     /// For FIFO order: a waiter that started this much later than another must not be served
     /// first (requests closer together may reach the server in either order).
     pub fifo_slack_ms: u64,
+    /// For bounded waits: every acquire with a wait of `.0` ms must return within `.0 + .1` ms
+    /// (`None`: not checked, the waits of the history are not known).
+    pub wait_bound: Option<(u64, u64)>,
 }
 
 impl Liveness {
@@ -549,7 +552,15 @@ impl Liveness {
             wake_up_ms: 1000,
             lease_ms,
             fifo_slack_ms: 10,
+            wait_bound: None,
         }
+    }
+
+    /// Checks bounded waits: every acquire of the history waited at most `wait_ms`, so it
+    /// must return within `wait_ms + slack_ms` (outside faults and `wake_up_ms` after one).
+    pub fn bounded_wait(mut self, wait_ms: u64, slack_ms: u64) -> Self {
+        self.wait_bound = Some((wait_ms, slack_ms));
+        self
     }
 
     /// Sets the wake-up bound.
@@ -603,6 +614,20 @@ pub enum LivenessIssue {
         /// When the other client acquired (ms).
         taken_at_ms: u64,
     },
+    /// An acquire with a bounded wait returned later than its wait plus the slack allowed,
+    /// outside any fault.
+    WaitOverrun {
+        /// The waiter.
+        client: String,
+        /// The resource.
+        resource: String,
+        /// When the acquire started (ms).
+        from_ms: u64,
+        /// When it returned (ms).
+        to_ms: u64,
+        /// The wait it was given (ms).
+        wait_ms: u64,
+    },
     /// An unlock by a client that did not hold the lock was accepted while another client
     /// held it.
     ForeignReleaseAccepted {
@@ -645,6 +670,17 @@ impl std::fmt::Display for LivenessIssue {
                 f,
                 "{resource}: {client} never learnt that another client acquired it at {taken_at_ms} ms"
             ),
+            LivenessIssue::WaitOverrun {
+                client,
+                resource,
+                from_ms,
+                to_ms,
+                wait_ms,
+            } => write!(
+                f,
+                "{resource}: {client}'s acquire with a wait of {wait_ms} ms took {} ms [{from_ms}..{to_ms}] (wait overrun)",
+                to_ms.saturating_sub(*from_ms)
+            ),
             LivenessIssue::ForeignReleaseAccepted {
                 client,
                 resource,
@@ -663,6 +699,8 @@ impl Checker {
     /// re-acquired, outside any fault and `wake_up_ms` after one; a lock that only expired
     /// is not counted, its moment is unknown), FIFO
     /// order (see [`Checker::fifo`], asked for separately since only fair locks promise it),
+    /// bounded waits (with [`Liveness::bounded_wait`]: an acquire that returned past its wait
+    /// plus a slack, outside faults),
     /// unnoticed losses (a holder whose lock another client acquired, still holding without a
     /// lost signal `lease_ms` later), and unlocks by non-holders accepted while another client
     /// held the lock.
@@ -694,6 +732,31 @@ impl Checker {
                     free_from_ms: free_from,
                     still_waiting_ms: e.end_ms,
                 });
+            }
+        }
+        // Bounded waits: an acquire that returned past its wait plus the slack, outside the
+        // fault windows.
+        if let Some((wait_ms, slack_ms)) = bounds.wait_bound {
+            for e in &events {
+                let acquire = matches!(
+                    e.kind,
+                    EventKind::Acquired | EventKind::AcquiredShared | EventKind::AcquireFailed
+                );
+                let in_fault = windows
+                    .iter()
+                    .any(|&(from, to)| e.start_ms <= to && from <= e.end_ms);
+                if acquire
+                    && !in_fault
+                    && e.end_ms.saturating_sub(e.start_ms) > wait_ms.saturating_add(slack_ms)
+                {
+                    out.push(LivenessIssue::WaitOverrun {
+                        client: e.client.clone(),
+                        resource: e.resource.clone(),
+                        from_ms: e.start_ms,
+                        to_ms: e.end_ms,
+                        wait_ms,
+                    });
+                }
             }
         }
         // Unnoticed losses: the stale side of every overlap.
@@ -905,6 +968,32 @@ mod tests {
         h.begin("b", "r").acquired(None);
         h.begin("a", "r").released();
         assert_eq!(Checker::check(&h).len(), 1);
+    }
+
+    #[test]
+    fn an_acquire_past_its_wait_is_a_finding_outside_faults_only() {
+        let bounds = Liveness::new(30_000).bounded_wait(500, 100);
+        let h = History::new();
+        h.record(ev("a", EventKind::AcquireFailed, 0, 600, None));
+        h.record(ev("b", EventKind::Acquired, 1000, 1601, None));
+        let out = Checker::liveness(&h, &bounds);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert!(matches!(
+            &out[0],
+            LivenessIssue::WaitOverrun { client, from_ms: 1000, to_ms: 1601, wait_ms: 500, .. }
+                if client == "b"
+        ));
+        assert!(out[0].to_string().contains("took 601 ms"), "{}", out[0]);
+        // Unchecked without the bound; not a finding while a fault is on.
+        assert!(Checker::liveness(&h, &Liveness::new(30_000)).is_empty());
+        if let Ok(mut log) = h.log.lock() {
+            log.faults.push(FaultRecord {
+                label: "pause n0".into(),
+                start_ms: 900,
+                end_ms: Some(1200),
+            });
+        }
+        assert!(Checker::liveness(&h, &bounds).is_empty());
     }
 
     #[test]
