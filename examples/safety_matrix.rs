@@ -325,6 +325,9 @@ fn cell_text(r: &Summary) -> String {
     if r.liveness_runs > 0 {
         text.push_str(&format!(" L{}", r.liveness_runs));
     }
+    if r.leak_runs > 0 {
+        text.push_str(&format!(" K{}", r.leak_runs));
+    }
     text
 }
 
@@ -433,6 +436,9 @@ fn replay(args: &Args, kind: LockKind, seed: u64, schedule: &Schedule) -> Result
     }
     for l in &outcome.liveness {
         println!("liveness: {l}");
+    }
+    for leak in &outcome.leaks {
+        println!("leak: {leak}");
     }
     println!(
         "{}",

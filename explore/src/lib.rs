@@ -134,6 +134,8 @@ pub struct Report {
     /// Runs where an acquire returned later than its wait allows, outside faults (counted
     /// among the liveness runs too).
     pub wait_overrun_runs: u64,
+    /// Runs that left a lock key without a TTL behind.
+    pub leak_runs: u64,
     /// The first unsafe run, shrunk.
     pub first: Option<Finding>,
     /// The first run with a liveness problem (not shrunk), its seed and what was found.
@@ -148,6 +150,7 @@ pub fn explore(exploration: &Exploration) -> Report {
         unsafe_runs: 0,
         liveness_runs: 0,
         wait_overrun_runs: 0,
+        leak_runs: 0,
         first: None,
         first_liveness: None,
     };
@@ -156,6 +159,9 @@ pub fn explore(exploration: &Exploration) -> Report {
         let schedule = exploration.schedule(seed);
         let outcome = run(exploration.workload, &schedule, seed);
         report.runs += 1;
+        if !outcome.leaks.is_empty() {
+            report.leak_runs += 1;
+        }
         if outcome.overran_a_wait() {
             report.wait_overrun_runs += 1;
         }

@@ -2,7 +2,7 @@
 //! workload's lock kind, its clients, the schedule's faults, and the checker's verdict.
 
 use crate::schedule::{Fault, FaultKind, Schedule};
-use crate::workload::{contend, Contender, LockKind, Resource, Workload};
+use crate::workload::{contend, Contender, LockKind, Resource, Workload, RESOURCE};
 use locksmith_harness::{
     Checker, History, Liveness, LivenessIssue, NodeId, Restart, Topology, Violation,
 };
@@ -26,6 +26,9 @@ pub struct Outcome {
     pub violations: Vec<Violation>,
     /// Liveness and protocol problems (FIFO order only for the fair lock; bounded waits).
     pub liveness: Vec<LivenessIssue>,
+    /// Resources the run left behind: a lock key without a TTL on a node that is up at the
+    /// end (held for ever: a call that wrote it failed before its lease was set).
+    pub leaks: Vec<String>,
 }
 
 impl Outcome {
@@ -51,9 +54,9 @@ impl Outcome {
             .any(|l| matches!(l, LivenessIssue::WaitOverrun { .. }))
     }
 
-    /// Whether the run broke safety or liveness.
+    /// Whether the run broke safety or liveness, or leaked a resource.
     pub fn failed(&self) -> bool {
-        self.is_unsafe() || !self.liveness.is_empty()
+        self.is_unsafe() || !self.liveness.is_empty() || !self.leaks.is_empty()
     }
 }
 
@@ -69,7 +72,7 @@ pub fn run(workload: Workload, schedule: &Schedule, seed: u64) -> Outcome {
         .start_paused(true)
         .build()
         .expect("a current-thread runtime");
-    let history = runtime.block_on(run_async(workload, schedule, seed));
+    let (history, leaks) = runtime.block_on(run_async(workload, schedule, seed));
     let violations = Checker::check(&history);
     // Every acquire waits `wait_ms`; its last attempt may take a response timeout more.
     let bounds = Liveness::new(workload.lease_ms)
@@ -85,10 +88,11 @@ pub fn run(workload: Workload, schedule: &Schedule, seed: u64) -> Outcome {
         history,
         violations,
         liveness,
+        leaks,
     }
 }
 
-async fn run_async(workload: Workload, schedule: &Schedule, seed: u64) -> History {
+async fn run_async(workload: Workload, schedule: &Schedule, seed: u64) -> (History, Vec<String>) {
     let kind = workload.kind;
     let built = Topology::builder()
         .in_memory(true)
@@ -104,7 +108,7 @@ async fn run_async(workload: Workload, schedule: &Schedule, seed: u64) -> Histor
         Err(e) => {
             let history = History::new();
             history.fault(format!("topology failed to start: {e}"));
-            return history;
+            return (history, Vec::new());
         }
     };
     let origin = Instant::now();
@@ -138,8 +142,43 @@ async fn run_async(workload: Workload, schedule: &Schedule, seed: u64) -> Histor
     // Let a last lost signal or release land, then stop everything.
     tokio::time::sleep(Duration::from_millis(10)).await;
     let history = topology.history();
+    let leaks = leaked_keys(&topology).await;
     topology.shutdown().await;
-    history
+    (history, leaks)
+}
+
+/// The lock keys a run left without a TTL, on every node that is up (a node that does not
+/// answer within a second of virtual time is passed over).
+async fn leaked_keys(topology: &Topology) -> Vec<String> {
+    let mut leaks = Vec::new();
+    for node in topology.nodes() {
+        let Ok(stream) = topology.connect(node) else {
+            continue;
+        };
+        let ttl = tokio::time::timeout(Duration::from_secs(1), pttl(stream, RESOURCE)).await;
+        if let Ok(Some(-1)) = ttl {
+            leaks.push(format!("{node}: '{RESOURCE}' has no TTL"));
+        }
+    }
+    leaks
+}
+
+/// `PTTL key` over a fresh connection to a node; `None` when it does not answer an integer.
+async fn pttl(mut stream: tokio::io::DuplexStream, key: &str) -> Option<i64> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let request = format!("*2\r\n$4\r\nPTTL\r\n${}\r\n{key}\r\n", key.len());
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut reply = Vec::new();
+    let mut chunk = [0u8; 32];
+    while !reply.ends_with(b"\r\n") && reply.len() < 32 {
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        reply.extend_from_slice(&chunk[..n]);
+    }
+    let digits = reply.strip_prefix(b":")?.strip_suffix(b"\r\n")?;
+    std::str::from_utf8(digits).ok()?.parse().ok()
 }
 
 /// Applies the schedule's faults at their times; lasting ones are undone by their own task.
@@ -245,4 +284,47 @@ fn guarded(
         tokio::time::sleep(duration).await;
         guard.undo();
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Sends one request to `node`, returns the first bytes of its reply.
+    async fn send(topology: &Topology, node: NodeId, request: &str) -> Vec<u8> {
+        let mut stream = topology.connect(node).expect("the node is up");
+        stream.write_all(request.as_bytes()).await.expect("sent");
+        let mut reply = vec![0u8; 64];
+        let n = stream.read(&mut reply).await.expect("a reply");
+        reply.truncate(n);
+        reply
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lock_key_without_a_ttl_is_a_leak_and_one_with_a_ttl_is_not() {
+        let topology = Topology::builder()
+            .in_memory(true)
+            .build()
+            .await
+            .expect("a topology");
+        let node = topology.master();
+        assert!(leaked_keys(&topology).await.is_empty());
+        let set = format!(
+            "*3\r\n$3\r\nSET\r\n${}\r\n{RESOURCE}\r\n$1\r\nx\r\n",
+            RESOURCE.len()
+        );
+        assert_eq!(send(&topology, node, &set).await, b"+OK\r\n");
+        assert_eq!(
+            leaked_keys(&topology).await,
+            vec![format!("{node}: '{RESOURCE}' has no TTL")]
+        );
+        let expire = format!(
+            "*3\r\n$7\r\nPEXPIRE\r\n${}\r\n{RESOURCE}\r\n$5\r\n30000\r\n",
+            RESOURCE.len()
+        );
+        assert_eq!(send(&topology, node, &expire).await, b":1\r\n");
+        assert!(leaked_keys(&topology).await.is_empty());
+        topology.shutdown().await;
+    }
 }

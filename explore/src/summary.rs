@@ -99,6 +99,8 @@ pub struct Summary {
     pub liveness_runs: u64,
     /// Runs where an acquire overran its wait outside faults.
     pub wait_overrun_runs: u64,
+    /// Runs that left a lock key without a TTL behind.
+    pub leak_runs: u64,
     /// The first unsafe run, shrunk.
     pub first: Option<FirstUnsafe>,
     /// The first run with a liveness problem: its seed and what was found.
@@ -124,6 +126,7 @@ impl Summary {
             unsafe_runs: report.unsafe_runs,
             liveness_runs: report.liveness_runs,
             wait_overrun_runs: report.wait_overrun_runs,
+            leak_runs: report.leak_runs,
             first: report.first.as_ref().map(|f| FirstUnsafe {
                 seed: f.seed,
                 schedule: f.schedule.to_string(),
@@ -152,6 +155,7 @@ impl Summary {
             "unsafe_runs": self.unsafe_runs,
             "liveness_runs": self.liveness_runs,
             "wait_overrun_runs": self.wait_overrun_runs,
+            "leak_runs": self.leak_runs,
             "first_unsafe": self.first.as_ref().map(|f| json!({
                 "seed": f.seed,
                 "schedule": f.schedule,
@@ -218,6 +222,7 @@ impl Summary {
             unsafe_runs: uint(value, "unsafe_runs")?,
             liveness_runs: uint(value, "liveness_runs")?,
             wait_overrun_runs: uint(value, "wait_overrun_runs")?,
+            leak_runs: uint(value, "leak_runs")?,
             first,
             first_liveness,
         })
@@ -274,6 +279,7 @@ impl Summary {
             unsafe_runs: parts.iter().map(|p| p.unsafe_runs).sum(),
             liveness_runs: parts.iter().map(|p| p.liveness_runs).sum(),
             wait_overrun_runs: parts.iter().map(|p| p.wait_overrun_runs).sum(),
+            leak_runs: parts.iter().map(|p| p.leak_runs).sum(),
             first: parts
                 .iter()
                 .filter_map(|p| p.first.clone())
