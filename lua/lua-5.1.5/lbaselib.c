@@ -7,6 +7,7 @@
 
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -340,18 +341,22 @@ static int luaB_assert (lua_State *L) {
 
 
 static int luaB_unpack (lua_State *L) {
-  int i, e, n;
+  int i, e;
+  unsigned int n;
   luaL_checktype(L, 1, LUA_TTABLE);
   i = luaL_optint(L, 2, 1);
   e = luaL_opt(L, luaL_checkint, 3, luaL_getn(L, 1));
   if (i > e) return 0;  /* empty range */
-  n = e - i + 1;  /* number of elements */
-  if (n <= 0 || !lua_checkstack(L, n))  /* n <= 0 means arith. overflow */
+  /* Locksmith (as Redis, CVE-2025-46817): the count in unsigned arithmetic. Stock 5.1.5
+  ** computed e - i + 1 in int and relied on signed overflow giving n <= 0, which the
+  ** compiler may assume never happens (unpack({}, -2, 2^31-1) then pushed 2^31 values). */
+  n = (unsigned int)e - (unsigned int)i;  /* number of elements minus 1, no overflow */
+  if (n >= (unsigned int)INT_MAX || !lua_checkstack(L, (int)(++n)))
     return luaL_error(L, "too many results to unpack");
   lua_rawgeti(L, 1, i);  /* push arg[i] (avoiding overflow problems) */
   while (i++ < e)  /* push arg[i + 1...e] */
     lua_rawgeti(L, 1, i);
-  return n;
+  return (int)n;
 }
 
 

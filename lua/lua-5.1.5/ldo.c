@@ -493,10 +493,13 @@ static void f_parser (lua_State *L, void *ud) {
   Proto *tf;
   Closure *cl;
   struct SParser *p = cast(struct SParser *, ud);
-  int c = luaZ_lookahead(p->z);
+  luaZ_lookahead(p->z);
   luaC_checkGC(L);
-  tf = ((c == LUA_SIGNATURE[0]) ? luaU_undump : luaY_parser)(L, p->z,
-                                                             &p->buff, p->name);
+  /* Locksmith (as Redis): every chunk is parsed as text, a binary chunk included, which the
+  ** lexer then refuses ("unexpected symbol near 'char(27)'"). Lua 5.1 bytecode is not checked
+  ** by its loader, so running it is running arbitrary code; this covers load, loadstring and
+  ** the C API (lua_load, luaL_loadbuffer) the server compiles scripts with. */
+  tf = luaY_parser(L, p->z, &p->buff, p->name);
   cl = luaF_newLclosure(L, tf->nups, hvalue(gt(L)));
   cl->l.p = tf;
   for (i = 0; i < tf->nups; i++)  /* initialize eventual upvalues */

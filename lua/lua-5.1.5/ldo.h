@@ -39,6 +39,15 @@ typedef void (*Pfunc) (lua_State *L, void *ud);
 
 LUAI_FUNC int luaD_protectedparser (lua_State *L, ZIO *z, const char *name);
 LUAI_FUNC void luaD_callhook (lua_State *L, int event, int line);
+
+/* Locksmith: the loops of the C libraries that a script can make run for long without a Lua
+** instruction (a backtracking pattern, table.insert at 2^31) call the count hook every
+** LUAI_POLLHOOK steps, so the embedder's hook can still stop the script (SCRIPT KILL) and
+** move other work away. */
+#define LUAI_POLLHOOK	0xFFFF
+#define luaD_pollhook(L,steps) \
+  { if ((++(steps) & LUAI_POLLHOOK) == 0 && ((L)->hookmask & LUA_MASKCOUNT)) \
+      luaD_callhook(L, LUA_HOOKCOUNT, -1); }
 LUAI_FUNC int luaD_precall (lua_State *L, StkId func, int nresults);
 LUAI_FUNC void luaD_call (lua_State *L, StkId func, int nResults);
 LUAI_FUNC int luaD_pcall (lua_State *L, Pfunc func, void *u,

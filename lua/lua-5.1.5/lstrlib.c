@@ -19,6 +19,9 @@
 #include "lauxlib.h"
 #include "lualib.h"
 
+#include "ldo.h"
+#include "lstate.h"
+
 
 /* macro to `unsign' a character */
 #define uchar(c)        ((unsigned char)(c))
@@ -172,6 +175,8 @@ typedef struct MatchState {
   const char *src_end;  /* end (`\0') of source string */
   lua_State *L;
   int level;  /* total number of captures (finished or unfinished) */
+  int matchdepth;  /* nested calls of `match' still allowed (Locksmith) */
+  unsigned int steps;  /* calls of `match', for luaD_pollhook (Locksmith) */
   struct {
     const char *init;
     ptrdiff_t len;
@@ -180,6 +185,16 @@ typedef struct MatchState {
 
 
 #define L_ESC		'%'
+
+
+/* Locksmith: `match' recurses once per pattern item (`?', `-', `*', `+', captures), so a
+** pattern built at run time (string.rep('a?', n)) could recurse past the end of the C stack.
+** As Lua 5.2 does (MAXCCALLS, "pattern too complex"), the depth is bounded; the bound keeps
+** Redis's 50000 items working and, at under 200 bytes a level, stays well inside the 16 MB
+** of stack the server gives every script (Redis runs Lua on its 8 MB main thread stack). */
+#if !defined(MAXMATCHDEPTH)
+#define MAXMATCHDEPTH	60000
+#endif
 #define SPECIALS	"^$*+?.([%-"
 
 
@@ -362,7 +377,20 @@ static const char *match_capture (MatchState *ms, const char *s, int l) {
 }
 
 
+static const char *do_match (MatchState *ms, const char *s, const char *p);
+
 static const char *match (MatchState *ms, const char *s, const char *p) {
+  const char *res;
+  if (ms->matchdepth-- == 0)
+    luaL_error(ms->L, "pattern too complex");
+  luaD_pollhook(ms->L, ms->steps);
+  res = do_match(ms, s, p);
+  ms->matchdepth++;
+  return res;
+}
+
+
+static const char *do_match (MatchState *ms, const char *s, const char *p) {
   init: /* using goto's to optimize tail recursion */
   switch (*p) {
     case '(': {  /* start capture */
@@ -514,11 +542,13 @@ static int str_find_aux (lua_State *L, int find) {
     int anchor = (*p == '^') ? (p++, 1) : 0;
     const char *s1=s+init;
     ms.L = L;
+    ms.steps = 0;
     ms.src_init = s;
     ms.src_end = s+l1;
     do {
       const char *res;
       ms.level = 0;
+      ms.matchdepth = MAXMATCHDEPTH;
       if ((res=match(&ms, s1, p)) != NULL) {
         if (find) {
           lua_pushinteger(L, s1-s+1);  /* start */
@@ -552,6 +582,7 @@ static int gmatch_aux (lua_State *L) {
   const char *p = lua_tostring(L, lua_upvalueindex(2));
   const char *src;
   ms.L = L;
+  ms.steps = 0;
   ms.src_init = s;
   ms.src_end = s+ls;
   for (src = s + (size_t)lua_tointeger(L, lua_upvalueindex(3));
@@ -559,6 +590,7 @@ static int gmatch_aux (lua_State *L) {
        src++) {
     const char *e;
     ms.level = 0;
+    ms.matchdepth = MAXMATCHDEPTH;
     if ((e = match(&ms, src, p)) != NULL) {
       lua_Integer newstart = e-s;
       if (e == src) newstart++;  /* empty match? go at least one position */
@@ -656,11 +688,13 @@ static int str_gsub (lua_State *L) {
                       "string/function/table expected");
   luaL_buffinit(L, &b);
   ms.L = L;
+  ms.steps = 0;
   ms.src_init = src;
   ms.src_end = src+srcl;
   while (n < max_s) {
     const char *e;
     ms.level = 0;
+    ms.matchdepth = MAXMATCHDEPTH;
     e = match(&ms, src, p);
     if (e) {
       n++;

@@ -15,6 +15,9 @@
 #include "lauxlib.h"
 #include "lualib.h"
 
+#include "ldo.h"
+#include "lstate.h"
+
 
 #define aux_getn(L,n)	(luaL_checktype(L, n, LUA_TTABLE), luaL_getn(L, n))
 
@@ -97,11 +100,13 @@ static int tinsert (lua_State *L) {
     }
     case 3: {
       int i;
+      unsigned int steps = 0;
       pos = luaL_checkint(L, 2);  /* 2nd argument is the position */
       if (pos > e) e = pos;  /* `grow' array if necessary */
       for (i = e; i > pos; i--) {  /* move up elements */
         lua_rawgeti(L, 1, i-1);
         lua_rawseti(L, 1, i);  /* t[i] = t[i-1] */
+        luaD_pollhook(L, steps);
       }
       break;
     }

@@ -67,8 +67,21 @@ pub fn encode_command(argv: &[impl AsRef<[u8]>], out: &mut impl BufMut) {
     }
 }
 
+/// Nesting encoded by recursion; deeper aggregates (a script's reply nests up to about 8 000
+/// levels, as Redis's Lua stack allows) are walked with a stack of their own, so encoding never
+/// needs more of the thread's stack than these levels take.
+const RECURSION_DEPTH: usize = 32;
+
 /// Encodes `frame` for a peer speaking `version`, appending to `out`.
 pub fn encode(frame: &Frame, version: Version, out: &mut BytesMut) {
+    encode_at(frame, version, out, 0);
+}
+
+/// [`encode`] of a frame nested `depth` aggregates deep.
+fn encode_at(frame: &Frame, version: Version, out: &mut BytesMut, depth: usize) {
+    if depth >= RECURSION_DEPTH && is_aggregate(frame) {
+        return encode_deep(frame, version, out);
+    }
     let resp3 = version == Version::Resp3;
     match frame {
         Frame::Simple(s) => line(out, b'+', s),
@@ -79,18 +92,18 @@ pub fn encode(frame: &Frame, version: Version, out: &mut BytesMut) {
         Frame::NullArray if resp3 => out.put_slice(b"_\r\n"),
         Frame::Null => out.put_slice(b"$-1\r\n"),
         Frame::NullArray => out.put_slice(b"*-1\r\n"),
-        Frame::Array(items) => aggregate(out, b'*', items, version),
-        Frame::Set(items) => aggregate(out, if resp3 { b'~' } else { b'*' }, items, version),
-        Frame::Push(items) => aggregate(out, if resp3 { b'>' } else { b'*' }, items, version),
+        Frame::Array(items) => aggregate(out, b'*', items, version, depth),
+        Frame::Set(items) => {
+            aggregate(out, if resp3 { b'~' } else { b'*' }, items, version, depth);
+        }
+        Frame::Push(items) => {
+            aggregate(out, if resp3 { b'>' } else { b'*' }, items, version, depth);
+        }
         Frame::Map(pairs) => {
-            if resp3 {
-                header(out, b'%', pairs.len() as i64);
-            } else {
-                header(out, b'*', pairs.len() as i64 * 2);
-            }
+            map_header(out, pairs.len(), resp3);
             for (k, v) in pairs {
-                encode(k, version, out);
-                encode(v, version, out);
+                encode_at(k, version, out, depth + 1);
+                encode_at(v, version, out, depth + 1);
             }
         }
         Frame::Double(d) => {
@@ -125,11 +138,83 @@ pub fn encode(frame: &Frame, version: Version, out: &mut BytesMut) {
             if resp3 {
                 header(out, b'|', attrs.len() as i64);
                 for (k, v) in attrs {
-                    encode(k, version, out);
-                    encode(v, version, out);
+                    encode_at(k, version, out, depth + 1);
+                    encode_at(v, version, out, depth + 1);
                 }
             }
-            encode(frame, version, out);
+            encode_at(frame, version, out, depth + 1);
+        }
+    }
+}
+
+fn is_aggregate(frame: &Frame) -> bool {
+    matches!(
+        frame,
+        Frame::Array(_) | Frame::Set(_) | Frame::Push(_) | Frame::Map(_) | Frame::Attribute { .. }
+    )
+}
+
+fn map_header(out: &mut BytesMut, pairs: usize, resp3: bool) {
+    if resp3 {
+        header(out, b'%', pairs as i64);
+    } else {
+        header(out, b'*', pairs as i64 * 2);
+    }
+}
+
+/// What is left to encode of a deep frame, in [`encode_deep`]'s stack.
+enum Pending<'a> {
+    Items(std::slice::Iter<'a, Frame>),
+    Pairs(std::slice::Iter<'a, (Frame, Frame)>),
+    One(&'a Frame),
+}
+
+/// [`encode`] with an explicit stack instead of recursion, for frames nested deeper than
+/// [`RECURSION_DEPTH`]: the same bytes.
+fn encode_deep(frame: &Frame, version: Version, out: &mut BytesMut) {
+    let resp3 = version == Version::Resp3;
+    let mut pending = vec![Pending::One(frame)];
+    while let Some(top) = pending.pop() {
+        let frame = match top {
+            Pending::One(frame) => frame,
+            Pending::Items(mut items) => {
+                let Some(item) = items.next() else { continue };
+                pending.push(Pending::Items(items));
+                item
+            }
+            Pending::Pairs(mut pairs) => {
+                let Some((k, v)) = pairs.next() else { continue };
+                pending.push(Pending::Pairs(pairs));
+                pending.push(Pending::One(v));
+                k
+            }
+        };
+        match frame {
+            Frame::Array(items) => {
+                header(out, b'*', items.len() as i64);
+                pending.push(Pending::Items(items.iter()));
+            }
+            Frame::Set(items) => {
+                header(out, if resp3 { b'~' } else { b'*' }, items.len() as i64);
+                pending.push(Pending::Items(items.iter()));
+            }
+            Frame::Push(items) => {
+                header(out, if resp3 { b'>' } else { b'*' }, items.len() as i64);
+                pending.push(Pending::Items(items.iter()));
+            }
+            Frame::Map(pairs) => {
+                map_header(out, pairs.len(), resp3);
+                pending.push(Pending::Pairs(pairs.iter()));
+            }
+            Frame::Attribute { attrs, frame } => {
+                pending.push(Pending::One(frame));
+                if resp3 {
+                    header(out, b'|', attrs.len() as i64);
+                    pending.push(Pending::Pairs(attrs.iter()));
+                }
+            }
+            // Scalars: the recursive encoder at depth 0 writes them without recursing.
+            scalar => encode_at(scalar, version, out, 0),
         }
     }
 }
@@ -168,16 +253,86 @@ fn bulk(out: &mut impl BufMut, data: &[u8]) {
     out.put_slice(b"\r\n");
 }
 
-fn aggregate(out: &mut BytesMut, kind: u8, items: &[Frame], version: Version) {
+fn aggregate(out: &mut BytesMut, kind: u8, items: &[Frame], version: Version, depth: usize) {
     header(out, kind, items.len() as i64);
     for item in items {
-        encode(item, version, out);
+        encode_at(item, version, out, depth + 1);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
+
+    /// A frame nested `depth` arrays (of two items) deep around `inner`.
+    fn nested(depth: usize, inner: Frame) -> Frame {
+        (0..depth).fold(inner, |f, _| Frame::Array(vec![f, Frame::Integer(1)]))
+    }
+
+    fn nested_text(depth: usize, inner: &str) -> Vec<u8> {
+        let mut s = "*2\r\n".repeat(depth);
+        s.push_str(inner);
+        s.push_str(&":1\r\n".repeat(depth));
+        s.into_bytes()
+    }
+
+    #[test]
+    fn deep_frames_encode_as_shallow_ones_do() {
+        for depth in [
+            0,
+            1,
+            RECURSION_DEPTH - 1,
+            RECURSION_DEPTH,
+            RECURSION_DEPTH + 1,
+            100,
+        ] {
+            let f = nested(depth, Frame::Bulk(Bytes::from_static(b"x")));
+            assert_eq!(
+                encode_to_vec(&f, Version::Resp2),
+                nested_text(depth, "$1\r\nx\r\n")
+            );
+        }
+        // Maps, sets, pushes and attributes below the recursion depth, in both versions.
+        let inner = Frame::Attribute {
+            attrs: vec![(Frame::Simple(Bytes::from_static(b"a")), Frame::Integer(2))],
+            frame: Box::new(Frame::Map(vec![(
+                Frame::Set(vec![Frame::Boolean(true)]),
+                Frame::Push(vec![Frame::Null]),
+            )])),
+        };
+        for version in [Version::Resp2, Version::Resp3] {
+            let shallow = encode_to_vec(&inner, version);
+            let deep = encode_to_vec(&nested(RECURSION_DEPTH + 3, inner.clone()), version);
+            let mut want = "*2\r\n".repeat(RECURSION_DEPTH + 3).into_bytes();
+            want.extend_from_slice(&shallow);
+            want.extend_from_slice(":1\r\n".repeat(RECURSION_DEPTH + 3).as_bytes());
+            assert_eq!(deep, want, "{version:?}");
+        }
+    }
+
+    // What a script's reply may nest to (Lua's stack allows about 8 000 levels), on a thread
+    // of 256 KiB: the encoder does not recurse past its first levels.
+    #[test]
+    fn a_reply_nested_8000_deep_encodes_on_a_small_stack() {
+        let handle = std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(|| {
+                let f = (0..8000).fold(Frame::Array(vec![]), |f, _| Frame::Array(vec![f]));
+                let out = encode_to_vec(&f, Version::Resp3);
+                // Taken apart level by level: dropping it whole recurses.
+                let mut f = f;
+                while let Frame::Array(mut items) = f {
+                    f = items.pop().unwrap_or(Frame::Null);
+                }
+                out
+            })
+            .unwrap();
+        let out = handle.join().unwrap();
+        let mut want = "*1\r\n".repeat(8000);
+        want.push_str("*0\r\n");
+        assert_eq!(out, want.into_bytes());
+    }
 
     #[test]
     fn a_command_is_an_array_of_bulk_strings_in_any_buffer() {

@@ -346,9 +346,13 @@ impl ServerBuilder {
 /// (`commands_sent_in_turn_on_two_connections_run_in_turn`); no cost was measurable in the
 /// pipelined benchmarks. Turning the slot off needs `--cfg tokio_unstable`
 /// (`.cargo/config.toml`).
+///
+/// Its threads (workers and blocking pool) get [`crate::script::THREAD_STACK`] of stack, so a
+/// script runs on the thread's own stack and never needs a new one (`script::on_script_stack`).
 pub(crate) fn runtime_builder(workers: usize) -> tokio::runtime::Builder {
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     runtime.worker_threads(workers);
+    runtime.thread_stack_size(crate::script::THREAD_STACK);
     #[cfg(tokio_unstable)]
     runtime.disable_lifo_slot();
     runtime

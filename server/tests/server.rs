@@ -22,11 +22,13 @@ mod server {
     mod keyspace_stats;
     mod lazyfree;
     mod lists;
+    mod lua_security;
     mod maxmemory;
     mod protocol;
     mod pubsub;
     mod redis_cli;
     mod replication;
+    mod script_hostile;
     mod script_memory;
     mod scripting;
     mod sets;

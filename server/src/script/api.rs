@@ -378,6 +378,29 @@ pub(super) fn parse_lua_number(s: &str) -> Option<f64> {
     s.parse::<f64>().ok()
 }
 
+/// Lua 5.1's `LUAI_MAXCSTACK`: the stack slots a C function may use (`lua_checkstack` fails
+/// past them). Redis's cjson and cmsgpack keep what they decode or encode there, so their
+/// nesting ends where these run out, with their errors; ours count the same slots.
+pub(super) const LUAI_MAXCSTACK: usize = 8000;
+
+/// The Lua values (tables, strings) a library function of ours holds at once at most while it
+/// nests. mlua keeps each in a slot of one auxiliary Lua stack of [`LUAI_MAXCSTACK`] slots
+/// shared by the whole interpreter, and panics past them; cjson and cmsgpack stop at this many
+/// with the error Redis gives where its Lua stack ends, leaving room for what callers hold.
+pub(super) const MAX_HELD_REFS: usize = 5000;
+
+/// Whether mlua holds `v` through a reference (a slot of its auxiliary stack).
+pub(super) fn holds_ref(v: &Value) -> bool {
+    !matches!(
+        v,
+        Value::Nil
+            | Value::Boolean(_)
+            | Value::Integer(_)
+            | Value::Number(_)
+            | Value::LightUserData(_)
+    )
+}
+
 /// Arguments as a vector (for index-based checks).
 pub(super) fn args_vec(args: MultiValue) -> Vec<Value> {
     args.into_iter().collect()

@@ -85,9 +85,14 @@ fn tohex(lua: &Lua, a: MultiValue) -> Result<MultiValue, String> {
         None | Some(Value::Nil) => 8,
         Some(_) => barg(&a, 2, "tohex")? as i32,
     };
+    // As Redis's fix for CVE-2024-31449: INT32_MIN counts as INT32_MIN + 1 (upper case, 8
+    // digits); negated as it is it stayed negative and gave "".
+    if n == i32::MIN {
+        n = i32::MIN + 1;
+    }
     let upper = n < 0;
     if upper {
-        n = n.wrapping_neg();
+        n = -n;
     }
     let n = n.clamp(0, 8) as usize;
     let digits: &[u8; 16] = if upper {

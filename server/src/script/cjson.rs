@@ -2,7 +2,9 @@
 //! format (`%.14g`) and escaping (`/` escaped, DEL as `\u007f`), and `decode` with its
 //! tokenizer's error messages.
 
-use super::api::{args_vec, bad_type, check_number, lib_fn, type_name};
+use super::api::{
+    args_vec, bad_type, check_number, lib_fn, type_name, LUAI_MAXCSTACK, MAX_HELD_REFS,
+};
 use super::format_g;
 use mlua::{LightUserData, Lua, MultiValue, Table, Value};
 
@@ -118,7 +120,18 @@ fn array_length(t: &Table, cfg: &Config) -> Result<Option<i64>, String> {
     Ok(Some(max))
 }
 
-fn append_value(out: &mut Vec<u8>, cfg: &Config, v: &Value, depth: i64) -> Result<(), String> {
+/// `json_append_data`. Redis's encoder checks `lua_checkstack` besides the configured depth,
+/// so a depth raised with `encode_max_depth` still ends at about 8 000 nested arrays or 4 000
+/// objects: `slots` counts what it holds on the Lua stack, `v` included. `refs` counts what
+/// this encoder holds through mlua ([`MAX_HELD_REFS`]: an array level holds its item, an
+/// object level its iterator, key and value), which stops deep objects sooner than Redis.
+fn append_value(
+    out: &mut Vec<u8>,
+    cfg: &Config,
+    v: &Value,
+    depth: i64,
+    (slots, refs): (usize, usize),
+) -> Result<(), String> {
     match v {
         Value::String(s) => append_string(out, &s.as_bytes()),
         Value::Integer(i) => append_number(out, cfg, v, *i as f64)?,
@@ -128,7 +141,11 @@ fn append_value(out: &mut Vec<u8>, cfg: &Config, v: &Value, depth: i64) -> Resul
         Value::LightUserData(p) if p.0.is_null() => out.extend_from_slice(b"null"),
         Value::Table(t) => {
             let depth = depth + 1;
-            if depth > cfg.encode_max_depth {
+            // json_check_encode_depth: lua_checkstack(l, 3).
+            if depth > cfg.encode_max_depth
+                || slots + 3 > LUAI_MAXCSTACK
+                || refs + 4 > MAX_HELD_REFS
+            {
                 return Err(format!("Cannot serialise, excessive nesting ({depth})"));
             }
             match array_length(t, cfg)? {
@@ -139,7 +156,7 @@ fn append_value(out: &mut Vec<u8>, cfg: &Config, v: &Value, depth: i64) -> Resul
                             out.push(b',');
                         }
                         let item = t.raw_get::<Value>(i).unwrap_or(Value::Nil);
-                        append_value(out, cfg, &item, depth)?;
+                        append_value(out, cfg, &item, depth, (slots + 1, refs + 1))?;
                     }
                     out.push(b']');
                 }
@@ -168,7 +185,7 @@ fn append_value(out: &mut Vec<u8>, cfg: &Config, v: &Value, depth: i64) -> Resul
                             }
                             _ => return Err(exception(&k, "table key must be a number or string")),
                         }
-                        append_value(out, cfg, &val, depth)?;
+                        append_value(out, cfg, &val, depth, (slots + 2, refs + 4))?;
                     }
                     out.push(b'}');
                 }
@@ -186,7 +203,7 @@ fn encode(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
     }
     let mut out = Vec::new();
     let cfg = config(lua);
-    append_value(&mut out, &cfg, a.first().unwrap_or(&Value::Nil), 0)?;
+    append_value(&mut out, &cfg, a.first().unwrap_or(&Value::Nil), 0, (1, 1))?;
     let mut mv = MultiValue::new();
     mv.push_back(Value::String(
         lua.create_string(&out).map_err(|e| e.to_string())?,
@@ -233,6 +250,10 @@ struct Parser<'a> {
     data: &'a [u8],
     pos: usize,
     depth: i64,
+    /// What Redis's decoder holds on the Lua stack: the argument, each open table, each key
+    /// whose value is being decoded. Its `lua_checkstack` ends a nesting raised with
+    /// `decode_max_depth` at about 8 000 arrays or 4 000 objects.
+    slots: usize,
     cfg: Config,
 }
 
@@ -475,9 +496,14 @@ impl Parser<'_> {
         )
     }
 
-    fn descend(&mut self) -> Result<(), String> {
+    /// `json_decode_descend(l, json, need)`.
+    fn descend(&mut self, need: usize) -> Result<(), String> {
         self.depth += 1;
-        if self.depth > self.cfg.decode_max_depth {
+        // Each open table is also held through mlua (see MAX_HELD_REFS).
+        if self.depth > self.cfg.decode_max_depth
+            || self.slots + need > LUAI_MAXCSTACK
+            || self.depth as usize > MAX_HELD_REFS
+        {
             return Err(format!(
                 "Found too many nested data structures ({}) at character {}",
                 self.depth, self.pos
@@ -494,13 +520,14 @@ impl Parser<'_> {
             Token::Bool(b) => Ok(Value::Boolean(b)),
             Token::Null => Ok(Value::LightUserData(LightUserData(std::ptr::null_mut()))),
             Token::ObjBegin => {
-                self.descend()?;
+                self.descend(3)?;
                 let t = lua.create_table().map_err(lerr)?;
                 let (mut tok, mut at) = self.next_token();
                 if matches!(tok, Token::ObjEnd) {
                     self.depth -= 1;
                     return Ok(Value::Table(t));
                 }
+                self.slots += 2;
                 loop {
                     let Token::Str(key) = tok else {
                         return Err(self.fail("object key string", &tok, at));
@@ -516,6 +543,7 @@ impl Parser<'_> {
                     let (next, nat) = self.next_token();
                     if matches!(next, Token::ObjEnd) {
                         self.depth -= 1;
+                        self.slots -= 2;
                         return Ok(Value::Table(t));
                     }
                     if !matches!(next, Token::Comma) {
@@ -525,13 +553,14 @@ impl Parser<'_> {
                 }
             }
             Token::ArrBegin => {
-                self.descend()?;
+                self.descend(2)?;
                 let t = lua.create_table().map_err(lerr)?;
                 let (mut tok, mut at) = self.next_token();
                 if matches!(tok, Token::ArrEnd) {
                     self.depth -= 1;
                     return Ok(Value::Table(t));
                 }
+                self.slots += 1;
                 for i in 1usize.. {
                     let v = self.value(lua, tok, at)?;
                     t.raw_set(i, v).map_err(lerr)?;
@@ -545,6 +574,7 @@ impl Parser<'_> {
                     (tok, at) = self.next_token();
                 }
                 self.depth -= 1;
+                self.slots -= 1;
                 Ok(Value::Table(t))
             }
             other => Err(self.fail("value", &other, at)),
@@ -570,6 +600,7 @@ fn decode(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
         data: &data,
         pos: 0,
         depth: 0,
+        slots: 1,
         cfg: config(lua),
     };
     let (tok, at) = p.next_token();

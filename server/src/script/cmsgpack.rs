@@ -1,7 +1,9 @@
 //! The `cmsgpack` library (lua-cmsgpack 0.4.0 as bundled by Redis): `pack`, `unpack`,
 //! `unpack_one`, `unpack_limit`.
 
-use super::api::{args_vec, check_bytes, check_number, lib_fn};
+use super::api::{
+    args_vec, check_bytes, check_number, holds_ref, lib_fn, LUAI_MAXCSTACK, MAX_HELD_REFS,
+};
 use mlua::{Lua, MultiValue, Table, Value};
 
 /// `LUACMSGPACK_MAX_NESTING`: deeper tables encode as nil.
@@ -147,11 +149,20 @@ fn pack(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
 enum DecodeError {
     Eof,
     BadFormat,
+    /// `luaL_checkstack` failed: "stack overflow (<what>)".
+    Stack(&'static str),
 }
 
 struct Cursor<'a> {
     data: &'a [u8],
     pos: usize,
+    /// The Lua stack slots Redis's decoder would hold at this point: it keeps every open
+    /// table (and an array's index) there, checking with `luaL_checkstack`, so nesting ends at
+    /// about 4 000 levels with its error; the same count bounds the recursion here.
+    slots: usize,
+    /// The values held through mlua (open tables, a map's key, the results so far), bounded
+    /// by [`MAX_HELD_REFS`] with the same error.
+    refs: usize,
 }
 
 impl Cursor<'_> {
@@ -176,6 +187,14 @@ impl Cursor<'_> {
     fn left(&self) -> usize {
         self.data.len().saturating_sub(self.pos)
     }
+
+    /// `luaL_checkstack(L, 1, what)` with the decoder's slots.
+    fn check_stack(&self, what: &'static str) -> Result<(), DecodeError> {
+        if self.slots + 1 > LUAI_MAXCSTACK || self.refs + 1 > MAX_HELD_REFS {
+            return Err(DecodeError::Stack(what));
+        }
+        Ok(())
+    }
 }
 
 fn lua_err(e: mlua::Error) -> DecodeError {
@@ -183,7 +202,12 @@ fn lua_err(e: mlua::Error) -> DecodeError {
     DecodeError::BadFormat
 }
 
+/// Decodes one value (`mp_decode_to_lua_type`); it counts as one slot once returned.
 fn decode(lua: &Lua, c: &mut Cursor<'_>) -> Result<Value, DecodeError> {
+    if c.left() == 0 {
+        return Err(DecodeError::Eof);
+    }
+    c.check_stack("too many return values at once; use unpack_one or unpack_limit instead.")?;
     let b = c.byte()?;
     let string = |lua: &Lua, c: &mut Cursor<'_>, n: usize| -> Result<Value, DecodeError> {
         let s = c.take(n)?;
@@ -244,27 +268,51 @@ fn array(lua: &Lua, c: &mut Cursor<'_>, n: usize) -> Result<Value, DecodeError> 
     let t = lua
         .create_table_with_capacity(n.min(c.left()), 0)
         .map_err(lua_err)?;
+    // The table, then the index pushed before each element.
+    c.slots += 1;
+    c.refs += 1;
+    c.check_stack("in function mp_decode_to_lua_array")?;
+    c.slots += 1;
     for i in 1..=n {
         let v = decode(lua, c)?;
         t.raw_set(i, v).map_err(lua_err)?;
     }
+    c.slots -= 2;
+    c.refs -= 1;
     Ok(Value::Table(t))
 }
 
 fn map(lua: &Lua, c: &mut Cursor<'_>, n: usize) -> Result<Value, DecodeError> {
     let t = lua.create_table().map_err(lua_err)?;
+    // The table, then each key while its value is decoded.
+    c.slots += 1;
+    c.refs += 1;
     for _ in 0..n {
         let k = decode(lua, c)?;
+        let key_ref = usize::from(holds_ref(&k));
+        c.slots += 1;
+        c.refs += key_ref;
         let v = decode(lua, c)?;
+        c.slots -= 1;
+        c.refs -= key_ref;
         if matches!(k, Value::Nil) {
             continue;
         }
         t.raw_set(k, v).map_err(lua_err)?;
     }
+    c.slots -= 1;
+    c.refs -= 1;
     Ok(Value::Table(t))
 }
 
-fn unpack_full(lua: &Lua, data: &[u8], limit: i64, offset: i64) -> Result<MultiValue, String> {
+/// `mp_unpack_full`; `args` is the number of arguments left on the Lua stack below the results.
+fn unpack_full(
+    lua: &Lua,
+    data: &[u8],
+    limit: i64,
+    offset: i64,
+    args: usize,
+) -> Result<MultiValue, String> {
     let decode_all = limit == 0 && offset == 0;
     if offset < 0 || limit < 0 {
         return Err(format!(
@@ -282,6 +330,8 @@ fn unpack_full(lua: &Lua, data: &[u8], limit: i64, offset: i64) -> Result<MultiV
     let mut c = Cursor {
         data,
         pos: offset as usize,
+        slots: args,
+        refs: 0,
     };
     let mut out = MultiValue::new();
     let mut count = 0;
@@ -290,7 +340,11 @@ fn unpack_full(lua: &Lua, data: &[u8], limit: i64, offset: i64) -> Result<MultiV
             Ok(v) => out.push_back(v),
             Err(DecodeError::Eof) => return Err("Missing bytes in input.".into()),
             Err(DecodeError::BadFormat) => return Err("Bad data format in input.".into()),
+            Err(DecodeError::Stack(what)) => return Err(format!("stack overflow ({what})")),
         }
+        // Each top-level value stays on the stack as a result.
+        c.slots += 1;
+        c.refs += out.back().map_or(0, |v| usize::from(holds_ref(v)));
         count += 1;
     }
     if !decode_all {
@@ -303,7 +357,7 @@ fn unpack_full(lua: &Lua, data: &[u8], limit: i64, offset: i64) -> Result<MultiV
 fn unpack(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
     let a = args_vec(args);
     let data = check_bytes(&a, 1, "unpack")?;
-    unpack_full(lua, &data, 0, 0)
+    unpack_full(lua, &data, 0, 0, a.len().max(1))
 }
 
 fn unpack_one(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
@@ -313,7 +367,7 @@ fn unpack_one(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
         None | Some(Value::Nil) => 0,
         Some(_) => check_number(&a, 2, "unpack_one")? as i64,
     };
-    unpack_full(lua, &data, 1, offset)
+    unpack_full(lua, &data, 1, offset, 1)
 }
 
 fn unpack_limit(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
@@ -324,7 +378,7 @@ fn unpack_limit(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
         None | Some(Value::Nil) => 0,
         Some(_) => check_number(&a, 3, "unpack_limit")? as i64,
     };
-    unpack_full(lua, &data, limit, offset)
+    unpack_full(lua, &data, limit, offset, 1)
 }
 
 /// The raw `cmsgpack` table (wrapped by `sandbox.lua`).

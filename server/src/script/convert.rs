@@ -15,8 +15,11 @@ use bytes::Bytes;
 use locksmith_resp::{format_double, format_human_double, Frame};
 use std::os::raw::c_int;
 
-/// Deepest nesting converted from a script's reply (Redis stops at the Lua C stack limit).
-const MAX_DEPTH: usize = 1000;
+/// Deepest nesting converted from a script's reply. Redis stops where the Lua stack does
+/// (`lua_checkstack`, about 8 000 levels: "reached lua stack limit"), and so does the
+/// conversion here (`Stack::reserve`), on the script's stack (`script::SCRIPT_STACK`); this is
+/// only a backstop past Lua's `LUAI_MAXCSTACK`.
+const MAX_DEPTH: usize = 10_000;
 
 /// C's `%.<prec>g`.
 pub(crate) fn format_g(x: f64, prec: usize) -> String {

@@ -31,6 +31,25 @@ use std::time::Duration;
 /// The chunk name of the engine's own Lua code; its frames are skipped when an error is
 /// located, so errors point at the user's line as Redis's C functions do.
 pub(crate) const INTERNAL_CHUNK: &str = "=[redis]";
+
+/// The stack a script, a library body or a compilation has at least: twice the 8 MB of
+/// Redis's main thread, which runs its Lua. What recurses in C (Lua's pattern matcher, bounded
+/// by lstrlib's `MAXMATCHDEPTH`, its parser and nested calls, bounded by `LUAI_MAXCCALLS`) and
+/// in Rust (cjson, cmsgpack, replies, bounded by Lua's stack slots) stays well inside it.
+pub(crate) const SCRIPT_STACK: usize = 16 << 20;
+
+/// The stack of the threads of a node's own runtime (`server::runtime_builder`): a script
+/// finds [`SCRIPT_STACK`] left on it and never switches stacks.
+pub(crate) const THREAD_STACK: usize = SCRIPT_STACK + (4 << 20);
+
+/// Runs `f` with at least [`SCRIPT_STACK`] of stack: on this thread's own when that much is
+/// left (one comparison), else on a new stack for the call (a thread of a user's runtime, a
+/// test thread, a blocking-pool thread of another runtime). A long script's instruction hook
+/// still hands the worker's tasks away (`block_in_place`) from there: it is the same thread.
+fn on_script_stack<R>(f: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(SCRIPT_STACK, SCRIPT_STACK + (1 << 20), f)
+}
+
 /// Instructions between two checks for `SCRIPT KILL` (Redis's `luaMaskCountHook` period).
 const HOOK_PERIOD: u32 = 100_000;
 /// Lua's `setpause` for the interpreter (see [`Engine::new`]).
@@ -336,6 +355,16 @@ pub(crate) struct Engine {
     hook: Box<stack::HookContext>,
 }
 
+impl Drop for Engine {
+    /// As Redis's fix for CVE-2024-46981: a full collection, from whatever state a script left
+    /// the collector in (`collectgarbage('stop')`, a cycle half done), before the interpreter
+    /// closes (`SCRIPT FLUSH`, `FUNCTION FLUSH`, a node stopping).
+    fn drop(&mut self) {
+        self.lua.gc_restart();
+        let _ = self.lua.gc_collect();
+    }
+}
+
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine")
@@ -468,18 +497,20 @@ impl Engine {
         let (flags, shebang_len) = parse_shebang(body)?;
         // The shebang line is skipped but its line feed kept, so line numbers stay right.
         let source = body.get(shebang_len..).unwrap_or_default();
-        let func = self
-            .lua
-            .load(source)
-            .set_name("@user_script")
-            .set_mode(ChunkMode::Text)
-            .into_function()
-            .map_err(|e| {
-                format!(
-                    "ERR Error compiling script (new function): {}",
-                    compile_error(e)
-                )
-            })?;
+        // The parser recurses (up to LUAI_MAXCCALLS levels of big frames). No mode: a binary
+        // chunk reaches the patched Lua, which parses it as text and gives Redis's error.
+        let func = on_script_stack(|| {
+            self.lua
+                .load(source)
+                .set_name("@user_script")
+                .into_function()
+        })
+        .map_err(|e| {
+            format!(
+                "ERR Error compiling script (new function): {}",
+                compile_error(e)
+            )
+        })?;
         let func = self
             .main
             .register(&self.lua, func)
@@ -502,14 +533,14 @@ impl Engine {
         let Some(env) = &self.functions else {
             return Err("the interpreter does not run functions".into());
         };
-        let chunk = self
-            .lua
-            .load(code)
-            .set_name("@user_function")
-            .set_mode(ChunkMode::Text)
-            .set_environment(env.env.clone())
-            .into_function()
-            .map_err(|e| format!("Error compiling function: {}", compile_error(e)))?;
+        let chunk = on_script_stack(|| {
+            self.lua
+                .load(code)
+                .set_name("@user_function")
+                .set_environment(env.env.clone())
+                .into_function()
+        })
+        .map_err(|e| format!("Error compiling function: {}", compile_error(e)))?;
         let chunk = self
             .lua
             .create_registry_value(chunk)
@@ -527,34 +558,35 @@ impl Engine {
         self.main.arm_hook();
         let memory = &self.hook.memory;
         let (globals, handler, lib, env_mt) = (self.globals, self.handler, env.lib, env.env_mt);
-        let outcome = self
-            .main
-            .with(|stack| -> Result<Result<(), String>, stack::StackError> {
-                let h = stack.top() + 1;
-                stack.push_registered(handler)?;
-                set_index(stack, env_mt, lib)?;
-                stack.push_registered(chunk_ref)?;
-                memory.arm();
-                let status = stack.call(0, h);
-                memory.disarm();
-                let result = match status {
-                    Ok(()) => Ok(()),
-                    Err(_) => {
-                        let top = stack.top();
-                        let msg = match stack.kind(top) {
-                            Kind::Table => convert::string_field(stack, top, b"err"),
-                            _ => stack.bytes(top).map(<[u8]>::to_vec),
-                        };
-                        let msg = msg.map_or_else(
-                            || "execution failure".into(),
-                            |m| String::from_utf8_lossy(&m).into_owned(),
-                        );
-                        Err(format!("Error registering functions: {msg}"))
-                    }
-                };
-                set_index(stack, env_mt, globals)?;
-                Ok(result)
-            });
+        let outcome = on_script_stack(|| {
+            self.main
+                .with(|stack| -> Result<Result<(), String>, stack::StackError> {
+                    let h = stack.top() + 1;
+                    stack.push_registered(handler)?;
+                    set_index(stack, env_mt, lib)?;
+                    stack.push_registered(chunk_ref)?;
+                    memory.arm();
+                    let status = stack.call(0, h);
+                    memory.disarm();
+                    let result = match status {
+                        Ok(()) => Ok(()),
+                        Err(_) => {
+                            let top = stack.top();
+                            let msg = match stack.kind(top) {
+                                Kind::Table => convert::string_field(stack, top, b"err"),
+                                _ => stack.bytes(top).map(<[u8]>::to_vec),
+                            };
+                            let msg = msg.map_or_else(
+                                || "execution failure".into(),
+                                |m| String::from_utf8_lossy(&m).into_owned(),
+                            );
+                            Err(format!("Error registering functions: {msg}"))
+                        }
+                    };
+                    set_index(stack, env_mt, globals)?;
+                    Ok(result)
+                })
+        });
         self.hook.load_deadline.store(0, Ordering::Relaxed);
         self.main.arm_hook();
         let registered = self
@@ -659,94 +691,102 @@ impl Engine {
                 "ERR Error running script {sha}, the interpreter is busy"
             ));
         };
-        let outcome = self
-            .main
-            .with(move |stack| -> Result<Frame, stack::StackError> {
-                // Stack from `base`: the real globals, the error handler, then the KEYS/ARGV
-                // strings `redis.call` recognises ([`convert::Known`]).
-                let base = stack.top();
-                let (g, h, first) = (base + 1, base + 2, base + 3);
-                stack.push_registered(globals)?;
-                stack.push_registered(handler)?;
-                let mut known = Vec::with_capacity(keys.len() + args.len());
-                convert::push_known(stack, keys, &mut known)?;
-                let anchored_keys = known.len();
-                convert::push_known(stack, args, &mut known)?;
-                let anchored_args = known.len() - anchored_keys;
-                let nargs = if as_function {
-                    // Functions get KEYS and ARGV as their two parameters.
-                    stack.push_registered(func)?;
-                    convert::push_bytes_array(stack, keys, first, anchored_keys)?;
-                    convert::push_bytes_array(
-                        stack,
-                        args,
-                        first + anchored_keys as i32,
-                        anchored_args,
-                    )?;
-                    2
-                } else {
-                    // The globals are read-only to scripts; the run opens them for KEYS and
-                    // ARGV only (as Redis's luaSetGlobalArray), and closes them again either way.
-                    stack.set_readonly(g, false)?;
-                    let set = (|| {
-                        stack.push_bytes(b"KEYS")?;
+        let outcome = on_script_stack(|| {
+            self.main
+                .with(move |stack| -> Result<Frame, stack::StackError> {
+                    // Stack from `base`: the real globals, the error handler, then the KEYS/ARGV
+                    // strings `redis.call` recognises ([`convert::Known`]).
+                    let base = stack.top();
+                    let (g, h, first) = (base + 1, base + 2, base + 3);
+                    stack.push_registered(globals)?;
+                    stack.push_registered(handler)?;
+                    let mut known = Vec::with_capacity(keys.len() + args.len());
+                    convert::push_known(stack, keys, &mut known)?;
+                    let anchored_keys = known.len();
+                    convert::push_known(stack, args, &mut known)?;
+                    let anchored_args = known.len() - anchored_keys;
+                    let nargs = if as_function {
+                        // Functions get KEYS and ARGV as their two parameters.
+                        stack.push_registered(func)?;
                         convert::push_bytes_array(stack, keys, first, anchored_keys)?;
-                        stack.raw_set(g)?;
-                        stack.push_bytes(b"ARGV")?;
                         convert::push_bytes_array(
                             stack,
                             args,
                             first + anchored_keys as i32,
                             anchored_args,
                         )?;
-                        stack.raw_set(g)
-                    })();
-                    stack.set_readonly(g, true)?;
-                    set?;
-                    stack.push_registered(func)?;
-                    0
-                };
-                let mut frame = RunFrame {
-                    dispatcher,
-                    known: &known,
-                    short: &mut short,
-                };
-                let ptr: *mut RunFrame<'_, '_> = &mut frame;
-                shared.dispatch.0.store(ptr.cast(), Ordering::Release);
-                let status = {
-                    let _clear = ClearSlot(&shared.dispatch);
-                    memory.arm();
-                    let status = stack.call(nargs, h);
-                    exhausted_cell.set(memory.disarm());
-                    status
-                };
-                let exhausted = exhausted_cell.get();
-                let resp3 = shared.resp.load(Ordering::Relaxed) == 3;
-                shared
-                    .error_counted
-                    .store(counted_error(stack), Ordering::Relaxed);
-                let killed = kill.load(Ordering::Acquire);
-                Ok(match status {
-                    _ if killed => killed_reply(stack, shared, sha, KILLED_ERROR),
-                    _ if exhausted.0 => killed_reply(stack, shared, sha, MEMORY_ERROR),
-                    Ok(()) => convert::reply_at(stack, -1, resp3),
-                    Err(_) if stack.kind(-1) == Kind::Table => {
-                        let top = stack.top();
-                        let msg = convert::string_field(stack, top, b"err").unwrap_or_default();
-                        let source = convert::string_field(stack, top, b"source");
-                        let line = convert::string_field(stack, top, b"line");
-                        error_reply(&msg, sha, source, line)
-                    }
-                    Err(_) => {
-                        let msg = match stack.bytes(-1) {
-                            Some(s) => String::from_utf8_lossy(s).into_owned(),
-                            None => "execution failure".into(),
-                        };
-                        let msg: String = msg.chars().take(100).collect();
-                        convert::error_frame(&format!("ERR Error running script {sha}, {msg}"))
-                    }
+                        2
+                    } else {
+                        // The globals are read-only to scripts; the run opens them for KEYS and
+                        // ARGV only (as Redis's luaSetGlobalArray), and closes them again either way.
+                        stack.set_readonly(g, false)?;
+                        let set = (|| {
+                            stack.push_bytes(b"KEYS")?;
+                            convert::push_bytes_array(stack, keys, first, anchored_keys)?;
+                            stack.raw_set(g)?;
+                            stack.push_bytes(b"ARGV")?;
+                            convert::push_bytes_array(
+                                stack,
+                                args,
+                                first + anchored_keys as i32,
+                                anchored_args,
+                            )?;
+                            stack.raw_set(g)
+                        })();
+                        stack.set_readonly(g, true)?;
+                        set?;
+                        stack.push_registered(func)?;
+                        0
+                    };
+                    let mut frame = RunFrame {
+                        dispatcher,
+                        known: &known,
+                        short: &mut short,
+                    };
+                    let ptr: *mut RunFrame<'_, '_> = &mut frame;
+                    shared.dispatch.0.store(ptr.cast(), Ordering::Release);
+                    let status = {
+                        let _clear = ClearSlot(&shared.dispatch);
+                        memory.arm();
+                        let status = stack.call(nargs, h);
+                        exhausted_cell.set(memory.disarm());
+                        status
+                    };
+                    let exhausted = exhausted_cell.get();
+                    let resp3 = shared.resp.load(Ordering::Relaxed) == 3;
+                    shared
+                        .error_counted
+                        .store(counted_error(stack), Ordering::Relaxed);
+                    let killed = kill.load(Ordering::Acquire);
+                    Ok(match status {
+                        _ if killed => killed_reply(stack, shared, sha, KILLED_ERROR),
+                        _ if exhausted.0 => killed_reply(stack, shared, sha, MEMORY_ERROR),
+                        Ok(()) => {
+                            // Converted with the result right above the globals, as Redis's is
+                            // above its error handler alone: the handler and the KEYS/ARGV strings
+                            // are no longer needed, and the Lua stack left for a nested reply is
+                            // Redis's ("reached lua stack limit" at the same depth).
+                            stack.move_top_to(h);
+                            convert::reply_at(stack, -1, resp3)
+                        }
+                        Err(_) if stack.kind(-1) == Kind::Table => {
+                            let top = stack.top();
+                            let msg = convert::string_field(stack, top, b"err").unwrap_or_default();
+                            let source = convert::string_field(stack, top, b"source");
+                            let line = convert::string_field(stack, top, b"line");
+                            error_reply(&msg, sha, source, line)
+                        }
+                        Err(_) => {
+                            let msg = match stack.bytes(-1) {
+                                Some(s) => String::from_utf8_lossy(s).into_owned(),
+                                None => "execution failure".into(),
+                            };
+                            let msg: String = msg.chars().take(100).collect();
+                            convert::error_frame(&format!("ERR Error running script {sha}, {msg}"))
+                        }
+                    })
                 })
-            });
+        });
         let runs = self.runs_since_step.get() + 1;
         if runs >= GC_STEP_PERIOD {
             // Only once garbage is past half the live heap: a step started from the collector's

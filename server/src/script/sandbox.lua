@@ -3,9 +3,8 @@
 local raw, G = ...
 local type, tostring, tonumber, select, error = type, tostring, tonumber, select, error
 local next, ipairs, setmetatable = next, ipairs, setmetatable
-local loadstring = loadstring
 local floor, ceil = math.floor, math.ceil
-local sub, find, gsub, byte, concat = string.sub, string.find, string.gsub, string.byte, table.concat
+local sub, find, gsub, concat = string.sub, string.find, string.gsub, table.concat
 
 -- Globals Redis 7.0 does not expose to scripts.
 for _, name in ipairs({'print', 'dofile', 'loadfile', 'require', 'module', 'setfenv',
@@ -156,20 +155,9 @@ math.randomseed = cwrap(function(...)
   raw.srand(checkint(select('#', ...), (...), 1, 'randomseed'))
 end)
 
--- Redis's Lua refuses binary chunks by parsing them as text.
-G.loadstring = function(s, name)
-  if type(s) == 'string' and byte(s, 1) == 27 then
-    -- luaO_chunkid on a C string: it ends at the first NUL, stops at a newline, at most 45 bytes.
-    local id = name or s
-    local nul = find(id, '\0', 1, true)
-    if nul then id = sub(id, 1, nul - 1) end
-    local len = (find(id, '[\r\n]') or (#id + 1)) - 1
-    if len > 45 then len = 45 end
-    if len < #id then id = sub(id, 1, len) .. '...' end
-    return nil, '[string "' .. id .. '"]:1: unexpected symbol near \'char(27)\''
-  end
-  return loadstring(s, name)
-end
+-- Binary chunks: the patched Lua parses every chunk as text (ldo.c's f_parser, as Redis's), so
+-- load, loadstring and the server's own loads refuse them with "unexpected symbol near
+-- 'char(27)'".
 
 G.cjson = raw.cjson
 G.cjson.null = raw.null

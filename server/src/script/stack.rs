@@ -224,6 +224,20 @@ impl Stack<'_> {
         unsafe { ffi::lua_settop(self.state, -n - 1) }
     }
 
+    /// Moves the value on top to `idx` (absolute) and drops the values above it: a result
+    /// keeps only what is below `idx` under it. Nothing happens unless `idx` is below the top.
+    pub(super) fn move_top_to(&mut self, idx: c_int) {
+        if idx < 1 || idx >= self.top() {
+            return;
+        }
+        // SAFETY: `idx` is a valid slot below the top; lua_replace pops the top into it and
+        // the new top, `idx`, is within the frame.
+        unsafe {
+            ffi::lua_replace(self.state, idx);
+            ffi::lua_settop(self.state, idx);
+        }
+    }
+
     /// Makes room for `n` more values.
     pub(super) fn reserve(&mut self, n: c_int) -> Result<(), StackError> {
         // SAFETY: lua_checkstack returns 0 instead of raising when the stack cannot grow.

@@ -1,7 +1,7 @@
 //! The `struct` library (Roberto Ierusalimschy's struct.c as bundled by Redis): `pack`,
 //! `unpack` and `size` of binary records.
 
-use super::api::{args_vec, bad_type, check_bytes, check_number, lib_fn};
+use super::api::{args_vec, bad_type, check_bytes, check_number, lib_fn, parse_lua_number};
 use mlua::{Lua, MultiValue, Table, Value};
 
 /// `MAXINTSIZE`.
@@ -281,12 +281,21 @@ fn unpack(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
             b'c' => {
                 if size == 0 {
                     let prev = match out.last() {
-                        Some(Value::Number(n)) => *n,
-                        Some(Value::Integer(n)) => *n as f64,
-                        _ => return Err("format 'c0' needs a previous size".into()),
+                        Some(Value::Number(n)) => Some(*n),
+                        Some(Value::Integer(n)) => Some(*n as f64),
+                        // lua_isnumber: a string read before counts if it reads as a number.
+                        Some(Value::String(s)) => {
+                            std::str::from_utf8(&s.as_bytes()).ok().and_then(|t| {
+                                parse_lua_number(t.trim_matches(|c: char| c.is_ascii_whitespace()))
+                            })
+                        }
+                        _ => None,
+                    };
+                    let Some(prev) = prev else {
+                        return Err("format 'c0' needs a previous size".into());
                     };
                     out.pop();
-                    size = prev.max(0.0) as usize;
+                    size = c_size_t(prev);
                     if size > ld || pos > ld - size {
                         return Err(too_short());
                     }
@@ -311,6 +320,27 @@ fn unpack(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
     }
     out.push(Value::Number((pos + 1) as f64));
     Ok(out.into_iter().collect())
+}
+
+/// `(size_t)x` as Redis's x86-64 build computes it (`size = lua_tonumber(L, -1)`): a negative
+/// count or NaN is a huge size (the data is then too short), +inf and values past 2^64 wrap
+/// to 0, what fits is truncated.
+fn c_size_t(x: f64) -> usize {
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    // cvttsd2si: NaN and what does not fit in an i64 give i64::MIN.
+    let cvt = |x: f64| -> i64 {
+        if x.is_nan() || !(-TWO_63..TWO_63).contains(&x) {
+            i64::MIN
+        } else {
+            x as i64
+        }
+    };
+    let n = if x >= TWO_63 {
+        (cvt(x - TWO_63) as u64) ^ (1 << 63)
+    } else {
+        cvt(x) as u64
+    };
+    usize::try_from(n).unwrap_or(usize::MAX)
 }
 
 fn size(_: &Lua, args: MultiValue) -> Result<MultiValue, String> {
