@@ -631,3 +631,39 @@ async fn consumer_group_reads_reach_the_stream_as_redis_sends_them() {
         assert_eq!(ours, theirs);
     }
 }
+
+/// `WAIT` takes `numreplicas` as Redis's blocked client keeps it, a C `int`: a count whose low
+/// 32 bits are negative or zero (9223372036854775807, 2147483648, 4294967296) answers at once
+/// with the replicas that acknowledged, where it blocked for ever, and 4294967297 waits for
+/// one replica; compared with redis-server without replicas.
+#[tokio::test]
+async fn wait_takes_numreplicas_as_redis_s_int() {
+    let mut pair = support::Pair::start().await;
+    for n in ["9223372036854775807", "2147483648", "4294967296", "-1", "0"] {
+        let reply = tokio::time::timeout(Duration::from_secs(10), pair.same(&["WAIT", n, "0"]))
+            .await
+            .unwrap_or_else(|_| panic!("WAIT {n} 0 blocked"));
+        assert_eq!(reply, "int(0)", "WAIT {n} 0");
+    }
+    let master = support::start().await;
+    let replica = support::start().await;
+    let mut m = support::patient_conn(&master.url()).await;
+    let mut r = support::conn(&replica.url()).await;
+    let port = master.addr().port().to_string();
+    run(&mut r, &["REPLICAOF", "127.0.0.1", &port]).await;
+    synced(&mut r, 0).await;
+    run(&mut m, &["SET", "k", "v"]).await;
+    for n in ["4294967297", "1", "9223372036854775807"] {
+        let reply = tokio::time::timeout(Duration::from_secs(10), run(&mut m, &["WAIT", n, "0"]))
+            .await
+            .unwrap_or_else(|_| panic!("WAIT {n} 0 blocked"));
+        // (The last counts the replicas that acknowledged so far, at once: the GETACK the
+        // others sent may not be acknowledged yet.)
+        let acked = if n.len() > 10 {
+            ["int(0)", "int(1)"].contains(&reply.as_str())
+        } else {
+            reply == "int(1)"
+        };
+        assert!(acked, "WAIT {n} 0: {reply}");
+    }
+}
