@@ -29,6 +29,7 @@ mod server {
     mod replication;
     mod script_memory;
     mod scripting;
+    mod security;
     mod sets;
     mod smoke;
     mod streams;
