@@ -475,6 +475,16 @@ impl Io {
         if normal && hard > 0 && pending > hard {
             return Err(over_output_limit(&session.client.handle));
         }
+        // CVE-2025-21605: a client that has not authenticated where a password is required
+        // may not pile up replies it does not read. Redis closes it past 1024 bytes of its
+        // reply list (`REPLY_BUFFER_SIZE_UNAUTHENTICATED_CLIENT`), which starts after the
+        // 16 KB buffer every client has (`PROTO_REPLY_CHUNK_BYTES`).
+        if !session.client.authenticated
+            && node.requires_auth()
+            && pending > UNAUTHENTICATED_OUTPUT_LIMIT
+        {
+            return Err(over_output_limit(&session.client.handle));
+        }
         node.live.net_output.fetch_add(pending, Ordering::Relaxed);
         node.live.writes.fetch_add(1, Ordering::Relaxed);
         Ok((normal && soft > 0 && pending > soft)
@@ -647,6 +657,10 @@ fn is_script_call(name: &[u8]) -> bool {
 }
 
 /// Logs and returns the error that closes a client past its output-buffer limit.
+/// The most output a client that has not authenticated may have waiting: Redis's 16 KB
+/// reply buffer and 1024 bytes of reply list.
+const UNAUTHENTICATED_OUTPUT_LIMIT: u64 = 16 * 1024 + 1024;
+
 fn over_output_limit(handle: &ClientHandle) -> std::io::Error {
     tracing::warn!(
         client = handle.id,

@@ -4,7 +4,7 @@
 use bytes::BufMut;
 use std::io;
 use tokio::io::Interest;
-use tokio::net::{TcpStream, UnixStream};
+use tokio::net::{TcpStream, UnixListener, UnixStream};
 
 /// An accepted socket.
 #[derive(Debug)]
@@ -66,7 +66,7 @@ impl NetStream {
 /// it is dropped (the node stopped), as Redis removes it at shutdown.
 #[derive(Debug)]
 pub(crate) struct UnixSocketListener {
-    listener: tokio::net::UnixListener,
+    listener: UnixListener,
     /// The path as configured (what `CLIENT LIST` shows).
     path: std::sync::Arc<str>,
     /// Where the socket's file is (a relative path is taken in `dir`, as Redis takes it after
@@ -77,24 +77,23 @@ pub(crate) struct UnixSocketListener {
 impl UnixSocketListener {
     /// Listens at `path` (relative to `dir` when not absolute and `dir` is set), replacing any
     /// file there (Redis unlinks it first), with the socket's file given `mode` when not 0
-    /// (`unixsocketperm`).
+    /// (`unixsocketperm`) before anyone can connect, and a queue of `backlog` connections
+    /// (`tcp-backlog`, as Redis's `anetUnixServer` takes it).
     ///
     /// # Errors
     ///
     /// When the socket cannot be bound there, with Redis's words.
-    pub(crate) fn bind(path: &str, dir: &str, mode: u32) -> io::Result<Self> {
-        use std::os::unix::fs::PermissionsExt;
-        let failed = |step: &str, e: io::Error| {
-            io::Error::new(e.kind(), format!("Failed opening Unix socket: {step}: {e}"))
-        };
+    pub(crate) fn bind(path: &str, dir: &str, mode: u32, backlog: u32) -> io::Result<Self> {
         let file = crate::cmd::acl::resolve_path(dir, path);
         // As Redis: whatever file is there goes (a directory stays, and bind then fails).
         let _ = std::fs::remove_file(&file);
-        let listener = tokio::net::UnixListener::bind(&file).map_err(|e| failed("bind", e))?;
-        if mode != 0 {
-            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode))
-                .map_err(|e| failed("chmod", e))?;
-        }
+        let listener = if mode == 0 {
+            let socket = tokio::net::UnixSocket::new_stream().map_err(|e| failed("socket", e))?;
+            socket.bind(&file).map_err(|e| failed("bind", e))?;
+            socket.listen(backlog).map_err(|e| failed("listen", e))?
+        } else {
+            bind_with_mode(&file, mode, backlog)?
+        };
         Ok(Self {
             listener,
             path: path.into(),
@@ -117,4 +116,62 @@ impl Drop for UnixSocketListener {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.file);
     }
+}
+
+/// `Failed opening Unix socket: <step>: <error>`, Redis's words.
+fn failed(step: &str, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("Failed opening Unix socket: {step}: {e}"))
+}
+
+/// The room in `sockaddr_un.sun_path` for a path and its closing NUL on Linux.
+const SUN_PATH_LEN: usize = 108;
+
+/// Tells apart the private directories of sockets bound at once in one process.
+static PRIVATE_DIRS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Binds a listening socket at `file` whose file has `mode` from the moment the path exists
+/// (CVE-2023-45145: binding, listening and then setting the mode let any local user connect
+/// in between, whatever `unixsocketperm` said). The socket is bound in a new directory next to
+/// `file` that only this user may enter, given its mode there, and renamed into place: the
+/// path never shows a looser mode. The umask is left alone (it is the process's, and other
+/// threads make files). When the private directory's path would not fit a socket address,
+/// the socket is bound at `file` itself and given its mode before it listens: the file then
+/// has the umask's mode for a moment, but refuses every connection until its mode is final.
+fn bind_with_mode(file: &std::path::Path, mode: u32, backlog: u32) -> io::Result<UnixListener> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let chmod = |at: &std::path::Path| {
+        std::fs::set_permissions(at, std::fs::Permissions::from_mode(mode))
+            .map_err(|e| failed("chmod", e))
+    };
+    let socket = tokio::net::UnixSocket::new_stream().map_err(|e| failed("socket", e))?;
+    let parent = match file.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => std::path::Path::new("."),
+    };
+    let seq = PRIVATE_DIRS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let private = parent.join(format!(".locksmith-{}-{seq}", std::process::id()));
+    let inner = private.join("s");
+    if inner.as_os_str().len() >= SUN_PATH_LEN {
+        socket.bind(file).map_err(|e| failed("bind", e))?;
+        chmod(file)?;
+        return socket.listen(backlog).map_err(|e| failed("listen", e));
+    }
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&private)
+        .map_err(|e| failed("bind", e))?;
+    let listener = socket
+        .bind(&inner)
+        .map_err(|e| failed("bind", e))
+        .and_then(|()| chmod(&inner))
+        .and_then(|()| socket.listen(backlog).map_err(|e| failed("listen", e)))
+        .and_then(|listener| {
+            std::fs::rename(&inner, file).map_err(|e| failed("bind", e))?;
+            Ok(listener)
+        });
+    if listener.is_err() {
+        let _ = std::fs::remove_file(&inner);
+    }
+    let _ = std::fs::remove_dir(&private);
+    listener
 }

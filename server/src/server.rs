@@ -250,6 +250,7 @@ impl ServerBuilder {
                 &unix_path,
                 &runtime.dir(),
                 runtime.unixsocketperm(),
+                runtime.tcp_backlog(),
             )?)
         };
         // CONFIG GET port and INFO report the port actually bound.

@@ -31,6 +31,7 @@ mod server {
     mod script_hostile;
     mod script_memory;
     mod scripting;
+    mod security;
     mod sets;
     mod smoke;
     mod streams;

@@ -244,6 +244,10 @@ impl Selector {
         let mut perms = 0;
         let mut offset = 1;
         if first == b'%' {
+            // As Redis 7.0.15 (with the CVE-2024-31227 fix) reads it: R and W at most once
+            // each, then `~` and the pattern; the pattern may be empty and its `~` left out
+            // (`%R` is `%R~`), but a rule with no permission (`%~x`) or another letter is a
+            // syntax error.
             loop {
                 match op.get(offset).map(u8::to_ascii_uppercase) {
                     Some(b'R') if perms & READ == 0 => perms |= READ,
@@ -252,10 +256,13 @@ impl Selector {
                         offset += 1;
                         break;
                     }
-                    // A `%` rule without `~` (or with a repeated letter) is a syntax error.
+                    None => break,
                     _ => return Err(SetError::Syntax),
                 }
                 offset += 1;
+            }
+            if perms == 0 {
+                return Err(SetError::Syntax);
             }
         } else {
             perms = READ | WRITE;

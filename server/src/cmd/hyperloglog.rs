@@ -196,8 +196,9 @@ fn to_dense(s: &[u8]) -> Option<Vec<u8>> {
             p += 2;
         } else {
             let (run, v) = (val_len(b), val_value(b));
+            // Past the last register: corrupt (CVE-2025-32023), not the end of the scan.
             if run + idx > REGISTERS {
-                break;
+                return None;
             }
             for _ in 0..run {
                 dense_set(&mut d[HDR..], idx, v);
@@ -373,8 +374,9 @@ fn merge(max: &mut [u8], s: &[u8]) -> Result<(), ()> {
             p += 2;
         } else {
             let (run, v) = (val_len(b), val_value(b));
+            // Past the last register: corrupt (CVE-2025-32023), not the end of the scan.
             if run + i > REGISTERS {
-                break;
+                return Err(());
             }
             for m in &mut max[i..i + run] {
                 *m = (*m).max(v);
@@ -771,5 +773,25 @@ mod tests {
         assert_eq!(histogram(&s), histogram(&d));
         let n = estimate(&histogram(&d).unwrap());
         assert!((1900..2100).contains(&n), "{n}");
+    }
+
+    #[test]
+    fn opcodes_past_the_last_register_make_a_sparse_hll_corrupt() {
+        // VAL opcodes of 4 registers at 32: 4096 of them cover every register exactly.
+        let sparse = |vals: usize| {
+            let mut s = new_hll();
+            s.truncate(HDR);
+            s.extend(std::iter::repeat_n(0xffu8, vals));
+            s
+        };
+        let exact = sparse(4096);
+        assert!(to_dense(&exact).is_some());
+        assert!(merge(&mut vec![0; REGISTERS], &exact).is_ok());
+        assert!(histogram(&exact).is_some());
+        // CVE-2025-32023: 20 000 of them run past the last register.
+        let past = sparse(20_000);
+        assert!(to_dense(&past).is_none());
+        assert!(merge(&mut vec![0; REGISTERS], &past).is_err());
+        assert!(histogram(&past).is_none());
     }
 }

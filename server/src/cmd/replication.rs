@@ -246,9 +246,14 @@ async fn wait_blocking(node: &Node, argv: &[Bytes]) -> Frame {
         (target, acks, state.repl.ack_changes())
     };
     let deadline = (timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout));
+    // Redis checks `numreplicas` as given before it blocks, and as the C `int` its blocked
+    // client keeps (`bstate.numreplicas`, the low 32 bits) on every later check, which runs
+    // before its next poll: `WAIT 9223372036854775807 0` (-1 as an int) answers at once, and
+    // `WAIT 4294967297 0` waits for one replica.
+    let truncated = i64::from(n as i32);
     loop {
         let count = acked_count(&acks, target);
-        if count >= n {
+        if count >= n || count >= truncated {
             return Frame::Integer(count);
         }
         let sleep = async {

@@ -137,7 +137,8 @@ pub(crate) fn read(
     let mut contents = Contents::default();
     let mut db = 0usize;
     let mut current: Vec<Key> = Vec::new();
-    let mut expire_at: Option<u64> = None;
+    // Signed, as Redis reads it (`rdbLoadMillisecondTime`, `rdbLoadTime`).
+    let mut expire_at: Option<i64> = None;
     let malformed = |_: Malformed| bad("truncated or malformed item");
     loop {
         let op = r.byte().map_err(malformed)?;
@@ -151,9 +152,10 @@ pub(crate) fn read(
                 r.len().map_err(malformed)?;
                 r.len().map_err(malformed)?;
             }
-            OPCODE_EXPIRETIME_MS => expire_at = Some(r.uint_le(8).map_err(malformed)?),
+            OPCODE_EXPIRETIME_MS => expire_at = Some(r.uint_le(8).map_err(malformed)? as i64),
             OPCODE_EXPIRETIME => {
-                expire_at = Some(r.uint_le(4).map_err(malformed)?.saturating_mul(1000))
+                let seconds = r.uint_le(4).map_err(malformed)? as u32 as i32;
+                expire_at = Some(i64::from(seconds) * 1000)
             }
             OPCODE_IDLE => {
                 r.len().map_err(malformed)?;
@@ -184,8 +186,16 @@ pub(crate) fn read(
             kind => {
                 let name = Bytes::from(r.string().map_err(malformed)?);
                 let value = value::read_value(&mut r, kind, hash_limits).map_err(malformed)?;
-                let deadline = expire_at.take();
-                if value.is_empty_aggregate() || deadline.is_some_and(|at| at <= now_ms) {
+                // As Redis's rdbLoad: -1 is no deadline, and a key whose deadline passed is
+                // not loaded, a negative one (i64::MIN) included.
+                let deadline = match expire_at.take() {
+                    None | Some(-1) => None,
+                    Some(at) => match u64::try_from(at) {
+                        Ok(at) if at > now_ms => Some(at),
+                        _ => continue,
+                    },
+                };
+                if value.is_empty_aggregate() {
                     continue;
                 }
                 current.push(Key {
@@ -243,5 +253,28 @@ mod tests {
         assert!(read(&corrupt, 1_000, 16, ListpackLimits::DEFAULT).is_err());
         assert!(read(b"REDIS0011", 0, 16, ListpackLimits::DEFAULT).is_err());
         assert!(read(&file, 1_000, 2, ListpackLimits::DEFAULT).is_err());
+    }
+
+    #[test]
+    fn a_deadline_is_read_signed_and_a_negative_one_drops_the_key() {
+        let a = Bytes::from_static(b"a");
+        let va = Value::String(Bytes::from_static(b"1").into());
+        // Redis's rdbLoad: i64::MIN and any other negative deadline have passed, -1 is none.
+        for (at, loaded) in [
+            (i64::MIN, None),
+            (-2, None),
+            (999, None),
+            (-1, Some(None)),
+            (i64::MAX, Some(Some(i64::MAX as u64))),
+        ] {
+            let file = write(&[(0, vec![(&a, &va, Some(at as u64))])], &[], 1_000);
+            let back = read(&file, 1_000, 16, ListpackLimits::DEFAULT).unwrap();
+            let got = back
+                .dbs
+                .first()
+                .and_then(|(_, keys)| keys.first())
+                .map(|k| k.expire_at);
+            assert_eq!(got, loaded, "deadline {at}");
+        }
     }
 }

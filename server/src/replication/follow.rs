@@ -4,7 +4,10 @@
 //! `REPLCONF capa eof capa psync2`, `PSYNC`), loads the RDB payload of a full
 //! synchronisation (length-prefixed or the diskless `$EOF:<mark>` form) or continues from its
 //! offset, then applies the master's stream as the master's client, answers
-//! `REPLCONF GETACK` and acknowledges its offset every second. A lost link is retried every
+//! `REPLCONF GETACK` and acknowledges its offset every second. The payload is spooled to a
+//! temporary file as it arrives (as Redis's replica writes `temp-<pid>.<time>.rdb`), so a
+//! huge or endless payload takes disk, not memory, and never stalls other clients; it is
+//! read back once complete. A lost link is retried every
 //! second, continuing from the offset where the master's backlog allows; `repl-timeout`
 //! seconds without data drop it.
 
@@ -22,8 +25,12 @@ use tokio::net::TcpStream;
 /// Longest status line the handshake reads.
 const MAX_LINE: usize = 64 * 1024;
 /// Most bytes of a full synchronisation's payload accepted (Redis's `proto-max-bulk-len`
-/// does not bound it; this bounds the memory a bad master can make a replica take).
+/// does not bound it; this bounds the disk a bad master can make a replica fill).
 const MAX_PAYLOAD: u64 = 1 << 36;
+/// Bytes read from the master at a time while its payload is spooled.
+const SPOOL_CHUNK: usize = 64 * 1024;
+/// Tells apart the spool files of replicas in one process.
+static SPOOLS: AtomicU64 = AtomicU64::new(0);
 
 /// The link to a master over the network, kept in the replica's [`super::ReplState`].
 #[derive(Debug)]
@@ -53,6 +60,10 @@ struct Shared {
     last_io_ms: AtomicU64,
     /// Node-clock ms when the link went down (or the node became a replica).
     down_since_ms: AtomicU64,
+    /// The payload's declared size, -1 for the `$EOF:` form (`master_sync_total_bytes`).
+    sync_total: std::sync::atomic::AtomicI64,
+    /// Bytes of the payload received so far (`master_sync_read_bytes`).
+    sync_read: AtomicU64,
 }
 
 /// The link's state for `INFO`.
@@ -68,6 +79,8 @@ pub(crate) struct LinkStatus {
     pub(crate) syncing: bool,
     /// Seconds the link has been down.
     pub(crate) down_since_seconds: u64,
+    /// The payload's declared size (-1 when it ends with a mark) and the bytes received.
+    pub(crate) transfer: (i64, u64),
 }
 
 impl Upstream {
@@ -81,6 +94,10 @@ impl Upstream {
             last_io_seconds_ago: i64::try_from(secs(&s.last_io_ms)).unwrap_or(i64::MAX),
             syncing: s.syncing.load(Ordering::Acquire),
             down_since_seconds: secs(&s.down_since_ms),
+            transfer: (
+                s.sync_total.load(Ordering::Acquire),
+                s.sync_read.load(Ordering::Acquire),
+            ),
         }
     }
 
@@ -175,6 +192,8 @@ struct MasterConn {
     stream: TcpStream,
     buf: BytesMut,
     timeout: Duration,
+    /// The node, for the clock that marks the payload's progress.
+    node: Weak<Node>,
 }
 
 impl MasterConn {
@@ -225,45 +244,154 @@ impl MasterConn {
         }
     }
 
-    /// A full synchronisation's payload: `$<len>\r\n` and that many bytes, or
-    /// `$EOF:<40-byte mark>\r\n`, the data, then the mark.
-    async fn payload(&mut self) -> Result<BytesMut, String> {
+    /// Receives a full synchronisation's payload into a spool file in `dir`: `$<len>\r\n`
+    /// and that many bytes, or `$EOF:<40-byte mark>\r\n`, the data, then the mark. Only a
+    /// chunk at a time is held; a payload that does not start as an RDB file does (`REDIS`)
+    /// ends the link at once, and one past [`MAX_PAYLOAD`] when it gets there.
+    async fn payload(&mut self, dir: &str, shared: &Shared) -> Result<Spool, String> {
         let header = self.line().await?;
         let bad = || format!("Bad protocol from MASTER, the first byte is not '$': {header}");
         let spec = header.strip_prefix('$').ok_or_else(bad)?;
-        if let Some(mark) = spec.strip_prefix("EOF:") {
-            let mark = mark.as_bytes().to_vec();
-            if mark.len() != 40 {
-                return Err(bad());
-            }
-            loop {
-                if self.buf.len() >= mark.len() && self.buf.ends_with(&mark) {
-                    let mut data = std::mem::take(&mut self.buf);
-                    data.truncate(data.len() - mark.len());
-                    return Ok(data);
-                }
-                if self.buf.len() as u64 > MAX_PAYLOAD {
-                    return Err("the MASTER's payload is too large".into());
-                }
-                self.fill().await?;
-            }
+        let (mark, len) = match spec.strip_prefix("EOF:") {
+            Some(mark) if mark.len() == 40 => (Some(mark.as_bytes().to_vec()), None),
+            Some(_) => return Err(bad()),
+            None => (None, Some(spec.parse::<u64>().map_err(|_| bad())?)),
+        };
+        if len.is_some_and(|len| len > MAX_PAYLOAD) {
+            return Err("the MASTER's payload is too large".into());
         }
-        let len: u64 = spec.parse().map_err(|_| bad())?;
-        let len = usize::try_from(len)
-            .ok()
-            .filter(|_| len <= MAX_PAYLOAD)
-            .ok_or("the MASTER's payload is too large")?;
-        while self.buf.len() < len {
+        shared.sync_total.store(
+            len.and_then(|l| i64::try_from(l).ok()).unwrap_or(-1),
+            Ordering::Release,
+        );
+        let mut spool = Spool::create(dir).await?;
+        if let Some(node) = self.node.upgrade() {
+            shared
+                .last_io_ms
+                .store(node.clock.now_ms(), Ordering::Release);
+        }
+        tracing::info!(
+            bytes = len.map_or_else(|| "EOF".to_string(), |l| l.to_string()),
+            file = %spool.path.display(),
+            "MASTER <-> REPLICA sync: receiving the payload to disk"
+        );
+        let mut got = 0u64;
+        loop {
+            // What of the buffer is payload; with a mark, the last 40 bytes read may be it
+            // and stay in the buffer until more arrives.
+            let (take, done) = match (&mark, len) {
+                (Some(mark), _) if self.buf.len() >= mark.len() && self.buf.ends_with(mark) => {
+                    (self.buf.len() - mark.len(), true)
+                }
+                (Some(mark), _) => (self.buf.len().saturating_sub(mark.len()), false),
+                (None, Some(len)) => {
+                    let left = len - got;
+                    let take =
+                        usize::try_from(left).map_or(self.buf.len(), |l| l.min(self.buf.len()));
+                    (take, take as u64 == left)
+                }
+                (None, None) => (0, true),
+            };
+            // An RDB file starts with its signature: anything else is no payload to keep.
+            let start = usize::try_from(got).unwrap_or(usize::MAX);
+            if let Some(expected) = b"REDIS".get(start..) {
+                let n = expected.len().min(self.buf.len());
+                if self.buf[..n] != expected[..n] {
+                    return Err("Bad protocol from MASTER: the payload is not an RDB file".into());
+                }
+            }
+            if take > 0 {
+                spool.write(&self.buf[..take]).await?;
+                self.buf.advance(take);
+                got += take as u64;
+                shared.sync_read.store(got, Ordering::Release);
+            }
+            if done {
+                if mark.is_some() {
+                    self.buf.clear();
+                }
+                spool.finish().await?;
+                return Ok(spool);
+            }
+            if got > MAX_PAYLOAD {
+                return Err("the MASTER's payload is too large".into());
+            }
+            self.buf.reserve(SPOOL_CHUNK);
             self.fill().await?;
+            if let Some(node) = self.node.upgrade() {
+                shared
+                    .last_io_ms
+                    .store(node.clock.now_ms(), Ordering::Release);
+            }
         }
-        Ok(self.buf.split_to(len))
+    }
+}
+
+/// A full synchronisation's payload on disk, in `dir` (the system's temporary directory
+/// when the node has none) as `temp-<pid>.<n>.rdb`; the file goes when this is dropped (the
+/// payload loaded, the link lost, or `REPLICAOF NO ONE` ending the task).
+struct Spool {
+    path: std::path::PathBuf,
+    file: tokio::fs::File,
+}
+
+impl Spool {
+    async fn create(dir: &str) -> Result<Self, String> {
+        let dir = if dir.is_empty() {
+            std::env::temp_dir()
+        } else {
+            std::path::PathBuf::from(dir)
+        };
+        let n = SPOOLS.fetch_add(1, Ordering::Relaxed);
+        let path = dir.join(format!("temp-{}.{n}.rdb", std::process::id()));
+        let file = tokio::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .await
+            .map_err(|e| {
+                format!("Opening the temp file needed for MASTER <-> REPLICA synchronization: {e}")
+            })?;
+        Ok(Spool { path, file })
+    }
+
+    /// Appends `chunk`.
+    async fn write(&mut self, chunk: &[u8]) -> Result<(), String> {
+        self.file.write_all(chunk).await.map_err(|e| {
+            format!("Write error or short write writing to the DB dump file needed for MASTER <-> REPLICA synchronization: {e}")
+        })
+    }
+
+    async fn finish(&mut self) -> Result<(), String> {
+        self.file
+            .flush()
+            .await
+            .map_err(|e| format!("Failed trying to flush the MASTER synchronization DB: {e}"))
+    }
+
+    /// The whole payload, read on a blocking thread.
+    async fn read(&self) -> Result<Vec<u8>, String> {
+        let path = self.path.clone();
+        tokio::task::spawn_blocking(move || std::fs::read(path))
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.map_err(|e| e.to_string()))
+            .map_err(|e| {
+                format!("Failed trying to load the MASTER synchronization DB from disk: {e}")
+            })
+    }
+}
+
+impl Drop for Spool {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
     }
 }
 
 /// One connection to the master: handshake, synchronisation, then the stream until the link
 /// fails.
 async fn session(weak: &Weak<Node>, host: &str, port: u16, shared: &Shared) -> Result<(), String> {
-    let (timeout, credentials, listening_port, position) = {
+    let (timeout, credentials, listening_port, position, dir) = {
         let node = alive(weak)?;
         let config = &node.config;
         let announce = config.replica_announce_port();
@@ -278,6 +406,7 @@ async fn session(weak: &Weak<Node>, host: &str, port: u16, shared: &Shared) -> R
             config.master_credentials(),
             own_port,
             position,
+            config.dir(),
         )
     };
     let addr = tokio::net::lookup_host((host, port))
@@ -294,6 +423,7 @@ async fn session(weak: &Weak<Node>, host: &str, port: u16, shared: &Shared) -> R
         stream,
         buf: BytesMut::new(),
         timeout,
+        node: weak.clone(),
     };
     conn.send(&[b"PING"]).await?;
     let pong = conn.line().await?;
@@ -339,10 +469,15 @@ async fn session(weak: &Weak<Node>, host: &str, port: u16, shared: &Shared) -> R
                 .parse()
                 .map_err(|_| format!("Master replied with wrong +FULLRESYNC syntax: {answer}"))?;
             let id = id.to_string();
+            shared.sync_total.store(-1, Ordering::Release);
+            shared.sync_read.store(0, Ordering::Release);
             shared.syncing.store(true, Ordering::Release);
-            let data = conn.payload().await?;
+            let spool = conn.payload(&dir, shared).await?;
+            let data = spool.read().await?;
+            drop(spool);
             let node = alive(weak)?;
             let loaded = install(&node, &data, addr, offset, id).await?;
+            drop(data);
             shared.syncing.store(false, Ordering::Release);
             tracing::info!(
                 keys = loaded,

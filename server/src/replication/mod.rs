@@ -822,6 +822,25 @@ pub(crate) fn replication_info(repl: &ReplState, now_ms: u64, backlog_size: usiz
                 if up { io_ago } else { -1 },
                 u8::from(syncing),
             );
+            if let Some(l) = link.as_ref().filter(|l| l.syncing) {
+                // As Redis's replicationInfo while a payload arrives (its size -1 when it
+                // ends with a mark, and the percentage then taken over -1 as Redis takes it).
+                let (total, read) = l.transfer;
+                let read_signed = i64::try_from(read).unwrap_or(i64::MAX);
+                let perc = if total != 0 {
+                    read as f64 / total as f64 * 100.0
+                } else {
+                    0.0
+                };
+                let _ = write!(
+                    s,
+                    "master_sync_total_bytes:{total}\r\nmaster_sync_read_bytes:{read}\r\n\
+                     master_sync_left_bytes:{}\r\nmaster_sync_perc:{perc:.2}\r\n\
+                     master_sync_last_io_seconds_ago:{}\r\n",
+                    total.saturating_sub(read_signed),
+                    l.last_io_seconds_ago,
+                );
+            }
             if let Some(l) = &link {
                 if !up {
                     let _ = write!(

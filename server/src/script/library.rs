@@ -103,6 +103,8 @@ struct Registry {
     libraries: BTreeMap<String, Library>,
     /// Lowercase function name → its library's name.
     functions: HashMap<String, String>,
+    /// Functions of every library (`FUNCTION STATS` after each load, without a walk).
+    function_count: usize,
 }
 
 impl Registry {
@@ -114,11 +116,15 @@ impl Registry {
                 .entry(f.name.to_ascii_lowercase())
                 .or_insert_with(|| library.name.clone());
         }
-        self.libraries.insert(library.name.clone(), library);
+        self.function_count += library.functions.len();
+        if let Some(old) = self.libraries.insert(library.name.clone(), library) {
+            self.function_count -= old.functions.len();
+        }
     }
 
     fn unlink(&mut self, name: &str) -> Option<Library> {
         let library = self.libraries.remove(name)?;
+        self.function_count -= library.functions.len();
         for f in &library.functions {
             let lower = f.name.to_ascii_lowercase();
             if self.functions.get(&lower) == Some(&library.name) {
@@ -332,8 +338,7 @@ impl Libraries {
 
     /// (libraries, functions) loaded.
     pub(crate) fn counts(&self) -> (usize, usize) {
-        let functions = self.current.libraries.values().map(|l| l.functions.len());
-        (self.current.libraries.len(), functions.sum())
+        (self.current.libraries.len(), self.current.function_count)
     }
 
     /// Bytes the interpreter holds (`used_memory_vm_functions`).

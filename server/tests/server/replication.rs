@@ -631,3 +631,262 @@ async fn consumer_group_reads_reach_the_stream_as_redis_sends_them() {
         assert_eq!(ours, theirs);
     }
 }
+
+/// A master of the test's own on a loopback port: it answers a replica's handshake and
+/// `PSYNC` with `+FULLRESYNC`, then the test sends what it likes as the payload.
+struct FakeMaster {
+    listener: tokio::net::TcpListener,
+}
+
+impl FakeMaster {
+    async fn bind() -> FakeMaster {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        FakeMaster { listener }
+    }
+
+    fn port(&self) -> String {
+        self.listener.local_addr().unwrap().port().to_string()
+    }
+
+    /// Accepts the replica and answers its handshake (at most 20 s); the socket is then at
+    /// the payload.
+    async fn fullresync(&self) -> tokio::net::TcpStream {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut sock, _) = tokio::time::timeout(Duration::from_secs(20), self.listener.accept())
+            .await
+            .expect("the replica connects")
+            .unwrap();
+        let mut buf = Vec::new();
+        for _ in 0..100 {
+            while let Some(n) = support::frame_len(&buf) {
+                let command = String::from_utf8_lossy(&buf[..n]).to_ascii_uppercase();
+                buf.drain(..n);
+                if command.contains("\r\n$5\r\nPSYNC\r\n") {
+                    let reply = format!("+FULLRESYNC {} 0\r\n", "f".repeat(40));
+                    sock.write_all(reply.as_bytes()).await.unwrap();
+                    return sock;
+                }
+                let reply: &[u8] = if command.contains("\r\n$4\r\nPING\r\n") {
+                    b"+PONG\r\n"
+                } else {
+                    b"+OK\r\n"
+                };
+                sock.write_all(reply).await.unwrap();
+            }
+            let mut chunk = [0u8; 1024];
+            let n = tokio::time::timeout(Duration::from_secs(20), sock.read(&mut chunk))
+                .await
+                .expect("the handshake goes on")
+                .unwrap();
+            assert!(n > 0, "the replica closed during the handshake");
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        panic!("no PSYNC in the handshake");
+    }
+}
+
+/// An RDB file with one string `key` of `len` bytes (`x`), no checksum.
+fn rdb_with_string(key: &str, len: u32) -> Vec<u8> {
+    let mut rdb = b"REDIS0009\xfe\x00\x00".to_vec();
+    rdb.push(key.len() as u8);
+    rdb.extend_from_slice(key.as_bytes());
+    rdb.push(0x80);
+    rdb.extend_from_slice(&len.to_be_bytes());
+    rdb.resize(rdb.len() + len as usize, b'x');
+    rdb.push(0xff);
+    rdb.extend_from_slice(&[0; 8]);
+    rdb
+}
+
+/// The `temp-*.rdb` files in `dir`, with their sizes.
+fn spool_files(dir: &std::path::Path) -> Vec<(String, u64)> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            let rdb = name.starts_with("temp-") && name.ends_with(".rdb");
+            rdb.then(|| (name, e.metadata().map_or(0, |m| m.len())))
+        })
+        .collect()
+}
+
+/// Waits (at most 20 s) until `INFO replication`'s `field` on `con` reaches `at_least`.
+async fn info_reaches(con: &mut Con, field: &str, at_least: i64) -> Vec<(String, String)> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let info = support::info(con, "replication").await;
+        let value = info
+            .iter()
+            .find(|(k, _)| k == field)
+            .and_then(|(_, v)| v.parse::<i64>().ok());
+        if value.is_some_and(|v| v >= at_least) {
+            return info;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{field} stays below {at_least}: {info:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A replica with a scratch `dir` for its spool files.
+async fn replica_in_scratch(name: &str) -> (locksmith_server::ServerHandle, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!(
+        "locksmith-spool-{name}-{}-{}",
+        std::process::id(),
+        support::free_port()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let replica = Server::builder()
+        .config_set("dir", dir.display().to_string())
+        .start()
+        .await
+        .unwrap();
+    (replica, dir)
+}
+
+/// A full synchronisation's payload goes to a spool file in `dir` as it arrives, not into
+/// memory (a master streaming gigabytes made the replica's RSS reach 3 GB and stalled its
+/// clients): halfway through a 24 MB `$EOF:` payload the file holds what arrived, INFO shows
+/// the transfer as Redis does, other clients are served; at the mark the RDB loads and the
+/// file goes.
+#[tokio::test]
+async fn a_replica_spools_a_full_sync_payload_to_disk_and_loads_it_from_there() {
+    use tokio::io::AsyncWriteExt;
+    let (replica, dir) = replica_in_scratch("eof").await;
+    let master = FakeMaster::bind().await;
+    let mut r = support::conn(&replica.url()).await;
+    run(&mut r, &["REPLICAOF", "127.0.0.1", &master.port()]).await;
+    let mut sock = master.fullresync().await;
+    let len = 24 << 20;
+    let rdb = rdb_with_string("big", len);
+    let mark = "a".repeat(40);
+    sock.write_all(format!("$EOF:{mark}\r\n").as_bytes())
+        .await
+        .unwrap();
+    let half = rdb.len() / 2;
+    sock.write_all(&rdb[..half]).await.unwrap();
+    let info = info_reaches(&mut r, "master_sync_read_bytes", (half - 40) as i64).await;
+    assert_eq!(support::info_value(&info, "master_sync_in_progress"), "1");
+    assert_eq!(support::info_value(&info, "master_sync_total_bytes"), "-1");
+    let spooled = spool_files(&dir);
+    assert_eq!(spooled.len(), 1, "{spooled:?}");
+    assert!(spooled[0].1 > 0, "{spooled:?}");
+    // Other clients are served meanwhile.
+    let mut other = support::conn(&replica.url()).await;
+    assert_eq!(run(&mut other, &["PING"]).await, "simple-string(\"PONG\")");
+    sock.write_all(&rdb[half..]).await.unwrap();
+    sock.write_all(mark.as_bytes()).await.unwrap();
+    info_reaches(&mut r, "slave_repl_offset", 0).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while info_field(&mut r, "replication", "master_link_status").await != "up" {
+        assert!(Instant::now() < deadline, "the payload did not load");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(run(&mut r, &["STRLEN", "big"]).await, format!("int({len})"));
+    assert_eq!(spool_files(&dir), []);
+    assert_eq!(run(&mut r, &["REPLICAOF", "NO", "ONE"]).await, "ok");
+    drop(sock);
+    replica.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A master that declares a 3 GB payload (`$3000000000`) and sends a part of it: the part
+/// is on disk, INFO shows what is left, the replica serves its clients, and `REPLICAOF NO
+/// ONE` ends the transfer and removes the file. A payload that is not an RDB file ends the
+/// link at once, before its end.
+#[tokio::test]
+async fn a_replica_bounds_a_huge_or_bad_payload_and_drops_it_on_replicaof_no_one() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (replica, dir) = replica_in_scratch("huge").await;
+    let master = FakeMaster::bind().await;
+    let mut r = support::conn(&replica.url()).await;
+    run(&mut r, &["REPLICAOF", "127.0.0.1", &master.port()]).await;
+    let mut sock = master.fullresync().await;
+    sock.write_all(b"$3000000000\r\nREDIS0009").await.unwrap();
+    let chunk = vec![0u8; 1 << 20];
+    for _ in 0..16 {
+        sock.write_all(&chunk).await.unwrap();
+    }
+    let sent = 9 + 16 * chunk.len() as i64;
+    let info = info_reaches(&mut r, "master_sync_read_bytes", sent).await;
+    assert_eq!(
+        support::info_value(&info, "master_sync_total_bytes"),
+        "3000000000"
+    );
+    assert_eq!(
+        support::info_value(&info, "master_sync_left_bytes"),
+        (3_000_000_000 - sent).to_string()
+    );
+    let spooled = spool_files(&dir);
+    assert_eq!(spooled.len(), 1, "{spooled:?}");
+    let mut other = support::conn(&replica.url()).await;
+    assert_eq!(run(&mut other, &["PING"]).await, "simple-string(\"PONG\")");
+    assert_eq!(run(&mut r, &["REPLICAOF", "NO", "ONE"]).await, "ok");
+    // The link closes and the file goes.
+    let mut rest = [0u8; 64];
+    let closed = tokio::time::timeout(Duration::from_secs(20), sock.read(&mut rest)).await;
+    assert!(matches!(closed, Ok(Ok(0)) | Ok(Err(_))), "{closed:?}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !spool_files(&dir).is_empty() {
+        assert!(Instant::now() < deadline, "{:?}", spool_files(&dir));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(run(&mut r, &["ROLE"]).await.contains("master"));
+
+    // Not an RDB file: the replica drops the link without waiting for the end.
+    run(&mut r, &["REPLICAOF", "127.0.0.1", &master.port()]).await;
+    let mut sock = master.fullresync().await;
+    sock.write_all(format!("$EOF:{}\r\nHELLO", "b".repeat(40)).as_bytes())
+        .await
+        .unwrap();
+    let closed = tokio::time::timeout(Duration::from_secs(20), sock.read(&mut rest)).await;
+    assert!(matches!(closed, Ok(Ok(0)) | Ok(Err(_))), "{closed:?}");
+    assert_eq!(run(&mut r, &["REPLICAOF", "NO", "ONE"]).await, "ok");
+    assert_eq!(run(&mut r, &["PING"]).await, "simple-string(\"PONG\")");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !spool_files(&dir).is_empty() {
+        assert!(Instant::now() < deadline, "{:?}", spool_files(&dir));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    replica.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `WAIT` takes `numreplicas` as Redis's blocked client keeps it, a C `int`: a count whose low
+/// 32 bits are negative or zero (9223372036854775807, 2147483648, 4294967296) answers at once
+/// with the replicas that acknowledged, where it blocked for ever, and 4294967297 waits for
+/// one replica; compared with redis-server without replicas.
+#[tokio::test]
+async fn wait_takes_numreplicas_as_redis_s_int() {
+    let mut pair = support::Pair::start().await;
+    for n in ["9223372036854775807", "2147483648", "4294967296", "-1", "0"] {
+        let reply = tokio::time::timeout(Duration::from_secs(10), pair.same(&["WAIT", n, "0"]))
+            .await
+            .unwrap_or_else(|_| panic!("WAIT {n} 0 blocked"));
+        assert_eq!(reply, "int(0)", "WAIT {n} 0");
+    }
+    let master = support::start().await;
+    let replica = support::start().await;
+    let mut m = support::patient_conn(&master.url()).await;
+    let mut r = support::conn(&replica.url()).await;
+    let port = master.addr().port().to_string();
+    run(&mut r, &["REPLICAOF", "127.0.0.1", &port]).await;
+    synced(&mut r, 0).await;
+    run(&mut m, &["SET", "k", "v"]).await;
+    for n in ["4294967297", "1", "9223372036854775807"] {
+        let reply = tokio::time::timeout(Duration::from_secs(10), run(&mut m, &["WAIT", n, "0"]))
+            .await
+            .unwrap_or_else(|_| panic!("WAIT {n} 0 blocked"));
+        // (The last counts the replicas that acknowledged so far, at once: the GETACK the
+        // others sent may not be acknowledged yet.)
+        let acked = if n.len() > 10 {
+            ["int(0)", "int(1)"].contains(&reply.as_str())
+        } else {
+            reply == "int(1)"
+        };
+        assert!(acked, "WAIT {n} 0: {reply}");
+    }
+}

@@ -1337,3 +1337,52 @@ async fn min_replicas_to_write_refuses_writes_as_redis() {
     ])
     .await;
 }
+
+/// Many function libraries (FUNCTION LOAD cost grew with each one loaded: FUNCTION STATS'
+/// counts were summed over every library after each load, REPLACE and DELETE): 3000 load, and
+/// STATS, LIST, REPLACE, FCALL, DELETE and FLUSH answer as redis-server does (LIST of one
+/// library with one function: Redis lists several in its hash table's order).
+#[tokio::test]
+async fn many_function_libraries_load_replace_and_delete_as_in_redis() {
+    let mut pair = Pair::start().await;
+    let code = |i: usize| {
+        format!("#!lua name=lib{i}\nredis.register_function('f{i}', function() return {i} end)")
+    };
+    let count = 3000;
+    let mut cons = vec![pair.ours_con.clone()];
+    cons.extend(pair.real_con.clone());
+    for con in &mut cons {
+        let mut pipe = redis::pipe();
+        for i in 0..count {
+            pipe.cmd("FUNCTION").arg("LOAD").arg(code(i));
+        }
+        let names: Vec<String> = pipe.query_async(con).await.unwrap();
+        assert_eq!(names.len(), count);
+        assert_eq!(names[count - 1], format!("lib{}", count - 1));
+    }
+    let replaced = format!(
+        "{}\nredis.register_function('g', function() return 'g' end)",
+        code(1500)
+    );
+    pair.all_same(&[
+        &["FUNCTION", "STATS"],
+        &["FUNCTION", "LIST", "LIBRARYNAME", "lib2999"],
+        &["FCALL", "f2999", "0"],
+        &["FUNCTION", "LOAD", &code(1500)],
+        &["FUNCTION", "LOAD", "REPLACE", &replaced],
+        &["FUNCTION", "STATS"],
+        &["FCALL", "g", "0"],
+        &["FCALL", "f1500", "0"],
+        &["FUNCTION", "DELETE", "lib0"],
+        &["FUNCTION", "DELETE", "lib0"],
+        &["FCALL", "f0", "0"],
+        &["FUNCTION", "STATS"],
+        &["FUNCTION", "FLUSH"],
+        &["FUNCTION", "STATS"],
+    ])
+    .await;
+    assert_eq!(
+        pair.same(&["FCALL", "f2999", "0"]).await,
+        "ERROR ERR Function not found"
+    );
+}

@@ -190,3 +190,126 @@ async fn a_file_left_at_the_path_is_replaced_and_a_bad_mode_refused() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The modes a watcher saw at `path` until `stop` (bounded in count); returns once the
+/// watcher runs.
+fn watch_modes(
+    path: PathBuf,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<std::collections::BTreeSet<u32>> {
+    let (running, started) = std::sync::mpsc::channel();
+    let watcher = std::thread::spawn(move || {
+        let mut seen = std::collections::BTreeSet::new();
+        let _ = running.send(());
+        for _ in 0..5_000_000 {
+            if stop.load(std::sync::atomic::Ordering::Acquire) {
+                break;
+            }
+            if let Ok(meta) = std::fs::symlink_metadata(&path) {
+                seen.insert(meta.permissions().mode() & 0o777);
+            }
+        }
+        seen
+    });
+    let _ = started.recv_timeout(std::time::Duration::from_secs(5));
+    watcher
+}
+
+/// CVE-2023-45145: the socket's file had the umask's mode, and took connections, until
+/// `unixsocketperm` was applied after `listen`. Now the path shows only the final mode, from
+/// the moment it exists, for a short path (bound in a private directory and renamed into
+/// place), a relative one, and one too long for that directory (given its mode before it
+/// listens).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unix_socket_path_never_shows_a_looser_mode_than_unixsocketperm() {
+    let dir = scratch("perm");
+    let long = "l".repeat(100usize.saturating_sub(dir.as_os_str().len()));
+    for round in 0..30 {
+        let name = match round % 3 {
+            0 => format!("s{round}.sock"),
+            1 => format!("{long}{round}"),
+            _ => format!("r{round}.sock"),
+        };
+        let path = dir.join(&name);
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let watcher = watch_modes(path.clone(), stop.clone());
+        let mut builder = Server::builder().config_set("unixsocketperm", "700");
+        builder = if round % 3 == 2 {
+            builder
+                .config_set("dir", dir.display().to_string())
+                .config_set("unixsocket", name.clone())
+        } else {
+            builder.config_set("unixsocket", path.display().to_string())
+        };
+        let server = builder.start().await.expect("start with a Unix socket");
+        let mode = std::fs::metadata(&path).expect("socket file").permissions();
+        stop.store(true, std::sync::atomic::Ordering::Release);
+        let seen = watcher.join().expect("watcher");
+        assert_eq!(mode.mode() & 0o777, 0o700, "{name}");
+        assert!(
+            seen.iter().all(|m| *m == 0o700),
+            "{name}: modes seen {seen:?} (decimal)"
+        );
+        let mut con = support::conn(&url(&path)).await;
+        assert_eq!(run(&mut con, &["PING"]).await, "PONG");
+        drop(con);
+        server.shutdown().await;
+        assert!(!path.exists(), "socket file removed at shutdown");
+    }
+    // Nothing is left beside the sockets (the private directories are gone).
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .expect("scratch dir")
+        .filter_map(|e| e.ok().map(|e| e.file_name()))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What happened to `name` in a directory, as inotify reported it (bounded: what is queued).
+#[cfg(target_os = "linux")]
+fn inotify_events(
+    inotify: &std::os::fd::OwnedFd,
+    name: &str,
+) -> Vec<rustix::fs::inotify::ReadFlags> {
+    use rustix::fs::inotify;
+    let mut buf = [std::mem::MaybeUninit::uninit(); 4096];
+    let mut reader = inotify::Reader::new(inotify, &mut buf);
+    let mut events = Vec::new();
+    for _ in 0..10_000 {
+        let Ok(event) = reader.next() else {
+            break;
+        };
+        if event
+            .file_name()
+            .is_some_and(|n| n.to_bytes() == name.as_bytes())
+        {
+            events.push(event.events());
+        }
+    }
+    events
+}
+
+/// CVE-2023-45145, as the kernel sees it: the socket's name appears in its directory by a
+/// rename, its mode already final, and is never created there and then changed (the socket
+/// took connections in between). inotify reports every step, so no race is needed to see it.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_unix_socket_arrives_at_its_path_by_rename_with_its_mode() {
+    use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
+    let dir = scratch("inotify");
+    let watch = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).unwrap();
+    inotify::add_watch(
+        &watch,
+        &dir,
+        WatchFlags::CREATE | WatchFlags::ATTRIB | WatchFlags::MOVED_TO,
+    )
+    .unwrap();
+    let path = dir.join("s.sock");
+    let server = start(&path, "700").await;
+    let events = inotify_events(&watch, "s.sock");
+    assert_eq!(events, [ReadFlags::MOVED_TO], "{events:?}");
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+    server.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
