@@ -7,8 +7,10 @@
 //! one handle, e.g. through an `Arc`, shares its owner, so the tasks re-enter each other; use
 //! [`NonReentrantLock`] where even the same owner must not enter twice). [`Lock::with_owner`]
 //! and the `*_for` constructors give explicit owners (to act as a given Redisson thread).
-//! Dropping a handle stops the watchdog for the holds that handle took (the lock then expires
-//! after its lease); it never sends commands from `Drop`.
+//! Dropping a handle does not stop the watchdog (as in Redisson, whose `getLock("x").lock()`
+//! is renewed until `unlock`, whatever happens to the Java object): a hold is renewed until it
+//! is unlocked through a handle of the same owner ([`Lock::with_owner`], the `*_for`
+//! constructors), lost, or the client shuts down. A guard ([`LockGuard`]) releases on drop.
 
 use std::time::Duration;
 
@@ -175,9 +177,12 @@ macro_rules! common_lock_api {
             ///
             /// # Errors
             /// [`LockError::NotOwner`](crate::LockError::NotOwner) (Redisson's
-            /// IllegalMonitorStateException message) when this owner does not hold it, for
-            /// every kind also when its lease ran out or the lock was otherwise lost (the lost
-            /// signal fired); Redis errors.
+            /// IllegalMonitorStateException message) when this owner does not hold it: never
+            /// took it, its lease ran out or the lock was otherwise lost (the lost signal
+            /// fired), or its key was deleted by someone else. One case the library cannot
+            /// tell: a [`FairLock`] this client took whose key someone else deleted (a
+            /// `force_unlock`) before any renewal noticed unlocks with `Ok`, because Redisson's
+            /// fair release script answers "released" for a missing key. Redis errors.
             pub async fn unlock(&self) -> Result<()> {
                 self.core.release().await
             }
@@ -267,14 +272,15 @@ pub struct Lock {
 }
 common_lock_api!(Lock);
 
-/// A lock one owner cannot enter twice: a second `lock()` by the same owner waits like any
-/// other owner, and `try_lock()` answers `false`.
+/// Redisson's `RedissonNonReentrantLock`: a lock one owner cannot enter twice. Its acquire
+/// script answers an error reply when the owner holds the lock already, which every acquiring
+/// call returns as [`LockError::Invalid`](crate::LockError::Invalid) (Redisson's
+/// IllegalMonitorStateException), instead of waiting for itself; other owners wait as usual.
 ///
-/// Redisson has no non-reentrant `RLock`; this one keeps Redisson's [`Lock`] layout (hash
-/// `name`, field `"<client-id>:<owner-id>"` = 1, unlock channel `redisson_lock__channel:{name}`,
-/// the same release, renewal and force-unlock scripts), with an acquire script that refuses
-/// when the key exists whoever holds it. Redisson's Java clients on the same name see a lock
-/// held once, and exclude it as usual.
+/// Redisson's [`Lock`] layout (hash `name`, field `"<client-id>:<owner-id>"` = 1, unlock
+/// channel `redisson_lock__channel:{name}`, the same release, renewal and force-unlock
+/// scripts), and Redisson's acquire script byte for byte, so a Java `RedissonNonReentrantLock`
+/// on the same name agrees with this one.
 #[derive(Debug)]
 pub struct NonReentrantLock {
     pub(crate) core: Core,

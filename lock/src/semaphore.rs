@@ -9,8 +9,9 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use crate::client::{ms, prefix_name, Client, Metrics};
+use crate::client::{deadline_after, lease_ms, prefix_name, Client, Metrics};
 use crate::error::{LockError, Result};
+use crate::hold::note_unsynced;
 use crate::scripts;
 use crate::waiter::Wake;
 
@@ -48,22 +49,32 @@ impl Semaphore {
         prefix_name("redisson_sc", &self.name)
     }
 
+    /// A script that writes, with its `WAIT` when replicas are synced; whether it is synced
+    /// comes back beside the answer (see `Client::eval_write`).
+    async fn eval_synced<T: redis::FromRedisValue>(
+        &self,
+        script: &'static redis::Script,
+        with_channel: bool,
+        args: &[String],
+    ) -> Result<(T, Result<bool>)> {
+        let mut keys = vec![self.name.clone()];
+        if with_channel {
+            keys.push(self.channel());
+        }
+        self.client.eval_write(script, &keys, args).await
+    }
+
+    /// A script that writes, whose sync is only logged: the write stands on the master, so
+    /// the caller gets no error it might retry on (a retried release would release twice).
     async fn eval<T: redis::FromRedisValue>(
         &self,
         script: &'static redis::Script,
         with_channel: bool,
         args: &[String],
     ) -> Result<T> {
-        let mut inv = script.prepare_invoke();
-        inv.key(&self.name);
-        if with_channel {
-            inv.key(self.channel());
-        }
-        for a in args {
-            inv.arg(a);
-        }
-        let mut conn = self.client.connection();
-        Ok(inv.invoke_async(&mut conn).await?)
+        let (v, synced) = self.eval_synced(script, with_channel, args).await?;
+        note_unsynced(&self.name, "semaphore write", synced);
+        Ok(v)
     }
 
     /// Sets the permit count when the semaphore does not exist yet; `false` when it does.
@@ -78,7 +89,6 @@ impl Semaphore {
                 &[permits.to_string(), PUBLISH.into()],
             )
             .await?;
-        self.sync_write().await?;
         Ok(r == 1)
     }
 
@@ -87,14 +97,14 @@ impl Semaphore {
     /// # Errors
     /// Redis errors.
     pub async fn try_set_permits_with_ttl(&self, permits: i64, ttl: Duration) -> Result<bool> {
+        let ttl_ms = lease_ms(&self.name, ttl)?;
         let r: i64 = self
             .eval(
                 &scripts::SEMAPHORE_TRY_SET_TTL,
                 true,
-                &[permits.to_string(), PUBLISH.into(), ms(ttl).to_string()],
+                &[permits.to_string(), PUBLISH.into(), ttl_ms.to_string()],
             )
             .await?;
-        self.sync_write().await?;
         Ok(r == 1)
     }
 
@@ -110,7 +120,7 @@ impl Semaphore {
                 &[permits.to_string(), PUBLISH.into()],
             )
             .await?;
-        self.sync_write().await
+        Ok(())
     }
 
     /// The current permit count (0 when the semaphore does not exist).
@@ -132,7 +142,6 @@ impl Semaphore {
     /// Redis errors.
     pub async fn drain_permits(&self) -> Result<i64> {
         let r: i64 = self.eval(&scripts::SEMAPHORE_DRAIN, false, &[]).await?;
-        self.sync_write().await?;
         Ok(r)
     }
 
@@ -172,7 +181,7 @@ impl Semaphore {
         if permits == 0 {
             return Ok(true);
         }
-        self.acquire_inner(permits, Some(Instant::now() + wait))
+        self.acquire_inner(permits, deadline_after(Instant::now(), wait))
             .await
     }
 
@@ -219,7 +228,7 @@ impl Semaphore {
             )
             .await?;
         Metrics::inc(&self.client.inner.metrics.released);
-        self.sync_write().await
+        Ok(())
     }
 
     /// Returns `permits` permits only when the semaphore exists; `false` otherwise.
@@ -237,7 +246,6 @@ impl Semaphore {
                 &[permits.to_string(), PUBLISH.into()],
             )
             .await?;
-        self.sync_write().await?;
         Ok(r == 1)
     }
 
@@ -267,13 +275,6 @@ impl Semaphore {
         Ok((v >= 0).then(|| Duration::from_millis(v as u64)))
     }
 
-    async fn sync_write(&self) -> Result<()> {
-        if !self.client.wait_replicas().await? {
-            tracing::warn!(name = %self.name, "no replica acknowledged the semaphore write");
-        }
-        Ok(())
-    }
-
     /// One acquire script, safe to cancel: it runs in a spawned task, and permits taken after
     /// the caller went away are released again (Redisson: `if (!result.complete(..))
     /// releaseAsync(permits)`). With replicas, an acquisition no replica acknowledged is given
@@ -282,7 +283,7 @@ impl Semaphore {
         self.client.check_alive()?;
         let (tx, rx) = oneshot::channel();
         let this = self.clone();
-        tokio::spawn(async move {
+        self.client.inner.runtime.spawn(async move {
             let res = this.attempt_once(permits).await;
             if let Err(Ok(true)) = tx.send(res) {
                 tracing::debug!(name = %this.name, "permits acquired after cancellation; releasing");
@@ -293,8 +294,8 @@ impl Semaphore {
     }
 
     async fn attempt_once(&self, permits: u32) -> Result<bool> {
-        let r: i64 = self
-            .eval(
+        let (r, synced): (i64, _) = self
+            .eval_synced(
                 &scripts::SEMAPHORE_TRY_ACQUIRE,
                 false,
                 &[permits.to_string()],
@@ -303,11 +304,21 @@ impl Semaphore {
         if r != 1 {
             return Ok(false);
         }
-        if !self.client.wait_replicas().await? {
-            let _ = self.release_many(permits).await;
-            return Err(LockError::ReplicasNotSynced {
-                name: self.name.clone(),
-            });
+        // Permits taken but not confirmed by a replica (or whose WAIT failed) are given back
+        // before the error: a failed call never keeps permits.
+        match synced {
+            Ok(true) => {}
+            Ok(false) => {
+                let _ = self.release_many(permits).await;
+                return Err(LockError::ReplicasNotSynced {
+                    name: self.name.clone(),
+                });
+            }
+            Err(e) => {
+                tracing::warn!(name = %self.name, error = %e, "WAIT failed after taking permits; giving them back");
+                let _ = self.release_many(permits).await;
+                return Err(e);
+            }
         }
         Metrics::inc(&self.client.inner.metrics.acquired);
         Ok(true)
@@ -326,8 +337,12 @@ impl Semaphore {
             .client
             .inner
             .hub
-            .subscribe_with(&self.channel(), Wake::All)
+            .subscribe_until(&self.channel(), Wake::All, deadline)
             .await?;
+        let Some(sub) = sub else {
+            Metrics::inc(&self.client.inner.metrics.acquire_failed);
+            return Ok(false);
+        };
         loop {
             // Registered as a waiter before the attempt: a release published meanwhile wakes
             // it (a wake-all reaches only registered waiters).

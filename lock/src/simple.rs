@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::{ms, Client};
+use crate::client::{deadline_after, lease_ms, Client};
 use crate::error::Result;
 use crate::options::Backoff;
 use crate::scripts;
@@ -48,13 +48,14 @@ impl SimpleLock {
     /// # Errors
     /// Redis errors.
     pub async fn try_lock(&self, lease: Duration) -> Result<bool> {
+        let lease_ms = lease_ms(&self.name, lease)?;
         let mut conn = self.client.connection();
         let r: Option<String> = redis::cmd("SET")
             .arg(&self.name)
             .arg(&self.value)
             .arg("NX")
             .arg("PX")
-            .arg(ms(lease))
+            .arg(lease_ms)
             .query_async(&mut conn)
             .await?;
         Ok(r.is_some())
@@ -65,13 +66,15 @@ impl SimpleLock {
     /// # Errors
     /// Redis errors.
     pub async fn try_lock_for(&self, wait: Duration, lease: Duration) -> Result<bool> {
-        let deadline = Instant::now() + wait;
+        let deadline = deadline_after(Instant::now(), wait);
         let mut n = 0;
         loop {
             if self.try_lock(lease).await? {
                 return Ok(true);
             }
-            let rem = deadline.saturating_duration_since(Instant::now());
+            let rem = deadline.map_or(Duration::MAX, |d| {
+                d.saturating_duration_since(Instant::now())
+            });
             if rem.is_zero() {
                 return Ok(false);
             }
@@ -102,11 +105,12 @@ impl SimpleLock {
     /// # Errors
     /// Redis errors.
     pub async fn extend(&self, lease: Duration) -> Result<bool> {
+        let lease_ms = lease_ms(&self.name, lease)?;
         let mut conn = self.client.connection();
         let r: i64 = scripts::SIMPLE_EXTEND
             .key(&self.name)
             .arg(&self.value)
-            .arg(ms(lease))
+            .arg(lease_ms)
             .invoke_async(&mut conn)
             .await?;
         Ok(r == 1)
