@@ -91,6 +91,7 @@ macro_rules! common_lock_api {
             ///
             /// # Errors
             /// Redis errors (never turned into `None`).
+            #[must_use = "the attempt may have failed: check its result"]
             pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
                 self.core.acquire_guard(Some(Duration::ZERO), None).await
             }
@@ -100,6 +101,7 @@ macro_rules! common_lock_api {
             ///
             /// # Errors
             /// Redis errors.
+            #[must_use = "the attempt may have failed: check its result"]
             pub async fn try_acquire_for(
                 &self,
                 wait: Duration,
@@ -150,6 +152,7 @@ macro_rules! common_lock_api {
             ///
             /// # Errors
             /// Redis errors (never turned into `false`).
+            #[must_use = "the attempt may have failed: check its result"]
             pub async fn try_lock(&self) -> Result<bool> {
                 Ok(self
                     .core
@@ -163,6 +166,7 @@ macro_rules! common_lock_api {
             ///
             /// # Errors
             /// Redis errors.
+            #[must_use = "the attempt may have failed: check its result"]
             pub async fn try_lock_for(
                 &self,
                 wait: Duration,
@@ -267,6 +271,7 @@ macro_rules! common_lock_api {
 /// Layout: hash `name`, field `"<client-id>:<owner-id>"` = hold count; unlock channel
 /// `redisson_lock__channel:{name}`.
 #[derive(Debug)]
+#[must_use = "a lock handle does nothing until it is locked"]
 pub struct Lock {
     pub(crate) core: Core,
 }
@@ -282,6 +287,7 @@ common_lock_api!(Lock);
 /// scripts), and Redisson's acquire script byte for byte, so a Java `RedissonNonReentrantLock`
 /// on the same name agrees with this one.
 #[derive(Debug)]
+#[must_use = "a lock handle does nothing until it is locked"]
 pub struct NonReentrantLock {
     pub(crate) core: Core,
 }
@@ -290,6 +296,7 @@ common_lock_api!(NonReentrantLock);
 /// Redisson's `RFairLock`: FIFO by request order, queue `redisson_lock_queue:{name}`,
 /// waiter timeouts in `redisson_lock_timeout:{name}`, one wake channel per waiter.
 #[derive(Debug)]
+#[must_use = "a lock handle does nothing until it is locked"]
 pub struct FairLock {
     pub(crate) core: Core,
 }
@@ -298,6 +305,7 @@ common_lock_api!(FairLock);
 /// Redisson's spin lock: same layout as [`Lock`], but waiters poll with exponential backoff
 /// instead of subscribing, and release publishes nothing.
 #[derive(Debug)]
+#[must_use = "a lock handle does nothing until it is locked"]
 pub struct SpinLock {
     pub(crate) core: Core,
 }
@@ -314,6 +322,7 @@ impl SpinLock {
 /// Redisson's `RFencedLock`: a [`Lock`] whose every acquisition increments the token counter
 /// `redisson_lock_token:{name}` and returns the new value.
 #[derive(Debug)]
+#[must_use = "a lock handle does nothing until it is locked"]
 pub struct FencedLock {
     pub(crate) core: Core,
 }
@@ -340,6 +349,7 @@ impl FencedLock {
     ///
     /// # Errors
     /// Redis errors.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_lock_and_get_token(&self) -> Result<Option<i64>> {
         match self.core.acquire(Some(Duration::ZERO), None).await? {
             Some(t) => self.token_of(Some(t)).map(Some),
@@ -351,6 +361,7 @@ impl FencedLock {
     ///
     /// # Errors
     /// Redis errors.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_lock_and_get_token_for(
         &self,
         wait: Duration,
@@ -403,6 +414,7 @@ impl FencedLock {
 /// the writer may also take read locks (downgrade). Its halves share its owner; a clone of the
 /// `ReadWriteLock` is a new owner.
 #[derive(Debug)]
+#[must_use = "a lock handle does nothing until it is locked"]
 pub struct ReadWriteLock {
     read: ReadLock,
     write: WriteLock,
@@ -436,6 +448,7 @@ impl ReadWriteLock {
 /// The read half of a [`ReadWriteLock`]; each hold also has a timeout key
 /// `{name}:<owner>:rwlock_timeout:<n>`.
 #[derive(Debug)]
+#[must_use = "a lock handle does nothing until it is locked"]
 pub struct ReadLock {
     pub(crate) core: Core,
 }
@@ -453,6 +466,7 @@ impl ReadLock {
 /// The write half of a [`ReadWriteLock`]; its field carries the `:write` suffix and its release
 /// wakes all waiters (message `1`).
 #[derive(Debug)]
+#[must_use = "a lock handle does nothing until it is locked"]
 pub struct WriteLock {
     pub(crate) core: Core,
 }

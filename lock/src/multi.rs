@@ -52,6 +52,7 @@ impl NodeOutcome {
 /// what happened in the final round.
 #[derive(Debug)]
 #[non_exhaustive]
+#[must_use = "the lock may not have been acquired: check `acquired`"]
 pub struct QuorumOutcome {
     /// True when the lock (all locks, or a majority for RedLock) is held.
     pub acquired: bool,
@@ -337,6 +338,7 @@ impl MultiLock {
     ///
     /// # Errors
     /// See [`MultiLock::try_lock_for`].
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_acquire_for(
         &self,
         wait: Option<Duration>,
@@ -365,6 +367,7 @@ impl MultiLock {
     ///
     /// # Errors
     /// Only errors that are not per node; per-node errors are in the outcome.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_lock_for(
         &self,
         wait: Option<Duration>,
@@ -503,6 +506,7 @@ impl MultiLock {
     ///
     /// # Errors
     /// See [`MultiLock::try_lock_for`].
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_lock(&self) -> Result<QuorumOutcome> {
         self.try_lock_for(None, None).await
     }
@@ -620,6 +624,7 @@ impl RedLock {
     ///
     /// # Errors
     /// Only errors that are not per node.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_acquire_for(
         &self,
         wait: Option<Duration>,
@@ -645,6 +650,7 @@ impl RedLock {
     ///
     /// # Errors
     /// Only errors that are not per node.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_lock_for(
         &self,
         wait: Option<Duration>,
@@ -740,6 +746,7 @@ impl RedLock {
     ///
     /// # Errors
     /// Only errors that are not per node.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_lock(&self) -> Result<QuorumOutcome> {
         self.try_lock_for(None, None).await
     }

@@ -245,6 +245,7 @@ impl PermitExpirableSemaphore {
     ///
     /// # Errors
     /// Redis errors (never turned into `None`).
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_acquire(&self) -> Result<Option<String>> {
         Ok(self.try_acquire_many(1, None).await?.pop())
     }
@@ -254,6 +255,7 @@ impl PermitExpirableSemaphore {
     ///
     /// # Errors
     /// Redis errors.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_acquire_many(
         &self,
         permits: u32,
@@ -269,6 +271,7 @@ impl PermitExpirableSemaphore {
     ///
     /// # Errors
     /// Redis errors.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_acquire_for(
         &self,
         wait: Duration,
@@ -284,6 +287,7 @@ impl PermitExpirableSemaphore {
     ///
     /// # Errors
     /// Redis errors.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_acquire_many_for(
         &self,
         permits: u32,

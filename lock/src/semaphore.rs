@@ -149,6 +149,7 @@ impl Semaphore {
     ///
     /// # Errors
     /// Redis errors (never turned into `false`).
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_acquire(&self) -> Result<bool> {
         self.try_acquire_many(1).await
     }
@@ -157,6 +158,7 @@ impl Semaphore {
     ///
     /// # Errors
     /// Redis errors.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_acquire_many(&self, permits: u32) -> Result<bool> {
         if permits == 0 {
             return Ok(true);
@@ -168,6 +170,7 @@ impl Semaphore {
     ///
     /// # Errors
     /// Redis errors.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_acquire_for(&self, wait: Duration) -> Result<bool> {
         self.try_acquire_many_for(1, wait).await
     }
@@ -177,6 +180,7 @@ impl Semaphore {
     ///
     /// # Errors
     /// Redis errors.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_acquire_many_for(&self, permits: u32, wait: Duration) -> Result<bool> {
         if permits == 0 {
             return Ok(true);

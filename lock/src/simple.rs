@@ -10,8 +10,11 @@ use crate::error::Result;
 use crate::options::Backoff;
 use crate::scripts;
 
-/// A plain `SET NX PX` lock holding a random value only its handle knows.
-#[derive(Debug, Clone)]
+/// A plain `SET NX PX` lock holding a random value only its handle knows. A clone is a new
+/// holder with a value of its own (as a clone of the other kinds is a new owner): clones
+/// exclude each other and cannot unlock each other's hold.
+#[derive(Debug)]
+#[must_use = "a lock handle does nothing until it is locked"]
 pub struct SimpleLock {
     client: Client,
     name: String,
@@ -32,6 +35,17 @@ impl Client {
     }
 }
 
+impl Clone for SimpleLock {
+    fn clone(&self) -> Self {
+        SimpleLock {
+            client: self.client.clone(),
+            name: self.name.clone(),
+            value: self.client.request_id(),
+            backoff: self.backoff.clone(),
+        }
+    }
+}
+
 impl SimpleLock {
     /// The key.
     pub fn name(&self) -> &str {
@@ -47,6 +61,7 @@ impl SimpleLock {
     ///
     /// # Errors
     /// Redis errors.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_lock(&self, lease: Duration) -> Result<bool> {
         let lease_ms = lease_ms(&self.name, lease)?;
         let mut conn = self.client.connection();
@@ -65,6 +80,7 @@ impl SimpleLock {
     ///
     /// # Errors
     /// Redis errors.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_lock_for(&self, wait: Duration, lease: Duration) -> Result<bool> {
         let deadline = deadline_after(Instant::now(), wait);
         let mut n = 0;
