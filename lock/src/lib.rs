@@ -126,7 +126,7 @@ pub use multi::{MultiLock, MultiLockGuard, NodeOutcome, QuorumOutcome, RedLock};
 pub use options::{Backoff, ClientOptions, ReplicaSync, WallClock};
 pub use owner::Owner;
 pub use permit::PermitExpirableSemaphore;
-pub use semaphore::Semaphore;
+pub use semaphore::{Semaphore, SemaphorePermit};
 pub use simple::SimpleLock;
 pub use watchdog::{safety_margin, LostSignal};
 

@@ -189,6 +189,33 @@ impl Semaphore {
             .await
     }
 
+    /// Waits as long as needed for `permits` permits and returns them as a
+    /// [`SemaphorePermit`], given back when it is dropped (also when the task holding it
+    /// panics), as `tokio::sync::Semaphore::acquire_many` returns a permit guard.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn acquire_permit(&self, permits: u32) -> Result<SemaphorePermit> {
+        self.acquire_many(permits).await?;
+        Ok(SemaphorePermit::new(self.clone(), permits))
+    }
+
+    /// [`try_acquire_many_for`](Self::try_acquire_many_for) returning a [`SemaphorePermit`]
+    /// when acquired.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn try_acquire_permit_for(
+        &self,
+        permits: u32,
+        wait: Duration,
+    ) -> Result<Option<SemaphorePermit>> {
+        Ok(self
+            .try_acquire_many_for(permits, wait)
+            .await?
+            .then(|| SemaphorePermit::new(self.clone(), permits)))
+    }
+
     /// Waits as long as needed for one permit.
     ///
     /// # Errors
@@ -373,5 +400,61 @@ impl Semaphore {
                 _ = tokio::time::sleep(sleep_for) => {}
             }
         }
+    }
+}
+
+/// Permits of a [`Semaphore`] held by this code: given back when dropped (the release is
+/// spawned on the client's runtime, best effort: a failed release is logged), or by
+/// [`release`](Self::release), which reports the outcome.
+#[derive(Debug)]
+#[must_use = "dropping a SemaphorePermit gives its permits back"]
+pub struct SemaphorePermit {
+    semaphore: Semaphore,
+    permits: u32,
+    armed: bool,
+}
+
+impl SemaphorePermit {
+    fn new(semaphore: Semaphore, permits: u32) -> Self {
+        SemaphorePermit {
+            semaphore,
+            permits,
+            armed: true,
+        }
+    }
+
+    /// How many permits this holds.
+    pub fn permits(&self) -> u32 {
+        self.permits
+    }
+
+    /// Gives the permits back now.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn release(mut self) -> Result<()> {
+        self.armed = false;
+        self.semaphore.release_many(self.permits).await
+    }
+
+    /// Keeps the permits taken: nothing is given back on drop.
+    pub fn forget(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for SemaphorePermit {
+    fn drop(&mut self) {
+        if !self.armed || self.permits == 0 {
+            return;
+        }
+        let semaphore = self.semaphore.clone();
+        let permits = self.permits;
+        // On the client's runtime: the current one may be ending (a panicking task's).
+        semaphore.client.inner.runtime.clone().spawn(async move {
+            if let Err(e) = semaphore.release_many(permits).await {
+                tracing::debug!(name = %semaphore.name, error = %e, "permit release on drop");
+            }
+        });
     }
 }
