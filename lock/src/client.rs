@@ -14,6 +14,7 @@ use crate::entropy::Entropy;
 use crate::error::{LockError, Result};
 use crate::options::{ClientOptions, ReplicaSync};
 use crate::owner::Owner;
+use crate::sync::{eval_on, evalsha, Source, SyncPool};
 use crate::waiter::PubSubHub;
 use crate::watchdog::Registry;
 
@@ -39,6 +40,8 @@ pub(crate) struct Inner {
     // std RwLock, never held across an await: a failover swaps in a connection to the new master.
     pub(crate) conn: std::sync::RwLock<Connection>,
     pub(crate) hub: PubSubHub,
+    /// Connections for lock writes followed by `WAIT` (never the shared `conn`).
+    pub(crate) sync_pool: SyncPool,
     pub(crate) registry: Registry,
     pub(crate) options: ClientOptions,
     /// Recomputed after a failover when `ReplicaSync::Auto`.
@@ -101,6 +104,10 @@ impl Client {
             .response_timeout(options.response_timeout)
             .build()?;
         let conn = cluster.get_async_connection().await?;
+        let pool_cluster = redis::cluster::ClusterClient::builder(urls.clone())
+            .connection_timeout(options.connection_timeout)
+            .response_timeout(sync_response_timeout(&options))
+            .build()?;
         let sync_replicas = match options.replica_sync {
             ReplicaSync::Replicas(n) => n,
             ReplicaSync::Off | ReplicaSync::Auto => 0,
@@ -110,6 +117,7 @@ impl Client {
         Ok(Client::assemble(
             Connection::Cluster(conn),
             hub,
+            Source::Cluster(Box::new(pool_cluster)),
             sync_replicas,
             options,
             None,
@@ -191,10 +199,12 @@ impl Client {
         .await?;
         let mut conn = Connection::Stream(conn);
         let sync_replicas = replicas_to_sync(&mut conn, &options).await?;
+        let source = Source::Stream(dialer.clone(), entropy.clone());
         let hub = PubSubHub::over(dialer, pubsub_timeout(&options));
         Ok(Client::assemble(
             conn,
             hub,
+            source,
             sync_replicas,
             options,
             None,
@@ -223,7 +233,8 @@ impl Client {
         let entropy = Arc::new(Entropy::new(options.seed));
         Ok(Client::assemble(
             conn,
-            PubSubHub::new(client, pubsub_timeout(&options)),
+            PubSubHub::new(client.clone(), pubsub_timeout(&options)),
+            Source::Url(Box::new(client)),
             sync_replicas,
             options,
             sentinel,
@@ -234,6 +245,7 @@ impl Client {
     fn assemble(
         conn: Connection,
         hub: PubSubHub,
+        source: Source,
         sync_replicas: usize,
         options: ClientOptions,
         sentinel: Option<crate::sentinel::SentinelState>,
@@ -242,8 +254,14 @@ impl Client {
         // The id was the random source's first draw: with a seed it does not depend on how
         // connecting went.
         let id = entropy.client_id().to_owned();
+        let sync_pool = SyncPool::new(
+            source,
+            options.connection_timeout,
+            sync_response_timeout(&options),
+        );
         let inner = Arc::new(Inner {
             hub,
+            sync_pool,
             registry: Registry::default(),
             id,
             conn: std::sync::RwLock::new(conn),
@@ -267,6 +285,9 @@ impl Client {
         let n = replicas_to_sync(&mut conn, &self.inner.options).await?;
         self.inner.sync_replicas.store(n, Ordering::Relaxed);
         *self.inner.conn.write().unwrap_or_else(|p| p.into_inner()) = conn;
+        self.inner
+            .sync_pool
+            .switch(Source::Url(Box::new(client.clone())));
         Metrics::inc(&self.inner.metrics.master_switches);
         self.inner.hub.switch(client).await
     }
@@ -340,30 +361,81 @@ impl Client {
         wall.saturating_add(advanced)
     }
 
-    /// After a write, `WAIT` for the configured replicas; `Ok(false)` when none acknowledged.
+    /// Runs a script that writes. Without replicas to sync, on the shared connection, and the
+    /// second value is `Ok(true)`. With replicas, the script and its `WAIT` go out back to back
+    /// on a pooled connection (see [`crate::sync`]); the second value says whether the write is
+    /// synced: `Ok(false)` when no replica acknowledged it, `Err` when the `WAIT` itself failed
+    /// (a dropped connection, a refusal): either way the write ran, and the caller decides
+    /// whether to roll it back.
     ///
     /// With [`ReplicaSync::Auto`], a `WAIT` that fewer replicas acknowledged than expected
     /// re-reads `INFO replication` (as Redisson refreshes its replica list when the synced
     /// count differs): replicas that are gone are no longer waited for, so losing every
     /// replica does not roll back every acquisition from then on.
-    pub(crate) async fn wait_replicas(&self) -> Result<bool> {
+    ///
+    /// # Errors
+    /// When the script failed or its answer was lost (whether it ran is then unknown).
+    pub(crate) async fn eval_write<T, K, A>(
+        &self,
+        script: &redis::Script,
+        keys: &[K],
+        args: &[A],
+    ) -> Result<(T, Result<bool>)>
+    where
+        T: redis::FromRedisValue,
+        K: redis::ToRedisArgs,
+        A: redis::ToRedisArgs,
+    {
+        let eval = evalsha(script, keys, args);
         let n = self.sync_replicas();
         if n == 0 {
-            return Ok(true);
+            let v = eval_on(&mut self.connection(), script, &eval).await?;
+            return Ok((v, Ok(true)));
+        }
+        let (v, acked) = self
+            .inner
+            .sync_pool
+            .eval_and_wait(script, &eval, n, self.inner.options.replica_sync_timeout)
+            .await?;
+        let synced = match acked {
+            Ok(k) => Ok(self.judge_ack(n, k).await),
+            Err(e) => Err(e),
+        };
+        Ok((v, synced))
+    }
+
+    /// Runs a script that only reads (or whose writes need no sync) on the shared connection.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub(crate) async fn eval_read<T, K, A>(
+        &self,
+        script: &redis::Script,
+        keys: &[K],
+        args: &[A],
+    ) -> Result<T>
+    where
+        T: redis::FromRedisValue,
+        K: redis::ToRedisArgs,
+        A: redis::ToRedisArgs,
+    {
+        eval_on(&mut self.connection(), script, &evalsha(script, keys, args)).await
+    }
+
+    /// Whether `acked` acknowledgements of a `WAIT` for `n` replicas count as synced: any
+    /// one does. With [`ReplicaSync::Auto`] a short count re-reads the replica count.
+    async fn judge_ack(&self, n: usize, acked: i64) -> bool {
+        if acked >= n as i64 || !matches!(self.inner.options.replica_sync, ReplicaSync::Auto) {
+            return acked > 0;
         }
         let mut conn = self.connection();
-        let synced: i64 = redis::cmd("WAIT")
-            .arg(n)
-            .arg(self.inner.options.replica_sync_timeout.as_millis() as u64)
-            .query_async(&mut conn)
-            .await?;
-        if synced >= n as i64 || !matches!(self.inner.options.replica_sync, ReplicaSync::Auto) {
-            return Ok(synced > 0);
-        }
-        let info: String = redis::cmd("INFO")
+        let info: redis::RedisResult<String> = redis::cmd("INFO")
             .arg("replication")
             .query_async(&mut conn)
-            .await?;
+            .await;
+        let Ok(info) = info else {
+            return acked > 0;
+        };
         let now = connected_replicas(&info);
         if now != n {
             tracing::info!(
@@ -373,8 +445,16 @@ impl Client {
             );
             self.inner.sync_replicas.store(now, Ordering::Relaxed);
         }
-        Ok(synced > 0 || now == 0)
+        acked > 0 || now == 0
     }
+}
+
+/// The response timeout of the connections synced writes use: a `WAIT` blocks up to the sync
+/// timeout, on top of the usual allowance for an answer.
+fn sync_response_timeout(options: &ClientOptions) -> std::time::Duration {
+    options
+        .response_timeout
+        .saturating_add(options.replica_sync_timeout)
 }
 
 /// How long a pub/sub connect, `SUBSCRIBE` or `UNSUBSCRIBE` may take: the longer of the
@@ -433,8 +513,40 @@ pub(crate) fn suffix_name(name: &str, suffix: &str) -> String {
     }
 }
 
+/// Whole milliseconds of `d`, at least 1, saturating at `u64::MAX` (never truncated).
 pub(crate) fn ms(d: Duration) -> u64 {
-    (d.as_millis() as u64).max(1)
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+/// The longest lease a lock, permit or semaphore key may be given: 10^12 ms (about 31.7
+/// years). The scripts do arithmetic on leases in Lua numbers and hand results back to
+/// `PEXPIRE` as text, which Lua writes with `%.14g`: past 14 digits that is `1e+14`, which
+/// Redis refuses ("value is not an integer") after the script's first write already ran.
+/// 10^12 stays an integer when a script adds two leases (the write lock's re-entry) or a lease
+/// to the wall clock (the permit semaphore's timeout date).
+pub const MAX_LEASE: Duration = Duration::from_millis(1_000_000_000_000);
+
+/// `lease` in milliseconds, or [`LockError::Invalid`] when it is longer than [`MAX_LEASE`],
+/// refused before anything is written (rslock refuses such values too).
+pub(crate) fn lease_ms(name: &str, lease: Duration) -> Result<u64> {
+    if lease > MAX_LEASE {
+        return Err(LockError::Invalid {
+            name: name.to_owned(),
+            detail: format!(
+                "lease of {lease:?} is longer than the longest supported, {MAX_LEASE:?}"
+            ),
+        });
+    }
+    Ok(ms(lease))
+}
+
+/// The instant `wait` after `start`; `None` (no deadline: wait as long as needed) when that
+/// is past what an `Instant` can hold, as with `Duration::MAX`.
+pub(crate) fn deadline_after(
+    start: tokio::time::Instant,
+    wait: Duration,
+) -> Option<tokio::time::Instant> {
+    start.checked_add(wait)
 }
 
 /// Counters a user can export.

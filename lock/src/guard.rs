@@ -216,11 +216,10 @@ impl Drop for LockGuard {
             return;
         }
         let core = self.core.clone();
-        // The current runtime if there is one, else the one the client was opened on (a guard
-        // dropped on a plain thread): never the dropping thread itself.
-        let handle = tokio::runtime::Handle::try_current()
-            .unwrap_or_else(|_| core.client.inner.runtime.clone());
-        handle.spawn(async move {
+        // On the runtime the client was opened on, where its watchdog lives: never the
+        // dropping thread itself, nor the current runtime, which may end before the task runs
+        // (a `block_on` helper, a per-worker runtime) and leave the lock renewed forever.
+        core.client.inner.runtime.clone().spawn(async move {
             if let Err(e) = core.release().await {
                 tracing::debug!(name = %core.name, error = %e, "release on guard drop");
             }

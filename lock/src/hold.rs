@@ -3,7 +3,7 @@
 //! wait loop on the unlock channel (or backoff for the spin lock), release with Redisson's
 //! unlock latch, and the read-only queries.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,12 +11,13 @@ use redis::Script;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use crate::client::{ms, prefix_name, suffix_name, Client, Metrics};
+use crate::client::{deadline_after, lease_ms, ms, prefix_name, suffix_name, Client, Metrics};
 use crate::error::{LockError, Result};
 use crate::guard::LockGuard;
 use crate::options::Backoff;
 use crate::owner::Owner;
 use crate::scripts;
+use crate::waiter::Wake;
 use crate::watchdog::{HoldMode, LostSignal, Renewal};
 
 /// Redisson's `LockPubSub.UNLOCK_MESSAGE`.
@@ -60,29 +61,16 @@ impl Attempt {
     }
 }
 
-/// State shared by all clones of one lock handle.
+/// State shared by the copies of one lock handle (a handle's clones are new owners).
+///
+/// Dropping a handle does not stop the watchdog: as in Redisson, a hold taken through it is
+/// renewed until it is unlocked (through any handle of the same owner), lost, or the client
+/// shuts down, so `client.lock("x").lock().await?` holds "x" as long as
+/// `redisson.getLock("x").lock()` does.
 pub(crate) struct HandleState {
-    /// Holds registered in the watchdog through this handle and not released yet; dropping the
-    /// last clone of the handle releases them (stops renewal), documented on each lock type.
-    registered: AtomicU32,
     /// Redisson's `internalLockLeaseTime`: the lease of the last acquisition, used by unlock's
     /// PEXPIRE when holds remain.
     last_lease_ms: AtomicU64,
-    client: Client,
-    name: String,
-    field: String,
-}
-
-impl Drop for HandleState {
-    fn drop(&mut self) {
-        let n = self.registered.load(Ordering::Acquire);
-        for _ in 0..n {
-            self.client
-                .inner
-                .registry
-                .release(&self.client, &self.name, &self.field, false);
-        }
-    }
 }
 
 /// `pub` (in this private module, so still unreachable from outside) only because the sealed
@@ -117,11 +105,7 @@ impl Core {
             field.push_str(":write");
         }
         let state = Arc::new(HandleState {
-            registered: AtomicU32::new(0),
             last_lease_ms: AtomicU64::new(ms(client.options().watchdog_timeout)),
-            client: client.clone(),
-            name: name.to_owned(),
-            field: field.clone(),
         });
         Core {
             client: client.clone(),
@@ -214,28 +198,41 @@ impl Core {
         keys: &[String],
         args: &[String],
     ) -> Result<T> {
-        let mut inv = script.prepare_invoke();
-        for k in keys {
-            inv.key(k);
-        }
-        for a in args {
-            inv.arg(a);
-        }
-        let mut conn = self.client.connection();
-        Ok(inv.invoke_async(&mut conn).await?)
+        self.client.eval_read(script, keys, args).await
+    }
+
+    /// A script that writes, with its `WAIT` when replicas are synced (see
+    /// [`Client::eval_write`]).
+    async fn eval_write<T: redis::FromRedisValue>(
+        &self,
+        script: &'static Script,
+        keys: &[String],
+        args: &[String],
+    ) -> Result<(T, Result<bool>)> {
+        self.client.eval_write(script, keys, args).await
     }
 
     /// One acquire script, with replica sync: an acquisition no replica acknowledged is rolled
-    /// back and retried, as Redisson does ("None of slaves were synced").
+    /// back and retried, as Redisson does ("None of slaves were synced"); one whose `WAIT`
+    /// failed (a dropped connection, a refusal) is rolled back and the error returned, so a
+    /// failed call never leaves the lock held or a re-entry counted.
     async fn acquire_script(&self, lease: Duration, wait: Option<Duration>) -> Result<Attempt> {
         let attempts = self.client.options().replica_sync_attempts.max(1);
         for _ in 0..attempts {
-            let a = self.acquire_script_once(lease, wait).await?;
+            let (a, synced) = self.acquire_script_once(lease, wait).await?;
             if let Attempt::Acquired(_) = a {
-                if !self.client.wait_replicas().await? {
-                    tracing::warn!(name = %self.name, "no replica acknowledged the acquisition; rolling back");
-                    let _ = self.release_script().await;
-                    continue;
+                match synced {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::warn!(name = %self.name, "no replica acknowledged the acquisition; rolling back");
+                        let _ = self.release_script().await;
+                        continue;
+                    }
+                    Err(e) => {
+                        tracing::warn!(name = %self.name, error = %e, "WAIT failed after the acquisition; rolling back");
+                        let _ = self.release_script().await;
+                        return Err(e);
+                    }
                 }
             }
             return Ok(a);
@@ -249,35 +246,59 @@ impl Core {
         &self,
         lease: Duration,
         wait: Option<Duration>,
-    ) -> Result<Attempt> {
+    ) -> Result<(Attempt, Result<bool>)> {
         let lease_ms = ms(lease).to_string();
         let name = self.name.clone();
         let field = self.field.clone();
         let ttl = Attempt::from_ttl_reply;
         match self.kind {
-            Kind::Plain | Kind::Spin => {
-                let r: Option<i64> = self
-                    .eval(&scripts::LOCK_ACQUIRE, &[name], &[lease_ms, field])
+            Kind::Plain => {
+                let (r, synced): (Option<i64>, _) = self
+                    .eval_write(&scripts::LOCK_ACQUIRE, &[name], &[lease_ms, field])
                     .await?;
-                Ok(ttl(r))
+                Ok((ttl(r), synced))
+            }
+            Kind::Spin => {
+                let (r, synced): (Option<i64>, _) = self
+                    .eval_write(&scripts::SPIN_ACQUIRE, &[name], &[lease_ms, field])
+                    .await?;
+                Ok((ttl(r), synced))
             }
             Kind::NonReentrant => {
-                let r: Option<i64> = self
-                    .eval(&scripts::NON_REENTRANT_ACQUIRE, &[name], &[lease_ms, field])
-                    .await?;
-                Ok(ttl(r))
+                let r = self
+                    .eval_write(
+                        &scripts::NON_REENTRANT_ACQUIRE,
+                        &[name],
+                        &[lease_ms, field, scripts::REENTRY_ERR.to_owned()],
+                    )
+                    .await;
+                let (r, synced): (Option<i64>, _) = match r {
+                    // Redisson's IllegalMonitorStateException for a re-entry.
+                    Err(LockError::Redis(e)) if e.to_string().contains(scripts::REENTRY_ERR) => {
+                        return Err(LockError::Invalid {
+                            name: self.name.clone(),
+                            detail: format!(
+                                "Lock '{}' is non-reentrant and is already held by owner {}",
+                                self.name,
+                                self.owner.id()
+                            ),
+                        })
+                    }
+                    other => other?,
+                };
+                Ok((ttl(r), synced))
             }
             Kind::Fenced => {
-                let r: Vec<i64> = self
-                    .eval(
+                let (r, synced): (Vec<i64>, _) = self
+                    .eval_write(
                         &scripts::FENCED_ACQUIRE,
                         &[name, self.token_name()],
                         &[lease_ms, field],
                     )
                     .await?;
                 match r.as_slice() {
-                    [-1, token] => Ok(Attempt::Acquired(Some(*token))),
-                    [t, _] => Ok(ttl(Some(*t))),
+                    [-1, token] => Ok((Attempt::Acquired(Some(*token)), synced)),
+                    [t, _] => Ok((ttl(Some(*t)), synced)),
                     other => Err(LockError::unexpected("fenced acquire", other)),
                 }
             }
@@ -287,51 +308,53 @@ impl Core {
                 let wait_ms = self.fair_wait_ms(wait).to_string();
                 if wait == Some(Duration::ZERO) {
                     // tryLock(): a single attempt that never joins the queue.
-                    let r: Option<i64> = self
-                        .eval(
+                    let (r, synced): (Option<i64>, _) = self
+                        .eval_write(
                             &scripts::FAIR_TRY_ONCE,
                             &keys,
                             &[lease_ms, field, now, wait_ms],
                         )
                         .await?;
-                    Ok(match r {
+                    let a = match r {
                         None => Attempt::Acquired(None),
                         Some(_) => Attempt::Busy(None),
-                    })
+                    };
+                    Ok((a, synced))
                 } else {
-                    let r: Option<i64> = self
-                        .eval(
+                    let (r, synced): (Option<i64>, _) = self
+                        .eval_write(
                             &scripts::FAIR_ACQUIRE,
                             &keys,
                             &[lease_ms, field, wait_ms, now],
                         )
                         .await?;
-                    Ok(ttl(r))
+                    Ok((ttl(r), synced))
                 }
             }
             Kind::Read => {
                 let write_field = format!("{field}:write");
-                let r: Option<i64> = self
-                    .eval(
+                let (r, synced): (Option<i64>, _) = self
+                    .eval_write(
                         &scripts::READ_ACQUIRE,
                         &[name, self.read_timeout_prefix()],
                         &[lease_ms, field, write_field],
                     )
                     .await?;
-                Ok(ttl(r))
+                Ok((ttl(r), synced))
             }
             Kind::Write => {
-                let r: Option<i64> = self
-                    .eval(&scripts::WRITE_ACQUIRE, &[name], &[lease_ms, field])
+                let (r, synced): (Option<i64>, _) = self
+                    .eval_write(&scripts::WRITE_ACQUIRE, &[name], &[lease_ms, field])
                     .await?;
-                Ok(ttl(r))
+                Ok((ttl(r), synced))
             }
         }
     }
 
-    /// The release script; `None` means "not held by this owner". Retries on connection errors
+    /// The release script; `None` means "not held by this owner"; with whether the release
+    /// is synced to the replicas (see [`Client::eval_write`]). Retries on connection errors
     /// with the same request id, which the unlock latch makes idempotent.
-    async fn release_script(&self) -> Result<Option<i64>> {
+    async fn release_script(&self) -> Result<(Option<i64>, Result<bool>)> {
         let rid = self.client.request_id();
         let latch = self.unlock_latch_name(&rid);
         // Holds that remain keep the watchdog's lease while one of them is renewed (a leased
@@ -349,9 +372,9 @@ impl Core {
         let mut tries = 0;
         let res = loop {
             tries += 1;
-            let r: Result<Option<i64>> = match self.kind {
+            let r: Result<(Option<i64>, Result<bool>)> = match self.kind {
                 Kind::Plain | Kind::NonReentrant | Kind::Fenced => {
-                    self.eval(
+                    self.eval_write(
                         &scripts::LOCK_RELEASE,
                         &[name.clone(), self.channel(), latch.clone()],
                         &[
@@ -365,15 +388,15 @@ impl Core {
                     .await
                 }
                 Kind::Spin => {
-                    self.eval(
+                    self.eval_write(
                         &scripts::SPIN_RELEASE,
-                        std::slice::from_ref(&name),
-                        &[lease.clone(), field.clone()],
+                        &[name.clone(), latch.clone()],
+                        &[lease.clone(), field.clone(), latch_ms.clone()],
                     )
                     .await
                 }
                 Kind::Fair => {
-                    self.eval(
+                    self.eval_write(
                         &scripts::FAIR_RELEASE,
                         &[
                             name.clone(),
@@ -394,7 +417,7 @@ impl Core {
                     .await
                 }
                 Kind::Read => {
-                    self.eval(
+                    self.eval_write(
                         &scripts::READ_RELEASE,
                         &[
                             name.clone(),
@@ -413,7 +436,7 @@ impl Core {
                     .await
                 }
                 Kind::Write => {
-                    self.eval(
+                    self.eval_write(
                         &scripts::WRITE_RELEASE,
                         &[name.clone(), self.channel(), latch.clone()],
                         &[
@@ -432,13 +455,10 @@ impl Core {
                 other => break other,
             }
         };
-        if matches!(
-            self.kind,
-            Kind::Plain | Kind::NonReentrant | Kind::Fenced | Kind::Fair | Kind::Read | Kind::Write
-        ) {
+        {
             // Redisson deletes the latch once the answer is in; fire and forget.
             let mut conn = self.client.connection();
-            tokio::spawn(async move {
+            self.client.inner.runtime.spawn(async move {
                 let _: redis::RedisResult<i64> =
                     redis::cmd("DEL").arg(latch).query_async(&mut conn).await;
             });
@@ -476,7 +496,6 @@ impl Core {
             mode,
             sent,
         );
-        self.state.registered.fetch_add(1, Ordering::AcqRel);
     }
 
     /// One attempt, safe to cancel: the script runs in a spawned task; if the caller is gone
@@ -486,7 +505,7 @@ impl Core {
         self.client.check_alive()?;
         let (tx, rx) = oneshot::channel();
         let core = self.clone();
-        tokio::spawn(async move {
+        self.client.inner.runtime.spawn(async move {
             let eff = lease.unwrap_or(core.client.options().watchdog_timeout);
             let sent = Instant::now();
             let res = core.acquire_script(eff, wait).await;
@@ -510,6 +529,9 @@ impl Core {
         lease: Option<Duration>,
     ) -> Result<Option<Option<i64>>> {
         use tracing::Instrument;
+        if let Some(l) = lease {
+            lease_ms(&self.name, l)?;
+        }
         let span = tracing::debug_span!("acquire", name = %self.name, owner = %self.field, kind = ?self.kind);
         self.acquire_inner(wait, lease).instrument(span).await
     }
@@ -520,7 +542,7 @@ impl Core {
         lease: Option<Duration>,
     ) -> Result<Option<Option<i64>>> {
         let start = Instant::now();
-        let deadline = wait.map(|w| start + w);
+        let deadline = wait.and_then(|w| deadline_after(start, w));
         // A fair waiter joins the queue on its first attempt; leave it again if this future is
         // dropped or fails before acquiring, so an abandoned waiter does not block the queue.
         let mut guard = QueueGuard {
@@ -545,8 +567,16 @@ impl Core {
             .client
             .inner
             .hub
-            .subscribe(&self.waiter_channel())
+            .subscribe_until(&self.waiter_channel(), Wake::Lock, deadline)
             .await?;
+        let Some(sub) = sub else {
+            // The wait ran out while subscribing (a slow or hung pub/sub node): not acquired,
+            // as Redisson's tryLock returns false when its subscription times out.
+            guard.core = None;
+            self.acquire_failed(wait).await?;
+            Metrics::inc(&self.client.inner.metrics.acquire_failed);
+            return Ok(None);
+        };
         loop {
             let ttl = match self.attempt(lease, wait).await? {
                 Attempt::Acquired(t) => {
@@ -630,7 +660,10 @@ impl Core {
     /// leaves the key to expire after its lease instead of renewing it forever.
     pub(crate) async fn release(&self) -> Result<()> {
         let core = self.clone();
-        tokio::spawn(async move { core.release_now().await })
+        self.client
+            .inner
+            .runtime
+            .spawn(async move { core.release_now().await })
             .await
             .map_err(|_| LockError::Shutdown)?
     }
@@ -640,11 +673,15 @@ impl Core {
         // any more, whatever a kind's script answers (the fair lock's answers "released" for a
         // key that expired): every kind then reports NotOwner, as `Lock` always did.
         let lost = self.client.inner.registry.is_lost(&self.name, &self.field);
+        // Redisson's fair release answers 1 ("released") for a missing key, so its answer
+        // cannot tell an unlock by an owner that never held the lock: the registry can.
+        let never_held =
+            self.kind == Kind::Fair && !self.client.inner.registry.holds(&self.name, &self.field);
         let r = self.release_script().await;
         let fully = match &r {
             // Not held by this owner (expired, or taken over): nothing of ours to renew.
-            Ok(None) => true,
-            Ok(Some(v)) => *v == 1,
+            Ok((None, _)) => true,
+            Ok((Some(v), _)) => *v == 1,
             // Unknown outcome: drop this hold all the same.
             Err(_) => false,
         };
@@ -652,30 +689,24 @@ impl Core {
             .inner
             .registry
             .release(&self.client, &self.name, &self.field, fully);
-        let _ = self
-            .state
-            .registered
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| v.checked_sub(1));
-        match r? {
-            Some(_) if lost => Err(LockError::NotOwner {
+        let (r, synced) = r?;
+        match r {
+            Some(_) if lost || never_held => Err(LockError::NotOwner {
                 name: self.name.clone(),
                 client_id: self.client.id().to_owned(),
                 owner_id: self.owner.id(),
             }),
-            None => {
-                let _ = self.client.wait_replicas().await;
-                Err(LockError::NotOwner {
-                    name: self.name.clone(),
-                    client_id: self.client.id().to_owned(),
-                    owner_id: self.owner.id(),
-                })
-            }
+            None => Err(LockError::NotOwner {
+                name: self.name.clone(),
+                client_id: self.client.id().to_owned(),
+                owner_id: self.owner.id(),
+            }),
             Some(v) => {
                 Metrics::inc(&self.client.inner.metrics.released);
                 tracing::debug!(name = %self.name, owner = %self.field, fully = v == 1, "released");
-                if !self.client.wait_replicas().await? {
-                    tracing::warn!(name = %self.name, "no replica acknowledged the release");
-                }
+                // The release ran on the master: an error now would invite a retry that
+                // releases twice. A release the replicas did not confirm is only logged.
+                note_unsynced(&self.name, "release", synced);
                 Ok(())
             }
         }
@@ -809,6 +840,7 @@ impl Core {
     /// MultiLock ends with) and restarts the hold's lease timer from the send time. `Ok(false)`
     /// when the lock is not held by this owner any more.
     pub(crate) async fn set_lease(&self, lease: Duration) -> Result<bool> {
+        lease_ms(&self.name, lease)?;
         let sent = Instant::now();
         let mut conn = self.client.connection();
         let renewed: i64 = scripts::RENEW
@@ -835,6 +867,16 @@ impl Core {
     }
 }
 
+/// Logs a write that ran but that the replicas did not confirm (`WAIT` short or failed): the
+/// write stands on the master, so the caller gets no error it might retry on.
+pub(crate) fn note_unsynced(name: &str, what: &str, synced: Result<bool>) {
+    match synced {
+        Ok(true) => {}
+        Ok(false) => tracing::warn!(name, what, "no replica acknowledged the write"),
+        Err(e) => tracing::warn!(name, what, error = %e, "WAIT failed after the write"),
+    }
+}
+
 struct QueueGuard {
     core: Option<Core>,
     wait: Option<Duration>,
@@ -844,11 +886,11 @@ impl Drop for QueueGuard {
     fn drop(&mut self) {
         if let Some(core) = self.core.take() {
             let wait = self.wait;
-            if let Ok(h) = tokio::runtime::Handle::try_current() {
-                h.spawn(async move {
-                    let _ = core.acquire_failed(wait).await;
-                });
-            }
+            // On the client's runtime, where the watchdog lives: the current one may end
+            // before the task runs (a `block_on` helper).
+            core.client.inner.runtime.clone().spawn(async move {
+                let _ = core.acquire_failed(wait).await;
+            });
         }
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::{Client, Metrics};
+use crate::client::{deadline_after, Client, Metrics};
 use crate::error::Result;
 use crate::scripts;
 use crate::waiter::Wake;
@@ -54,16 +54,9 @@ impl CountDownLatch {
         script: &'static redis::Script,
         args: &[&str],
     ) -> Result<T> {
-        let mut inv = script.prepare_invoke();
-        inv.key(&self.name).key(self.channel());
-        for a in args {
-            inv.arg(*a);
-        }
-        let mut conn = self.client.connection();
-        let r = inv.invoke_async(&mut conn).await?;
-        if !self.client.wait_replicas().await? {
-            tracing::warn!(name = %self.name, "no replica acknowledged the latch write");
-        }
+        let keys = [self.name.clone(), self.channel()];
+        let (r, synced) = self.client.eval_write(script, &keys, args).await?;
+        crate::hold::note_unsynced(&self.name, "latch write", synced);
         Ok(r)
     }
 
@@ -129,7 +122,8 @@ impl CountDownLatch {
     /// # Errors
     /// Redis errors.
     pub async fn wait_for(&self, timeout: Duration) -> Result<bool> {
-        self.wait_inner(Some(Instant::now() + timeout)).await
+        self.wait_inner(deadline_after(Instant::now(), timeout))
+            .await
     }
 
     async fn wait_inner(&self, deadline: Option<Instant>) -> Result<bool> {
@@ -141,8 +135,11 @@ impl CountDownLatch {
             .client
             .inner
             .hub
-            .subscribe_with(&self.channel(), Wake::All)
+            .subscribe_until(&self.channel(), Wake::All, deadline)
             .await?;
+        let Some(sub) = sub else {
+            return Ok(false);
+        };
         loop {
             // Subscribed and registered as a waiter before this read, so a count-down to zero
             // after it is not missed (a wake-all reaches only registered waiters).

@@ -107,10 +107,11 @@ mod scripts;
 mod semaphore;
 mod sentinel;
 mod simple;
+mod sync;
 mod waiter;
 mod watchdog;
 
-pub use client::{Client, MetricsSnapshot};
+pub use client::{Client, MetricsSnapshot, MAX_LEASE};
 pub use cluster::Connection;
 pub use connector::{Connecting, Connector, ConnectorStream, StreamConnection};
 pub use error::{LockError, LostReason, Result};
@@ -125,13 +126,16 @@ pub use multi::{MultiLock, MultiLockGuard, NodeOutcome, QuorumOutcome, RedLock};
 pub use options::{Backoff, ClientOptions, ReplicaSync, WallClock};
 pub use owner::Owner;
 pub use permit::PermitExpirableSemaphore;
-pub use semaphore::Semaphore;
+pub use semaphore::{Semaphore, SemaphorePermit};
 pub use simple::SimpleLock;
 pub use watchdog::{safety_margin, LostSignal};
 
 /// Source text of the Redisson scripts this crate runs, for tests and tools that want to run
 /// them by hand (for example to act as a Java client would).
 pub mod script_sources {
+    /// The Redisson source the scripts are taken from, byte for byte (each pinned by a test
+    /// to the SHA1 of Redisson's text).
+    pub const REDISSON_SOURCE: &str = crate::scripts::REDISSON_SOURCE;
     /// `RedissonLock` acquire. KEYS: name. ARGV: lease ms, owner field.
     pub const LOCK_ACQUIRE: &str = crate::scripts::LOCK_ACQUIRE_SRC;
     /// `RedissonLock` release with unlock latch. KEYS: name, channel, latch. ARGV: message,

@@ -7,8 +7,10 @@
 //! one handle, e.g. through an `Arc`, shares its owner, so the tasks re-enter each other; use
 //! [`NonReentrantLock`] where even the same owner must not enter twice). [`Lock::with_owner`]
 //! and the `*_for` constructors give explicit owners (to act as a given Redisson thread).
-//! Dropping a handle stops the watchdog for the holds that handle took (the lock then expires
-//! after its lease); it never sends commands from `Drop`.
+//! Dropping a handle does not stop the watchdog (as in Redisson, whose `getLock("x").lock()`
+//! is renewed until `unlock`, whatever happens to the Java object): a hold is renewed until it
+//! is unlocked through a handle of the same owner ([`Lock::with_owner`], the `*_for`
+//! constructors), lost, or the client shuts down. A guard ([`LockGuard`]) releases on drop.
 
 use std::time::Duration;
 
@@ -89,6 +91,7 @@ macro_rules! common_lock_api {
             ///
             /// # Errors
             /// Redis errors (never turned into `None`).
+            #[must_use = "the attempt may have failed: check its result"]
             pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
                 self.core.acquire_guard(Some(Duration::ZERO), None).await
             }
@@ -98,6 +101,7 @@ macro_rules! common_lock_api {
             ///
             /// # Errors
             /// Redis errors.
+            #[must_use = "the attempt may have failed: check its result"]
             pub async fn try_acquire_for(
                 &self,
                 wait: Duration,
@@ -148,6 +152,7 @@ macro_rules! common_lock_api {
             ///
             /// # Errors
             /// Redis errors (never turned into `false`).
+            #[must_use = "the attempt may have failed: check its result"]
             pub async fn try_lock(&self) -> Result<bool> {
                 Ok(self
                     .core
@@ -161,6 +166,7 @@ macro_rules! common_lock_api {
             ///
             /// # Errors
             /// Redis errors.
+            #[must_use = "the attempt may have failed: check its result"]
             pub async fn try_lock_for(
                 &self,
                 wait: Duration,
@@ -175,9 +181,12 @@ macro_rules! common_lock_api {
             ///
             /// # Errors
             /// [`LockError::NotOwner`](crate::LockError::NotOwner) (Redisson's
-            /// IllegalMonitorStateException message) when this owner does not hold it, for
-            /// every kind also when its lease ran out or the lock was otherwise lost (the lost
-            /// signal fired); Redis errors.
+            /// IllegalMonitorStateException message) when this owner does not hold it: never
+            /// took it, its lease ran out or the lock was otherwise lost (the lost signal
+            /// fired), or its key was deleted by someone else. One case the library cannot
+            /// tell: a [`FairLock`] this client took whose key someone else deleted (a
+            /// `force_unlock`) before any renewal noticed unlocks with `Ok`, because Redisson's
+            /// fair release script answers "released" for a missing key. Redis errors.
             pub async fn unlock(&self) -> Result<()> {
                 self.core.release().await
             }
@@ -262,20 +271,23 @@ macro_rules! common_lock_api {
 /// Layout: hash `name`, field `"<client-id>:<owner-id>"` = hold count; unlock channel
 /// `redisson_lock__channel:{name}`.
 #[derive(Debug)]
+#[must_use = "a lock handle does nothing until it is locked"]
 pub struct Lock {
     pub(crate) core: Core,
 }
 common_lock_api!(Lock);
 
-/// A lock one owner cannot enter twice: a second `lock()` by the same owner waits like any
-/// other owner, and `try_lock()` answers `false`.
+/// Redisson's `RedissonNonReentrantLock`: a lock one owner cannot enter twice. Its acquire
+/// script answers an error reply when the owner holds the lock already, which every acquiring
+/// call returns as [`LockError::Invalid`](crate::LockError::Invalid) (Redisson's
+/// IllegalMonitorStateException), instead of waiting for itself; other owners wait as usual.
 ///
-/// Redisson has no non-reentrant `RLock`; this one keeps Redisson's [`Lock`] layout (hash
-/// `name`, field `"<client-id>:<owner-id>"` = 1, unlock channel `redisson_lock__channel:{name}`,
-/// the same release, renewal and force-unlock scripts), with an acquire script that refuses
-/// when the key exists whoever holds it. Redisson's Java clients on the same name see a lock
-/// held once, and exclude it as usual.
+/// Redisson's [`Lock`] layout (hash `name`, field `"<client-id>:<owner-id>"` = 1, unlock
+/// channel `redisson_lock__channel:{name}`, the same release, renewal and force-unlock
+/// scripts), and Redisson's acquire script byte for byte, so a Java `RedissonNonReentrantLock`
+/// on the same name agrees with this one.
 #[derive(Debug)]
+#[must_use = "a lock handle does nothing until it is locked"]
 pub struct NonReentrantLock {
     pub(crate) core: Core,
 }
@@ -284,6 +296,7 @@ common_lock_api!(NonReentrantLock);
 /// Redisson's `RFairLock`: FIFO by request order, queue `redisson_lock_queue:{name}`,
 /// waiter timeouts in `redisson_lock_timeout:{name}`, one wake channel per waiter.
 #[derive(Debug)]
+#[must_use = "a lock handle does nothing until it is locked"]
 pub struct FairLock {
     pub(crate) core: Core,
 }
@@ -292,6 +305,7 @@ common_lock_api!(FairLock);
 /// Redisson's spin lock: same layout as [`Lock`], but waiters poll with exponential backoff
 /// instead of subscribing, and release publishes nothing.
 #[derive(Debug)]
+#[must_use = "a lock handle does nothing until it is locked"]
 pub struct SpinLock {
     pub(crate) core: Core,
 }
@@ -308,6 +322,7 @@ impl SpinLock {
 /// Redisson's `RFencedLock`: a [`Lock`] whose every acquisition increments the token counter
 /// `redisson_lock_token:{name}` and returns the new value.
 #[derive(Debug)]
+#[must_use = "a lock handle does nothing until it is locked"]
 pub struct FencedLock {
     pub(crate) core: Core,
 }
@@ -334,6 +349,7 @@ impl FencedLock {
     ///
     /// # Errors
     /// Redis errors.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_lock_and_get_token(&self) -> Result<Option<i64>> {
         match self.core.acquire(Some(Duration::ZERO), None).await? {
             Some(t) => self.token_of(Some(t)).map(Some),
@@ -345,6 +361,7 @@ impl FencedLock {
     ///
     /// # Errors
     /// Redis errors.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_lock_and_get_token_for(
         &self,
         wait: Duration,
@@ -397,6 +414,7 @@ impl FencedLock {
 /// the writer may also take read locks (downgrade). Its halves share its owner; a clone of the
 /// `ReadWriteLock` is a new owner.
 #[derive(Debug)]
+#[must_use = "a lock handle does nothing until it is locked"]
 pub struct ReadWriteLock {
     read: ReadLock,
     write: WriteLock,
@@ -430,6 +448,7 @@ impl ReadWriteLock {
 /// The read half of a [`ReadWriteLock`]; each hold also has a timeout key
 /// `{name}:<owner>:rwlock_timeout:<n>`.
 #[derive(Debug)]
+#[must_use = "a lock handle does nothing until it is locked"]
 pub struct ReadLock {
     pub(crate) core: Core,
 }
@@ -447,6 +466,7 @@ impl ReadLock {
 /// The write half of a [`ReadWriteLock`]; its field carries the `:write` suffix and its release
 /// wakes all waiters (message `1`).
 #[derive(Debug)]
+#[must_use = "a lock handle does nothing until it is locked"]
 pub struct WriteLock {
     pub(crate) core: Core,
 }

@@ -52,6 +52,7 @@ impl NodeOutcome {
 /// what happened in the final round.
 #[derive(Debug)]
 #[non_exhaustive]
+#[must_use = "the lock may not have been acquired: check `acquired`"]
 pub struct QuorumOutcome {
     /// True when the lock (all locks, or a majority for RedLock) is held.
     pub acquired: bool,
@@ -102,15 +103,18 @@ impl Drop for Rollback {
         if held.is_empty() {
             return;
         }
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(async move {
-                for lock in held {
-                    if let Err(e) = lock.release().await {
-                        tracing::debug!(lock = %lock.name, error = %e, "multi-lock cancel rollback failed");
-                    }
+        // On the first lock's client's runtime, where the watchdogs live (the current
+        // runtime may end before the task runs).
+        let Some(runtime) = held.first().map(|c| c.client.inner.runtime.clone()) else {
+            return;
+        };
+        runtime.spawn(async move {
+            for lock in held {
+                if let Err(e) = lock.release().await {
+                    tracing::debug!(lock = %lock.name, error = %e, "multi-lock cancel rollback failed");
                 }
-            });
-        }
+            }
+        });
     }
 }
 
@@ -131,6 +135,22 @@ fn random_ms(locks: &[Box<dyn DistributedLock>], range: RangeInclusive<u64>) -> 
             .first()
             .map_or(*range.start(), |l| l.client().random_range(range)),
     )
+}
+
+/// Twice the wait (Redisson's first lease with both a wait and a lease), at most
+/// [`MAX_LEASE`](crate::MAX_LEASE): `Duration::MAX` waits must not overflow.
+fn first_lease(wait: Duration) -> Duration {
+    wait.saturating_mul(2).min(crate::MAX_LEASE)
+}
+
+/// [`LockError::Invalid`] for a lease longer than [`MAX_LEASE`](crate::MAX_LEASE), before any
+/// lock is tried.
+fn check_lease(locks: &[Box<dyn DistributedLock>], lease: Option<Duration>) -> Result<()> {
+    match (lease, locks.first()) {
+        (Some(l), Some(first)) => crate::client::lease_ms(first.name(), l).map(|_| ()),
+        (Some(l), None) => crate::client::lease_ms("", l).map(|_| ()),
+        _ => Ok(()),
+    }
 }
 
 /// Redlock's validity: `lease − elapsed − drift`; `None` when nothing is left.
@@ -318,6 +338,7 @@ impl MultiLock {
     ///
     /// # Errors
     /// See [`MultiLock::try_lock_for`].
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_acquire_for(
         &self,
         wait: Option<Duration>,
@@ -346,16 +367,18 @@ impl MultiLock {
     ///
     /// # Errors
     /// Only errors that are not per node; per-node errors are in the outcome.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_lock_for(
         &self,
         wait: Option<Duration>,
         lease: Option<Duration>,
     ) -> Result<QuorumOutcome> {
+        check_lease(&self.locks, lease)?;
         // Redisson: with both wait and lease, each lock's lease is twice the wait time so that it
         // cannot expire while later locks are being acquired; the real lease is set at the end.
         let new_lease = match (wait, lease) {
             (_, None) => None,
-            (Some(w), Some(_)) if !w.is_zero() => Some(w * 2),
+            (Some(w), Some(_)) if !w.is_zero() => Some(first_lease(w)),
             (_, Some(l)) => Some(l),
         };
         let mut time = Instant::now();
@@ -367,6 +390,7 @@ impl MultiLock {
         let mut nodes: Vec<NodeOutcome> =
             self.locks.iter().map(|_| NodeOutcome::NotTried).collect();
         let mut acquired: Vec<usize> = Vec::new();
+        let mut restart = false;
         let mut i = 0;
         while i < self.locks.len() {
             let lock = &self.locks[i];
@@ -411,15 +435,27 @@ impl MultiLock {
                     if remain.is_none() {
                         return Ok(QuorumOutcome::failed(nodes));
                     }
+                    for n in nodes.iter_mut() {
+                        if n.is_acquired() {
+                            *n = NodeOutcome::Released;
+                        }
+                    }
                     failed_limit = self.failed_locks_limit();
                     acquired.clear();
-                    round_start = Instant::now();
-                    i = 0;
-                    continue;
+                    restart = true;
+                    // A node that fails fast (down) would make the rounds a hot loop: a short
+                    // random pause, within the time left, before the next round.
+                    if let (Some(r), NodeOutcome::Failed(_)) = (remain, &nodes[i]) {
+                        let left = r.saturating_sub(time.elapsed());
+                        tokio::time::sleep(random_ms(&self.locks, 5..=49).min(left)).await;
+                    }
                 } else {
                     failed_limit -= 1;
                 }
             }
+            // Redisson updates the remaining time after every lock, a reset round included
+            // (its iterator is rewound, the loop goes on): the wait ends on time even while
+            // another owner keeps one of the locks.
             if let Some(r) = remain {
                 let now = Instant::now();
                 let r = r.saturating_sub(now - time);
@@ -436,7 +472,13 @@ impl MultiLock {
                 }
                 remain = Some(r);
             }
-            i += 1;
+            if restart {
+                restart = false;
+                round_start = Instant::now();
+                i = 0;
+            } else {
+                i += 1;
+            }
         }
         if let Some(l) = lease {
             let kept = set_leases(&self.locks, &acquired, l).await;
@@ -464,6 +506,7 @@ impl MultiLock {
     ///
     /// # Errors
     /// See [`MultiLock::try_lock_for`].
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_lock(&self) -> Result<QuorumOutcome> {
         self.try_lock_for(None, None).await
     }
@@ -474,6 +517,7 @@ impl MultiLock {
     /// # Errors
     /// See [`MultiLock::try_lock_for`].
     pub async fn lock(&self, lease: Option<Duration>) -> Result<QuorumOutcome> {
+        check_lease(&self.locks, lease)?;
         let base = Duration::from_millis(1500) * self.locks.len().max(1) as u32;
         loop {
             let wait = match lease {
@@ -580,6 +624,7 @@ impl RedLock {
     ///
     /// # Errors
     /// Only errors that are not per node.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_acquire_for(
         &self,
         wait: Option<Duration>,
@@ -605,6 +650,7 @@ impl RedLock {
     ///
     /// # Errors
     /// Only errors that are not per node.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_lock_for(
         &self,
         wait: Option<Duration>,
@@ -617,8 +663,9 @@ impl RedLock {
         // Redisson: with both wait and lease, each lock is first taken for twice the whole
         // wait, so that none expires while the others are being acquired; the real lease is
         // set once the quorum is held.
+        check_lease(locks, lease)?;
         let first_lease = match (wait, lease) {
-            (Some(w), Some(_)) => Some(w * 2),
+            (Some(w), Some(_)) => Some(first_lease(w)),
             (_, l) => l,
         };
         loop {
@@ -699,6 +746,7 @@ impl RedLock {
     ///
     /// # Errors
     /// Only errors that are not per node.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_lock(&self) -> Result<QuorumOutcome> {
         self.try_lock_for(None, None).await
     }

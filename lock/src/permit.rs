@@ -13,8 +13,9 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use crate::client::{ms, prefix_name, suffix_name, Client, Metrics};
+use crate::client::{deadline_after, lease_ms, prefix_name, suffix_name, Client, Metrics};
 use crate::error::{LockError, Result};
+use crate::hold::note_unsynced;
 use crate::scripts;
 use crate::waiter::Wake;
 
@@ -121,25 +122,46 @@ impl PermitExpirableSemaphore {
         keys: &[String],
         args: Vec<Vec<u8>>,
     ) -> Result<T> {
-        let mut inv = script.prepare_invoke();
-        for k in keys {
-            inv.key(k);
-        }
-        for a in args {
-            inv.arg(a);
-        }
-        let mut conn = self.client.connection();
-        Ok(inv.invoke_async(&mut conn).await?)
+        self.client.eval_read(script, keys, &args).await
+    }
+
+    /// A script that writes, with its `WAIT` when replicas are synced; whether it is synced
+    /// comes back beside the answer (see `Client::eval_write`).
+    async fn eval_synced<T: redis::FromRedisValue>(
+        &self,
+        script: &'static redis::Script,
+        keys: &[String],
+        args: Vec<Vec<u8>>,
+    ) -> Result<(T, Result<bool>)> {
+        self.client.eval_write(script, keys, &args).await
+    }
+
+    /// A script that writes, whose sync is only logged: the write stands on the master, so
+    /// the caller gets no error it might retry on (a retried release would release twice).
+    async fn write<T: redis::FromRedisValue>(
+        &self,
+        script: &'static redis::Script,
+        keys: &[String],
+        args: Vec<Vec<u8>>,
+    ) -> Result<T> {
+        let (v, synced) = self.eval_synced(script, keys, args).await?;
+        note_unsynced(&self.name, "permit semaphore write", synced);
+        Ok(v)
     }
 
     fn now(&self) -> Vec<u8> {
         self.client.now_ms().to_string().into_bytes()
     }
 
-    fn timeout_date(&self, lease: Option<Duration>) -> u64 {
+    /// The permit's end as a wall-clock millisecond; [`LockError::Invalid`] for a lease longer
+    /// than [`MAX_LEASE`](crate::MAX_LEASE), before anything is written.
+    fn timeout_date(&self, lease: Option<Duration>) -> Result<u64> {
         match lease {
-            Some(l) => self.client.now_ms().saturating_add(ms(l)),
-            None => NON_EXPIRABLE_TIMEOUT,
+            Some(l) => Ok(self
+                .client
+                .now_ms()
+                .saturating_add(lease_ms(&self.name, l)?)),
+            None => Ok(NON_EXPIRABLE_TIMEOUT),
         }
     }
 
@@ -155,13 +177,12 @@ impl PermitExpirableSemaphore {
     /// Redis errors.
     pub async fn try_set_permits(&self, permits: i64) -> Result<bool> {
         let r: i64 = self
-            .eval(
+            .write(
                 &scripts::PES_TRY_SET_PERMITS,
                 &[self.name.clone(), self.channel()],
                 vec![permits.to_string().into_bytes(), PUBLISH.into()],
             )
             .await?;
-        self.sync_write().await?;
         Ok(r == 1)
     }
 
@@ -172,13 +193,13 @@ impl PermitExpirableSemaphore {
     /// Redis errors.
     pub async fn set_permits(&self, permits: i64) -> Result<()> {
         let _: () = self
-            .eval(
+            .write(
                 &scripts::PES_SET_PERMITS,
                 &self.keys_nct(),
                 vec![permits.to_string().into_bytes(), PUBLISH.into()],
             )
             .await?;
-        self.sync_write().await
+        Ok(())
     }
 
     /// Adds `permits` to the available count (negative to remove).
@@ -187,13 +208,13 @@ impl PermitExpirableSemaphore {
     /// Redis errors.
     pub async fn add_permits(&self, permits: i64) -> Result<()> {
         let _: () = self
-            .eval(
+            .write(
                 &scripts::PES_ADD_PERMITS,
                 &[self.name.clone(), self.channel()],
                 vec![permits.to_string().into_bytes(), PUBLISH.into()],
             )
             .await?;
-        self.sync_write().await
+        Ok(())
     }
 
     /// Permits available now (expired leases returned first).
@@ -224,6 +245,7 @@ impl PermitExpirableSemaphore {
     ///
     /// # Errors
     /// Redis errors (never turned into `None`).
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_acquire(&self) -> Result<Option<String>> {
         Ok(self.try_acquire_many(1, None).await?.pop())
     }
@@ -233,6 +255,7 @@ impl PermitExpirableSemaphore {
     ///
     /// # Errors
     /// Redis errors.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_acquire_many(
         &self,
         permits: u32,
@@ -248,13 +271,14 @@ impl PermitExpirableSemaphore {
     ///
     /// # Errors
     /// Redis errors.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_acquire_for(
         &self,
         wait: Duration,
         lease: Option<Duration>,
     ) -> Result<Option<String>> {
         Ok(self
-            .acquire_inner(1, lease, Some(Instant::now() + wait))
+            .acquire_inner(1, lease, deadline_after(Instant::now(), wait))
             .await?
             .pop())
     }
@@ -263,13 +287,14 @@ impl PermitExpirableSemaphore {
     ///
     /// # Errors
     /// Redis errors.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_acquire_many_for(
         &self,
         permits: u32,
         wait: Duration,
         lease: Option<Duration>,
     ) -> Result<Vec<String>> {
-        self.acquire_inner(permits, lease, Some(Instant::now() + wait))
+        self.acquire_inner(permits, lease, deadline_after(Instant::now(), wait))
             .await
     }
 
@@ -302,13 +327,12 @@ impl PermitExpirableSemaphore {
     pub async fn try_release(&self, id: &str) -> Result<bool> {
         let bytes = id_bytes(&self.name, id)?;
         let r: i64 = self
-            .eval(
+            .write(
                 &scripts::PES_TRY_RELEASE,
                 &self.keys_nct(),
                 vec![bytes, b"1".to_vec(), self.now(), PUBLISH.into()],
             )
             .await?;
-        self.sync_write().await?;
         if r == 1 {
             Metrics::inc(&self.client.inner.metrics.released);
         }
@@ -352,9 +376,8 @@ impl PermitExpirableSemaphore {
             args.push(id_bytes(&self.name, id)?);
         }
         let r: u64 = self
-            .eval(&scripts::PES_TRY_RELEASE_MANY, &self.keys_nct(), args)
+            .write(&scripts::PES_TRY_RELEASE_MANY, &self.keys_nct(), args)
             .await?;
-        self.sync_write().await?;
         Ok(r)
     }
 
@@ -379,15 +402,14 @@ impl PermitExpirableSemaphore {
     /// Redis errors; a malformed id.
     pub async fn update_lease_time(&self, id: &str, lease: Option<Duration>) -> Result<bool> {
         let bytes = id_bytes(&self.name, id)?;
-        let date = self.timeout_date(lease).to_string().into_bytes();
+        let date = self.timeout_date(lease)?.to_string().into_bytes();
         let r: i64 = self
-            .eval(
+            .write(
                 &scripts::PES_UPDATE_LEASE,
                 &self.keys_ntc(),
                 vec![bytes, date, self.now(), PUBLISH.into()],
             )
             .await?;
-        self.sync_write().await?;
         Ok(r == 1)
     }
 
@@ -436,13 +458,6 @@ impl PermitExpirableSemaphore {
         Ok(n > 0)
     }
 
-    async fn sync_write(&self) -> Result<()> {
-        if !self.client.wait_replicas().await? {
-            tracing::warn!(name = %self.name, "no replica acknowledged the semaphore write");
-        }
-        Ok(())
-    }
-
     /// One acquire script, safe to cancel: it runs in a spawned task, and permits taken after
     /// the caller went away are released again (Redisson releases them when the future was
     /// cancelled). With replicas, an acquisition no replica acknowledged is given back and
@@ -454,7 +469,7 @@ impl PermitExpirableSemaphore {
         self.client.check_alive()?;
         let (tx, rx) = oneshot::channel();
         let this = self.clone();
-        tokio::spawn(async move {
+        self.client.inner.runtime.spawn(async move {
             let res = this.attempt_once(permits, lease).await;
             if let Err(Ok(Attempt::Acquired(ids))) = tx.send(res) {
                 tracing::debug!(name = %this.name, "permits acquired after cancellation; releasing");
@@ -468,7 +483,7 @@ impl PermitExpirableSemaphore {
         let ids: Vec<String> = (0..permits).map(|_| self.client.request_id()).collect();
         let mut args = vec![
             permits.to_string().into_bytes(),
-            self.timeout_date(lease).to_string().into_bytes(),
+            self.timeout_date(lease)?.to_string().into_bytes(),
             self.now(),
             NON_EXPIRABLE_TIMEOUT.to_string().into_bytes(),
             PUBLISH.into(),
@@ -476,16 +491,26 @@ impl PermitExpirableSemaphore {
         for id in &ids {
             args.push(id_bytes(&self.name, id)?);
         }
-        let r: Option<String> = self
-            .eval(&scripts::PES_TRY_ACQUIRE, &self.keys_ntc(), args)
+        let (r, synced): (Option<String>, _) = self
+            .eval_synced(&scripts::PES_TRY_ACQUIRE, &self.keys_ntc(), args)
             .await?;
         match r.as_deref() {
             Some("OK") => {
-                if !self.client.wait_replicas().await? {
-                    let _ = self.try_release_many(&ids).await;
-                    return Err(LockError::ReplicasNotSynced {
-                        name: self.name.clone(),
-                    });
+                // Permits taken but not confirmed by a replica (or whose WAIT failed) are given
+                // back before the error: a failed call never keeps permits.
+                match synced {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        let _ = self.try_release_many(&ids).await;
+                        return Err(LockError::ReplicasNotSynced {
+                            name: self.name.clone(),
+                        });
+                    }
+                    Err(e) => {
+                        tracing::warn!(name = %self.name, error = %e, "WAIT failed after taking permits; giving them back");
+                        let _ = self.try_release_many(&ids).await;
+                        return Err(e);
+                    }
                 }
                 Metrics::inc(&self.client.inner.metrics.acquired);
                 Ok(Attempt::Acquired(ids))
@@ -517,8 +542,12 @@ impl PermitExpirableSemaphore {
             .client
             .inner
             .hub
-            .subscribe_with(&self.channel(), Wake::All)
+            .subscribe_until(&self.channel(), Wake::All, deadline)
             .await?;
+        let Some(sub) = sub else {
+            Metrics::inc(&self.client.inner.metrics.acquire_failed);
+            return Ok(Vec::new());
+        };
         loop {
             // Registered as a waiter before the attempt: a release published meanwhile wakes it.
             let notified = sub.notified();

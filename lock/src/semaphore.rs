@@ -9,8 +9,9 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use crate::client::{ms, prefix_name, Client, Metrics};
+use crate::client::{deadline_after, lease_ms, prefix_name, Client, Metrics};
 use crate::error::{LockError, Result};
+use crate::hold::note_unsynced;
 use crate::scripts;
 use crate::waiter::Wake;
 
@@ -48,22 +49,32 @@ impl Semaphore {
         prefix_name("redisson_sc", &self.name)
     }
 
+    /// A script that writes, with its `WAIT` when replicas are synced; whether it is synced
+    /// comes back beside the answer (see `Client::eval_write`).
+    async fn eval_synced<T: redis::FromRedisValue>(
+        &self,
+        script: &'static redis::Script,
+        with_channel: bool,
+        args: &[String],
+    ) -> Result<(T, Result<bool>)> {
+        let mut keys = vec![self.name.clone()];
+        if with_channel {
+            keys.push(self.channel());
+        }
+        self.client.eval_write(script, &keys, args).await
+    }
+
+    /// A script that writes, whose sync is only logged: the write stands on the master, so
+    /// the caller gets no error it might retry on (a retried release would release twice).
     async fn eval<T: redis::FromRedisValue>(
         &self,
         script: &'static redis::Script,
         with_channel: bool,
         args: &[String],
     ) -> Result<T> {
-        let mut inv = script.prepare_invoke();
-        inv.key(&self.name);
-        if with_channel {
-            inv.key(self.channel());
-        }
-        for a in args {
-            inv.arg(a);
-        }
-        let mut conn = self.client.connection();
-        Ok(inv.invoke_async(&mut conn).await?)
+        let (v, synced) = self.eval_synced(script, with_channel, args).await?;
+        note_unsynced(&self.name, "semaphore write", synced);
+        Ok(v)
     }
 
     /// Sets the permit count when the semaphore does not exist yet; `false` when it does.
@@ -78,7 +89,6 @@ impl Semaphore {
                 &[permits.to_string(), PUBLISH.into()],
             )
             .await?;
-        self.sync_write().await?;
         Ok(r == 1)
     }
 
@@ -87,14 +97,14 @@ impl Semaphore {
     /// # Errors
     /// Redis errors.
     pub async fn try_set_permits_with_ttl(&self, permits: i64, ttl: Duration) -> Result<bool> {
+        let ttl_ms = lease_ms(&self.name, ttl)?;
         let r: i64 = self
             .eval(
                 &scripts::SEMAPHORE_TRY_SET_TTL,
                 true,
-                &[permits.to_string(), PUBLISH.into(), ms(ttl).to_string()],
+                &[permits.to_string(), PUBLISH.into(), ttl_ms.to_string()],
             )
             .await?;
-        self.sync_write().await?;
         Ok(r == 1)
     }
 
@@ -110,7 +120,7 @@ impl Semaphore {
                 &[permits.to_string(), PUBLISH.into()],
             )
             .await?;
-        self.sync_write().await
+        Ok(())
     }
 
     /// The current permit count (0 when the semaphore does not exist).
@@ -132,7 +142,6 @@ impl Semaphore {
     /// Redis errors.
     pub async fn drain_permits(&self) -> Result<i64> {
         let r: i64 = self.eval(&scripts::SEMAPHORE_DRAIN, false, &[]).await?;
-        self.sync_write().await?;
         Ok(r)
     }
 
@@ -140,6 +149,7 @@ impl Semaphore {
     ///
     /// # Errors
     /// Redis errors (never turned into `false`).
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_acquire(&self) -> Result<bool> {
         self.try_acquire_many(1).await
     }
@@ -148,6 +158,7 @@ impl Semaphore {
     ///
     /// # Errors
     /// Redis errors.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_acquire_many(&self, permits: u32) -> Result<bool> {
         if permits == 0 {
             return Ok(true);
@@ -159,6 +170,7 @@ impl Semaphore {
     ///
     /// # Errors
     /// Redis errors.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_acquire_for(&self, wait: Duration) -> Result<bool> {
         self.try_acquire_many_for(1, wait).await
     }
@@ -168,12 +180,40 @@ impl Semaphore {
     ///
     /// # Errors
     /// Redis errors.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_acquire_many_for(&self, permits: u32, wait: Duration) -> Result<bool> {
         if permits == 0 {
             return Ok(true);
         }
-        self.acquire_inner(permits, Some(Instant::now() + wait))
+        self.acquire_inner(permits, deadline_after(Instant::now(), wait))
             .await
+    }
+
+    /// Waits as long as needed for `permits` permits and returns them as a
+    /// [`SemaphorePermit`], given back when it is dropped (also when the task holding it
+    /// panics), as `tokio::sync::Semaphore::acquire_many` returns a permit guard.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn acquire_permit(&self, permits: u32) -> Result<SemaphorePermit> {
+        self.acquire_many(permits).await?;
+        Ok(SemaphorePermit::new(self.clone(), permits))
+    }
+
+    /// [`try_acquire_many_for`](Self::try_acquire_many_for) returning a [`SemaphorePermit`]
+    /// when acquired.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn try_acquire_permit_for(
+        &self,
+        permits: u32,
+        wait: Duration,
+    ) -> Result<Option<SemaphorePermit>> {
+        Ok(self
+            .try_acquire_many_for(permits, wait)
+            .await?
+            .then(|| SemaphorePermit::new(self.clone(), permits)))
     }
 
     /// Waits as long as needed for one permit.
@@ -219,7 +259,7 @@ impl Semaphore {
             )
             .await?;
         Metrics::inc(&self.client.inner.metrics.released);
-        self.sync_write().await
+        Ok(())
     }
 
     /// Returns `permits` permits only when the semaphore exists; `false` otherwise.
@@ -237,7 +277,6 @@ impl Semaphore {
                 &[permits.to_string(), PUBLISH.into()],
             )
             .await?;
-        self.sync_write().await?;
         Ok(r == 1)
     }
 
@@ -267,13 +306,6 @@ impl Semaphore {
         Ok((v >= 0).then(|| Duration::from_millis(v as u64)))
     }
 
-    async fn sync_write(&self) -> Result<()> {
-        if !self.client.wait_replicas().await? {
-            tracing::warn!(name = %self.name, "no replica acknowledged the semaphore write");
-        }
-        Ok(())
-    }
-
     /// One acquire script, safe to cancel: it runs in a spawned task, and permits taken after
     /// the caller went away are released again (Redisson: `if (!result.complete(..))
     /// releaseAsync(permits)`). With replicas, an acquisition no replica acknowledged is given
@@ -282,7 +314,7 @@ impl Semaphore {
         self.client.check_alive()?;
         let (tx, rx) = oneshot::channel();
         let this = self.clone();
-        tokio::spawn(async move {
+        self.client.inner.runtime.spawn(async move {
             let res = this.attempt_once(permits).await;
             if let Err(Ok(true)) = tx.send(res) {
                 tracing::debug!(name = %this.name, "permits acquired after cancellation; releasing");
@@ -293,8 +325,8 @@ impl Semaphore {
     }
 
     async fn attempt_once(&self, permits: u32) -> Result<bool> {
-        let r: i64 = self
-            .eval(
+        let (r, synced): (i64, _) = self
+            .eval_synced(
                 &scripts::SEMAPHORE_TRY_ACQUIRE,
                 false,
                 &[permits.to_string()],
@@ -303,11 +335,21 @@ impl Semaphore {
         if r != 1 {
             return Ok(false);
         }
-        if !self.client.wait_replicas().await? {
-            let _ = self.release_many(permits).await;
-            return Err(LockError::ReplicasNotSynced {
-                name: self.name.clone(),
-            });
+        // Permits taken but not confirmed by a replica (or whose WAIT failed) are given back
+        // before the error: a failed call never keeps permits.
+        match synced {
+            Ok(true) => {}
+            Ok(false) => {
+                let _ = self.release_many(permits).await;
+                return Err(LockError::ReplicasNotSynced {
+                    name: self.name.clone(),
+                });
+            }
+            Err(e) => {
+                tracing::warn!(name = %self.name, error = %e, "WAIT failed after taking permits; giving them back");
+                let _ = self.release_many(permits).await;
+                return Err(e);
+            }
         }
         Metrics::inc(&self.client.inner.metrics.acquired);
         Ok(true)
@@ -326,8 +368,12 @@ impl Semaphore {
             .client
             .inner
             .hub
-            .subscribe_with(&self.channel(), Wake::All)
+            .subscribe_until(&self.channel(), Wake::All, deadline)
             .await?;
+        let Some(sub) = sub else {
+            Metrics::inc(&self.client.inner.metrics.acquire_failed);
+            return Ok(false);
+        };
         loop {
             // Registered as a waiter before the attempt: a release published meanwhile wakes
             // it (a wake-all reaches only registered waiters).
@@ -354,5 +400,61 @@ impl Semaphore {
                 _ = tokio::time::sleep(sleep_for) => {}
             }
         }
+    }
+}
+
+/// Permits of a [`Semaphore`] held by this code: given back when dropped (the release is
+/// spawned on the client's runtime, best effort: a failed release is logged), or by
+/// [`release`](Self::release), which reports the outcome.
+#[derive(Debug)]
+#[must_use = "dropping a SemaphorePermit gives its permits back"]
+pub struct SemaphorePermit {
+    semaphore: Semaphore,
+    permits: u32,
+    armed: bool,
+}
+
+impl SemaphorePermit {
+    fn new(semaphore: Semaphore, permits: u32) -> Self {
+        SemaphorePermit {
+            semaphore,
+            permits,
+            armed: true,
+        }
+    }
+
+    /// How many permits this holds.
+    pub fn permits(&self) -> u32 {
+        self.permits
+    }
+
+    /// Gives the permits back now.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn release(mut self) -> Result<()> {
+        self.armed = false;
+        self.semaphore.release_many(self.permits).await
+    }
+
+    /// Keeps the permits taken: nothing is given back on drop.
+    pub fn forget(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for SemaphorePermit {
+    fn drop(&mut self) {
+        if !self.armed || self.permits == 0 {
+            return;
+        }
+        let semaphore = self.semaphore.clone();
+        let permits = self.permits;
+        // On the client's runtime: the current one may be ending (a panicking task's).
+        semaphore.client.inner.runtime.clone().spawn(async move {
+            if let Err(e) = semaphore.release_many(permits).await {
+                tracing::debug!(name = %semaphore.name, error = %e, "permit release on drop");
+            }
+        });
     }
 }

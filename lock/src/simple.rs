@@ -5,13 +5,16 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::{ms, Client};
+use crate::client::{deadline_after, lease_ms, Client};
 use crate::error::Result;
 use crate::options::Backoff;
 use crate::scripts;
 
-/// A plain `SET NX PX` lock holding a random value only its handle knows.
-#[derive(Debug, Clone)]
+/// A plain `SET NX PX` lock holding a random value only its handle knows. A clone is a new
+/// holder with a value of its own (as a clone of the other kinds is a new owner): clones
+/// exclude each other and cannot unlock each other's hold.
+#[derive(Debug)]
+#[must_use = "a lock handle does nothing until it is locked"]
 pub struct SimpleLock {
     client: Client,
     name: String,
@@ -32,6 +35,17 @@ impl Client {
     }
 }
 
+impl Clone for SimpleLock {
+    fn clone(&self) -> Self {
+        SimpleLock {
+            client: self.client.clone(),
+            name: self.name.clone(),
+            value: self.client.request_id(),
+            backoff: self.backoff.clone(),
+        }
+    }
+}
+
 impl SimpleLock {
     /// The key.
     pub fn name(&self) -> &str {
@@ -47,14 +61,16 @@ impl SimpleLock {
     ///
     /// # Errors
     /// Redis errors.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_lock(&self, lease: Duration) -> Result<bool> {
+        let lease_ms = lease_ms(&self.name, lease)?;
         let mut conn = self.client.connection();
         let r: Option<String> = redis::cmd("SET")
             .arg(&self.name)
             .arg(&self.value)
             .arg("NX")
             .arg("PX")
-            .arg(ms(lease))
+            .arg(lease_ms)
             .query_async(&mut conn)
             .await?;
         Ok(r.is_some())
@@ -64,14 +80,17 @@ impl SimpleLock {
     ///
     /// # Errors
     /// Redis errors.
+    #[must_use = "the attempt may have failed: check its result"]
     pub async fn try_lock_for(&self, wait: Duration, lease: Duration) -> Result<bool> {
-        let deadline = Instant::now() + wait;
+        let deadline = deadline_after(Instant::now(), wait);
         let mut n = 0;
         loop {
             if self.try_lock(lease).await? {
                 return Ok(true);
             }
-            let rem = deadline.saturating_duration_since(Instant::now());
+            let rem = deadline.map_or(Duration::MAX, |d| {
+                d.saturating_duration_since(Instant::now())
+            });
             if rem.is_zero() {
                 return Ok(false);
             }
@@ -102,11 +121,12 @@ impl SimpleLock {
     /// # Errors
     /// Redis errors.
     pub async fn extend(&self, lease: Duration) -> Result<bool> {
+        let lease_ms = lease_ms(&self.name, lease)?;
         let mut conn = self.client.connection();
         let r: i64 = scripts::SIMPLE_EXTEND
             .key(&self.name)
             .arg(&self.value)
-            .arg(ms(lease))
+            .arg(lease_ms)
             .invoke_async(&mut conn)
             .await?;
         Ok(r == 1)

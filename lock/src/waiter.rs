@@ -181,14 +181,9 @@ impl PubSubHub {
         }
     }
 
-    /// Subscribes (or adds a reference to an existing subscription of) `channel`. Returns once
-    /// the server confirmed the subscription, so a message published afterwards is seen.
-    pub(crate) async fn subscribe(&self, channel: &str) -> Result<Subscription> {
-        self.subscribe_with(channel, Wake::Lock).await
-    }
-
-    /// [`subscribe`](Self::subscribe) with an explicit wake policy (the first subscriber of a
-    /// channel decides it).
+    /// Subscribes (or adds a reference to an existing subscription of) `channel`, with the wake
+    /// policy `wake` (the first subscriber of a channel decides it). Returns once the server
+    /// confirmed the subscription, so a message published afterwards is seen.
     pub(crate) async fn subscribe_with(&self, channel: &str, wake: Wake) -> Result<Subscription> {
         let shared = &self.shared;
         // The node the channel is subscribed on already, else the one owning its slot. Bounded:
@@ -260,6 +255,25 @@ impl PubSubHub {
             "the channel kept moving between nodes",
             channel.to_owned(),
         ))))
+    }
+
+    /// [`subscribe_with`](Self::subscribe_with) bounded by a waiter's `deadline`, as Redisson
+    /// bounds an acquire's subscription by the time left: `None` when the deadline passed
+    /// first (the wait is over; a subscription completed after it is released again).
+    pub(crate) async fn subscribe_until(
+        &self,
+        channel: &str,
+        wake: Wake,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<Option<Subscription>> {
+        let subscribing = self.subscribe_with(channel, wake);
+        match deadline {
+            None => subscribing.await.map(Some),
+            Some(d) => match tokio::time::timeout_at(d, subscribing).await {
+                Ok(r) => r.map(Some),
+                Err(_) => Ok(None),
+            },
+        }
     }
 
     /// Moves the pub/sub connection to `client` (the new master after a failover): drops the

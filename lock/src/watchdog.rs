@@ -77,6 +77,9 @@ struct Entry {
     /// While renewing: when the key may have expired unless renewed; renewals move it.
     deadline_tx: Option<watch::Sender<Instant>>,
     lost_tx: watch::Sender<Option<LostReason>>,
+    /// A periodic renewal of this hold is under way (its node may be slow): later rounds
+    /// leave the hold to it instead of piling up calls behind it.
+    in_flight: bool,
 }
 
 impl Entry {
@@ -226,6 +229,7 @@ impl Registry {
             renewing: false,
             deadline_tx: None,
             lost_tx: watch::channel(None).0,
+            in_flight: false,
         });
         if e.lost_tx.borrow().is_some() {
             // The previous hold was lost; this acquisition starts a new one with a fresh signal
@@ -242,9 +246,21 @@ impl Registry {
             (Some(_), HoldMode::Watchdog(_)) if e.renewing && e.task.is_some() => {}
             // A leased re-entry under a renewed hold cut the key's TTL to its lease: renew at
             // once, so the outer hold keeps the watchdog's lease.
-            (Some(lease), HoldMode::Lease(_)) => {
+            (Some(lease), HoldMode::Lease(short)) => {
                 if !e.renewing {
                     e.start(client, &key, HoldMode::Watchdog(lease), sent);
+                }
+                // The key now lives only as long as the re-entry's lease: so does the
+                // signal's promise, until the urgent renewal gives it the watchdog's again.
+                if let Some(tx) = &e.deadline_tx {
+                    let cut = sent + valid_for(short);
+                    tx.send_if_modified(|d| {
+                        let earlier = cut < *d;
+                        if earlier {
+                            *d = cut;
+                        }
+                        earlier
+                    });
                 }
                 urgent = true;
             }
@@ -312,6 +328,17 @@ impl Registry {
         }
     }
 
+    /// The periodic renewals of `items` have answered (or failed): the next round may renew
+    /// them again.
+    fn landed(&self, items: &[Item]) {
+        let mut st = lock(&self.state);
+        for i in items {
+            if let Some(e) = st.entries.get_mut(&(i.name.clone(), i.field.clone())) {
+                e.in_flight = false;
+            }
+        }
+    }
+
     /// Forgets every hold of `name` (after `force_unlock`).
     pub(crate) fn release_all(&self, name: &str) {
         let mut st = lock(&self.state);
@@ -332,6 +359,14 @@ impl Registry {
             .map(|e| LostSignal {
                 rx: e.lost_tx.subscribe(),
             })
+    }
+
+    /// Whether this client holds (name, field) as far as it knows: a hold was registered by an
+    /// acquisition and not released since (lost or not).
+    pub(crate) fn holds(&self, name: &str, field: &str) -> bool {
+        lock(&self.state)
+            .entries
+            .contains_key(&(name.to_owned(), field.to_owned()))
     }
 
     /// Whether the hold of (name, field) was reported lost (and not released since).
@@ -375,11 +410,17 @@ impl Registry {
         }
     }
 
-    /// The holds to renew now: those given (urgent), or every renewing hold. With none left
-    /// at a periodic round, the scheduler is retired (under the same lock `register` starts
-    /// it under, so no hold is left without one).
+    /// The holds to renew now: those given (urgent), or every renewing hold whose last
+    /// periodic renewal has answered (those are marked in flight until theirs does). With none
+    /// left at a periodic round, the scheduler is retired (under the same lock `register`
+    /// starts it under, so no hold is left without one).
     fn due(&self, only: Option<&[Key]>) -> Option<Vec<Item>> {
         let mut st = lock(&self.state);
+        let renewing = |e: &Entry| e.renewing && e.lost_tx.borrow().is_none();
+        if only.is_none() && !st.entries.values().any(renewing) {
+            st.scheduler = None;
+            return None;
+        }
         let item = |k: &Key, e: &Entry| {
             let deadline_tx = e.deadline_tx.clone()?;
             (e.renewing && e.lost_tx.borrow().is_none()).then(|| Item {
@@ -397,29 +438,42 @@ impl Registry {
                     .collect(),
             ),
             None => {
-                let items: Vec<Item> = st.entries.iter().filter_map(|(k, e)| item(k, e)).collect();
-                if items.is_empty() {
-                    st.scheduler = None;
-                    return None;
+                let items: Vec<Item> = st
+                    .entries
+                    .iter()
+                    .filter(|(_, e)| !e.in_flight)
+                    .filter_map(|(k, e)| item(k, e))
+                    .collect();
+                for i in &items {
+                    if let Some(e) = st.entries.get_mut(&(i.name.clone(), i.field.clone())) {
+                        e.in_flight = true;
+                    }
                 }
                 Some(items)
             }
         }
     }
 
-    /// A renewal found (name, field) not held: reports the loss and stops its task, unless the
-    /// entry is a newer hold than the one the renewal was for.
-    fn not_held(&self, item: &Item) {
+    /// A renewal found (name, field) not held: reports the loss and stops its task, only while
+    /// the hold the renewal was for is still registered. A hold released meanwhile (a clean
+    /// unlock racing the renewal, which read the holds before the unlock and ran after it) or
+    /// replaced by a newer one was not lost: nothing is reported. True when a loss was.
+    fn not_held(&self, item: &Item) -> bool {
         let mut st = lock(&self.state);
-        if let Some(e) = st.entries.get_mut(&(item.name.clone(), item.field.clone())) {
-            if e.lost_tx.same_channel(&item.lost_tx) {
-                e.stop_task();
-            }
-        }
+        let current = st
+            .entries
+            .get_mut(&(item.name.clone(), item.field.clone()))
+            .filter(|e| e.lost_tx.same_channel(&item.lost_tx));
+        let Some(e) = current else {
+            return false;
+        };
+        e.stop_task();
         drop(st);
-        if report_lost(&item.lost_tx, LostReason::NotHeld) {
+        let reported = report_lost(&item.lost_tx, LostReason::NotHeld);
+        if reported {
             tracing::warn!(name = %item.name, owner = %item.field, reason = ?LostReason::NotHeld, "lock lost");
         }
+        reported
     }
 }
 
@@ -490,8 +544,20 @@ async fn run_scheduler(
         let Some(items) = client.inner.registry.due(only.as_deref()) else {
             return;
         };
-        renew(&client, items, lease).await;
-        if only.is_none() {
+        let periodic = only.is_none();
+        // Each chunk in a task of its own, not awaited here: a slow or hung node (a shard
+        // of a cluster) delays only its own holds, not the next round of the others.
+        for chunk in chunks(&client, items) {
+            let client = client.clone();
+            client.inner.runtime.clone().spawn(async move {
+                renew_chunk(&client, &chunk, lease).await;
+                if periodic {
+                    client.inner.registry.landed(&chunk);
+                }
+            });
+        }
+        drop(client);
+        if periodic {
             next = Instant::now() + period;
         }
     }
@@ -499,7 +565,17 @@ async fn run_scheduler(
 
 /// Renews `items` in chunks of the batch size (one hash slot per chunk in a cluster), all
 /// chunks at once.
+#[cfg(test)]
 async fn renew(client: &Client, items: Vec<Item>, lease: Duration) {
+    let futs = chunks(client, items)
+        .into_iter()
+        .map(|c| async move { renew_chunk(client, &c, lease).await });
+    futures::future::join_all(futs).await;
+}
+
+/// `items` in chunks of the batch size, one hash slot per chunk in a cluster, in a
+/// deterministic order.
+fn chunks(client: &Client, items: Vec<Item>) -> Vec<Vec<Item>> {
     let batch = client.options().watchdog_batch_size.max(1);
     let cluster = matches!(client.connection(), Connection::Cluster(_));
     // BTreeMap: a deterministic chunk order.
@@ -520,13 +596,13 @@ async fn renew(client: &Client, items: Vec<Item>, lease: Duration) {
             chunks.push(group.by_ref().take(batch).collect());
         }
     }
-    futures::future::join_all(chunks.into_iter().map(|c| renew_chunk(client, c, lease))).await;
+    chunks
 }
 
-async fn renew_chunk(client: &Client, chunk: Vec<Item>, lease: Duration) {
+async fn renew_chunk(client: &Client, chunk: &[Item], lease: Duration) {
     let span = tracing::debug_span!("renew", locks = chunk.len());
     let sent = Instant::now();
-    let res = tracing::Instrument::instrument(renew_retrying(client, &chunk, lease), span).await;
+    let res = tracing::Instrument::instrument(renew_retrying(client, chunk, lease), span).await;
     let metrics = &client.inner.metrics;
     match res {
         Ok(flags) if flags.len() == chunk.len() => {
@@ -534,15 +610,14 @@ async fn renew_chunk(client: &Client, chunk: Vec<Item>, lease: Duration) {
                 if renewed == 1 {
                     Metrics::inc(&metrics.renewals);
                     item.deadline_tx.send_replace(sent + valid_for(lease));
-                } else {
+                } else if client.inner.registry.not_held(item) {
                     Metrics::inc(&metrics.lost);
-                    client.inner.registry.not_held(item);
                 }
             }
             tracing::trace!(locks = chunk.len(), "locks renewed");
         }
         other => {
-            for _ in &chunk {
+            for _ in chunk {
                 Metrics::inc(&metrics.renewal_failures);
             }
             tracing::warn!(locks = chunk.len(), result = ?other, "lock renewal failed");
@@ -642,5 +717,73 @@ impl Watch {
         if report_lost(&self.lost_tx, reason.clone()) {
             tracing::warn!(name = %self.name, owner = %self.field, ?reason, "lock lost");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn client() -> (locksmith_server::ServerHandle, Client) {
+        let server = locksmith_server::Server::builder().start().await.unwrap();
+        let client = Client::open(&server.url()).await.unwrap();
+        (server, client)
+    }
+
+    fn deadline(client: &Client, name: &str, field: &str) -> Option<Instant> {
+        let st = lock(&client.inner.registry.state);
+        let e = st.entries.get(&(name.to_owned(), field.to_owned()))?;
+        e.deadline_tx.as_ref().map(|tx| *tx.borrow())
+    }
+
+    // Issue 36, item 6: a leased re-entry under a renewed hold cuts the key's TTL to its lease;
+    // the lost signal's deadline follows at once (before the urgent renewal restores both).
+    #[tokio::test]
+    async fn a_leased_reentry_brings_the_lost_deadline_forward_to_its_lease() {
+        let (_server, client) = client().await;
+        let registry = &client.inner.registry;
+        let (name, field) = ("reentered", "c:1");
+        let t0 = Instant::now();
+        let watchdog = client.options().watchdog_timeout;
+        registry.register(
+            &client,
+            name,
+            field,
+            Renewal::Hash,
+            HoldMode::Watchdog(watchdog),
+            t0,
+        );
+        assert_eq!(
+            deadline(&client, name, field),
+            Some(t0 + valid_for(watchdog))
+        );
+        let short = Duration::from_millis(500);
+        let t1 = Instant::now();
+        registry.register(
+            &client,
+            name,
+            field,
+            Renewal::Hash,
+            HoldMode::Lease(short),
+            t1,
+        );
+        assert_eq!(deadline(&client, name, field), Some(t1 + valid_for(short)));
+        registry.release(&client, name, field, true);
+    }
+
+    // Issue 36, item 13: a renewal round that read the holds before a clean unlock and ran its
+    // script after it finds the key gone; that is no loss (no NotHeld, no count, no warning).
+    #[tokio::test]
+    async fn a_renewal_that_ran_after_a_clean_unlock_reports_no_loss() {
+        let (_server, client) = client().await;
+        let lock = client.lock("raced");
+        lock.lock().await.unwrap();
+        let mut signal = lock.lost_signal().unwrap();
+        let items = client.inner.registry.due(None).unwrap();
+        assert_eq!(items.len(), 1);
+        lock.unlock().await.unwrap();
+        renew(&client, items, client.options().watchdog_timeout).await;
+        assert_eq!(signal.lost().await, None);
+        assert_eq!(client.metrics().lost, 0);
     }
 }

@@ -8,6 +8,7 @@ mod library {
     mod blocking;
     mod cluster;
     mod contention;
+    mod extremes;
     mod fair;
     mod fence;
     mod guard;

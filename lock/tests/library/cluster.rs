@@ -422,3 +422,58 @@ async fn waiters_follow_their_channel_when_its_shard_fails_over() {
     holder.shutdown().await;
     topology.shutdown().await;
 }
+
+// Issue 36, item 11: one hung shard delays the renewals of its own locks only. Each renewal
+// chunk (one per slot) runs on its own, and a round does not wait for the chunks of the last
+// one: a lock on a healthy shard stays renewed while the hung shard's renewal waits out its
+// response timeout (10 s here; the watchdog lease is 900 ms).
+#[tokio::test]
+async fn a_hung_shard_does_not_delay_the_renewals_of_the_others() {
+    use locksmith_harness::{Chunk, Verdict};
+    use locksmith_lock::LostReason;
+
+    let topology = Topology::builder()
+        .cluster(3)
+        .seed(11)
+        .build()
+        .await
+        .unwrap();
+    let urls: Vec<String> = topology.nodes().iter().map(|&n| topology.url(n)).collect();
+    let options = ClientOptions::default()
+        .watchdog_timeout(Duration::from_millis(900))
+        .response_timeout(Duration::from_secs(10));
+    let client = Client::open_cluster(&urls[..1], options).await.unwrap();
+    let names = names_on_every_shard("hung-renewal");
+    let on_a = client.lock(&names[0]);
+    on_a.lock().await.unwrap();
+    let on_b = client.lock(&names[1]);
+    on_b.lock().await.unwrap();
+    let mut lost_a = on_a.lost_signal().unwrap();
+    let mut lost_b = on_b.lost_signal().unwrap();
+    let node_a = owner_id(&topology, &names[0]).await;
+    // A first round loads the renewal script on every shard (SCRIPT LOAD goes to all of
+    // them) before A hangs.
+    let renewed = client.metrics().renewals;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while client.metrics().renewals < renewed + 2 {
+        assert!(tokio::time::Instant::now() < deadline, "no renewal round");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let fault = topology
+        .link_rule(node_a, |_: &Chunk| Verdict::Drop, "shard A hangs")
+        .unwrap();
+    // Ten renewal periods: B's lock is renewed all along.
+    let quiet = tokio::time::timeout(Duration::from_secs(3), lost_b.lost()).await;
+    assert!(quiet.is_err(), "B's lock was reported lost: {quiet:?}");
+    assert!(on_b.is_renewing());
+    assert!(on_b.is_held_by_me().await.unwrap());
+    // A's renewal hangs: its signal fired at its lease's end.
+    let reason = tokio::time::timeout(WAIT, lost_a.lost())
+        .await
+        .expect("A's lock was reported lost");
+    assert_eq!(reason, Some(LostReason::RenewalFailed));
+    drop(fault);
+    on_b.unlock().await.unwrap();
+    client.shutdown().await;
+    topology.shutdown().await;
+}

@@ -363,3 +363,33 @@ async fn a_guard_dropped_during_a_pause_releases_when_the_node_resumes() {
     other.unlock().await.unwrap();
     t.shutdown().await;
 }
+
+// Issue 36, item 7: a guard dropped inside a runtime that ends right after (a `block_on`
+// helper, a per-worker runtime) still releases: its release runs on the client's runtime, not
+// on the one that died with the task (the watchdog would have renewed the lock forever).
+#[tokio::test]
+async fn a_guard_dropped_inside_another_runtime_releases_the_lock() {
+    for b in backends().await {
+        let c = b.client().await;
+        let n = name("other-runtime");
+        let guard = c.lock(&n).acquire().await.unwrap();
+        std::thread::spawn(move || {
+            let helper = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            helper.block_on(async move { drop(guard) });
+        })
+        .join()
+        .unwrap();
+        let check = c.lock(&n);
+        assert!(
+            eventually(Duration::from_secs(5), || async {
+                !check.is_locked().await.unwrap()
+            })
+            .await,
+            "{}: the lock stayed held",
+            b.name
+        );
+    }
+}

@@ -124,3 +124,19 @@ async fn simple_lock_sets_nx_px_and_releases_only_its_own_value() {
         assert!(a.unlock().await.unwrap());
     }
 }
+
+// Issue 36, item 15: a SimpleLock's clone is a new holder with a value of its own (it copied
+// the value, so clones unlocked each other's hold).
+#[tokio::test]
+async fn a_simple_lock_clone_is_a_new_holder() {
+    for b in backends().await {
+        let c = b.client().await;
+        let a = c.simple_lock(&name("simple-clone"));
+        let twin = a.clone();
+        assert_ne!(a.value(), twin.value());
+        assert!(a.try_lock(MS(5_000)).await.unwrap());
+        assert!(!twin.try_lock(MS(5_000)).await.unwrap());
+        assert!(!twin.unlock().await.unwrap(), "{}", b.name);
+        assert!(a.unlock().await.unwrap());
+    }
+}

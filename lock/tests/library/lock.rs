@@ -212,27 +212,6 @@ async fn a_lock_expires_after_its_holder_client_shuts_down() {
 }
 
 #[tokio::test]
-async fn dropping_the_holder_stops_the_watchdog() {
-    for b in backends().await {
-        let c = b.client_with(short_watchdog(600)).await;
-        let n = name("drophandle");
-        {
-            let lock = c.lock(&n);
-            lock.lock().await.unwrap();
-            assert!(lock.is_renewing());
-        }
-        let checker = c.lock(&n);
-        assert!(!checker.is_renewing());
-        assert!(
-            eventually(Duration::from_secs(3), || async {
-                !checker.is_locked().await.unwrap()
-            })
-            .await
-        );
-    }
-}
-
-#[tokio::test]
 async fn the_lost_signal_fires_when_someone_else_takes_the_lock() {
     for b in backends().await {
         let c = b.client_with(short_watchdog(600)).await;

@@ -355,3 +355,52 @@ async fn a_redlock_guard_cancels_its_section_when_the_majority_is_lost() {
         drop(guard);
     }
 }
+
+// Issue 36, item 1: a MultiLock's wait ends on time while another owner keeps its first lock
+// (a reset round skipped the remaining-time update, so every round waited the whole wait
+// again: a 500 ms try blocked as long as the other owner held on), and while the first server
+// is down (a hot loop of rounds that never ended).
+#[tokio::test]
+async fn a_multilock_wait_ends_on_time_while_its_first_lock_is_held_elsewhere() {
+    for (_bs, cs) in trios().await {
+        let n = name("multi-wait");
+        let other = cs[0].lock_for(&n, Owner::new());
+        other.lock().await.unwrap();
+        let m = MultiLock::new(cs.iter().map(|c| c.lock(&n)).collect());
+        let out = tokio::time::timeout(Duration::from_secs(5), m.try_lock_for(Some(MS(500)), None))
+            .await
+            .expect("a 500 ms wait ended within 5 s")
+            .unwrap();
+        assert!(!out.acquired);
+        assert!(matches!(out.nodes[0], NodeOutcome::Busy), "{:?}", out.nodes);
+        for c in &cs[1..] {
+            assert!(!c.lock(&n).is_locked().await.unwrap());
+        }
+        other.unlock().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_multilock_wait_ends_on_time_while_its_first_server_is_down() {
+    for (mut bs, cs) in trios().await {
+        bs[0].stop();
+        let n = name("multi-down");
+        let m = MultiLock::new(cs.iter().map(|c| c.lock(&n)).collect());
+        let out = tokio::time::timeout(
+            Duration::from_secs(5),
+            m.try_lock_for(Some(MS(500)), Some(Duration::from_secs(10))),
+        )
+        .await
+        .expect("a 500 ms wait ended within 5 s")
+        .unwrap();
+        assert!(!out.acquired);
+        assert!(
+            matches!(out.nodes[0], NodeOutcome::Failed(_)),
+            "{:?}",
+            out.nodes
+        );
+        for c in &cs[1..] {
+            assert!(!c.lock(&n).is_locked().await.unwrap());
+        }
+    }
+}

@@ -131,8 +131,10 @@ async fn clones_are_new_owners_and_exclude_each_other() {
     }
 }
 
-// The non-reentrant lock: the same owner cannot enter twice; the layout is Redisson's RLock
-// (one field, count 1), so a Redisson lock on the name is excluded as usual.
+// The non-reentrant lock: the same owner cannot enter twice (Redisson 4.7's
+// RedissonNonReentrantLock: its acquire answers an error reply, IllegalMonitorStateException,
+// where a re-entrant lock would re-enter); the layout is Redisson's RLock (one field, count 1),
+// so a Redisson lock on the name is excluded as usual.
 #[tokio::test]
 async fn the_non_reentrant_lock_refuses_its_own_owner() {
     for b in backends().await {
@@ -140,9 +142,17 @@ async fn the_non_reentrant_lock_refuses_its_own_owner() {
         let n = name("non-reentrant");
         let lock = c.non_reentrant_lock(&n);
         assert!(lock.try_lock().await.unwrap());
-        assert!(!lock.try_lock().await.unwrap());
-        let waited = lock.try_lock_for(MS(200), None).await.unwrap();
-        assert!(!waited);
+        let again = lock.try_lock().await;
+        assert!(
+            matches!(&again, Err(locksmith_lock::LockError::Invalid { .. })),
+            "{again:?}"
+        );
+        let waited = lock.try_lock_for(MS(200), None).await;
+        assert!(waited.is_err(), "{waited:?}");
+        assert!(
+            lock.lock().await.is_err(),
+            "lock() must not wait for itself"
+        );
         let mut raw = b.raw().await;
         let hash: HashMap<String, String> = redis::cmd("HGETALL")
             .arg(&n)
@@ -203,6 +213,70 @@ async fn unlock_after_the_lease_ran_out_is_not_owner_for_every_kind() {
                 "{}: {r:?}",
                 b.name
             );
+        }
+    }
+}
+
+// Issue 36, item 9: one rule for an unlock by an owner that does not hold the lock, as
+// Redisson's IllegalMonitorStateException: NotOwner for every kind, for a lock never taken
+// and for one whose key was deleted behind the library's back (another client's
+// force_unlock, before any renewal noticed). The one exception the scripts impose: Redisson's
+// fair release answers "released" for a missing key, so a fair lock this client did take and
+// whose key vanished unnoticed unlocks with Ok (documented on `unlock`).
+#[tokio::test]
+async fn unlock_by_an_owner_that_does_not_hold_the_lock_is_not_owner_for_every_kind() {
+    use locksmith_lock::DistributedLock;
+    for b in backends().await {
+        let c = b.client().await;
+        let kinds = |n: &str| -> Vec<Box<dyn DistributedLock>> {
+            vec![
+                c.lock(n).boxed(),
+                c.fenced_lock(n).boxed(),
+                c.spin_lock(n).boxed(),
+                c.non_reentrant_lock(n).boxed(),
+                c.fair_lock(n).boxed(),
+                c.read_write_lock(n).read_lock().boxed(),
+                c.read_write_lock(n).write_lock().boxed(),
+            ]
+        };
+        for lock in kinds(&name("never-held")) {
+            let r = lock.unlock().await;
+            assert!(
+                r.as_ref().is_err_and(|e| e.is_not_owner()),
+                "{}: {} {r:?}",
+                b.name,
+                lock.name()
+            );
+        }
+        // Deleted by someone else (as another client's force_unlock would).
+        for i in 0..7 {
+            let n = name(&format!("vanished-{i}"));
+            let lock = match i {
+                0 => c.lock(&n).boxed(),
+                1 => c.fenced_lock(&n).boxed(),
+                2 => c.spin_lock(&n).boxed(),
+                3 => c.non_reentrant_lock(&n).boxed(),
+                4 => c.fair_lock(&n).boxed(),
+                5 => c.read_write_lock(&n).read_lock().boxed(),
+                _ => c.read_write_lock(&n).write_lock().boxed(),
+            };
+            lock.lock().await.unwrap();
+            let mut raw = b.raw().await;
+            let _: () = redis::cmd("DEL")
+                .arg(&n)
+                .query_async(&mut raw)
+                .await
+                .unwrap();
+            let r = lock.unlock().await;
+            if i == 4 {
+                assert!(r.is_ok(), "{}: {r:?}", b.name);
+            } else {
+                assert!(
+                    r.as_ref().is_err_and(|e| e.is_not_owner()),
+                    "{}: kind {i} {r:?}",
+                    b.name
+                );
+            }
         }
     }
 }

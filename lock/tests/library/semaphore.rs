@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use support::{backends, name};
+use support::{backends, eventually, name};
 use tokio::time::timeout;
 
 const BOUND: Duration = Duration::from_secs(10);
@@ -239,5 +239,43 @@ async fn one_permit_is_mutual_exclusion_across_clients() {
             clients[0].semaphore(&n).available_permits().await.unwrap(),
             1
         );
+    }
+}
+
+// Issue 36, item 15: an RAII permit, as tokio's semaphore hands out: permits held by a task
+// that panics come back when its permit is dropped in the unwinding.
+#[tokio::test]
+async fn a_semaphore_permit_gives_its_permits_back_when_dropped() {
+    for b in backends().await {
+        let c = b.client().await;
+        let sem = c.semaphore(&name("raii"));
+        assert!(sem.try_set_permits(3).await.unwrap());
+        let permit = sem.acquire_permit(2).await.unwrap();
+        assert_eq!(permit.permits(), 2);
+        assert_eq!(sem.available_permits().await.unwrap(), 1);
+        let worker = tokio::spawn(async move {
+            let _held = permit;
+            panic!("the worker fails while it holds the permits");
+        });
+        assert!(worker.await.unwrap_err().is_panic());
+        assert!(
+            eventually(Duration::from_secs(5), || async {
+                sem.available_permits().await.unwrap() == 3
+            })
+            .await,
+            "{}: the permits were not given back",
+            b.name
+        );
+        let p = sem
+            .try_acquire_permit_for(3, Duration::from_millis(100))
+            .await
+            .unwrap()
+            .expect("all three are free");
+        assert_eq!(sem.available_permits().await.unwrap(), 0);
+        p.release().await.unwrap();
+        assert_eq!(sem.available_permits().await.unwrap(), 3);
+        let kept = sem.acquire_permit(1).await.unwrap();
+        kept.forget();
+        assert_eq!(sem.available_permits().await.unwrap(), 2);
     }
 }

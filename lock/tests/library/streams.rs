@@ -535,3 +535,271 @@ fn a_seeded_workload_over_streams_replays_event_for_event() {
     assert_ne!(first.events, other.events);
     assert_ne!(first.ids, other.ids);
 }
+
+// Issue 36, item 8: a wait is bounded by its wait time, its subscription included. The client's
+// pub/sub node hangs (every stream after the command connection is never answered): each
+// bounded wait gives up at its end, as Redisson's tryLock returns false when its subscription
+// times out, instead of sleeping out the pub/sub timeout (10 s here) and failing.
+#[tokio::test(start_paused = true)]
+async fn bounded_waits_end_on_time_while_the_pubsub_node_hangs() {
+    let n = node(7361).await;
+    let acceptor = n.acceptor();
+    let dialed = Arc::new(AtomicU16::new(0));
+    let hung: Arc<Mutex<Vec<tokio::io::DuplexStream>>> = Arc::default();
+    let connector = {
+        let hung = hung.clone();
+        move || {
+            let first = dialed.fetch_add(1, Ordering::Relaxed) == 0;
+            let acceptor = acceptor.clone();
+            let hung = hung.clone();
+            async move {
+                let (ours, theirs) = tokio::io::duplex(64 * 1024);
+                if first {
+                    acceptor.serve_stream(theirs, SocketAddr::from(([127, 0, 0, 1], 42000)));
+                } else {
+                    hung.lock().unwrap().push(theirs);
+                }
+                Ok::<_, io::Error>(ours)
+            }
+        }
+    };
+    let c = Client::open_over(connector, ClientOptions::default().seed(7))
+        .await
+        .unwrap();
+    let holder = client(&n, 42100, ClientOptions::default().seed(8)).await;
+    holder.lock("hung").lock().await.unwrap();
+    let bound = Duration::from_secs(5);
+    let got = timeout(bound, c.lock("hung").try_lock_for(MS(500), None))
+        .await
+        .expect("the lock's 500 ms wait ended");
+    assert!(!got.unwrap());
+    let fair = holder.fair_lock("hung-fair");
+    fair.lock().await.unwrap();
+    let got = timeout(bound, c.fair_lock("hung-fair").try_lock_for(MS(500), None))
+        .await
+        .expect("the fair lock's 500 ms wait ended");
+    assert!(!got.unwrap());
+    let got = timeout(bound, c.semaphore("hung-sem").try_acquire_for(MS(500)))
+        .await
+        .expect("the semaphore's 500 ms wait ended");
+    assert!(!got.unwrap());
+    let pes = c.permit_expirable_semaphore("hung-pes");
+    assert!(pes.try_set_permits(0).await.unwrap());
+    let got = timeout(bound, pes.try_acquire_for(MS(500), None))
+        .await
+        .expect("the permit semaphore's 500 ms wait ended");
+    assert!(got.unwrap().is_none());
+    let latch = c.count_down_latch("hung-latch");
+    assert!(latch.try_set_count(1).await.unwrap());
+    let got = timeout(bound, latch.wait_for(MS(500)))
+        .await
+        .expect("the latch's 500 ms wait ended");
+    assert!(!got.unwrap());
+    assert!(
+        !hung.lock().unwrap().is_empty(),
+        "the pub/sub node was never dialed"
+    );
+}
+
+/// Copies the client's requests to the server, leaving out every `WAIT` (each request is
+/// parsed as a RESP multibulk of bulk strings, as clients send them): its answer never comes.
+async fn forward_without_wait(
+    mut from: impl tokio::io::AsyncRead + Unpin,
+    mut to: impl tokio::io::AsyncWrite + Unpin,
+) -> io::Result<()> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// The length of the complete request at the start of `buf`, if it is all there.
+    fn request_len(buf: &[u8]) -> Option<usize> {
+        let line = |at: usize| -> Option<(usize, usize)> {
+            let end = buf.get(at..)?.windows(2).position(|w| w == b"\r\n")? + at;
+            let n = std::str::from_utf8(buf.get(at + 1..end)?)
+                .ok()?
+                .parse()
+                .ok()?;
+            Some((n, end + 2))
+        };
+        let (args, mut at) = line(0)?;
+        for _ in 0..args {
+            let (len, start) = line(at)?;
+            at = start + len + 2;
+            if at > buf.len() {
+                return None;
+            }
+        }
+        Some(at)
+    }
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        let n = from.read(&mut chunk).await?;
+        if n == 0 {
+            return to.shutdown().await;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        while let Some(len) = request_len(&buf) {
+            let request: Vec<u8> = buf.drain(..len).collect();
+            if !request.starts_with(b"*3\r\n$4\r\nWAIT\r\n") {
+                to.write_all(&request).await?;
+            }
+        }
+    }
+}
+
+// Issue 36, item 2, on our server: a write's WAIT that fails by a response timeout (its answer
+// never comes: the link drops every WAIT) after the write ran. An acquisition is rolled back
+// before the error is returned (no lock left held for its lease, no permit gone); a release
+// stands and reports success (a retry would release twice).
+#[tokio::test(start_paused = true)]
+async fn a_write_whose_wait_times_out_is_rolled_back_or_stands() {
+    let n = node(7362).await;
+    let acceptor = n.acceptor();
+    let port = Arc::new(AtomicU16::new(43000));
+    let connector = move || {
+        let acceptor = acceptor.clone();
+        let port = port.fetch_add(1, Ordering::Relaxed);
+        async move {
+            let (ours, near) = tokio::io::duplex(64 * 1024);
+            let (far, theirs) = tokio::io::duplex(64 * 1024);
+            acceptor.serve_stream(theirs, SocketAddr::from(([127, 0, 0, 1], port)));
+            let (near_read, mut near_write) = tokio::io::split(near);
+            let (mut far_read, far_write) = tokio::io::split(far);
+            tokio::spawn(forward_without_wait(near_read, far_write));
+            tokio::spawn(async move { tokio::io::copy(&mut far_read, &mut near_write).await });
+            Ok::<_, io::Error>(ours)
+        }
+    };
+    let options = ClientOptions::default()
+        .seed(9)
+        .replica_sync(locksmith_lock::ReplicaSync::Replicas(1))
+        .response_timeout(MS(300))
+        .replica_sync_timeout(MS(200));
+    let c = Client::open_over(connector, options).await.unwrap();
+    let admin = client(&n, 43500, ClientOptions::default().seed(10)).await;
+    let exists = |key: &'static str| {
+        let admin = admin.clone();
+        async move {
+            let n: i64 = redis::cmd("EXISTS")
+                .arg(key)
+                .query_async(&mut admin.connection())
+                .await
+                .unwrap();
+            n == 1
+        }
+    };
+    let err = c.lock("no-wait").lock().await.unwrap_err();
+    assert!(err.is_timeout(), "{err:?}");
+    assert!(!exists("no-wait").await, "the lock stayed held");
+    assert!(!c.lock("no-wait").is_renewing());
+    assert!(c.fair_lock("no-wait-fair").try_lock().await.is_err());
+    assert!(!exists("no-wait-fair").await);
+    assert!(c.fenced_lock("no-wait-fenced").try_lock().await.is_err());
+    assert!(!exists("no-wait-fenced").await);
+    // Semaphores: permits taken are given back; a release stands once.
+    assert!(admin
+        .semaphore("no-wait-sem")
+        .try_set_permits(3)
+        .await
+        .unwrap());
+    let sem = c.semaphore("no-wait-sem");
+    assert!(sem.try_acquire_many(2).await.is_err());
+    assert_eq!(sem.available_permits().await.unwrap(), 3);
+    sem.release().await.unwrap();
+    assert_eq!(sem.available_permits().await.unwrap(), 4);
+    let pes = admin.permit_expirable_semaphore("no-wait-pes");
+    assert!(pes.try_set_permits(2).await.unwrap());
+    let pes = c.permit_expirable_semaphore("no-wait-pes");
+    assert!(pes.try_acquire_many(2, None).await.is_err());
+    assert_eq!(pes.available_permits().await.unwrap(), 2);
+    assert_eq!(pes.acquired_permits().await.unwrap(), 0);
+}
+
+// Issue 36, item 10: a spin lock's release whose answer is lost (the script ran, then the link
+// dropped before the reply) is retried with the same request id; Redisson's unlock latch
+// answers the retry with the first answer, so a re-entered lock is decremented once and keeps
+// its outer hold.
+#[tokio::test(start_paused = true)]
+async fn a_spin_release_retried_after_a_lost_answer_decrements_once() {
+    use std::sync::atomic::AtomicBool;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let n = node(7363).await;
+    let acceptor = n.acceptor();
+    let port = Arc::new(AtomicU16::new(44000));
+    // Set by the test: the next script request cuts its link once the server has it, and its
+    // answer never reaches the client.
+    let cut_next = Arc::new(AtomicBool::new(false));
+    let connector = {
+        let cut_next = cut_next.clone();
+        move || {
+            let acceptor = acceptor.clone();
+            let port = port.fetch_add(1, Ordering::Relaxed);
+            let cut_next = cut_next.clone();
+            async move {
+                let (ours, near) = tokio::io::duplex(64 * 1024);
+                let (far, theirs) = tokio::io::duplex(64 * 1024);
+                acceptor.serve_stream(theirs, SocketAddr::from(([127, 0, 0, 1], port)));
+                let (mut near_read, mut near_write) = tokio::io::split(near);
+                let (mut far_read, mut far_write) = tokio::io::split(far);
+                let cut = Arc::new(AtomicBool::new(false));
+                let cut_up = cut.clone();
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 16 * 1024];
+                    while let Ok(n) = near_read.read(&mut buf).await {
+                        if n == 0 {
+                            break;
+                        }
+                        let request = &buf[..n];
+                        let script = request.windows(7).any(|w| w == b"EVALSHA");
+                        if script && cut_next.swap(false, Ordering::SeqCst) {
+                            cut_up.store(true, Ordering::SeqCst);
+                            let _ = far_write.write_all(request).await;
+                            // Held open a while, so the server runs the request (it drops
+                            // what a closed connection sent).
+                            tokio::time::sleep(Duration::from_secs(1)).await;
+                            return;
+                        }
+                        if far_write.write_all(request).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 16 * 1024];
+                    while let Ok(n) = far_read.read(&mut buf).await {
+                        if n == 0 || cut.load(Ordering::SeqCst) {
+                            break;
+                        }
+                        if near_write.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                    let _ = near_write.shutdown().await;
+                });
+                Ok::<_, io::Error>(ours)
+            }
+        }
+    };
+    let c = Client::open_over(connector, ClientOptions::default().seed(11))
+        .await
+        .unwrap();
+    let l = c.spin_lock("spin-retried");
+    // The scripts are loaded first (a NOSCRIPT answer cut would change nothing).
+    l.lock().await.unwrap();
+    l.unlock().await.unwrap();
+    l.lock().await.unwrap();
+    l.lock().await.unwrap();
+    cut_next.store(true, Ordering::SeqCst);
+    l.unlock().await.unwrap();
+    assert!(
+        !cut_next.load(Ordering::SeqCst),
+        "the release was never cut"
+    );
+    let admin = client(&n, 44500, ClientOptions::default().seed(12)).await;
+    let count: Option<i64> = redis::cmd("HGET")
+        .arg("spin-retried")
+        .arg(l.owner_field())
+        .query_async(&mut admin.connection())
+        .await
+        .unwrap();
+    assert_eq!(count, Some(1), "the retry released the outer hold too");
+    l.unlock().await.unwrap();
+}

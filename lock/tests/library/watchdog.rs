@@ -141,3 +141,24 @@ async fn the_batch_size_is_honoured_and_a_missing_lock_in_a_batch_is_reported_lo
         }
     }
 }
+
+// Issue 36, item 5: `client.lock("x").lock().await?` (the port of Redisson's
+// `redisson.getLock("x").lock()`) drops its handle at once; the hold is renewed all the same,
+// until a handle of the same owner unlocks it.
+#[tokio::test]
+async fn a_hold_taken_through_a_dropped_handle_is_renewed_until_unlocked() {
+    for b in backends().await {
+        let c = b.client_with(short_watchdog(600)).await;
+        let n = name("temp-handle");
+        let me = Owner::new();
+        c.lock_for(&n, me).lock().await.unwrap();
+        // Three leases: without renewal the key would have expired twice over.
+        tokio::time::sleep(Duration::from_millis(1800)).await;
+        let again = c.lock_for(&n, me);
+        assert!(again.is_held_by_me().await.unwrap(), "{}", b.name);
+        assert!(again.is_renewing());
+        again.unlock().await.unwrap();
+        assert!(!again.is_locked().await.unwrap());
+        assert!(!again.is_renewing());
+    }
+}

@@ -66,6 +66,21 @@ pub async fn in_process() -> Backend {
     }
 }
 
+/// Our own server with `DEBUG` enabled (`enable-debug-command yes`).
+pub async fn in_process_with_debug() -> Backend {
+    let server = locksmith_server::Server::builder()
+        .enable_debug_command(locksmith_server::EnableCommand::Yes)
+        .start()
+        .await
+        .unwrap();
+    Backend {
+        name: "locksmith",
+        url: server.url(),
+        port: server.addr().port(),
+        _guard: Box::new(OurServer(Some(server))),
+    }
+}
+
 /// Holds our in-process server; `Backend::stop` drops it, which stops the node.
 struct OurServer(Option<locksmith_server::ServerHandle>);
 
