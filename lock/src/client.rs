@@ -46,6 +46,10 @@ pub(crate) struct Inner {
     pub(crate) options: ClientOptions,
     /// Recomputed after a failover when `ReplicaSync::Auto`.
     pub(crate) sync_replicas: AtomicUsize,
+    /// `ReplicaSync::Auto` outside a cluster: a client that knows no replica asks again.
+    auto_recheck: bool,
+    /// When it last asked (ms since `clock_base`).
+    replicas_checked_ms: AtomicU64,
     /// Set when the client follows a Sentinel-monitored master.
     pub(crate) sentinel: Option<crate::sentinel::SentinelState>,
     pub(crate) metrics: Metrics,
@@ -259,9 +263,13 @@ impl Client {
             options.connection_timeout,
             sync_response_timeout(&options),
         );
+        let auto_recheck = matches!(options.replica_sync, ReplicaSync::Auto)
+            && !matches!(conn, Connection::Cluster(_));
         let inner = Arc::new(Inner {
             hub,
             sync_pool,
+            auto_recheck,
+            replicas_checked_ms: AtomicU64::new(0),
             registry: Registry::default(),
             id,
             conn: std::sync::RwLock::new(conn),
@@ -389,6 +397,7 @@ impl Client {
         let eval = evalsha(script, keys, args);
         let n = self.sync_replicas();
         if n == 0 {
+            self.recheck_replicas();
             let v = eval_on(&mut self.connection(), script, &eval).await?;
             return Ok((v, Ok(true)));
         }
@@ -402,6 +411,41 @@ impl Client {
             Err(e) => Err(e),
         };
         Ok((v, synced))
+    }
+
+    /// With [`ReplicaSync::Auto`] and no replica known, re-reads `INFO replication` in the
+    /// background, at most once per [`REPLICA_RECHECK`]: a replica attached after the client
+    /// connected is waited for from then on (Redisson follows its topology the same way).
+    fn recheck_replicas(&self) {
+        if !self.inner.auto_recheck {
+            return;
+        }
+        let now = u64::try_from(self.inner.clock_base.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let last = self.inner.replicas_checked_ms.load(Ordering::Relaxed);
+        let due = now.saturating_sub(last) >= ms(REPLICA_RECHECK);
+        if !due
+            || self
+                .inner
+                .replicas_checked_ms
+                .compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed)
+                .is_err()
+        {
+            return;
+        }
+        let client = self.clone();
+        self.inner.runtime.spawn(async move {
+            let info: redis::RedisResult<String> = redis::cmd("INFO")
+                .arg("replication")
+                .query_async(&mut client.connection())
+                .await;
+            if let Ok(info) = info {
+                let now = connected_replicas(&info);
+                if now > 0 && client.sync_replicas() == 0 {
+                    tracing::info!(now, "replicas attached; waiting for them from now on");
+                    client.inner.sync_replicas.store(now, Ordering::Relaxed);
+                }
+            }
+        });
     }
 
     /// Runs a script that only reads (or whose writes need no sync) on the shared connection.
@@ -448,6 +492,9 @@ impl Client {
         acked > 0 || now == 0
     }
 }
+
+/// How often a [`ReplicaSync::Auto`] client that knows no replica asks again.
+const REPLICA_RECHECK: Duration = Duration::from_secs(1);
 
 /// The response timeout of the connections synced writes use: a `WAIT` blocks up to the sync
 /// timeout, on top of the usual allowance for an answer.

@@ -13,22 +13,36 @@ use redis::aio::ConnectionLike;
 
 use crate::error::Result;
 
-/// Compare-and-set of the highest token seen. KEYS: token key (, data key). ARGV: token
-/// (, value). Admits (returns 1, records the token, and with a data key sets it to the value)
-/// when the token is at least the newest recorded; else returns 0 and changes nothing.
-const FENCED_WRITE_SRC: &str = "local newest = tonumber(redis.call('get', KEYS[1]) or '-1') \
-if tonumber(ARGV[1]) < newest then return 0 end \
-redis.call('set', KEYS[1], ARGV[1]) \
-if KEYS[2] ~= nil then redis.call('set', KEYS[2], ARGV[2]) end \
+/// Compare-and-set of the highest token seen, with its holder. KEYS: token key (, data key).
+/// ARGV: token, holder (empty: unnamed) (, value). The token key holds `token` or
+/// `token:holder`. Admits (returns 1, records the token and holder, and with a data key sets
+/// it to the value) when the token is newer than the newest recorded, or equal to it and from
+/// the same holder; else returns 0 and changes nothing.
+const FENCED_WRITE_SRC: &str = "local cur = redis.call('get', KEYS[1]) \
+local newest, holder = -1, '' \
+if cur then \
+local t, h = string.match(cur, '^(%-?%d+):?(.*)$') \
+newest = tonumber(t) or -1 \
+holder = h or '' \
+end \
+local token = tonumber(ARGV[1]) \
+if token < newest or (token == newest and holder ~= ARGV[2]) then return 0 end \
+if ARGV[2] == '' then redis.call('set', KEYS[1], ARGV[1]) \
+else redis.call('set', KEYS[1], ARGV[1] .. ':' .. ARGV[2]) end \
+if KEYS[2] ~= nil then redis.call('set', KEYS[2], ARGV[3]) end \
 return 1";
 
 static FENCED_WRITE: std::sync::LazyLock<redis::Script> =
     std::sync::LazyLock::new(|| redis::Script::new(FENCED_WRITE_SRC));
 
-/// A fencing check on a resource kept in Redis: the newest admitted token lives in the key
-/// `token_key`.
+/// A fencing check on a resource kept in Redis: the newest admitted token (and the holder that
+/// wrote with it) lives in the key `token_key`.
 ///
-/// Equal tokens are admitted (the same holder writing again); older ones are refused.
+/// Older tokens are refused. A token equal to the newest is admitted only from the holder that
+/// wrote with it ([`admit_as`](Self::admit_as), [`write_as`](Self::write_as) with the lock's
+/// [`owner_field`](crate::FencedLock::owner_field)): after a failover without `WAIT` two
+/// holders can be handed the same token, and the second must not overwrite the first. The
+/// forms without a holder cannot tell holders apart and admit an equal token.
 ///
 /// # Examples
 /// ```
@@ -82,9 +96,24 @@ impl FencingGate {
     /// # Errors
     /// Redis errors.
     pub async fn admit<C: ConnectionLike>(&self, conn: &mut C, token: i64) -> Result<bool> {
+        self.admit_as(conn, token, "").await
+    }
+
+    /// [`admit`](Self::admit) for `holder` (the fenced lock's owner field): a token equal to
+    /// the newest is admitted only when the same holder wrote with it.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn admit_as<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        token: i64,
+        holder: &str,
+    ) -> Result<bool> {
         let r: i64 = FENCED_WRITE
             .key(&self.token_key)
             .arg(token)
+            .arg(holder)
             .invoke_async(conn)
             .await?;
         Ok(r == 1)
@@ -104,10 +133,27 @@ impl FencingGate {
         data_key: &str,
         value: impl redis::ToRedisArgs,
     ) -> Result<bool> {
+        self.write_as(conn, token, "", data_key, value).await
+    }
+
+    /// [`write`](Self::write) for `holder` (the fenced lock's owner field): a token equal to
+    /// the newest is admitted only when the same holder wrote with it.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn write_as<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        token: i64,
+        holder: &str,
+        data_key: &str,
+        value: impl redis::ToRedisArgs,
+    ) -> Result<bool> {
         let r: i64 = FENCED_WRITE
             .key(&self.token_key)
             .key(data_key)
             .arg(token)
+            .arg(holder)
             .arg(value)
             .invoke_async(conn)
             .await?;
@@ -119,10 +165,21 @@ impl FencingGate {
     /// # Errors
     /// Redis errors.
     pub async fn newest<C: ConnectionLike>(&self, conn: &mut C) -> Result<Option<i64>> {
-        Ok(redis::cmd("GET")
+        let v: Option<String> = redis::cmd("GET")
             .arg(&self.token_key)
             .query_async(conn)
-            .await?)
+            .await?;
+        // `token` or `token:holder`.
+        match v {
+            None => Ok(None),
+            Some(v) => {
+                let token = v.split(':').next().unwrap_or_default();
+                token
+                    .parse()
+                    .map(Some)
+                    .map_err(|_| crate::error::LockError::unexpected("fencing gate token", v))
+            }
+        }
     }
 }
 

@@ -59,3 +59,43 @@ async fn a_stale_holders_write_is_refused_and_the_newer_one_stays() {
         assert_eq!(fence.newest(), Some(token_b));
     }
 }
+
+// Issue 36, item 12: after a failover without WAIT two holders can be handed the same token;
+// the gate admits a token equal to the newest only from the holder that wrote with it.
+#[tokio::test]
+async fn a_fencing_gate_admits_an_equal_token_only_from_its_holder() {
+    for b in backends().await {
+        let c = b.client().await;
+        let n = name("fence-holder");
+        let gate = FencingGate::new(format!("{n}:token"));
+        let data = format!("{n}:data");
+        let mut conn = c.connection();
+        let (first, second) = (c.fenced_lock(&n), c.fenced_lock(&n));
+        let (a, b_holder) = (first.owner_field(), second.owner_field());
+        assert!(gate.write_as(&mut conn, 7, a, &data, "a1").await.unwrap());
+        assert!(gate.write_as(&mut conn, 7, a, &data, "a2").await.unwrap());
+        assert!(!gate
+            .write_as(&mut conn, 7, b_holder, &data, "b")
+            .await
+            .unwrap());
+        assert!(!gate.admit_as(&mut conn, 7, b_holder).await.unwrap());
+        assert!(!gate.admit_as(&mut conn, 6, a).await.unwrap());
+        assert_eq!(gate.newest(&mut conn).await.unwrap(), Some(7));
+        let stored: String = redis::cmd("GET")
+            .arg(&data)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(stored, "a2", "{}", b.name);
+        assert!(gate
+            .write_as(&mut conn, 8, b_holder, &data, "b1")
+            .await
+            .unwrap());
+        assert_eq!(gate.newest(&mut conn).await.unwrap(), Some(8));
+        // The forms without a holder read the same key.
+        assert!(!gate.admit(&mut conn, 7).await.unwrap());
+        assert!(gate.admit(&mut conn, 9).await.unwrap());
+        assert!(gate.admit(&mut conn, 9).await.unwrap());
+        assert_eq!(gate.newest(&mut conn).await.unwrap(), Some(9));
+    }
+}

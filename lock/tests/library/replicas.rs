@@ -112,6 +112,15 @@ async fn with_a_replica_lock_writes_wait_for_it_and_fail_cleanly_without_it() {
 /// A master with one replica whose `DEBUG SLEEP` stops it acknowledging: two of ours, and two
 /// real `redis-server`s when one is on the PATH. Returned once the replica is online.
 async fn replicated_pairs() -> Vec<(Backend, Backend)> {
+    let pairs = unattached_pairs().await;
+    for (master, replica) in &pairs {
+        attach(master, replica).await;
+    }
+    pairs
+}
+
+/// [`replicated_pairs`] before the replica follows its master.
+async fn unattached_pairs() -> Vec<(Backend, Backend)> {
     let mut pairs = Vec::new();
     let master = support::in_process().await;
     let replica = support::in_process_with_debug().await;
@@ -121,7 +130,12 @@ async fn replicated_pairs() -> Vec<(Backend, Backend)> {
             pairs.push((master, replica));
         }
     }
-    for (master, replica) in &pairs {
+    pairs
+}
+
+/// Makes `replica` follow `master`; returns once the master lists it online.
+async fn attach(master: &Backend, replica: &Backend) {
+    {
         let mut r = replica.raw().await;
         let _: () = redis::cmd("REPLICAOF")
             .arg("127.0.0.1")
@@ -147,7 +161,29 @@ async fn replicated_pairs() -> Vec<(Backend, Backend)> {
             master.name
         );
     }
-    pairs
+}
+
+// Issue 36, item 15: a client with ReplicaSync::Auto that found no replica when it connected
+// asks again (at most once a second, in the background, never on the write's path), so a
+// replica attached later is waited for from then on.
+#[tokio::test]
+async fn an_auto_client_notices_a_replica_attached_after_it_connected() {
+    for (master, replica) in unattached_pairs().await {
+        let c = master.client().await;
+        assert_eq!(c.sync_replicas(), 0);
+        attach(&master, &replica).await;
+        let l = c.lock(&name("auto-recheck"));
+        assert!(
+            eventually(Duration::from_secs(10), || async {
+                l.lock().await.unwrap();
+                l.unlock().await.unwrap();
+                c.sync_replicas() == 1
+            })
+            .await,
+            "{}: the client never noticed the replica",
+            master.name
+        );
+    }
 }
 
 // Issue 36, item 3: a lock write's WAIT runs on a connection of its own (Redisson sends the
