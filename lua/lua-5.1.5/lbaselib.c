@@ -376,11 +376,26 @@ static int luaB_select (lua_State *L) {
 }
 
 
+/* Locksmith: the status needs a slot above the results, which may fill the frame (a function
+** returning many values): stock 5.1.5 pushed it without checking (Lua's API check aborts there;
+** without it the push uses the stack's spare slots). As Lua 5.2 does, the slot is reserved
+** first, and a call whose results leave none fails with "stack overflow". */
+static int finishpcall (lua_State *L, int status) {
+  if (!lua_checkstack(L, 1)) {
+    lua_settop(L, 0);
+    lua_pushboolean(L, 0);
+    lua_pushliteral(L, "stack overflow");
+    return 2;
+  }
+  lua_pushboolean(L, (status == 0));
+  return 0;
+}
+
 static int luaB_pcall (lua_State *L) {
   int status;
   luaL_checkany(L, 1);
   status = lua_pcall(L, lua_gettop(L) - 1, LUA_MULTRET, 0);
-  lua_pushboolean(L, (status == 0));
+  if (finishpcall(L, status)) return 2;
   lua_insert(L, 1);
   return lua_gettop(L);  /* return status + all results */
 }
@@ -392,7 +407,7 @@ static int luaB_xpcall (lua_State *L) {
   lua_settop(L, 2);
   lua_insert(L, 1);  /* put error function under function to be called */
   status = lua_pcall(L, 0, LUA_MULTRET, 1);
-  lua_pushboolean(L, (status == 0));
+  if (finishpcall(L, status)) return 2;
   lua_replace(L, 1);
   return lua_gettop(L);  /* return status + all results */
 }

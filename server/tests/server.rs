@@ -28,6 +28,7 @@ mod server {
     mod pubsub;
     mod redis_cli;
     mod replication;
+    mod script_fuzz;
     mod script_hostile;
     mod script_memory;
     mod scripting;

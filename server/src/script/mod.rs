@@ -43,11 +43,12 @@ pub(crate) const SCRIPT_STACK: usize = 16 << 20;
 pub(crate) const THREAD_STACK: usize = SCRIPT_STACK + (4 << 20);
 
 /// Runs `f` with at least [`SCRIPT_STACK`] of stack: on this thread's own when that much is
-/// left (one comparison), else on a new stack for the call (a thread of a user's runtime, a
-/// test thread, a blocking-pool thread of another runtime). A long script's instruction hook
-/// still hands the worker's tasks away (`block_in_place`) from there: it is the same thread.
+/// left (one comparison), else on a stack kept for the thread (a thread of a user's runtime, a
+/// program's main thread calling a `LocalClient`, a blocking-pool thread of another runtime);
+/// see `stack::on_stack`. A long script's instruction hook still hands the worker's tasks away
+/// (`block_in_place`) from there: it is the same thread.
 fn on_script_stack<R>(f: impl FnOnce() -> R) -> R {
-    stacker::maybe_grow(SCRIPT_STACK, SCRIPT_STACK + (1 << 20), f)
+    stack::on_stack(SCRIPT_STACK, f)
 }
 
 /// Instructions between two checks for `SCRIPT KILL` (Redis's `luaMaskCountHook` period).

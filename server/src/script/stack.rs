@@ -911,3 +911,115 @@ unsafe extern "C-unwind" fn instruction_hook(state: *mut lua_State, ar: *mut ffi
         ffi::lua_error(state);
     }
 }
+
+/// Runs `f` with at least `need` bytes of stack (see `script::on_script_stack`). On this
+/// thread's own stack when that much is left (one comparison); else on a stack kept for the
+/// thread (mapped once, with a guard page below it, and reused by every later run: a
+/// [`crate::LocalClient`] called from a program's 8 MB main thread runs each script this way,
+/// and a fresh mapping per script cost several times a short script); where stacks cannot be
+/// switched by hand, through `stacker`.
+pub(super) fn on_stack<R>(need: usize, f: impl FnOnce() -> R) -> R {
+    if ON_SPARE.with(std::cell::Cell::get) || stacker::remaining_stack().is_some_and(|n| n >= need)
+    {
+        return f();
+    }
+    #[cfg(all(unix, any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        let size = need + (1 << 20);
+        let spare = SPARE
+            .with(|s| s.borrow_mut().take())
+            .filter(|s| s.len >= size)
+            .or_else(|| SpareStack::map(size));
+        if let Some(spare) = spare {
+            ON_SPARE.with(|c| c.set(true));
+            // SAFETY: `spare.base` is the page-aligned low end of `spare.len` readable and
+            // writable bytes (a multiple of the page size) that nothing else uses while this
+            // thread runs on them; the callback returns normally (a panic is caught inside it
+            // and resumed below), and Lua's longjmps stay within it (every protected call of a
+            // run is made inside `f`).
+            let out = unsafe {
+                psm::on_stack(spare.base, spare.len, move || {
+                    catch_unwind(AssertUnwindSafe(f))
+                })
+            };
+            ON_SPARE.with(|c| c.set(false));
+            SPARE.with(|s| *s.borrow_mut() = Some(spare));
+            return match out {
+                Ok(r) => r,
+                Err(payload) => std::panic::resume_unwind(payload),
+            };
+        }
+    }
+    stacker::maybe_grow(need, need + (1 << 20), f)
+}
+
+thread_local! {
+    /// Set while this thread runs on its [`SpareStack`].
+    static ON_SPARE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The thread's stack for scripts, once it needed one.
+    #[cfg(all(unix, any(target_arch = "x86_64", target_arch = "aarch64")))]
+    static SPARE: RefCell<Option<SpareStack>> = const { RefCell::new(None) };
+}
+
+/// A stack mapped for scripts: `len` bytes from `base`, above a guard page (no access), so an
+/// overflow faults instead of writing over other memory.
+#[cfg(all(unix, any(target_arch = "x86_64", target_arch = "aarch64")))]
+struct SpareStack {
+    /// The mapping (guard page included).
+    mapping: *mut libc::c_void,
+    /// The usable low end, one page above `mapping`.
+    base: *mut u8,
+    len: usize,
+}
+
+#[cfg(all(unix, any(target_arch = "x86_64", target_arch = "aarch64")))]
+impl SpareStack {
+    /// Maps `size` bytes (rounded up to pages) and a guard page; None if the system refuses.
+    fn map(size: usize) -> Option<SpareStack> {
+        // SAFETY: sysconf has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).ok()?;
+        if page == 0 {
+            return None;
+        }
+        let len = size.checked_add(page - 1)? / page * page;
+        let total = len.checked_add(page)?;
+        // SAFETY: a fresh private anonymous mapping; its first page is then made inaccessible.
+        unsafe {
+            let mapping = libc::mmap(
+                std::ptr::null_mut(),
+                total,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANON,
+                -1,
+                0,
+            );
+            if mapping == libc::MAP_FAILED {
+                return None;
+            }
+            if libc::mprotect(mapping, page, libc::PROT_NONE) != 0 {
+                libc::munmap(mapping, total);
+                return None;
+            }
+            Some(SpareStack {
+                mapping,
+                base: mapping.cast::<u8>().add(page),
+                len,
+            })
+        }
+    }
+}
+
+#[cfg(all(unix, any(target_arch = "x86_64", target_arch = "aarch64")))]
+impl Drop for SpareStack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `map`, of `len` bytes and the page below them, which no
+        // thread runs on any more (it is dropped with its thread, or replaced while unused).
+        unsafe {
+            let page = self
+                .base
+                .offset_from(self.mapping.cast::<u8>())
+                .unsigned_abs();
+            libc::munmap(self.mapping, self.len + page);
+        }
+    }
+}

@@ -438,3 +438,23 @@ async fn table_insert_at_2_pow_31_ends_with_script_kill_or_the_memory_bound() {
         "{text}"
     );
 }
+
+// pcall and xpcall push their status above the results of the call, which can fill the frame:
+// stock Lua 5.1.5 pushed it without room (the API check aborted a debug build; the script
+// fuzzer found it with `string.byte` of 100 characters).
+#[tokio::test]
+async fn pcall_of_many_results_answers_as_in_redis() {
+    let mut pair = Pair::start().await;
+    for script in [
+        "return {pcall(function() return string.rep('x', 500):byte(1, 100) end)}",
+        "return select('#', pcall(function() return string.rep('x', 5000):byte(1, 5000) end))",
+        "return select('#', pcall(string.byte, string.rep('x', 7000), 1, 7000))",
+        "return select('#', xpcall(function() return string.rep('x', 5000):byte(1, 5000) end, \
+         function(e) return e end))",
+        "return select('#', coroutine.resume(coroutine.create(function() \
+         return string.rep('x', 5000):byte(1, 5000) end)))",
+    ] {
+        let reply = eval_then_ping(&mut pair, script).await;
+        eprintln!("{script}: {reply}");
+    }
+}
