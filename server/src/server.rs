@@ -23,6 +23,8 @@ use tokio::task::JoinHandle;
 
 /// Redis's active expiry runs `hz` (10) times a second.
 const ACTIVE_EXPIRE_PERIOD: Duration = Duration::from_millis(100);
+/// Connections accepted per wake-up of the listener at most (Redis's `MAX_ACCEPTS_PER_CALL`).
+const MAX_ACCEPTS_PER_CALL: usize = 1000;
 /// Percent of each period a slow cycle may spend, plus 2 per `active-expire-effort` step
 /// above 1 (Redis's `ACTIVE_EXPIRE_CYCLE_SLOW_TIME_PERC`).
 const ACTIVE_EXPIRE_CYCLE_SLOW_TIME_PERC: u64 = 25;
@@ -391,13 +393,7 @@ async fn accept_loop(
                     Some(listener) => listener.accept().await,
                     None => std::future::pending().await,
                 }
-            } => accepted.map(|(socket, peer)| {
-                let _ = socket.set_nodelay(true);
-                // A socket whose local address cannot be read (its peer already gone) is
-                // dropped; only a failed accept backs off.
-                let local = socket.local_addr().ok()?;
-                Some((NetStream::Tcp(socket), Endpoints::tcp(peer, local)))
-            }),
+            } => accepted.map(|(socket, peer)| tcp_accepted(socket, peer)),
             accepted = async {
                 match &listeners.unix {
                     Some(listener) => listener.accept().await.map(|s| (s, listener.path())),
@@ -431,7 +427,37 @@ async fn accept_loop(
             &shutdown,
             &done,
         );
+        // What else waits in the TCP backlog now is accepted before the new connections
+        // run, up to Redis's 1000 per readable event: one accept per turn of the runtime
+        // (with thousands of new connections' tasks between turns) let a storm of connects
+        // overflow `tcp-backlog` and wait out SYN retransmits. Unconstrained: tokio's
+        // cooperative budget would end the drain after 128.
+        if let Some(listener) = &listeners.tcp {
+            tokio::task::unconstrained(async {
+                for _ in 1..MAX_ACCEPTS_PER_CALL {
+                    let ready =
+                        std::future::poll_fn(|cx| std::task::Poll::Ready(listener.poll_accept(cx)))
+                            .await;
+                    let std::task::Poll::Ready(Ok((socket, peer))) = ready else {
+                        break;
+                    };
+                    if let Some((socket, ends)) = tcp_accepted(socket, peer) {
+                        let socket = Socket::Net(Arc::new(socket));
+                        admit(&node, socket, ends, Some(&round), &shutdown, &done);
+                    }
+                }
+            })
+            .await;
+        }
     }
+}
+
+/// A TCP connection ready to serve: no Nagle delay, and its endpoints; `None` for a socket
+/// whose local address cannot be read (its peer already gone), which is dropped.
+fn tcp_accepted(socket: tokio::net::TcpStream, peer: SocketAddr) -> Option<(NetStream, Endpoints)> {
+    let _ = socket.set_nodelay(true);
+    let local = socket.local_addr().ok()?;
+    Some((NetStream::Tcp(socket), Endpoints::tcp(peer, local)))
 }
 
 /// Counts a new connection against `maxclients` and serves it on a task of its own, or
