@@ -598,7 +598,9 @@ impl Engine {
             .and_then(|mut l| l.take())
             .unwrap_or_default();
         drop(chunk);
-        let _ = self.lua.gc_collect();
+        // One incremental step, as a script's run takes: a full collection per load made each
+        // FUNCTION LOAD cost O(libraries loaded) (84 % of a REPLACE at 20 000 libraries).
+        let _ = self.lua.gc_step();
         self.lua.gc_set_pause(GC_PAUSE);
         match outcome {
             Some(Ok(Ok(()))) => Ok(registered),
