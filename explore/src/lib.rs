@@ -11,7 +11,11 @@
 //!
 //! [`explore`] draws a schedule per seed from a [`FaultClass`], runs each, and on the first
 //! unsafe run shrinks its schedule ([`shrink()`]) to a minimal one that still fails, with the
-//! command that replays it ([`replay_command`]).
+//! command that replays it ([`replay_command`]). Besides mutual exclusion a run is checked for
+//! liveness (lost wake-ups, FIFO order, unnoticed losses, accepted foreign unlocks, and every
+//! acquire returning within its wait outside faults) and for leaks (a lock key left without a
+//! TTL). An exploration can run one [`Shard`] of its seeds; [`Summary::merge`] puts the shards'
+//! summaries back together into exactly the whole range's.
 //!
 //! ```
 //! use locksmith_explore::{explore, Exploration, FaultClass, LockKind, Workload};
