@@ -67,11 +67,13 @@ impl Outcome {
 ///
 /// When the runtime cannot be built (out of resources).
 pub fn run(workload: Workload, schedule: &Schedule, seed: u64) -> Outcome {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .expect("a current-thread runtime");
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    builder.enable_time().start_paused(true);
+    // `tokio::select!` picks among ready branches at random: from the seed, so the same seed
+    // gives the same choices (tokio's unstable API, on in this workspace's builds).
+    #[cfg(tokio_unstable)]
+    builder.rng_seed(tokio::runtime::RngSeed::from_bytes(&seed.to_le_bytes()));
+    let runtime = builder.build().expect("a current-thread runtime");
     let (history, leaks) = runtime.block_on(run_async(workload, schedule, seed));
     let violations = Checker::check(&history);
     // Every acquire waits `wait_ms`; its last attempt may take a response timeout more.

@@ -116,3 +116,16 @@ fn shards_merge_into_exactly_the_single_process_result() {
     other[1].seeds = 0..31;
     assert!(Summary::merge(&other).is_err());
 }
+
+/// The WAIT-synced lock's writes go over pooled connections opened mid-run, where the runtime's
+/// `select!` choices decide which client's connection is served first: they are drawn from the
+/// seed, so a run replays byte for byte.
+#[test]
+fn a_wait_synced_run_replays_exactly() {
+    let workload = Workload::new(LockKind::LockSynced);
+    let schedule = Exploration::new(workload, FaultClass::Pause).schedule(34);
+    let first = run(workload, &schedule, 34).history.serialize();
+    for _ in 0..3 {
+        assert_eq!(run(workload, &schedule, 34).history.serialize(), first);
+    }
+}
