@@ -64,9 +64,15 @@ port=$(cat "$work/port")
 
 units=("$@")
 [ ${#units[@]} -gt 0 ] || units=(all)
-TAGS=${TAGS:-"-needs:local-process"} LOG_DIR="$LOG_DIR" \
-    UNIT_TIMEOUT=${UNIT_TIMEOUT:-600} HANG_TIMEOUT=${HANG_TIMEOUT:-120} \
-    bash "$tests_dir/run.sh" "$suite" 127.0.0.1 "$port" "${units[@]}" >"$work/summary.txt" 2>&1
+# Runs the units given after the log directory $1 against the server.
+suite_run() {
+    local logs=$1
+    shift
+    TAGS=${TAGS:-"-needs:local-process"} LOG_DIR="$logs" \
+        UNIT_TIMEOUT=${UNIT_TIMEOUT:-600} HANG_TIMEOUT=${HANG_TIMEOUT:-120} \
+        bash "$tests_dir/run.sh" "$suite" 127.0.0.1 "$port" "$@"
+}
+suite_run "$LOG_DIR" "${units[@]}" >"$work/summary.txt" 2>&1
 # The runner's per-unit lines; its TOTAL line is restated below in words of our own.
 grep -a -v -E '^(TOTAL:|# details:)' "$work/summary.txt"
 
@@ -102,9 +108,7 @@ if [ -n "$unexpected" ] && [ "${RETRY:-1}" = 1 ]; then
     mapfile -t again < <(echo "$unexpected" | sed 's/ :: .*//' | sort -u)
     echo "redis suite: running ${again[*]} again"
     mkdir -p "$work/again"
-    TAGS=${TAGS:-"-needs:local-process"} LOG_DIR="$work/again" \
-        UNIT_TIMEOUT=${UNIT_TIMEOUT:-600} HANG_TIMEOUT=${HANG_TIMEOUT:-120} \
-        bash "$tests_dir/run.sh" "$suite" 127.0.0.1 "$port" "${again[@]}" | grep -a '^unit/'
+    suite_run "$work/again" "${again[@]}" | grep -a '^unit/'
     failed_tests "$work/again" >"$work/failed-again"
     flaky=$(echo "$unexpected" | grep -v -x -F -f "$work/failed-again")
     if [ -n "$flaky" ]; then
