@@ -709,8 +709,11 @@ impl Checker {
         let holds = Self::holds(history);
         let faults = history.faults();
         let mut out = Vec::new();
-        // Lost wake-ups: an acquire operation spanning a long free stretch outside faults.
+        // Per acquire operation: a lost wake-up (it spanned a long free stretch outside
+        // faults), and with a wait bound, an overrun (it returned past its wait plus the slack,
+        // outside the fault windows), listed after the lost wake-ups.
         let windows = fault_windows(&faults, bounds.wake_up_ms);
+        let mut overruns = Vec::new();
         for e in &events {
             if !matches!(
                 e.kind,
@@ -733,23 +736,14 @@ impl Checker {
                     still_waiting_ms: e.end_ms,
                 });
             }
-        }
-        // Bounded waits: an acquire that returned past its wait plus the slack, outside the
-        // fault windows.
-        if let Some((wait_ms, slack_ms)) = bounds.wait_bound {
-            for e in &events {
-                let acquire = matches!(
-                    e.kind,
-                    EventKind::Acquired | EventKind::AcquiredShared | EventKind::AcquireFailed
-                );
+            if let Some((wait_ms, slack_ms)) = bounds.wait_bound {
                 let in_fault = windows
                     .iter()
                     .any(|&(from, to)| e.start_ms <= to && from <= e.end_ms);
-                if acquire
-                    && !in_fault
+                if !in_fault
                     && e.end_ms.saturating_sub(e.start_ms) > wait_ms.saturating_add(slack_ms)
                 {
-                    out.push(LivenessIssue::WaitOverrun {
+                    overruns.push(LivenessIssue::WaitOverrun {
                         client: e.client.clone(),
                         resource: e.resource.clone(),
                         from_ms: e.start_ms,
@@ -759,6 +753,7 @@ impl Checker {
                 }
             }
         }
+        out.append(&mut overruns);
         // Unnoticed losses: the stale side of every overlap.
         for v in overlaps(&holds, &faults) {
             let deadline = v.second.from_ms.saturating_add(bounds.lease_ms);
