@@ -168,8 +168,9 @@ async fn leaked_keys(topology: &Topology) -> Vec<String> {
 /// `PTTL key` over a fresh connection to a node; `None` when it does not answer an integer.
 async fn pttl(mut stream: tokio::io::DuplexStream, key: &str) -> Option<i64> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let request = format!("*2\r\n$4\r\nPTTL\r\n${}\r\n{key}\r\n", key.len());
-    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut request = Vec::new();
+    locksmith_resp::encode_command(&[b"PTTL", key.as_bytes()], &mut request);
+    stream.write_all(&request).await.ok()?;
     let mut reply = Vec::new();
     let mut chunk = [0u8; 32];
     while !reply.ends_with(b"\r\n") && reply.len() < 32 {
@@ -293,10 +294,12 @@ mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    /// Sends one request to `node`, returns the first bytes of its reply.
-    async fn send(topology: &Topology, node: NodeId, request: &str) -> Vec<u8> {
+    /// Sends one command to `node`, returns the first bytes of its reply.
+    async fn send(topology: &Topology, node: NodeId, argv: &[&str]) -> Vec<u8> {
+        let mut request = Vec::new();
+        locksmith_resp::encode_command(argv, &mut request);
         let mut stream = topology.connect(node).expect("the node is up");
-        stream.write_all(request.as_bytes()).await.expect("sent");
+        stream.write_all(&request).await.expect("sent");
         let mut reply = vec![0u8; 64];
         let n = stream.read(&mut reply).await.expect("a reply");
         reply.truncate(n);
@@ -312,20 +315,18 @@ mod tests {
             .expect("a topology");
         let node = topology.master();
         assert!(leaked_keys(&topology).await.is_empty());
-        let set = format!(
-            "*3\r\n$3\r\nSET\r\n${}\r\n{RESOURCE}\r\n$1\r\nx\r\n",
-            RESOURCE.len()
+        assert_eq!(
+            send(&topology, node, &["SET", RESOURCE, "x"]).await,
+            b"+OK\r\n"
         );
-        assert_eq!(send(&topology, node, &set).await, b"+OK\r\n");
         assert_eq!(
             leaked_keys(&topology).await,
             vec![format!("{node}: '{RESOURCE}' has no TTL")]
         );
-        let expire = format!(
-            "*3\r\n$7\r\nPEXPIRE\r\n${}\r\n{RESOURCE}\r\n$5\r\n30000\r\n",
-            RESOURCE.len()
+        assert_eq!(
+            send(&topology, node, &["PEXPIRE", RESOURCE, "30000"]).await,
+            b":1\r\n"
         );
-        assert_eq!(send(&topology, node, &expire).await, b":1\r\n");
         assert!(leaked_keys(&topology).await.is_empty());
         topology.shutdown().await;
     }
