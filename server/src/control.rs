@@ -111,7 +111,7 @@ impl NodeControl {
             window,
             Snapshot {
                 dbs: state.dbs.clone(),
-                functions: state.functions.dump(),
+                functions: state.functions.dump(false),
             },
         );
         if let Some(old) = state.repl.set_journal(journal.clone()) {
@@ -177,7 +177,7 @@ impl NodeControl {
         if let Some(journal) = state.repl.journal() {
             journal.reset(Snapshot {
                 dbs: state.dbs.clone(),
-                functions: state.functions.dump(),
+                functions: state.functions.dump(false),
             });
         }
         state.dbs.iter().map(|db| db.len()).sum()

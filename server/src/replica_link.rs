@@ -44,10 +44,11 @@ pub(crate) async fn run(
             Start::Full {
                 dbs,
                 functions,
+                encoding,
                 now_ms,
             } => {
                 let rdb = tokio::task::spawn_blocking(move || {
-                    crate::rdb::file::encode_dataset(&dbs, &functions, now_ms)
+                    crate::rdb::file::encode_dataset(&dbs, &functions, now_ms, encoding)
                 })
                 .await
                 .map_err(std::io::Error::other)?;

@@ -220,6 +220,7 @@ fn protocol(ctx: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
 /// is shown.
 fn object(ctx: &mut Ctx<'_>, key: &Bytes) -> CmdResult {
     let now = ctx.now;
+    let encoding = super::persistence::rdb_encoding(ctx);
     let live = &ctx.node.live;
     let threshold = live.quicklist_packed_threshold.load(Ordering::Relaxed);
     let config = &ctx.state.config;
@@ -238,7 +239,7 @@ fn object(ctx: &mut Ctx<'_>, key: &Bytes) -> CmdResult {
         std::ptr::from_ref(value),
         value.refcount(),
         value.encoding(),
-        crate::rdb::serialized_len(value),
+        crate::rdb::serialized_len(value, encoding),
         Access::redis_idle_secs(lru, now),
     );
     if let Value::List(list) = value {

@@ -292,7 +292,8 @@ fn function_list(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// FUNCTION DUMP
 /// ```
 fn function_dump(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
-    Ok(Frame::Bulk(Bytes::from(ctx.state.functions.dump())))
+    let compress = ctx.state.config.rdbcompression();
+    Ok(Frame::Bulk(Bytes::from(ctx.state.functions.dump(compress))))
 }
 
 /// ```text

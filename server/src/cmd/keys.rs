@@ -421,8 +421,9 @@ fn copy(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// Redis's RDB serialisation of the value with its version and CRC64 (see [`crate::rdb`]).
 fn dump(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
+    let encoding = super::persistence::rdb_encoding(ctx);
     Ok(ctx.lookup(key).map_or(Frame::Null, |e| {
-        Frame::Bulk(Bytes::from(crate::rdb::dump_value(&e.value)))
+        Frame::Bulk(Bytes::from(crate::rdb::dump_value(&e.value, encoding)))
     }))
 }
 

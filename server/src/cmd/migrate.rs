@@ -113,6 +113,7 @@ fn migrate(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     };
     // Each key still here, with its remaining TTL (at least 1 ms) and its payload.
     let now = ctx.now;
+    let encoding = super::persistence::rdb_encoding(ctx);
     let mut restores = Vec::new();
     let mut sent: Vec<Bytes> = Vec::new();
     for key in &present {
@@ -123,7 +124,7 @@ fn migrate(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             .expire_at()
             .map_or(0, |at| at.saturating_sub(now).max(1))
             .to_string();
-        let payload = crate::rdb::dump_value(&entry.value);
+        let payload = crate::rdb::dump_value(&entry.value, encoding);
         let mut line: Vec<&[u8]> = vec![restore, key, ttl.as_bytes(), &payload];
         if opts.replace {
             line.push(b"REPLACE");

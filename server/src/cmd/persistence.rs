@@ -38,14 +38,24 @@ fn rdb_path(state: &State) -> PathBuf {
     }
 }
 
+/// How the node writes values now (`rdbcompression`, its list limits).
+pub(crate) fn rdb_encoding(ctx: &Ctx<'_>) -> crate::rdb::Encoding {
+    let packed = ctx
+        .node
+        .live
+        .quicklist_packed_threshold
+        .load(Ordering::Relaxed);
+    crate::rdb::Encoding::of(&ctx.state.config, packed)
+}
+
 /// The node's data as an RDB file.
-fn encode(state: &State, now_ms: u64) -> Vec<u8> {
+fn encode(state: &State, now_ms: u64, encoding: crate::rdb::Encoding) -> Vec<u8> {
     let functions: Vec<Bytes> = state
         .functions
         .libraries()
         .map(|l| l.code.clone())
         .collect();
-    file::encode_dataset(&state.dbs, &functions, now_ms)
+    file::encode_dataset(&state.dbs, &functions, now_ms, encoding)
 }
 
 /// A replica's full synchronisation: replaces the whole dataset and the function libraries
@@ -100,7 +110,7 @@ fn save_now(ctx: &mut Ctx<'_>) -> Result<(), CommandError> {
     if ctx.node.live.saves.in_progress.load(Ordering::Acquire) {
         return Err(CommandError::err("Background save already in progress"));
     }
-    let data = encode(ctx.state, ctx.now);
+    let data = encode(ctx.state, ctx.now, rdb_encoding(ctx));
     let path = rdb_path(ctx.state);
     match write_file(&path, &data) {
         Ok(()) => {
@@ -133,7 +143,7 @@ fn bgsave(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     if status.in_progress.swap(true, Ordering::AcqRel) {
         return Err(CommandError::err("Background save already in progress"));
     }
-    let data = encode(ctx.state, ctx.now);
+    let data = encode(ctx.state, ctx.now, rdb_encoding(ctx));
     let path = rdb_path(ctx.state);
     let dirty = ctx.state.dirty;
     let status = ctx.node.live.saves.clone();

@@ -791,6 +791,11 @@ impl RuntimeConfig {
         self.stored_int("list-compress-depth").unwrap_or(0)
     }
 
+    /// `rdbcompression`: strings in RDB files and `DUMP` payloads are LZF-compressed.
+    pub(crate) fn rdbcompression(&self) -> bool {
+        super::table::find(b"rdbcompression").is_none_or(|param| self.get(param) == "yes")
+    }
+
     /// A parameter kept as text, as an integer.
     fn stored_int(&self, name: &str) -> Option<i64> {
         let param = super::table::find(name.as_bytes())?;

@@ -297,40 +297,78 @@ impl QuicklistBuilder {
         }
     }
 
-    fn push(&mut self, element: &[u8]) {
+    /// Appends `element`; says where it went.
+    fn push(&mut self, element: &[u8]) -> Placement {
         let sz = element.len();
         if u64::try_from(sz).unwrap_or(u64::MAX) >= self.packed_threshold {
             self.shape.nodes += 1;
             self.shape.bytes += sz;
             self.tail = None;
-            return;
+            return Placement::Plain;
         }
         let entry = listpack_value(element);
-        match &mut self.tail {
+        let placement = match &mut self.tail {
             Some((bytes, count)) if quicklist_node_takes(*bytes, *count, sz, self.fill) => {
                 *bytes += entry;
                 *count += 1;
+                Placement::Tail
             }
             _ => {
                 self.shape.nodes += 1;
                 self.shape.bytes += LISTPACK_HEADER;
                 self.tail = Some((LISTPACK_HEADER + entry, 1));
+                Placement::NewPacked
             }
-        }
+        };
         self.shape.bytes += entry;
+        placement
     }
 }
 
+/// Where [`QuicklistBuilder::push`] put an element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Placement {
+    /// In the last packed node.
+    Tail,
+    /// In a new packed node.
+    NewPacked,
+    /// In a plain node of its own.
+    Plain,
+}
+
+/// One node of a quicklist, as [`quicklist_cut`] cuts a list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum QuicklistNode<'a> {
+    /// A listpack of these elements.
+    Packed(Vec<&'a [u8]>),
+    /// One element on its own (`QUICKLIST_NODE_CONTAINER_PLAIN`).
+    Plain(&'a [u8]),
+}
+
+/// The nodes of the quicklist Redis builds from `elements` appended in order (see
+/// [`quicklist_shape`]): what `DUMP` and an RDB file write for the list.
+pub(crate) fn quicklist_cut<'a>(
+    elements: impl IntoIterator<Item = &'a [u8]>,
+    fill: i64,
+    packed_threshold: u64,
+) -> Vec<QuicklistNode<'a>> {
+    let mut list = QuicklistBuilder::new(fill, packed_threshold);
+    let mut nodes: Vec<QuicklistNode<'a>> = Vec::new();
+    for element in elements {
+        match (list.push(element), nodes.last_mut()) {
+            (Placement::Tail, Some(QuicklistNode::Packed(tail))) => tail.push(element),
+            (Placement::Plain, _) => nodes.push(QuicklistNode::Plain(element)),
+            _ => nodes.push(QuicklistNode::Packed(vec![element])),
+        }
+    }
+    nodes
+}
+
 /// Whether a packed node of `bytes` holding `count` elements takes one more of `sz` bytes
-/// under `fill` (Redis 7.0's `_quicklistNodeAllowInsert`, which overestimates the entry).
+/// under `fill` (Redis 7.0.15's `_quicklistNodeAllowInsert`, which counts the entry as its
+/// length plus `SIZE_ESTIMATE_OVERHEAD`, 8 bytes).
 fn quicklist_node_takes(bytes: usize, count: i64, sz: usize, fill: i64) -> bool {
-    let backlen = if sz < 254 { 1 } else { 5 };
-    let header = match sz {
-        0..64 => 1,
-        64..16_384 => 2,
-        _ => 5,
-    };
-    let new_sz = bytes + sz + backlen + header;
+    let new_sz = bytes + sz + 8;
     if fill < 0 {
         let class = usize::try_from(-fill - 1).unwrap_or(usize::MAX);
         if QUICKLIST_SIZE_CLASSES

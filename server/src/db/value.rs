@@ -175,7 +175,8 @@ impl Value {
                 }
             }
             Value::ZSet(z) => {
-                if z.len() <= 128 {
+                // `zset-max-listpack-entries` 128 and `zset-max-listpack-value` 64.
+                if z.len() <= 128 && z.iter().all(|(m, _)| m.len() <= 64) {
                     "listpack"
                 } else {
                     "skiplist"

@@ -663,7 +663,7 @@ impl State {
         if let Some(journal) = self.repl.journal() {
             journal.record(&effects.propagate, || crate::journal::Snapshot {
                 dbs: self.dbs.clone(),
-                functions: self.functions.dump(),
+                functions: self.functions.dump(false),
             });
         }
         effects.reset();

@@ -3,7 +3,7 @@
 //! expiry, the end marker and the CRC64. Files from redis-server (RDB versions up to 10) load
 //! here and ours load there.
 
-use super::{value, write_len, write_string, Malformed, Reader};
+use super::{value, write_len, write_string, Encoding, Malformed, Reader};
 use crate::db::{ListpackLimits, Value};
 use bytes::Bytes;
 
@@ -41,15 +41,21 @@ pub(crate) struct Contents {
 }
 
 /// Serialises `dbs` (index, keys) and the function libraries' `functions` code as an RDB
-/// file taken at `now_ms` (Unix ms).
-pub(crate) fn write(dbs: &[SavedDb<'_>], functions: &[Bytes], now_ms: u64) -> Vec<u8> {
+/// file taken at `now_ms` (Unix ms), values written as `encoding` has them.
+pub(crate) fn write(
+    dbs: &[SavedDb<'_>],
+    functions: &[Bytes],
+    now_ms: u64,
+    encoding: Encoding,
+) -> Vec<u8> {
+    let compress = encoding.compress;
     let mut out = Vec::with_capacity(4096);
     out.extend_from_slice(b"REDIS");
     out.extend_from_slice(format!("{:04}", super::RDB_VERSION).as_bytes());
     let aux = |out: &mut Vec<u8>, k: &str, v: &str| {
         out.push(OPCODE_AUX);
-        write_string(out, k.as_bytes());
-        write_string(out, v.as_bytes());
+        write_string(out, k.as_bytes(), compress);
+        write_string(out, v.as_bytes(), compress);
     };
     aux(&mut out, "redis-ver", crate::config::REDIS_VERSION);
     aux(&mut out, "redis-bits", "64");
@@ -58,7 +64,7 @@ pub(crate) fn write(dbs: &[SavedDb<'_>], functions: &[Bytes], now_ms: u64) -> Ve
     aux(&mut out, "aof-base", "0");
     for code in functions {
         out.push(super::OPCODE_FUNCTION2);
-        write_string(&mut out, code);
+        write_string(&mut out, code, compress);
     }
     for (index, keys) in dbs {
         if keys.is_empty() {
@@ -79,12 +85,12 @@ pub(crate) fn write(dbs: &[SavedDb<'_>], functions: &[Bytes], now_ms: u64) -> Ve
                 out.extend_from_slice(&at.to_le_bytes());
             }
             body.clear();
-            value::write_value(&mut body, v);
+            value::write_value(&mut body, v, encoding);
             let Some((kind, rest)) = body.split_first() else {
                 continue;
             };
             out.push(*kind);
-            write_string(&mut out, name);
+            write_string(&mut out, name, compress);
             out.extend_from_slice(rest);
         }
     }
@@ -96,7 +102,12 @@ pub(crate) fn write(dbs: &[SavedDb<'_>], functions: &[Bytes], now_ms: u64) -> Ve
 
 /// `dbs` and the function libraries' code as an RDB file, without the keys expired at
 /// `now_ms` (what a save writes, and a master sends a replica).
-pub(crate) fn encode_dataset(dbs: &[crate::db::Db], functions: &[Bytes], now_ms: u64) -> Vec<u8> {
+pub(crate) fn encode_dataset(
+    dbs: &[crate::db::Db],
+    functions: &[Bytes],
+    now_ms: u64,
+    encoding: Encoding,
+) -> Vec<u8> {
     let dbs: Vec<SavedDb<'_>> = dbs
         .iter()
         .enumerate()
@@ -109,7 +120,7 @@ pub(crate) fn encode_dataset(dbs: &[crate::db::Db], functions: &[Bytes], now_ms:
             (i, keys)
         })
         .collect();
-    write(&dbs, functions, now_ms)
+    write(&dbs, functions, now_ms, encoding)
 }
 
 /// Reads an RDB file; keys already expired at `now_ms` are dropped (as a master loading its
@@ -239,6 +250,7 @@ mod tests {
             ],
             std::slice::from_ref(&code),
             1_000,
+            Encoding::DEFAULT,
         );
         let back = read(&file, 1_000, 16, ListpackLimits::DEFAULT).unwrap();
         assert_eq!(back.functions, vec![code]);
@@ -267,7 +279,12 @@ mod tests {
             (-1, Some(None)),
             (i64::MAX, Some(Some(i64::MAX as u64))),
         ] {
-            let file = write(&[(0, vec![(&a, &va, Some(at as u64))])], &[], 1_000);
+            let file = write(
+                &[(0, vec![(&a, &va, Some(at as u64))])],
+                &[],
+                1_000,
+                Encoding::DEFAULT,
+            );
             let back = read(&file, 1_000, 16, ListpackLimits::DEFAULT).unwrap();
             let got = back
                 .dbs

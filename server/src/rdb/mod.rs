@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 mod crc64;
 pub(crate) mod file;
+mod listpack;
 mod lzf;
 mod stream;
 mod value;
@@ -28,6 +29,41 @@ const ENC_INT8: u8 = 0;
 const ENC_INT16: u8 = 1;
 const ENC_INT32: u8 = 2;
 const ENC_LZF: u8 = 3;
+
+/// Redis's settings that change the bytes a value is written as: `rdbcompression` (strings of
+/// more than 20 bytes LZF-compressed when that saves at least 4 bytes) and the limits a list's
+/// quicklist nodes are cut by (`list-max-listpack-size`, the packed-node threshold).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Encoding {
+    /// `rdbcompression`.
+    pub(crate) compress: bool,
+    /// `list-max-listpack-size`.
+    pub(crate) list_fill: i64,
+    /// Elements of this many bytes or more are a plain quicklist node of their own.
+    pub(crate) packed_threshold: u64,
+}
+
+impl Encoding {
+    /// Redis's defaults: compression on, 8 KB nodes, 1 GB plain elements.
+    #[cfg(test)]
+    pub(crate) const DEFAULT: Encoding = Encoding {
+        compress: true,
+        list_fill: -2,
+        packed_threshold: 1 << 30,
+    };
+
+    /// The encoding `config` sets now, with the node's packed-node threshold.
+    pub(crate) fn of(
+        config: &crate::config::runtime::RuntimeConfig,
+        packed_threshold: u64,
+    ) -> Self {
+        Encoding {
+            compress: config.rdbcompression(),
+            list_fill: config.list_max_listpack_size(),
+            packed_threshold,
+        }
+    }
+}
 
 /// A payload that cannot be read (truncated, a length past its end, a bad encoding).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,8 +222,10 @@ pub(crate) fn write_len(out: &mut Vec<u8>, n: u64) {
 }
 
 /// Appends a string (`rdbSaveRawString`): integer-encoded when it is the canonical text of a
-/// 32-bit integer (as Redis does for strings of up to 11 bytes), raw otherwise.
-pub(crate) fn write_string(out: &mut Vec<u8>, s: &[u8]) {
+/// 32-bit integer (as Redis does for strings of up to 11 bytes); LZF-compressed when
+/// `compress` (`rdbcompression`) and it is longer than 20 bytes and compresses by at least 4
+/// (`rdbSaveLzfStringObject`); raw otherwise.
+pub(crate) fn write_string(out: &mut Vec<u8>, s: &[u8], compress: bool) {
     if s.len() <= 11 {
         if let Some(v) = canonical_i64(s) {
             if let Ok(v) = i8::try_from(v) {
@@ -205,6 +243,15 @@ pub(crate) fn write_string(out: &mut Vec<u8>, s: &[u8]) {
                 out.extend_from_slice(&v.to_le_bytes());
                 return;
             }
+        }
+    }
+    if compress && s.len() > 20 {
+        if let Some(packed) = lzf::compress(s, s.len() - 4) {
+            out.push((ENCVAL << 6) | ENC_LZF);
+            write_len(out, packed.len() as u64);
+            write_len(out, s.len() as u64);
+            out.extend_from_slice(&packed);
+            return;
         }
     }
     write_len(out, s.len() as u64);
@@ -278,13 +325,18 @@ mod tests {
             b"-0",
             b" 1",
             b"hello",
+            &[b'x'; 21][..],
+            &[b'y'; 5000][..],
+            b"twenty-one bytes, all different!",
         ] {
-            let mut out = Vec::new();
-            write_string(&mut out, s);
-            assert_eq!(Reader::new(&out).string().as_deref(), Ok(s), "{s:?}");
+            for compress in [false, true] {
+                let mut out = Vec::new();
+                write_string(&mut out, s, compress);
+                assert_eq!(Reader::new(&out).string().as_deref(), Ok(s), "{s:?}");
+            }
         }
         let mut out = Vec::new();
-        write_string(&mut out, b"-5");
+        write_string(&mut out, b"-5", true);
         assert_eq!(out, [0xc0, 0xfb]);
     }
 

@@ -3,6 +3,7 @@
 //! delta-encoded against the node's ID, with the same-fields flag), the stream's counters,
 //! and its consumer groups with their pending entries and consumers.
 
+use super::listpack::Listpack;
 use super::value::{listpack_elements, Element};
 use super::{write_len, write_string, Malformed, Reader};
 use crate::db::stream::{Consumer, Group, Pending, Stream, StreamId};
@@ -12,110 +13,6 @@ use bytes::Bytes;
 const FLAG_DELETED: i64 = 1;
 /// Entry flag: same fields as the master entry (only values follow).
 const FLAG_SAMEFIELDS: i64 = 2;
-
-/// Builds one listpack.
-struct Listpack {
-    body: Vec<u8>,
-    count: usize,
-}
-
-impl Listpack {
-    fn new() -> Self {
-        Listpack {
-            body: Vec::new(),
-            count: 0,
-        }
-    }
-
-    /// `lpEncodeBacklen`.
-    fn backlen(out: &mut Vec<u8>, l: usize) {
-        if l <= 127 {
-            out.push(l as u8);
-        } else if l < 16383 {
-            out.push((l >> 7) as u8);
-            out.push(((l & 127) | 128) as u8);
-        } else if l < 2_097_151 {
-            out.push((l >> 14) as u8);
-            out.push((((l >> 7) & 127) | 128) as u8);
-            out.push(((l & 127) | 128) as u8);
-        } else if l < 268_435_455 {
-            out.push((l >> 21) as u8);
-            out.push((((l >> 14) & 127) | 128) as u8);
-            out.push((((l >> 7) & 127) | 128) as u8);
-            out.push(((l & 127) | 128) as u8);
-        } else {
-            out.push((l >> 28) as u8);
-            out.push((((l >> 21) & 127) | 128) as u8);
-            out.push((((l >> 14) & 127) | 128) as u8);
-            out.push((((l >> 7) & 127) | 128) as u8);
-            out.push(((l & 127) | 128) as u8);
-        }
-    }
-
-    fn push_encoded(&mut self, encoded: &[u8]) {
-        self.body.extend_from_slice(encoded);
-        Self::backlen(&mut self.body, encoded.len());
-        self.count += 1;
-    }
-
-    /// `lpAppendInteger`.
-    fn int(&mut self, v: i64) {
-        let mut e = Vec::with_capacity(9);
-        if (0..=127).contains(&v) {
-            e.push(v as u8);
-        } else if (-4096..=4095).contains(&v) {
-            let u = if v < 0 { (1 << 13) + v } else { v } as u64;
-            e.push(((u >> 8) as u8) | 0xC0);
-            e.push((u & 0xff) as u8);
-        } else if let Ok(v) = i16::try_from(v) {
-            e.push(0xF1);
-            e.extend_from_slice(&v.to_le_bytes());
-        } else if (-8_388_608..=8_388_607).contains(&v) {
-            e.push(0xF2);
-            e.extend_from_slice(&v.to_le_bytes()[..3]);
-        } else if let Ok(v) = i32::try_from(v) {
-            e.push(0xF3);
-            e.extend_from_slice(&v.to_le_bytes());
-        } else {
-            e.push(0xF4);
-            e.extend_from_slice(&v.to_le_bytes());
-        }
-        self.push_encoded(&e);
-    }
-
-    /// `lpAppend`: integers as such, other strings with their length.
-    fn string(&mut self, s: &[u8]) {
-        if s.len() <= 20 {
-            if let Some(v) = locksmith_resp::parse_integer(s) {
-                if v.to_string().as_bytes() == s {
-                    return self.int(v);
-                }
-            }
-        }
-        let mut e = Vec::with_capacity(s.len() + 5);
-        if s.len() < 64 {
-            e.push(0x80 | s.len() as u8);
-        } else if s.len() < 4096 {
-            e.push(0xE0 | (s.len() >> 8) as u8);
-            e.push((s.len() & 0xff) as u8);
-        } else {
-            e.push(0xF0);
-            e.extend_from_slice(&(s.len() as u32).to_le_bytes());
-        }
-        e.extend_from_slice(s);
-        self.push_encoded(&e);
-    }
-
-    fn finish(self) -> Vec<u8> {
-        let total = 6 + self.body.len() + 1;
-        let mut out = Vec::with_capacity(total);
-        out.extend_from_slice(&(total as u32).to_le_bytes());
-        out.extend_from_slice(&(self.count.min(65535) as u16).to_le_bytes());
-        out.extend_from_slice(&self.body);
-        out.push(0xFF);
-        out
-    }
-}
 
 /// The 16 bytes of an ID as rax keys and PELs store it (big-endian).
 fn raw_id(id: StreamId) -> [u8; 16] {
@@ -133,11 +30,11 @@ fn read_raw_id(r: &mut Reader<'_>) -> Result<StreamId, Malformed> {
 }
 
 /// Writes the body of `RDB_TYPE_STREAM_LISTPACKS_2` for `s`.
-pub(crate) fn write(out: &mut Vec<u8>, s: &Stream) {
+pub(crate) fn write(out: &mut Vec<u8>, s: &Stream, compress: bool) {
     let nodes = s.nodes();
     write_len(out, nodes.len() as u64);
     for (key, masters, entries, last) in nodes {
-        write_string(out, &raw_id(key));
+        write_string(out, &raw_id(key), compress);
         // When the last entry appended was deleted, it stays as a tombstone (as in Redis's
         // listpack), so trimming by MINID after a reload sees the same last ID.
         let tombstone = entries.last().is_none_or(|(id, _)| *id < last);
@@ -181,7 +78,7 @@ pub(crate) fn write(out: &mut Vec<u8>, s: &Stream) {
             }
             lp.int((masters.len() + 3) as i64);
         }
-        write_string(out, &lp.finish());
+        write_string(out, &lp.finish(), compress);
     }
     write_len(out, s.len() as u64);
     for v in [
@@ -197,7 +94,7 @@ pub(crate) fn write(out: &mut Vec<u8>, s: &Stream) {
     }
     write_len(out, s.groups.len() as u64);
     for (name, g) in &s.groups {
-        write_string(out, name);
+        write_string(out, name, compress);
         write_len(out, g.last_id.ms);
         write_len(out, g.last_id.seq);
         write_len(out, g.entries_read.unwrap_or(u64::MAX));
@@ -209,7 +106,7 @@ pub(crate) fn write(out: &mut Vec<u8>, s: &Stream) {
         }
         write_len(out, g.consumers.len() as u64);
         for (cname, c) in &g.consumers {
-            write_string(out, cname);
+            write_string(out, cname, compress);
             out.extend_from_slice(&c.seen_time.to_le_bytes());
             write_len(out, c.pel.len() as u64);
             for id in &c.pel {

@@ -1,8 +1,17 @@
-//! Key values in RDB form, for `DUMP` and `RESTORE`: written in the plain encodings every Redis
-//! since 2.x loads (string, linked list, set, hash, binary-score sorted set), and read in every
-//! encoding Redis 7.0 writes (listpacks, quicklist nodes, intsets, LZF and integer strings).
+//! Key values in RDB form, for `DUMP`, `RESTORE` and RDB files: written as Redis 7.0 writes
+//! them, byte for byte (a list as quicklist nodes of listpacks, a small hash or sorted set as a
+//! listpack, a set of integers as an intset, strings LZF-compressed under `rdbcompression`,
+//! the rest in the plain encodings), and read in every encoding Redis 7.0 writes or loads.
+//!
+//! Which encoding a value is written in follows [`Value::encoding`], what `OBJECT ENCODING`
+//! answers. A list is cut into nodes as Redis cuts a list built by appending (RPUSH, RESTORE,
+//! a load); a list Redis shaped otherwise (LPUSH, LINSERT, LREM in the middle) may sit in other
+//! nodes there, with the same elements. A large set, hash or sorted set is written in the
+//! order of its table, as Redis writes its dict's, which Redis seeds at random per process.
 
-use super::{Malformed, Reader};
+use super::listpack::Listpack;
+use super::{Encoding, Malformed, Reader};
+use crate::db::memory::{quicklist_cut, QuicklistNode};
 use crate::db::{HashValue, ListpackLimits, SetValue, Value, ZSet};
 use bytes::Bytes;
 use std::collections::VecDeque;
@@ -26,65 +35,144 @@ const CONTAINER_PLAIN: u64 = 1;
 const CONTAINER_PACKED: u64 = 2;
 
 /// `DUMP`'s payload for `value`: its type, its body, the RDB version and the CRC64.
-pub(crate) fn dump(value: &Value) -> Vec<u8> {
+pub(crate) fn dump(value: &Value, encoding: Encoding) -> Vec<u8> {
     let mut out = Vec::new();
-    write_value(&mut out, value);
+    write_value(&mut out, value, encoding);
     super::finish_payload(&mut out);
     out
 }
 
 /// Bytes of `value`'s serialization without its type byte (Redis's `rdbSavedObjectLen`,
 /// `DEBUG OBJECT`'s `serializedlength`).
-pub(crate) fn serialized_len(value: &Value) -> usize {
+pub(crate) fn serialized_len(value: &Value, encoding: Encoding) -> usize {
     let mut out = Vec::new();
-    write_value(&mut out, value);
+    write_value(&mut out, value, encoding);
     out.len().saturating_sub(1)
 }
 
 /// Appends `value`'s RDB type byte and body (as in an RDB file, after the key).
-pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
-    let out = &mut *out;
+pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value, encoding: Encoding) {
+    let compress = encoding.compress;
+    let string = |out: &mut Vec<u8>, s: &[u8]| super::write_string(out, s, compress);
     match value {
         Value::Stream(s) => {
             out.push(TYPE_STREAM_LISTPACKS_2);
-            super::stream::write(out, s);
+            super::stream::write(out, s, compress);
         }
         Value::String(s) => {
             out.push(TYPE_STRING);
-            super::write_string(out, s);
+            string(out, s);
         }
         Value::List(items) => {
-            out.push(TYPE_LIST);
-            super::write_len(out, items.len() as u64);
-            for item in items {
-                super::write_string(out, item);
+            out.push(TYPE_LIST_QUICKLIST_2);
+            let nodes = quicklist_cut(
+                items.iter().map(|e| &e[..]),
+                encoding.list_fill,
+                encoding.packed_threshold,
+            );
+            super::write_len(out, nodes.len() as u64);
+            for node in nodes {
+                match node {
+                    QuicklistNode::Plain(element) => {
+                        super::write_len(out, CONTAINER_PLAIN);
+                        string(out, element);
+                    }
+                    QuicklistNode::Packed(elements) => {
+                        super::write_len(out, CONTAINER_PACKED);
+                        let mut lp = Listpack::new();
+                        for element in elements {
+                            lp.string(element);
+                        }
+                        string(out, &lp.finish());
+                    }
+                }
             }
+        }
+        Value::Set(members) if value.encoding() == "intset" => {
+            out.push(TYPE_SET_INTSET);
+            string(out, &intset_blob(members));
         }
         Value::Set(members) => {
             out.push(TYPE_SET);
             super::write_len(out, members.len() as u64);
             for member in members.iter() {
-                super::write_string(out, member);
+                string(out, member);
             }
+        }
+        Value::Hash(hash) if value.encoding() == "listpack" => {
+            out.push(TYPE_HASH_LISTPACK);
+            let mut lp = Listpack::new();
+            for (field, value) in hash.iter() {
+                lp.string(field);
+                lp.string(value);
+            }
+            string(out, &lp.finish());
         }
         Value::Hash(hash) => {
             out.push(TYPE_HASH);
             super::write_len(out, hash.len() as u64);
             for (field, value) in hash.iter() {
-                super::write_string(out, field);
-                super::write_string(out, value);
+                string(out, field);
+                string(out, value);
             }
+        }
+        Value::ZSet(zset) if value.encoding() == "listpack" => {
+            out.push(TYPE_ZSET_LISTPACK);
+            let mut lp = Listpack::new();
+            for (member, score) in zset.ordered(false) {
+                lp.string(member);
+                // `zzlInsertAt`: an integral score as an integer, any other as `d2string`'s text.
+                match double_to_i64(score) {
+                    Some(v) => lp.int(v),
+                    None => lp.string(locksmith_resp::format_double(score).as_bytes()),
+                }
+            }
+            string(out, &lp.finish());
         }
         Value::ZSet(zset) => {
             out.push(TYPE_ZSET_2);
             super::write_len(out, zset.len() as u64);
             // Redis writes from the highest score down, so loading appends at the head.
             for (member, score) in zset.ordered(true) {
-                super::write_string(out, member);
+                string(out, member);
                 super::write_binary_double(out, score);
             }
         }
     }
+}
+
+/// Redis's `double2ll`: `d` as an integer when it is one and within ±2^62.
+fn double_to_i64(d: f64) -> Option<i64> {
+    const LIMIT: f64 = (i64::MAX / 2) as f64;
+    if !(-LIMIT..=LIMIT).contains(&d) {
+        return None;
+    }
+    let v = d as i64;
+    (v as f64 == d).then_some(v)
+}
+
+/// The intset of a set of integers (`intset.c`): its width (2, 4 or 8 bytes, the narrowest
+/// that holds every member), its length and the members in ascending order, little-endian.
+fn intset_blob(members: &SetValue) -> Vec<u8> {
+    let mut values: Vec<i64> = members
+        .iter()
+        .filter_map(|m| locksmith_resp::parse_integer(m))
+        .collect();
+    values.sort_unstable();
+    let width: usize = if values.iter().all(|&v| i16::try_from(v).is_ok()) {
+        2
+    } else if values.iter().all(|&v| i32::try_from(v).is_ok()) {
+        4
+    } else {
+        8
+    };
+    let mut out = Vec::with_capacity(8 + width * values.len());
+    out.extend_from_slice(&(width as u32).to_le_bytes());
+    out.extend_from_slice(&(values.len() as u32).to_le_bytes());
+    for v in values {
+        out.extend_from_slice(&v.to_le_bytes()[..width]);
+    }
+    out
 }
 
 /// The value in a `DUMP` payload body (footer already checked and removed); the whole body
@@ -339,7 +427,7 @@ mod tests {
     use super::*;
 
     fn round_trip(value: Value) -> Value {
-        let payload = dump(&value);
+        let payload = dump(&value, Encoding::DEFAULT);
         let body = super::super::verify_payload(&payload).expect("valid footer");
         restore(body, ListpackLimits::DEFAULT).expect("restores")
     }
@@ -355,6 +443,51 @@ mod tests {
         zset.insert(Bytes::from_static(b"n"), f64::INFINITY);
         assert!(
             matches!(round_trip(Value::ZSet(zset)), Value::ZSet(z) if z.score(b"n") == Some(f64::INFINITY))
+        );
+    }
+
+    /// `DUMP`'s payload of `value` under Redis's default settings.
+    fn dumped(value: &Value) -> Vec<u8> {
+        dump(value, Encoding::DEFAULT)
+    }
+
+    #[test]
+    fn payloads_are_redis_7_0_bytes() {
+        // Each expected payload is what redis-server 7.0.15 answered to `DUMP` for the same
+        // value (`redis-cli --no-raw`).
+        let list = Value::List(["a", "b"].iter().map(|s| Bytes::from(*s)).collect());
+        assert_eq!(
+            dumped(&list),
+            b"\x12\x01\x02\r\r\x00\x00\x00\x02\x00\x81a\x02\x81b\x02\xff\n\x00h\xeb\n\x89\x13A\xbb\xb1"
+        );
+        let long = Value::String(Bytes::from(vec![b'a'; 100]).into());
+        assert_eq!(
+            dumped(&long),
+            b"\x00\xc3\t@d\x01aa\xe0W\x00\x01aa\n\x00\xe8\xa3\xb5\x07\xb0m\xf2q"
+        );
+        let mut hash = HashValue::default();
+        for (f, v) in [("f", "v"), ("f2", "123")] {
+            hash.insert(&Bytes::from(f), &Bytes::from(v), ListpackLimits::DEFAULT);
+        }
+        assert_eq!(
+            dumped(&Value::Hash(hash)),
+            b"\x10\x13\x13\x00\x00\x00\x04\x00\x81f\x02\x81v\x02\x82f2\x03{\x01\xff\n\x00:J\xa3\xf1\xde#Kk"
+        );
+        let mut set = SetValue::default();
+        for m in ["3", "1", "2"] {
+            set.insert(Bytes::from(m));
+        }
+        assert_eq!(
+            dumped(&Value::Set(set)),
+            b"\x0b\x0e\x02\x00\x00\x00\x03\x00\x00\x00\x01\x00\x02\x00\x03\x00\n\x00\xa5\x02\\\xe2mnM\x1b"
+        );
+        let mut zset = ZSet::default();
+        zset.insert(Bytes::from_static(b"a"), 1.0);
+        zset.insert(Bytes::from_static(b"b"), 2.5);
+        zset.insert(Bytes::from_static(b"c"), -0.0);
+        assert_eq!(
+            dumped(&Value::ZSet(zset)),
+            b"\x11\x19\x19\x00\x00\x00\x06\x00\x81c\x02\x00\x01\x81a\x02\x01\x01\x81b\x02\x832.5\x04\xff\n\x00dn]\x16N\xafXw"
         );
     }
 

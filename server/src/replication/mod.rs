@@ -657,7 +657,7 @@ impl Ends {
             state.stats.sync_full += 1;
             let snapshot = state.dbs.clone();
             // Function libraries travel as Redis sends them in its RDB: their code.
-            let functions = state.functions.dump();
+            let functions = state.functions.dump(false);
             let config = state.config.clone();
             let (offset, replid, acked) = state.repl.add_feed(
                 Feed {
@@ -693,7 +693,7 @@ impl Ends {
             if let Some(journal) = state.repl.journal() {
                 journal.reset(Snapshot {
                     dbs: state.dbs.clone(),
-                    functions: state.functions.dump(),
+                    functions: state.functions.dump(false),
                 });
             }
         }

@@ -26,6 +26,8 @@ pub(crate) enum Start {
         functions: Vec<Bytes>,
         /// Keys expired by then are left out.
         now_ms: u64,
+        /// How values are written (the master's `rdbcompression` and list limits).
+        encoding: crate::rdb::Encoding,
     },
     /// The stream from the replica's offset on, out of the backlog.
     Partial(Vec<u8>),
@@ -134,9 +136,11 @@ pub(crate) fn attach(
                 .libraries()
                 .map(|l| l.code.clone())
                 .collect();
+            let packed = node.live.quicklist_packed_threshold.load(Ordering::Relaxed);
             let start = Start::Full {
                 dbs: state.dbs.clone(),
                 functions,
+                encoding: crate::rdb::Encoding::of(&state.config, packed),
                 now_ms: now,
             };
             let reply =

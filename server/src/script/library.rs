@@ -346,13 +346,14 @@ impl Libraries {
         self.engine.as_deref().map_or(0, Engine::memory_used)
     }
 
-    /// `FUNCTION DUMP`: every library's code as `RDB_OPCODE_FUNCTION2` records, then the RDB
-    /// version and CRC64.
-    pub(crate) fn dump(&self) -> Vec<u8> {
+    /// `FUNCTION DUMP`: every library's code as `RDB_OPCODE_FUNCTION2` records (compressed as
+    /// Redis's `rdbSaveRawString` under `rdbcompression`, `compress`), then the RDB version and
+    /// CRC64.
+    pub(crate) fn dump(&self, compress: bool) -> Vec<u8> {
         let mut out = Vec::new();
         for library in self.current.libraries.values() {
             out.push(rdb::OPCODE_FUNCTION2);
-            rdb::write_string(&mut out, &library.code);
+            rdb::write_string(&mut out, &library.code, compress);
         }
         rdb::finish_payload(&mut out);
         out
