@@ -133,6 +133,60 @@ fn sources(dir: &Path, root: &Path, out: &mut Vec<(String, String)>) {
     }
 }
 
+/// ARCHITECTURE.md's list of the layers (`- layer: \`module\`, ...` lines, continued on
+/// indented lines), as (layer, modules) in its order.
+fn documented_layers(text: &str) -> Vec<(String, BTreeSet<String>)> {
+    let mut layers: Vec<(String, BTreeSet<String>)> = Vec::new();
+    let names = |line: &str| -> Vec<String> {
+        line.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect()
+    };
+    let mut open = false;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("- ") {
+            match rest.split_once(": `") {
+                Some((layer, _)) if LAYERS.iter().any(|(l, _)| *l == layer) => {
+                    layers.push((layer.to_string(), names(rest).into_iter().collect()));
+                    open = true;
+                    continue;
+                }
+                _ => open = false,
+            }
+        } else if open && line.starts_with("  ") {
+            if let Some((_, modules)) = layers.last_mut() {
+                modules.extend(names(line));
+            }
+            continue;
+        } else {
+            open = false;
+        }
+    }
+    layers
+}
+
+#[test]
+fn architecture_md_lists_the_layers_of_this_table() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ARCHITECTURE.md");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let documented = documented_layers(&text);
+    let table: Vec<(String, BTreeSet<String>)> = LAYERS
+        .iter()
+        .map(|(layer, modules)| {
+            (
+                layer.to_string(),
+                modules.iter().map(|m| m.to_string()).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        documented, table,
+        "ARCHITECTURE.md's layer list (left) differs from layer_tests.rs's LAYERS (right)"
+    );
+}
+
 #[test]
 fn no_module_imports_a_higher_layer() {
     let layer: BTreeMap<&str, usize> = LAYERS
