@@ -131,8 +131,9 @@ fn save_now(ctx: &mut Ctx<'_>) -> Result<(), CommandError> {
 /// ```text
 /// BGSAVE [SCHEDULE]
 /// ```
-/// The data is encoded under the state lock (a consistent snapshot, as a fork gives Redis);
-/// the file is written on another thread.
+/// The dataset is copied under the state lock (a consistent snapshot, as a fork gives Redis:
+/// values share their bytes with the live ones); it is encoded, compressed and written on
+/// another thread, so clients wait only for the copy.
 fn bgsave(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     match args.remaining() {
         0 => {}
@@ -143,12 +144,21 @@ fn bgsave(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     if status.in_progress.swap(true, Ordering::AcqRel) {
         return Err(CommandError::err("Background save already in progress"));
     }
-    let data = encode(ctx.state, ctx.now, rdb_encoding(ctx));
+    let dbs = ctx.state.dbs.clone();
+    let functions: Vec<Bytes> = ctx
+        .state
+        .functions
+        .libraries()
+        .map(|l| l.code.clone())
+        .collect();
+    let (now, encoding) = (ctx.now, rdb_encoding(ctx));
     let path = rdb_path(ctx.state);
     let dirty = ctx.state.dirty;
     let status = ctx.node.live.saves.clone();
     let clock = ctx.node.clock.clone();
     std::thread::spawn(move || {
+        let data = file::encode_dataset(&dbs, &functions, now, encoding);
+        drop(dbs);
         match write_file(&path, &data) {
             Ok(()) => {
                 tracing::info!(path = %path.display(), "Background saving terminated with success");
