@@ -65,6 +65,17 @@ struct Args {
         action = clap::ArgAction::Set
     )]
     cluster_enabled: bool,
+    /// Observe the locks of keys matching these glob patterns (none: every key) from the
+    /// start: grants, re-entries, renewals, releases and expiries on every node, checked by
+    /// LOCKSMITH.CHECK. Off by default (it costs nothing then).
+    #[arg(long, num_args = 0.., value_name = "PATTERN")]
+    observe: Option<Vec<String>>,
+    /// At exit, write the observed history (LOCKSMITH.HISTORY's JSON) to this file.
+    #[arg(long = "history-file")]
+    history_file: Option<std::path::PathBuf>,
+    /// At exit, write the timeline of the observed locks (LOCKSMITH.TIMELINE's HTML) here.
+    #[arg(long = "timeline-file")]
+    timeline_file: Option<std::path::PathBuf>,
 }
 
 /// Starts the topology and prints where everything listens.
@@ -95,6 +106,9 @@ async fn start(args: &Args) -> Result<Topology, Box<dyn std::error::Error>> {
     if args.cluster_enabled {
         builder.cluster(args.masters);
     }
+    if let Some(patterns) = &args.observe {
+        builder.observe(patterns.iter().cloned());
+    }
     let topology = builder.build().await?;
     println!("seed {}", topology.seed());
     println!(
@@ -108,6 +122,24 @@ async fn start(args: &Args) -> Result<Topology, Box<dyn std::error::Error>> {
         println!("sentinel {addr} (master name {})", topology.master_name());
     }
     Ok(topology)
+}
+
+/// Writes `--history-file` and `--timeline-file` (a failure is logged: the topology still
+/// shuts down).
+fn write_files(args: &Args, topology: &Topology) {
+    if let Some(path) = &args.history_file {
+        if let Err(e) = std::fs::write(path, topology.history_json()) {
+            tracing::warn!(path = %path.display(), error = %e, "could not write the history");
+        }
+    }
+    if let Some(path) = &args.timeline_file {
+        if let Err(e) = topology
+            .observed_timeline("observed locks")
+            .write_html(path)
+        {
+            tracing::warn!(path = %path.display(), error = %e, "could not write the timeline");
+        }
+    }
 }
 
 fn main() {
@@ -127,6 +159,7 @@ async fn serve(
         "Received {} scheduling shutdown...",
         signal.unwrap_or("a signal")
     );
+    write_files(&args, &topology);
     cli::shut_down_within_grace(topology.shutdown()).await;
     Ok(())
 }
