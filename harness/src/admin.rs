@@ -38,6 +38,7 @@ const COMMANDS: &[(&str, i32, &str)] = &[
     ("check", 1, "LOCKSMITH.CHECK -- the violations in what was observed (double grants, lost grants, foreign releases and renewals, repeated tokens); empty when safe"),
     ("history", 1, "LOCKSMITH.HISTORY -- faults, marks, observed lock events and violations as JSON"),
     ("timeline", 2, "LOCKSMITH.TIMELINE path -- write the HTML timeline of the observed locks to path"),
+    ("schedule", 2, "LOCKSMITH.SCHEDULE text -- run a fault schedule (the explorer's form: kind/n<node>/<at ms>/<duration ms>/<amount ms>,...) from now"),
     ("mark", -2, "LOCKSMITH.MARK text -- add a note to the history now"),
     ("topology", 1, "LOCKSMITH.TOPOLOGY -- front address, seed, and every node's role, port and offset"),
     ("help", 1, "LOCKSMITH.HELP -- this text"),
@@ -352,6 +353,17 @@ async fn dispatch(inner: &Arc<Inner>, name: &str, argv: &[Bytes]) -> Result<Fram
                 .observed_timeline("observed locks")
                 .write_html(&path)
                 .map_err(|e| CommandError::err(format!("could not write {path}: {e}")))?;
+            Ok(Frame::ok())
+        }
+        "schedule" => {
+            let text = lossy(argv.get(1).ok_or(CommandError::Syntax)?, 1 << 16);
+            let schedule: super::schedule::Schedule = text
+                .parse()
+                .map_err(|e: super::schedule::ScheduleError| CommandError::err(e.0))?;
+            let topology = super::Topology {
+                inner: inner.clone(),
+            };
+            topology.run_schedule(schedule);
             Ok(Frame::ok())
         }
         "mark" => {

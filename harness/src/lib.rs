@@ -47,6 +47,7 @@ mod admin;
 mod history;
 mod link;
 mod observe;
+pub mod schedule;
 mod sentinel;
 mod timeline;
 
@@ -520,6 +521,7 @@ impl TopologyBuilder {
             }),
             wire_guards: Mutex::new(Vec::new()),
             delay_fault: Mutex::new(None),
+            schedules: Mutex::new(Vec::new()),
             spare: Mutex::new(Vec::new()),
             rng: Mutex::new(StdRng::seed_from_u64(seed)),
         });
@@ -643,6 +645,8 @@ pub(crate) struct Inner {
     net: Mutex<Net>,
     /// Faults applied over the wire (undone by HEAL).
     wire_guards: Mutex<Vec<FaultGuard>>,
+    /// Schedules running (`Topology::run_schedule`), aborted at shutdown.
+    schedules: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     /// The history record of the replication delay in effect, ended when it changes.
     delay_fault: Mutex<Option<usize>>,
     /// Connections not to reset while an admin command runs: the one carrying it (as the
@@ -1602,6 +1606,28 @@ impl Topology {
         self.inner.observed_timeline(title)
     }
 
+    /// Runs `schedule` (the explorer's fault schedules, see [`schedule`]) against this
+    /// topology from now on: each fault at its time after now, each recorded in the history
+    /// as it is applied, the schedule itself as a mark. Returns once it is started; the task
+    /// ends with its last fault (or at [`Topology::shutdown`]).
+    pub fn run_schedule(&self, schedule: schedule::Schedule) {
+        self.inner.observer.mark(format!("schedule {schedule}"));
+        let task = tokio::spawn(schedule::apply(
+            self.clone(),
+            schedule,
+            tokio::time::Instant::now(),
+        ));
+        if let Ok(mut tasks) = self.inner.schedules.lock() {
+            tasks.retain(|t| !t.is_finished());
+            tasks.push(task);
+        }
+    }
+
+    /// The marks added so far (`LOCKSMITH.MARK`, and each schedule run).
+    pub fn observed_marks(&self) -> Vec<Mark> {
+        self.inner.observer.marks()
+    }
+
     /// Adds `text` to the history at the current time (`LOCKSMITH.MARK`).
     pub fn mark(&self, text: impl Into<String>) {
         self.inner.observer.mark(text.into());
@@ -1878,6 +1904,15 @@ impl Topology {
 
     /// Stops every node and listener.
     pub async fn shutdown(self) {
+        let schedules = self
+            .inner
+            .schedules
+            .lock()
+            .map(|mut t| std::mem::take(&mut *t))
+            .unwrap_or_default();
+        for task in schedules {
+            task.abort();
+        }
         let _ops = self.inner.ops.lock().await;
         for i in 0..self.inner.slots.len() {
             let _ = self.inner.stop_node(i).await;

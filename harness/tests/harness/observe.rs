@@ -468,3 +468,42 @@ async fn history_marks_and_timeline_are_served_over_the_wire() {
         "{err}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_failover_schedule_sent_over_the_wire_double_grants_a_lock_taken_during_its_lag() {
+    let t = Topology::builder()
+        .replicas(1)
+        .seed(45)
+        .observe(["lock:*"])
+        .build()
+        .await
+        .unwrap();
+    let mut a = front(&t).await;
+    let err = run::<String>(&mut a, &["LOCKSMITH.SCHEDULE", "failover/n0/x/1/2"])
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("bad fault"), "{err}");
+    // At 10 ms replication starts lagging by 2 s; at 2010 ms the master fails.
+    let ok: String = run(&mut a, &["LOCKSMITH.SCHEDULE", "failover/n0/10/60000/2000"])
+        .await
+        .unwrap();
+    assert_eq!(ok, "OK");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(py_acquire(&mut a, "lock:k", "tokA").await);
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let mut b = front(&t).await;
+    assert!(py_acquire(&mut b, "lock:k", "tokB").await);
+
+    let violations = check(&mut b).await;
+    assert_eq!(violations.len(), 1, "{violations:#?}");
+    let v = &violations[0];
+    assert_eq!(
+        (v["first-owner"].as_str(), v["second-owner"].as_str()),
+        ("tokA", "tokB")
+    );
+    assert!(v["faults"].contains("replication delay 2000 ms"), "{v:?}");
+    assert!(v["faults"].contains("fail_master n0 -> n1"), "{v:?}");
+    let marks: Vec<String> = t.observed_marks().into_iter().map(|m| m.text).collect();
+    assert_eq!(marks, ["schedule failover/n0/10/60000/2000"]);
+    t.shutdown().await;
+}
