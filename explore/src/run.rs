@@ -1,11 +1,10 @@
 //! One run: a fresh current-thread runtime with paused time, an in-memory topology for the
 //! workload's lock kind, its clients, the schedule's faults, and the checker's verdict.
 
-use crate::schedule::{Fault, FaultKind, Schedule};
+use crate::schedule::Schedule;
 use crate::workload::{contend, Contender, LockKind, Resource, Workload, RESOURCE};
-use locksmith_harness::{
-    Checker, History, Liveness, LivenessIssue, NodeId, Restart, Topology, Violation,
-};
+use locksmith_harness::schedule::apply;
+use locksmith_harness::{Checker, History, Liveness, LivenessIssue, Topology, Violation};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -184,114 +183,10 @@ async fn pttl(mut stream: tokio::io::DuplexStream, key: &str) -> Option<i64> {
     std::str::from_utf8(digits).ok()?.parse().ok()
 }
 
-/// Applies the schedule's faults at their times; lasting ones are undone by their own task.
-async fn apply(topology: Topology, schedule: Schedule, origin: Instant) {
-    let mut undo = Vec::new();
-    for fault in schedule.faults {
-        tokio::time::sleep_until(origin + Duration::from_millis(fault.at_ms)).await;
-        if let Some(task) = inject(&topology, fault).await {
-            undo.push(task);
-        }
-    }
-    for task in undo {
-        let _ = task.await;
-    }
-}
-
-/// Applies one fault; returns the task that ends it, for faults that last.
-async fn inject(topology: &Topology, fault: Fault) -> Option<tokio::task::JoinHandle<()>> {
-    let nodes = topology.nodes().len().max(1);
-    let node = NodeId::from_index(fault.node % nodes);
-    let duration = Duration::from_millis(fault.duration_ms);
-    let amount = Duration::from_millis(fault.amount_ms);
-    match fault.kind {
-        FaultKind::Failover => {
-            // Replication falls behind by `amount`, the master crashes, and it comes back
-            // (empty, as a replica of the promoted one) `duration` later.
-            let topology = topology.clone();
-            Some(tokio::spawn(async move {
-                topology.replication_delay(amount);
-                tokio::time::sleep(amount).await;
-                let old = topology.master();
-                let failed = topology.fail_master().await;
-                topology.replication_delay(Duration::ZERO);
-                if failed.is_ok() {
-                    tokio::time::sleep(duration).await;
-                    let _ = topology.restart(old).await;
-                }
-            }))
-        }
-        FaultKind::Kill => {
-            topology.kill(node).await.ok()?;
-            let topology = topology.clone();
-            Some(tokio::spawn(async move {
-                tokio::time::sleep(duration).await;
-                let _ = topology.restart(node).await;
-            }))
-        }
-        FaultKind::LossyRestart => {
-            let _ = topology
-                .restart_with(node, Restart::keep_data(amount))
-                .await;
-            None
-        }
-        FaultKind::Partition => {
-            let master = topology.master();
-            let other = if node == master {
-                NodeId::from_index((node.index() + 1) % nodes)
-            } else {
-                node
-            };
-            let guard = topology.partition(master, other);
-            guarded(guard, duration)
-        }
-        FaultKind::Isolate => guarded(topology.isolate(node).ok()?, duration),
-        FaultKind::ClockForward => {
-            let _ = topology.clock_jump(node, i64::try_from(fault.amount_ms).unwrap_or(i64::MAX));
-            None
-        }
-        FaultKind::ClockBack => {
-            let _ = topology.clock_jump(node, -i64::try_from(fault.amount_ms).unwrap_or(i64::MAX));
-            None
-        }
-        FaultKind::Pause => {
-            topology.pause(node, duration).await.ok()?.detach();
-            None
-        }
-        FaultKind::ReplicationDelay => {
-            topology.replication_delay(amount);
-            topology.replication_jitter(amount);
-            let topology = topology.clone();
-            Some(tokio::spawn(async move {
-                tokio::time::sleep(duration).await;
-                topology.replication_delay(Duration::ZERO);
-                topology.replication_jitter(Duration::ZERO);
-            }))
-        }
-        FaultKind::ReplicationStall => guarded(topology.stall_replication(), duration),
-        FaultKind::LinkLatency => guarded(topology.latency(node, amount).ok()?, duration),
-        FaultKind::LinkDrop => guarded(topology.drop_traffic(node).ok()?, duration),
-        FaultKind::LinkReset => {
-            let _ = topology.reset_connections(node);
-            None
-        }
-    }
-}
-
-/// Keeps `guard`'s fault for `duration`, then undoes it.
-fn guarded(
-    guard: locksmith_harness::FaultGuard,
-    duration: Duration,
-) -> Option<tokio::task::JoinHandle<()>> {
-    Some(tokio::spawn(async move {
-        tokio::time::sleep(duration).await;
-        guard.undo();
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use locksmith_harness::NodeId;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     /// Sends one command to `node`, returns the first bytes of its reply.

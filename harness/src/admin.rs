@@ -33,6 +33,13 @@ const COMMANDS: &[(&str, i32, &str)] = &[
     ("drop", 2, "LOCKSMITH.DROP node -- silently drop a node's client traffic"),
     ("reset", 2, "LOCKSMITH.RESET node -- reset a node's client connections"),
     ("replicaof", 3, "LOCKSMITH.REPLICAOF node master|NO-ONE -- re-point a node's replication"),
+    ("observe", -1, "LOCKSMITH.OBSERVE [pattern ...] | OFF -- observe the locks of keys matching the patterns (none: every key) on every node, or stop"),
+    ("locks", 1, "LOCKSMITH.LOCKS -- the observed locks each running node holds now"),
+    ("check", 1, "LOCKSMITH.CHECK -- the violations in what was observed (double grants, lost grants, foreign releases and renewals, repeated tokens); empty when safe"),
+    ("history", 1, "LOCKSMITH.HISTORY -- faults, marks, observed lock events and violations as JSON"),
+    ("timeline", 2, "LOCKSMITH.TIMELINE path -- write the HTML timeline of the observed locks to path"),
+    ("schedule", 2, "LOCKSMITH.SCHEDULE text -- run a fault schedule (the explorer's form: kind/n<node>/<at ms>/<duration ms>/<amount ms>,...) from now"),
+    ("mark", -2, "LOCKSMITH.MARK text -- add a note to the history now"),
     ("topology", 1, "LOCKSMITH.TOPOLOGY -- front address, seed, and every node's role, port and offset"),
     ("help", 1, "LOCKSMITH.HELP -- this text"),
 ];
@@ -325,6 +332,45 @@ async fn dispatch(inner: &Arc<Inner>, name: &str, argv: &[Bytes]) -> Result<Fram
             }
             Ok(Frame::ok())
         }
+        "observe" => {
+            let off =
+                argv.len() == 2 && argv.get(1).is_some_and(|a| a.eq_ignore_ascii_case(b"off"));
+            let patterns = (!off).then(|| argv.get(1..).unwrap_or_default().to_vec());
+            inner.set_observing(patterns).await;
+            Ok(Frame::ok())
+        }
+        "locks" => Ok(Frame::Array(
+            inner.observed_locks().iter().map(lock_frame).collect(),
+        )),
+        "check" => Ok(Frame::Array(
+            inner.check_observed().iter().map(violation_frame).collect(),
+        )),
+        "history" => Ok(Frame::bulk(inner.observed_json())),
+        "timeline" => {
+            let path =
+                String::from_utf8_lossy(argv.get(1).ok_or(CommandError::Syntax)?).into_owned();
+            inner
+                .observed_timeline("observed locks")
+                .write_html(&path)
+                .map_err(|e| CommandError::err(format!("could not write {path}: {e}")))?;
+            Ok(Frame::ok())
+        }
+        "schedule" => {
+            let text = lossy(argv.get(1).ok_or(CommandError::Syntax)?, 1 << 16);
+            let schedule: super::schedule::Schedule = text
+                .parse()
+                .map_err(|e: super::schedule::ScheduleError| CommandError::err(e.0))?;
+            let topology = super::Topology {
+                inner: inner.clone(),
+            };
+            topology.run_schedule(schedule);
+            Ok(Frame::ok())
+        }
+        "mark" => {
+            let words: Vec<String> = argv.iter().skip(1).map(|a| lossy(a, 4096)).collect();
+            inner.observer.mark(words.join(" "));
+            Ok(Frame::ok())
+        }
         "topology" => Ok(topology_frame(inner)),
         _ => Ok(Frame::Array(
             COMMANDS
@@ -333,6 +379,86 @@ async fn dispatch(inner: &Arc<Inner>, name: &str, argv: &[Bytes]) -> Result<Fram
                 .collect(),
         )),
     }
+}
+
+/// One observed lock as a flat field/value array (`LOCKSMITH.LOCKS`).
+fn lock_frame(l: &super::HeldLock) -> Frame {
+    Frame::Array(vec![
+        Frame::bulk("node"),
+        Frame::bulk(l.node.to_string()),
+        Frame::bulk("db"),
+        Frame::Integer(l.db as i64),
+        Frame::bulk("key"),
+        Frame::bulk(l.key.clone()),
+        Frame::bulk("owner"),
+        Frame::bulk(l.owner.clone()),
+        Frame::bulk("count"),
+        Frame::Integer(l.count),
+        Frame::bulk("layout"),
+        Frame::bulk(l.layout.name()),
+        Frame::bulk("shared"),
+        Frame::Integer(i64::from(l.shared)),
+        Frame::bulk("pttl"),
+        Frame::Integer(
+            l.pttl_ms
+                .map_or(-1, |t| i64::try_from(t).unwrap_or(i64::MAX)),
+        ),
+    ])
+}
+
+/// A client as one text: `id=7 addr=127.0.0.1:5555 name=x`, empty when none.
+fn client_text(c: &Option<super::ObservedClient>) -> String {
+    c.as_ref()
+        .map(|c| format!("id={} addr={} name={}", c.id, c.addr, c.name))
+        .unwrap_or_default()
+}
+
+/// A grant's fields, each name prefixed (`first-owner`, `second-node`…).
+fn hold_fields(out: &mut Vec<Frame>, prefix: &str, h: Option<&super::ObservedHold>) {
+    let text = |v: Option<String>| Frame::bulk(v.unwrap_or_default());
+    let int =
+        |v: Option<u64>| Frame::Integer(v.map_or(-1, |v| i64::try_from(v).unwrap_or(i64::MAX)));
+    let fields = [
+        ("owner", text(h.map(|h| h.owner.clone()))),
+        ("node", text(h.map(|h| h.node.to_string()))),
+        ("client", text(h.map(|h| client_text(&h.client)))),
+        ("from-ms", int(h.map(|h| h.from_ms))),
+        ("to-ms", int(h.map(|h| h.to_ms))),
+        ("ended-by", text(h.map(|h| h.ended_by.to_string()))),
+        (
+            "token",
+            h.and_then(|h| h.token).map_or(Frame::Null, Frame::Integer),
+        ),
+    ];
+    for (name, value) in fields {
+        out.push(Frame::bulk(format!("{prefix}-{name}")));
+        out.push(value);
+    }
+}
+
+/// One violation as a flat field/value array (`LOCKSMITH.CHECK`).
+fn violation_frame(v: &super::LockViolation) -> Frame {
+    let mut out = vec![
+        Frame::bulk("kind"),
+        Frame::bulk(v.kind.name()),
+        Frame::bulk("key"),
+        Frame::bulk(v.key.clone()),
+    ];
+    hold_fields(&mut out, "first", Some(&v.first));
+    hold_fields(&mut out, "second", v.second.as_ref());
+    out.extend([
+        Frame::bulk("from-ms"),
+        Frame::Integer(v.from_ms as i64),
+        Frame::bulk("to-ms"),
+        Frame::Integer(v.to_ms as i64),
+        Frame::bulk("actor"),
+        Frame::bulk(client_text(&v.actor)),
+        Frame::bulk("faults"),
+        Frame::Array(v.faults.iter().map(|f| Frame::bulk(f.clone())).collect()),
+        Frame::bulk("text"),
+        Frame::bulk(v.to_string()),
+    ]);
+    Frame::Array(out)
 }
 
 /// One flat field/value array for the topology, then one per node.

@@ -157,6 +157,26 @@ impl History {
         self.origin.elapsed().as_millis() as u64
     }
 
+    /// Microseconds since the history (topology) started.
+    pub fn now_us(&self) -> u64 {
+        u64::try_from(self.origin.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+
+    /// An empty history on the same clock (the same start).
+    pub(crate) fn empty_like(&self) -> History {
+        History {
+            origin: self.origin,
+            log: Arc::default(),
+        }
+    }
+
+    /// Records a fault with its own times.
+    pub(crate) fn push_fault(&self, fault: FaultRecord) {
+        if let Ok(mut log) = self.log.lock() {
+            log.faults.push(fault);
+        }
+    }
+
     /// Starts an operation by `client` on `resource`; finish it with one of [`Pending`]'s
     /// methods, which records it with both times.
     pub fn begin(&self, client: impl Into<String>, resource: impl Into<String>) -> Pending {

@@ -46,6 +46,8 @@
 mod admin;
 mod history;
 mod link;
+mod observe;
+pub mod schedule;
 mod sentinel;
 mod timeline;
 
@@ -54,6 +56,11 @@ pub use history::{
     Violation,
 };
 pub use link::{Chunk, Direction, LinkRule, Verdict};
+pub use locksmith_server::control::ObservedClient;
+pub use observe::{
+    check as check_observed, HeldLock, LockEvent, LockEventKind, LockLayout, LockViolation,
+    LockViolationKind, Mark, ObservedHold,
+};
 pub use timeline::Timeline;
 
 use link::Proxy;
@@ -268,6 +275,7 @@ pub struct TopologyBuilder {
     requirepass: Option<String>,
     in_memory: bool,
     keep_data_window: Duration,
+    observe: Option<Vec<String>>,
 }
 
 impl Default for TopologyBuilder {
@@ -288,6 +296,7 @@ impl Default for TopologyBuilder {
             requirepass: None,
             in_memory: false,
             keep_data_window: DEFAULT_KEEP_DATA_WINDOW,
+            observe: None,
         }
     }
 }
@@ -402,6 +411,13 @@ impl TopologyBuilder {
         self
     }
 
+    /// Observes the locks of keys matching `patterns` (glob patterns as `KEYS` takes; none:
+    /// every key) from the start, on every node: see [`Topology::observe`]. Off by default.
+    pub fn observe<S: Into<String>>(&mut self, patterns: impl IntoIterator<Item = S>) -> &mut Self {
+        self.observe = Some(patterns.into_iter().map(Into::into).collect());
+        self
+    }
+
     /// Starts the nodes, replication, the front address and the Sentinel endpoint.
     ///
     /// # Errors
@@ -464,6 +480,15 @@ impl TopologyBuilder {
             Proxy::bind(self.bind, self.front_port).await?
         };
         let history = History::new();
+        let observer = Arc::new(observe::Observer::new(
+            history.clone(),
+            self.keep_data_window,
+        ));
+        observer.set_patterns(
+            self.observe
+                .as_ref()
+                .map(|p| p.iter().map(|p| bytes::Bytes::from(p.clone())).collect()),
+        );
         let cluster = self.cluster.map(|shards| {
             let mut rng = StdRng::seed_from_u64(seed ^ 0xc1u64);
             let ids = (0..count)
@@ -485,6 +510,7 @@ impl TopologyBuilder {
             front,
             sentinel: OnceLock::new(),
             history,
+            observer,
             ops: tokio::sync::Mutex::new(()),
             net: Mutex::new(Net {
                 links: BTreeMap::new(),
@@ -495,6 +521,7 @@ impl TopologyBuilder {
             }),
             wire_guards: Mutex::new(Vec::new()),
             delay_fault: Mutex::new(None),
+            schedules: Mutex::new(Vec::new()),
             spare: Mutex::new(Vec::new()),
             rng: Mutex::new(StdRng::seed_from_u64(seed)),
         });
@@ -611,11 +638,15 @@ pub(crate) struct Inner {
     front: Proxy,
     sentinel: OnceLock<sentinel::Sentinel>,
     history: History,
+    /// What the nodes' writes showed of the locks (`TopologyBuilder::observe`).
+    observer: Arc<observe::Observer>,
     /// Serialises fault operations (they await node state locks).
     ops: tokio::sync::Mutex<()>,
     net: Mutex<Net>,
     /// Faults applied over the wire (undone by HEAL).
     wire_guards: Mutex<Vec<FaultGuard>>,
+    /// Schedules running (`Topology::run_schedule`), aborted at shutdown.
+    schedules: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     /// The history record of the replication delay in effect, ended when it changes.
     delay_fault: Mutex<Option<usize>>,
     /// Connections not to reset while an admin command runs: the one carrying it (as the
@@ -697,6 +728,71 @@ impl Inner {
         reset
     }
 
+    /// Whether clients write to node `i`: the replicated topology's master, any of
+    /// independent masters, a cluster shard's master.
+    fn serves_clients(&self, i: usize) -> bool {
+        match &self.cluster {
+            Some(view) => view.replica_of(i).is_none(),
+            None if self.replicated => i == self.master_index(),
+            None => true,
+        }
+    }
+
+    /// Turns lock observation on for keys matching `patterns` (empty: every key), or off
+    /// with `None`, on every running node (a node started later follows).
+    async fn set_observing(&self, patterns: Option<Vec<bytes::Bytes>>) {
+        let on = patterns.is_some();
+        self.observer.set_patterns(patterns);
+        for (i, slot) in self.slots.iter().enumerate() {
+            if let Ok(node) = self.live_node(i) {
+                let observer = on.then(|| {
+                    self.observer.for_node(i, slot.clock.clone())
+                        as Arc<dyn locksmith_server::control::WriteObserver>
+                });
+                node.set_observer(observer).await;
+            }
+        }
+    }
+
+    /// The locks every running node holds now.
+    fn observed_locks(&self) -> Vec<HeldLock> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.is_up(*i))
+            .flat_map(|(i, slot)| self.observer.held(i, &slot.clock))
+            .collect()
+    }
+
+    /// The checker's violations over what was observed so far.
+    fn check_observed(&self) -> Vec<LockViolation> {
+        observe::check(
+            &self.observer.events(),
+            &self.history.faults(),
+            self.history.now_us(),
+        )
+    }
+
+    /// The observed history as JSON (`LOCKSMITH.HISTORY`).
+    fn observed_json(&self) -> String {
+        let events = self.observer.events();
+        let faults = self.history.faults();
+        let violations = observe::check(&events, &faults, self.history.now_us());
+        observe::history_json(&events, &faults, &self.observer.marks(), &violations)
+    }
+
+    /// The timeline of the observed grants.
+    fn observed_timeline(&self, title: &str) -> Timeline {
+        let history = observe::as_history(
+            &self.history,
+            &self.observer.events(),
+            &self.history.faults(),
+            &self.observer.marks(),
+            self.history.now_us(),
+        );
+        Timeline::new(title, &history)
+    }
+
     fn publish(&self, channel: &str, message: String) {
         if let Some(s) = self.sentinel.get() {
             s.publish(channel, &message);
@@ -731,6 +827,12 @@ impl Inner {
         if let Some(recovery) = recovery {
             let keys = node.recover(recovery).await;
             tracing::info!(node = %slot.id, keys, writes = recovery.writes(), "data recovered");
+        } else {
+            self.observer.emptied(i);
+        }
+        if self.observer.patterns().is_some() {
+            node.set_observer(Some(self.observer.for_node(i, slot.clock.clone())))
+                .await;
         }
         let journal = if self.keep_data_window.is_zero() {
             None
@@ -842,6 +944,7 @@ impl Inner {
         let link = master
             .attach_replica(maddr, &replica, raddr, ctl.clone(), self.next_seed())
             .await;
+        self.observer.synced(m, r);
         if let Ok(mut net) = self.net.lock() {
             if let Some(old) = net.links.insert((m, r), LinkEntry { ctl, link }) {
                 old.link.abort();
@@ -918,11 +1021,14 @@ impl Inner {
             "{} n{old} -> n{new}",
             if crash { "fail_master" } else { "failover" }
         );
+        let served = self.observer.snapshot(old);
         if crash && self.is_up(old) {
             self.stop_node(old).await?;
             self.publish_sdown(old, true);
         }
         self.make_master(new).await?;
+        self.observer
+            .took_over(&served, &self.slot(old)?.clock, new);
         self.master.store(new, Ordering::Release);
         for r in 0..self.slots.len() {
             if r != new && self.is_up(r) {
@@ -975,11 +1081,14 @@ impl Inner {
             "{} n{old} -> n{new}",
             if crash { "fail_master" } else { "failover" }
         );
+        let served = self.observer.snapshot(old);
         if crash && self.is_up(old) {
             self.stop_node(old).await?;
         }
         view.promote(new).map_err(HarnessError::Invalid)?;
         self.make_master(new).await?;
+        self.observer
+            .took_over(&served, &self.slot(old)?.clock, new);
         let followers: Vec<usize> = view.replicas_of(new);
         for r in followers {
             if self.is_up(r) {
@@ -1081,11 +1190,24 @@ impl Inner {
         if self.is_up(i) {
             self.stop_node(i).await?;
         }
+        let served = self.observer.snapshot(i);
         let recovery = match how {
             Restart::KeepData { lose_last } => Some(self.recovery(i, lose_last)?),
             Restart::Empty => None,
         };
+        if let Restart::KeepData { lose_last } = how {
+            let down_since = self.slot(i)?.live.lock().ok().and_then(|l| l.down_since);
+            let crash = down_since.unwrap_or_else(tokio::time::Instant::now);
+            let cutoff = crash.checked_sub(lose_last).unwrap_or(crash);
+            self.observer.restored(i, cutoff);
+        }
         self.start_node(i, recovery.as_ref()).await?;
+        // Clients of a master (the replicated topology's, or any of independent masters or
+        // shards) find it without what it lost.
+        if self.serves_clients(i) {
+            let clock = self.slot(i)?.clock.clone();
+            self.observer.took_over(&served, &clock, i);
+        }
         if self.replicated {
             let m = self.master_index();
             if i == m {
@@ -1439,6 +1561,78 @@ impl Topology {
         self.inner.history.now_ms()
     }
 
+    /// Starts observing the locks of keys matching `patterns` (glob patterns as `KEYS`
+    /// takes; none: every key) on every node, or changes the patterns (`LOCKSMITH.OBSERVE`):
+    /// each write a node makes or applies to such a key becomes a [`LockEvent`] (see
+    /// [`TopologyBuilder::observe`] to observe from the start). Locks taken before
+    /// observation started are not known.
+    pub async fn observe<S: Into<String>>(&self, patterns: impl IntoIterator<Item = S>) {
+        let patterns = patterns
+            .into_iter()
+            .map(|p| bytes::Bytes::from(p.into()))
+            .collect();
+        self.inner.set_observing(Some(patterns)).await;
+    }
+
+    /// Stops observing locks (`LOCKSMITH.OBSERVE OFF`): the nodes no longer report their
+    /// writes; what was observed stays.
+    pub async fn stop_observing(&self) {
+        self.inner.set_observing(None).await;
+    }
+
+    /// The locks each running node holds now, as observed (`LOCKSMITH.LOCKS`).
+    pub fn observed_locks(&self) -> Vec<HeldLock> {
+        self.inner.observed_locks()
+    }
+
+    /// Every observed lock event so far, in order.
+    pub fn observed_events(&self) -> Vec<LockEvent> {
+        self.inner.observer.events()
+    }
+
+    /// The violations in what was observed so far (`LOCKSMITH.CHECK`): empty when the
+    /// locks kept their promise.
+    pub fn check(&self) -> Vec<LockViolation> {
+        self.inner.check_observed()
+    }
+
+    /// The faults, marks, observed events and violations as JSON (`LOCKSMITH.HISTORY`).
+    pub fn history_json(&self) -> String {
+        self.inner.observed_json()
+    }
+
+    /// The timeline of the observed grants, one row per owner (`LOCKSMITH.TIMELINE`).
+    pub fn observed_timeline(&self, title: &str) -> Timeline {
+        self.inner.observed_timeline(title)
+    }
+
+    /// Runs `schedule` (the explorer's fault schedules, see [`schedule`]) against this
+    /// topology from now on: each fault at its time after now, each recorded in the history
+    /// as it is applied, the schedule itself as a mark. Returns once it is started; the task
+    /// ends with its last fault (or at [`Topology::shutdown`]).
+    pub fn run_schedule(&self, schedule: schedule::Schedule) {
+        self.inner.observer.mark(format!("schedule {schedule}"));
+        let task = tokio::spawn(schedule::apply(
+            self.clone(),
+            schedule,
+            tokio::time::Instant::now(),
+        ));
+        if let Ok(mut tasks) = self.inner.schedules.lock() {
+            tasks.retain(|t| !t.is_finished());
+            tasks.push(task);
+        }
+    }
+
+    /// The marks added so far (`LOCKSMITH.MARK`, and each schedule run).
+    pub fn observed_marks(&self) -> Vec<Mark> {
+        self.inner.observer.marks()
+    }
+
+    /// Adds `text` to the history at the current time (`LOCKSMITH.MARK`).
+    pub fn mark(&self, text: impl Into<String>) {
+        self.inner.observer.mark(text.into());
+    }
+
     /// Waits (bounded by `timeout`) until every live replica acknowledged its master's current
     /// offset; returns whether they did.
     pub async fn sync_replicas(&self, timeout: Duration) -> bool {
@@ -1710,6 +1904,15 @@ impl Topology {
 
     /// Stops every node and listener.
     pub async fn shutdown(self) {
+        let schedules = self
+            .inner
+            .schedules
+            .lock()
+            .map(|mut t| std::mem::take(&mut *t))
+            .unwrap_or_default();
+        for task in schedules {
+            task.abort();
+        }
         let _ops = self.inner.ops.lock().await;
         for i in 0..self.inner.slots.len() {
             let _ = self.inner.stop_node(i).await;

@@ -12,6 +12,7 @@ mod harness {
     mod faults;
     mod keep_data;
     mod leases;
+    mod observe;
     mod redlock;
     mod replication;
     mod sentinel;

@@ -23,6 +23,7 @@ use tokio::sync::OwnedMutexGuard;
 
 pub use crate::journal::{Journal, Recovery};
 pub use crate::node::{AdminHook, ReplyFuture};
+pub use crate::observe::{ObservedClient, ObservedWrites, WriteObserver};
 pub use crate::replication::{LinkControl, ReplicaLink};
 
 /// A handle to a running node's controls. Clones drive the same node; it stays valid after
@@ -118,6 +119,13 @@ impl NodeControl {
             old.close();
         }
         journal
+    }
+
+    /// Installs `observer` to hear every write the node makes as a master or applies as a
+    /// replica (see [`WriteObserver`]), or with `None` removes it. Without one, observing
+    /// costs nothing.
+    pub async fn set_observer(&self, observer: Option<Arc<dyn WriteObserver>>) {
+        self.node.state.lock().await.repl.set_observer(observer);
     }
 
     /// Loads `recovery` (from [`Journal::as_of`], usually of an earlier node on the same

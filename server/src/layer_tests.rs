@@ -52,6 +52,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "journal",
             "monitor",
             "node",
+            "observe",
             "outbound",
             "pubsub",
             "replication",

@@ -45,6 +45,7 @@ mod monitor;
 mod net_stream;
 mod node;
 mod notify;
+mod observe;
 mod outbound;
 mod process_memory;
 mod pubsub;

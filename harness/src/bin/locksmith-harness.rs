@@ -3,10 +3,14 @@
 //! optional Sentinel endpoint, and the `LOCKSMITH.*` admin commands on every node.
 
 use clap::Parser;
+use locksmith_harness::schedule::{FaultClass, Schedule};
 use locksmith_harness::Topology;
 use locksmith_server::cli;
 use std::net::IpAddr;
 use std::time::Duration;
+
+/// Most faults a `--chaos` schedule draws (the explorer's default).
+const CHAOS_MAX_FAULTS: usize = 4;
 
 /// A topology of Redis-compatible nodes that fail on command.
 #[derive(Debug, Parser)]
@@ -65,6 +69,32 @@ struct Args {
         action = clap::ArgAction::Set
     )]
     cluster_enabled: bool,
+    /// Observe the locks of keys matching these glob patterns (none: every key) from the
+    /// start: grants, re-entries, renewals, releases and expiries on every node, checked by
+    /// LOCKSMITH.CHECK. Off by default (it costs nothing then).
+    #[arg(long, num_args = 0.., value_name = "PATTERN")]
+    observe: Option<Vec<String>>,
+    /// At exit, write the observed history (LOCKSMITH.HISTORY's JSON) to this file.
+    #[arg(long = "history-file")]
+    history_file: Option<std::path::PathBuf>,
+    /// At exit, write the timeline of the observed locks (LOCKSMITH.TIMELINE's HTML) here.
+    #[arg(long = "timeline-file")]
+    timeline_file: Option<std::path::PathBuf>,
+    /// Run this fault schedule from start (the explorer's one-line form:
+    /// kind/n<node>/<at ms>/<duration ms>/<amount ms>, comma-separated; times from start).
+    #[arg(long, conflicts_with = "chaos")]
+    schedule: Option<String>,
+    /// Run a schedule drawn from --seed as the explorer draws one for this fault class
+    /// (failover, crash, partition, clock, pause, replication, link); printed at start so a
+    /// failing seed replays with --schedule.
+    #[arg(long, value_name = "CLASS")]
+    chaos: Option<String>,
+    /// The run length --chaos places faults in (within its first 80 %), in milliseconds.
+    #[arg(long = "chaos-run-ms", default_value_t = 10_000)]
+    chaos_run_ms: u64,
+    /// The lease --chaos sizes faults for (pauses, jumps, lags), in milliseconds.
+    #[arg(long = "chaos-lease-ms", default_value_t = 3000)]
+    chaos_lease_ms: u64,
 }
 
 /// Starts the topology and prints where everything listens.
@@ -95,6 +125,18 @@ async fn start(args: &Args) -> Result<Topology, Box<dyn std::error::Error>> {
     if args.cluster_enabled {
         builder.cluster(args.masters);
     }
+    if let Some(patterns) = &args.observe {
+        builder.observe(patterns.iter().cloned());
+    }
+    // Parsed before anything starts: a bad schedule or class is refused at once.
+    let given = match &args.schedule {
+        Some(text) => Some(text.parse::<Schedule>().map_err(|e| e.0)?),
+        None => None,
+    };
+    let class = match &args.chaos {
+        Some(name) => Some(name.parse::<FaultClass>().map_err(|e| e.0)?),
+        None => None,
+    };
     let topology = builder.build().await?;
     println!("seed {}", topology.seed());
     println!(
@@ -107,7 +149,43 @@ async fn start(args: &Args) -> Result<Topology, Box<dyn std::error::Error>> {
     if let Some(addr) = topology.sentinel_addr() {
         println!("sentinel {addr} (master name {})", topology.master_name());
     }
+    let replicated = args.replicas > 0 && args.masters == 1 && !args.cluster_enabled;
+    let schedule = given.or_else(|| {
+        class.map(|class| {
+            Schedule::generate(
+                topology.seed(),
+                class,
+                topology.nodes().len(),
+                replicated,
+                args.chaos_run_ms,
+                args.chaos_lease_ms,
+                CHAOS_MAX_FAULTS,
+            )
+        })
+    });
+    if let Some(schedule) = schedule {
+        println!("schedule {schedule}");
+        topology.run_schedule(schedule);
+    }
     Ok(topology)
+}
+
+/// Writes `--history-file` and `--timeline-file` (a failure is logged: the topology still
+/// shuts down).
+fn write_files(args: &Args, topology: &Topology) {
+    if let Some(path) = &args.history_file {
+        if let Err(e) = std::fs::write(path, topology.history_json()) {
+            tracing::warn!(path = %path.display(), error = %e, "could not write the history");
+        }
+    }
+    if let Some(path) = &args.timeline_file {
+        if let Err(e) = topology
+            .observed_timeline("observed locks")
+            .write_html(path)
+        {
+            tracing::warn!(path = %path.display(), error = %e, "could not write the timeline");
+        }
+    }
 }
 
 fn main() {
@@ -127,6 +205,7 @@ async fn serve(
         "Received {} scheduling shutdown...",
         signal.unwrap_or("a signal")
     );
+    write_files(&args, &topology);
     cli::shut_down_within_grace(topology.shutdown()).await;
     Ok(())
 }

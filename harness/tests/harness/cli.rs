@@ -20,3 +20,97 @@ fn redis_cli_drives_a_failover_with_admin_commands() {
     assert!(out.status.success(), "harness_cli.sh failed");
     assert!(stdout.contains("client B takes the same lock: double grant"));
 }
+
+/// `locksmith-harness --observe PATTERN --history-file F --timeline-file G`: the failover
+/// double grant of a plain client is in `LOCKSMITH.CHECK`, and in both files once the harness
+/// exits on SIGTERM.
+#[test]
+fn the_binary_observes_locks_and_writes_its_history_and_timeline_at_exit() {
+    let dir = std::env::temp_dir().join(format!("locksmith-observe-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (port_file, history, timeline) = (
+        dir.join("port"),
+        dir.join("history.json"),
+        dir.join("timeline.html"),
+    );
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_locksmith-harness"))
+        .args([
+            "--port",
+            "0",
+            "--replicas",
+            "1",
+            "--replication-delay-ms",
+            "2000",
+        ])
+        .args(["--observe", "lock:*", "--loglevel", "warning"])
+        .args(["--port-file", &path(&port_file)])
+        .args(["--history-file", &path(&history)])
+        .args(["--timeline-file", &path(&timeline)])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut port = None;
+    for _ in 0..200 {
+        if let Some(p) = std::fs::read_to_string(&port_file)
+            .ok()
+            .and_then(|s| s.trim().parse::<u16>().ok())
+        {
+            port = Some(p);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let url = format!(
+        "redis://127.0.0.1:{}/",
+        port.expect("the harness announced its port")
+    );
+    let connect = || {
+        redis::Client::open(url.as_str())
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    };
+    let mut a = connect();
+    let set = |con: &mut redis::Connection, token: &str| -> Option<String> {
+        redis::cmd("SET")
+            .arg("lock:k")
+            .arg(token)
+            .arg("NX")
+            .arg("PX")
+            .arg(30_000)
+            .query(con)
+            .unwrap()
+    };
+    assert_eq!(set(&mut a, "tokA").as_deref(), Some("OK"));
+    let promoted: String = redis::cmd("LOCKSMITH.FAILOVER").query(&mut a).unwrap();
+    assert_eq!(promoted, "n1");
+    let mut b = connect();
+    assert_eq!(set(&mut b, "tokB").as_deref(), Some("OK"));
+    let check: Vec<redis::Value> = redis::cmd("LOCKSMITH.CHECK").query(&mut b).unwrap();
+    assert_eq!(check.len(), 1, "{check:?}");
+
+    assert_eq!(sigterm(child.id()), 0);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let json = std::fs::read_to_string(&history).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let violations = doc["violations"].as_array().unwrap();
+    assert_eq!(violations.len(), 1, "{json}");
+    assert_eq!(violations[0]["kind"], "double-grant");
+    assert_eq!(violations[0]["first"]["owner"], "tokA");
+    assert_eq!(violations[0]["second"]["owner"], "tokB");
+    let html = std::fs::read_to_string(&timeline).unwrap();
+    assert!(html.contains("tokA") && html.contains("tokB"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Sends SIGTERM to our child `pid` with the `kill` command; its exit code.
+fn sigterm(pid: u32) -> i32 {
+    Command::new("kill")
+        .arg("-TERM")
+        .arg(pid.to_string())
+        .status()
+        .map_or(-1, |s| s.code().unwrap_or(-1))
+}

@@ -972,6 +972,9 @@ pub(crate) fn call(
     }
     let dirty_before = state.dirty;
     let propagated_before = effects.propagate.len();
+    if state.repl.observer().is_some() && effects.client.is_none() {
+        effects.client = Some(client.handle.clone());
+    }
     state.stats.commands += 1;
     let db = client.db;
     let mut args = Args::new(argv, first_arg);

@@ -267,6 +267,9 @@ pub(crate) struct Effects {
     /// Indexes in `modified`, ascending, of keys whose entry was measured when it was written
     /// (a whole new value stored): [`State::account_modified`] need not measure them again.
     pub(crate) measured: Vec<usize>,
+    /// The client whose command made these effects, kept only while a write observer is
+    /// installed (see [`crate::observe`]).
+    pub(crate) client: Option<Arc<crate::client::ClientHandle>>,
 }
 
 /// Entries an [`Effects`] buffer may keep room for between batches ([`Effects::reset`]).
@@ -288,6 +291,7 @@ impl Default for Effects {
             tracked: 0,
             unowned: Vec::new(),
             measured: Vec::new(),
+            client: None,
         }
     }
 }
@@ -366,7 +370,9 @@ impl Effects {
             tracked,
             unowned,
             measured,
+            client,
         } = self;
+        *client = None;
         clear(publishes);
         clear(shard_publishes);
         clear(event_marks);
@@ -665,6 +671,15 @@ impl State {
                 dbs: self.dbs.clone(),
                 functions: self.functions.dump(false),
             });
+        }
+        if let Some(observer) = self.repl.observer() {
+            let replica = self.repl.is_replica();
+            crate::observe::notify(
+                &**observer,
+                &effects.propagate,
+                effects.client.take(),
+                replica,
+            );
         }
         effects.reset();
     }

@@ -156,6 +156,9 @@ pub(crate) struct ReplState {
     /// The journal of the node's writes, the stream's other reader, when the embedder started
     /// one ([`crate::control::NodeControl::start_journal`]).
     journal: Option<Journal>,
+    /// The embedder's observer of the node's writes, when one is installed
+    /// ([`crate::control::NodeControl::set_observer`]).
+    observer: Option<Arc<dyn crate::observe::WriteObserver>>,
 }
 
 impl ReplState {
@@ -177,6 +180,7 @@ impl ReplState {
             acked: Arc::new(watch::channel(0).0),
             rng,
             journal: None,
+            observer: None,
         }
     }
 
@@ -231,9 +235,22 @@ impl ReplState {
     }
 
     /// Whether anything reads the node's write effects: a replication backlog (see
-    /// [`ReplState::has_backlog`]) or a journal.
+    /// [`ReplState::has_backlog`]), a journal or an observer.
     pub(crate) fn records_writes(&self) -> bool {
-        self.backlog.is_some() || self.journal.is_some()
+        self.backlog.is_some() || self.journal.is_some() || self.observer.is_some()
+    }
+
+    /// The observer of the node's writes, if one is installed.
+    pub(crate) fn observer(&self) -> Option<&Arc<dyn crate::observe::WriteObserver>> {
+        self.observer.as_ref()
+    }
+
+    /// Installs (or with `None` removes) the observer of the node's writes.
+    pub(crate) fn set_observer(
+        &mut self,
+        observer: Option<Arc<dyn crate::observe::WriteObserver>>,
+    ) {
+        self.observer = observer;
     }
 
     /// The node's journal, if one runs.
