@@ -5,6 +5,7 @@ memory per key, SCAN-family cost, and an active-expiry wave. Standard library on
     python3 benches/keyspace_scale.py memory   PORT PID [N] [string|lock|locklong|hash10]
     python3 benches/keyspace_scale.py returned PORT PID [N] [string|lock|locklong|hash10]
     python3 benches/keyspace_scale.py scan   PORT [N] [SAMPLES] [FULL yes|no]
+    python3 benches/keyspace_scale.py scancases PORT [N] [SAMPLES]
     python3 benches/keyspace_scale.py expiry PORT PID [N] [px|pxat]
 
 Each prints one JSON line. `memory`, `returned` and `expiry` read the server's RSS and CPU
@@ -250,6 +251,70 @@ def cmd_scan(port, n, samples, full):
     print(json.dumps(out))
 
 
+def scan_costs(conn, samples, extra=()):
+    """`SCAN 0 COUNT 10` `samples` times, then `samples` calls walking on from cursor 0 (a
+    cursor in the middle of an iteration), each with `extra` arguments: ms, median and p99."""
+    def stats(times):
+        times = sorted(times)
+        return {"median": round(statistics.median(times) * 1e3, 4),
+                "p99": round(times[int(0.99 * (len(times) - 1))] * 1e3, 4)}
+    first = [timed(conn, "SCAN", 0, "COUNT", 10, *extra)[0] for _ in range(samples)]
+    walk, cursor = [], b"0"
+    for _ in range(samples):
+        t, (cursor, _) = timed(conn, "SCAN", cursor, "COUNT", 10, *extra)
+        walk.append(t)
+    return {"scan0": stats(first), "walk": stats(walk)}
+
+
+def cmd_scancases(port, n, samples):
+    """SCAN with a small COUNT on keyspaces of n keys made in different ways (issue 37): one
+    JSON line per case. Needs `enable-debug-command yes` (DEBUG POPULATE and RELOAD)."""
+    c = Conn(port)
+    fill = lambda i: ["SET", "key:%012d" % i, "v"]
+
+    def case(name, extra=(), **more):
+        out = {"case": name, "dbsize": c.call("DBSIZE")}
+        out.update(scan_costs(c, samples, extra))
+        out.update(more)
+        print(json.dumps(out), flush=True)
+
+    c.call("FLUSHALL")
+    load(c, n, fill)
+    case("set")
+    case("match", ("MATCH", "key:0000000001*"))
+    case("type", ("TYPE", "string"))
+    c.call("DEBUG", "RELOAD")
+    case("debug_reload")
+    c.call("FLUSHALL")
+    load(c, n, fill)
+    case("flushall_refill")
+    c.call("FLUSHALL")
+    c.call("DEBUG", "POPULATE", n)
+    case("debug_populate")
+    c.call("FLUSHALL")
+    load(c, n, lambda i: ["SET", "key:%012d" % i, "v", "EX", 100000])
+    case("set_ex")
+    c.call("FLUSHALL")
+    load(c, n, fill)
+    load(c, n, lambda i: ["EXPIRE", "key:%012d" % i, 100000])
+    case("expire_all")
+    # Grown to n, then 90 % deleted: measured at once, then after the cron had a second.
+    c.call("FLUSHALL")
+    load(c, n, fill)
+    load(c, n, lambda i: ["DEL", "key:%012d" % i] if i % 10 else ["PING"])
+    case("deleted_90pct")
+    time.sleep(1)
+    case("deleted_90pct_after_1s")
+    time.sleep(5)
+    case("deleted_90pct_after_6s")
+    # A rehash under way: filled to a power of two, then one more key (the table doubles).
+    c.call("FLUSHALL")
+    size = 1 << max(1, (n - 1).bit_length())
+    load(c, size, fill)
+    c.call("SET", "one-more", "v")
+    case("rehashing")
+
+
 def pinger(port, stop, samples):
     """Runs in its own process: PINGs once a millisecond until `stop`, then reports."""
     p = Conn(port)
@@ -326,6 +391,9 @@ def main(argv):
     elif what == "scan":
         cmd_scan(port, int(argv[3]) if len(argv) > 3 else 1_000_000,
                  int(argv[4]) if len(argv) > 4 else 200, (argv[5] if len(argv) > 5 else "yes") == "yes")
+    elif what == "scancases":
+        cmd_scancases(port, int(argv[3]) if len(argv) > 3 else 1_000_000,
+                      int(argv[4]) if len(argv) > 4 else 200)
     elif what == "expiry":
         cmd_expiry(port, int(argv[3]), int(argv[4]) if len(argv) > 4 else 1_000_000,
                    argv[5] if len(argv) > 5 else "pxat")

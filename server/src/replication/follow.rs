@@ -264,7 +264,7 @@ impl MasterConn {
             len.and_then(|l| i64::try_from(l).ok()).unwrap_or(-1),
             Ordering::Release,
         );
-        let mut spool = Spool::create(dir).await?;
+        let mut spool = Spool::create(dir)?;
         if let Some(node) = self.node.upgrade() {
             shared
                 .last_io_ms
@@ -329,14 +329,19 @@ impl MasterConn {
 
 /// A full synchronisation's payload on disk, in `dir` (the system's temporary directory
 /// when the node has none) as `temp-<pid>.<n>.rdb`; the file goes when this is dropped (the
-/// payload loaded, the link lost, or `REPLICAOF NO ONE` ending the task).
+/// payload loaded or refused, the link lost, `REPLICAOF NO ONE` or the node's end dropping
+/// the task), as Redis unlinks its transfer file on every path out of a sync.
 struct Spool {
     path: std::path::PathBuf,
     file: tokio::fs::File,
 }
 
 impl Spool {
-    async fn create(dir: &str) -> Result<Self, String> {
+    /// Creates the file. Synchronously, as Redis's `open` on its main thread: created
+    /// through tokio's blocking pool, a file whose task was dropped while the pool opened it
+    /// (`REPLICAOF NO ONE`, the link or the node ending right after `+FULLRESYNC`) was left
+    /// behind, empty, with no `Spool` to remove it.
+    fn create(dir: &str) -> Result<Self, String> {
         let dir = if dir.is_empty() {
             std::env::temp_dir()
         } else {
@@ -344,15 +349,17 @@ impl Spool {
         };
         let n = SPOOLS.fetch_add(1, Ordering::Relaxed);
         let path = dir.join(format!("temp-{}.{n}.rdb", std::process::id()));
-        let file = tokio::fs::OpenOptions::new()
+        let file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&path)
-            .await
             .map_err(|e| {
                 format!("Opening the temp file needed for MASTER <-> REPLICA synchronization: {e}")
             })?;
-        Ok(Spool { path, file })
+        Ok(Spool {
+            path,
+            file: tokio::fs::File::from_std(file),
+        })
     }
 
     /// Appends `chunk`.

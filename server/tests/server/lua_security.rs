@@ -73,11 +73,78 @@ async fn cve_2022_24735_globals_libraries_and_metatables_are_read_only() {
     .await;
 }
 
-// CVE-2022-24736: a crafted script made Redis dereference NULL (a global read with a key that
-// is not a string, API functions called with nothing); each is an error now.
+// CVE-2022-24736: a crafted script made Redis dereference NULL (the advisory names no
+// input). Redis's regression tests came with its fix (PR #10651, "Lua readonly tables"):
+// functions.tcl's "FUNCTION - trick global protection 1", "FUNCTION - test getmetatable on
+// script load" and "LIBRARIES - malicious access test", and the two attacks its description
+// shows (overriding `f_<sha>`, and a body that closes Redis's old wrapper to run code while
+// it compiles); then odd arguments of our own (non-string global keys, API calls with
+// nothing), each an error.
 #[tokio::test]
 async fn cve_2022_24736_odd_arguments_are_errors_not_crashes() {
     let mut pair = Pair::start().await;
+    pair.all_same(&[
+        &["FUNCTION", "FLUSH"],
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=test1\n\
+             redis.register_function('f1', function()\n\
+                 mt = getmetatable(_G)\n\
+                 original_globals = mt.__index\n\
+                 original_globals['redis'] = function() return 1 end\n\
+             end)",
+        ],
+        &["FCALL", "f1", "0"],
+        &["FUNCTION", "FLUSH"],
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=test1\nmt = getmetatable(_G)",
+        ],
+        &[
+            "FUNCTION",
+            "LOAD",
+            "REPLACE",
+            "#!lua name=lib1\n\
+             local lib = redis\n\
+             lib.register_function('f1', function ()\n\
+                 lib.redis = redis\n\
+                 lib.math = math\n\
+                 return {ok='OK'}\n\
+             end)\n\
+             lib.register_function('f2', function ()\n\
+                 lib.register_function('f1', function ()\n\
+                     lib.redis = redis\n\
+                     lib.math = math\n\
+                     return {ok='OK'}\n\
+                 end)\n\
+             end)",
+        ],
+        &["FCALL", "f1", "0"],
+        &["FUNCTION", "LOAD", "#!lua name=lib2\nredis.math.random()"],
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=lib2\nredis.redis.call('ping')",
+        ],
+        &["FCALL", "f2", "0"],
+        &["FUNCTION", "LIST", "LIBRARYNAME", "lib2"],
+        &["SCRIPT", "LOAD", "return redis.call('ping')"],
+        &[
+            "EVAL",
+            "f_b3a02c833904802db9c34a3cf1292eee3246df3c = function() return 'hacked' end",
+            "0",
+        ],
+        &["EVALSHA", "b3a02c833904802db9c34a3cf1292eee3246df3c", "0"],
+        &[
+            "EVAL",
+            "return 1 end redis.call('set', 'injected', '1') function() return 1",
+            "0",
+        ],
+        &["EXISTS", "injected"],
+    ])
+    .await;
     all_eval_then_ping(
         &mut pair,
         &[
@@ -207,12 +274,20 @@ async fn cve_2024_31449_bit_tohex_of_int_min_digits() {
 }
 
 // CVE-2024-46981: a script left the collector in a state that lua_close then tripped over
-// (Redis now collects fully before closing, on SCRIPT FLUSH). Scripts that stop the collector
-// or leave a cycle half done, with libraries' objects alive, then SCRIPT FLUSH both ways, and
-// the next scripts run.
+// (Redis now collects fully before closing, on SCRIPT FLUSH). Redis's fix (its 342ee426a,
+// Valkey's #1513: one `lua_gc(LUA_GCCOLLECT)` in scriptingRelease) came without a test, so
+// the inputs are ours: scripts that stop the collector or leave a cycle half done, with
+// libraries' objects alive, then SCRIPT FLUSH both ways, and the next scripts run. The
+// advisory's class, a userdata whose `__gc` runs while the interpreter closes, needs
+// `newproxy`, which 7.0.15 with its CVE-2025-46818 fix no longer offers (the first script).
 #[tokio::test]
 async fn cve_2024_46981_script_flush_after_the_collector_was_stopped_or_half_done() {
     let mut pair = Pair::start().await;
+    eval_then_ping(
+        &mut pair,
+        "getmetatable(newproxy(true)).__gc = function() return 1 end return 0",
+    )
+    .await;
     for (script, flush) in [
         ("collectgarbage('stop') local t = {} for i = 1, 10000 do t[i] = {i} end return 1", "SYNC"),
         ("collectgarbage('step', 1) local t = {} for i = 1, 10000 do t[i] = cjson.decode('[1,2]') end return 1", "ASYNC"),
@@ -231,16 +306,52 @@ async fn cve_2024_46981_script_flush_after_the_collector_was_stopped_or_half_don
 }
 
 // CVE-2025-46817: unpack's element count overflowed int (stock Lua 5.1.5 relied on signed
-// overflow), pushing 2^31 values: SIGSEGV. Redis's regression inputs.
+// overflow), pushing 2^31 values: SIGSEGV. Redis's regression test, "EVAL - Test table
+// unpack with invalid indexes" (scripting.tcl, with the fix), then wider ranges of ours.
 #[tokio::test]
 async fn cve_2025_46817_unpack_counts_without_overflow() {
     let mut pair = Pair::start().await;
+    let unpack_to_list = |i: &str, j: &str| {
+        format!(
+            "local function unpack_to_list(t, i, j)
+               local n, v = select('#', unpack(t, i, j)), {{unpack(t, i, j)}}
+               for i = 1, n do v[i] = v[i] or '_NIL_' end
+               v.n = n
+               return v
+             end
+             return unpack_to_list({{1,2,3}}, {i}, {j})"
+        )
+    };
+    for (script, expected) in [
+        (
+            "return {unpack({1,2,3}, -2, 2147483647)}".to_string(),
+            "too many results to unpack",
+        ),
+        (
+            "return {unpack({1,2,3}, 0, 2147483647)}".to_string(),
+            "too many results to unpack",
+        ),
+        (
+            "return {unpack({1,2,3}, -2147483648, -2)}".to_string(),
+            "too many results to unpack",
+        ),
+        ("return {unpack({1,2,3}, -1, -2)}".to_string(), "array([])"),
+        ("return {unpack({1,2,3}, 1, -1)}".to_string(), "array([])"),
+        (
+            unpack_to_list("-1", "5"),
+            "array([bulk-string('\"_NIL_\"'), bulk-string('\"_NIL_\"'), int(1), int(2), int(3), bulk-string('\"_NIL_\"'), bulk-string('\"_NIL_\"')])",
+        ),
+        (
+            unpack_to_list("-2147483648", "-2147483646"),
+            "array([bulk-string('\"_NIL_\"'), bulk-string('\"_NIL_\"'), bulk-string('\"_NIL_\"')])",
+        ),
+    ] {
+        let reply = eval_then_ping(&mut pair, &script).await;
+        assert!(reply.contains(expected), "{script}: {reply}");
+    }
     all_eval_then_ping(
         &mut pair,
         &[
-            "return {unpack({1,2,3}, -2, 2147483647)}",
-            "return {unpack({1,2,3}, 0, 2147483647)}",
-            "return {unpack({1,2,3}, -2147483648, -2)}",
             "return {unpack({1,2,3}, -2147483648, 2147483647)}",
             "return {unpack({1,2,3}, 2147483647, -2147483648)}",
         ],
@@ -249,7 +360,10 @@ async fn cve_2025_46817_unpack_counts_without_overflow() {
 }
 
 // CVE-2025-46818: a script could give basic types' metatables code that another user's script
-// would then run. Redis's test: each basic type's metatable is either absent or read-only.
+// would then run. Redis's tests with the fix (scripting.tcl): "Try trick readonly table on
+// basic types metatable" (each basic type's metatable is either absent or read-only), then
+// "Test setfenv/getfenv/newproxy availability" under the default `lua-enable-deprecated-api
+// no` (the three are gone); we have no such parameter, so its `yes` half is not run.
 #[tokio::test]
 async fn cve_2025_46818_basic_types_metatables_are_absent_or_read_only() {
     let mut pair = Pair::start().await;
@@ -266,17 +380,56 @@ async fn cve_2025_46818_basic_types_metatables_are_absent_or_read_only() {
             "setmetatable(getmetatable(''), {})",
             "getmetatable('').__index.upper = function() return 1 end",
             "return ('x'):upper()",
+            "local f = function() return 1 end setfenv(f, {}) return 0",
+            "local f = function() return 1 end getfenv(f) return 0",
+            "getmetatable(newproxy(true)).__gc = function() return 1 end return 0",
         ],
     )
     .await;
 }
 
-// CVE-2025-46819: the lexer read out of bounds on crafted long strings and brackets. Long
-// strings and comments, unfinished, nested, with wrong or huge separators, through
-// loadstring and as scripts of their own: Redis's errors or results.
+// CVE-2025-46819: the lexer read out of bounds on crafted long strings and brackets (a
+// separator's length in an int) and on an error before the first token (an unset token).
+// Redis's tests with the fix (scripting.tcl, tagged large-memory): "JSON string encoding a
+// string larger than 2GB", "Test long escape sequences for strings" (a 1 GB separator) and
+// "Lua can parse string with too many new lines" (2 GB of newlines, "chunk has too many
+// lines" with no "near" clause). Their scripts run here at 1/1024 of Redis's sizes, as
+// Redis's own CI runs them only with --large-memory; LOCKSMITH_LARGE_MEMORY=1 runs Redis's
+// sizes (about 12 GB on each server). Then long strings and comments of ours, unfinished,
+// nested, with wrong or huge separators, through loadstring and as scripts of their own.
 #[tokio::test]
 async fn cve_2025_46819_long_strings_and_brackets_lex_within_bounds() {
     let mut pair = Pair::start().await;
+    let (gb, mb, parts) = if std::env::var_os("LOCKSMITH_LARGE_MEMORY").is_some() {
+        ("1024 * 1024 * 1024", "1024 * 1024", 2048)
+    } else {
+        ("1024 * 1024", "1024", 2)
+    };
+    let json = format!(
+        "local s = string.rep('a', {gb})
+         return #cjson.encode(s..s..s)"
+    );
+    let separator = format!(
+        "local s = string.rep('=', {mb})
+         local t = {{}} for i=1,1024 do t[i] = s end
+         local sep = table.concat(t)
+         collectgarbage('collect')
+         local code = table.concat({{'return [',sep,'[x]',sep,']'}})
+         collectgarbage('collect')
+         local func = loadstring(code)
+         return #func()"
+    );
+    let lines = format!(
+        "local s = string.rep('\\n', 1024 * 1024)
+         local t = {{}} for i=1,{parts} do t[#t+1] = s end
+         local lines = table.concat(t)
+         local fn, err = loadstring(lines)
+         return err"
+    );
+    for script in [json, separator, lines] {
+        let reply = eval_then_ping(&mut pair, &script).await;
+        eprintln!("{script}: {}", &reply[..reply.len().min(200)]);
+    }
     for chunk in [
         "return [[abc]]",
         "return [==[a]]b]=]c]==]",
@@ -317,8 +470,10 @@ async fn cve_2025_46819_long_strings_and_brackets_lex_within_bounds() {
 }
 
 // CVE-2025-49844: the parser did not anchor the chunk name, so a collection while it parsed
-// freed it and the parser used it after (use-after-free, code execution). Chunks compiled
-// while the collector runs at every step, with fresh names, and big enough to collect.
+// freed it and the parser used it after (use-after-free, code execution). Redis's fix (its
+// d5728cb57, the name pushed on the Lua stack in luaY_parser) came without a test, and the
+// advisory publishes no input, so the inputs are ours: chunks compiled while the collector
+// runs at every step, with fresh names, and big enough to collect.
 #[tokio::test]
 async fn cve_2025_49844_the_parser_keeps_the_chunk_name_alive() {
     let mut pair = Pair::start().await;

@@ -855,6 +855,85 @@ async fn a_replica_bounds_a_huge_or_bad_payload_and_drops_it_on_replicaof_no_one
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Waits (at most 20 s) until `dir` holds no spool file.
+async fn spool_gone(dir: &std::path::Path, after: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !spool_files(dir).is_empty() {
+        assert!(Instant::now() < deadline, "{after}: {:?}", spool_files(dir));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The spool file goes on every path out of a full synchronisation, as Redis unlinks its
+/// transfer file: the master gone halfway through the payload, a payload that arrives whole
+/// but does not load, one that is not an RDB file, `REPLICAOF NO ONE` as the payload's
+/// header arrives (40 rounds, the command a little later each time: the file was opened on
+/// tokio's blocking pool, and a task dropped meanwhile left it behind, empty, as replication
+/// tests left `temp-*.rdb` files in `server/`), and the node's shutdown halfway through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_leaves_no_spool_file_on_any_path_out_of_a_sync() {
+    use tokio::io::AsyncWriteExt;
+    let (replica, dir) = replica_in_scratch("paths").await;
+    let master = FakeMaster::bind().await;
+    let mut r = support::conn(&replica.url()).await;
+    let rdb = rdb_with_string("k", 1 << 20);
+    let header = format!("${}\r\n", rdb.len());
+
+    run(&mut r, &["REPLICAOF", "127.0.0.1", &master.port()]).await;
+    let mut sock = master.fullresync().await;
+    sock.write_all(header.as_bytes()).await.unwrap();
+    sock.write_all(&rdb[..rdb.len() / 2]).await.unwrap();
+    info_reaches(&mut r, "master_sync_read_bytes", 1).await;
+    drop(sock);
+    spool_gone(&dir, "the master gone").await;
+
+    // The replica tries again: a whole payload whose first key has an unknown type.
+    let mut sock = master.fullresync().await;
+    let corrupt = b"REDIS0009\xfe\x00\x42\x01k\x01v\xff";
+    sock.write_all(format!("${}\r\n", corrupt.len()).as_bytes())
+        .await
+        .unwrap();
+    sock.write_all(corrupt).await.unwrap();
+    spool_gone(&dir, "a payload that does not load").await;
+
+    let mut sock = master.fullresync().await;
+    sock.write_all(format!("$EOF:{}\r\nHELLO", "b".repeat(40)).as_bytes())
+        .await
+        .unwrap();
+    spool_gone(&dir, "not an RDB file").await;
+    drop(sock);
+
+    let mut wire = support::Wire::connect(replica.addr()).await;
+    for round in 0..40 {
+        if round > 0 {
+            run(&mut r, &["REPLICAOF", "127.0.0.1", &master.port()]).await;
+        }
+        let mut sock = master.fullresync().await;
+        // The header (not held back by Nagle behind the unacknowledged +FULLRESYNC), then
+        // REPLICAOF NO ONE a little later each round (0 to 1 ms, the server's threads
+        // running meanwhile), so that in some round the replica's task ends as it opens its
+        // file.
+        sock.set_nodelay(true).unwrap();
+        sock.write_all(header.as_bytes()).await.unwrap();
+        std::thread::sleep(Duration::from_micros(25 * round));
+        wire.send(&[&["REPLICAOF", "NO", "ONE"]]).await;
+        assert_eq!(wire.frame().await, b"+OK\r\n");
+        spool_gone(&dir, &format!("REPLICAOF NO ONE, round {round}")).await;
+    }
+
+    run(&mut r, &["REPLICAOF", "127.0.0.1", &master.port()]).await;
+    let mut sock = master.fullresync().await;
+    sock.write_all(header.as_bytes()).await.unwrap();
+    sock.write_all(&rdb[..rdb.len() / 2]).await.unwrap();
+    info_reaches(&mut r, "master_sync_read_bytes", 1).await;
+    assert_eq!(spool_files(&dir).len(), 1);
+    drop(r);
+    replica.shutdown().await;
+    spool_gone(&dir, "the node's shutdown").await;
+    drop(sock);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `WAIT` takes `numreplicas` as Redis's blocked client keeps it, a C `int`: a count whose low
 /// 32 bits are negative or zero (9223372036854775807, 2147483648, 4294967296) answers at once
 /// with the replicas that acknowledged, where it blocked for ever, and 4294967297 waits for
