@@ -116,8 +116,8 @@ impl Client {
             ReplicaSync::Replicas(n) => n,
             ReplicaSync::Off | ReplicaSync::Auto => 0,
         };
-        let hub = PubSubHub::cluster(template, conn.clone(), pubsub_timeout(&options));
         let entropy = Arc::new(Entropy::new(options.seed));
+        let hub = PubSubHub::cluster(template, conn.clone(), hub_config(&options, &entropy));
         Ok(Client::assemble(
             Connection::Cluster(conn),
             hub,
@@ -204,7 +204,7 @@ impl Client {
         let mut conn = Connection::Stream(conn);
         let sync_replicas = replicas_to_sync(&mut conn, &options).await?;
         let source = Source::Stream(dialer.clone(), entropy.clone());
-        let hub = PubSubHub::over(dialer, pubsub_timeout(&options));
+        let hub = PubSubHub::over(dialer, hub_config(&options, &entropy));
         Ok(Client::assemble(
             conn,
             hub,
@@ -237,7 +237,7 @@ impl Client {
         let entropy = Arc::new(Entropy::new(options.seed));
         Ok(Client::assemble(
             conn,
-            PubSubHub::new(client.clone(), pubsub_timeout(&options)),
+            PubSubHub::new(client.clone(), hub_config(&options, &entropy)),
             Source::Url(Box::new(client)),
             sync_replicas,
             options,
@@ -508,6 +508,16 @@ fn sync_response_timeout(options: &ClientOptions) -> std::time::Duration {
 /// connection and response timeouts.
 fn pubsub_timeout(options: &ClientOptions) -> std::time::Duration {
     options.connection_timeout.max(options.response_timeout)
+}
+
+/// The pub/sub hub's bounds, from the client's options, and the client's random source.
+fn hub_config(options: &ClientOptions, entropy: &Arc<Entropy>) -> crate::waiter::HubConfig {
+    crate::waiter::HubConfig {
+        timeout: pubsub_timeout(options),
+        ping_interval: options.pubsub_ping_interval,
+        ping_timeout: options.response_timeout,
+        entropy: entropy.clone(),
+    }
 }
 
 async fn command_connection(

@@ -36,7 +36,12 @@ pub enum LockError {
         /// The owner id (Redisson's thread id).
         owner_id: u64,
     },
-    /// The lock could not be acquired within the allowed time.
+    /// Waiting ran out of time where "not acquired" is no answer: a wait without a bound
+    /// (`lock()`, `acquire()`) whose pub/sub subscription was not confirmed within the pub/sub
+    /// timeout, the larger of the connection and response timeouts (Redisson: "Unable to
+    /// acquire subscription lock"); `name` is the channel. A bounded wait that runs out answers
+    /// "not acquired" (`Ok(false)`, `Ok(None)`) instead, and a command's response timeout is a
+    /// [`LockError::Redis`] I/O error; [`is_timeout`](Self::is_timeout) is true for both errors.
     #[error("timed out after {waited:?} waiting for lock {name}")]
     Timeout {
         /// The lock name.
