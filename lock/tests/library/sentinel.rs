@@ -286,3 +286,72 @@ async fn a_lock_lost_in_a_failover_is_noticed_when_the_client_follows_it() {
     assert_eq!(lost, Some(LostReason::NotHeld));
     assert!(lock.unlock().await.unwrap_err().is_not_owner());
 }
+
+// Issue 36, item 15: `open_sentinel` reaches the masters with the sentinel URL's password (as
+// Redisson uses its password for both), on our harness topology with `requirepass`, whose
+// Sentinel endpoint also requires AUTH; it used to reach them without one (NOAUTH).
+#[tokio::test]
+async fn open_sentinel_reaches_the_master_with_the_sentinels_password() {
+    use locksmith_harness::Topology;
+    let topology = Topology::builder()
+        .replicas(1)
+        .sentinel(0)
+        .requirepass("s3cret")
+        .build()
+        .await
+        .unwrap();
+    let sentinel = format!("redis://:s3cret@{}/", topology.sentinel_addr().unwrap());
+    let options = ClientOptions::default().replica_sync(ReplicaSync::Off);
+    let c = Client::open_sentinel(&[sentinel.as_str()], topology.master_name(), options)
+        .await
+        .unwrap();
+    let lock = c.lock(&name("sentinel-password"));
+    assert!(lock.try_lock().await.unwrap());
+    lock.unlock().await.unwrap();
+}
+
+// Issue 36, item 15: the Sentinel follower re-polls the master's address every second on one
+// connection to the sentinel, not on a new one each time: over 3.5 s the real Sentinel
+// accepts no new connection from it (it used to accept one a second).
+#[tokio::test]
+async fn the_sentinel_follower_repolls_on_one_connection() {
+    let Some(master) = real_redis(&[]) else {
+        return;
+    };
+    let Some(sentinel) = Sentinel::start(MASTER, master.port) else {
+        return;
+    };
+    let options = ClientOptions::default().replica_sync(ReplicaSync::Off);
+    let c = Client::open_sentinel(&[sentinel.url.as_str()], MASTER, options)
+        .await
+        .unwrap();
+    let mut s = redis::Client::open(sentinel.url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let accepted = |s: redis::aio::MultiplexedConnection| async move {
+        let mut s = s;
+        let info: String = redis::cmd("INFO")
+            .arg("stats")
+            .query_async(&mut s)
+            .await
+            .unwrap();
+        info.lines()
+            .find_map(|l| l.trim().strip_prefix("total_connections_received:"))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap()
+    };
+    // Past the follower's start-up (its subscription, its first question).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = accepted(s.clone()).await;
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let after = accepted(s.clone()).await;
+    assert!(
+        after - before <= 1,
+        "{} connections accepted in 3.5 s",
+        after - before
+    );
+    let _ = &mut s;
+    c.shutdown().await;
+}
