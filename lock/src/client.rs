@@ -669,6 +669,28 @@ impl From<&Client> for Client {
 }
 
 impl Client {
+    /// Runs `task` on the client's runtime, handing it a sender for its answer, and waits for
+    /// that answer: the task sees a caller that went away (its send fails) and can undo what
+    /// it did. A task that ends without answering is [`LockError::Panicked`] when it panicked
+    /// (`what` and `name` say which call), else [`LockError::Shutdown`].
+    pub(crate) async fn answered<T, F>(
+        &self,
+        name: &str,
+        what: &'static str,
+        task: impl FnOnce(tokio::sync::oneshot::Sender<Result<T>>) -> F,
+    ) -> Result<T>
+    where
+        T: Send + 'static,
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let handle = self.inner.runtime.spawn(task(tx));
+        match rx.await {
+            Ok(r) => r,
+            Err(_) => Err(LockError::from_join(name, what, handle.await.err())),
+        }
+    }
+
     pub(crate) fn check_alive(&self) -> Result<()> {
         if self.inner.registry.is_shut_down() {
             return Err(LockError::Shutdown);

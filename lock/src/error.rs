@@ -86,6 +86,18 @@ pub enum LockError {
         /// The Sentinel master name.
         master: String,
     },
+    /// A task the library ran the call in panicked (a panicking
+    /// [`wall_clock`](crate::ClientOptions::wall_clock), a bug): the call's outcome on the
+    /// server is unknown, as after a response timeout.
+    #[error("the {task} task of lock {name} panicked: {message}")]
+    Panicked {
+        /// The lock name.
+        name: String,
+        /// Which call's task.
+        task: &'static str,
+        /// The panic's message, when it was a string.
+        message: String,
+    },
     /// The client was shut down.
     #[error("client shut down")]
     Shutdown,
@@ -129,6 +141,32 @@ impl LockError {
     /// True when replicas did not acknowledge a lock write.
     pub fn is_replicas_not_synced(&self) -> bool {
         matches!(self, LockError::ReplicasNotSynced { .. })
+    }
+
+    /// The error of a task the library spawned for a call on `name` that ended without an
+    /// answer: [`LockError::Panicked`] when it panicked, else [`LockError::Shutdown`] (its
+    /// runtime dropped it).
+    pub(crate) fn from_join(
+        name: &str,
+        task: &'static str,
+        e: Option<tokio::task::JoinError>,
+    ) -> Self {
+        match e {
+            Some(e) if e.is_panic() => {
+                let payload = e.into_panic();
+                let message = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic without a message".to_owned());
+                LockError::Panicked {
+                    name: name.to_owned(),
+                    task,
+                    message,
+                }
+            }
+            _ => LockError::Shutdown,
+        }
     }
 
     pub(crate) fn unexpected(context: &'static str, detail: impl std::fmt::Debug) -> Self {

@@ -3,8 +3,10 @@
 //!
 //! On a lock channel ([`Wake::Lock`]) message `0` wakes one waiter (a permit is kept if nobody
 //! waits at that instant, as Redisson's latch semaphore does) and message `1` wakes all of them.
-//! On semaphore and count-down-latch channels ([`Wake::All`]) every message wakes every waiter,
-//! which then re-checks the state in Redis.
+//! On semaphore channels ([`Wake::Count`]) a message is the count of permits the script saw
+//! available and wakes that many waiters at most, as Redisson's `SemaphorePubSub` releases
+//! `min(waiters, count)`; on count-down-latch channels ([`Wake::All`]) every message wakes every
+//! waiter. A woken waiter re-checks the state in Redis.
 //!
 //! After a failover ([`PubSubHub::switch`]) the connection moves to the new master, every channel
 //! is subscribed again and every waiter is woken to retry there. When the connection dies on its
@@ -63,8 +65,11 @@ pub(crate) struct PubSubHub {
 pub(crate) enum Wake {
     /// Redisson's `LockPubSub`: `0` wakes one waiter, `1` wakes all.
     Lock,
-    /// `SemaphorePubSub` / `CountDownLatchPubSub`: every message wakes every waiter.
+    /// `CountDownLatchPubSub`: every message wakes every waiter.
     All,
+    /// `SemaphorePubSub`: a message is a count of available permits and wakes that many
+    /// waiters at most (every waiter when it is not a number).
+    Count,
 }
 
 /// The hub's bounds and random source, from the client's options.
@@ -362,6 +367,28 @@ async fn silent(mut sink: PubSubSink, every: Duration, limit: Duration) {
                 tracing::debug!(?limit, "no PONG on the pub/sub connection");
                 return;
             }
+        }
+    }
+}
+
+/// Wakes the waiters of a channel (`refs` of them at most) as a message `payload` on it calls
+/// for under `wake`. Each wake-one also leaves a permit for a waiter between its attempt and
+/// its wait.
+fn wake_for(n: &Notify, wake: Wake, refs: usize, payload: &[u8]) {
+    let count = match wake {
+        Wake::Lock if payload == b"1" => None,
+        Wake::Lock => Some(1),
+        Wake::All => None,
+        Wake::Count => std::str::from_utf8(payload)
+            .ok()
+            .and_then(|s| s.trim().parse::<i64>().ok())
+            .map(|c| usize::try_from(c).unwrap_or(0).min(refs)),
+    };
+    match count {
+        Some(c) => (0..c).for_each(|_| n.notify_one()),
+        None => {
+            n.notify_waiters();
+            n.notify_one();
         }
     }
 }
@@ -685,13 +712,9 @@ impl Shared {
                 let Some(shared) = weak.upgrade() else { return };
                 let entry = lock(&shared.channels)
                     .get(msg.get_channel_name())
-                    .map(|e| (e.notify.clone(), e.wake));
-                if let Some((n, wake)) = entry {
-                    if wake == Wake::All || msg.get_payload_bytes() == b"1" {
-                        n.notify_waiters();
-                    }
-                    // Also leaves a permit for a waiter between its attempt and its wait.
-                    n.notify_one();
+                    .map(|e| (e.notify.clone(), e.wake, e.refs));
+                if let Some((n, wake, refs)) = entry {
+                    wake_for(&n, wake, refs, msg.get_payload_bytes());
                 }
             }
             // Closes the connection (a half-open one included).

@@ -330,3 +330,46 @@ async fn a_waiter_on_a_half_open_pubsub_connection_is_woken_by_the_ping_check() 
         .unwrap();
     waiter.unlock().await.unwrap();
 }
+
+// Issue 36, item 15: a semaphore release wakes as many waiters as the count of permits it
+// publishes (Redisson's SemaphorePubSub releases min(waiters, count)), not every waiter: with
+// five waiting for one permit each, releasing one wakes one, which takes it; the four others
+// are not woken to find nothing and go back to sleep. Releasing four then wakes the four.
+#[tokio::test(start_paused = true)]
+async fn a_semaphore_release_wakes_as_many_waiters_as_permits_it_frees() {
+    let n = node(7384).await;
+    let c = plain_client(&n, 41000, 7).await;
+    let sem = c.semaphore("wake-count");
+    assert!(sem.try_set_permits(0).await.unwrap());
+    let mut waiters = tokio::task::JoinSet::new();
+    for _ in 0..5 {
+        let s = c.semaphore("wake-count");
+        waiters.spawn(async move { s.acquire().await });
+    }
+    until_waiting(&c, 5).await;
+    let waits = c.metrics().waits;
+    sem.release().await.unwrap();
+    timeout(Duration::from_secs(10), waiters.join_next())
+        .await
+        .expect("one waiter took the permit")
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    // Long enough for any other woken waiter to try and wait again; short of their 30 s cap.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        c.metrics().waits,
+        waits,
+        "waiters that could get no permit were woken"
+    );
+    assert_eq!(waiters.len(), 4);
+    sem.release_many(4).await.unwrap();
+    timeout(Duration::from_secs(10), async {
+        while let Some(r) = waiters.join_next().await {
+            r.unwrap().unwrap();
+        }
+    })
+    .await
+    .expect("the four others took the four permits");
+    assert_eq!(sem.available_permits().await.unwrap(), 0);
+}
