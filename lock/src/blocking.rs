@@ -316,7 +316,9 @@ impl Lock {
 /// A blocking [`crate::LockGuard`]. Dropping it releases the lock **before the drop
 /// returns** (bounded by the client's response timeout), as a std mutex guard does, because
 /// synchronous code expects the lock free on the next line and the runtime may be gone soon
-/// after. Dropped inside an async runtime (misuse) it spawns the release instead of blocking.
+/// after. Dropped inside an async runtime (misuse), or while its thread unwinds from a panic,
+/// it hands the release to the client's runtime instead of blocking; a release still
+/// unanswered after the response timeout goes on there too.
 #[must_use = "dropping a LockGuard releases the lock"]
 pub struct LockGuard {
     inner: Option<crate::LockGuard>,
@@ -368,12 +370,15 @@ impl Drop for LockGuard {
         let Some(g) = self.inner.take() else {
             return;
         };
-        if tokio::runtime::Handle::try_current().is_ok() {
-            // Inside a runtime: blocking here could stall it; the async guard spawns instead.
+        if tokio::runtime::Handle::try_current().is_ok() || std::thread::panicking() {
+            // Inside a runtime blocking here could stall it, and while unwinding a release
+            // that hangs would hold the panic up: the async guard hands the release to the
+            // client's runtime instead.
             drop(g);
             return;
         }
-        let bound = self.timeout.saturating_mul(2);
+        // At most one response timeout: the release goes on in the client's runtime after it.
+        let bound = self.timeout;
         // The timer is made inside `block_on`: there is no runtime context out here.
         let release = async move { tokio::time::timeout(bound, g.unlock()).await };
         match self.rt.block_on(release) {

@@ -116,8 +116,8 @@ impl Client {
             ReplicaSync::Replicas(n) => n,
             ReplicaSync::Off | ReplicaSync::Auto => 0,
         };
-        let hub = PubSubHub::cluster(template, conn.clone(), pubsub_timeout(&options));
         let entropy = Arc::new(Entropy::new(options.seed));
+        let hub = PubSubHub::cluster(template, conn.clone(), hub_config(&options, &entropy));
         Ok(Client::assemble(
             Connection::Cluster(conn),
             hub,
@@ -204,7 +204,7 @@ impl Client {
         let mut conn = Connection::Stream(conn);
         let sync_replicas = replicas_to_sync(&mut conn, &options).await?;
         let source = Source::Stream(dialer.clone(), entropy.clone());
-        let hub = PubSubHub::over(dialer, pubsub_timeout(&options));
+        let hub = PubSubHub::over(dialer, hub_config(&options, &entropy));
         Ok(Client::assemble(
             conn,
             hub,
@@ -237,7 +237,7 @@ impl Client {
         let entropy = Arc::new(Entropy::new(options.seed));
         Ok(Client::assemble(
             conn,
-            PubSubHub::new(client.clone(), pubsub_timeout(&options)),
+            PubSubHub::new(client.clone(), hub_config(&options, &entropy)),
             Source::Url(Box::new(client)),
             sync_replicas,
             options,
@@ -287,12 +287,14 @@ impl Client {
     }
 
     /// Points the command and pub/sub connections at `client` (the new master after a
-    /// failover) and wakes every waiter so it retries there.
+    /// failover), renews every held lock there at once (one the new master lacks is reported
+    /// lost now, not a renewal period later) and wakes every waiter so it retries there.
     pub(crate) async fn switch_master(&self, client: redis::Client) -> Result<()> {
         let mut conn = Connection::Single(command_connection(&client, &self.inner.options).await?);
         let n = replicas_to_sync(&mut conn, &self.inner.options).await?;
         self.inner.sync_replicas.store(n, Ordering::Relaxed);
         *self.inner.conn.write().unwrap_or_else(|p| p.into_inner()) = conn;
+        self.inner.registry.renew_all_now();
         self.inner
             .sync_pool
             .switch(Source::Url(Box::new(client.clone())));
@@ -510,6 +512,16 @@ fn pubsub_timeout(options: &ClientOptions) -> std::time::Duration {
     options.connection_timeout.max(options.response_timeout)
 }
 
+/// The pub/sub hub's bounds, from the client's options, and the client's random source.
+fn hub_config(options: &ClientOptions, entropy: &Arc<Entropy>) -> crate::waiter::HubConfig {
+    crate::waiter::HubConfig {
+        timeout: pubsub_timeout(options),
+        ping_interval: options.pubsub_ping_interval,
+        ping_timeout: options.response_timeout,
+        entropy: entropy.clone(),
+    }
+}
+
 async fn command_connection(
     client: &redis::Client,
     options: &ClientOptions,
@@ -657,6 +669,28 @@ impl From<&Client> for Client {
 }
 
 impl Client {
+    /// Runs `task` on the client's runtime, handing it a sender for its answer, and waits for
+    /// that answer: the task sees a caller that went away (its send fails) and can undo what
+    /// it did. A task that ends without answering is [`LockError::Panicked`] when it panicked
+    /// (`what` and `name` say which call), else [`LockError::Shutdown`].
+    pub(crate) async fn answered<T, F>(
+        &self,
+        name: &str,
+        what: &'static str,
+        task: impl FnOnce(tokio::sync::oneshot::Sender<Result<T>>) -> F,
+    ) -> Result<T>
+    where
+        T: Send + 'static,
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let handle = self.inner.runtime.spawn(task(tx));
+        match rx.await {
+            Ok(r) => r,
+            Err(_) => Err(LockError::from_join(name, what, handle.await.err())),
+        }
+    }
+
     pub(crate) fn check_alive(&self) -> Result<()> {
         if self.inner.registry.is_shut_down() {
             return Err(LockError::Shutdown);

@@ -36,7 +36,12 @@ pub enum LockError {
         /// The owner id (Redisson's thread id).
         owner_id: u64,
     },
-    /// The lock could not be acquired within the allowed time.
+    /// Waiting ran out of time where "not acquired" is no answer: a wait without a bound
+    /// (`lock()`, `acquire()`) whose pub/sub subscription was not confirmed within the pub/sub
+    /// timeout, the larger of the connection and response timeouts (Redisson: "Unable to
+    /// acquire subscription lock"); `name` is the channel. A bounded wait that runs out answers
+    /// "not acquired" (`Ok(false)`, `Ok(None)`) instead, and a command's response timeout is a
+    /// [`LockError::Redis`] I/O error; [`is_timeout`](Self::is_timeout) is true for both errors.
     #[error("timed out after {waited:?} waiting for lock {name}")]
     Timeout {
         /// The lock name.
@@ -81,6 +86,18 @@ pub enum LockError {
         /// The Sentinel master name.
         master: String,
     },
+    /// A task the library ran the call in panicked (a panicking
+    /// [`wall_clock`](crate::ClientOptions::wall_clock), a bug): the call's outcome on the
+    /// server is unknown, as after a response timeout.
+    #[error("the {task} task of lock {name} panicked: {message}")]
+    Panicked {
+        /// The lock name.
+        name: String,
+        /// Which call's task.
+        task: &'static str,
+        /// The panic's message, when it was a string.
+        message: String,
+    },
     /// The client was shut down.
     #[error("client shut down")]
     Shutdown,
@@ -124,6 +141,32 @@ impl LockError {
     /// True when replicas did not acknowledge a lock write.
     pub fn is_replicas_not_synced(&self) -> bool {
         matches!(self, LockError::ReplicasNotSynced { .. })
+    }
+
+    /// The error of a task the library spawned for a call on `name` that ended without an
+    /// answer: [`LockError::Panicked`] when it panicked, else [`LockError::Shutdown`] (its
+    /// runtime dropped it).
+    pub(crate) fn from_join(
+        name: &str,
+        task: &'static str,
+        e: Option<tokio::task::JoinError>,
+    ) -> Self {
+        match e {
+            Some(e) if e.is_panic() => {
+                let payload = e.into_panic();
+                let message = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic without a message".to_owned());
+                LockError::Panicked {
+                    name: name.to_owned(),
+                    task,
+                    message,
+                }
+            }
+            _ => LockError::Shutdown,
+        }
     }
 
     pub(crate) fn unexpected(context: &'static str, detail: impl std::fmt::Debug) -> Self {

@@ -152,11 +152,14 @@ impl LockGuard {
     }
 
     /// Runs `fut` as a critical section under this hold: it is polled until it completes or
-    /// the lock is lost, whichever comes first. When the lock is lost the future is dropped
-    /// (cancelled at its next `.await`) and `run` returns [`LockError::Lost`] with the reason;
-    /// the signal fires no later than the moment the key may have expired on the server (see
-    /// [`LostSignal`]), so the section never runs past the point where another client could
-    /// hold the lock. The guard is not released: drop it or call [`unlock`](Self::unlock).
+    /// the lock is lost, whichever comes first. When the lock is lost `run` returns
+    /// [`LockError::Lost`] with the reason and the future is dropped, which stops it only
+    /// where it waits at an `.await`: the signal fires no later than the moment the key may
+    /// have expired on the server (see [`LostSignal`]), but code between two `.await`s, or
+    /// blocking code, runs on until it yields, and work the section handed to other tasks,
+    /// threads or servers is not stopped at all. Writes that must not outlive the lock need a
+    /// fencing token checked where they land (see [`FencingGate`](crate::FencingGate)). The
+    /// guard is not released: drop it or call [`unlock`](Self::unlock).
     ///
     /// # Errors
     /// [`LockError::Lost`] (`is_lost()`) when the lock was lost, or the hold ended while the

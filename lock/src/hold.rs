@@ -503,9 +503,8 @@ impl Core {
     /// testLockIsNotRenewedAfterInterruptedTryLock).
     async fn attempt(&self, lease: Option<Duration>, wait: Option<Duration>) -> Result<Attempt> {
         self.client.check_alive()?;
-        let (tx, rx) = oneshot::channel();
         let core = self.clone();
-        self.client.inner.runtime.spawn(async move {
+        let task = |tx: oneshot::Sender<Result<Attempt>>| async move {
             let eff = lease.unwrap_or(core.client.options().watchdog_timeout);
             let sent = Instant::now();
             let res = core.acquire_script(eff, wait).await;
@@ -518,8 +517,8 @@ impl Core {
                 tracing::debug!(name = %core.name, "acquisition completed after cancellation; releasing");
                 let _ = core.release().await;
             }
-        });
-        rx.await.map_err(|_| LockError::Shutdown)?
+        };
+        self.client.answered(&self.name, "acquire", task).await
     }
 
     /// Acquires, waiting up to `wait` (`None`: forever). `Ok(None)`: not acquired in time.
@@ -555,8 +554,7 @@ impl Core {
             return Ok(Some(t));
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
-            guard.core = None;
-            self.acquire_failed(wait).await?;
+            guard.leave(self).await?;
             Metrics::inc(&self.client.inner.metrics.acquire_failed);
             return Ok(None);
         }
@@ -572,8 +570,7 @@ impl Core {
         let Some(sub) = sub else {
             // The wait ran out while subscribing (a slow or hung pub/sub node): not acquired,
             // as Redisson's tryLock returns false when its subscription times out.
-            guard.core = None;
-            self.acquire_failed(wait).await?;
+            guard.leave(self).await?;
             Metrics::inc(&self.client.inner.metrics.acquire_failed);
             return Ok(None);
         };
@@ -588,8 +585,7 @@ impl Core {
             };
             let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
             if remaining.is_some_and(|r| r.is_zero()) {
-                guard.core = None;
-                self.acquire_failed(wait).await?;
+                guard.leave(self).await?;
                 Metrics::inc(&self.client.inner.metrics.acquire_failed);
                 tracing::debug!("gave up waiting");
                 return Ok(None);
@@ -665,7 +661,7 @@ impl Core {
             .runtime
             .spawn(async move { core.release_now().await })
             .await
-            .map_err(|_| LockError::Shutdown)?
+            .map_err(|e| LockError::from_join(&self.name, "release", Some(e)))?
     }
 
     async fn release_now(&self) -> Result<()> {
@@ -880,6 +876,17 @@ pub(crate) fn note_unsynced(name: &str, what: &str, synced: Result<bool>) {
 struct QueueGuard {
     core: Option<Core>,
     wait: Option<Duration>,
+}
+
+impl QueueGuard {
+    /// Leaves the fair queue after a failed acquisition. The guard stays armed until the
+    /// script answered: a caller that stops waiting meanwhile, or a failed call, still has the
+    /// queue left from its Drop.
+    async fn leave(&mut self, core: &Core) -> Result<()> {
+        core.acquire_failed(self.wait).await?;
+        self.core = None;
+        Ok(())
+    }
 }
 
 impl Drop for QueueGuard {

@@ -125,7 +125,7 @@ pub use lock::{
 pub use multi::{MultiLock, MultiLockGuard, NodeOutcome, QuorumOutcome, RedLock};
 pub use options::{Backoff, ClientOptions, ReplicaSync, WallClock};
 pub use owner::Owner;
-pub use permit::PermitExpirableSemaphore;
+pub use permit::{ExpirablePermit, PermitExpirableSemaphore};
 pub use semaphore::{Semaphore, SemaphorePermit};
 pub use simple::SimpleLock;
 pub use watchdog::{safety_margin, LostSignal};

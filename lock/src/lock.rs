@@ -111,11 +111,14 @@ macro_rules! common_lock_api {
             }
 
             /// A scoped critical section: acquires (watchdog), runs the future `f` returns, and
-            /// releases. When the lock is lost while the section runs, the future is dropped
-            /// (cancelled) and the call returns [`LockError::Lost`](crate::LockError::Lost),
-            /// so the section never runs on past the point where another client may hold the
-            /// lock. `f` receives a [`Section`] (for the fenced lock, with its token). A panic
-            /// in the section releases the lock as the guard unwinds.
+            /// releases. When the lock is lost while the section runs, the call returns
+            /// [`LockError::Lost`](crate::LockError::Lost) and the future is dropped, which
+            /// cancels it at the `.await` it waits at: code between two `.await`s or blocking
+            /// code runs on until it yields, and work it handed elsewhere is not stopped (see
+            /// [`LockGuard::run`](crate::LockGuard::run); a fencing token checked where the
+            /// writes land is what stops a late one). `f` receives a [`Section`] (for the
+            /// fenced lock, with its token). A panic in the section releases the lock as the
+            /// guard unwinds.
             ///
             /// # Errors
             /// [`LockError::Lost`](crate::LockError::Lost) (`is_lost()`) when the lock was lost

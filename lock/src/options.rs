@@ -38,6 +38,11 @@ pub struct ClientOptions {
     pub response_timeout: Duration,
     /// Connection timeout.
     pub connection_timeout: Duration,
+    /// How often each pub/sub connection is pinged (Redisson's `pingConnectionInterval`,
+    /// 30 s there; zero: never). A `PING` unanswered within `response_timeout` counts the
+    /// connection dead: it is made anew, its channels subscribed again and their waiters woken
+    /// to retry, so a half-open connection does not leave waiters asleep for a whole lease.
+    pub pubsub_ping_interval: Duration,
     /// How many held locks one watchdog script call renews (Redisson's
     /// `lockWatchdogBatchSize`, 100): each renewal period costs one round trip per this many
     /// locks (per hash slot in a cluster).
@@ -60,6 +65,7 @@ impl Default for ClientOptions {
             fair_wait_timeout: Duration::from_secs(300),
             response_timeout: Duration::from_secs(10),
             connection_timeout: Duration::from_secs(3),
+            pubsub_ping_interval: Duration::from_secs(10),
             watchdog_batch_size: 100,
             seed: None,
             wall_clock: None,
@@ -101,6 +107,11 @@ impl ClientOptions {
     /// Sets the connection timeout.
     pub fn connection_timeout(mut self, d: Duration) -> Self {
         self.connection_timeout = d;
+        self
+    }
+    /// Sets how often each pub/sub connection is pinged (zero: never).
+    pub fn pubsub_ping_interval(mut self, d: Duration) -> Self {
+        self.pubsub_ping_interval = d;
         self
     }
     /// Sets how many locks one watchdog script call renews (at least 1).

@@ -467,16 +467,15 @@ impl PermitExpirableSemaphore {
             return Ok(Attempt::Acquired(Vec::new()));
         }
         self.client.check_alive()?;
-        let (tx, rx) = oneshot::channel();
         let this = self.clone();
-        self.client.inner.runtime.spawn(async move {
+        let task = |tx: oneshot::Sender<Result<Attempt>>| async move {
             let res = this.attempt_once(permits, lease).await;
             if let Err(Ok(Attempt::Acquired(ids))) = tx.send(res) {
                 tracing::debug!(name = %this.name, "permits acquired after cancellation; releasing");
                 let _ = this.try_release_many(&ids).await;
             }
-        });
-        rx.await.map_err(|_| LockError::Shutdown)?
+        };
+        self.client.answered(&self.name, "acquire", task).await
     }
 
     async fn attempt_once(&self, permits: u32, lease: Option<Duration>) -> Result<Attempt> {
@@ -542,7 +541,7 @@ impl PermitExpirableSemaphore {
             .client
             .inner
             .hub
-            .subscribe_until(&self.channel(), Wake::All, deadline)
+            .subscribe_until(&self.channel(), Wake::Count, deadline)
             .await?;
         let Some(sub) = sub else {
             Metrics::inc(&self.client.inner.metrics.acquire_failed);
@@ -578,6 +577,103 @@ impl PermitExpirableSemaphore {
                 _ = tokio::time::sleep(sleep_for) => {}
             }
         }
+    }
+}
+
+impl PermitExpirableSemaphore {
+    /// Waits as long as needed for `permits` permits with `lease` and returns them as an
+    /// [`ExpirablePermit`], released when it is dropped (also when the task holding it
+    /// panics), as [`Semaphore::acquire_permit`](crate::Semaphore::acquire_permit) does.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn acquire_permit(
+        &self,
+        permits: u32,
+        lease: Option<Duration>,
+    ) -> Result<ExpirablePermit> {
+        let ids = self.acquire_many(permits, lease).await?;
+        Ok(ExpirablePermit::new(self.clone(), ids))
+    }
+
+    /// [`try_acquire_many_for`](Self::try_acquire_many_for) returning an [`ExpirablePermit`]
+    /// when acquired.
+    ///
+    /// # Errors
+    /// Redis errors.
+    pub async fn try_acquire_permit_for(
+        &self,
+        permits: u32,
+        wait: Duration,
+        lease: Option<Duration>,
+    ) -> Result<Option<ExpirablePermit>> {
+        let ids = self.try_acquire_many_for(permits, wait, lease).await?;
+        Ok((permits == 0 || !ids.is_empty()).then(|| ExpirablePermit::new(self.clone(), ids)))
+    }
+}
+
+/// Permits of a [`PermitExpirableSemaphore`] held by this code: released when dropped (on the
+/// client's runtime, best effort: a permit whose lease ran out meanwhile is already back, and
+/// a failed release is logged), or by [`release`](Self::release), which reports the outcome.
+#[derive(Debug)]
+#[must_use = "dropping an ExpirablePermit releases its permits"]
+pub struct ExpirablePermit {
+    semaphore: PermitExpirableSemaphore,
+    ids: Vec<String>,
+    armed: bool,
+}
+
+impl ExpirablePermit {
+    fn new(semaphore: PermitExpirableSemaphore, ids: Vec<String>) -> Self {
+        ExpirablePermit {
+            semaphore,
+            ids,
+            armed: true,
+        }
+    }
+
+    /// The ids of the permits held.
+    pub fn ids(&self) -> &[String] {
+        &self.ids
+    }
+
+    /// Releases the permits now.
+    ///
+    /// # Errors
+    /// [`LockError::Invalid`] when any of them was no longer held (its lease ran out);
+    /// Redis errors.
+    pub async fn release(mut self) -> Result<()> {
+        self.armed = false;
+        if self.ids.is_empty() {
+            return Ok(());
+        }
+        self.semaphore.release_many(&self.ids).await
+    }
+
+    /// Keeps the permits: nothing is released on drop (their ids stay valid until their
+    /// lease, if any, runs out).
+    pub fn forget(mut self) -> Vec<String> {
+        self.armed = false;
+        std::mem::take(&mut self.ids)
+    }
+}
+
+impl Drop for ExpirablePermit {
+    fn drop(&mut self) {
+        if !self.armed || self.ids.is_empty() {
+            return;
+        }
+        let semaphore = self.semaphore.clone();
+        let ids = std::mem::take(&mut self.ids);
+        // On the client's runtime: the current one may be ending (a panicking task's).
+        semaphore.client.inner.runtime.clone().spawn(async move {
+            // One at a time: a permit whose lease ran out must not keep the others.
+            for id in &ids {
+                if let Err(e) = semaphore.try_release(id).await {
+                    tracing::debug!(name = %semaphore.name, error = %e, "permit release on drop");
+                }
+            }
+        });
     }
 }
 

@@ -312,16 +312,15 @@ impl Semaphore {
     /// back and reported, as Redisson's `handleNoSync`.
     async fn attempt(&self, permits: u32) -> Result<bool> {
         self.client.check_alive()?;
-        let (tx, rx) = oneshot::channel();
         let this = self.clone();
-        self.client.inner.runtime.spawn(async move {
+        let task = |tx: oneshot::Sender<Result<bool>>| async move {
             let res = this.attempt_once(permits).await;
             if let Err(Ok(true)) = tx.send(res) {
                 tracing::debug!(name = %this.name, "permits acquired after cancellation; releasing");
                 let _ = this.release_many(permits).await;
             }
-        });
-        rx.await.map_err(|_| LockError::Shutdown)?
+        };
+        self.client.answered(&self.name, "acquire", task).await
     }
 
     async fn attempt_once(&self, permits: u32) -> Result<bool> {
@@ -368,7 +367,7 @@ impl Semaphore {
             .client
             .inner
             .hub
-            .subscribe_until(&self.channel(), Wake::All, deadline)
+            .subscribe_until(&self.channel(), Wake::Count, deadline)
             .await?;
         let Some(sub) = sub else {
             Metrics::inc(&self.client.inner.metrics.acquire_failed);

@@ -57,7 +57,10 @@ impl Client {
     /// monitor as `master_name`, and follows it across failovers: on `+switch-master` the
     /// command and pub/sub connections move to the new master and every waiter retries there.
     ///
-    /// The master is reached as `redis://<host>:<port>/` with the address the sentinel reports.
+    /// The master is reached as `redis://<host>:<port>/` with the address the sentinel reports
+    /// and the user name and password of the first sentinel URL (as Redisson uses its
+    /// `password` for both unless a `sentinelPassword` is set); give the master's own with
+    /// [`open_sentinel_with_master`](Self::open_sentinel_with_master).
     ///
     /// # Errors
     /// [`LockError::MasterNotFound`] when no sentinel knows `master_name`; Redis errors when the
@@ -67,8 +70,22 @@ impl Client {
         master_name: &str,
         options: ClientOptions,
     ) -> Result<Client> {
-        Client::open_sentinel_with_master(sentinel_urls, master_name, "redis://127.0.0.1/", options)
-            .await
+        let mut master = redis::RedisConnectionInfo::default();
+        if let Some(first) = sentinel_urls.first() {
+            let info = redis::Client::open(*first)?.get_connection_info().clone();
+            let auth = info.redis_settings();
+            if let Some(user) = auth.username() {
+                master = master.set_username(user);
+            }
+            if let Some(password) = auth.password() {
+                master = master.set_password(password);
+            }
+        }
+        let template = redis::Client::open("redis://127.0.0.1/")?
+            .get_connection_info()
+            .clone()
+            .set_redis_settings(master);
+        Client::open_sentinel_with(sentinel_urls, master_name, template, options).await
     }
 
     /// [`open_sentinel`](Self::open_sentinel) for a master that needs more than its address:
@@ -87,6 +104,15 @@ impl Client {
         let template = redis::Client::open(master_url)?
             .get_connection_info()
             .clone();
+        Client::open_sentinel_with(sentinel_urls, master_name, template, options).await
+    }
+
+    async fn open_sentinel_with(
+        sentinel_urls: &[&str],
+        master_name: &str,
+        template: redis::ConnectionInfo,
+        options: ClientOptions,
+    ) -> Result<Client> {
         let sentinels = sentinel_urls
             .iter()
             .map(|u| redis::Client::open(*u))
@@ -163,25 +189,38 @@ fn master_client(template: &redis::ConnectionInfo, host: &str, port: u16) -> Res
     Ok(redis::Client::open(template.clone().set_addr(addr))?)
 }
 
-async fn master_addr(
-    sentinel: &redis::Client,
-    master: &str,
-    timeout: Duration,
-) -> Result<Option<(String, u16)>> {
-    let query = async {
-        let mut conn = sentinel.get_multiplexed_async_connection().await?;
-        redis::cmd("SENTINEL")
-            .arg("get-master-addr-by-name")
-            .arg(master)
-            .query_async::<Option<(String, u16)>>(&mut conn)
-            .await
-    };
-    match tokio::time::timeout(timeout, query).await {
+/// `fut` within `limit`, a timeout being a Redis I/O error.
+async fn bounded<T>(
+    limit: Duration,
+    fut: impl std::future::Future<Output = redis::RedisResult<T>>,
+) -> Result<T> {
+    match tokio::time::timeout(limit, fut).await {
         Ok(r) => Ok(r?),
         Err(_) => Err(LockError::Redis(redis::RedisError::from(
             std::io::Error::from(std::io::ErrorKind::TimedOut),
         ))),
     }
+}
+
+/// Asks a sentinel, on a connection of its own, for the address of `master`.
+async fn master_addr(
+    sentinel: &redis::Client,
+    master: &str,
+    timeout: Duration,
+) -> Result<Option<(String, u16)>> {
+    let mut conn = bounded(timeout, sentinel.get_multiplexed_async_connection()).await?;
+    ask(&mut conn, master, timeout).await
+}
+
+/// Asks the sentinel behind `conn` for the address of `master`.
+async fn ask(
+    conn: &mut redis::aio::MultiplexedConnection,
+    master: &str,
+    timeout: Duration,
+) -> Result<Option<(String, u16)>> {
+    let mut cmd = redis::cmd("SENTINEL");
+    cmd.arg("get-master-addr-by-name").arg(master);
+    bounded(timeout, cmd.query_async::<Option<(String, u16)>>(conn)).await
 }
 
 /// Parses `<master> <old-ip> <old-port> <new-ip> <new-port>` for `master`.
@@ -217,14 +256,12 @@ async fn watch(
     master: &str,
     timeout: Duration,
 ) -> Result<()> {
-    let mut pubsub = tokio::time::timeout(timeout, sentinel.get_async_pubsub())
-        .await
-        .map_err(|_| {
-            LockError::Redis(std::io::Error::from(std::io::ErrorKind::TimedOut).into())
-        })??;
-    pubsub.subscribe(SWITCH_MASTER).await?;
+    let mut pubsub = bounded(timeout, sentinel.get_async_pubsub()).await?;
+    bounded(timeout, pubsub.subscribe(SWITCH_MASTER)).await?;
+    // One connection for every question to this sentinel, the re-polls included.
+    let mut conn = bounded(timeout, sentinel.get_multiplexed_async_connection()).await?;
     // Subscribed first, then asked: a switch between the two is seen either way.
-    if let Some(addr) = master_addr(sentinel, master, timeout).await? {
+    if let Some(addr) = ask(&mut conn, master, timeout).await? {
         apply(weak, addr).await?;
     }
     let mut stream = pubsub.on_message();
@@ -244,7 +281,7 @@ async fn watch(
             }
             _ = repoll.tick() => {
                 // A switch announced while this connection was not listening, or lost.
-                if let Some(addr) = master_addr(sentinel, master, timeout).await? {
+                if let Some(addr) = ask(&mut conn, master, timeout).await? {
                     apply(weak, addr).await?;
                 }
             }

@@ -3,27 +3,39 @@
 //!
 //! On a lock channel ([`Wake::Lock`]) message `0` wakes one waiter (a permit is kept if nobody
 //! waits at that instant, as Redisson's latch semaphore does) and message `1` wakes all of them.
-//! On semaphore and count-down-latch channels ([`Wake::All`]) every message wakes every waiter,
-//! which then re-checks the state in Redis.
+//! On semaphore channels ([`Wake::Count`]) a message is the count of permits the script saw
+//! available and wakes that many waiters at most, as Redisson's `SemaphorePubSub` releases
+//! `min(waiters, count)`; on count-down-latch channels ([`Wake::All`]) every message wakes every
+//! waiter. A woken waiter re-checks the state in Redis.
 //!
 //! After a failover ([`PubSubHub::switch`]) the connection moves to the new master, every channel
 //! is subscribed again and every waiter is woken to retry there. When the connection dies on its
-//! own (killed, reset), its dispatcher wakes every waiter of that node at once (they retry
-//! instead of sleeping until the holder's TTL) and reconnects in the background, subscribing
-//! every channel again. In a cluster, a node that cannot be reached may have failed over: the
-//! slot map is read again and its channels move to the masters serving their slots now.
-//! Connecting, `SUBSCRIBE` and `UNSUBSCRIBE` are bounded in time, and each node's connection
-//! has a lock of its own, so a hung node holds only its own waiters (those of other nodes
-//! subscribe meanwhile) and them no longer than the bound.
+//! own (killed, reset), or answers no `PING` within the response timeout (a half-open
+//! connection: the dispatcher pings every [`ClientOptions::pubsub_ping_interval`], as Redisson
+//! pings every `pingConnectionInterval`), its dispatcher wakes every waiter of that node at once
+//! (they retry instead of sleeping until the holder's TTL) and a task reconnects in the
+//! background, with a jittered back-off, subscribing every channel again. In a cluster, a node
+//! that cannot be reached may have failed over: the slot map is read again and its channels
+//! move to the masters serving their slots now.
+//!
+//! A subscriber that finds its node's connection down (dead, reconnecting, or failing to
+//! connect) does not fail at once: it tries again, with the same back-off, until its wait ends
+//! (a waiter without a bound: the pub/sub timeout, Redisson's subscription timeout), so a lock
+//! asked for during a reconnect waits for it. Connecting, `SUBSCRIBE` and `UNSUBSCRIBE` are
+//! bounded in time, and each node's connection has a lock of its own, so a hung node holds only
+//! its own waiters; those queued behind a connect that failed share its outcome instead of each
+//! trying again, so N waiters behind a hung node take one connect timeout, not N.
 //!
 //! A client opened over a [`Connector`](crate::Connector) dials each pub/sub connection as a
 //! new stream of that connector, with the same reconnect and resubscribe behaviour.
 //!
 //! Channels and connections are kept in `BTreeMap`s: a reconnect subscribes, and a lost
 //! connection wakes, channels in name order, the same in every run of a seeded simulation.
+//!
+//! [`ClientOptions::pubsub_ping_interval`]: crate::ClientOptions::pubsub_ping_interval
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -31,10 +43,18 @@ use futures::StreamExt;
 use redis::aio::PubSubSink;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 use crate::cluster::{key_slot, SlotMap};
 use crate::connector::Dialer;
-use crate::error::Result;
+use crate::entropy::Entropy;
+use crate::error::{LockError, Result};
+
+/// First delay of the pub/sub reconnect back-off; each failure doubles it, up to
+/// [`RECONNECT_MAX`], and a random part of up to as much again is added.
+const RECONNECT_FIRST: Duration = Duration::from_millis(10);
+/// Largest delay of the pub/sub reconnect back-off, before jitter.
+const RECONNECT_MAX: Duration = Duration::from_secs(1);
 
 pub(crate) struct PubSubHub {
     shared: Arc<Shared>,
@@ -45,8 +65,24 @@ pub(crate) struct PubSubHub {
 pub(crate) enum Wake {
     /// Redisson's `LockPubSub`: `0` wakes one waiter, `1` wakes all.
     Lock,
-    /// `SemaphorePubSub` / `CountDownLatchPubSub`: every message wakes every waiter.
+    /// `CountDownLatchPubSub`: every message wakes every waiter.
     All,
+    /// `SemaphorePubSub`: a message is a count of available permits and wakes that many
+    /// waiters at most (every waiter when it is not a number).
+    Count,
+}
+
+/// The hub's bounds and random source, from the client's options.
+pub(crate) struct HubConfig {
+    /// Bound on a connect, `SUBSCRIBE` or `UNSUBSCRIBE`, and on the subscription of a waiter
+    /// without a bound of its own.
+    pub(crate) timeout: Duration,
+    /// How often an idle connection is pinged (zero: never).
+    pub(crate) ping_interval: Duration,
+    /// How long a `PING` may go unanswered before the connection counts as dead.
+    pub(crate) ping_timeout: Duration,
+    /// The client's random source (the back-off's jitter).
+    pub(crate) entropy: Arc<Entropy>,
 }
 
 struct Shared {
@@ -54,17 +90,14 @@ struct Shared {
     client: Mutex<Source>,
     /// Set for a Redis Cluster: channels are subscribed on the node owning their slot.
     cluster: Option<ClusterNodes>,
-    /// One pub/sub connection per node ("" for the single server outside a cluster), each
-    /// behind its own async lock, which serializes that node's SUBSCRIBE/UNSUBSCRIBE so
-    /// reference counts and server state agree. The map itself is a std Mutex, never held
-    /// across an await.
-    conns: Mutex<BTreeMap<String, Arc<tokio::sync::Mutex<Conn>>>>,
+    /// One pub/sub connection per node ("" for the single server outside a cluster). The map
+    /// itself is a std Mutex, never held across an await.
+    nodes: Mutex<BTreeMap<String, Arc<Node>>>,
     /// The hub was shut down: no new subscription.
     shut: AtomicBool,
     // std Mutex: only touched synchronously (never across an await), also by the dispatcher.
     channels: Mutex<BTreeMap<String, ChannelEntry>>,
-    /// Bound on a connect, `SUBSCRIBE` or `UNSUBSCRIBE`.
-    timeout: Duration,
+    config: HubConfig,
 }
 
 /// Where the single server's pub/sub connections come from.
@@ -101,15 +134,43 @@ struct ChannelEntry {
     node: String,
 }
 
+/// One node's pub/sub connection.
+#[derive(Default)]
+struct Node {
+    /// Held while connecting, subscribing and unsubscribing, so reference counts and the
+    /// server's state agree.
+    conn: tokio::sync::Mutex<Conn>,
+    /// Connects ended so far on this node.
+    ended: AtomicU64,
+    /// The newest failed connect: its number in `ended` and its error. A subscriber that
+    /// queued for `conn` while that connect ran takes its outcome instead of trying again.
+    failure: Mutex<Option<(u64, redis::RedisError)>>,
+}
+
+impl Node {
+    /// The error of a connect that ended after `ticket` (a count of `ended` read before
+    /// queueing for `conn`) and failed.
+    fn failed_since(&self, ticket: u64) -> Option<redis::RedisError> {
+        lock(&self.failure)
+            .as_ref()
+            .filter(|(n, _)| *n > ticket)
+            .map(|(_, e)| e.clone())
+    }
+}
+
 #[derive(Default)]
 struct Conn {
     sink: Option<PubSubSink>,
     dispatcher: Option<JoinHandle<()>>,
+    /// Counts connections made on this node: a reconnect task of an old one stops when a
+    /// newer one is up.
+    generation: u64,
 }
 
 impl Conn {
+    /// A connection that is up: its dispatcher still reads and its sink was not given up.
     fn alive(&self) -> bool {
-        self.dispatcher.as_ref().is_some_and(|d| !d.is_finished())
+        self.sink.is_some() && self.dispatcher.as_ref().is_some_and(|d| !d.is_finished())
     }
 }
 
@@ -140,21 +201,31 @@ impl Drop for Subscription {
     }
 }
 
+/// Whether a failure to connect or subscribe may pass by itself (the node down, hung or
+/// reconnecting) and is worth another try; a server's refusal (a wrong password) is not.
+fn transient(e: &redis::RedisError) -> bool {
+    e.is_io_error()
+        || e.is_timeout()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+        || e.is_unrecoverable_error()
+}
+
 impl PubSubHub {
-    pub(crate) fn new(client: redis::Client, timeout: Duration) -> Self {
-        PubSubHub::with(Source::Client(client), None, timeout)
+    pub(crate) fn new(client: redis::Client, config: HubConfig) -> Self {
+        PubSubHub::with(Source::Client(client), None, config)
     }
 
     /// A hub whose connections are streams of a connector.
-    pub(crate) fn over(dialer: Dialer, timeout: Duration) -> Self {
-        PubSubHub::with(Source::Dialer(dialer), None, timeout)
+    pub(crate) fn over(dialer: Dialer, config: HubConfig) -> Self {
+        PubSubHub::with(Source::Dialer(dialer), None, config)
     }
 
     /// A hub for a Redis Cluster: each channel is subscribed on the master owning its slot.
     pub(crate) fn cluster(
         client: redis::Client,
         conn: redis::cluster_async::ClusterConnection,
-        timeout: Duration,
+        config: HubConfig,
     ) -> Self {
         let template = client.get_connection_info().clone();
         PubSubHub::with(
@@ -164,115 +235,56 @@ impl PubSubHub {
                 template,
                 slots: Mutex::new(SlotMap::default()),
             }),
-            timeout,
+            config,
         )
     }
 
-    fn with(client: Source, cluster: Option<ClusterNodes>, timeout: Duration) -> Self {
+    fn with(client: Source, cluster: Option<ClusterNodes>, config: HubConfig) -> Self {
         PubSubHub {
             shared: Arc::new(Shared {
                 client: Mutex::new(client),
                 cluster,
-                conns: Mutex::new(BTreeMap::new()),
+                nodes: Mutex::new(BTreeMap::new()),
                 shut: AtomicBool::new(false),
                 channels: Mutex::new(BTreeMap::new()),
-                timeout,
+                config,
             }),
         }
     }
 
     /// Subscribes (or adds a reference to an existing subscription of) `channel`, with the wake
-    /// policy `wake` (the first subscriber of a channel decides it). Returns once the server
+    /// policy `wake` (the first subscriber of a channel decides it), by `deadline` (`None`:
+    /// within the pub/sub timeout, Redisson's subscription timeout). Returns once the server
     /// confirmed the subscription, so a message published afterwards is seen.
-    pub(crate) async fn subscribe_with(&self, channel: &str, wake: Wake) -> Result<Subscription> {
-        let shared = &self.shared;
-        // The node the channel is subscribed on already, else the one owning its slot. Bounded:
-        // the channel changes nodes only when a reconnect re-homes it, rarely twice in a row.
-        let mut stale = false;
-        for _ in 0..4 {
-            let known = lock(&shared.channels).get(channel).map(|e| e.node.clone());
-            let node = match known {
-                Some(node) => node,
-                None => shared.node_for(channel, stale).await?,
-            };
-            let conn = shared.conn(&node);
-            let mut conn = conn.lock().await;
-            if shared.shut.load(Ordering::Acquire) {
-                return Err(crate::LockError::Shutdown);
-            }
-            let subscribed = match lock(&shared.channels).get_mut(channel) {
-                // Moved to another node meanwhile: start over there.
-                Some(e) if e.node != node => continue,
-                Some(e) if conn.alive() => {
-                    e.refs += 1;
-                    return Ok(Subscription {
-                        shared: shared.clone(),
-                        channel: channel.to_owned(),
-                        notify: e.notify.clone(),
-                    });
-                }
-                // A channel whose connection died is subscribed again with the others of
-                // its node when the connection is made anew.
-                Some(_) => true,
-                None => false,
-            };
-            if let Err(e) = shared.ensure_connected(&mut conn, &node).await {
-                // In a cluster the node may have failed over: read the slot map again and
-                // move its channels to the new owners, then try there, once.
-                if shared.cluster.is_none() || stale {
-                    return Err(e);
-                }
-                drop(conn);
-                stale = true;
-                shared.rehome(&node).await;
-                continue;
-            }
-            let sink = conn.sink.as_mut().ok_or(crate::LockError::Shutdown)?;
-            if !subscribed {
-                if let Err(e) = bounded(shared.timeout, sink.subscribe(channel)).await {
-                    conn.sink = None;
-                    return Err(e.into());
-                }
-            }
-            let mut map = lock(&shared.channels);
-            let e = map
-                .entry(channel.to_owned())
-                .or_insert_with(|| ChannelEntry {
-                    refs: 0,
-                    notify: Arc::new(Notify::new()),
-                    wake,
-                    node,
-                });
-            e.refs += 1;
-            return Ok(Subscription {
-                shared: shared.clone(),
-                channel: channel.to_owned(),
-                notify: e.notify.clone(),
-            });
-        }
-        Err(crate::LockError::Redis(redis::RedisError::from((
-            redis::ErrorKind::Client,
-            "the channel kept moving between nodes",
-            channel.to_owned(),
-        ))))
-    }
-
-    /// [`subscribe_with`](Self::subscribe_with) bounded by a waiter's `deadline`, as Redisson
-    /// bounds an acquire's subscription by the time left: `None` when the deadline passed
-    /// first (the wait is over; a subscription completed after it is released again).
+    ///
+    /// While the node's connection is down (reconnecting, hung, refusing) it tries again with
+    /// the reconnect's back-off until the deadline: `Ok(None)` when the deadline passed first
+    /// (the wait is over; a subscription completed after it is released again). Without a
+    /// deadline, running out of the pub/sub timeout is [`LockError::Timeout`] (named after
+    /// `channel`), or the last connection error seen. A server's refusal fails at once.
     pub(crate) async fn subscribe_until(
         &self,
         channel: &str,
         wake: Wake,
-        deadline: Option<tokio::time::Instant>,
+        deadline: Option<Instant>,
     ) -> Result<Option<Subscription>> {
-        let subscribing = self.subscribe_with(channel, wake);
-        match deadline {
-            None => subscribing.await.map(Some),
-            Some(d) => match tokio::time::timeout_at(d, subscribing).await {
-                Ok(r) => r.map(Some),
-                Err(_) => Ok(None),
-            },
+        let start = Instant::now();
+        let limit = deadline.unwrap_or_else(|| start + self.shared.config.timeout);
+        let last = Mutex::new(None);
+        match tokio::time::timeout_at(limit, self.shared.subscribe(channel, wake, &last)).await {
+            Ok(r) => r.map(Some),
+            Err(_) if deadline.is_some() => Ok(None),
+            Err(_) => {
+                let last = last.into_inner().unwrap_or_else(|p| p.into_inner());
+                tracing::debug!(channel, error = ?last, "no pub/sub subscription in time");
+                Err(match last {
+                    Some(e) if !e.is_timeout() => LockError::Redis(e),
+                    _ => LockError::Timeout {
+                        name: channel.to_owned(),
+                        waited: start.elapsed(),
+                    },
+                })
+            }
         }
     }
 
@@ -284,8 +296,8 @@ impl PubSubHub {
     /// When the new server cannot be reached (the next `subscribe` tries again).
     pub(crate) async fn switch(&self, client: redis::Client) -> Result<()> {
         let shared = &self.shared;
-        let conn = shared.conn("");
-        let mut conn = conn.lock().await;
+        let node = shared.node("");
+        let mut conn = node.conn.lock().await;
         *lock(&shared.client) = Source::Client(client);
         conn.sink = None;
         if let Some(d) = conn.dispatcher.take() {
@@ -294,7 +306,10 @@ impl PubSubHub {
         let res = if lock(&shared.channels).is_empty() {
             Ok(())
         } else {
-            shared.ensure_connected(&mut conn, "").await
+            shared
+                .connect(&node, &mut conn, "")
+                .await
+                .map_err(Into::into)
         };
         for e in lock(&shared.channels).values() {
             e.notify.notify_waiters();
@@ -305,9 +320,9 @@ impl PubSubHub {
 
     pub(crate) async fn shutdown(&self) {
         self.shared.shut.store(true, Ordering::Release);
-        let conns: Vec<_> = lock(&self.shared.conns).values().cloned().collect();
-        for conn in conns {
-            let mut conn = conn.lock().await;
+        let nodes: Vec<_> = lock(&self.shared.nodes).values().cloned().collect();
+        for node in nodes {
+            let mut conn = node.conn.lock().await;
             conn.sink = None;
             if let Some(d) = conn.dispatcher.take() {
                 d.abort();
@@ -334,19 +349,197 @@ async fn bounded<T>(
     }
 }
 
+/// Resolves when the connection behind `sink` stops answering: a `PING` every `every`
+/// unanswered within `limit` (or answered with an error). Never resolves when `every` is zero.
+async fn silent(mut sink: PubSubSink, every: Duration, limit: Duration) {
+    if every.is_zero() {
+        return std::future::pending().await;
+    }
+    loop {
+        tokio::time::sleep(every).await;
+        match tokio::time::timeout(limit, sink.ping::<redis::Value>()).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "pub/sub PING failed");
+                return;
+            }
+            Err(_) => {
+                tracing::debug!(?limit, "no PONG on the pub/sub connection");
+                return;
+            }
+        }
+    }
+}
+
+/// Wakes the waiters of a channel (`refs` of them at most) as a message `payload` on it calls
+/// for under `wake`. Each wake-one also leaves a permit for a waiter between its attempt and
+/// its wait.
+fn wake_for(n: &Notify, wake: Wake, refs: usize, payload: &[u8]) {
+    let count = match wake {
+        Wake::Lock if payload == b"1" => None,
+        Wake::Lock => Some(1),
+        Wake::All => None,
+        Wake::Count => std::str::from_utf8(payload)
+            .ok()
+            .and_then(|s| s.trim().parse::<i64>().ok())
+            .map(|c| usize::try_from(c).unwrap_or(0).min(refs)),
+    };
+    match count {
+        Some(c) => (0..c).for_each(|_| n.notify_one()),
+        None => {
+            n.notify_waiters();
+            n.notify_one();
+        }
+    }
+}
+
 impl Shared {
     /// The connection (and its lock) of `node`.
-    fn conn(&self, node: &str) -> Arc<tokio::sync::Mutex<Conn>> {
-        lock(&self.conns)
+    fn node(&self, node: &str) -> Arc<Node> {
+        lock(&self.nodes)
             .entry(node.to_owned())
             .or_default()
             .clone()
     }
 
+    /// The delay after the `n`-th failure in a row (0-based): doubling from
+    /// [`RECONNECT_FIRST`] up to [`RECONNECT_MAX`], plus a random part of up to as much again,
+    /// so clients that lost one server do not all come back in the same millisecond.
+    fn backoff(&self, n: u32) -> Duration {
+        let base = RECONNECT_FIRST
+            .saturating_mul(1u32 << n.min(16))
+            .min(RECONNECT_MAX);
+        let jitter = self.config.entropy.range(0..=base.as_millis() as u64);
+        base + Duration::from_millis(jitter)
+    }
+
+    /// [`PubSubHub::subscribe_until`] without its bound: tries until it subscribed, the hub
+    /// shut down or a server refused; the newest transient error is left in `last`.
+    async fn subscribe(
+        self: &Arc<Self>,
+        channel: &str,
+        wake: Wake,
+        last: &Mutex<Option<redis::RedisError>>,
+    ) -> Result<Subscription> {
+        // Bounded: the channel changes nodes only when a reconnect re-homes it, rarely twice in
+        // a row.
+        let mut moves = 0;
+        let mut failures = 0u32;
+        let mut stale = false;
+        loop {
+            let failed = match self.subscribe_once(channel, wake, &mut stale).await {
+                Ok(Step::Done(sub)) => return Ok(sub),
+                Ok(Step::Moved) => {
+                    moves += 1;
+                    if moves >= 4 {
+                        return Err(LockError::Redis(redis::RedisError::from((
+                            redis::ErrorKind::Client,
+                            "the channel kept moving between nodes",
+                            channel.to_owned(),
+                        ))));
+                    }
+                    continue;
+                }
+                Ok(Step::Retry) => continue,
+                Ok(Step::Shut) => return Err(LockError::Shutdown),
+                Err(e) => e,
+            };
+            if !transient(&failed) {
+                return Err(failed.into());
+            }
+            tracing::debug!(error = %failed, channel, failures, "pub/sub node down; trying again");
+            *lock(last) = Some(failed);
+            tokio::time::sleep(self.backoff(failures)).await;
+            failures = failures.saturating_add(1);
+        }
+    }
+
+    /// One try of [`subscribe`](Self::subscribe).
+    async fn subscribe_once(
+        self: &Arc<Self>,
+        channel: &str,
+        wake: Wake,
+        stale: &mut bool,
+    ) -> redis::RedisResult<Step> {
+        // The node the channel is subscribed on already, else the one owning its slot.
+        let known = lock(&self.channels).get(channel).map(|e| e.node.clone());
+        let node_name = match known {
+            Some(node) => node,
+            None => self.node_for(channel, *stale).await?,
+        };
+        let node = self.node(&node_name);
+        let ticket = node.ended.load(Ordering::Acquire);
+        let mut conn = node.conn.lock().await;
+        if self.shut.load(Ordering::Acquire) {
+            return Ok(Step::Shut);
+        }
+        let alive = conn.alive();
+        let subscribed = match lock(&self.channels).get_mut(channel) {
+            // Moved to another node meanwhile: start over there.
+            Some(e) if e.node != node_name => return Ok(Step::Moved),
+            Some(e) if alive => {
+                e.refs += 1;
+                return Ok(Step::Done(Subscription {
+                    shared: self.clone(),
+                    channel: channel.to_owned(),
+                    notify: e.notify.clone(),
+                }));
+            }
+            // A channel whose connection died is subscribed again with the others of
+            // its node when the connection is made anew.
+            Some(_) => true,
+            None => false,
+        };
+        if !alive {
+            // A connect that started while this subscriber queued failed: its outcome is
+            // this one's too (the node is as hung as it was a moment ago).
+            let connected = match node.failed_since(ticket) {
+                Some(e) => Err(e),
+                None => self.connect(&node, &mut conn, &node_name).await,
+            };
+            if let Err(e) = connected {
+                // In a cluster the node may have failed over: read the slot map again and
+                // move its channels to the new owners, then try there, once.
+                if self.cluster.is_some() && !*stale {
+                    drop(conn);
+                    *stale = true;
+                    self.rehome(&node_name).await;
+                    return Ok(Step::Retry);
+                }
+                return Err(e);
+            }
+        }
+        let Some(sink) = conn.sink.as_mut() else {
+            return Ok(Step::Retry);
+        };
+        if !subscribed {
+            if let Err(e) = bounded(self.config.timeout, sink.subscribe(channel)).await {
+                // A dead or half-open connection: made anew on the next try.
+                conn.sink = None;
+                return Err(e);
+            }
+        }
+        let mut map = lock(&self.channels);
+        let e = map
+            .entry(channel.to_owned())
+            .or_insert_with(|| ChannelEntry {
+                refs: 0,
+                notify: Arc::new(Notify::new()),
+                wake,
+                node: node_name,
+            });
+        e.refs += 1;
+        Ok(Step::Done(Subscription {
+            shared: self.clone(),
+            channel: channel.to_owned(),
+            notify: e.notify.clone(),
+        }))
+    }
+
     /// The node to subscribe `channel` on: "" outside a cluster, else the `host:port` of the
     /// master owning the channel's slot (the slot map is read again when it has no owner, or
     /// when `stale`).
-    async fn node_for(&self, channel: &str, stale: bool) -> Result<String> {
+    async fn node_for(&self, channel: &str, stale: bool) -> redis::RedisResult<String> {
         let Some(cluster) = &self.cluster else {
             return Ok(String::new());
         };
@@ -357,15 +550,15 @@ impl Shared {
             }
         }
         let mut conn = cluster.conn.clone();
-        let map = bounded(self.timeout, SlotMap::fetch(&mut conn)).await?;
+        let map = bounded(self.config.timeout, SlotMap::fetch(&mut conn)).await?;
         let node = map.node(slot).map(str::to_owned);
         *lock(&cluster.slots) = map;
         node.ok_or_else(|| {
-            crate::LockError::Redis(redis::RedisError::from((
+            redis::RedisError::from((
                 redis::ErrorKind::ClusterConnectionNotFound,
                 "no node serves the slot of",
                 channel.to_owned(),
-            )))
+            ))
         })
     }
 
@@ -378,7 +571,7 @@ impl Shared {
             return;
         };
         let mut conn = cluster.conn.clone();
-        let map = match bounded(self.timeout, SlotMap::fetch(&mut conn)).await {
+        let map = match bounded(self.config.timeout, SlotMap::fetch(&mut conn)).await {
             Ok(map) => map,
             Err(e) => {
                 tracing::debug!(error = %e, node = from, "cannot read the slot map");
@@ -401,22 +594,23 @@ impl Shared {
             }
         }
         *lock(&cluster.slots) = map;
-        for (node, channels) in moved {
+        for (name, channels) in moved {
             tracing::info!(
                 from,
-                to = node,
+                to = name,
                 channels = channels.len(),
                 "pub/sub channels moved after a failover"
             );
-            let conn = self.conn(&node);
-            let mut conn = conn.lock().await;
+            let node = self.node(&name);
+            let mut conn = node.conn.lock().await;
             // A new connection subscribes every channel of its node; an existing one gets
             // the moved channels now (subscribing twice on one connection is harmless).
-            if self.ensure_connected(&mut conn, &node).await.is_ok() {
+            let up = conn.alive() || self.connect(&node, &mut conn, &name).await.is_ok();
+            if up {
                 if let Some(sink) = conn.sink.as_mut() {
                     let names: Vec<&str> = channels.iter().map(|(c, _)| c.as_str()).collect();
-                    if let Err(e) = bounded(self.timeout, sink.subscribe(&names)).await {
-                        tracing::debug!(error = %e, node, "subscribe after re-homing failed");
+                    if let Err(e) = bounded(self.config.timeout, sink.subscribe(&names)).await {
+                        tracing::debug!(error = %e, node = name, "subscribe after re-homing failed");
                         conn.sink = None;
                     }
                 }
@@ -429,7 +623,7 @@ impl Shared {
     }
 
     /// Where to connect for `node` ("" = the single server).
-    fn client_for(&self, node: &str) -> Result<Source> {
+    fn client_for(&self, node: &str) -> redis::RedisResult<Source> {
         let Some(cluster) = &self.cluster else {
             return Ok(lock(&self.client).clone());
         };
@@ -437,11 +631,11 @@ impl Shared {
             .rsplit_once(':')
             .and_then(|(h, p)| Some((h.to_owned(), p.parse::<u16>().ok()?)))
             .ok_or_else(|| {
-                crate::LockError::Redis(redis::RedisError::from((
+                redis::RedisError::from((
                     redis::ErrorKind::Client,
                     "bad node address",
                     node.to_owned(),
-                )))
+                ))
             })?;
         let info = cluster
             .template
@@ -450,90 +644,132 @@ impl Shared {
         Ok(Source::Client(redis::Client::open(info)?))
     }
 
-    async fn ensure_connected(self: &Arc<Self>, conn: &mut Conn, node: &str) -> Result<()> {
-        if conn.alive() && conn.sink.is_some() {
-            return Ok(());
+    /// Wakes every waiter of `node`'s channels (they retry at once).
+    fn wake_node(&self, node: &str) {
+        for e in lock(&self.channels).values().filter(|e| e.node == node) {
+            e.notify.notify_waiters();
+            e.notify.notify_one();
         }
+    }
+
+    /// Makes a new connection to `node` (the caller holds its lock and found it not alive),
+    /// subscribes every channel of the node that has waiters, and starts its dispatcher. A
+    /// failure is recorded for the subscribers queued behind.
+    async fn connect(
+        self: &Arc<Self>,
+        node: &Node,
+        conn: &mut Conn,
+        name: &str,
+    ) -> redis::RedisResult<()> {
+        let res = self.connect_inner(conn, name).await;
+        let ended = node.ended.fetch_add(1, Ordering::AcqRel) + 1;
+        *lock(&node.failure) = res.as_ref().err().map(|e| (ended, e.clone()));
+        res
+    }
+
+    async fn connect_inner(
+        self: &Arc<Self>,
+        conn: &mut Conn,
+        name: &str,
+    ) -> redis::RedisResult<()> {
+        // The old connection's dispatcher still reading (a connection given up after a failed
+        // SUBSCRIBE) stops; dropping its stream closes the connection.
+        conn.sink = None;
         if let Some(d) = conn.dispatcher.take() {
             d.abort();
         }
-        let client = self.client_for(node)?;
-        let (mut sink, mut stream) = bounded(self.timeout, client.pubsub()).await?.split();
-        // After a reconnect, subscribe again to every channel of this node that has waiters.
+        let client = self.client_for(name)?;
+        let (mut sink, mut stream) = bounded(self.config.timeout, client.pubsub()).await?.split();
+        // Subscribe again to every channel of this node that has waiters.
         let existing: Vec<String> = lock(&self.channels)
             .iter()
-            .filter(|(_, e)| e.node == node)
+            .filter(|(_, e)| e.node == name)
             .map(|(c, _)| c.clone())
             .collect();
         if !existing.is_empty() {
-            bounded(self.timeout, sink.subscribe(&existing)).await?;
+            bounded(self.config.timeout, sink.subscribe(&existing)).await?;
         }
+        conn.generation += 1;
+        let generation = conn.generation;
         let weak = Arc::downgrade(self);
-        let node = node.to_owned();
+        let node = name.to_owned();
+        let silent = silent(
+            sink.clone(),
+            self.config.ping_interval,
+            self.config.ping_timeout,
+        );
         conn.dispatcher = Some(tokio::spawn(async move {
-            while let Some(msg) = stream.next().await {
+            tokio::pin!(silent);
+            loop {
+                // biased (here and in every select of this crate): tokio's unbiased select
+                // draws from an unseeded RNG, which would break a seeded simulation's replay.
+                let msg = tokio::select! {
+                    biased;
+                    msg = stream.next() => msg,
+                    () = &mut silent => None,
+                };
+                let Some(msg) = msg else { break };
                 let Some(shared) = weak.upgrade() else { return };
                 let entry = lock(&shared.channels)
                     .get(msg.get_channel_name())
-                    .map(|e| (e.notify.clone(), e.wake));
-                if let Some((n, wake)) = entry {
-                    if wake == Wake::All || msg.get_payload_bytes() == b"1" {
-                        n.notify_waiters();
-                    }
-                    // Also leaves a permit for a waiter between its attempt and its wait.
-                    n.notify_one();
+                    .map(|e| (e.notify.clone(), e.wake, e.refs));
+                if let Some((n, wake, refs)) = entry {
+                    wake_for(&n, wake, refs, msg.get_payload_bytes());
                 }
             }
+            // Closes the connection (a half-open one included).
+            drop(stream);
             tracing::debug!(node, "pub/sub connection ended");
             if let Some(shared) = weak.upgrade() {
-                Shared::reconnect(shared, node).await;
+                tokio::spawn(Shared::reconnect(shared, node, generation));
             }
         }));
         conn.sink = Some(sink);
+        // Messages published while no connection listened are lost: the node's waiters retry.
+        if !existing.is_empty() {
+            self.wake_node(name);
+        }
         Ok(())
     }
 
-    /// After the connection to `node` ended by itself: wakes every waiter of its channels (they
-    /// retry now instead of sleeping until the holder's TTL), then reconnects and subscribes
-    /// them again, retrying with backoff while channels wait there and the hub is open.
+    /// After connection `generation` to `node` ended by itself: wakes every waiter of its
+    /// channels (they retry now instead of sleeping until the holder's TTL), then reconnects
+    /// and subscribes them again, with a jittered back-off, while channels wait there, the hub
+    /// is open and no newer connection is up.
     fn reconnect(
         shared: Arc<Shared>,
-        node: String,
+        name: String,
+        generation: u64,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
-        // Boxed: the dispatcher task it runs in is spawned by `ensure_connected`, which it
-        // calls again.
+        // Boxed: it is spawned by `connect`, which it calls again.
         Box::pin(async move {
-            let wake_all = |shared: &Shared| {
-                for e in lock(&shared.channels).values().filter(|e| e.node == node) {
-                    e.notify.notify_waiters();
-                    e.notify.notify_one();
-                }
-            };
-            wake_all(&shared);
-            let mut delay = Duration::from_millis(10);
+            shared.wake_node(&name);
+            let mut failures = 0u32;
             loop {
-                tokio::time::sleep(delay).await;
+                tokio::time::sleep(shared.backoff(failures)).await;
                 // A cluster node that went away may have failed over: its channels move to
                 // the masters serving their slots now.
-                shared.rehome(&node).await;
-                let conn = shared.conn(&node);
-                let mut conn = conn.lock().await;
-                let waiting = lock(&shared.channels).values().any(|e| e.node == node);
+                shared.rehome(&name).await;
+                let node = shared.node(&name);
+                let ticket = node.ended.load(Ordering::Acquire);
+                let mut conn = node.conn.lock().await;
+                let waiting = lock(&shared.channels).values().any(|e| e.node == name);
                 if shared.shut.load(Ordering::Acquire) || !waiting {
                     return;
                 }
-                // Forget the connection that ended (this task), then connect anew.
-                conn.sink = None;
-                drop(conn.dispatcher.take());
-                match shared.ensure_connected(&mut conn, &node).await {
-                    Ok(()) => {
-                        // Messages published while no connection listened are lost: retry now.
-                        wake_all(&shared);
-                        return;
-                    }
+                // A subscriber (or a failover) made a newer connection meanwhile.
+                if conn.generation != generation && conn.alive() {
+                    return;
+                }
+                let res = match node.failed_since(ticket) {
+                    Some(e) => Err(e),
+                    None => shared.connect(&node, &mut conn, &name).await,
+                };
+                match res {
+                    Ok(()) => return,
                     Err(e) => {
-                        tracing::debug!(error = %e, node, "pub/sub reconnect failed");
-                        delay = (delay * 2).min(Duration::from_secs(1));
+                        tracing::debug!(error = %e, node = name, "pub/sub reconnect failed");
+                        failures = failures.saturating_add(1);
                     }
                 }
             }
@@ -543,15 +779,15 @@ impl Shared {
     async fn release(&self, channel: &str) {
         // Bounded: the channel changes nodes only when a reconnect re-homes it.
         for _ in 0..4 {
-            let Some(node) = lock(&self.channels).get(channel).map(|e| e.node.clone()) else {
+            let Some(name) = lock(&self.channels).get(channel).map(|e| e.node.clone()) else {
                 return;
             };
-            let conn = self.conn(&node);
-            let mut conn = conn.lock().await;
+            let node = self.node(&name);
+            let mut conn = node.conn.lock().await;
             let last = {
                 let mut map = lock(&self.channels);
                 match map.get_mut(channel) {
-                    Some(e) if e.node != node => continue,
+                    Some(e) if e.node != name => continue,
                     Some(e) if e.refs > 1 => {
                         e.refs -= 1;
                         false
@@ -565,7 +801,7 @@ impl Shared {
             };
             if last {
                 if let Some(sink) = conn.sink.as_mut() {
-                    if let Err(e) = bounded(self.timeout, sink.unsubscribe(channel)).await {
+                    if let Err(e) = bounded(self.config.timeout, sink.unsubscribe(channel)).await {
                         tracing::debug!(error = %e, channel, "unsubscribe failed");
                         conn.sink = None;
                     }
@@ -574,4 +810,16 @@ impl Shared {
             return;
         }
     }
+}
+
+/// What one try of a subscription came to.
+enum Step {
+    /// Subscribed.
+    Done(Subscription),
+    /// The channel moved to another node meanwhile.
+    Moved,
+    /// The node's channels were re-homed after a failover: try again at once.
+    Retry,
+    /// The hub was shut down.
+    Shut,
 }

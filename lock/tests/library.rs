@@ -18,6 +18,7 @@ mod library {
     mod lock;
     mod multi;
     mod permit_semaphore;
+    mod pubsub;
     mod replicas;
     mod rwlock;
     mod safety;

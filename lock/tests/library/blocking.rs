@@ -88,3 +88,53 @@ fn the_watchdog_renews_while_synchronous_code_holds_the_lock() {
         assert!(leased.unlock().unwrap_err().is_not_owner());
     }
 }
+
+// Issue 36, item 15: a blocking guard dropped while its thread unwinds from a panic does not
+// wait for its release: with every client paused on the server for 4 s, the release would
+// have held the unwinding up to its bound (twice the 3 s response timeout). The release is
+// handed to the client's runtime instead and frees the lock once the pause ends.
+#[test]
+fn a_blocking_guard_dropped_while_unwinding_hands_its_release_to_the_client() {
+    for (b, _rt) in sync_backends() {
+        let options = ClientOptions::default().response_timeout(Duration::from_secs(3));
+        let a = Client::open_with(&b.url, options).unwrap();
+        let lock = a.lock(&support::name("unwinding"));
+        let guard = lock.acquire().unwrap();
+        let mut admin = redis::Client::open(b.url.as_str())
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let () = redis::cmd("CLIENT")
+            .arg("PAUSE")
+            .arg(4000)
+            .arg("ALL")
+            .query(&mut admin)
+            .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+                let _held = guard;
+                panic!("the critical section fails");
+            }));
+            let _ = tx.send(unwound.is_err());
+        });
+        let unwound = rx
+            .recv_timeout(Duration::from_secs(2))
+            .expect("the unwinding thread was held up by the release");
+        assert!(unwound);
+        let mut free = false;
+        for _ in 0..100 {
+            // A query may time out while the pause lasts.
+            if lock.is_locked().is_ok_and(|locked| !locked) {
+                free = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(
+            free,
+            "{}: the lock was not released after the pause",
+            b.name
+        );
+    }
+}

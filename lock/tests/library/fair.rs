@@ -180,3 +180,26 @@ async fn fair_release_is_idempotent_per_request_id() {
         assert!(!l.is_locked().await.unwrap());
     }
 }
+
+// Issue 36, item 15: a panic in the task an attempt runs in (here the client's wall clock,
+// which the fair lock reads for its queue's timestamps) is an error that says it panicked,
+// naming the lock and the panic's message, not `Shutdown`; the client goes on working.
+#[tokio::test]
+async fn a_panic_in_an_attempts_task_is_reported_as_a_panic() {
+    for b in backends().await {
+        let options =
+            locksmith_lock::ClientOptions::default().wall_clock(|| panic!("the wall clock broke"));
+        let c = b.client_with(options).await;
+        let n = name("panicking");
+        let err = c.fair_lock(&n).try_lock().await.unwrap_err();
+        assert!(
+            matches!(&err, locksmith_lock::LockError::Panicked { name, .. } if *name == n),
+            "{}: {err:?}",
+            b.name
+        );
+        assert!(err.to_string().contains("the wall clock broke"), "{err}");
+        let plain = c.lock(&name("after-the-panic"));
+        assert!(plain.try_lock().await.unwrap());
+        plain.unlock().await.unwrap();
+    }
+}

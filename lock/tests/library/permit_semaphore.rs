@@ -187,3 +187,47 @@ async fn a_cancelled_acquire_keeps_no_permit() {
         );
     }
 }
+
+// Issue 36, item 15: permits of a PermitExpirableSemaphore held as an ExpirablePermit are
+// released when it is dropped, also by a task that panics, as a Semaphore's SemaphorePermit.
+#[tokio::test]
+async fn an_expirable_permit_releases_its_permits_when_dropped() {
+    for b in backends().await {
+        let c = b.client().await;
+        let sem = c.permit_expirable_semaphore(&name("raii"));
+        assert!(sem.try_set_permits(3).await.unwrap());
+        let permit = sem.acquire_permit(2, None).await.unwrap();
+        assert_eq!(permit.ids().len(), 2);
+        assert_eq!(sem.available_permits().await.unwrap(), 1);
+        let worker = tokio::spawn(async move {
+            let _held = permit;
+            panic!("the worker fails while it holds the permits");
+        });
+        assert!(worker.await.unwrap_err().is_panic());
+        assert!(
+            eventually(Duration::from_secs(5), || async {
+                sem.available_permits().await.unwrap() == 3
+            })
+            .await,
+            "{}: the permits were not released",
+            b.name
+        );
+        let p = sem
+            .try_acquire_permit_for(3, Duration::from_millis(100), None)
+            .await
+            .unwrap()
+            .expect("all three are free");
+        assert_eq!(sem.available_permits().await.unwrap(), 0);
+        assert!(sem
+            .try_acquire_permit_for(1, Duration::from_millis(100), None)
+            .await
+            .unwrap()
+            .is_none());
+        p.release().await.unwrap();
+        assert_eq!(sem.available_permits().await.unwrap(), 3);
+        let kept = sem.acquire_permit(1, None).await.unwrap().forget();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(sem.available_permits().await.unwrap(), 2);
+        sem.release(&kept[0]).await.unwrap();
+    }
+}

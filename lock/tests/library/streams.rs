@@ -803,3 +803,115 @@ async fn a_spin_release_retried_after_a_lost_answer_decrements_once() {
     assert_eq!(count, Some(1), "the retry released the outer hold too");
     l.unlock().await.unwrap();
 }
+
+/// Copies the client's requests to the server, leaving out the first whose arguments `drop`
+/// picks (its answer never comes); every later one goes through.
+async fn forward_dropping_once(
+    mut from: impl tokio::io::AsyncRead + Unpin,
+    mut to: impl tokio::io::AsyncWrite + Unpin,
+    pick: impl Fn(&[Vec<u8>]) -> bool,
+    dropped: Arc<std::sync::atomic::AtomicBool>,
+) -> io::Result<()> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// The arguments and length of the complete request at the start of `buf`, if it is all
+    /// there (a RESP multibulk of bulk strings, as clients send them).
+    fn request(buf: &[u8]) -> Option<(Vec<Vec<u8>>, usize)> {
+        let line = |at: usize| -> Option<(usize, usize)> {
+            let end = buf.get(at..)?.windows(2).position(|w| w == b"\r\n")? + at;
+            let n = std::str::from_utf8(buf.get(at + 1..end)?)
+                .ok()?
+                .parse()
+                .ok()?;
+            Some((n, end + 2))
+        };
+        let (count, mut at) = line(0)?;
+        let mut args = Vec::new();
+        for _ in 0..count {
+            let (len, start) = line(at)?;
+            args.push(buf.get(start..start + len)?.to_vec());
+            at = start + len + 2;
+            if at > buf.len() {
+                return None;
+            }
+        }
+        Some((args, at))
+    }
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        let n = from.read(&mut chunk).await?;
+        if n == 0 {
+            return to.shutdown().await;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        while let Some((args, len)) = request(&buf) {
+            let bytes: Vec<u8> = buf.drain(..len).collect();
+            if pick(&args) && !dropped.swap(true, Ordering::Relaxed) {
+                continue;
+            }
+            to.write_all(&bytes).await?;
+        }
+    }
+}
+
+// Issue 36, item 15: a fair waiter whose wait ran out leaves the queue even when that step
+// fails: its first `acquire failed` script (EVALSHA with the queue as first of two keys) is
+// lost on the link and times out. The queue guard stays armed until the script answered, so
+// its Drop leaves the queue; it used to be disarmed first, leaving the waiter queued (and
+// every later waiter behind it) for the fair wait timeout, 5 minutes.
+#[tokio::test(start_paused = true)]
+async fn a_fair_waiter_leaves_the_queue_when_its_first_leave_fails() {
+    let n = node(7363).await;
+    let acceptor = n.acceptor();
+    let port = Arc::new(AtomicU16::new(44000));
+    let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let connector = move || {
+        let acceptor = acceptor.clone();
+        let port = port.fetch_add(1, Ordering::Relaxed);
+        let dropped = dropped.clone();
+        async move {
+            let (ours, near) = tokio::io::duplex(64 * 1024);
+            let (far, theirs) = tokio::io::duplex(64 * 1024);
+            acceptor.serve_stream(theirs, SocketAddr::from(([127, 0, 0, 1], port)));
+            let (near_read, mut near_write) = tokio::io::split(near);
+            let (mut far_read, far_write) = tokio::io::split(far);
+            let leave = |args: &[Vec<u8>]| {
+                args.len() > 3
+                    && args[0].eq_ignore_ascii_case(b"EVALSHA")
+                    && args[2] == b"2"
+                    && args[3].starts_with(b"redisson_lock_queue:")
+            };
+            tokio::spawn(forward_dropping_once(near_read, far_write, leave, dropped));
+            tokio::spawn(async move { tokio::io::copy(&mut far_read, &mut near_write).await });
+            Ok::<_, io::Error>(ours)
+        }
+    };
+    let options = ClientOptions::default().seed(11).response_timeout(MS(500));
+    let c = Client::open_over(connector, options).await.unwrap();
+    let holder = client(&n, 44500, ClientOptions::default().seed(12)).await;
+    let held = holder.fair_lock("leave-queue");
+    held.lock().await.unwrap();
+    let got = timeout(
+        Duration::from_secs(10),
+        c.fair_lock("leave-queue").try_lock_for(MS(300), None),
+    )
+    .await
+    .expect("the wait ended");
+    assert!(got.is_err(), "the lost leave was not noticed: {got:?}");
+    let queued = || {
+        let holder = holder.clone();
+        async move {
+            let n: i64 = redis::cmd("LLEN")
+                .arg("redisson_lock_queue:{leave-queue}")
+                .query_async(&mut holder.connection())
+                .await
+                .unwrap();
+            n
+        }
+    };
+    assert!(
+        eventually(Duration::from_secs(5), || async { queued().await == 0 }).await,
+        "the waiter stayed in the queue"
+    );
+    held.unlock().await.unwrap();
+}
