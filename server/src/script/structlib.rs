@@ -232,10 +232,14 @@ fn unpack(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
         None | Some(Value::Nil) => 1.0,
         Some(_) => check_number(&a, 3, "unpack")?,
     };
-    let mut pos = (start as i64 - 1).max(0) as usize;
-    if (start as i64) < 1 {
+    // Redis's `size_t pos = luaL_optinteger(L, 3, 1)`: the offset converted as x86-64 does,
+    // then taken as a size; only 0 is refused, and a negative offset is a position past any
+    // data (which the length check then refuses), computed with wrapping as in C.
+    let offset = c_integer(start);
+    if offset == 0 {
         return Err("bad argument #3 to 'unpack' (offset must be 1 or greater)".into());
     }
+    let mut pos = (offset as u64 as usize).wrapping_sub(1);
     let mut f = Fmt { s: &fmt, pos: 0 };
     let mut h = Header::new();
     let mut out: Vec<Value> = Vec::new();
@@ -247,7 +251,7 @@ fn unpack(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
     };
     while let Some(opt) = f.next() {
         let mut size = f.optsize(opt)?;
-        pos += gettoalign(pos, &h, opt, size);
+        pos = pos.wrapping_add(gettoalign(pos, &h, opt, size));
         if size > ld || pos > ld - size {
             return Err(too_short());
         }
@@ -318,23 +322,29 @@ fn unpack(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
         }
         pos += size;
     }
-    out.push(Value::Number((pos + 1) as f64));
+    // `lua_pushinteger(L, pos + 1)`: the size read back as a signed lua_Integer.
+    out.push(Value::Number(pos.wrapping_add(1) as i64 as f64));
     Ok(out.into_iter().collect())
+}
+
+/// 2^63 as a double.
+const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+
+/// `(lua_Integer)x` as Redis's x86-64 build computes it (cvttsd2si): NaN and what does not fit
+/// in an i64 give i64::MIN, what fits is truncated.
+fn c_integer(x: f64) -> i64 {
+    if x.is_nan() || !(-TWO_63..TWO_63).contains(&x) {
+        i64::MIN
+    } else {
+        x as i64
+    }
 }
 
 /// `(size_t)x` as Redis's x86-64 build computes it (`size = lua_tonumber(L, -1)`): a negative
 /// count or NaN is a huge size (the data is then too short), +inf and values past 2^64 wrap
 /// to 0, what fits is truncated.
 fn c_size_t(x: f64) -> usize {
-    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
-    // cvttsd2si: NaN and what does not fit in an i64 give i64::MIN.
-    let cvt = |x: f64| -> i64 {
-        if x.is_nan() || !(-TWO_63..TWO_63).contains(&x) {
-            i64::MIN
-        } else {
-            x as i64
-        }
-    };
+    let cvt = c_integer;
     let n = if x >= TWO_63 {
         (cvt(x - TWO_63) as u64) ^ (1 << 63)
     } else {

@@ -329,6 +329,24 @@ async fn bit_tohex_and_struct_unpack_edges_answer_as_in_redis() {
     }
 }
 
+// struct.unpack's offset (found by the script fuzzer): Redis converts it to an integer as
+// x86-64 does and takes it as a size, so only 0 is refused and a negative, infinite or NaN
+// offset is a position past the data; ours computed `offset - 1` in i64 and overflowed (a
+// panic in debug builds) on -1/0.
+#[tokio::test]
+async fn struct_unpack_offsets_answer_as_in_redis() {
+    let mut pair = Pair::start().await;
+    for offset in [
+        "-1/0", "1/0", "0/0", "-1", "0", "0.5", "-0.5", "1", "2", "5", "6", "2^63", "-2^63",
+        "2^64", "-2^53",
+    ] {
+        for format in ["i", "", "<", "!8i8", "!4i", "c0", "xi4"] {
+            let script = format!("return {{struct.unpack('{format}', 'abcdefgh', {offset})}}");
+            eval_then_ping(&mut pair, &script).await;
+        }
+    }
+}
+
 // A table reply nests as deep as Redis's Lua stack lets it (about 8 000 levels, then "reached
 // lua stack limit"); ours stopped at 1 001.
 #[tokio::test]
