@@ -164,6 +164,11 @@ impl LockKind {
                 &[RESOURCE]
             }
             LockKind::PermitSemaphore => &[RESOURCE, "{explored}:timeout"],
+            LockKind::FencedLock => &["redisson_lock_token:{explored}"],
+            LockKind::FairLock => &[
+                "redisson_lock_queue:{explored}",
+                "redisson_lock_timeout:{explored}",
+            ],
             _ => &[],
         }
     }
