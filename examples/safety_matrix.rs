@@ -434,6 +434,9 @@ fn replay(args: &Args, kind: LockKind, seed: u64, schedule: &Schedule) -> Result
     for v in &outcome.violations {
         println!("violation: {v}");
     }
+    for v in &outcome.over_limit {
+        println!("violation: {v}");
+    }
     for l in &outcome.liveness {
         println!("liveness: {l}");
     }

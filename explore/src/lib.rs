@@ -27,6 +27,8 @@
 //! println!("seed {}: {}\n{}", finding.seed, finding.minimal, finding.replay);
 //! ```
 
+mod checks;
+mod latch;
 mod run;
 mod schedule;
 pub mod shrink;
@@ -37,7 +39,7 @@ pub use run::{run, Outcome};
 pub use schedule::{Fault, FaultClass, FaultKind, Schedule, ScheduleError};
 pub use shrink::shrink;
 pub use summary::{FirstUnsafe, Shard, Summary, SummaryError};
-pub use workload::{LockKind, Workload, RESOURCE};
+pub use workload::{LockKind, Workload, PERMITS, RESOURCE};
 
 use std::ops::Range;
 

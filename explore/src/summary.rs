@@ -131,12 +131,7 @@ impl Summary {
                 seed: f.seed,
                 schedule: f.schedule.to_string(),
                 minimal: f.minimal.to_string(),
-                violation: f
-                    .outcome
-                    .unsafe_violations()
-                    .next()
-                    .map(ToString::to_string)
-                    .unwrap_or_default(),
+                violation: f.outcome.first_unsafe().unwrap_or_default(),
                 replay: f.replay.clone(),
             }),
             first_liveness: report.first_liveness.clone(),

@@ -129,3 +129,62 @@ fn a_wait_synced_run_replays_exactly() {
         assert_eq!(run(workload, &schedule, 34).history.serialize(), first);
     }
 }
+
+/// The kinds and paths issue 36 added run clean without faults (no violation, liveness
+/// finding or leak), take what they contend for, and replay exactly: the semaphores hand out
+/// their permits, the latch opens, the extreme leases, dropped and cloned handles and guards
+/// dropped in another runtime leave nothing behind.
+#[test]
+fn the_new_kinds_run_clean_without_faults_and_replay() {
+    let new = [
+        LockKind::Semaphore,
+        LockKind::PermitSemaphore,
+        LockKind::CountDownLatch,
+        LockKind::LockWaitFails,
+        LockKind::SemaphoreWaitFails,
+        LockKind::LockLeases,
+        LockKind::LockHandles,
+    ];
+    let none = Schedule::default();
+    for kind in new {
+        for seed in 0..3 {
+            let outcome = run(Workload::new(kind), &none, seed);
+            assert!(
+                !outcome.failed(),
+                "{kind} seed {seed}: {:?} {:?} {:?} {:?}",
+                outcome.violations,
+                outcome.over_limit,
+                outcome.liveness,
+                outcome.leaks
+            );
+            let history = outcome.history.serialize();
+            if kind != LockKind::CountDownLatch {
+                assert!(
+                    history.contains("acquired"),
+                    "{kind} seed {seed}: {history}"
+                );
+            }
+            assert_eq!(
+                run(Workload::new(kind), &none, seed).history.serialize(),
+                history
+            );
+        }
+    }
+}
+
+/// Issue 36's item 2 under the explorer: the lock and the semaphore that wait for both
+/// replicas, with a sync timeout longer than the response timeout, under replication
+/// stalls (their `WAIT` errors or answers short) leave no hold, key or permit behind.
+#[test]
+fn a_failing_wait_leaves_nothing_behind() {
+    for kind in [LockKind::LockWaitFails, LockKind::SemaphoreWaitFails] {
+        let report =
+            explore(&Exploration::new(Workload::new(kind), FaultClass::Replication).seeds(0..20));
+        assert_eq!(report.leak_runs, 0, "{kind}: {:?}", report.first_liveness);
+        assert_eq!(
+            report.wait_overrun_runs, 0,
+            "{kind}: {:?}",
+            report.first_liveness
+        );
+    }
+}

@@ -16,6 +16,7 @@ mod library {
     mod kinds;
     mod latch;
     mod lock;
+    mod model;
     mod multi;
     mod permit_semaphore;
     mod pubsub;
