@@ -2,44 +2,24 @@
 //! permit) was free, more permit holders than permits, and the fault windows that excuse a
 //! call's failure.
 
+pub(crate) use locksmith_harness::longest_clear;
 use locksmith_harness::{Checker, Event, EventKind, FaultRecord, History, Hold, LivenessIssue};
 
-/// When faults were in effect, each extended by `grace` ms after it ended: a fault without an
-/// end lasts `grace` ms, except a node's kill or a master's failure, which lasts until that
-/// node's next restart (the harness's rule for its liveness checks). With `links_only`, faults
-/// that leave the clients' links to the master alone (replication delays and stalls: they
-/// only make `WAIT` answer short or late) are left out.
+/// When faults were in effect, each extended by `grace` ms after it ended (the harness's
+/// [`locksmith_harness::fault_windows`], the rule of its liveness checks). With `links_only`,
+/// faults that leave the clients' links to the master alone (replication delays and stalls:
+/// they only make `WAIT` answer short or late) are left out.
 pub(crate) fn fault_windows(
     faults: &[FaultRecord],
     grace: u64,
     links_only: bool,
 ) -> Vec<(u64, u64)> {
-    faults
+    let kept: Vec<FaultRecord> = faults
         .iter()
-        .enumerate()
-        .filter(|(_, f)| !(links_only && f.label.starts_with("replication")))
-        .map(|(i, f)| {
-            let end = f.end_ms.unwrap_or_else(|| {
-                let crashed = f
-                    .label
-                    .strip_prefix("kill ")
-                    .or_else(|| f.label.strip_prefix("fail_master "))
-                    .and_then(|rest| rest.split_whitespace().next());
-                match crashed {
-                    Some(node) => {
-                        let restart = format!("restart {node} ");
-                        faults
-                            .iter()
-                            .skip(i + 1)
-                            .find(|g| g.label.starts_with(&restart))
-                            .map_or(u64::MAX, |g| g.start_ms)
-                    }
-                    None => f.start_ms,
-                }
-            });
-            (f.start_ms, end.saturating_add(grace))
-        })
-        .collect()
+        .filter(|f| !(links_only && f.label.starts_with("replication")))
+        .cloned()
+        .collect();
+    locksmith_harness::fault_windows(&kept, grace)
 }
 
 /// Whether `[from, to]` meets a window.
@@ -55,22 +35,6 @@ pub(crate) fn lost_data(faults: &[FaultRecord]) -> bool {
             .iter()
             .any(|p| f.label.starts_with(p))
     })
-}
-
-/// The longest part of `[from, to]` that no window covers.
-pub(crate) fn longest_clear(from: u64, to: u64, windows: &[(u64, u64)]) -> u64 {
-    let mut cuts: Vec<(u64, u64)> = windows
-        .iter()
-        .filter(|(s, e)| *e > from && *s < to)
-        .map(|&(s, e)| (s.max(from), e.min(to)))
-        .collect();
-    cuts.sort_unstable();
-    let (mut best, mut at) = (0, from);
-    for (s, e) in cuts {
-        best = best.max(s.saturating_sub(at));
-        at = at.max(e);
-    }
-    best.max(to.saturating_sub(at))
 }
 
 /// The busy spans of `resource`: each hold from the start of its acquire (a call that got the

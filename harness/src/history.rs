@@ -844,8 +844,9 @@ impl Checker {
 
 /// When faults were in effect, each extended by `grace` ms after it ended (clients reconnect,
 /// waiters retry): a fault without an end lasts `grace` ms, except a node's kill or crash,
-/// which lasts until that node's next restart.
-fn fault_windows(faults: &[FaultRecord], grace: u64) -> Vec<(u64, u64)> {
+/// which lasts until that node's next restart. The liveness checks' windows, for checks of
+/// one's own.
+pub fn fault_windows(faults: &[FaultRecord], grace: u64) -> Vec<(u64, u64)> {
     faults
         .iter()
         .enumerate()
@@ -904,8 +905,8 @@ fn free_stretch(
         })
 }
 
-/// The longest part of `[from, to]` that no window covers.
-fn longest_clear(from: u64, to: u64, windows: &[(u64, u64)]) -> u64 {
+/// The longest part of `[from, to]` that no window of [`fault_windows`] covers.
+pub fn longest_clear(from: u64, to: u64, windows: &[(u64, u64)]) -> u64 {
     let mut cuts: Vec<(u64, u64)> = windows
         .iter()
         .filter(|(s, e)| *e > from && *s < to)

@@ -52,8 +52,8 @@ mod sentinel;
 mod timeline;
 
 pub use history::{
-    Checker, Event, EventKind, FaultRecord, History, Hold, Liveness, LivenessIssue, Pending,
-    Violation,
+    fault_windows, longest_clear, Checker, Event, EventKind, FaultRecord, History, Hold, Liveness,
+    LivenessIssue, Pending, Violation,
 };
 pub use link::{Chunk, Direction, LinkRule, Verdict};
 pub use locksmith_server::control::ObservedClient;

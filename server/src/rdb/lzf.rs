@@ -82,6 +82,20 @@ fn put(out: &mut [u8], at: usize, byte: u8) -> Option<()> {
     Some(())
 }
 
+/// Copies one literal `byte` into the current run at `op`; a full run (`MAX_LIT`) gets its
+/// control byte and a new run starts.
+fn literal(out: &mut [u8], op: &mut usize, lit: &mut usize, byte: u8) -> Option<()> {
+    *lit += 1;
+    put(out, *op, byte)?;
+    *op += 1;
+    if *lit == MAX_LIT {
+        put(out, *op - *lit - 1, (*lit - 1) as u8)?;
+        *lit = 0;
+        *op += 1;
+    }
+    Some(())
+}
+
 /// `lzf_compress(input, out_len)`: the compressed bytes, or `None` when they would not fit in
 /// `out_len` bytes (liblzf's 0), decided by liblzf's own conservative checks.
 pub(crate) fn compress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
@@ -177,30 +191,16 @@ fn compress_with(table: &mut Table, input: &[u8], out_len: usize) -> Option<Vec<
             if op >= out_len {
                 return None;
             }
-            lit += 1;
-            put(&mut out, op, at(ip)?)?;
-            op += 1;
+            literal(&mut out, &mut op, &mut lit, at(ip)?)?;
             ip += 1;
-            if lit == MAX_LIT {
-                put(&mut out, op - lit - 1, (lit - 1) as u8)?;
-                lit = 0;
-                op += 1;
-            }
         }
     }
     if op + 3 > out_len {
         return None;
     }
     while ip < in_end {
-        lit += 1;
-        put(&mut out, op, at(ip)?)?;
-        op += 1;
+        literal(&mut out, &mut op, &mut lit, at(ip)?)?;
         ip += 1;
-        if lit == MAX_LIT {
-            put(&mut out, op - lit - 1, (lit - 1) as u8)?;
-            lit = 0;
-            op += 1;
-        }
     }
     put(
         &mut out,
