@@ -156,18 +156,19 @@ async fn handoff_once<L: Handoff>(
 ) -> Duration {
     holder.acquire().await;
     let waits = waiter_client.metrics().waits;
+    // A clone is a new owner: the waiting task's handle is the one that releases.
     let w = waiter.clone();
     let task = tokio::spawn(async move {
         w.acquire().await;
-        Instant::now()
+        (Instant::now(), w)
     });
     until_waiting(|| waiter_client.metrics().waits, waits).await;
     pause(phase(poll)).await;
     let start = Instant::now();
     holder.release().await;
-    let acquired = task.await.unwrap();
+    let (acquired, w) = task.await.unwrap();
     let d = acquired.saturating_duration_since(start);
-    waiter.release().await;
+    w.release().await;
     d
 }
 
