@@ -96,6 +96,14 @@ fn literal(out: &mut [u8], op: &mut usize, lit: &mut usize, byte: u8) -> Option<
     Some(())
 }
 
+/// Ends the current run: writes its control byte (its length minus one), or takes its slot
+/// back when it is empty (liblzf's "stop run" and "undo run if length is zero").
+fn end_run(out: &mut [u8], op: &mut usize, lit: usize) -> Option<()> {
+    put(out, op.checked_sub(lit + 1)?, (lit as u8).wrapping_sub(1))?;
+    *op -= usize::from(lit == 0);
+    Some(())
+}
+
 /// `lzf_compress(input, out_len)`: the compressed bytes, or `None` when they would not fit in
 /// `out_len` bytes (liblzf's 0), decided by liblzf's own conservative checks.
 pub(crate) fn compress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
@@ -138,12 +146,7 @@ fn compress_with(table: &mut Table, input: &[u8], out_len: usize) -> Option<Vec<
             if op + 3 + 1 >= out_len && op - usize::from(lit == 0) + 3 + 1 >= out_len {
                 return None;
             }
-            put(
-                &mut out,
-                op.checked_sub(lit + 1)?,
-                (lit as u8).wrapping_sub(1),
-            )?;
-            op -= usize::from(lit == 0);
+            end_run(&mut out, &mut op, lit)?;
             'matching: {
                 if maxlen > 16 {
                     for _ in 0..16 {
@@ -202,12 +205,7 @@ fn compress_with(table: &mut Table, input: &[u8], out_len: usize) -> Option<Vec<
         literal(&mut out, &mut op, &mut lit, at(ip)?)?;
         ip += 1;
     }
-    put(
-        &mut out,
-        op.checked_sub(lit + 1)?,
-        (lit as u8).wrapping_sub(1),
-    )?;
-    op -= usize::from(lit == 0);
+    end_run(&mut out, &mut op, lit)?;
     out.truncate(op);
     Some(out)
 }
