@@ -13,21 +13,13 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use locksmith_lock::{Client, ClientOptions, Connector, LockError};
-use locksmith_server::{Server, ServerHandle, StreamAcceptor};
+use locksmith_server::{ServerHandle, StreamAcceptor};
 use tokio::io::{AsyncRead, AsyncWrite, DuplexStream, ReadBuf};
 use tokio::time::timeout;
 
-const MS: fn(u64) -> Duration = Duration::from_millis;
+use crate::support::{in_memory_node, until_waiting};
 
-/// A node without a listener, seen by its clients at `port` on 127.0.0.1.
-async fn node(port: u16) -> ServerHandle {
-    Server::builder()
-        .in_memory(SocketAddr::from(([127, 0, 0, 1], port)))
-        .seed(u64::from(port))
-        .start()
-        .await
-        .unwrap()
-}
+const MS: fn(u64) -> Duration = Duration::from_millis;
 
 /// What a dial after the first (the command connection's) gets.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -170,23 +162,12 @@ async fn plain_client(node: &ServerHandle, first_port: u16, seed: u64) -> Client
         .unwrap()
 }
 
-/// Until `client` waits (a waiter at its select) `n` times in all; bounded.
-async fn until_waiting(client: &Client, n: u64) {
-    for _ in 0..10_000 {
-        if client.metrics().waits >= n {
-            return;
-        }
-        tokio::task::yield_now().await;
-    }
-    panic!("the client never waited {n} times");
-}
-
 // Eight `lock()` calls (no wait bound) behind a hung pub/sub node: the first connect's failure
 // is every queued subscriber's, so all of them end within about one pub/sub timeout (1 s here)
 // with `LockError::Timeout`, where each used to connect in turn and the last failed after 8 s.
 #[tokio::test(start_paused = true)]
 async fn waiters_behind_a_hung_pubsub_node_share_one_connect() {
-    let n = node(7381).await;
+    let n = in_memory_node(7381).await;
     let links = Links::new(&n, 41000);
     links.set(Dial::Hang);
     let options = ClientOptions::default()
@@ -228,7 +209,7 @@ async fn waiters_behind_a_hung_pubsub_node_share_one_connect() {
 // failing on the dead connection.
 #[tokio::test(start_paused = true)]
 async fn a_lock_asked_for_during_the_pubsub_reconnect_waits_for_it() {
-    let n = node(7382).await;
+    let n = in_memory_node(7382).await;
     let links = Links::new(&n, 41000);
     let c = Client::open_over(links.connector(), ClientOptions::default().seed(3))
         .await
@@ -293,7 +274,7 @@ async fn a_lock_asked_for_during_the_pubsub_reconnect_waits_for_it() {
 // new connection.
 #[tokio::test(start_paused = true)]
 async fn a_waiter_on_a_half_open_pubsub_connection_is_woken_by_the_ping_check() {
-    let n = node(7383).await;
+    let n = in_memory_node(7383).await;
     let links = Links::new(&n, 41000);
     let options = ClientOptions::default()
         .seed(5)
@@ -337,7 +318,7 @@ async fn a_waiter_on_a_half_open_pubsub_connection_is_woken_by_the_ping_check() 
 // are not woken to find nothing and go back to sleep. Releasing four then wakes the four.
 #[tokio::test(start_paused = true)]
 async fn a_semaphore_release_wakes_as_many_waiters_as_permits_it_frees() {
-    let n = node(7384).await;
+    let n = in_memory_node(7384).await;
     let c = plain_client(&n, 41000, 7).await;
     let sem = c.semaphore("wake-count");
     assert!(sem.try_set_permits(0).await.unwrap());

@@ -15,19 +15,9 @@ use locksmith_server::{Server, ServerHandle};
 use redis::aio::ConnectionLike;
 use tokio::time::{timeout, Instant};
 
-use crate::support::eventually;
+use crate::support::{eventually, in_memory_node, until_waiting};
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
-
-/// A node without a listener, seen by its clients at `port` on 127.0.0.1.
-async fn node(port: u16) -> ServerHandle {
-    Server::builder()
-        .in_memory(SocketAddr::from(([127, 0, 0, 1], port)))
-        .seed(u64::from(port))
-        .start()
-        .await
-        .unwrap()
-}
 
 /// Streams to `node`: each a fresh duplex pair, seen by the node as a new port from `first_port`.
 fn connector(node: &ServerHandle, first_port: u16) -> impl Connector {
@@ -57,17 +47,6 @@ async fn client_id(client: &Client) -> redis::RedisResult<i64> {
         .await
 }
 
-/// Until `client` waits (a waiter at its select) `n` times in all; bounded.
-async fn until_waiting(client: &Client, n: u64) {
-    for _ in 0..10_000 {
-        if client.metrics().waits >= n {
-            return;
-        }
-        tokio::task::yield_now().await;
-    }
-    panic!("the client never waited {n} times");
-}
-
 async fn subscribers(admin: &Client, channel: &str) -> i64 {
     let reply: (String, i64) = redis::cmd("PUBSUB")
         .arg("NUMSUB")
@@ -80,7 +59,7 @@ async fn subscribers(admin: &Client, channel: &str) -> i64 {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_client_over_streams_locks_and_unlocks() {
-    let node = node(7101).await;
+    let node = in_memory_node(7101).await;
     let a = client(&node, 41000, ClientOptions::default()).await;
     let b = client(&node, 42000, ClientOptions::default()).await;
     assert!(matches!(a.connection(), Connection::Stream(_)));
@@ -148,7 +127,7 @@ async fn open_over_with_info_authenticates_and_selects_the_database_on_every_str
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_waiter_over_streams_is_woken_through_pub_sub_when_the_holder_unlocks() {
-    let node = node(7102).await;
+    let node = in_memory_node(7102).await;
     let a = client(&node, 41000, ClientOptions::default()).await;
     let b = client(&node, 42000, ClientOptions::default()).await;
     let held = a.lock("wake");
@@ -172,7 +151,7 @@ async fn a_waiter_over_streams_is_woken_through_pub_sub_when_the_holder_unlocks(
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn the_command_connection_over_streams_comes_back_after_the_server_kills_it() {
-    let node = node(7103).await;
+    let node = in_memory_node(7103).await;
     let c = client(&node, 41000, ClientOptions::default()).await;
     let admin = client(&node, 42000, ClientOptions::default()).await;
     let before = client_id(&c).await.unwrap();
@@ -206,7 +185,7 @@ async fn the_command_connection_over_streams_comes_back_after_the_server_kills_i
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_response_timeout_over_streams_replaces_the_command_connection() {
-    let node = node(7109).await;
+    let node = in_memory_node(7109).await;
     let c = client(
         &node,
         41000,
@@ -233,7 +212,7 @@ async fn a_response_timeout_over_streams_replaces_the_command_connection() {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_waiter_over_streams_resubscribes_after_the_server_kills_its_pub_sub_connection() {
-    let node = node(7104).await;
+    let node = in_memory_node(7104).await;
     let a = client(&node, 41000, ClientOptions::default()).await;
     let b = client(&node, 42000, ClientOptions::default()).await;
     let admin = client(&node, 43000, ClientOptions::default()).await;
@@ -273,7 +252,7 @@ async fn a_waiter_over_streams_resubscribes_after_the_server_kills_its_pub_sub_c
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_fair_lock_over_streams_grants_in_arrival_order() {
-    let node = node(7105).await;
+    let node = in_memory_node(7105).await;
     let start = Instant::now();
     let options = || {
         ClientOptions::default()
@@ -316,7 +295,7 @@ async fn a_fair_lock_over_streams_grants_in_arrival_order() {
 /// drops it and publishes to nobody, and the waiter gets the lock only at its next look.
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_fair_waiter_whose_queue_estimate_ran_out_is_dropped_and_not_woken() {
-    let node = node(7106).await;
+    let node = in_memory_node(7106).await;
     let start = Instant::now();
     let epoch = 1_700_000_000_000u64;
     let options = || {
@@ -403,7 +382,11 @@ async fn a_fair_waiter_whose_queue_estimate_ran_out_is_dropped_and_not_woken() {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_redlock_over_streams_of_three_nodes_needs_a_majority() {
-    let nodes = [node(7106).await, node(7107).await, node(7108).await];
+    let nodes = [
+        in_memory_node(7106).await,
+        in_memory_node(7107).await,
+        in_memory_node(7108).await,
+    ];
     let mut mine = Vec::new();
     let mut theirs = Vec::new();
     for (i, n) in nodes.iter().enumerate() {
@@ -459,7 +442,7 @@ fn simulate(seeds: [u64; 3]) -> Run {
         .build()
         .unwrap();
     runtime.block_on(async move {
-        let node = node(7110).await;
+        let node = in_memory_node(7110).await;
         let start = Instant::now();
         let log: Arc<Mutex<Vec<Event>>> = Arc::default();
         let mut ids = Vec::new();
@@ -542,7 +525,7 @@ fn a_seeded_workload_over_streams_replays_event_for_event() {
 // times out, instead of sleeping out the pub/sub timeout (10 s here) and failing.
 #[tokio::test(start_paused = true)]
 async fn bounded_waits_end_on_time_while_the_pubsub_node_hangs() {
-    let n = node(7361).await;
+    let n = in_memory_node(7361).await;
     let acceptor = n.acceptor();
     let dialed = Arc::new(AtomicU16::new(0));
     let hung: Arc<Mutex<Vec<tokio::io::DuplexStream>>> = Arc::default();
@@ -651,7 +634,7 @@ async fn forward_without_wait(
 // stands and reports success (a retry would release twice).
 #[tokio::test(start_paused = true)]
 async fn a_write_whose_wait_times_out_is_rolled_back_or_stands() {
-    let n = node(7362).await;
+    let n = in_memory_node(7362).await;
     let acceptor = n.acceptor();
     let port = Arc::new(AtomicU16::new(43000));
     let connector = move || {
@@ -721,7 +704,7 @@ async fn a_write_whose_wait_times_out_is_rolled_back_or_stands() {
 async fn a_spin_release_retried_after_a_lost_answer_decrements_once() {
     use std::sync::atomic::AtomicBool;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let n = node(7363).await;
+    let n = in_memory_node(7363).await;
     let acceptor = n.acceptor();
     let port = Arc::new(AtomicU16::new(44000));
     // Set by the test: the next script request cuts its link once the server has it, and its
@@ -861,7 +844,7 @@ async fn forward_dropping_once(
 // every later waiter behind it) for the fair wait timeout, 5 minutes.
 #[tokio::test(start_paused = true)]
 async fn a_fair_waiter_leaves_the_queue_when_its_first_leave_fails() {
-    let n = node(7363).await;
+    let n = in_memory_node(7363).await;
     let acceptor = n.acceptor();
     let port = Arc::new(AtomicU16::new(44000));
     let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -66,6 +66,28 @@ pub async fn in_process() -> Backend {
     }
 }
 
+/// Our own server without a listener, seen by its clients at `port` on 127.0.0.1 (clients
+/// reach it over streams the test serves).
+pub async fn in_memory_node(port: u16) -> locksmith_server::ServerHandle {
+    locksmith_server::Server::builder()
+        .in_memory(std::net::SocketAddr::from(([127, 0, 0, 1], port)))
+        .seed(u64::from(port))
+        .start()
+        .await
+        .unwrap()
+}
+
+/// Until `client` waits (a waiter at its select) `n` times in all; bounded.
+pub async fn until_waiting(client: &Client, n: u64) {
+    for _ in 0..10_000 {
+        if client.metrics().waits >= n {
+            return;
+        }
+        tokio::task::yield_now().await;
+    }
+    panic!("the client never waited {n} times");
+}
+
 /// Our own server with `DEBUG` enabled (`enable-debug-command yes`).
 pub async fn in_process_with_debug() -> Backend {
     let server = locksmith_server::Server::builder()
