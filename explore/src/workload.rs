@@ -2,7 +2,7 @@
 //! and the client loop that records every operation into the topology's history.
 
 use crate::schedule::ScheduleError;
-use locksmith_harness::{History, NodeId, Topology};
+use locksmith_harness::{History, NodeId, Pending, Topology};
 use locksmith_lock::{
     Client, ClientOptions, DistributedLock, LockError, MultiLock, RedLock, ReplicaSync, MAX_LEASE,
 };
@@ -548,6 +548,19 @@ impl Round<'_> {
         }
         Some(left)
     }
+
+    /// After an acquire that returned an error at `from_ms`: records it failed and checks that
+    /// it left no hold of `field` on the resource behind.
+    async fn acquire_errored(&mut self, op: Pending, field: &str, from_ms: u64) {
+        op.failed();
+        self.check_left_behind(
+            RESOURCE,
+            field,
+            from_ms,
+            "an acquire that returned an error",
+        )
+        .await;
+    }
 }
 
 /// Runs one client until `deadline`: rounds of acquire, hold (with fenced writes), release,
@@ -628,17 +641,10 @@ async fn lock_round(
             return true;
         }
         Err(_) => {
-            op.failed();
             round.tally.errors.push((from_ms, round.now()));
-            if let Some(field) = lock.owner_field() {
-                round
-                    .check_left_behind(
-                        RESOURCE,
-                        &field,
-                        from_ms,
-                        "an acquire that returned an error",
-                    )
-                    .await;
+            match lock.owner_field() {
+                Some(field) => round.acquire_errored(op, &field, from_ms).await,
+                None => op.failed(),
             }
             return true;
         }
@@ -730,15 +736,7 @@ async fn extreme_lease_round(
             return true;
         }
         Err(_) => {
-            op.failed();
-            round
-                .check_left_behind(
-                    RESOURCE,
-                    lock.owner_field(),
-                    from_ms,
-                    "an acquire that returned an error",
-                )
-                .await;
+            round.acquire_errored(op, lock.owner_field(), from_ms).await;
             return true;
         }
     }
@@ -800,15 +798,7 @@ async fn handles_round(
                     return true;
                 }
                 Err(_) => {
-                    op.failed();
-                    round
-                        .check_left_behind(
-                            RESOURCE,
-                            &field,
-                            from_ms,
-                            "an acquire that returned an error",
-                        )
-                        .await;
+                    round.acquire_errored(op, &field, from_ms).await;
                     return true;
                 }
             }
@@ -859,15 +849,7 @@ async fn handles_round(
                     return true;
                 }
                 Err(_) => {
-                    op.failed();
-                    round
-                        .check_left_behind(
-                            RESOURCE,
-                            lock.owner_field(),
-                            from_ms,
-                            "an acquire that returned an error",
-                        )
-                        .await;
+                    round.acquire_errored(op, lock.owner_field(), from_ms).await;
                     return true;
                 }
             };
