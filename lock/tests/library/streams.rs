@@ -584,6 +584,30 @@ async fn bounded_waits_end_on_time_while_the_pubsub_node_hangs() {
     );
 }
 
+/// The arguments and length of the complete request at the start of `buf`, if it is all
+/// there (a RESP multibulk of bulk strings, as clients send them).
+fn request(buf: &[u8]) -> Option<(Vec<Vec<u8>>, usize)> {
+    let line = |at: usize| -> Option<(usize, usize)> {
+        let end = buf.get(at..)?.windows(2).position(|w| w == b"\r\n")? + at;
+        let n = std::str::from_utf8(buf.get(at + 1..end)?)
+            .ok()?
+            .parse()
+            .ok()?;
+        Some((n, end + 2))
+    };
+    let (count, mut at) = line(0)?;
+    let mut args = Vec::new();
+    for _ in 0..count {
+        let (len, start) = line(at)?;
+        args.push(buf.get(start..start + len)?.to_vec());
+        at = start + len + 2;
+        if at > buf.len() {
+            return None;
+        }
+    }
+    Some((args, at))
+}
+
 /// Copies the client's requests to the server, leaving out every `WAIT` (each request is
 /// parsed as a RESP multibulk of bulk strings, as clients send them): its answer never comes.
 async fn forward_without_wait(
@@ -591,26 +615,6 @@ async fn forward_without_wait(
     mut to: impl tokio::io::AsyncWrite + Unpin,
 ) -> io::Result<()> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    /// The length of the complete request at the start of `buf`, if it is all there.
-    fn request_len(buf: &[u8]) -> Option<usize> {
-        let line = |at: usize| -> Option<(usize, usize)> {
-            let end = buf.get(at..)?.windows(2).position(|w| w == b"\r\n")? + at;
-            let n = std::str::from_utf8(buf.get(at + 1..end)?)
-                .ok()?
-                .parse()
-                .ok()?;
-            Some((n, end + 2))
-        };
-        let (args, mut at) = line(0)?;
-        for _ in 0..args {
-            let (len, start) = line(at)?;
-            at = start + len + 2;
-            if at > buf.len() {
-                return None;
-            }
-        }
-        Some(at)
-    }
     let mut buf = Vec::new();
     let mut chunk = [0u8; 16 * 1024];
     loop {
@@ -619,10 +623,10 @@ async fn forward_without_wait(
             return to.shutdown().await;
         }
         buf.extend_from_slice(&chunk[..n]);
-        while let Some(len) = request_len(&buf) {
-            let request: Vec<u8> = buf.drain(..len).collect();
-            if !request.starts_with(b"*3\r\n$4\r\nWAIT\r\n") {
-                to.write_all(&request).await?;
+        while let Some((args, len)) = request(&buf) {
+            let bytes: Vec<u8> = buf.drain(..len).collect();
+            if !(args.len() == 3 && args[0] == b"WAIT") {
+                to.write_all(&bytes).await?;
             }
         }
     }
@@ -796,29 +800,6 @@ async fn forward_dropping_once(
     dropped: Arc<std::sync::atomic::AtomicBool>,
 ) -> io::Result<()> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    /// The arguments and length of the complete request at the start of `buf`, if it is all
-    /// there (a RESP multibulk of bulk strings, as clients send them).
-    fn request(buf: &[u8]) -> Option<(Vec<Vec<u8>>, usize)> {
-        let line = |at: usize| -> Option<(usize, usize)> {
-            let end = buf.get(at..)?.windows(2).position(|w| w == b"\r\n")? + at;
-            let n = std::str::from_utf8(buf.get(at + 1..end)?)
-                .ok()?
-                .parse()
-                .ok()?;
-            Some((n, end + 2))
-        };
-        let (count, mut at) = line(0)?;
-        let mut args = Vec::new();
-        for _ in 0..count {
-            let (len, start) = line(at)?;
-            args.push(buf.get(start..start + len)?.to_vec());
-            at = start + len + 2;
-            if at > buf.len() {
-                return None;
-            }
-        }
-        Some((args, at))
-    }
     let mut buf = Vec::new();
     let mut chunk = [0u8; 16 * 1024];
     loop {
