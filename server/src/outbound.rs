@@ -3,8 +3,9 @@
 //! [`IDLE_MS`] without use or when a transfer over them fails.
 //!
 //! I/O on them is blocking with the command's timeout, as Redis's `MIGRATE` is: the node serves
-//! nothing else meanwhile. (A target on the same single-threaded runtime as the node cannot
-//! answer then, and the command fails with Redis's `IOERR` after its timeout.)
+//! nothing else meanwhile, but through [`run_blocking`] the runtime's other tasks do (a target
+//! on the same multi-thread runtime answers). A target on the same single-threaded runtime as
+//! the node cannot answer, and the command fails with Redis's `IOERR` after its timeout.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -119,6 +120,20 @@ impl MigrateSockets {
     /// Connections open (`INFO`'s `migrate_cached_sockets`).
     pub(crate) fn len(&self) -> usize {
         self.sockets.len()
+    }
+}
+
+/// Runs `f`, which blocks this thread (a `MIGRATE` transfer, `DEBUG SLEEP`), on a tokio
+/// worker of a multi-thread runtime through [`tokio::task::block_in_place`]: the worker's
+/// queued tasks and its drivers move to another thread, so the rest of the runtime (other
+/// servers in the process, this node's timers) keeps running meanwhile. Elsewhere `f` just
+/// runs.
+pub(crate) fn run_blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
     }
 }
 

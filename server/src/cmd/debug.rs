@@ -151,14 +151,7 @@ fn sleep(ctx: &Ctx<'_>, secs: f64) {
             std::thread::sleep(left.min(Duration::from_millis(10)));
         }
     };
-    // Inline on a tokio worker, hand the worker's other tasks (and its timers) to another
-    // thread first, so the runtime keeps running meanwhile.
-    match tokio::runtime::Handle::try_current() {
-        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(sleep);
-        }
-        _ => sleep(),
-    }
+    crate::outbound::run_blocking(sleep);
 }
 
 /// `DEBUG PROTOCOL type`: a test value of each RESP3 type, as Redis sends it (RESP2 clients

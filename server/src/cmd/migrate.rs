@@ -132,72 +132,120 @@ fn migrate(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         locksmith_resp::encode_command(&line, &mut restores);
         sent.push(key.clone());
     }
-    let mut may_retry = true;
-    loop {
-        let conn = match ctx.state.migrate.get(&host, &port, timeout, now) {
-            Ok(conn) => conn,
-            // Redis's connect only waits for the socket to be writable, so a refused
-            // connection fails at the first write (and its one retry).
-            Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
-                if std::mem::take(&mut may_retry) {
-                    continue;
+    let transfer = Transfer {
+        host,
+        port,
+        db,
+        timeout,
+        restores,
+        sent,
+    };
+    crate::outbound::run_blocking(|| transfer.run(ctx, &opts))
+}
+
+/// One MIGRATE's transfer: its RESTOREs, encoded, for the keys in `sent`.
+struct Transfer {
+    host: Bytes,
+    port: Bytes,
+    db: i64,
+    timeout: Duration,
+    /// The RESTORE commands, encoded.
+    restores: Vec<u8>,
+    /// The keys they restore, in order.
+    sent: Vec<Bytes>,
+}
+
+impl Transfer {
+    /// Sends the RESTOREs over a cached connection (retrying once on a dead one), then
+    /// forgets the keys the target acknowledged. Blocks the thread up to the timeout per step.
+    fn run(self, ctx: &mut Ctx<'_>, opts: &Options) -> CmdResult {
+        let Transfer {
+            host,
+            port,
+            db,
+            timeout,
+            restores,
+            sent,
+        } = self;
+        let now = ctx.now;
+        let restore_count = sent.len();
+        let mut may_retry = true;
+        loop {
+            let conn = match ctx.state.migrate.get(&host, &port, timeout, now) {
+                Ok(conn) => conn,
+                // Redis's connect only waits for the socket to be writable, so a refused
+                // connection fails at the first write (and its one retry).
+                Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                    if std::mem::take(&mut may_retry) {
+                        continue;
+                    }
+                    return Err(io_error(true));
                 }
-                return Err(io_error(true));
-            }
-            Err(_) => {
-                return Err(CommandError::Raw(
-                    "IOERR error or timeout connecting to the client".into(),
-                ))
-            }
-        };
-        let mut out = Vec::new();
-        if let Some((user, password)) = &opts.auth {
-            match user {
-                Some(user) => {
-                    locksmith_resp::encode_command(&[&b"AUTH"[..], user, password], &mut out)
+                Err(_) => {
+                    return Err(CommandError::Raw(
+                        "IOERR error or timeout connecting to the client".into(),
+                    ))
                 }
-                None => locksmith_resp::encode_command(&[&b"AUTH"[..], password], &mut out),
-            }
-        }
-        let select = conn.last_db != Some(db);
-        if select {
-            locksmith_resp::encode_command(&[&b"SELECT"[..], db.to_string().as_bytes()], &mut out);
-        }
-        out.extend_from_slice(&restores);
-        let outcome = exchange(conn, &out, opts.auth.is_some(), select, sent.len(), timeout);
-        match outcome {
-            Ok(replies) => {
-                let error = replies.first_error;
-                conn.last_db = if error.is_some() { None } else { Some(db) };
-                let acked: Vec<Bytes> = sent
-                    .iter()
-                    .zip(&replies.restored)
-                    .filter(|(_, ok)| **ok)
-                    .map(|(k, _)| k.clone())
-                    .collect();
-                forget_moved(ctx, &acked, opts.copy);
-                return match error {
-                    Some(text) => Err(CommandError::err(format!(
-                        "Target instance replied with error: {}",
-                        String::from_utf8_lossy(&text)
-                    ))),
-                    None => Ok(Frame::ok()),
-                };
-            }
-            Err(e) => {
-                ctx.state.migrate.close(&host, &port);
-                let timed_out = |e: &std::io::Error| {
-                    matches!(e.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock)
-                };
-                let (retry, writing) = match &e {
-                    SocketError::Write(io) => (!timed_out(io), true),
-                    SocketError::Read(io, replies) => (*replies == 0 && !timed_out(io), false),
-                };
-                if retry && may_retry {
-                    may_retry = false;
-                    continue;
+            };
+            let mut out = Vec::new();
+            if let Some((user, password)) = &opts.auth {
+                match user {
+                    Some(user) => {
+                        locksmith_resp::encode_command(&[&b"AUTH"[..], user, password], &mut out)
+                    }
+                    None => locksmith_resp::encode_command(&[&b"AUTH"[..], password], &mut out),
                 }
-                return Err(io_error(writing));
+            }
+            let select = conn.last_db != Some(db);
+            if select {
+                locksmith_resp::encode_command(
+                    &[&b"SELECT"[..], db.to_string().as_bytes()],
+                    &mut out,
+                );
+            }
+            out.extend_from_slice(&restores);
+            let outcome = exchange(
+                conn,
+                &out,
+                opts.auth.is_some(),
+                select,
+                restore_count,
+                timeout,
+            );
+            match outcome {
+                Ok(replies) => {
+                    let error = replies.first_error;
+                    conn.last_db = if error.is_some() { None } else { Some(db) };
+                    let acked: Vec<Bytes> = sent
+                        .iter()
+                        .zip(&replies.restored)
+                        .filter(|(_, ok)| **ok)
+                        .map(|(k, _)| k.clone())
+                        .collect();
+                    forget_moved(ctx, &acked, opts.copy);
+                    return match error {
+                        Some(text) => Err(CommandError::err(format!(
+                            "Target instance replied with error: {}",
+                            String::from_utf8_lossy(&text)
+                        ))),
+                        None => Ok(Frame::ok()),
+                    };
+                }
+                Err(e) => {
+                    ctx.state.migrate.close(&host, &port);
+                    let timed_out = |e: &std::io::Error| {
+                        matches!(e.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock)
+                    };
+                    let (retry, writing) = match &e {
+                        SocketError::Write(io) => (!timed_out(io), true),
+                        SocketError::Read(io, replies) => (*replies == 0 && !timed_out(io), false),
+                    };
+                    if retry && may_retry {
+                        may_retry = false;
+                        continue;
+                    }
+                    return Err(io_error(writing));
+                }
             }
         }
     }
