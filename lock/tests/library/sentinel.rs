@@ -75,6 +75,26 @@ async fn client_follows_sentinel_failover_to_the_new_master() {
     let held = c.lock(&n);
     held.lock().await.unwrap();
     assert!(held.is_held_by_me().await.unwrap());
+    // The lock must be on the replica before the failover, as a user's would be only with
+    // `WAIT`: Sentinel promotes the replica at whatever offset it has, and a replica that has
+    // just come online may not have received a byte of the stream yet (it was promoted at
+    // offset 0 in 4 runs of 40: the new master lacked the key, the waiter took it there and
+    // the holder's unlock answered NotOwner). `WAIT` counts the writes of the connection it is
+    // sent on: the client's own, which took the lock.
+    let acked: i64 = redis::cmd("WAIT")
+        .arg(1)
+        .arg(BOUND.as_millis() as u64)
+        .query_async(&mut c.connection())
+        .await
+        .unwrap();
+    assert_eq!(acked, 1, "the replica never acknowledged the lock");
+    let on_replica: bool = redis::cmd("HEXISTS")
+        .arg(&n)
+        .arg(held.owner_field())
+        .query_async(&mut replica.raw().await)
+        .await
+        .unwrap();
+    assert!(on_replica, "WAIT returned before the replica had the lock");
 
     // A second owner waits on the unlock channel across the failover.
     let waiter_lock = c.lock(&n);
