@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
-use crate::cluster::Connection;
+use crate::cluster::{key_slot, Connection, SlotMap};
 use crate::connector::{Connector, Dialer, StreamConnection};
 use crate::entropy::Entropy;
 use crate::error::{LockError, Result};
@@ -48,6 +48,9 @@ pub(crate) struct Inner {
     pub(crate) sync_replicas: AtomicUsize,
     /// `ReplicaSync::Auto` outside a cluster: a client that knows no replica asks again.
     auto_recheck: bool,
+    /// `ReplicaSync::Auto` in a cluster: each master's replicas, waited for by the writes
+    /// that master takes.
+    cluster_replicas: Option<ClusterReplicas>,
     /// When it last asked (ms since `clock_base`).
     replicas_checked_ms: AtomicU64,
     /// Set when the client follows a Sentinel-monitored master.
@@ -85,8 +88,11 @@ impl Client {
     /// Connects to a Redis Cluster through any of its nodes (`redis://host:port` each), as
     /// Redisson's cluster mode: lock scripts run on the node owning their keys' slot (the
     /// keys share Redisson's `{name}` hash tag), and waiters subscribe on the node owning
-    /// their channel's slot. [`ReplicaSync::Auto`] means no `WAIT` in a cluster; an explicit
-    /// count waits on every master (the redis crate routes `WAIT` to all of them).
+    /// their channel's slot. With [`ReplicaSync::Auto`] a write waits for the replicas of the
+    /// master that took it (`WAIT` on that master alone, for as many replicas as `CLUSTER
+    /// SLOTS` lists for its slot, re-read at most once a second and after a short `WAIT`), as
+    /// Redisson waits per master entry; an explicit count waits on every master (the redis
+    /// crate routes `WAIT` to all of them).
     ///
     /// # Errors
     /// When no URL is valid or no node can be reached.
@@ -112,9 +118,10 @@ impl Client {
             .connection_timeout(options.connection_timeout)
             .response_timeout(sync_response_timeout(&options))
             .build()?;
-        let sync_replicas = match options.replica_sync {
-            ReplicaSync::Replicas(n) => n,
-            ReplicaSync::Off | ReplicaSync::Auto => 0,
+        let to_sync = match options.replica_sync {
+            ReplicaSync::Replicas(n) => ToSync::Count(n),
+            ReplicaSync::Off => ToSync::Count(0),
+            ReplicaSync::Auto => ToSync::PerMaster(SlotMap::fetch(&mut conn.clone()).await?),
         };
         let entropy = Arc::new(Entropy::new(options.seed));
         let hub = PubSubHub::cluster(template, conn.clone(), hub_config(&options, &entropy));
@@ -122,7 +129,7 @@ impl Client {
             Connection::Cluster(conn),
             hub,
             Source::Cluster(Box::new(pool_cluster)),
-            sync_replicas,
+            to_sync,
             options,
             None,
             entropy,
@@ -209,7 +216,7 @@ impl Client {
             conn,
             hub,
             source,
-            sync_replicas,
+            ToSync::Count(sync_replicas),
             options,
             None,
             entropy,
@@ -239,7 +246,7 @@ impl Client {
             conn,
             PubSubHub::new(client.clone(), hub_config(&options, &entropy)),
             Source::Url(Box::new(client)),
-            sync_replicas,
+            ToSync::Count(sync_replicas),
             options,
             sentinel,
             entropy,
@@ -250,11 +257,15 @@ impl Client {
         conn: Connection,
         hub: PubSubHub,
         source: Source,
-        sync_replicas: usize,
+        to_sync: ToSync,
         options: ClientOptions,
         sentinel: Option<crate::sentinel::SentinelState>,
         entropy: Arc<Entropy>,
     ) -> Client {
+        let (sync_replicas, cluster_replicas) = match to_sync {
+            ToSync::Count(n) => (n, None),
+            ToSync::PerMaster(map) => (0, Some(map)),
+        };
         // The id was the random source's first draw: with a seed it does not depend on how
         // connecting went.
         let id = entropy.client_id().to_owned();
@@ -269,6 +280,9 @@ impl Client {
             hub,
             sync_pool,
             auto_recheck,
+            cluster_replicas: cluster_replicas.map(|map| ClusterReplicas {
+                map: std::sync::Mutex::new(map),
+            }),
             replicas_checked_ms: AtomicU64::new(0),
             registry: Registry::default(),
             id,
@@ -311,7 +325,8 @@ impl Client {
         &self.inner.options
     }
 
-    /// How many replicas each lock write waits for (0: no `WAIT`).
+    /// How many replicas each lock write waits for (0: no `WAIT`). A cluster client with
+    /// [`ReplicaSync::Auto`] answers 0: its writes wait for their own master's replicas.
     pub fn sync_replicas(&self) -> usize {
         self.inner.sync_replicas.load(Ordering::Relaxed)
     }
@@ -395,6 +410,13 @@ impl Client {
         A: redis::ToRedisArgs,
     {
         let eval = evalsha(script, keys, args);
+        if let Some(cluster) = &self.inner.cluster_replicas {
+            let key = keys.first().map(|k| k.to_redis_args()).unwrap_or_default();
+            let slot = key_slot(key.first().map_or(&[][..], Vec::as_slice));
+            return self
+                .eval_write_in_cluster(cluster, script, &eval, slot)
+                .await;
+        }
         let n = self.sync_replicas();
         if n == 0 {
             self.recheck_replicas();
@@ -404,7 +426,13 @@ impl Client {
         let (v, acked) = self
             .inner
             .sync_pool
-            .eval_and_wait(script, &eval, n, self.inner.options.replica_sync_timeout)
+            .eval_and_wait(
+                script,
+                &eval,
+                n,
+                self.inner.options.replica_sync_timeout,
+                None,
+            )
             .await?;
         let synced = match acked {
             Ok(k) => Ok(self.judge_ack(n, k).await),
@@ -413,11 +441,59 @@ impl Client {
         Ok((v, synced))
     }
 
+    /// [`Client::eval_write`] in a cluster with [`ReplicaSync::Auto`]: the write waits for the
+    /// replicas of the master serving `slot` (none: no `WAIT`). A short count re-reads the
+    /// cluster's replicas at once, and a master left without any no longer rolls writes back.
+    async fn eval_write_in_cluster<T: redis::FromRedisValue>(
+        &self,
+        cluster: &ClusterReplicas,
+        script: &redis::Script,
+        eval: &redis::Cmd,
+        slot: u16,
+    ) -> Result<(T, Result<bool>)> {
+        self.recheck_replicas();
+        let n = cluster.replicas(slot);
+        if n == 0 {
+            let v = eval_on(&mut self.connection(), script, eval).await?;
+            return Ok((v, Ok(true)));
+        }
+        let timeout = self.inner.options.replica_sync_timeout;
+        let (v, acked) = self
+            .inner
+            .sync_pool
+            .eval_and_wait(script, eval, n, timeout, Some(slot))
+            .await?;
+        let synced = match acked {
+            Ok(k) if k >= n as i64 => Ok(true),
+            Ok(k) => {
+                let now = match self.connection() {
+                    Connection::Cluster(mut c) => match SlotMap::fetch(&mut c).await {
+                        Ok(map) => cluster.replace(map).replicas(slot),
+                        Err(_) => n,
+                    },
+                    _ => n,
+                };
+                if now != n {
+                    tracing::info!(
+                        was = n,
+                        now,
+                        slot,
+                        "replica count changed; waiting for the new count"
+                    );
+                }
+                Ok(k > 0 || now == 0)
+            }
+            Err(e) => Err(e),
+        };
+        Ok((v, synced))
+    }
+
     /// With [`ReplicaSync::Auto`] and no replica known, re-reads `INFO replication` in the
     /// background, at most once per [`REPLICA_RECHECK`]: a replica attached after the client
-    /// connected is waited for from then on (Redisson follows its topology the same way).
+    /// connected is waited for from then on (Redisson follows its topology the same way). In
+    /// a cluster, re-reads every master's replicas (`CLUSTER SLOTS`) as often.
     fn recheck_replicas(&self) {
-        if !self.inner.auto_recheck {
+        if !self.inner.auto_recheck && self.inner.cluster_replicas.is_none() {
             return;
         }
         let now = u64::try_from(self.inner.clock_base.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -433,6 +509,18 @@ impl Client {
             return;
         }
         let client = self.clone();
+        if self.inner.cluster_replicas.is_some() {
+            self.inner.runtime.spawn(async move {
+                if let (Some(cluster), Connection::Cluster(mut c)) =
+                    (&client.inner.cluster_replicas, client.connection())
+                {
+                    if let Ok(map) = SlotMap::fetch(&mut c).await {
+                        cluster.replace(map);
+                    }
+                }
+            });
+            return;
+        }
         self.inner.runtime.spawn(async move {
             let info: redis::RedisResult<String> = redis::cmd("INFO")
                 .arg("replication")
@@ -493,8 +581,38 @@ impl Client {
     }
 }
 
-/// How often a [`ReplicaSync::Auto`] client that knows no replica asks again.
+/// How often a [`ReplicaSync::Auto`] client that knows no replica asks again (in a cluster:
+/// re-reads every master's replicas, as Redisson rescans its cluster topology every second).
 const REPLICA_RECHECK: Duration = Duration::from_secs(1);
+
+/// What a new client's writes wait for.
+enum ToSync {
+    /// This many replicas (0: no `WAIT`).
+    Count(usize),
+    /// In a cluster with [`ReplicaSync::Auto`]: each master's own replicas.
+    PerMaster(SlotMap),
+}
+
+/// Each master's replicas, for [`ReplicaSync::Auto`] in a cluster (from `CLUSTER SLOTS`).
+pub(crate) struct ClusterReplicas {
+    map: std::sync::Mutex<SlotMap>,
+}
+
+impl ClusterReplicas {
+    /// How many replicas the master serving `slot` has.
+    fn replicas(&self, slot: u16) -> usize {
+        self.map
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .replicas(slot)
+    }
+
+    /// Takes a newly read map; returns it.
+    fn replace(&self, map: SlotMap) -> SlotMap {
+        *self.map.lock().unwrap_or_else(|p| p.into_inner()) = map.clone();
+        map
+    }
+}
 
 /// The response timeout of the connections synced writes use: a `WAIT` blocks up to the sync
 /// timeout, on top of the usual allowance for an answer.

@@ -33,6 +33,25 @@ impl std::fmt::Debug for Connection {
     }
 }
 
+impl Connection {
+    /// Sends `cmd` to the master serving `slot` on a cluster connection (a `WAIT` for the write
+    /// that went there), and as any command otherwise.
+    pub(crate) async fn on_slot_master(
+        &mut self,
+        cmd: Cmd,
+        slot: u16,
+    ) -> redis::RedisResult<Value> {
+        use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+        match self {
+            Connection::Cluster(c) => {
+                let to = SingleNodeRoutingInfo::SpecificNode(Route::new(slot, SlotAddr::Master));
+                c.route_command(cmd, RoutingInfo::SingleNode(to)).await
+            }
+            other => other.req_packed_command(&cmd).await,
+        }
+    }
+}
+
 impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
@@ -94,11 +113,11 @@ pub(crate) fn key_slot(key: &[u8]) -> u16 {
     crc16(hashed) & 16383
 }
 
-/// Which master serves which slots (from `CLUSTER SLOTS`).
+/// Which master serves which slots, and how many replicas it has (from `CLUSTER SLOTS`).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SlotMap {
-    /// (start, end, "host:port"), sorted by start.
-    ranges: Vec<(u16, u16, String)>,
+    /// (start, end, "host:port", replicas), sorted by start.
+    ranges: Vec<(u16, u16, String, usize)>,
 }
 
 impl SlotMap {
@@ -124,7 +143,9 @@ impl SlotMap {
             let (Ok(start), Ok(end)) = (u16::try_from(*start), u16::try_from(*end)) else {
                 continue;
             };
-            ranges.push((start, end, format!("{host}:{port}")));
+            // Every node after the master is one of its replicas.
+            let replicas = parts.len().saturating_sub(3);
+            ranges.push((start, end, format!("{host}:{port}"), replicas));
         }
         ranges.sort();
         Ok(SlotMap { ranges })
@@ -134,8 +155,16 @@ impl SlotMap {
     pub(crate) fn node(&self, slot: u16) -> Option<&str> {
         self.ranges
             .iter()
-            .find(|(s, e, _)| (*s..=*e).contains(&slot))
-            .map(|(_, _, n)| n.as_str())
+            .find(|(s, e, _, _)| (*s..=*e).contains(&slot))
+            .map(|(_, _, n, _)| n.as_str())
+    }
+
+    /// How many replicas the master serving `slot` has (0 for a slot no master serves).
+    pub(crate) fn replicas(&self, slot: u16) -> usize {
+        self.ranges
+            .iter()
+            .find(|(s, e, _, _)| (*s..=*e).contains(&slot))
+            .map_or(0, |r| r.3)
     }
 }
 

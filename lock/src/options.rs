@@ -8,7 +8,8 @@ use std::time::Duration;
 #[non_exhaustive]
 pub enum ReplicaSync {
     /// Ask the server at connect (`INFO replication`); when it has replicas, follow every lock
-    /// script with `WAIT <replicas> <timeout>`. The default.
+    /// script with `WAIT <replicas> <timeout>`. The default. In a cluster, each write waits on
+    /// the master that took it for that master's replicas (`CLUSTER SLOTS`).
     Auto,
     /// Never send `WAIT`.
     Off,

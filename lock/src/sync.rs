@@ -140,12 +140,19 @@ impl SyncPool {
     /// `WAIT replicas timeout` on one pooled connection. `Err` when the script failed (or its
     /// answer could not be read: then whether it ran is unknown); otherwise its answer and
     /// the `WAIT`'s: how many replicas acknowledged, or why the `WAIT` failed.
+    ///
+    /// With `slot` (a cluster client waiting per master, as Redisson's `syncSlaves` does for
+    /// the master entry of the key), the `WAIT` goes only to the master serving that slot, once
+    /// the write answered: a cluster connection queues requests through its own task, which
+    /// does not promise that two requests sent together reach the node in order, and a `WAIT`
+    /// that overtook its write would return at once.
     pub(crate) async fn eval_and_wait<T: FromRedisValue>(
         &self,
         script: &Script,
         eval: &Cmd,
         replicas: usize,
         timeout: Duration,
+        slot: Option<u16>,
     ) -> Result<(T, Result<i64>)> {
         let mut leased = self.checkout().await?;
         let mut wait = redis::cmd("WAIT");
@@ -157,12 +164,31 @@ impl SyncPool {
             let mut b = leased.conn.clone();
             // Both requests are queued on the connection before either answer is awaited:
             // one round trip, the WAIT right behind the write it waits for.
-            let (written, waited) =
-                futures::join!(a.req_packed_command(eval), b.req_packed_command(&wait));
-            let (written, waited) = (
-                written.and_then(Value::extract_error),
-                waited.and_then(Value::extract_error),
-            );
+            let (written, waited) = match slot {
+                None => {
+                    let (written, waited) =
+                        futures::join!(a.req_packed_command(eval), b.req_packed_command(&wait));
+                    (
+                        written.and_then(Value::extract_error),
+                        waited.and_then(Value::extract_error),
+                    )
+                }
+                Some(slot) => {
+                    let written = a
+                        .req_packed_command(eval)
+                        .await
+                        .and_then(Value::extract_error);
+                    let waited = match &written {
+                        Ok(_) => b
+                            .on_slot_master(wait.clone(), slot)
+                            .await
+                            .and_then(Value::extract_error),
+                        // Not sent: the write's error decides below.
+                        Err(_) => Ok(Value::Nil),
+                    };
+                    (written, waited)
+                }
+            };
             match written {
                 Err(e)
                     if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)

@@ -477,3 +477,66 @@ async fn a_hung_shard_does_not_delay_the_renewals_of_the_others() {
     client.shutdown().await;
     topology.shutdown().await;
 }
+
+// Issue 36, item 15: with `ReplicaSync::Auto` a cluster client waits for the replicas of the
+// master that took the write (Redisson's syncSlaves, per master entry): the lock is on that
+// shard's replica when `lock` returns, on every shard, and with replication stalled an
+// acquisition is not acknowledged, rolled back and reported. Before, `Auto` sent no `WAIT` in a
+// cluster: the stalled acquisition succeeded, unreplicated.
+#[tokio::test]
+async fn an_auto_cluster_client_waits_for_the_replicas_of_the_master_it_wrote_to() {
+    // Shards of two nodes each: masters 0, 2, 4 and their replicas 1, 3, 5.
+    let topology = Topology::builder()
+        .cluster(3)
+        .replicas(1)
+        .seed(11)
+        .build()
+        .await
+        .unwrap();
+    let nodes = topology.nodes();
+    let urls: Vec<String> = nodes.iter().map(|&n| topology.url(n)).collect();
+    let auto = |timeout| ClientOptions::default().replica_sync_timeout(timeout);
+    let patient = Client::open_cluster(&urls[..1], auto(WAIT)).await.unwrap();
+    for (shard, name) in names_on_every_shard("auto-wait").iter().enumerate() {
+        let lock = patient.lock(name);
+        lock.lock().await.unwrap();
+        let mut replica = redis::Client::open(topology.url(nodes[2 * shard + 1]))
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let _: () = redis::cmd("READONLY")
+            .query_async(&mut replica)
+            .await
+            .unwrap();
+        let on_replica: bool = redis::cmd("HEXISTS")
+            .arg(name)
+            .arg(lock.owner_field())
+            .query_async(&mut replica)
+            .await
+            .unwrap();
+        assert!(
+            on_replica,
+            "shard {shard}: WAIT returned before the replica had the lock"
+        );
+        lock.unlock().await.unwrap();
+    }
+
+    let hasty = Client::open_cluster(&urls[..1], auto(Duration::from_millis(200)))
+        .await
+        .unwrap();
+    let name = names_on_every_shard("auto-stalled").remove(1);
+    let stalled = topology.stall_replication();
+    let err = hasty.lock(&name).lock().await.unwrap_err();
+    assert!(err.is_replicas_not_synced(), "{err:?}");
+    let exists: bool = redis::cmd("EXISTS")
+        .arg(&name)
+        .query_async(&mut owner_of(&topology, &name).await)
+        .await
+        .unwrap();
+    assert!(!exists, "a rolled-back acquisition left the lock behind");
+    drop(stalled);
+    hasty.shutdown().await;
+    patient.shutdown().await;
+    topology.shutdown().await;
+}
