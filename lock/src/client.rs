@@ -301,12 +301,14 @@ impl Client {
     }
 
     /// Points the command and pub/sub connections at `client` (the new master after a
-    /// failover) and wakes every waiter so it retries there.
+    /// failover), renews every held lock there at once (one the new master lacks is reported
+    /// lost now, not a renewal period later) and wakes every waiter so it retries there.
     pub(crate) async fn switch_master(&self, client: redis::Client) -> Result<()> {
         let mut conn = Connection::Single(command_connection(&client, &self.inner.options).await?);
         let n = replicas_to_sync(&mut conn, &self.inner.options).await?;
         self.inner.sync_replicas.store(n, Ordering::Relaxed);
         *self.inner.conn.write().unwrap_or_else(|p| p.into_inner()) = conn;
+        self.inner.registry.renew_all_now();
         self.inner
             .sync_pool
             .switch(Source::Url(Box::new(client.clone())));

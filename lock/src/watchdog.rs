@@ -339,6 +339,20 @@ impl Registry {
         }
     }
 
+    /// Renews every renewing hold at once, as urgent holds are (after a failover: a hold the
+    /// new master lacks is found lost now, not a renewal period later).
+    pub(crate) fn renew_all_now(&self) {
+        let st = lock(&self.state);
+        let Some(s) = &st.scheduler else {
+            return;
+        };
+        for (k, e) in &st.entries {
+            if e.renewing && e.lost_tx.borrow().is_none() {
+                let _ = s.urgent.send(k.clone());
+            }
+        }
+    }
+
     /// Forgets every hold of `name` (after `force_unlock`).
     pub(crate) fn release_all(&self, name: &str) {
         let mut st = lock(&self.state);

@@ -330,3 +330,45 @@ async fn the_sentinel_follower_repolls_on_one_connection() {
     let _ = &mut s;
     c.shutdown().await;
 }
+
+// Issue 36, item 12: a lock the new master lacks (replication stalled while it was taken, then
+// the master failed) is reported lost as soon as the client follows the switch, because the
+// switch renews every held lock at once; with a 60 s watchdog the next periodic renewal would
+// come 20 s after the acquisition. On our harness topology (master, replica, Sentinel).
+#[tokio::test]
+async fn a_lock_lost_in_a_failover_is_noticed_when_the_client_follows_it() {
+    use locksmith_harness::Topology;
+    use locksmith_lock::LostReason;
+    let topology = Topology::builder()
+        .replicas(1)
+        .sentinel(0)
+        .build()
+        .await
+        .unwrap();
+    let sentinel = format!("redis://{}/", topology.sentinel_addr().unwrap());
+    let options = ClientOptions::default()
+        .replica_sync(ReplicaSync::Off)
+        .watchdog_timeout(Duration::from_secs(60));
+    let c = Client::open_sentinel(&[sentinel.as_str()], topology.master_name(), options)
+        .await
+        .unwrap();
+    let stalled = topology.stall_replication();
+    let lock = c.lock(&name("sentinel-lost"));
+    lock.lock().await.unwrap();
+    let mut signal = lock.lost_signal().unwrap();
+    let before = c.master_addr();
+    topology.fail_master().await.unwrap();
+    drop(stalled);
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            c.master_addr() != before
+        })
+        .await,
+        "the client did not follow the failover"
+    );
+    let lost = tokio::time::timeout(Duration::from_secs(8), signal.lost())
+        .await
+        .expect("the loss is noticed when the client follows the failover");
+    assert_eq!(lost, Some(LostReason::NotHeld));
+    assert!(lock.unlock().await.unwrap_err().is_not_owner());
+}
