@@ -58,8 +58,8 @@ pub use history::{
 pub use link::{Chunk, Direction, LinkRule, Verdict};
 pub use locksmith_server::control::ObservedClient;
 pub use observe::{
-    check as check_observed, HeldLock, LockEvent, LockEventKind, LockLayout, LockViolation,
-    LockViolationKind, Mark, ObservedHold,
+    check as check_observed, check_quorum as check_observed_quorum, HeldLock, LockEvent,
+    LockEventKind, LockLayout, LockViolation, LockViolationKind, Mark, ObservedHold,
 };
 pub use timeline::Timeline;
 
@@ -480,9 +480,11 @@ impl TopologyBuilder {
             Proxy::bind(self.bind, self.front_port).await?
         };
         let history = History::new();
+        let quorum = (self.masters > 1 && self.cluster.is_none()).then_some(self.masters / 2 + 1);
         let observer = Arc::new(observe::Observer::new(
             history.clone(),
             self.keep_data_window,
+            quorum,
         ));
         observer.set_patterns(
             self.observe
@@ -766,10 +768,11 @@ impl Inner {
 
     /// The checker's violations over what was observed so far.
     fn check_observed(&self) -> Vec<LockViolation> {
-        observe::check(
+        observe::check_quorum(
             &self.observer.events(),
             &self.history.faults(),
             self.history.now_us(),
+            self.observer.quorum(),
         )
     }
 
@@ -777,7 +780,12 @@ impl Inner {
     fn observed_json(&self) -> String {
         let events = self.observer.events();
         let faults = self.history.faults();
-        let violations = observe::check(&events, &faults, self.history.now_us());
+        let violations = observe::check_quorum(
+            &events,
+            &faults,
+            self.history.now_us(),
+            self.observer.quorum(),
+        );
         observe::history_json(&events, &faults, &self.observer.marks(), &violations)
     }
 
@@ -789,6 +797,7 @@ impl Inner {
             &self.history.faults(),
             &self.observer.marks(),
             self.history.now_us(),
+            self.observer.quorum(),
         );
         Timeline::new(title, &history)
     }
