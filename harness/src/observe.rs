@@ -372,14 +372,50 @@ impl Entry {
 /// A node's locks: (db, key) -> entry.
 pub(crate) type Table = BTreeMap<(usize, Bytes), Entry>;
 
+/// What changed slots of a table held before a change (`None`: the slot was empty).
+type Undo = Vec<((usize, Bytes), Option<Entry>)>;
+
+/// The slots a write may change (a superset is fine: unchanged slots are dropped).
+fn touched(table: &Table, db: usize, argv: &[Bytes]) -> Vec<(usize, Bytes)> {
+    let name = argv
+        .first()
+        .map(|n| n.to_ascii_lowercase())
+        .unwrap_or_default();
+    match name.as_slice() {
+        b"flushall" => table.keys().cloned().collect(),
+        b"flushdb" => table.keys().filter(|(d, _)| *d == db).cloned().collect(),
+        b"del" | b"unlink" => argv.iter().skip(1).map(|k| (db, k.clone())).collect(),
+        _ => argv
+            .get(1)
+            .map(|k| vec![(db, k.clone())])
+            .unwrap_or_default(),
+    }
+}
+
+/// Pushes `undo` (if any) on a node's undo log at `now` and drops what is older than
+/// `window`.
+fn remember(past: &mut VecDeque<(Instant, Undo)>, now: Instant, undo: Undo, window: Duration) {
+    if !undo.is_empty() {
+        past.push_back((now, undo));
+    }
+    if let Some(horizon) = now.checked_sub(window) {
+        while past.front().is_some_and(|(at, _)| *at <= horizon) {
+            past.pop_front();
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct Log {
     events: Vec<LockEvent>,
     marks: Vec<Mark>,
     tables: BTreeMap<usize, Table>,
-    /// Each node's table after each unit that changed it, as far back as the keep-data
-    /// window (what a node restarted with its data comes back with).
-    past: BTreeMap<usize, VecDeque<(Instant, Table)>>,
+    /// Each node's undo log, as far back as the keep-data window: for each unit (or full
+    /// sync) that changed its table, when, and what the changed slots held before (what a
+    /// node restarted with its data comes back with is its table with the changes after the
+    /// cutoff undone). Only the changed slots are kept: a copy of the table per unit made
+    /// observation quadratic in the number of lock keys.
+    past: BTreeMap<usize, VecDeque<(Instant, Undo)>>,
     /// Counters a fencing token may come from, per node: (db, key) -> value.
     counters: BTreeMap<usize, BTreeMap<(usize, Bytes), i64>>,
     next_seq: u64,
@@ -580,21 +616,31 @@ impl Observer {
         let log = &mut *guard;
         let table = log.tables.entry(node).or_default();
         let counters = log.counters.entry(node).or_default();
+        let keep = !self.window.is_zero();
+        let mut undo: Undo = Vec::new();
         for (db, argv) in writes.writes {
+            let before: Undo = if keep {
+                touched(table, *db, argv)
+                    .into_iter()
+                    .map(|slot| {
+                        let entry = table.get(&slot).cloned();
+                        (slot, entry)
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
             self.write(&patterns, &mut unit, table, counters, *db, argv);
+            undo.extend(
+                before
+                    .into_iter()
+                    .filter(|(slot, entry)| table.get(slot) != entry.as_ref()),
+            );
         }
         took_without_id(&mut unit, table);
-        if !self.window.is_zero() && !unit.events.is_empty() {
-            let now = Instant::now();
-            let copy = table.clone();
+        if keep {
             let past = log.past.entry(node).or_default();
-            past.push_back((now, copy));
-            // Keep the newest table at least `window` old and everything after it.
-            if let Some(horizon) = now.checked_sub(self.window) {
-                while past.get(1).is_some_and(|(at, _)| *at <= horizon) {
-                    past.pop_front();
-                }
-            }
+            remember(past, Instant::now(), undo, self.window);
         }
         let token = unit.token;
         for mut e in unit.events {
@@ -897,7 +943,22 @@ impl Observer {
     pub(crate) fn synced(&self, master: usize, replica: usize) {
         let mut log = self.log();
         let table = log.tables.get(&master).cloned().unwrap_or_default();
-        log.tables.insert(replica, table);
+        let old = log
+            .tables
+            .insert(replica, table.clone())
+            .unwrap_or_default();
+        if !self.window.is_zero() {
+            let undo: Undo = old
+                .keys()
+                .chain(table.keys())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .filter(|slot| old.get(*slot) != table.get(*slot))
+                .map(|slot| (slot.clone(), old.get(slot).cloned()))
+                .collect();
+            let past = log.past.entry(replica).or_default();
+            remember(past, Instant::now(), undo, self.window);
+        }
         let counters = log.counters.get(&master).cloned().unwrap_or_default();
         log.counters.insert(replica, counters);
     }
@@ -914,12 +975,20 @@ impl Observer {
     /// are those it held then.
     pub(crate) fn restored(&self, node: usize, cutoff: Instant) {
         let mut log = self.log();
-        let table = log
-            .past
-            .get(&node)
-            .and_then(|past| past.iter().rev().find(|(at, _)| *at <= cutoff))
-            .map(|(_, t)| t.clone())
-            .unwrap_or_default();
+        let mut table = log.tables.get(&node).cloned().unwrap_or_default();
+        if let Some(past) = log.past.get_mut(&node) {
+            while past.back().is_some_and(|(at, _)| *at > cutoff) {
+                let Some((_, undo)) = past.pop_back() else {
+                    break;
+                };
+                for (slot, entry) in undo.into_iter().rev() {
+                    match entry {
+                        Some(e) => table.insert(slot, e),
+                        None => table.remove(&slot),
+                    };
+                }
+            }
+        }
         log.tables.insert(node, table);
     }
 
