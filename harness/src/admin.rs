@@ -266,8 +266,7 @@ async fn dispatch(inner: &Arc<Inner>, name: &str, argv: &[Bytes]) -> Result<Fram
             if argv.len() > 3 {
                 return Err(CommandError::Syntax);
             }
-            inner.set_delay(Duration::from_millis(delay), Duration::from_millis(jitter));
-            inner.fault(format!("replication delay {delay} ms"));
+            inner.replication_delay(Duration::from_millis(delay), Duration::from_millis(jitter));
             Ok(Frame::ok())
         }
         "stall" => {

@@ -1288,6 +1288,20 @@ impl Inner {
         }))
     }
 
+    /// Sets the replication delay and jitter and records it: a delay lasts until the next
+    /// one replaces it, whose record ends it then (`Topology::replication_delay`,
+    /// `LOCKSMITH.REPLDELAY` and the schedules all come here).
+    fn replication_delay(&self, delay: Duration, jitter: Duration) {
+        self.set_delay(delay, jitter);
+        let fault = self.fault(format!("replication delay {} ms", delay.as_millis()));
+        let previous = self.delay_fault.lock().ok().and_then(|mut open| {
+            std::mem::replace(&mut *open, (!delay.is_zero()).then_some(fault))
+        });
+        if let Some(previous) = previous {
+            self.history.fault_ended(previous);
+        }
+    }
+
     fn set_delay(&self, delay: Duration, jitter: Duration) {
         if let Ok(mut net) = self.net.lock() {
             net.delay = delay;
@@ -1834,18 +1848,7 @@ impl Topology {
     /// Sets the delay of every replication link (batches not yet delivered included).
     pub fn replication_delay(&self, d: Duration) {
         let jitter = self.inner.net.lock().map(|n| n.jitter).unwrap_or_default();
-        self.inner.set_delay(d, jitter);
-        let fault = self
-            .inner
-            .fault(format!("replication delay {} ms", d.as_millis()));
-        // A delay lasts until the next one replaces it (its record ends then).
-        let previous =
-            self.inner.delay_fault.lock().ok().and_then(|mut open| {
-                std::mem::replace(&mut *open, (!d.is_zero()).then_some(fault))
-            });
-        if let Some(previous) = previous {
-            self.inner.history.fault_ended(previous);
-        }
+        self.inner.replication_delay(d, jitter);
     }
 
     /// Sets the jitter of every replication link.
