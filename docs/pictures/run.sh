@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The pictures hold up: produces fresh pages and checks each in headless Chromium
 # (docs/pictures/check.mjs): three scenario timelines (a failover, a pause with fencing tokens,
-# a clock jump; seeded and on virtual time, so the same picture every run) and a
+# a clock jump; seeded and on virtual time, so the same picture every run), the observed-locks
+# timeline of the README's "Fault testing from any language" example (the harness test
+# `observe::the_readme_example_draws_its_observed_timeline`, also on virtual time) and a
 # `locksmith-bench --html` report against in-process servers (and one refused loopback target,
 # for the legend's "failed" entry). A page fails on a console error or exception, a missing
 # element, ticks that are not round, or a mark without a legend entry. A deliberately broken
@@ -9,6 +11,7 @@
 #
 #   bash docs/pictures/run.sh                # check (CI runs this)
 #   bash docs/pictures/run.sh --screenshot   # also rewrite docs/pictures/failover-timeline.png
+#                                            # and docs/pictures/observed-timeline.png
 #
 # Needs node and Chromium (`apt-get install chromium`; env CHROMIUM to use another binary).
 # Without them it prints one line and exits 0, except under CI=true, where it fails.
@@ -21,8 +24,10 @@ TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 TIMELINES="$TARGET_DIR/tmp/locksmith-timelines"
 export CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
 SHOT=""
+OBSERVED_SHOT=""
 if [ "${1:-}" = "--screenshot" ]; then
     SHOT="$HERE/failover-timeline.png"
+    OBSERVED_SHOT="$HERE/observed-timeline.png"
 elif [ -n "${1:-}" ]; then
     echo "usage: bash docs/pictures/run.sh [--screenshot]" >&2
     exit 2
@@ -63,7 +68,8 @@ check() {
 FAILOVER=plain_lock_double_grants_after_failover
 PAUSED=paused_holder_overlaps_and_fencing_rejects_it
 CLOCK=redlock_clock_jump_breaks_mutual_exclusion
-for name in "$FAILOVER" "$PAUSED" "$CLOCK"; do
+OBSERVED=observed_failover
+for name in "$FAILOVER" "$PAUSED" "$CLOCK" "$OBSERVED"; do
     rm -f "$TIMELINES/$name.html"
 done
 # `--workspace`, as CI's `cargo test`, so the build is the one already made.
@@ -72,6 +78,12 @@ if ! (cd "$ROOT" && cargo test --workspace --locked -q --test scenarios -- "$FAI
     >"$WORK/scenarios.log" 2>&1); then
     tail -30 "$WORK/scenarios.log"
     echo "pictures: the scenarios failed"
+fi
+echo "pictures: the README's observed example writes its timeline"
+if ! (cd "$ROOT" && cargo test --workspace --locked -q --test harness -- \
+    observe::the_readme_example_draws_its_observed_timeline >"$WORK/observed.log" 2>&1); then
+    tail -30 "$WORK/observed.log"
+    echo "pictures: the observed example failed"
 fi
 
 echo "pictures: locksmith-bench writes its report"
@@ -84,7 +96,8 @@ fi
 
 # ---------------------------------------------------------------- checks
 
-for page in "$TIMELINES/$FAILOVER.html" "$TIMELINES/$PAUSED.html" "$TIMELINES/$CLOCK.html" "$WORK/bench.html"; do
+for page in "$TIMELINES/$FAILOVER.html" "$TIMELINES/$PAUSED.html" "$TIMELINES/$CLOCK.html" \
+    "$TIMELINES/$OBSERVED.html" "$WORK/bench.html"; do
     if [ ! -s "$page" ]; then
         echo "pictures: FAILED: $page was not written"
         failed=$((failed + 1))
@@ -102,6 +115,10 @@ fi
 if [ -s "$TIMELINES/$CLOCK.html" ]; then
     check clock-jump timeline "$TIMELINES/$CLOCK.html" \
         holders:2 fault:clock fault:node acquire-failed violation
+fi
+if [ -s "$TIMELINES/$OBSERVED.html" ]; then
+    check observed ${OBSERVED_SHOT:+--screenshot "$OBSERVED_SHOT"} timeline "$TIMELINES/$OBSERVED.html" \
+        holders:2 fault:failover violation
 fi
 if [ -s "$WORK/bench.html" ]; then
     check bench bench "$WORK/bench.html"
@@ -124,8 +141,10 @@ if [ -s "$TIMELINES/$FAILOVER.html" ]; then
     fi
 fi
 
-if [ -n "$SHOT" ] && [ -s "$SHOT" ]; then
-    echo "pictures: $(du -k "$SHOT" | cut -f1) KiB in ${SHOT#"$ROOT"/}"
-fi
+for shot in "$SHOT" "$OBSERVED_SHOT"; do
+    if [ -n "$shot" ] && [ -s "$shot" ]; then
+        echo "pictures: $(du -k "$shot" | cut -f1) KiB in ${shot#"$ROOT"/}"
+    fi
+done
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -35,7 +35,7 @@ const COMMANDS: &[(&str, i32, &str)] = &[
     ("replicaof", 3, "LOCKSMITH.REPLICAOF node master|NO-ONE -- re-point a node's replication"),
     ("observe", -1, "LOCKSMITH.OBSERVE [pattern ...] | OFF -- observe the locks of keys matching the patterns (none: every key) on every node, or stop"),
     ("locks", 1, "LOCKSMITH.LOCKS -- the observed locks each running node holds now"),
-    ("check", 1, "LOCKSMITH.CHECK -- the violations in what was observed (double grants, lost grants, foreign releases and renewals, repeated tokens); empty when safe"),
+    ("check", 1, "LOCKSMITH.CHECK -- the violations in what was observed (double grants, lost grants, foreign releases and renewals, repeated tokens, semaphores over their permits, permit ids granted twice, latches reopened or opened early); empty when safe"),
     ("history", 1, "LOCKSMITH.HISTORY -- faults, marks, observed lock events and violations as JSON"),
     ("timeline", 2, "LOCKSMITH.TIMELINE path -- write the HTML timeline of the observed locks to path"),
     ("schedule", 2, "LOCKSMITH.SCHEDULE text -- run a fault schedule (the explorer's form: kind/n<node>/<at ms>/<duration ms>/<amount ms>,...) from now"),
@@ -266,8 +266,7 @@ async fn dispatch(inner: &Arc<Inner>, name: &str, argv: &[Bytes]) -> Result<Fram
             if argv.len() > 3 {
                 return Err(CommandError::Syntax);
             }
-            inner.set_delay(Duration::from_millis(delay), Duration::from_millis(jitter));
-            inner.fault(format!("replication delay {delay} ms"));
+            inner.replication_delay(Duration::from_millis(delay), Duration::from_millis(jitter));
             Ok(Frame::ok())
         }
         "stall" => {

@@ -58,8 +58,8 @@ pub use history::{
 pub use link::{Chunk, Direction, LinkRule, Verdict};
 pub use locksmith_server::control::ObservedClient;
 pub use observe::{
-    check as check_observed, HeldLock, LockEvent, LockEventKind, LockLayout, LockViolation,
-    LockViolationKind, Mark, ObservedHold,
+    check as check_observed, check_quorum as check_observed_quorum, HeldLock, LockEvent,
+    LockEventKind, LockLayout, LockViolation, LockViolationKind, Mark, ObservedHold,
 };
 pub use timeline::Timeline;
 
@@ -480,9 +480,11 @@ impl TopologyBuilder {
             Proxy::bind(self.bind, self.front_port).await?
         };
         let history = History::new();
+        let quorum = (self.masters > 1 && self.cluster.is_none()).then_some(self.masters / 2 + 1);
         let observer = Arc::new(observe::Observer::new(
             history.clone(),
             self.keep_data_window,
+            quorum,
         ));
         observer.set_patterns(
             self.observe
@@ -766,10 +768,11 @@ impl Inner {
 
     /// The checker's violations over what was observed so far.
     fn check_observed(&self) -> Vec<LockViolation> {
-        observe::check(
+        observe::check_quorum(
             &self.observer.events(),
             &self.history.faults(),
             self.history.now_us(),
+            self.observer.quorum(),
         )
     }
 
@@ -777,7 +780,12 @@ impl Inner {
     fn observed_json(&self) -> String {
         let events = self.observer.events();
         let faults = self.history.faults();
-        let violations = observe::check(&events, &faults, self.history.now_us());
+        let violations = observe::check_quorum(
+            &events,
+            &faults,
+            self.history.now_us(),
+            self.observer.quorum(),
+        );
         observe::history_json(&events, &faults, &self.observer.marks(), &violations)
     }
 
@@ -789,6 +797,7 @@ impl Inner {
             &self.history.faults(),
             &self.observer.marks(),
             self.history.now_us(),
+            self.observer.quorum(),
         );
         Timeline::new(title, &history)
     }
@@ -1277,6 +1286,20 @@ impl Inner {
             remove();
             history.fault_ended(fault);
         }))
+    }
+
+    /// Sets the replication delay and jitter and records it: a delay lasts until the next
+    /// one replaces it, whose record ends it then (`Topology::replication_delay`,
+    /// `LOCKSMITH.REPLDELAY` and the schedules all come here).
+    fn replication_delay(&self, delay: Duration, jitter: Duration) {
+        self.set_delay(delay, jitter);
+        let fault = self.fault(format!("replication delay {} ms", delay.as_millis()));
+        let previous = self.delay_fault.lock().ok().and_then(|mut open| {
+            std::mem::replace(&mut *open, (!delay.is_zero()).then_some(fault))
+        });
+        if let Some(previous) = previous {
+            self.history.fault_ended(previous);
+        }
     }
 
     fn set_delay(&self, delay: Duration, jitter: Duration) {
@@ -1825,18 +1848,7 @@ impl Topology {
     /// Sets the delay of every replication link (batches not yet delivered included).
     pub fn replication_delay(&self, d: Duration) {
         let jitter = self.inner.net.lock().map(|n| n.jitter).unwrap_or_default();
-        self.inner.set_delay(d, jitter);
-        let fault = self
-            .inner
-            .fault(format!("replication delay {} ms", d.as_millis()));
-        // A delay lasts until the next one replaces it (its record ends then).
-        let previous =
-            self.inner.delay_fault.lock().ok().and_then(|mut open| {
-                std::mem::replace(&mut *open, (!d.is_zero()).then_some(fault))
-            });
-        if let Some(previous) = previous {
-            self.inner.history.fault_ended(previous);
-        }
+        self.inner.replication_delay(d, jitter);
     }
 
     /// Sets the jitter of every replication link.

@@ -22,6 +22,13 @@
 //!   the node's clock; a `DEL` the node makes itself before the deadline (eviction) and
 //!   `FLUSHALL`/`FLUSHDB` remove the lock under its holder.
 //!
+//! - Redisson's **semaphore** and **count-down latch** (an integer string: a `SET` of an
+//!   integer sets the permits or the count, `DECRBY`/`INCRBY` take and return permits,
+//!   `DECR` counts a latch down, deleted at zero) and the **permit-expirable semaphore**'s id
+//!   set `{name}:timeout` (`ZADD` grants an id or moves its lease date, `ZREM` releases it or,
+//!   past its date, expires it). A string whose value is an integer is such a counter, not a
+//!   lock token.
+//!
 //! Redisson's helper keys (`redisson_*`: the unlock latch, the fair lock's queue and timeout
 //! set, channels; `…:rwlock_timeout:…`) are not locks and are skipped whatever the pattern.
 //! A fenced lock's token (an `INCR` in the unit that grants) is the grant's fencing token.
@@ -31,7 +38,10 @@
 //! each renewal), whichever comes first. [`check`] reports two owners holding grants of a key
 //! at the same instant, a grant the serving node lost (a failover to a replica that had not
 //! received it, a restart, an eviction), a release or renewal accepted from a client that did
-//! not hold the lock, and fencing tokens handed out twice.
+//! not hold the lock, and fencing tokens handed out twice; for semaphores more permits held
+//! than set, for permit ids an id granted twice, for latches one reopened after reaching zero
+//! without a reset or lost before it. On independent masters (RedLock) an owner holds a key
+//! while a quorum of masters hold its grants ([`check_quorum`]).
 
 use super::history::{FaultRecord, History};
 use super::NodeId;
@@ -62,6 +72,19 @@ pub enum LockEventKind {
     /// The node removed the lock before its deadline (eviction, `FLUSHALL`), or a failover or
     /// restart left the serving node without it: its holder lost it.
     Lost,
+    /// A semaphore's permits or a latch's count were set (`SET name n`: Redisson's
+    /// `trySetPermits`, `addPermits`, `drainPermits`, `trySetCount`); `count` is the value.
+    Set,
+    /// A semaphore's permits were taken (`DECRBY name n`); `count` is n.
+    Take,
+    /// A semaphore's permits were returned (`INCRBY name n`: a release, or a permit-expirable
+    /// semaphore reclaiming expired permits); `count` is n.
+    Return,
+    /// A latch was counted down (`DECR name`); `count` is what is left (0 or less: open).
+    CountDown,
+    /// A failover or restart left the serving node with another value of a semaphore or latch
+    /// than the node that served before; `count` is the new value.
+    Revert,
 }
 
 impl LockEventKind {
@@ -75,6 +98,11 @@ impl LockEventKind {
             LockEventKind::Release => "release",
             LockEventKind::Expiry => "expiry",
             LockEventKind::Lost => "lost",
+            LockEventKind::Set => "set",
+            LockEventKind::Take => "take",
+            LockEventKind::Return => "return",
+            LockEventKind::CountDown => "count-down",
+            LockEventKind::Revert => "revert",
         }
     }
 }
@@ -87,14 +115,41 @@ pub enum LockLayout {
     Hash,
     /// A string holding the owner's token (`SET name token NX PX ms`).
     String,
+    /// An integer string set but not yet counted: a semaphore or a latch.
+    Counter,
+    /// Redisson's `RSemaphore` (and the permit count of `RPermitExpirableSemaphore`): an
+    /// integer string of available permits, `DECRBY` to take, `INCRBY` to return.
+    Semaphore,
+    /// The ids of `RPermitExpirableSemaphore`'s acquired permits: the sorted set
+    /// `{name}:timeout` of `id -> lease end` (ms); each id is an owner (in hex).
+    Permits,
+    /// Redisson's `RCountDownLatch`: an integer string counted down by `DECR`, deleted at 0.
+    Latch,
 }
 
 impl LockLayout {
+    /// Whether it is a lock (a hash or string lock), whose grants the checker spans.
+    pub fn is_lock(self) -> bool {
+        matches!(self, LockLayout::Hash | LockLayout::String)
+    }
+
+    /// Whether it is an integer string (a semaphore or a latch, or not yet known which).
+    pub fn is_counter(self) -> bool {
+        matches!(
+            self,
+            LockLayout::Counter | LockLayout::Semaphore | LockLayout::Latch
+        )
+    }
+
     /// The layout as `LOCKSMITH.LOCKS` and `LOCKSMITH.HISTORY` name it.
     pub fn name(self) -> &'static str {
         match self {
             LockLayout::Hash => "hash",
             LockLayout::String => "string",
+            LockLayout::Counter => "counter",
+            LockLayout::Semaphore => "semaphore",
+            LockLayout::Permits => "permits",
+            LockLayout::Latch => "latch",
         }
     }
 }
@@ -130,6 +185,8 @@ pub struct LockEvent {
     pub lease_end_us: Option<u64>,
     /// The fencing token handed out with a grant (an `INCR` in the same unit).
     pub token: Option<i64>,
+    /// For a [`LockEventKind::Set`]: the value the node had before (`None`: a new key).
+    pub previous: Option<i64>,
     /// The client whose command made the write (a master's own writes).
     pub client: Option<ObservedClient>,
 }
@@ -197,6 +254,16 @@ pub enum LockViolationKind {
     ForeignRenewal,
     /// Two grants of the key carried the same fencing token.
     RepeatedToken,
+    /// More permits of a semaphore were held at once than it was set to.
+    OverLimit,
+    /// A permit id of a permit-expirable semaphore was granted again while it was held.
+    PermitGrantedTwice,
+    /// A latch that had reached zero was closed again (its count above zero) without a new
+    /// `trySetCount` or a delete.
+    LatchReopened,
+    /// A latch's key was lost (a failover, a restart) before it reached zero: its waiters see
+    /// it open.
+    LatchOpenedEarly,
 }
 
 impl LockViolationKind {
@@ -208,6 +275,10 @@ impl LockViolationKind {
             LockViolationKind::ForeignRelease => "foreign-release",
             LockViolationKind::ForeignRenewal => "foreign-renewal",
             LockViolationKind::RepeatedToken => "repeated-token",
+            LockViolationKind::OverLimit => "over-limit",
+            LockViolationKind::PermitGrantedTwice => "permit-granted-twice",
+            LockViolationKind::LatchReopened => "latch-reopened",
+            LockViolationKind::LatchOpenedEarly => "latch-opened-early",
         }
     }
 }
@@ -235,6 +306,8 @@ pub struct LockViolation {
     /// The labels of the faults in effect at some time of the violation's span or of the
     /// first grant.
     pub faults: Vec<String>,
+    /// What the counts were (semaphores and latches), e.g. `2 permits held of 1`.
+    pub detail: Option<String>,
 }
 
 impl std::fmt::Display for LockViolation {
@@ -254,6 +327,9 @@ impl std::fmt::Display for LockViolation {
         }
         if let Some(c) = &self.actor {
             write!(f, " by client {} {}", c.id, c.addr)?;
+        }
+        if let Some(d) = &self.detail {
+            write!(f, " ({d})")?;
         }
         write!(f, " [{}..{}]", self.from_ms, self.to_ms)?;
         if !self.faults.is_empty() {
@@ -283,6 +359,8 @@ pub(crate) struct Entry {
     mode: Option<Bytes>,
     /// Deadline on the node's clock (unix ms).
     deadline_ms: Option<u64>,
+    /// A semaphore's available permits, a latch's count.
+    value: i64,
 }
 
 impl Entry {
@@ -294,14 +372,50 @@ impl Entry {
 /// A node's locks: (db, key) -> entry.
 pub(crate) type Table = BTreeMap<(usize, Bytes), Entry>;
 
+/// What changed slots of a table held before a change (`None`: the slot was empty).
+type Undo = Vec<((usize, Bytes), Option<Entry>)>;
+
+/// The slots a write may change (a superset is fine: unchanged slots are dropped).
+fn touched(table: &Table, db: usize, argv: &[Bytes]) -> Vec<(usize, Bytes)> {
+    let name = argv
+        .first()
+        .map(|n| n.to_ascii_lowercase())
+        .unwrap_or_default();
+    match name.as_slice() {
+        b"flushall" => table.keys().cloned().collect(),
+        b"flushdb" => table.keys().filter(|(d, _)| *d == db).cloned().collect(),
+        b"del" | b"unlink" => argv.iter().skip(1).map(|k| (db, k.clone())).collect(),
+        _ => argv
+            .get(1)
+            .map(|k| vec![(db, k.clone())])
+            .unwrap_or_default(),
+    }
+}
+
+/// Pushes `undo` (if any) on a node's undo log at `now` and drops what is older than
+/// `window`.
+fn remember(past: &mut VecDeque<(Instant, Undo)>, now: Instant, undo: Undo, window: Duration) {
+    if !undo.is_empty() {
+        past.push_back((now, undo));
+    }
+    if let Some(horizon) = now.checked_sub(window) {
+        while past.front().is_some_and(|(at, _)| *at <= horizon) {
+            past.pop_front();
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct Log {
     events: Vec<LockEvent>,
     marks: Vec<Mark>,
     tables: BTreeMap<usize, Table>,
-    /// Each node's table after each unit that changed it, as far back as the keep-data
-    /// window (what a node restarted with its data comes back with).
-    past: BTreeMap<usize, VecDeque<(Instant, Table)>>,
+    /// Each node's undo log, as far back as the keep-data window: for each unit (or full
+    /// sync) that changed its table, when, and what the changed slots held before (what a
+    /// node restarted with its data comes back with is its table with the changes after the
+    /// cutoff undone). Only the changed slots are kept: a copy of the table per unit made
+    /// observation quadratic in the number of lock keys.
+    past: BTreeMap<usize, VecDeque<(Instant, Undo)>>,
     /// Counters a fencing token may come from, per node: (db, key) -> value.
     counters: BTreeMap<usize, BTreeMap<(usize, Bytes), i64>>,
     next_seq: u64,
@@ -313,6 +427,9 @@ pub(crate) struct Observer {
     history: History,
     /// How far back nodes keep data (`TopologyBuilder::keep_data_window`).
     window: Duration,
+    /// Independent masters (RedLock): how many must hold a grant for its owner to hold the
+    /// key.
+    quorum: Option<usize>,
     /// Observed key patterns; `None`: off.
     patterns: Mutex<Option<Vec<Bytes>>>,
     log: Mutex<Log>,
@@ -357,6 +474,11 @@ struct Unit<'a> {
     events: Vec<LockEvent>,
     /// The last counter value an `INCR` gave in this unit.
     token: Option<i64>,
+    /// Semaphores whose permits this unit took, and how many (a permit id added with them is
+    /// a grant).
+    took: BTreeMap<(usize, Bytes), i64>,
+    /// Latches this unit counted down to zero or below (their `DEL` is not a reset).
+    zeroed: BTreeSet<(usize, Bytes)>,
 }
 
 impl Unit<'_> {
@@ -401,6 +523,7 @@ impl Unit<'_> {
             count,
             lease_end_us,
             token: None,
+            previous: None,
             client: self.client.clone(),
         });
     }
@@ -426,10 +549,11 @@ impl Unit<'_> {
 }
 
 impl Observer {
-    pub(crate) fn new(history: History, window: Duration) -> Self {
+    pub(crate) fn new(history: History, window: Duration, quorum: Option<usize>) -> Self {
         Observer {
             history,
             window,
+            quorum,
             patterns: Mutex::new(None),
             log: Mutex::new(Log::default()),
         }
@@ -485,25 +609,38 @@ impl Observer {
             client: &writes.client,
             events: Vec::new(),
             token: None,
+            took: BTreeMap::new(),
+            zeroed: BTreeSet::new(),
         };
         let mut guard = self.log();
         let log = &mut *guard;
         let table = log.tables.entry(node).or_default();
         let counters = log.counters.entry(node).or_default();
+        let keep = !self.window.is_zero();
+        let mut undo: Undo = Vec::new();
         for (db, argv) in writes.writes {
+            let before: Undo = if keep {
+                touched(table, *db, argv)
+                    .into_iter()
+                    .map(|slot| {
+                        let entry = table.get(&slot).cloned();
+                        (slot, entry)
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
             self.write(&patterns, &mut unit, table, counters, *db, argv);
+            undo.extend(
+                before
+                    .into_iter()
+                    .filter(|(slot, entry)| table.get(slot) != entry.as_ref()),
+            );
         }
-        if !self.window.is_zero() && !unit.events.is_empty() {
-            let now = Instant::now();
-            let copy = table.clone();
+        took_without_id(&mut unit, table);
+        if keep {
             let past = log.past.entry(node).or_default();
-            past.push_back((now, copy));
-            // Keep the newest table at least `window` old and everything after it.
-            if let Some(horizon) = now.checked_sub(self.window) {
-                while past.get(1).is_some_and(|(at, _)| *at <= horizon) {
-                    past.pop_front();
-                }
-            }
+            remember(past, Instant::now(), undo, self.window);
         }
         let token = unit.token;
         for mut e in unit.events {
@@ -561,6 +698,10 @@ impl Observer {
                 let v = counters.entry((db, key.clone())).or_insert(0);
                 *v = v.saturating_add(step);
                 unit.token = Some(*v);
+                let value = *v;
+                if self.observed(patterns, key) {
+                    counted(unit, table, db, key, &name, step, value);
+                }
                 return;
             }
             _ => {}
@@ -579,6 +720,20 @@ impl Observer {
             if let Some(v) = argv.get(2).and_then(|v| int(v)) {
                 counters.insert((db, key.clone()), v);
             }
+        }
+        if let Some(base) = permits_base(key) {
+            if self.observed(patterns, &base) {
+                permits(
+                    unit,
+                    table,
+                    db,
+                    key,
+                    &base,
+                    &name,
+                    argv.get(2..).unwrap_or_default(),
+                );
+            }
+            return;
         }
         if !self.observed(patterns, key) {
             return;
@@ -602,6 +757,39 @@ impl Observer {
                     return;
                 };
                 let deadline = set_deadline(argv, now_ms);
+                let lock = table
+                    .get(&slot)
+                    .is_some_and(|e| e.layout == LockLayout::String);
+                if let (Some(v), false) = (int(token), lock) {
+                    // An integer is a semaphore's permits or a latch's count, not a token.
+                    let keep = argv.iter().any(|a| a.eq_ignore_ascii_case(b"keepttl"));
+                    let previous = table
+                        .get(&slot)
+                        .filter(|e| e.layout.is_counter())
+                        .map(|e| e.value);
+                    let entry = table.entry(slot).or_insert_with(|| Entry {
+                        layout: LockLayout::Counter,
+                        owners: BTreeMap::new(),
+                        mode: None,
+                        deadline_ms: None,
+                        value: 0,
+                    });
+                    if !entry.layout.is_counter() {
+                        entry.layout = LockLayout::Counter;
+                        entry.owners.clear();
+                        entry.mode = None;
+                    }
+                    entry.value = v;
+                    if !keep {
+                        entry.deadline_ms = deadline;
+                    }
+                    let entry = entry.clone();
+                    unit.push(db, key, b"", LockEventKind::Set, &entry, v);
+                    if let Some(e) = unit.events.last_mut() {
+                        e.previous = previous;
+                    }
+                    return;
+                }
                 let same = table.get(&slot).is_some_and(|e| {
                     e.layout == LockLayout::String && e.owners.contains_key(token)
                 });
@@ -624,6 +812,7 @@ impl Observer {
                         owners: BTreeMap::from([(token.clone(), 1)]),
                         mode: None,
                         deadline_ms: deadline,
+                        value: 0,
                     };
                     unit.push(db, key, token, LockEventKind::Grant, &entry, 1);
                     table.insert(slot, entry);
@@ -641,6 +830,7 @@ impl Observer {
                         owners: BTreeMap::new(),
                         mode: None,
                         deadline_ms: None,
+                        value: 0,
                     });
                     if entry.layout != LockLayout::Hash {
                         *entry = Entry {
@@ -648,6 +838,7 @@ impl Observer {
                             owners: BTreeMap::new(),
                             mode: None,
                             deadline_ms: None,
+                            value: 0,
                         };
                     }
                     if field.as_ref() == b"mode" {
@@ -717,12 +908,20 @@ impl Observer {
         key: &Bytes,
         now_ms: u64,
     ) {
-        if !self.observed(patterns, key) {
+        let observed = match permits_base(key) {
+            Some(base) => self.observed(patterns, &base),
+            None => self.observed(patterns, key),
+        };
+        if !observed {
             return;
         }
         let Some(entry) = table.remove(&(db, key.clone())) else {
             return;
         };
+        if unit.zeroed.contains(&(db, key.clone())) {
+            // A latch counted down to zero deletes itself: that is its opening, not a reset.
+            return;
+        }
         let expired = entry.deadline_ms.is_some_and(|d| d <= now_ms);
         let kind = if expired {
             LockEventKind::Expiry
@@ -732,6 +931,9 @@ impl Observer {
         } else {
             LockEventKind::Release
         };
+        if entry.layout.is_counter() {
+            unit.push(db, key, b"", kind, &entry, entry.value);
+        }
         for owner in entry.owners.keys() {
             unit.push(db, key, owner, kind, &entry, 0);
         }
@@ -741,7 +943,22 @@ impl Observer {
     pub(crate) fn synced(&self, master: usize, replica: usize) {
         let mut log = self.log();
         let table = log.tables.get(&master).cloned().unwrap_or_default();
-        log.tables.insert(replica, table);
+        let old = log
+            .tables
+            .insert(replica, table.clone())
+            .unwrap_or_default();
+        if !self.window.is_zero() {
+            let undo: Undo = old
+                .keys()
+                .chain(table.keys())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .filter(|slot| old.get(*slot) != table.get(*slot))
+                .map(|slot| (slot.clone(), old.get(slot).cloned()))
+                .collect();
+            let past = log.past.entry(replica).or_default();
+            remember(past, Instant::now(), undo, self.window);
+        }
         let counters = log.counters.get(&master).cloned().unwrap_or_default();
         log.counters.insert(replica, counters);
     }
@@ -758,12 +975,20 @@ impl Observer {
     /// are those it held then.
     pub(crate) fn restored(&self, node: usize, cutoff: Instant) {
         let mut log = self.log();
-        let table = log
-            .past
-            .get(&node)
-            .and_then(|past| past.iter().rev().find(|(at, _)| *at <= cutoff))
-            .map(|(_, t)| t.clone())
-            .unwrap_or_default();
+        let mut table = log.tables.get(&node).cloned().unwrap_or_default();
+        if let Some(past) = log.past.get_mut(&node) {
+            while past.back().is_some_and(|(at, _)| *at > cutoff) {
+                let Some((_, undo)) = past.pop_back() else {
+                    break;
+                };
+                for (slot, entry) in undo.into_iter().rev() {
+                    match entry {
+                        Some(e) => table.insert(slot, e),
+                        None => table.remove(&slot),
+                    };
+                }
+            }
+        }
         log.tables.insert(node, table);
     }
 
@@ -780,17 +1005,9 @@ impl Observer {
         let after = self.table(now_serving);
         let at_us = self.history.now_us();
         let mut log = self.log();
-        for ((db, key), entry) in before {
-            if entry.deadline_ms.is_some_and(|d| d <= now_ms) {
-                continue;
-            }
-            for owner in entry.owners.keys() {
-                let kept = after
-                    .get(&(*db, key.clone()))
-                    .is_some_and(|e| e.owners.get(owner).is_some_and(|c| *c > 0));
-                if kept {
-                    continue;
-                }
+        let live = |e: &&Entry| e.deadline_ms.is_none_or(|d| d > now_ms);
+        let push =
+            |log: &mut Log, slot: &(usize, Bytes), owner: &[u8], kind, entry: &Entry, count| {
                 let seq = log.next_seq;
                 log.next_seq += 1;
                 log.events.push(LockEvent {
@@ -798,17 +1015,54 @@ impl Observer {
                     at_us,
                     node: NodeId(now_serving),
                     replica: false,
-                    db: *db,
-                    key: text(key),
+                    db: slot.0,
+                    key: text(&slot.1),
                     owner: text(owner),
-                    kind: LockEventKind::Lost,
+                    kind,
                     layout: entry.layout,
                     shared: entry.shared(),
-                    count: 0,
+                    count,
                     lease_end_us: None,
                     token: None,
+                    previous: None,
                     client: None,
                 });
+            };
+        for (slot, entry) in before {
+            if !live(&entry) {
+                continue;
+            }
+            let now = after.get(slot).filter(live);
+            if entry.layout.is_counter() {
+                match now.filter(|e| e.layout.is_counter()) {
+                    None => push(&mut log, slot, b"", LockEventKind::Lost, entry, entry.value),
+                    Some(e) if e.value != entry.value => {
+                        push(&mut log, slot, b"", LockEventKind::Revert, e, e.value)
+                    }
+                    Some(_) => {}
+                }
+                continue;
+            }
+            for owner in entry.owners.keys() {
+                let kept = now.is_some_and(|e| e.owners.get(owner).is_some_and(|c| *c > 0));
+                if !kept {
+                    push(&mut log, slot, owner, LockEventKind::Lost, entry, 0);
+                }
+            }
+        }
+        // A semaphore or latch the node that served before did not have (a latch deleted at
+        // zero that the new master still counts).
+        for (slot, entry) in &after {
+            let had = before.get(slot).filter(live).is_some();
+            if entry.layout.is_counter() && !had && live(&entry) {
+                push(
+                    &mut log,
+                    slot,
+                    b"",
+                    LockEventKind::Revert,
+                    entry,
+                    entry.value,
+                );
             }
         }
     }
@@ -830,19 +1084,34 @@ impl Observer {
                 if *count <= 0 && entry.layout == LockLayout::Hash {
                     continue;
                 }
+                let (count, pttl_ms) = match entry.layout {
+                    // A permit id's count is its lease date.
+                    LockLayout::Permits => (
+                        1,
+                        (*count < NO_LEASE_DATE)
+                            .then(|| (*count).max(0) as u64)
+                            .map(|d| d.saturating_sub(now_ms)),
+                    ),
+                    _ => (*count, entry.deadline_ms.map(|d| d.saturating_sub(now_ms))),
+                };
                 out.push(HeldLock {
                     node: NodeId(node),
                     db,
                     key: text(&key),
                     owner: text(owner),
-                    count: *count,
+                    count,
                     layout: entry.layout,
                     shared: entry.shared(),
-                    pttl_ms: entry.deadline_ms.map(|d| d.saturating_sub(now_ms)),
+                    pttl_ms,
                 });
             }
         }
         out
+    }
+
+    /// The quorum of independent masters (`None`: one node serves each key).
+    pub(crate) fn quorum(&self) -> Option<usize> {
+        self.quorum
     }
 
     /// Every event so far.
@@ -859,6 +1128,187 @@ impl Observer {
     pub(crate) fn mark(&self, text: String) {
         let at_ms = self.history.now_ms();
         self.log().marks.push(Mark { at_ms, text });
+    }
+}
+
+/// Redisson's lease date of a permit that never expires (`Long.MAX_VALUE / 10000`).
+const NO_LEASE_DATE: i64 = 922_337_203_685_477;
+
+/// The semaphore a permit-expirable semaphore's id set belongs to: `name` of `{name}:timeout`.
+fn permits_base(key: &[u8]) -> Option<Bytes> {
+    let inner = key.strip_suffix(b"}:timeout")?.strip_prefix(b"{")?;
+    Some(Bytes::copy_from_slice(inner))
+}
+
+fn hex(b: &[u8]) -> Bytes {
+    let mut out = String::with_capacity(b.len() * 2);
+    for byte in b {
+        out.push_str(&format!("{byte:02x}"));
+    }
+    Bytes::from(out)
+}
+
+/// An `INCR`/`INCRBY`/`DECR`/`DECRBY` of an observed key that left it at `value`: a latch
+/// counted down (`DECR`), a semaphore's permits taken (`DECRBY`) or returned (`INCRBY`).
+fn counted(
+    unit: &mut Unit<'_>,
+    table: &mut Table,
+    db: usize,
+    key: &Bytes,
+    name: &[u8],
+    step: i64,
+    value: i64,
+) {
+    let slot = (db, key.clone());
+    let entry = table.entry(slot.clone()).or_insert_with(|| Entry {
+        layout: LockLayout::Counter,
+        owners: BTreeMap::new(),
+        mode: None,
+        deadline_ms: None,
+        value: 0,
+    });
+    if !entry.layout.is_counter() {
+        // A lock's key written as a number is no longer a lock.
+        *entry = Entry {
+            layout: LockLayout::Counter,
+            owners: BTreeMap::new(),
+            mode: None,
+            deadline_ms: None,
+            value: 0,
+        };
+    }
+    entry.value = value;
+    let (layout, kind, count) = match name {
+        b"decr" => (LockLayout::Latch, LockEventKind::CountDown, value),
+        _ if step < 0 => (
+            LockLayout::Semaphore,
+            LockEventKind::Take,
+            step.saturating_neg(),
+        ),
+        _ => (LockLayout::Semaphore, LockEventKind::Return, step),
+    };
+    entry.layout = layout;
+    let entry = entry.clone();
+    unit.push(db, key, b"", kind, &entry, count);
+    match kind {
+        LockEventKind::Take => {
+            unit.took.insert(slot, count);
+        }
+        LockEventKind::CountDown if value <= 0 => {
+            unit.zeroed.insert(slot);
+        }
+        _ => {}
+    }
+}
+
+/// Permits of a permit-expirable semaphore taken by a unit that added no new id to its id
+/// set: a retried acquire whose id was already there (its `ZADD` changed nothing, so the node
+/// did not propagate it). Recorded as a [`LockEventKind::Take`] of the id set.
+fn took_without_id(unit: &mut Unit<'_>, table: &Table) {
+    let took: Vec<((usize, Bytes), i64)> = unit.took.iter().map(|(k, n)| (k.clone(), *n)).collect();
+    for ((db, base), n) in took {
+        let mut zset = b"{".to_vec();
+        zset.extend_from_slice(&base);
+        zset.extend_from_slice(b"}:timeout");
+        let zset = Bytes::from(zset);
+        let Some(entry) = table
+            .get(&(db, zset.clone()))
+            .filter(|e| e.layout == LockLayout::Permits)
+        else {
+            continue;
+        };
+        let name = text(&zset);
+        let granted = unit
+            .events
+            .iter()
+            .any(|e| e.key == name && e.kind == LockEventKind::Grant);
+        if !granted {
+            let entry = entry.clone();
+            unit.push(db, &zset, b"", LockEventKind::Take, &entry, n);
+        }
+    }
+}
+
+/// A write of `key`, the id set `{base}:timeout` of a permit-expirable semaphore: `ZADD`
+/// grants an id (with permits taken in the same unit) or moves its lease, `ZREM` releases it
+/// or, once its lease date has passed, expires it.
+fn permits(
+    unit: &mut Unit<'_>,
+    table: &mut Table,
+    db: usize,
+    key: &Bytes,
+    base: &Bytes,
+    name: &[u8],
+    args: &[Bytes],
+) {
+    let slot = (db, key.clone());
+    let now_ms = unit.node_us / 1000;
+    match name {
+        b"zadd" => {
+            // Options first (Redisson sends none), then score/member pairs.
+            let first = args
+                .iter()
+                .position(|a| int(a).is_some() || a.as_ref().contains(&b'.'))
+                .unwrap_or(args.len());
+            let took = unit.took.contains_key(&(db, base.clone()));
+            for pair in args.get(first..).unwrap_or_default().chunks_exact(2) {
+                let [score, id] = pair else {
+                    continue;
+                };
+                let Some(date) = int(score) else {
+                    continue;
+                };
+                let entry = table.entry(slot.clone()).or_insert_with(|| Entry {
+                    layout: LockLayout::Permits,
+                    owners: BTreeMap::new(),
+                    mode: None,
+                    deadline_ms: None,
+                    value: 0,
+                });
+                if entry.layout != LockLayout::Permits {
+                    return;
+                }
+                let id = hex(id);
+                let before = entry.owners.insert(id.clone(), date);
+                let kind = if took || before.is_none() {
+                    LockEventKind::Grant
+                } else {
+                    LockEventKind::Renewal
+                };
+                let lease = (date < NO_LEASE_DATE).then(|| date.max(0) as u64);
+                let end = unit.lease_end(lease);
+                let entry = entry.clone();
+                unit.push(db, key, &id, kind, &entry, 1);
+                if let Some(e) = unit.events.last_mut() {
+                    e.lease_end_us = end;
+                }
+            }
+        }
+        b"zrem" => {
+            let Some(entry) = table.get_mut(&slot) else {
+                return;
+            };
+            if entry.layout != LockLayout::Permits {
+                return;
+            }
+            for id in args {
+                let id = hex(id);
+                let Some(date) = entry.owners.remove(&id) else {
+                    continue;
+                };
+                let kind = if date >= 0 && (date as u64) <= now_ms {
+                    LockEventKind::Expiry
+                } else {
+                    LockEventKind::Release
+                };
+                let snapshot = entry.clone();
+                unit.push(db, key, &id, kind, &snapshot, 0);
+            }
+            if entry.owners.is_empty() {
+                table.remove(&slot);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -894,11 +1344,17 @@ struct Span {
 /// When grant `events[g]` stopped holding (see the module docs): its owner's release on any
 /// node, its expiry on the node that granted it, a new grant to the same owner, or the end
 /// of its lease as renewals left it; else it still holds at `now_us`.
-fn span(events: &[LockEvent], g: usize, now_us: u64) -> Option<Span> {
+///
+/// With `per_node` (independent masters) only the granting node's events count: the same
+/// owner's grant on another master is another vote, not a new grant.
+fn span(events: &[LockEvent], g: usize, now_us: u64, per_node: bool) -> Option<Span> {
     let grant = events.get(g)?;
     let mut lease = grant.lease_end_us.unwrap_or(u64::MAX);
     for e in events.iter().skip(g + 1) {
         if e.db != grant.db || e.key != grant.key || e.owner != grant.owner {
+            continue;
+        }
+        if per_node && e.node != grant.node {
             continue;
         }
         if e.at_us >= lease {
@@ -963,26 +1419,134 @@ fn faults_between(faults: &[FaultRecord], from_ms: u64, to_ms: u64) -> Vec<Strin
 }
 
 /// The grants of `events` and how long each held, as of `now_us`.
-pub(crate) fn holds(events: &[LockEvent], now_us: u64) -> Vec<(LockEvent, ObservedHold)> {
-    spans(events, now_us)
+pub(crate) fn holds(
+    events: &[LockEvent],
+    now_us: u64,
+    quorum: Option<usize>,
+) -> Vec<(LockEvent, ObservedHold)> {
+    spans(events, now_us, quorum)
         .iter()
         .filter_map(|s| Some((events.get(s.grant)?.clone(), hold(events, s)?)))
         .collect()
 }
 
-fn spans(events: &[LockEvent], now_us: u64) -> Vec<Span> {
-    events
+/// Each grant's span; with a `quorum` (independent masters, RedLock), the spans in which an
+/// owner held grants of the key on at least `quorum` masters at once instead (each starts at
+/// the grant that made the quorum and ends when one too few masters still hold it, with that
+/// grant's end).
+fn spans(events: &[LockEvent], now_us: u64, quorum: Option<usize>) -> Vec<Span> {
+    let grants = events
         .iter()
         .enumerate()
-        .filter(|(_, e)| e.kind == LockEventKind::Grant && !e.replica)
-        .filter_map(|(i, _)| span(events, i, now_us))
-        .collect()
+        .filter(|(_, e)| e.kind == LockEventKind::Grant && !e.replica && e.layout.is_lock());
+    let Some(q) = quorum else {
+        return grants
+            .filter_map(|(i, _)| span(events, i, now_us, false))
+            .collect();
+    };
+    let q = q.max(1);
+    // (db, key, owner) -> each master's spans.
+    let mut by_owner: BTreeMap<(usize, &str, &str), Vec<Span>> = BTreeMap::new();
+    for (i, e) in grants {
+        if let Some(s) = span(events, i, now_us, true) {
+            by_owner
+                .entry((e.db, e.key.as_str(), e.owner.as_str()))
+                .or_default()
+                .push(s);
+        }
+    }
+    let mut out = Vec::new();
+    for node_spans in by_owner.values() {
+        // Ends sort before starts of the same instant (a re-grant on one master keeps the
+        // count).
+        let mut points: Vec<((u64, u64), i8, &Span)> = node_spans
+            .iter()
+            .flat_map(|s| [(s.from, 1, s), (s.to, -1, s)])
+            .collect();
+        points.sort_by_key(|(at, delta, _)| (*at, *delta));
+        let mut count = 0usize;
+        let mut open: Option<((u64, u64), usize)> = None;
+        for (at, delta, s) in points {
+            if delta > 0 {
+                count += 1;
+                if count == q && open.is_none() {
+                    open = Some((at, s.grant));
+                }
+            } else {
+                count = count.saturating_sub(1);
+                if count + 1 == q {
+                    if let Some((from, grant)) = open.take() {
+                        out.push(Span {
+                            grant,
+                            from,
+                            to: at,
+                            ended_by: s.ended_by,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    out.sort_by_key(|s| (s.from, s.grant));
+    out
+}
+
+/// Whether, at lost event `events[lost]`, fewer than `quorum` masters still held the owner's
+/// grant of the key (a master that lost it since its grant no longer counts).
+fn below_quorum(events: &[LockEvent], lost: usize, now_us: u64, quorum: usize) -> bool {
+    let Some(e) = events.get(lost) else {
+        return false;
+    };
+    let at = (e.at_us, e.seq);
+    let holding = events
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| {
+            g.kind == LockEventKind::Grant
+                && !g.replica
+                && g.db == e.db
+                && g.key == e.key
+                && g.owner == e.owner
+                && (g.at_us, g.seq) <= at
+        })
+        .filter_map(|(i, _)| span(events, i, now_us, true))
+        .filter(|s| s.to >= at)
+        .filter(|s| {
+            let Some(g) = events.get(s.grant) else {
+                return false;
+            };
+            // Lost on its master since it was granted, at or before this loss.
+            !events.iter().any(|l| {
+                l.kind == LockEventKind::Lost
+                    && l.node == g.node
+                    && l.db == g.db
+                    && l.key == g.key
+                    && l.owner == g.owner
+                    && (l.at_us, l.seq) > s.from
+                    && (l.at_us, l.seq) <= at
+            })
+        })
+        .count();
+    holding < quorum
 }
 
 /// The violations in `events` (in observation order) given the topology's `faults`, as of
 /// `now_us` on the topology's clock (see the module docs).
 pub fn check(events: &[LockEvent], faults: &[FaultRecord], now_us: u64) -> Vec<LockViolation> {
-    let spans = spans(events, now_us);
+    check_quorum(events, faults, now_us, None)
+}
+
+/// [`check`] for a topology of independent masters when `quorum` is given (RedLock): an
+/// owner holds the key while it holds grants on at least `quorum` masters, two owners doing
+/// so at once are a double grant, and a master losing a grant is a lost grant only when it
+/// leaves the owner fewer than `quorum` masters.
+pub fn check_quorum(
+    events: &[LockEvent],
+    faults: &[FaultRecord],
+    now_us: u64,
+    quorum: Option<usize>,
+) -> Vec<LockViolation> {
+    let spans = spans(events, now_us, quorum);
     let mut out = Vec::new();
     let mut doubled = BTreeSet::new();
     for (i, a) in spans.iter().enumerate() {
@@ -1007,6 +1571,7 @@ pub fn check(events: &[LockEvent], faults: &[FaultRecord], now_us: u64) -> Vec<L
                         first,
                         second: Some(second),
                         actor: None,
+                        detail: None,
                     });
                 }
             }
@@ -1032,6 +1597,7 @@ pub fn check(events: &[LockEvent], faults: &[FaultRecord], now_us: u64) -> Vec<L
                 first,
                 second: Some(second),
                 actor: None,
+                detail: None,
             });
         }
     }
@@ -1039,6 +1605,9 @@ pub fn check(events: &[LockEvent], faults: &[FaultRecord], now_us: u64) -> Vec<L
     // (node, client id) -> the grants its commands wrote, in order.
     let mut granted: BTreeMap<(NodeId, u64), Vec<usize>> = BTreeMap::new();
     for (i, e) in events.iter().enumerate() {
+        if !e.layout.is_lock() {
+            continue;
+        }
         let covering = || {
             spans.iter().rev().find(|s| {
                 events.get(s.grant).is_some_and(|g| {
@@ -1056,6 +1625,9 @@ pub fn check(events: &[LockEvent], faults: &[FaultRecord], now_us: u64) -> Vec<L
                 let Some(s) = covering() else {
                     continue;
                 };
+                if quorum.is_some_and(|q| !below_quorum(events, i, now_us, q)) {
+                    continue;
+                }
                 if doubled.contains(&s.grant) || !lost.insert(s.grant) {
                     continue;
                 }
@@ -1071,6 +1643,7 @@ pub fn check(events: &[LockEvent], faults: &[FaultRecord], now_us: u64) -> Vec<L
                     first,
                     second: None,
                     actor: None,
+                    detail: None,
                 });
             }
             LockEventKind::Release | LockEventKind::Renewal if !e.replica => {
@@ -1117,12 +1690,210 @@ pub fn check(events: &[LockEvent], faults: &[FaultRecord], now_us: u64) -> Vec<L
                     first,
                     second,
                     actor: Some(c.clone()),
+                    detail: None,
                 });
             }
             _ => {}
         }
     }
+    out.extend(counter_violations(events, faults));
+    out.extend(permit_violations(events, faults));
     out.sort_by_key(|v| (v.from_ms, v.kind));
+    out
+}
+
+/// An instant of one event, as a violation's hold.
+fn instant(e: &LockEvent, owner: String) -> ObservedHold {
+    ObservedHold {
+        owner,
+        node: e.node,
+        client: e.client.clone(),
+        from_ms: e.at_ms(),
+        to_ms: e.at_ms(),
+        ended_by: "held",
+        token: None,
+    }
+}
+
+/// A violation at one event.
+fn at_event(
+    kind: LockViolationKind,
+    e: &LockEvent,
+    first: ObservedHold,
+    faults: &[FaultRecord],
+    detail: String,
+) -> LockViolation {
+    LockViolation {
+        kind,
+        key: e.key.clone(),
+        faults: faults_between(faults, first.from_ms, e.at_ms()),
+        from_ms: e.at_ms(),
+        to_ms: e.at_ms(),
+        first,
+        second: None,
+        actor: e.client.clone(),
+        detail: Some(detail),
+    }
+}
+
+/// Semaphores and latches, from what their clients did on the serving nodes (in order):
+///
+/// - a semaphore's permits held (taken and not returned) never exceed what it was set to:
+///   one `Set` on a new key sets the limit, on an existing one moves it by the difference
+///   (`addPermits`, `drainPermits`), a return beyond what is held adds permits, a client's
+///   delete starts over. On one node the available permits are always the limit minus what
+///   is held, so more held than the limit means a node answered from a state that lost
+///   takes (a failover to a lagging replica, a restart);
+/// - a latch that reached zero stays open until a new `Set` (`trySetCount`) or a delete: a
+///   count-down that finds it above zero, or a serving node that has it above zero again, is
+///   a reopening; its key lost above zero opens it early.
+fn counter_violations(events: &[LockEvent], faults: &[FaultRecord]) -> Vec<LockViolation> {
+    #[derive(Default)]
+    struct State {
+        latch: bool,
+        held: i64,
+        limit: i64,
+        over: bool,
+        /// When it reached zero (ms), while open.
+        open_since: Option<u64>,
+    }
+    let mut states: BTreeMap<(usize, &str), State> = BTreeMap::new();
+    for e in events.iter().filter(|e| e.layout == LockLayout::Latch) {
+        states.entry((e.db, e.key.as_str())).or_default().latch = true;
+    }
+    let mut out = Vec::new();
+    for e in events
+        .iter()
+        .filter(|e| !e.replica && e.layout.is_counter())
+    {
+        let st = states.entry((e.db, e.key.as_str())).or_default();
+        match e.kind {
+            LockEventKind::Set => {
+                st.open_since = None;
+                st.limit = match e.previous {
+                    Some(p) => st.limit.saturating_add(e.count.saturating_sub(p)),
+                    None => e.count,
+                };
+                st.over = st.held > st.limit;
+            }
+            LockEventKind::Take => {
+                st.held = st.held.saturating_add(e.count);
+                if st.held > st.limit && !st.over {
+                    out.push(at_event(
+                        LockViolationKind::OverLimit,
+                        e,
+                        instant(e, format!("{} permits taken", e.count)),
+                        faults,
+                        format!("{} permits held of {}", st.held, st.limit),
+                    ));
+                }
+                st.over = st.held > st.limit;
+            }
+            LockEventKind::Return => {
+                st.held = st.held.saturating_sub(e.count);
+                if st.held < 0 {
+                    st.limit = st.limit.saturating_sub(st.held);
+                    st.held = 0;
+                }
+                st.over = st.held > st.limit;
+            }
+            LockEventKind::CountDown | LockEventKind::Revert if st.latch => {
+                // A count-down to `count` found `count + 1`; a revert left `count`.
+                let above = if e.kind == LockEventKind::CountDown {
+                    e.count >= 0
+                } else {
+                    e.count > 0
+                };
+                if let (Some(since), true) = (st.open_since, above) {
+                    out.push(at_event(
+                        LockViolationKind::LatchReopened,
+                        e,
+                        instant(e, format!("count {}", e.count)),
+                        faults,
+                        format!("counted {} after reaching zero at {since} ms", e.count),
+                    ));
+                    st.open_since = None;
+                }
+                if e.count <= 0 && e.kind == LockEventKind::CountDown {
+                    st.open_since = Some(e.at_ms());
+                }
+            }
+            LockEventKind::Release | LockEventKind::Expiry => {
+                *st = State {
+                    latch: st.latch,
+                    // A deleted latch reads as zero: open.
+                    open_since: st.latch.then(|| e.at_ms()),
+                    ..State::default()
+                };
+            }
+            LockEventKind::Lost if st.latch && e.count > 0 && st.open_since.is_none() => {
+                out.push(at_event(
+                    LockViolationKind::LatchOpenedEarly,
+                    e,
+                    instant(e, format!("count {}", e.count)),
+                    faults,
+                    format!("lost at count {}", e.count),
+                ));
+                st.open_since = Some(e.at_ms());
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Permit ids of permit-expirable semaphores: an id granted again while its earlier grant
+/// held (not released, expired or lost, its lease not over), or permits taken with no new id
+/// (the id's `ZADD` changed nothing), took permits twice for one id.
+fn permit_violations(events: &[LockEvent], faults: &[FaultRecord]) -> Vec<LockViolation> {
+    // (db, key, id) -> the grant that holds and its lease end (µs).
+    let mut held: BTreeMap<(usize, &str, &str), (&LockEvent, u64)> = BTreeMap::new();
+    let mut out = Vec::new();
+    for e in events
+        .iter()
+        .filter(|e| !e.replica && e.layout == LockLayout::Permits)
+    {
+        let id = (e.db, e.key.as_str(), e.owner.as_str());
+        let end = e.lease_end_us.unwrap_or(u64::MAX);
+        match e.kind {
+            LockEventKind::Grant => {
+                if let Some((first, until)) = held.get(&id) {
+                    if *until > e.at_us {
+                        let mut v = at_event(
+                            LockViolationKind::PermitGrantedTwice,
+                            e,
+                            instant(first, first.owner.clone()),
+                            faults,
+                            format!("permit id {} granted again", e.owner),
+                        );
+                        v.faults = faults_between(faults, first.at_ms(), e.at_ms());
+                        v.second = Some(instant(e, e.owner.clone()));
+                        out.push(v);
+                    }
+                }
+                held.insert(id, (e, end));
+            }
+            LockEventKind::Renewal => {
+                if let Some(h) = held.get_mut(&id) {
+                    h.1 = end;
+                }
+            }
+            LockEventKind::Take => out.push(at_event(
+                LockViolationKind::PermitGrantedTwice,
+                e,
+                instant(e, format!("{} permits taken", e.count)),
+                faults,
+                format!(
+                    "{} permits taken with no new permit id: an acquire of an id already held",
+                    e.count
+                ),
+            )),
+            LockEventKind::Release | LockEventKind::Expiry | LockEventKind::Lost => {
+                held.remove(&id);
+            }
+            _ => {}
+        }
+    }
     out
 }
 
@@ -1175,6 +1946,7 @@ pub(crate) fn as_history(
     faults: &[FaultRecord],
     marks: &[Mark],
     now_us: u64,
+    quorum: Option<usize>,
 ) -> History {
     use super::history::{Event, EventKind};
     let history = clock.empty_like();
@@ -1188,7 +1960,7 @@ pub(crate) fn as_history(
             end_ms: Some(m.at_ms),
         });
     }
-    for (grant, h) in holds(events, now_us) {
+    for (grant, h) in holds(events, now_us, quorum) {
         let token = grant.token.and_then(|t| u64::try_from(t).ok());
         let kind = if grant.shared {
             EventKind::AcquiredShared

@@ -114,3 +114,108 @@ fn sigterm(pid: u32) -> i32 {
         .status()
         .map_or(-1, |s| s.code().unwrap_or(-1))
 }
+
+/// `locksmith-harness --schedule TEXT`: the explorer's failover schedule run from start (a 2 s
+/// replication lag from 10 ms, the master failing 2 s later) double-grants a string lock taken
+/// during the lag, and `LOCKSMITH.CHECK` reports it naming both tokens; the same harness
+/// without a schedule refuses the second client and reports nothing.
+#[test]
+fn a_schedule_given_on_the_command_line_double_grants_a_lock_taken_during_its_lag() {
+    for scheduled in [true, false] {
+        let dir = std::env::temp_dir().join(format!(
+            "locksmith-schedule-cli-{}-{scheduled}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let port_file = dir.join("port");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_locksmith-harness"));
+        cmd.args(["--port", "0", "--replicas", "1", "--loglevel", "warning"])
+            .args(["--observe", "lock:*"])
+            .args(["--port-file", port_file.to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        if scheduled {
+            cmd.args(["--schedule", "failover/n0/10/60000/2000"]);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut port = None;
+        for _ in 0..200 {
+            if let Some(p) = std::fs::read_to_string(&port_file)
+                .ok()
+                .and_then(|s| s.trim().parse::<u16>().ok())
+            {
+                port = Some(p);
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let url = format!("redis://127.0.0.1:{}/", port.expect("the harness's port"));
+        let connect = || {
+            redis::Client::open(url.as_str())
+                .unwrap()
+                .get_connection()
+                .unwrap()
+        };
+        let set = |con: &mut redis::Connection, token: &str| -> Option<String> {
+            redis::cmd("SET")
+                .arg("lock:k")
+                .arg(token)
+                .arg("NX")
+                .arg("PX")
+                .arg(30_000)
+                .query(con)
+                .unwrap()
+        };
+        // After the lag started (10 ms), well before the failover (2010 ms).
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let mut a = connect();
+        assert_eq!(set(&mut a, "tokA").as_deref(), Some("OK"));
+        if scheduled {
+            // Bounded wait for the scheduled failover: the front then routes to n1.
+            let mut promoted = false;
+            for _ in 0..100 {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                let info: redis::Value = redis::cmd("LOCKSMITH.TOPOLOGY")
+                    .query(&mut connect())
+                    .unwrap();
+                use redis::Value::{Array, BulkString};
+                let master = match &info {
+                    Array(items) => match items.first() {
+                        Some(Array(head)) => head.chunks(2).find_map(|p| match p {
+                            [BulkString(k), BulkString(v)] if k == b"master" => {
+                                Some(String::from_utf8_lossy(v).into_owned())
+                            }
+                            _ => None,
+                        }),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                if master.as_deref() == Some("n1") {
+                    promoted = true;
+                    break;
+                }
+            }
+            assert!(promoted, "the schedule's failover happened within 10 s");
+        }
+        let mut b = connect();
+        let got = set(&mut b, "tokB");
+        let check: Vec<redis::Value> = redis::cmd("LOCKSMITH.CHECK").query(&mut b).unwrap();
+        assert_eq!(sigterm(child.id()), 0);
+        assert!(child.wait().unwrap().success());
+        let _ = std::fs::remove_dir_all(&dir);
+        if scheduled {
+            assert_eq!(
+                got.as_deref(),
+                Some("OK"),
+                "granted again after the failover"
+            );
+            assert_eq!(check.len(), 1, "{check:?}");
+            let text = format!("{check:?}");
+            assert!(text.contains("tokA") && text.contains("tokB"), "{text}");
+        } else {
+            assert_eq!(got, None, "refused without a fault");
+            assert!(check.is_empty(), "{check:?}");
+        }
+    }
+}

@@ -328,3 +328,43 @@ async fn admin_commands_are_unknown_outside_a_topology() {
     assert!(err.detail().unwrap().starts_with("unknown command"));
     server.shutdown().await;
 }
+
+/// `LOCKSMITH.REPLDELAY` records its delay as `Topology::replication_delay` does: a delay
+/// lasts until the next one replaces it, whose record ends it then (issue 39: the command
+/// left every earlier record open).
+#[tokio::test(start_paused = true)]
+async fn repldelay_sent_twice_ends_the_first_delay_record() {
+    let t = topology(1).await;
+    let mut front = conn(&t.front_url()).await;
+    let ok: String = run(&mut front, &["LOCKSMITH.REPLDELAY", "2000"])
+        .await
+        .unwrap();
+    assert_eq!(ok, "OK");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let ok: String = run(&mut front, &["LOCKSMITH.REPLDELAY", "500"])
+        .await
+        .unwrap();
+    assert_eq!(ok, "OK");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let ok: String = run(&mut front, &["LOCKSMITH.REPLDELAY", "0"])
+        .await
+        .unwrap();
+    assert_eq!(ok, "OK");
+    let delays: Vec<(String, u64, Option<u64>)> = t
+        .history()
+        .faults()
+        .into_iter()
+        .filter(|f| f.label.starts_with("replication delay"))
+        .map(|f| (f.label, f.start_ms, f.end_ms))
+        .collect();
+    assert_eq!(delays.len(), 3, "{delays:?}");
+    let (first, second, last) = (&delays[0], &delays[1], &delays[2]);
+    assert_eq!(first.0, "replication delay 2000 ms");
+    assert_eq!(first.2, Some(second.1), "the second delay ends the first");
+    assert_eq!(second.2, Some(last.1), "no delay ends the second");
+    assert!(first.1 < second.1 && second.1 < last.1, "{delays:?}");
+    assert_eq!(
+        last.2, None,
+        "a zero delay is no open fault: its record just marks the end"
+    );
+}
