@@ -150,11 +150,22 @@ fn a_schedule_given_on_the_command_line_double_grants_a_lock_taken_during_its_la
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
         let url = format!("redis://127.0.0.1:{}/", port.expect("the harness's port"));
+        // The front resets the connections it has open to the old master at the failover: a
+        // connection made at that instant is tried again (bounded).
         let connect = || {
-            redis::Client::open(url.as_str())
-                .unwrap()
-                .get_connection()
-                .unwrap()
+            let client = redis::Client::open(url.as_str()).unwrap();
+            let mut tries = 0;
+            loop {
+                match client.get_connection() {
+                    Ok(con) => break con,
+                    Err(e) if tries < 50 => {
+                        tries += 1;
+                        eprintln!("connect: {e}; trying again");
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                    }
+                    Err(e) => panic!("connect: {e}"),
+                }
+            }
         };
         let set = |con: &mut redis::Connection, token: &str| -> Option<String> {
             redis::cmd("SET")
@@ -175,9 +186,9 @@ fn a_schedule_given_on_the_command_line_double_grants_a_lock_taken_during_its_la
             let mut promoted = false;
             for _ in 0..100 {
                 std::thread::sleep(std::time::Duration::from_millis(100));
-                let info: redis::Value = redis::cmd("LOCKSMITH.TOPOLOGY")
-                    .query(&mut connect())
-                    .unwrap();
+                let Ok(info) = redis::cmd("LOCKSMITH.TOPOLOGY").query(&mut connect()) else {
+                    continue; // reset by the failover
+                };
                 use redis::Value::{Array, BulkString};
                 let master = match &info {
                     Array(items) => match items.first() {
