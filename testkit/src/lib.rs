@@ -57,10 +57,14 @@ pub fn client(url: &str) -> redis::Client {
     redis::Client::open(url).unwrap()
 }
 
-/// An async multiplexed connection to `url`.
+/// An async multiplexed connection to `url`. Its response timeout (30 s) only guards against
+/// a hang: the crate's default (500 ms) failed replies that a loaded 2-core CI machine gave
+/// late (a first `EVAL` among 80 tests running at once), which no test means to assert.
 pub async fn conn(url: &str) -> redis::aio::MultiplexedConnection {
+    let config =
+        redis::AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_secs(30)));
     client(url)
-        .get_multiplexed_async_connection()
+        .get_multiplexed_async_connection_with_config(&config)
         .await
         .unwrap()
 }
