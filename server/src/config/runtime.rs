@@ -104,6 +104,8 @@ pub(crate) struct RuntimeConfig {
     tcp_backlog: AtomicU64,
     /// Not a Redis parameter: the Lua interpreter's memory bound ([`Config::lua_memory_limit`]).
     lua_memory_limit: u64,
+    /// The server the node reproduces ([`Config::compat`]).
+    compat: crate::compat::Compat,
 
     requirepass: RwLock<Option<String>>,
     busy_reply_threshold_ms: AtomicU64,
@@ -381,6 +383,7 @@ impl RuntimeConfig {
             enable_module_command: AtomicU8::new(0),
             tcp_backlog: AtomicU64::new(0),
             lua_memory_limit: config.lua_memory_limit,
+            compat: config.compat,
             requirepass: RwLock::new(None),
             busy_reply_threshold_ms: AtomicU64::new(0),
             maxclients: AtomicU64::new(0),
@@ -416,8 +419,11 @@ impl RuntimeConfig {
             lazyfree_lazy_user_flush: AtomicBool::new(false),
             stored: Mutex::new(HashMap::new()),
         };
-        for param in table::PARAMS {
+        for param in table::params(config.compat) {
             runtime.store(param, param.default);
+        }
+        for (name, value) in config.compat.profile().config.defaults {
+            runtime.set_at_start(name, value)?;
         }
         let dir = std::env::current_dir()
             .map(|d| d.display().to_string())
@@ -469,7 +475,7 @@ impl RuntimeConfig {
     /// A start-up setting (redis-server's `--name value`): validated as `CONFIG SET`
     /// validates it, except that immutable and protected parameters may be given.
     fn set_at_start(&self, name: &str, value: &str) -> Result<(), String> {
-        let Some(param) = table::find(name.as_bytes()) else {
+        let Some(param) = self.find(name.as_bytes()) else {
             return Err(format!("unknown config parameter '{name}'"));
         };
         let normalized = param
@@ -504,6 +510,31 @@ impl RuntimeConfig {
             Some(binding) => (binding.get)(self),
             None => self.stored().get(param.name).cloned().unwrap_or_default(),
         }
+    }
+
+    /// The parameter called `name` (or aliased so) under the node's compatibility target.
+    pub(crate) fn find(&self, name: &[u8]) -> Option<&'static Param> {
+        table::find_for(self.compat, name)
+    }
+
+    /// The parameters `CONFIG GET` lists for a pattern under the node's target, each with
+    /// every name it is listed by.
+    pub(crate) fn listed(&self) -> impl Iterator<Item = (&'static Param, Vec<&'static str>)> {
+        let compat = self.compat;
+        table::params(compat).map(move |p| (p, table::listed_names(compat, p)))
+    }
+
+    /// What the node's compatibility target decides (versions, `INFO server`'s fields).
+    pub(crate) fn profile(&self) -> &'static crate::compat::Profile {
+        self.compat.profile()
+    }
+
+    /// `availability-zone` (Valkey's parameter; empty when unset or under Redis's target).
+    pub(crate) fn availability_zone(&self) -> String {
+        self.stored()
+            .get("availability-zone")
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// `bind`.
