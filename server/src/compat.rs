@@ -73,9 +73,23 @@ pub(crate) struct Profile {
     pub(crate) redis_version: &'static str,
     /// `INFO server`'s fields in order.
     pub(crate) info_server: &'static [(&'static str, ServerField)],
+    /// The globals scripts and functions find the Lua API under (`redis`; Valkey also
+    /// `server`, the same table).
+    pub(crate) lua_api_names: &'static [&'static str],
+    /// The version fields of the Lua API table (`redis.REDIS_VERSION`...).
+    pub(crate) lua_versions: &'static [(&'static str, LuaConst)],
     /// How its configuration parameters differ from Redis 7.0.15's table (the parameters only
     /// it has are the config module's `added` table of the target).
     pub(crate) config: ConfigChanges,
+}
+
+/// A constant of the Lua API table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LuaConst {
+    /// A string.
+    Text(&'static str),
+    /// A number.
+    Number(i64),
 }
 
 /// How a target's configuration parameters differ from Redis 7.0.15's, by name.
@@ -244,6 +258,11 @@ static REDIS_7_0: Profile = Profile {
         ("config_file", ServerField::Fixed("")),
         ("io_threads_active", ServerField::Fixed("0")),
     ],
+    lua_api_names: &["redis"],
+    lua_versions: &[
+        ("REDIS_VERSION", LuaConst::Text("7.0.15")),
+        ("REDIS_VERSION_NUM", LuaConst::Number(0x07_00_0f)),
+    ],
     config: NO_CONFIG_CHANGES,
 };
 
@@ -285,6 +304,14 @@ static VALKEY_8_1: Profile = Profile {
         ("io_threads_active", ServerField::Fixed("0")),
         ("availability_zone", ServerField::AvailabilityZone),
         ("listener0", ServerField::Listener),
+    ],
+    lua_api_names: &["server", "redis"],
+    lua_versions: &[
+        ("REDIS_VERSION", LuaConst::Text("7.2.4")),
+        ("REDIS_VERSION_NUM", LuaConst::Number(0x07_02_04)),
+        ("VALKEY_VERSION", LuaConst::Text("8.1.8")),
+        ("VALKEY_VERSION_NUM", LuaConst::Number(0x08_01_08)),
+        ("SERVER_NAME", LuaConst::Text("valkey")),
     ],
     // valkey-server 8.1.8's `CONFIG GET *` against redis-server 7.0.15's.
     config: ConfigChanges {

@@ -118,9 +118,9 @@ static SCRIPT_SUBCOMMANDS: &[CommandSpec] = &[
 /// The node's engine, created on first use.
 fn engine<'s>(ctx: &'s mut Ctx<'_>) -> Result<&'s mut Engine, CommandError> {
     if ctx.state.scripting.is_none() {
-        let limit = ctx.state.config.lua_memory_limit();
+        let lua = ctx.state.config.lua();
         let engine =
-            Engine::new(ctx.node.script.kill.clone(), command_exists, limit).map_err(|e| {
+            Engine::new(ctx.node.script.kill.clone(), command_exists, lua).map_err(|e| {
                 tracing::error!(error = %e, "cannot create the Lua interpreter");
                 CommandError::err("Lua interpreter unavailable")
             })?;

@@ -148,6 +148,15 @@ pub(crate) struct RuntimeConfig {
     stored: Mutex<HashMap<&'static str, String>>,
 }
 
+/// What a new Lua interpreter is made with.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LuaSettings {
+    /// The interpreter's memory bound in bytes (0: none).
+    pub(crate) memory_limit: usize,
+    /// The node's compatibility target (the API's global names and version fields).
+    pub(crate) compat: crate::compat::Compat,
+}
+
 /// A validated integer value (the table has checked it; 0 should it not parse).
 fn number(value: &str) -> u64 {
     value.parse().unwrap_or(0)
@@ -587,9 +596,12 @@ impl RuntimeConfig {
         u32::try_from(self.tcp_backlog.load(Relaxed)).unwrap_or(u32::MAX)
     }
 
-    /// The Lua interpreter's memory bound in bytes (0: none).
-    pub(crate) fn lua_memory_limit(&self) -> usize {
-        usize::try_from(self.lua_memory_limit).unwrap_or(usize::MAX)
+    /// What a new Lua interpreter is made with: its memory bound and the node's target.
+    pub(crate) fn lua(&self) -> LuaSettings {
+        LuaSettings {
+            memory_limit: usize::try_from(self.lua_memory_limit).unwrap_or(usize::MAX),
+            compat: self.compat,
+        }
     }
 
     /// `requirepass` (`None`: clients need not authenticate).

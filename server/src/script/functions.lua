@@ -1,14 +1,14 @@
 -- Redis 7.0's environment for functions (function_lua.c), built once per functions interpreter
 -- after sandbox.lua (chunk "=[redis]").
 -- Arguments: the Rust primitives of the library API, the (read-only) globals, sandbox.lua's
--- `protect` and `missing_global`.
+-- `protect` and `missing_global`, and the compatibility target's part (as sandbox.lua's).
 -- Returns the globals table that library code and its functions see, its metatable, and the
 -- library API table. The globals table is empty and read-only; its metatable's `__index` is
 -- the library API while FUNCTION LOAD runs a library's code and the real globals otherwise
 -- (the engine switches it), so the functions a library registers see the whole `redis` API
 -- when they run, and the library's code sees only `redis.register_function`, `redis.log` and
 -- the constants while it loads.
-local raw, G, protect, missing_global = ...
+local raw, G, protect, missing_global, target = ...
 local type, select, tostring, next, error = type, select, tostring, next, error
 local lower = string.lower
 local bor = G.bit.bor
@@ -94,11 +94,11 @@ local lib_redis = {
   LOG_VERBOSE = redis.LOG_VERBOSE,
   LOG_NOTICE = redis.LOG_NOTICE,
   LOG_WARNING = redis.LOG_WARNING,
-  REDIS_VERSION = redis.REDIS_VERSION,
-  REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM,
 }
+for k, v in next, target.versions do lib_redis[k] = v end
 setmetatable(lib_redis, {__index = missing_global})
-local lib = {redis = lib_redis}
+local lib = {}
+for _, name in ipairs(target.names) do lib[name] = lib_redis end
 setmetatable(lib, {__index = missing_global})
 protect(lib)
 

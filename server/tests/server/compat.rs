@@ -263,3 +263,45 @@ fn the_binary_refuses_an_unknown_target_and_names_the_accepted_ones() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn scripts_and_functions_see_the_targets_lua_api() {
+    let mut valkey = Pair::start_for(Compat::Valkey81).await;
+    for field in [
+        "REDIS_VERSION",
+        "REDIS_VERSION_NUM",
+        "VALKEY_VERSION",
+        "VALKEY_VERSION_NUM",
+        "SERVER_NAME",
+        "SERVER_VERSION",
+    ] {
+        let script = format!("return tostring(server.{field})");
+        valkey.same(&["EVAL", &script, "0"]).await;
+    }
+    valkey
+        .same(&["EVAL", "return tostring(server == redis)", "0"])
+        .await;
+    valkey
+        .same(&["EVAL", "return server.call('SET', KEYS[1], 'v')", "1", "k"])
+        .await;
+    let library = "#!lua name=lib\n\
+                   server.register_function('get', function(keys) \
+                   return {server.call('GET', keys[1]), server.SERVER_NAME} end)";
+    valkey.same(&["FUNCTION", "LOAD", library]).await;
+    let ours = valkey.same(&["FCALL", "get", "1", "k"]).await;
+    assert!(ours.contains("valkey"), "{ours}");
+
+    // Redis 7.0 has no `server` global: the sandbox refuses it, and a library using it fails.
+    let mut redis = Pair::start_for(Compat::Redis70).await;
+    redis
+        .same(&["EVAL", "return tostring(redis.REDIS_VERSION_NUM)", "0"])
+        .await;
+    let refused = redis
+        .same(&["EVAL", "return server.call('PING')", "0"])
+        .await;
+    assert!(
+        refused.contains("nonexistent global variable 'server'"),
+        "{refused}"
+    );
+    redis.same(&["FUNCTION", "LOAD", library]).await;
+}
