@@ -76,6 +76,9 @@ pub(crate) struct Profile {
     /// The globals scripts and functions find the Lua API under (`redis`; Valkey also
     /// `server`, the same table).
     pub(crate) lua_api_names: &'static [&'static str],
+    /// What a script's error texts call a command (`Unknown Redis command called from
+    /// script`; Valkey: `Unknown command called from script`).
+    pub(crate) script_command: &'static str,
     /// The version fields of the Lua API table (`redis.REDIS_VERSION`...).
     pub(crate) lua_versions: &'static [(&'static str, LuaConst)],
     /// How its configuration parameters differ from Redis 7.0.15's table (the parameters only
@@ -259,6 +262,7 @@ static REDIS_7_0: Profile = Profile {
         ("io_threads_active", ServerField::Fixed("0")),
     ],
     lua_api_names: &["redis"],
+    script_command: "Redis command",
     lua_versions: &[
         ("REDIS_VERSION", LuaConst::Text("7.0.15")),
         ("REDIS_VERSION_NUM", LuaConst::Number(0x07_00_0f)),
@@ -306,6 +310,7 @@ static VALKEY_8_1: Profile = Profile {
         ("listener0", ServerField::Listener),
     ],
     lua_api_names: &["server", "redis"],
+    script_command: "command",
     lua_versions: &[
         ("REDIS_VERSION", LuaConst::Text("7.2.4")),
         ("REDIS_VERSION_NUM", LuaConst::Number(0x07_02_04)),

@@ -305,3 +305,19 @@ async fn scripts_and_functions_see_the_targets_lua_api() {
     );
     redis.same(&["FUNCTION", "LOAD", library]).await;
 }
+
+#[tokio::test]
+async fn script_error_texts_name_commands_as_the_target_does() {
+    let library = "#!lua name=bad\nredis.register_function('f')";
+    for compat in Compat::ALL {
+        let mut pair = Pair::start_for(compat).await;
+        for args in [
+            &["EVAL", "return redis.call('nosuch')", "0"][..],
+            &["EVAL", "return redis.call('get')", "0"],
+            &["EVAL", "return redis.call('subscribe', 'c')", "0"],
+            &["FUNCTION", "LOAD", library],
+        ] {
+            pair.same(args).await;
+        }
+    }
+}
