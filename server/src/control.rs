@@ -142,9 +142,9 @@ impl NodeControl {
         let state = &mut *guard;
         state.dbs = recovery.base.dbs.clone();
         let kill = node.script.kill.clone();
-        let limit = state.config.lua_memory_limit();
+        let lua = state.config.lua();
         let make = move || {
-            crate::script::Engine::new_functions(kill, crate::cmd::command_exists, limit)
+            crate::script::Engine::new_functions(kill, crate::cmd::command_exists, lua)
                 .map_err(|e| e.to_string())
         };
         let policy = crate::script::RestorePolicy::Flush;

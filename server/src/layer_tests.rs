@@ -12,7 +12,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     // Leaves: errors, argument parsing, command descriptions (ours, Redis's, and their ACL
     // facts: categories, key specifications), command flags, clock, geohash math, glob, event
     // classes, the keyed hash, chart ticks, the process's memory as the OS reports it, the
-    // lazy free thread.
+    // lazy free thread, the compatibility target's data.
     (
         "leaf",
         &[
@@ -20,6 +20,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "clock",
             "command_acl",
             "command_meta",
+            "compat",
             "error",
             "flags",
             "geohash",

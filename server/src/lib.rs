@@ -25,6 +25,7 @@ mod cmd;
 mod cmdstats;
 mod command_acl;
 mod command_meta;
+mod compat;
 mod config;
 mod connection;
 pub mod control;
@@ -63,6 +64,7 @@ mod transaction;
 mod write_round;
 
 pub use clock::Clock;
+pub use compat::Compat;
 pub use config::{Config, EnableCommand};
 pub use connection::ClientStream;
 pub use db::release::set_memory_release;
@@ -87,8 +89,9 @@ pub fn parse_memory_size(text: &str) -> Option<u64> {
     config::table::parse_memory(text.as_bytes())
 }
 
-/// Whether `name` is a parameter `CONFIG GET|SET` knows (any case, aliases included), so
+/// Whether `name` is a parameter `CONFIG GET|SET` knows under some compatibility target (any
+/// case, aliases included; the node checks it against its own target), so
 /// `--name value` on the command line can set it as redis-server does.
 pub fn is_config_parameter(name: &str) -> bool {
-    config::table::find(name.as_bytes()).is_some()
+    config::table::find_any(name.as_bytes()).is_some()
 }

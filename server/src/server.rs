@@ -117,6 +117,12 @@ impl ServerBuilder {
         self
     }
 
+    /// The server the node reproduces (default [`Compat::Redis70`](crate::Compat::Redis70)).
+    pub fn compat(mut self, compat: crate::Compat) -> Self {
+        self.config.compat = compat;
+        self
+    }
+
     /// Seed for the node's random choices.
     pub fn seed(mut self, seed: u64) -> Self {
         self.config.seed = Some(seed);

@@ -161,7 +161,7 @@ pub(crate) fn redacted_args(argv: &[Bytes]) -> Vec<usize> {
             .step_by(2)
             .filter(|&i| {
                 argv.get(i)
-                    .and_then(|name| table::find(name))
+                    .and_then(|name| table::find_any(name))
                     .is_some_and(|p| p.flags & table::SENSITIVE != 0)
             })
             .map(|i| i + 1)

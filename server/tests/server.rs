@@ -8,6 +8,7 @@ mod server {
     mod bench;
     mod blocking;
     mod cluster;
+    mod compat;
     mod config_live;
     mod connection;
     mod debug;

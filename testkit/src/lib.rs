@@ -1,6 +1,6 @@
 //! Test support for the workspace (not published): an in-process server on 127.0.0.1:0, a real
-//! `redis-server` on a free loopback port when one is on the PATH (one launcher for every
-//! crate's tests), raw-bytes exchanges, side-by-side comparison with real Redis, the harness
+//! `redis-server` (or `valkey-server`, for the Valkey target) on a free loopback port when one
+//! is on the PATH (one launcher for every crate's tests), raw-bytes exchanges, side-by-side comparison with real Redis, the harness
 //! scenarios' helpers ([`harness`]) and where timelines are written ([`write_timeline!`]).
 //!
 //! Test files use it as their `support` module: `use locksmith_testkit as support;`.
@@ -8,7 +8,7 @@
 pub mod harness;
 pub mod timeline;
 
-use locksmith_server::{Server, ServerHandle};
+use locksmith_server::{Compat, Server, ServerHandle};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -89,7 +89,56 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// A real `redis-server` child process on a free loopback port, killed on drop. Its `dir`
+/// A reference server a test compares ours with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reference {
+    /// `redis-server` 7.0.15, on the PATH.
+    Redis,
+    /// `valkey-server` 8.1.8: the path in `VALKEY_SERVER`, else `valkey-server` on the PATH.
+    Valkey,
+}
+
+impl Reference {
+    /// The reference of a compatibility target.
+    pub fn of(compat: Compat) -> Reference {
+        match compat {
+            Compat::Redis70 => Reference::Redis,
+            Compat::Valkey81 => Reference::Valkey,
+        }
+    }
+
+    /// The binary's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reference::Redis => "redis-server",
+            Reference::Valkey => "valkey-server",
+        }
+    }
+
+    /// The program to run.
+    fn program(self) -> std::ffi::OsString {
+        match self {
+            Reference::Redis => "redis-server".into(),
+            Reference::Valkey => std::env::var_os("VALKEY_SERVER")
+                .filter(|p| !p.is_empty())
+                .unwrap_or_else(|| "valkey-server".into()),
+        }
+    }
+
+    /// The one line a test prints when the binary is missing.
+    fn missing(self) -> &'static str {
+        match self {
+            Reference::Redis => "redis-server not on PATH: skipping the comparison with real Redis",
+            Reference::Valkey => {
+                "valkey-server not on PATH (nor VALKEY_SERVER): skipping the comparison with \
+                 real Valkey"
+            }
+        }
+    }
+}
+
+/// A real reference server (`redis-server`, or `valkey-server` through
+/// [`RealRedis::start_reference`]) child process on a free loopback port, killed on drop. Its `dir`
 /// is a temporary directory of its own, removed on drop (a replica writes the dataset it
 /// received there).
 pub struct RealRedis {
@@ -107,9 +156,23 @@ impl RealRedis {
 
     /// Like [`RealRedis::start`] with extra `--name value` arguments.
     pub fn start_with(extra: &[&str]) -> Option<RealRedis> {
-        let dir = temp_dir("redis");
-        let started = spawn_on_a_free_port("redis-server", |port| {
-            let mut command = Command::new("redis-server");
+        Self::start_reference(Reference::Redis, extra)
+    }
+
+    /// Starts `valkey-server` (from `VALKEY_SERVER`, or on the PATH) with extra `--name value`
+    /// arguments; where it is missing prints one line and returns None.
+    pub fn start_valkey(extra: &[&str]) -> Option<RealRedis> {
+        Self::start_reference(Reference::Valkey, extra)
+    }
+
+    /// Starts the `reference` server with extra `--name value` arguments (no snapshots, no
+    /// append-only file, a directory of its own); where its binary is missing prints one line
+    /// and returns None.
+    pub fn start_reference(reference: Reference, extra: &[&str]) -> Option<RealRedis> {
+        let program = reference.program();
+        let dir = temp_dir(reference.name());
+        let started = spawn_on_a_free_port(reference.name(), |port| {
+            let mut command = Command::new(&program);
             command
                 .args([
                     "--port",
@@ -127,7 +190,7 @@ impl RealRedis {
             command
         });
         let Some((child, port)) = started else {
-            eprintln!("redis-server not on PATH: skipping the comparison with real Redis");
+            eprintln!("{}", reference.missing());
             let _ = std::fs::remove_dir_all(&dir);
             return None;
         };
@@ -446,11 +509,17 @@ pub struct Pair {
 impl Pair {
     /// Starts both servers and connects to each.
     pub async fn start() -> Pair {
-        let ours = start().await;
+        Self::start_for(Compat::Redis70).await
+    }
+
+    /// Starts ours with the compatibility target `compat` and the reference of that target
+    /// (`redis-server` for Redis 7.0, `valkey-server` for Valkey 8.1), and connects to each.
+    pub async fn start_for(compat: Compat) -> Pair {
+        let ours = Server::builder().compat(compat).start().await.unwrap();
         // Patient: some compared commands (a BITFIELD at the last offset) make a server
         // allocate 512 MB, which takes longer than the default timeout on a loaded machine.
         let ours_con = patient_conn(&ours.url()).await;
-        let real = RealRedis::start();
+        let real = RealRedis::start_reference(Reference::of(compat), &[]);
         let real_con = match &real {
             Some(r) => Some(patient_conn(&r.url()).await),
             None => None,

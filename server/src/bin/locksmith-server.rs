@@ -2,7 +2,7 @@
 
 use clap::Parser;
 use locksmith_server::cli;
-use locksmith_server::{Config, EnableCommand, Server};
+use locksmith_server::{Compat, Config, EnableCommand, Server};
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -173,6 +173,10 @@ struct Args {
     /// bytes; 0 = no bound). A script past it is stopped with an error; Redis has no bound.
     #[arg(long = "lua-memory-limit", default_value = "1gb", value_parser = cli::memory_size)]
     lua_memory_limit: u64,
+    /// The server to reproduce: redis-7.0 (the default: Redis 7.0.15's replies) or valkey-8.1
+    /// (Valkey 8.1.8's versions, INFO fields and parameters).
+    #[arg(long, default_value = "redis-7.0")]
+    compat: Compat,
     /// Every other redis-server parameter, given as `--name value` (`--maxmemory 10mb`,
     /// `--maxmemory-policy allkeys-lru`, `--save ''`): set as `CONFIG SET` would at start.
     #[arg(skip)]
@@ -246,6 +250,7 @@ async fn serve(
     config.tcp_backlog = args.tcp_backlog;
     config.settings = args.settings.clone();
     config.lua_memory_limit = args.lua_memory_limit;
+    config.compat = args.compat;
     if args.replicas.is_some() || args.masters.is_some() || args.sentinel_port.is_some() {
         return Err(
             "topologies (--replicas, --masters, --sentinel-port) are started by \

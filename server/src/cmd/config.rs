@@ -4,7 +4,7 @@
 use super::client::help_lines;
 use super::{bulk_str, flags::*, lossy, Args, CmdResult, CommandError, CommandSpec, Ctx};
 use crate::config::runtime::StateStep;
-use crate::config::table::{self, Param};
+use crate::config::table::Param;
 use crate::glob::glob_match;
 use crate::node::Stats;
 use locksmith_resp::Frame;
@@ -45,7 +45,7 @@ fn config_get(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         // Without glob characters the name is looked up directly and echoed as given,
         // as Redis 7 does.
         if !pattern.iter().any(|b| matches!(b, b'*' | b'?' | b'[')) {
-            if let Some(param) = table::find(pattern) {
+            if let Some(param) = ctx.node.config.find(pattern) {
                 if seen.insert(pattern.to_vec()) {
                     out.push((
                         Frame::Bulk(pattern.clone()),
@@ -55,11 +55,8 @@ fn config_get(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             }
             continue;
         }
-        for param in table::PARAMS
-            .iter()
-            .filter(|p| p.flags & table::HIDDEN == 0)
-        {
-            for name in std::iter::once(param.name).chain(param.alias) {
+        for (param, names) in ctx.node.config.listed() {
+            for name in names {
                 if glob_match(pattern, name.as_bytes(), true)
                     && seen.insert(name.as_bytes().to_vec())
                 {
@@ -93,7 +90,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         let [name, value] = pair else {
             return Err(CommandError::Syntax);
         };
-        let Some(param) = table::find(name) else {
+        let Some(param) = ctx.node.config.find(name) else {
             return Err(CommandError::err(format!(
                 "Unknown option or number of arguments for CONFIG SET - '{}'",
                 lossy(name, 128)

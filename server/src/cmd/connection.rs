@@ -4,8 +4,6 @@ use super::{flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
 use bytes::Bytes;
 use locksmith_resp::{Frame, Version};
 
-pub(crate) use crate::config::REDIS_VERSION;
-
 /// `WRONGPASS` reply of `AUTH` and `HELLO … AUTH`.
 const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
@@ -208,15 +206,22 @@ fn hello(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         Version::Resp3 => 3,
     };
     let entry = |k: &'static str, v: Frame| (Frame::Bulk(Bytes::from_static(k.as_bytes())), v);
-    Ok(Frame::Map(vec![
-        entry("server", Frame::bulk("redis")),
-        entry("version", Frame::bulk(REDIS_VERSION)),
+    let profile = ctx.node.config.profile();
+    let mut reply = vec![
+        entry("server", Frame::bulk(profile.server_name)),
+        entry("version", Frame::bulk(profile.version)),
         entry("proto", Frame::Integer(proto)),
         entry("id", Frame::Integer(ctx.client.id() as i64)),
         entry("mode", Frame::bulk("standalone")),
         entry("role", Frame::bulk("master")),
         entry("modules", Frame::Array(Vec::new())),
-    ]))
+    ];
+    // Valkey adds the zone only when one is set.
+    let zone = ctx.node.config.availability_zone();
+    if !zone.is_empty() {
+        reply.push(entry("availability_zone", Frame::bulk(zone)));
+    }
+    Ok(Frame::Map(reply))
 }
 
 /// ```text

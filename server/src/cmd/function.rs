@@ -4,6 +4,7 @@
 
 use super::script::{command_exists, feed_monitors, kill_running, run_checked, Runnable};
 use super::{bulk_str, flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use crate::config::runtime::LuaSettings;
 use crate::glob::glob_match;
 use crate::node::Node;
 use crate::script::{script_flags, Engine, RestorePolicy};
@@ -95,11 +96,10 @@ fn subcommand_syntax(args: &Args<'_>) -> CommandError {
 }
 
 /// Makes the functions interpreter (on first use and after `FUNCTION FLUSH`).
-fn make_engine(node: &Node, lua_memory_limit: usize) -> impl FnOnce() -> Result<Engine, String> {
+fn make_engine(node: &Node, lua: LuaSettings) -> impl FnOnce() -> Result<Engine, String> {
     let kill = node.script.kill.clone();
     move || {
-        let limit = lua_memory_limit;
-        Engine::new_functions(kill, command_exists, limit).map_err(|e| {
+        Engine::new_functions(kill, command_exists, lua).map_err(|e| {
             tracing::error!(error = %e, "cannot create the Lua interpreter for functions");
             "Lua interpreter unavailable".to_string()
         })
@@ -182,7 +182,7 @@ fn function_load(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         .map_err(|_| CommandError::err("Function code is missing"))?;
     // What the master sends is applied whatever it takes (`mustObeyClient`).
     let timeout = (ctx.client.id() != crate::replication::MASTER_CLIENT_ID).then_some(LOAD_TIMEOUT);
-    let make = make_engine(ctx.node, ctx.node.config.lua_memory_limit());
+    let make = make_engine(ctx.node, ctx.node.config.lua());
     let name = ctx
         .state
         .functions
@@ -315,7 +315,7 @@ fn function_restore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             ))
         }
     };
-    let make = make_engine(ctx.node, ctx.node.config.lua_memory_limit());
+    let make = make_engine(ctx.node, ctx.node.config.lua());
     ctx.state
         .functions
         .restore(payload, policy, make)

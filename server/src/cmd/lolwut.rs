@@ -3,7 +3,6 @@
 //! terminal (ported from `lolwut5.c` and `lolwut6.c`; the randomness is the node's).
 
 use super::{flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
-use crate::config::REDIS_VERSION;
 use bytes::Bytes;
 use locksmith_resp::Frame;
 use rand::rngs::StdRng;
@@ -95,7 +94,7 @@ impl Canvas {
 }
 
 /// `LOLWUT VERSION 5 [columns] [squares-per-row] [squares-per-col]`.
-fn schotter(rng: &mut StdRng, cols: i64, per_row: i64, per_col: i64) -> String {
+fn schotter(rng: &mut StdRng, cols: i64, per_row: i64, per_col: i64, version: &str) -> String {
     let width = cols * 2;
     let padding = if width > 4 { 2 } else { 0 };
     let side = (width - padding * 2) as f32 / per_row as f32;
@@ -152,7 +151,7 @@ fn schotter(rng: &mut StdRng, cols: i64, per_row: i64, per_col: i64) -> String {
         }
         y += 4;
     }
-    format!("{text}\nGeorg Nees - schotter, plotter on paper, 1968. Redis ver. {REDIS_VERSION}\n")
+    format!("{text}\nGeorg Nees - schotter, plotter on paper, 1968. Redis ver. {version}\n")
 }
 
 /// One building of the skyline: the roof two pixels narrower each side, windows two pixels
@@ -197,7 +196,7 @@ fn skyscraper(
 }
 
 /// `LOLWUT VERSION 6 [columns] [rows]`: a skyline inspired by 8-bit parallax backgrounds.
-fn skyline(rng: &mut StdRng, cols: i64, rows: i64) -> String {
+fn skyline(rng: &mut StdRng, cols: i64, rows: i64, version: &str) -> String {
     let mut canvas = Canvas::new(cols, rows, 3);
     let h = canvas.height;
     let rand = |rng: &mut StdRng, n: i64| rng.random_range(0..n.max(1));
@@ -245,7 +244,7 @@ fn skyline(rng: &mut StdRng, cols: i64, rows: i64) -> String {
     }
     format!(
         "{text}\nDedicated to the 8 bit game developers of past and present.\n\
-         Original 8 bit image from Plaguemon by hikikomori. Redis ver. {REDIS_VERSION}\n"
+         Original 8 bit image from Plaguemon by hikikomori. Redis ver. {version}\n"
     )
 }
 
@@ -264,6 +263,7 @@ fn lolwut(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         version = Some(super::parse_i64(&rest[1])?);
         rest = &rest[2..];
     }
+    let ours = ctx.node.config.profile().version;
     let rng = &mut ctx.state.rng;
     // Redis prints the version as an unsigned int ("%u.0.0") and looks at its first digits.
     let text = match version.map(|v| v as u32) {
@@ -271,14 +271,14 @@ fn lolwut(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             let cols = number(rest, 0, 66)?.clamp(1, 1000);
             let per_row = number(rest, 1, 8)?.clamp(1, 200);
             let per_col = number(rest, 2, 12)?.clamp(1, 200);
-            schotter(rng, cols, per_row, per_col)
+            schotter(rng, cols, per_row, per_col, ours)
         }
         Some(6) => {
             let cols = number(rest, 0, 80)?.clamp(1, 1000);
             let rows = number(rest, 1, 20)?.clamp(1, 1000);
-            skyline(rng, cols, rows)
+            skyline(rng, cols, rows, ours)
         }
-        _ => format!("Redis ver. {REDIS_VERSION}\n"),
+        _ => format!("Redis ver. {ours}\n"),
     };
     Ok(Frame::Verbatim {
         format: *b"txt",
@@ -294,7 +294,7 @@ mod tests {
     #[test]
     fn art_has_the_requested_size() {
         let mut rng = StdRng::seed_from_u64(1);
-        let art = schotter(&mut rng, 10, 2, 3);
+        let art = schotter(&mut rng, 10, 2, 3, "7.0.15");
         let lines: Vec<&str> = art.lines().collect();
         // 20 pixels wide (10 characters), 3 squares of 8 pixels plus padding = 28 tall
         // (7 character rows), then, as Redis prints it, an empty line and the caption.
@@ -302,11 +302,11 @@ mod tests {
         assert!(lines[..7].iter().all(|l| l.chars().count() == 10));
         assert!(lines[7].is_empty());
         assert!(lines[8].starts_with("Georg Nees"));
-        let sky = skyline(&mut rng, 12, 5);
+        let sky = skyline(&mut rng, 12, 5, "7.0.15");
         let lines: Vec<&str> = sky.lines().collect();
         assert_eq!(lines.len(), 7);
         assert_eq!(lines[0].matches('\x1b').count(), 24);
-        let tiny = skyline(&mut rng, 1, 1);
+        let tiny = skyline(&mut rng, 1, 1, "7.0.15");
         assert!(tiny.contains("Redis ver."));
     }
 }

@@ -247,12 +247,12 @@ fn load(
         }
     }
     // Libraries first, as the file holds them before the keys.
-    let limit = state.config.lua_memory_limit();
+    let lua = state.config.lua();
     let mut failed = None;
     for code in contents.functions {
         let kill = node.script.kill.clone();
         let make = move || {
-            crate::script::Engine::new_functions(kill, super::command_exists, limit)
+            crate::script::Engine::new_functions(kill, super::command_exists, lua)
                 .map_err(|e| e.to_string())
         };
         if let Err(e) = state.functions.load(&code, merge, None, make) {

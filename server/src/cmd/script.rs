@@ -118,9 +118,9 @@ static SCRIPT_SUBCOMMANDS: &[CommandSpec] = &[
 /// The node's engine, created on first use.
 fn engine<'s>(ctx: &'s mut Ctx<'_>) -> Result<&'s mut Engine, CommandError> {
     if ctx.state.scripting.is_none() {
-        let limit = ctx.state.config.lua_memory_limit();
+        let lua = ctx.state.config.lua();
         let engine =
-            Engine::new(ctx.node.script.kill.clone(), command_exists, limit).map_err(|e| {
+            Engine::new(ctx.node.script.kill.clone(), command_exists, lua).map_err(|e| {
                 tracing::error!(error = %e, "cannot create the Lua interpreter");
                 CommandError::err("Lua interpreter unavailable")
             })?;
@@ -429,12 +429,16 @@ impl Dispatcher for ScriptCaller<'_, '_> {
 
 impl ScriptCaller<'_, '_> {
     fn dispatch(&mut self, argv: &[Bytes], resp3: bool, repl: u8) -> Result<Frame, String> {
+        // "Redis command", or Valkey's "command".
+        let command = self.ctx.node.config.profile().script_command;
         let resolved = match super::resolve(argv) {
             Ok(resolved) => resolved,
             Err(CommandError::WrongArity(_)) => {
-                return Err("ERR Wrong number of args calling Redis command from script".into())
+                return Err(format!(
+                    "ERR Wrong number of args calling {command} from script"
+                ))
             }
-            Err(_) => return Err("ERR Unknown Redis command called from script".into()),
+            Err(_) => return Err(format!("ERR Unknown {command} called from script")),
         };
         let spec = resolved.spec;
         if spec.has(super::flags::NOSCRIPT)
@@ -445,6 +449,7 @@ impl ScriptCaller<'_, '_> {
                 .scripts_call_anything
                 .load(std::sync::atomic::Ordering::Relaxed)
         {
+            // Valkey 8.1.8 keeps Redis's text here.
             return Err("ERR This Redis command is not allowed from script".into());
         }
         // Redis's `scriptVerifyACL`: the caller's user.

@@ -346,35 +346,20 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
     };
     match name {
         "server" => {
-            let uptime = now.saturating_sub(node.started_ms) / 1000;
-            let hz = state.config.hz();
-            line("redis_version", &super::connection::REDIS_VERSION);
-            line("redis_git_sha1", &"00000000");
-            line("redis_git_dirty", &0);
-            line("redis_build_id", &"0");
-            line("redis_mode", &"standalone");
-            line("os", &os_name());
-            line("arch_bits", &(usize::BITS));
-            line("monotonic_clock", &"POSIX clock_gettime");
-            line("multiplexing_api", &"epoll");
-            line("atomicvar_api", &"c11-builtin");
-            line("gcc_version", &"0.0.0");
-            line("process_id", &std::process::id());
-            line("process_supervised", &"no");
-            line("run_id", &node.run_id);
-            line("tcp_port", &node.addr.port());
-            line("server_time_usec", &node.clock.now_us());
-            line("uptime_in_seconds", &uptime);
-            line("uptime_in_days", &(uptime / 86_400));
-            line("hz", &hz);
-            line("configured_hz", &hz);
-            line("lru_clock", &((now / 1000) & ((1 << 24) - 1)));
-            let exe = std::env::current_exe()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default();
-            line("executable", &exe);
-            line("config_file", &"");
-            line("io_threads_active", &0);
+            let config = &state.config;
+            let facts = crate::compat::ServerFacts {
+                cluster: node.cluster.get().is_some(),
+                os: os_name(),
+                run_id: node.run_id.to_string(),
+                bind: node.addr.ip(),
+                port: node.addr.port(),
+                now_us: node.clock.now_us(),
+                uptime_s: now.saturating_sub(node.started_ms) / 1000,
+                hz: config.hz(),
+                now_ms: now,
+                availability_zone: config.availability_zone(),
+            };
+            config.profile().info_server(&facts, &mut line);
         }
         "clients" => {
             let clients = node.clients.all();

@@ -8,9 +8,7 @@ pub(crate) mod table;
 use std::net::IpAddr;
 use std::time::Duration;
 
-/// The Redis version we report (`HELLO`, `INFO server`, RDB files): the release our replies
-/// are checked against.
-pub(crate) const REDIS_VERSION: &str = "7.0.15";
+use crate::compat::Compat;
 
 /// Start-up settings of one server node. Defaults are Redis's where Redis has one, except the
 /// port: an embedded server listens on port 0 (a free port) unless told otherwise; the binary
@@ -50,6 +48,9 @@ pub struct Config {
     /// given back; the server keeps serving. Redis has no such bound; the default, 1 GiB, is
     /// far above what scripts use with normal data sizes.
     pub lua_memory_limit: u64,
+    /// The server the node reproduces (`--compat`, default [`Compat::Redis70`]): its versions,
+    /// `INFO` fields and parameters.
+    pub compat: Compat,
     /// Any other `CONFIG SET` parameter at start, as redis-server takes `--name value` (e.g.
     /// `maxmemory`, `maxmemory-policy`, `timeout`), applied in order before the first client
     /// connects. An unknown name or an invalid value fails the start.
@@ -102,6 +103,14 @@ impl std::str::FromStr for EnableCommand {
     }
 }
 
+impl Config {
+    /// The same configuration with the compatibility target `compat`.
+    pub fn with_compat(mut self, compat: Compat) -> Self {
+        self.compat = compat;
+        self
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {
@@ -117,6 +126,7 @@ impl Default for Config {
             enable_debug_command: EnableCommand::No,
             tcp_backlog: 511,
             lua_memory_limit: 1 << 30,
+            compat: Compat::Redis70,
             settings: Vec::new(),
         }
     }

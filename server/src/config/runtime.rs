@@ -104,6 +104,8 @@ pub(crate) struct RuntimeConfig {
     tcp_backlog: AtomicU64,
     /// Not a Redis parameter: the Lua interpreter's memory bound ([`Config::lua_memory_limit`]).
     lua_memory_limit: u64,
+    /// The server the node reproduces ([`Config::compat`]).
+    compat: crate::compat::Compat,
 
     requirepass: RwLock<Option<String>>,
     busy_reply_threshold_ms: AtomicU64,
@@ -144,6 +146,15 @@ pub(crate) struct RuntimeConfig {
 
     /// Parameters we validate and report but that change nothing here, as text.
     stored: Mutex<HashMap<&'static str, String>>,
+}
+
+/// What a new Lua interpreter is made with.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LuaSettings {
+    /// The interpreter's memory bound in bytes (0: none).
+    pub(crate) memory_limit: usize,
+    /// The node's compatibility target (the API's global names and version fields).
+    pub(crate) compat: crate::compat::Compat,
 }
 
 /// A validated integer value (the table has checked it; 0 should it not parse).
@@ -381,6 +392,7 @@ impl RuntimeConfig {
             enable_module_command: AtomicU8::new(0),
             tcp_backlog: AtomicU64::new(0),
             lua_memory_limit: config.lua_memory_limit,
+            compat: config.compat,
             requirepass: RwLock::new(None),
             busy_reply_threshold_ms: AtomicU64::new(0),
             maxclients: AtomicU64::new(0),
@@ -416,8 +428,11 @@ impl RuntimeConfig {
             lazyfree_lazy_user_flush: AtomicBool::new(false),
             stored: Mutex::new(HashMap::new()),
         };
-        for param in table::PARAMS {
+        for param in table::params(config.compat) {
             runtime.store(param, param.default);
+        }
+        for (name, value) in config.compat.profile().config.defaults {
+            runtime.set_at_start(name, value)?;
         }
         let dir = std::env::current_dir()
             .map(|d| d.display().to_string())
@@ -469,7 +484,7 @@ impl RuntimeConfig {
     /// A start-up setting (redis-server's `--name value`): validated as `CONFIG SET`
     /// validates it, except that immutable and protected parameters may be given.
     fn set_at_start(&self, name: &str, value: &str) -> Result<(), String> {
-        let Some(param) = table::find(name.as_bytes()) else {
+        let Some(param) = self.find(name.as_bytes()) else {
             return Err(format!("unknown config parameter '{name}'"));
         };
         let normalized = param
@@ -504,6 +519,31 @@ impl RuntimeConfig {
             Some(binding) => (binding.get)(self),
             None => self.stored().get(param.name).cloned().unwrap_or_default(),
         }
+    }
+
+    /// The parameter called `name` (or aliased so) under the node's compatibility target.
+    pub(crate) fn find(&self, name: &[u8]) -> Option<&'static Param> {
+        table::find_for(self.compat, name)
+    }
+
+    /// The parameters `CONFIG GET` lists for a pattern under the node's target, each with
+    /// every name it is listed by.
+    pub(crate) fn listed(&self) -> impl Iterator<Item = (&'static Param, Vec<&'static str>)> {
+        let compat = self.compat;
+        table::params(compat).map(move |p| (p, table::listed_names(compat, p)))
+    }
+
+    /// What the node's compatibility target decides (versions, `INFO server`'s fields).
+    pub(crate) fn profile(&self) -> &'static crate::compat::Profile {
+        self.compat.profile()
+    }
+
+    /// `availability-zone` (Valkey's parameter; empty when unset or under Redis's target).
+    pub(crate) fn availability_zone(&self) -> String {
+        self.stored()
+            .get("availability-zone")
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// `bind`.
@@ -556,9 +596,12 @@ impl RuntimeConfig {
         u32::try_from(self.tcp_backlog.load(Relaxed)).unwrap_or(u32::MAX)
     }
 
-    /// The Lua interpreter's memory bound in bytes (0: none).
-    pub(crate) fn lua_memory_limit(&self) -> usize {
-        usize::try_from(self.lua_memory_limit).unwrap_or(usize::MAX)
+    /// What a new Lua interpreter is made with: its memory bound and the node's target.
+    pub(crate) fn lua(&self) -> LuaSettings {
+        LuaSettings {
+            memory_limit: usize::try_from(self.lua_memory_limit).unwrap_or(usize::MAX),
+            compat: self.compat,
+        }
     }
 
     /// `requirepass` (`None`: clients need not authenticate).

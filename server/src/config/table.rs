@@ -8,6 +8,7 @@
 //! stored, validated as Redis validates them, and reported back.
 
 use super::runtime::{OutputLimit, RuntimeConfig};
+use crate::compat::Compat;
 
 /// `CONFIG SET` refuses it: `can't set immutable config`.
 pub(crate) const IMMUTABLE: u8 = 1 << 0;
@@ -1469,13 +1470,165 @@ pub(crate) static PARAMS: &[Param] = &[
     },
 ];
 
-/// The parameter called `name` (or aliased so), ignoring ASCII case.
-pub(crate) fn find(name: &[u8]) -> Option<&'static Param> {
-    PARAMS.iter().find(|p| {
+/// Parameters Valkey 8.1.8 has and Redis 7.0.15 lacks (its renamed ones aside: see
+/// [`crate::compat::ConfigChanges`]), sorted by name: types, ranges and defaults as
+/// valkey-server 8.1.8 answers `CONFIG GET` and `CONFIG SET` of bad values. They are stored
+/// and reported; `availability-zone` also shows in `HELLO` and `INFO server`.
+pub(crate) static VALKEY_8_1_ADDED: &[Param] = &[
+    int("active-defrag-cycle-us", "500", 0, 100_000, 0),
+    text("availability-zone", "", 0),
+    text("cluster-announce-client-ipv4", "", 0),
+    text("cluster-announce-client-ipv6", "", 0),
+    text("cluster-announce-human-nodename", "", 0),
+    int("cluster-blacklist-ttl", "60", 0, i64::MAX, 0),
+    int(
+        "cluster-manual-failover-timeout",
+        "5000",
+        1,
+        i32::MAX as i64,
+        0,
+    ),
+    boolean("cluster-slot-stats-enabled", "no"),
+    int("commandlog-large-reply-max-len", "128", 0, i64::MAX, 0),
+    int("commandlog-large-request-max-len", "128", 0, i64::MAX, 0),
+    int("commandlog-reply-larger-than", "1048576", -1, i64::MAX, 0),
+    int("commandlog-request-larger-than", "1048576", -1, i64::MAX, 0),
+    boolean("dual-channel-replication-enabled", "no"),
+    boolean("extended-redis-compatibility", "no"),
+    boolean("hide-user-data-from-log", "yes"),
+    boolean("import-mode", "no"),
+    text("locale-collate", "", 0),
+    Param {
+        name: "log-format",
+        alias: None,
+        default: "legacy",
+        kind: Kind::Enum(&["legacy", "logfmt"]),
+        flags: 0,
+    },
+    Param {
+        name: "log-timestamp-format",
+        alias: None,
+        default: "legacy",
+        kind: Kind::Enum(&["legacy", "iso8601", "milliseconds"]),
+        flags: 0,
+    },
+    int("max-new-connections-per-cycle", "10", 1, 1000, 0),
+    int("max-new-tls-connections-per-cycle", "1", 1, 1000, 0),
+    int("prefetch-batch-max-size", "16", 0, 128, 0),
+    Param {
+        name: "rdb-version-check",
+        alias: None,
+        default: "strict",
+        kind: Kind::Enum(&["strict", "relaxed"]),
+        flags: 0,
+    },
+    text("rdma-bind", "", IMMUTABLE),
+    int(
+        "rdma-completion-vector",
+        "-1",
+        -1,
+        i32::MAX as i64,
+        IMMUTABLE,
+    ),
+    int("rdma-port", "0", 0, 65_535, 0),
+    int("rdma-rx-size", "1048576", 0, i64::MAX, IMMUTABLE),
+    int("set-max-listpack-entries", "128", 0, i64::MAX, 0),
+    int("set-max-listpack-value", "64", 0, i64::MAX, 0),
+    text("unixsocketgroup", "", IMMUTABLE),
+];
+
+/// An integer parameter of [`VALKEY_8_1_ADDED`].
+const fn int(name: &'static str, default: &'static str, min: i64, max: i64, flags: u8) -> Param {
+    Param {
+        name,
+        alias: None,
+        default,
+        kind: Kind::Int { min, max },
+        flags,
+    }
+}
+
+/// A yes/no parameter of [`VALKEY_8_1_ADDED`].
+const fn boolean(name: &'static str, default: &'static str) -> Param {
+    Param {
+        name,
+        alias: None,
+        default,
+        kind: Kind::Bool,
+        flags: 0,
+    }
+}
+
+/// A text parameter of [`VALKEY_8_1_ADDED`].
+const fn text(name: &'static str, default: &'static str, flags: u8) -> Param {
+    Param {
+        name,
+        alias: None,
+        default,
+        kind: Kind::Str,
+        flags,
+    }
+}
+
+/// The parameters only `compat` has.
+fn added(compat: Compat) -> &'static [Param] {
+    match compat {
+        Compat::Redis70 => &[],
+        Compat::Valkey81 => VALKEY_8_1_ADDED,
+    }
+}
+
+/// Every parameter `compat` has, Redis's first (as their names are in [`PARAMS`]).
+pub(crate) fn params(compat: Compat) -> impl Iterator<Item = &'static Param> {
+    let removed = compat.profile().config.removed;
+    PARAMS
+        .iter()
+        .filter(move |p| !removed.contains(&p.name))
+        .chain(added(compat))
+}
+
+/// The names `compat` lists for `param` under a `CONFIG GET` pattern: none for a hidden one,
+/// else its name, its alias and the target's new names for it.
+pub(crate) fn listed_names(compat: Compat, param: &'static Param) -> Vec<&'static str> {
+    let changes = &compat.profile().config;
+    if param.flags & HIDDEN != 0 || changes.hidden.contains(&param.name) {
+        return Vec::new();
+    }
+    let renamed = changes
+        .renamed
+        .iter()
+        .filter(|(_, old)| *old == param.name)
+        .map(|(new, _)| *new);
+    std::iter::once(param.name)
+        .chain(param.alias)
+        .chain(renamed)
+        .collect()
+}
+
+/// The parameter called `name` (or aliased so) under `compat`, ignoring ASCII case.
+pub(crate) fn find_for(compat: Compat, name: &[u8]) -> Option<&'static Param> {
+    let changes = &compat.profile().config;
+    let name = changes
+        .renamed
+        .iter()
+        .find(|(new, _)| name.eq_ignore_ascii_case(new.as_bytes()))
+        .map_or(name, |(_, old)| old.as_bytes());
+    params(compat).find(|p| {
         name.eq_ignore_ascii_case(p.name.as_bytes())
             || p.alias
                 .is_some_and(|a| name.eq_ignore_ascii_case(a.as_bytes()))
     })
+}
+
+/// The parameter called `name` (or aliased so) in Redis 7.0.15's table, ignoring ASCII case.
+pub(crate) fn find(name: &[u8]) -> Option<&'static Param> {
+    find_for(Compat::Redis70, name)
+}
+
+/// The parameter called `name` under any target (what a start-up argument may name, and the
+/// sensitive parameters the slow log redacts).
+pub(crate) fn find_any(name: &[u8]) -> Option<&'static Param> {
+    Compat::ALL.into_iter().find_map(|c| find_for(c, name))
 }
 
 /// An octal number as Redis reads a file mode: C's `strtoll` in base 8 that must reach the

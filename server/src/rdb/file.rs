@@ -57,7 +57,12 @@ pub(crate) fn write(
         write_string(out, k.as_bytes(), compress);
         write_string(out, v.as_bytes(), compress);
     };
-    aux(&mut out, "redis-ver", crate::config::REDIS_VERSION);
+    // The file is Redis 7.0's RDB 10 whatever the node's compatibility target.
+    aux(
+        &mut out,
+        "redis-ver",
+        crate::compat::Compat::Redis70.profile().redis_version,
+    );
     aux(&mut out, "redis-bits", "64");
     aux(&mut out, "ctime", &(now_ms / 1000).to_string());
     aux(&mut out, "used-mem", "0");

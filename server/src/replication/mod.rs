@@ -696,9 +696,9 @@ impl Ends {
             state.dbs = snapshot;
             let kill = self.replica.script.kill.clone();
             let exists = self.replica.commands.exists;
-            let limit = state.config.lua_memory_limit();
+            let lua = state.config.lua();
             let make = move || {
-                crate::script::Engine::new_functions(kill, exists, limit).map_err(|e| e.to_string())
+                crate::script::Engine::new_functions(kill, exists, lua).map_err(|e| e.to_string())
             };
             let policy = crate::script::RestorePolicy::Flush;
             if let Err(e) = state.functions.restore(&functions, policy, make) {

@@ -18,6 +18,7 @@ pub(crate) use library::{Libraries, RestorePolicy};
 
 pub(crate) use convert::format_g;
 
+use crate::config::runtime::LuaSettings;
 use bytes::Bytes;
 use locksmith_resp::Frame;
 use mlua::{ChunkMode, Function, Lua, LuaOptions, StdLib};
@@ -349,6 +350,8 @@ pub(crate) struct Engine {
     shared: Arc<RunShared>,
     kill: Arc<AtomicBool>,
     command_exists: CommandExists,
+    /// How it was made (memory bound, compatibility target), for `SCRIPT FLUSH`'s new one.
+    settings: LuaSettings,
     /// Set for the interpreter of functions (`FUNCTION LOAD`, `FCALL`).
     functions: Option<FunctionsEnv>,
     /// The instruction hook's context and the memory bound (the allocator's userdata);
@@ -378,15 +381,36 @@ impl std::fmt::Debug for Engine {
 /// raises an error otherwise).
 pub(crate) type CommandExists = fn(&[Bytes]) -> bool;
 
+/// The compatibility target's part of the sandbox, for `sandbox.lua` and `functions.lua`:
+/// `{names = {...}, versions = {...}}` from the target's profile.
+fn target_table(lua: &Lua, compat: crate::compat::Compat) -> mlua::Result<mlua::Table> {
+    use crate::compat::LuaConst;
+    let profile = compat.profile();
+    let versions = lua.create_table()?;
+    for &(name, value) in profile.lua_versions {
+        match value {
+            LuaConst::Text(text) => versions.raw_set(name, text)?,
+            LuaConst::Number(n) => versions.raw_set(name, n)?,
+        }
+    }
+    let target = lua.create_table()?;
+    target.raw_set(
+        "names",
+        lua.create_sequence_from(profile.lua_api_names.iter().copied())?,
+    )?;
+    target.raw_set("versions", versions)?;
+    Ok(target)
+}
+
 impl Engine {
     /// A fresh interpreter with Redis's sandbox. `kill` is the node's `SCRIPT KILL` flag, checked
     /// by the instruction hook.
     pub(crate) fn new(
         kill: Arc<AtomicBool>,
         command_exists: CommandExists,
-        memory_limit: usize,
+        lua: LuaSettings,
     ) -> mlua::Result<Self> {
-        Self::build(kill, command_exists, memory_limit, false)
+        Self::build(kill, command_exists, lua, false)
     }
 
     /// A fresh interpreter for functions: Redis's sandbox, plus the library API that
@@ -394,17 +418,18 @@ impl Engine {
     pub(crate) fn new_functions(
         kill: Arc<AtomicBool>,
         command_exists: CommandExists,
-        memory_limit: usize,
+        lua: LuaSettings,
     ) -> mlua::Result<Self> {
-        Self::build(kill, command_exists, memory_limit, true)
+        Self::build(kill, command_exists, lua, true)
     }
 
     fn build(
         kill: Arc<AtomicBool>,
         command_exists: CommandExists,
-        memory_limit: usize,
+        settings: LuaSettings,
         for_functions: bool,
     ) -> mlua::Result<Self> {
+        let memory_limit = settings.memory_limit;
         let lua = Lua::new_with(
             StdLib::TABLE | StdLib::STRING | StdLib::MATH,
             LuaOptions::default(),
@@ -422,11 +447,12 @@ impl Engine {
             stack::c_function::<RedisPcall>(&lua, shared.clone())?,
         )?;
         let globals = lua.globals();
+        let target = target_table(&lua, settings.compat)?;
         let (protect, missing_global): (Function, Function) = lua
             .load(include_str!("sandbox.lua"))
             .set_name(INTERNAL_CHUNK)
             .set_mode(ChunkMode::Text)
-            .call((raw, globals.clone()))?;
+            .call((raw, globals.clone(), target.clone()))?;
         let handler: Function = globals.raw_get("__redis__err__handler")?;
         let main = stack::MainState::of(&lua)?;
         let functions = if for_functions {
@@ -435,7 +461,7 @@ impl Engine {
                 .load(include_str!("functions.lua"))
                 .set_name(INTERNAL_CHUNK)
                 .set_mode(ChunkMode::Text)
-                .call((prims, globals.clone(), protect, missing_global))?;
+                .call((prims, globals.clone(), protect, missing_global, target))?;
             Some(FunctionsEnv {
                 env,
                 env_mt: main.register(&lua, env_mt)?,
@@ -469,6 +495,7 @@ impl Engine {
             shared,
             kill,
             command_exists,
+            settings,
             functions,
             hook,
         })
@@ -481,7 +508,7 @@ impl Engine {
         *self = Engine::build(
             self.kill.clone(),
             self.command_exists,
-            self.hook.memory.limit(),
+            self.settings,
             self.functions.is_some(),
         )?;
         self.shared.rand.store(rand, Ordering::Relaxed);

@@ -1,6 +1,8 @@
 -- Redis 7.0's Lua environment, built once per interpreter (chunk "=[redis]").
--- Arguments: the table of Rust primitives, the globals (left read-only at the end).
-local raw, G = ...
+-- Arguments: the table of Rust primitives, the globals (left read-only at the end), and the
+-- compatibility target's part: {names = the globals the API table is under, versions = its
+-- version fields}.
+local raw, G, target = ...
 local type, tostring, tonumber, select, error = type, tostring, tonumber, select, error
 local next, ipairs, setmetatable = next, ipairs, setmetatable
 local floor, ceil = math.floor, math.ceil
@@ -111,8 +113,7 @@ redis.acl_check_cmd = cwrap(function(...)
   if type(r) == 'table' then error(r, 0) end
   return r
 end)
-redis.REDIS_VERSION = '7.0.15'
-redis.REDIS_VERSION_NUM = 458767
+for k, v in next, target.versions do redis[k] = v end
 redis.LOG_DEBUG = 0
 redis.LOG_VERBOSE = 1
 redis.LOG_NOTICE = 2
@@ -122,7 +123,7 @@ redis.REPL_AOF = 1
 redis.REPL_SLAVE = 2
 redis.REPL_REPLICA = 2
 redis.REPL_ALL = 3
-G.redis = redis
+for _, name in ipairs(target.names) do G[name] = redis end
 
 -- math.random / math.randomseed on Redis's rand48, reseeded before every script.
 local function checkint(n, v, i, fname)

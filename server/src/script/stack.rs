@@ -724,11 +724,6 @@ impl MemoryLimit {
         )
     }
 
-    /// The bound in bytes (0: none).
-    pub(super) fn limit(&self) -> usize {
-        self.limit
-    }
-
     /// Bytes the interpreter holds.
     pub(super) fn used(&self) -> usize {
         self.used.load(Ordering::Relaxed)

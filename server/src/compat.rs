@@ -1,0 +1,410 @@
+//! The compatibility target a node is started with ([`Compat`]: `--compat redis-7.0` or
+//! `--compat valkey-8.1`) and everything that target decides, as data: the server's name and
+//! versions (`HELLO`, `INFO server`, `LOLWUT`, RDB files) and the fields and order of
+//! `INFO server`. Each target's [`Profile`] was read from its reference server (redis-server
+//! 7.0.15, valkey-server 8.1.8); the commands that print them ask the node's target for its
+//! profile instead of naming a server.
+
+use std::fmt::Display;
+
+/// The server a node reproduces: the release whose replies, versions and fields it gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Compat {
+    /// Redis 7.0.15 (`redis-7.0`, the default).
+    #[default]
+    Redis70,
+    /// Valkey 8.1.8 (`valkey-8.1`).
+    Valkey81,
+}
+
+impl Compat {
+    /// Every target, the default first.
+    pub const ALL: [Compat; 2] = [Compat::Redis70, Compat::Valkey81];
+
+    /// The target's name as `--compat` takes it (`redis-7.0`, `valkey-8.1`).
+    pub fn name(self) -> &'static str {
+        self.profile().target
+    }
+
+    /// What the target decides.
+    pub(crate) fn profile(self) -> &'static Profile {
+        match self {
+            Compat::Redis70 => &REDIS_7_0,
+            Compat::Valkey81 => &VALKEY_8_1,
+        }
+    }
+}
+
+impl std::fmt::Display for Compat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Compat {
+    type Err = String;
+
+    /// Parses a target's name (any case): `redis-7.0` or `valkey-8.1`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        Compat::ALL
+            .into_iter()
+            .find(|c| c.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                let names: Vec<&str> = Compat::ALL.iter().map(|c| c.name()).collect();
+                format!(
+                    "unknown compatibility target '{s}' (expected {})",
+                    names.join(" or ")
+                )
+            })
+    }
+}
+
+/// What a target decides about how the node presents itself.
+#[derive(Debug)]
+pub(crate) struct Profile {
+    /// The target's name (`--compat`).
+    pub(crate) target: &'static str,
+    /// `HELLO`'s `server` (`redis`, `valkey`).
+    pub(crate) server_name: &'static str,
+    /// The server's own version: `HELLO`'s `version`, `LOLWUT`'s.
+    pub(crate) version: &'static str,
+    /// The Redis version it claims to be compatible with: `INFO`'s `redis_version` and the RDB
+    /// file's `redis-ver` (Valkey reports 7.2.4 there).
+    pub(crate) redis_version: &'static str,
+    /// `INFO server`'s fields in order.
+    pub(crate) info_server: &'static [(&'static str, ServerField)],
+    /// The globals scripts and functions find the Lua API under (`redis`; Valkey also
+    /// `server`, the same table).
+    pub(crate) lua_api_names: &'static [&'static str],
+    /// What a script's error texts call a command (`Unknown Redis command called from
+    /// script`; Valkey: `Unknown command called from script`).
+    pub(crate) script_command: &'static str,
+    /// The version fields of the Lua API table (`redis.REDIS_VERSION`...).
+    pub(crate) lua_versions: &'static [(&'static str, LuaConst)],
+    /// How its configuration parameters differ from Redis 7.0.15's table (the parameters only
+    /// it has are the config module's `added` table of the target).
+    pub(crate) config: ConfigChanges,
+}
+
+/// A constant of the Lua API table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LuaConst {
+    /// A string.
+    Text(&'static str),
+    /// A number.
+    Number(i64),
+}
+
+/// How a target's configuration parameters differ from Redis 7.0.15's, by name.
+#[derive(Debug)]
+pub(crate) struct ConfigChanges {
+    /// New names of Redis's parameters, `(new, Redis's)`: both names answer, for one value.
+    pub(crate) renamed: &'static [(&'static str, &'static str)],
+    /// Defaults that differ, `(name, value)`.
+    pub(crate) defaults: &'static [(&'static str, &'static str)],
+    /// Redis's parameters a `CONFIG GET` pattern does not list (only the exact name finds them).
+    pub(crate) hidden: &'static [&'static str],
+    /// Redis's parameters the target does not have.
+    pub(crate) removed: &'static [&'static str],
+}
+
+/// No change: Redis 7.0.15's own table.
+const NO_CONFIG_CHANGES: ConfigChanges = ConfigChanges {
+    renamed: &[],
+    defaults: &[],
+    hidden: &[],
+    removed: &[],
+};
+
+/// Where a field of `INFO server` takes its value from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ServerField {
+    /// The same text in every process.
+    Fixed(&'static str),
+    /// [`Profile::redis_version`].
+    RedisVersion,
+    /// [`Profile::server_name`].
+    ServerName,
+    /// [`Profile::version`].
+    Version,
+    /// `redis_mode` / `server_mode`: `standalone` or `cluster`.
+    Mode,
+    /// The operating system (`uname`'s name, release and machine).
+    Os,
+    /// The pointer width.
+    ArchBits,
+    /// The process id.
+    ProcessId,
+    /// The node's run id.
+    RunId,
+    /// The port listened on.
+    TcpPort,
+    /// The node clock's now, in µs.
+    ServerTimeUsec,
+    /// Seconds since the node started.
+    UptimeSeconds,
+    /// Days since the node started.
+    UptimeDays,
+    /// `hz` as configured (`hz`, `configured_hz`, `clients_hz`: the same while idle).
+    Hz,
+    /// Redis's 24-bit LRU clock (seconds).
+    LruClock,
+    /// The running executable's path.
+    Executable,
+    /// `availability-zone` (Valkey's parameter; empty unless set).
+    AvailabilityZone,
+    /// The TCP listener: `name=tcp,bind=<address>,port=<port>`.
+    Listener,
+}
+
+/// The values of `INFO server`'s fields that vary per process or configuration.
+#[derive(Debug)]
+pub(crate) struct ServerFacts {
+    /// Whether the node runs in cluster mode.
+    pub(crate) cluster: bool,
+    /// `uname`'s name, release and machine.
+    pub(crate) os: String,
+    /// The node's run id.
+    pub(crate) run_id: String,
+    /// The address listened on.
+    pub(crate) bind: std::net::IpAddr,
+    /// The port listened on.
+    pub(crate) port: u16,
+    /// The node clock's now, in µs.
+    pub(crate) now_us: u64,
+    /// Seconds since the node started.
+    pub(crate) uptime_s: u64,
+    /// `hz`.
+    pub(crate) hz: u64,
+    /// The node clock's now, in ms.
+    pub(crate) now_ms: u64,
+    /// `availability-zone`.
+    pub(crate) availability_zone: String,
+}
+
+impl Profile {
+    /// Writes `INFO server`'s fields (without the section's title) through `line`.
+    pub(crate) fn info_server(
+        &self,
+        facts: &ServerFacts,
+        line: &mut dyn FnMut(&str, &dyn Display),
+    ) {
+        for &(name, field) in self.info_server {
+            match field {
+                ServerField::Fixed(text) => line(name, &text),
+                ServerField::RedisVersion => line(name, &self.redis_version),
+                ServerField::ServerName => line(name, &self.server_name),
+                ServerField::Version => line(name, &self.version),
+                ServerField::Mode => line(
+                    name,
+                    &if facts.cluster {
+                        "cluster"
+                    } else {
+                        "standalone"
+                    },
+                ),
+                ServerField::Os => line(name, &facts.os),
+                ServerField::ArchBits => line(name, &usize::BITS),
+                ServerField::ProcessId => line(name, &std::process::id()),
+                ServerField::RunId => line(name, &facts.run_id),
+                ServerField::TcpPort => line(name, &facts.port),
+                ServerField::ServerTimeUsec => line(name, &facts.now_us),
+                ServerField::UptimeSeconds => line(name, &facts.uptime_s),
+                ServerField::UptimeDays => line(name, &(facts.uptime_s / 86_400)),
+                ServerField::Hz => line(name, &facts.hz),
+                ServerField::LruClock => line(name, &((facts.now_ms / 1000) & ((1 << 24) - 1))),
+                ServerField::Executable => {
+                    let exe = std::env::current_exe()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default();
+                    line(name, &exe);
+                }
+                ServerField::AvailabilityZone => line(name, &facts.availability_zone),
+                ServerField::Listener => line(
+                    name,
+                    &format!("name=tcp,bind={},port={}", facts.bind, facts.port),
+                ),
+            }
+        }
+    }
+}
+
+/// Redis 7.0.15, as redis-server 7.0.15 answers.
+static REDIS_7_0: Profile = Profile {
+    target: "redis-7.0",
+    server_name: "redis",
+    version: "7.0.15",
+    redis_version: "7.0.15",
+    info_server: &[
+        ("redis_version", ServerField::RedisVersion),
+        ("redis_git_sha1", ServerField::Fixed("00000000")),
+        ("redis_git_dirty", ServerField::Fixed("0")),
+        ("redis_build_id", ServerField::Fixed("0")),
+        ("redis_mode", ServerField::Mode),
+        ("os", ServerField::Os),
+        ("arch_bits", ServerField::ArchBits),
+        ("monotonic_clock", ServerField::Fixed("POSIX clock_gettime")),
+        ("multiplexing_api", ServerField::Fixed("epoll")),
+        ("atomicvar_api", ServerField::Fixed("c11-builtin")),
+        ("gcc_version", ServerField::Fixed("0.0.0")),
+        ("process_id", ServerField::ProcessId),
+        ("process_supervised", ServerField::Fixed("no")),
+        ("run_id", ServerField::RunId),
+        ("tcp_port", ServerField::TcpPort),
+        ("server_time_usec", ServerField::ServerTimeUsec),
+        ("uptime_in_seconds", ServerField::UptimeSeconds),
+        ("uptime_in_days", ServerField::UptimeDays),
+        ("hz", ServerField::Hz),
+        ("configured_hz", ServerField::Hz),
+        ("lru_clock", ServerField::LruClock),
+        ("executable", ServerField::Executable),
+        ("config_file", ServerField::Fixed("")),
+        ("io_threads_active", ServerField::Fixed("0")),
+    ],
+    lua_api_names: &["redis"],
+    script_command: "Redis command",
+    lua_versions: &[
+        ("REDIS_VERSION", LuaConst::Text("7.0.15")),
+        ("REDIS_VERSION_NUM", LuaConst::Number(0x07_00_0f)),
+    ],
+    config: NO_CONFIG_CHANGES,
+};
+
+/// Valkey 8.1.8, as valkey-server 8.1.8 answers: its own name and version beside the Redis
+/// version it stays compatible with, `server_mode` for `redis_mode`, no `atomicvar_api`,
+/// `clients_hz`, `availability_zone` and the listener line.
+static VALKEY_8_1: Profile = Profile {
+    target: "valkey-8.1",
+    server_name: "valkey",
+    version: "8.1.8",
+    redis_version: "7.2.4",
+    info_server: &[
+        ("redis_version", ServerField::RedisVersion),
+        ("server_name", ServerField::ServerName),
+        ("valkey_version", ServerField::Version),
+        ("valkey_release_stage", ServerField::Fixed("ga")),
+        ("redis_git_sha1", ServerField::Fixed("00000000")),
+        ("redis_git_dirty", ServerField::Fixed("0")),
+        ("redis_build_id", ServerField::Fixed("0")),
+        ("server_mode", ServerField::Mode),
+        ("os", ServerField::Os),
+        ("arch_bits", ServerField::ArchBits),
+        ("monotonic_clock", ServerField::Fixed("POSIX clock_gettime")),
+        ("multiplexing_api", ServerField::Fixed("epoll")),
+        ("gcc_version", ServerField::Fixed("0.0.0")),
+        ("process_id", ServerField::ProcessId),
+        ("process_supervised", ServerField::Fixed("no")),
+        ("run_id", ServerField::RunId),
+        ("tcp_port", ServerField::TcpPort),
+        ("server_time_usec", ServerField::ServerTimeUsec),
+        ("uptime_in_seconds", ServerField::UptimeSeconds),
+        ("uptime_in_days", ServerField::UptimeDays),
+        ("hz", ServerField::Hz),
+        ("configured_hz", ServerField::Hz),
+        ("clients_hz", ServerField::Hz),
+        ("lru_clock", ServerField::LruClock),
+        ("executable", ServerField::Executable),
+        ("config_file", ServerField::Fixed("")),
+        ("io_threads_active", ServerField::Fixed("0")),
+        ("availability_zone", ServerField::AvailabilityZone),
+        ("listener0", ServerField::Listener),
+    ],
+    lua_api_names: &["server", "redis"],
+    script_command: "command",
+    lua_versions: &[
+        ("REDIS_VERSION", LuaConst::Text("7.2.4")),
+        ("REDIS_VERSION_NUM", LuaConst::Number(0x07_02_04)),
+        ("VALKEY_VERSION", LuaConst::Text("8.1.8")),
+        ("VALKEY_VERSION_NUM", LuaConst::Number(0x08_01_08)),
+        ("SERVER_NAME", LuaConst::Text("valkey")),
+    ],
+    // valkey-server 8.1.8's `CONFIG GET *` against redis-server 7.0.15's.
+    config: ConfigChanges {
+        renamed: &[
+            ("aof-rewrite-cpulist", "aof_rewrite_cpulist"),
+            ("bgsave-cpulist", "bgsave_cpulist"),
+            ("bio-cpulist", "bio_cpulist"),
+            (
+                "commandlog-execution-slower-than",
+                "slowlog-log-slower-than",
+            ),
+            ("commandlog-slow-execution-max-len", "slowlog-max-len"),
+            ("primaryauth", "masterauth"),
+            ("primaryuser", "masteruser"),
+            ("server-cpulist", "server_cpulist"),
+        ],
+        defaults: &[
+            ("lazyfree-lazy-eviction", "yes"),
+            ("lazyfree-lazy-expire", "yes"),
+            ("lazyfree-lazy-server-del", "yes"),
+            ("lazyfree-lazy-user-del", "yes"),
+            ("lazyfree-lazy-user-flush", "yes"),
+            ("replica-lazy-flush", "yes"),
+            ("repl-backlog-size", "10485760"),
+            ("syslog-ident", "valkey"),
+        ],
+        hidden: &["aof-disable-auto-gc"],
+        removed: &["dynamic-hz", "io-threads-do-reads"],
+    },
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_parse_by_name_and_bad_names_say_what_is_accepted() {
+        for c in Compat::ALL {
+            assert_eq!(c.name().parse::<Compat>(), Ok(c));
+            assert_eq!(c.name().to_uppercase().parse::<Compat>(), Ok(c));
+        }
+        assert_eq!(Compat::default(), Compat::Redis70);
+        assert_eq!(
+            "valkey-9".parse::<Compat>(),
+            Err(
+                "unknown compatibility target 'valkey-9' (expected redis-7.0 or valkey-8.1)"
+                    .to_string()
+            )
+        );
+    }
+
+    #[test]
+    fn info_server_prints_each_profiles_versions() {
+        let facts = ServerFacts {
+            cluster: false,
+            os: "Linux".into(),
+            run_id: "0".repeat(40),
+            bind: std::net::IpAddr::from([127, 0, 0, 1]),
+            port: 6379,
+            now_us: 0,
+            uptime_s: 0,
+            hz: 10,
+            now_ms: 0,
+            availability_zone: String::new(),
+        };
+        let text = |c: Compat| {
+            let mut out = String::new();
+            c.profile()
+                .info_server(&facts, &mut |k, v| out.push_str(&format!("{k}:{v}\n")));
+            out
+        };
+        let redis = text(Compat::Redis70);
+        assert!(
+            redis.starts_with("redis_version:7.0.15\nredis_git_sha1:"),
+            "{redis}"
+        );
+        assert!(redis.contains("\nredis_mode:standalone\n"), "{redis}");
+        let valkey = text(Compat::Valkey81);
+        assert!(
+            valkey.starts_with(
+                "redis_version:7.2.4\nserver_name:valkey\nvalkey_version:8.1.8\n\
+                 valkey_release_stage:ga\n"
+            ),
+            "{valkey}"
+        );
+        assert!(
+            valkey.ends_with("availability_zone:\nlistener0:name=tcp,bind=127.0.0.1,port=6379\n"),
+            "{valkey}"
+        );
+    }
+}

@@ -1,0 +1,323 @@
+//! The compatibility target chosen at start (`--compat`, `Config::compat`): each target's
+//! `INFO server`, `HELLO` and `LOLWUT` compared field by field with its reference server
+//! (redis-server 7.0.15, valkey-server 8.1.8), the values that vary per process aside.
+
+use locksmith_server::Compat;
+use locksmith_testkit::{self as support, Pair};
+use redis::Value;
+
+/// `INFO server`'s fields that differ between two processes on one machine (or between two
+/// builds), whose values are not compared; their names and order are.
+const PER_PROCESS: &[&str] = &[
+    "redis_git_dirty",
+    "redis_build_id",
+    "gcc_version",
+    "process_id",
+    "run_id",
+    "tcp_port",
+    "server_time_usec",
+    "uptime_in_seconds",
+    "uptime_in_days",
+    "lru_clock",
+    "executable",
+];
+
+/// `INFO server`'s lines of `con`, the per-process values blanked and the port in the
+/// listener line replaced by `PORT`.
+async fn info_server(con: &mut redis::aio::MultiplexedConnection, port: u16) -> Vec<String> {
+    support::info(con, "server")
+        .await
+        .into_iter()
+        .map(|(k, v)| {
+            if PER_PROCESS.contains(&k.as_str()) {
+                format!("{k}:")
+            } else {
+                format!("{k}:{}", v.replace(&format!("port={port}"), "port=PORT"))
+            }
+        })
+        .collect()
+}
+
+/// HELLO's reply as (name, value) pairs, the connection id left out.
+async fn hello(con: &mut redis::aio::MultiplexedConnection, args: &[&str]) -> Vec<String> {
+    let reply: Value = support::cmd(args).query_async(con).await.unwrap();
+    let pairs: Vec<(Value, Value)> = match reply {
+        Value::Map(pairs) => pairs,
+        Value::Array(items) => items
+            .chunks(2)
+            .map(|pair| (pair[0].clone(), pair[1].clone()))
+            .collect(),
+        other => panic!("HELLO answered {other:?}"),
+    };
+    pairs
+        .into_iter()
+        .filter(|(k, _)| *k != Value::BulkString(b"id".to_vec()))
+        .map(|(k, v)| format!("{k:?} {v:?}"))
+        .collect()
+}
+
+/// The last line of LOLWUT's text (the version line).
+async fn lolwut_last_line(con: &mut redis::aio::MultiplexedConnection, args: &[&str]) -> String {
+    let text: String = support::cmd(args).query_async(con).await.unwrap();
+    text.lines().last().unwrap_or_default().to_string()
+}
+
+/// Our `INFO server` under `compat`, compared first with the target's reference (when its
+/// binary is there): INFO server, HELLO 2 and 3, LOLWUT's plain version line and the last line
+/// of its two drawings.
+async fn matches_reference(compat: Compat) -> Vec<String> {
+    let mut pair = Pair::start_for(compat).await;
+    let ours_port = pair.ours.addr().port();
+    let ours = info_server(&mut pair.ours_con, ours_port).await;
+    let (Some(real), Some(real_con)) = (&pair.real, &mut pair.real_con) else {
+        return ours;
+    };
+    let real_port = real.port;
+    assert_eq!(
+        ours,
+        info_server(real_con, real_port).await,
+        "INFO server under {compat} (left: ours)"
+    );
+    for args in [&["HELLO", "2"][..], &["HELLO", "3"], &["HELLO"]] {
+        assert_eq!(
+            hello(&mut pair.ours_con, args).await,
+            hello(real_con, args).await,
+            "{args:?} under {compat} (left: ours)"
+        );
+    }
+    for args in [
+        &["LOLWUT"][..],
+        &["LOLWUT", "VERSION", "5", "1", "1", "1"],
+        &["LOLWUT", "VERSION", "6", "1", "1"],
+        &["LOLWUT", "VERSION", "1"],
+    ] {
+        let o = lolwut_last_line(&mut pair.ours_con, args).await;
+        assert_eq!(
+            o,
+            lolwut_last_line(real_con, args).await,
+            "{args:?} under {compat}"
+        );
+    }
+    if compat == Compat::Valkey81 {
+        // Valkey adds the zone to HELLO only once one is set.
+        let set = ["CONFIG", "SET", "availability-zone", "zone-a"];
+        let () = support::cmd(&set)
+            .query_async(&mut pair.ours_con)
+            .await
+            .unwrap();
+        let () = support::cmd(&set).query_async(real_con).await.unwrap();
+        assert_eq!(
+            hello(&mut pair.ours_con, &["HELLO", "3"]).await,
+            hello(real_con, &["HELLO", "3"]).await
+        );
+        assert_eq!(
+            info_server(&mut pair.ours_con, ours_port).await,
+            info_server(real_con, real_port).await
+        );
+    }
+    ours
+}
+
+/// `CONFIG GET pattern` as a map.
+async fn parameters(
+    con: &mut redis::aio::MultiplexedConnection,
+    pattern: &str,
+) -> std::collections::BTreeMap<String, String> {
+    support::cmd(&["CONFIG", "GET", pattern])
+        .query_async(con)
+        .await
+        .unwrap()
+}
+
+/// `CONFIG GET *` as a map.
+async fn all_parameters(
+    con: &mut redis::aio::MultiplexedConnection,
+) -> std::collections::BTreeMap<String, String> {
+    parameters(con, "*").await
+}
+
+/// Under `compat`, ours lists the reference's parameter names, and the values of `compared`
+/// (and of every name not in Redis 7.0.15's table) are the reference's.
+async fn parameters_match_reference(compat: Compat, compared: &[&str]) {
+    let mut pair = Pair::start_for(compat).await;
+    let ours = all_parameters(&mut pair.ours_con).await;
+    let Some(real_con) = &mut pair.real_con else {
+        return;
+    };
+    let real = all_parameters(real_con).await;
+    let names = |m: &std::collections::BTreeMap<String, String>| -> Vec<String> {
+        m.keys().cloned().collect()
+    };
+    assert_eq!(
+        names(&ours),
+        names(&real),
+        "CONFIG GET * names under {compat}"
+    );
+    let redis = Pair::start_for(Compat::Redis70).await;
+    let mut redis_con = redis.ours_con;
+    let redis_names = all_parameters(&mut redis_con).await;
+    for (name, value) in &real {
+        if compared.contains(&name.as_str()) || !redis_names.contains_key(name) {
+            assert_eq!(ours.get(name), Some(value), "{name} under {compat}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn each_target_lists_its_references_parameters_and_defaults() {
+    parameters_match_reference(Compat::Redis70, &["lazyfree-lazy-user-del", "syslog-ident"]).await;
+    parameters_match_reference(
+        Compat::Valkey81,
+        &[
+            "lazyfree-lazy-eviction",
+            "lazyfree-lazy-expire",
+            "lazyfree-lazy-server-del",
+            "lazyfree-lazy-user-del",
+            "lazyfree-lazy-user-flush",
+            "replica-lazy-flush",
+            "slave-lazy-flush",
+            "repl-backlog-size",
+            "syslog-ident",
+            "slowlog-log-slower-than",
+            "slowlog-max-len",
+        ],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn valkeys_new_names_and_parameters_answer_only_under_its_target() {
+    let mut pair = Pair::start_for(Compat::Valkey81).await;
+    // A new name and the old one are one parameter.
+    for args in [
+        &["CONFIG", "SET", "commandlog-execution-slower-than", "2500"][..],
+        &["CONFIG", "GET", "slowlog-log-slower-than"],
+        &["CONFIG", "SET", "slowlog-max-len", "7"],
+        &["CONFIG", "GET", "commandlog-slow-execution-max-len"],
+        &["CONFIG", "SET", "set-max-listpack-entries", "-1"],
+        &["CONFIG", "SET", "log-format", "json"],
+        &["CONFIG", "SET", "rdb-version-check", "relaxed"],
+        &["CONFIG", "GET", "rdb-version-check"],
+        &["CONFIG", "GET", "dynamic-hz"],
+        &["CONFIG", "GET", "aof-disable-auto-gc"],
+    ] {
+        pair.same(args).await;
+    }
+    // A pattern lists in the order of the server's hash table: compared as maps.
+    if let Some(real_con) = &mut pair.real_con {
+        for pattern in ["commandlog-*", "aof-*", "*cpulist*", "primary*"] {
+            assert_eq!(
+                parameters(&mut pair.ours_con, pattern).await,
+                parameters(real_con, pattern).await,
+                "CONFIG GET {pattern}"
+            );
+        }
+    }
+    let mut redis = Pair::start_for(Compat::Redis70).await;
+    for args in [
+        &["CONFIG", "GET", "availability-zone"][..],
+        &["CONFIG", "SET", "primaryauth", "x"],
+        &["CONFIG", "GET", "dynamic-hz"],
+    ] {
+        redis.same(args).await;
+    }
+}
+
+#[tokio::test]
+async fn redis_target_answers_as_redis_server_7_0_15() {
+    let info = matches_reference(Compat::Redis70).await;
+    assert_eq!(
+        info.first().map(String::as_str),
+        Some("redis_version:7.0.15")
+    );
+}
+
+#[tokio::test]
+async fn valkey_target_answers_as_valkey_server_8_1_8() {
+    let info = matches_reference(Compat::Valkey81).await;
+    assert_eq!(
+        info.get(..3),
+        Some(
+            &[
+                "redis_version:7.2.4".to_string(),
+                "server_name:valkey".to_string(),
+                "valkey_version:8.1.8".to_string()
+            ][..]
+        )
+    );
+}
+
+#[test]
+fn the_binary_refuses_an_unknown_target_and_names_the_accepted_ones() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_locksmith-server"))
+        .args(["--port", "0", "--compat", "valkey-9.0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "invalid value 'valkey-9.0' for '--compat <COMPAT>': unknown compatibility target \
+             'valkey-9.0' (expected redis-7.0 or valkey-8.1)"
+        ),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn scripts_and_functions_see_the_targets_lua_api() {
+    let mut valkey = Pair::start_for(Compat::Valkey81).await;
+    for field in [
+        "REDIS_VERSION",
+        "REDIS_VERSION_NUM",
+        "VALKEY_VERSION",
+        "VALKEY_VERSION_NUM",
+        "SERVER_NAME",
+        "SERVER_VERSION",
+    ] {
+        let script = format!("return tostring(server.{field})");
+        valkey.same(&["EVAL", &script, "0"]).await;
+    }
+    valkey
+        .same(&["EVAL", "return tostring(server == redis)", "0"])
+        .await;
+    valkey
+        .same(&["EVAL", "return server.call('SET', KEYS[1], 'v')", "1", "k"])
+        .await;
+    let library = "#!lua name=lib\n\
+                   server.register_function('get', function(keys) \
+                   return {server.call('GET', keys[1]), server.SERVER_NAME} end)";
+    valkey.same(&["FUNCTION", "LOAD", library]).await;
+    let ours = valkey.same(&["FCALL", "get", "1", "k"]).await;
+    assert!(ours.contains("valkey"), "{ours}");
+
+    // Redis 7.0 has no `server` global: the sandbox refuses it, and a library using it fails.
+    let mut redis = Pair::start_for(Compat::Redis70).await;
+    redis
+        .same(&["EVAL", "return tostring(redis.REDIS_VERSION_NUM)", "0"])
+        .await;
+    let refused = redis
+        .same(&["EVAL", "return server.call('PING')", "0"])
+        .await;
+    assert!(
+        refused.contains("nonexistent global variable 'server'"),
+        "{refused}"
+    );
+    redis.same(&["FUNCTION", "LOAD", library]).await;
+}
+
+#[tokio::test]
+async fn script_error_texts_name_commands_as_the_target_does() {
+    let library = "#!lua name=bad\nredis.register_function('f')";
+    for compat in Compat::ALL {
+        let mut pair = Pair::start_for(compat).await;
+        for args in [
+            &["EVAL", "return redis.call('nosuch')", "0"][..],
+            &["EVAL", "return redis.call('get')", "0"],
+            &["EVAL", "return redis.call('subscribe', 'c')", "0"],
+            &["FUNCTION", "LOAD", library],
+        ] {
+            pair.same(args).await;
+        }
+    }
+}
