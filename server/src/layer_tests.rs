@@ -11,7 +11,7 @@ use std::path::Path;
 const LAYERS: &[(&str, &[&str])] = &[
     // Leaves: errors, argument parsing, command descriptions (ours, Redis's, and their ACL
     // facts: categories, key specifications), command flags, clock, geohash math, glob, event
-    // classes, the keyed hash, chart ticks, the process's memory as the OS reports it, the
+    // classes, the keyed hash, the process's memory as the OS reports it, the
     // lazy free thread.
     (
         "leaf",
@@ -29,7 +29,6 @@ const LAYERS: &[(&str, &[&str])] = &[
             "process_memory",
             "redis_table",
             "siphash",
-            "ticks",
         ],
     ),
     // Data: the keyspace, configuration, RDB encoding, per-command statistics, the slow log
