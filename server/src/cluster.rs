@@ -506,7 +506,7 @@ pub(crate) fn check_command(
     if !client.authenticated || spec.name == "exec" {
         return None;
     }
-    match route(cluster, client.cluster_readonly, [(spec, argv)]) {
+    match route(cluster, client.modes.cluster_readonly, [(spec, argv)]) {
         Ok(_) => None,
         Err(redirect) => {
             crate::transaction::flag_error(client);
