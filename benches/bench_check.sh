@@ -8,7 +8,7 @@ set -u
 # free loopback ports. ROUNDS (default 5) repeats every run, the two tools back to back on the
 # same server, swapping which goes first each round (on a shared 2-core machine single runs
 # move by ±15 %); the summary gives each tool's median and the ratio of the medians.
-# Usage: cargo build --release -p locksmith-server && bash benches/bench_check.sh
+# Usage: cargo build --release -p locksmith-server -p locksmith-bench && bash benches/bench_check.sh
 cd "$(dirname "$0")/.."
 BIN=${BIN:-target/release}
 ROUNDS=${ROUNDS:-5}

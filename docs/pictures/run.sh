@@ -87,7 +87,7 @@ if ! (cd "$ROOT" && cargo test --workspace --locked -q --test harness -- \
 fi
 
 echo "pictures: locksmith-bench writes its report"
-if ! (cd "$ROOT" && cargo run --locked -q -p locksmith-server --bin locksmith-bench -- \
+if ! (cd "$ROOT" && cargo run --locked -q -p locksmith-bench -- \
     --scenario acquire --clients 4 --duration 1 --warmup 0 --quiet \
     --target locksmith=in-process --target second=in-process --target refused=redis://127.0.0.1:1/ \
     --html "$WORK/bench.html" >"$WORK/bench.log" 2>&1) && [ ! -s "$WORK/bench.html" ]; then

@@ -49,6 +49,7 @@ mod link;
 mod observe;
 pub mod schedule;
 mod sentinel;
+mod ticks;
 mod timeline;
 
 pub use history::{
@@ -61,6 +62,7 @@ pub use observe::{
     check as check_observed, check_quorum as check_observed_quorum, HeldLock, LockEvent,
     LockEventKind, LockLayout, LockViolation, LockViolationKind, Mark, ObservedHold,
 };
+pub use ticks::Ticks;
 pub use timeline::Timeline;
 
 use link::Proxy;

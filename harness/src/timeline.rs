@@ -9,7 +9,7 @@
 //! (`docs/pictures/check.mjs`) can find them.
 
 use super::history::{Checker, EventKind, History, Violation};
-use locksmith_server::Ticks;
+use crate::Ticks;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;

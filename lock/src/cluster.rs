@@ -83,35 +83,8 @@ impl ConnectionLike for Connection {
     }
 }
 
-/// CRC16 (XMODEM) as Redis's `crc16.c`.
-fn crc16(data: &[u8]) -> u16 {
-    let mut crc: u16 = 0;
-    for &byte in data {
-        crc ^= u16::from(byte) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            };
-        }
-    }
-    crc
-}
-
-/// The hash slot of `key` (Redis's `keyHashSlot`: a non-empty `{tag}` is hashed alone).
-pub(crate) fn key_slot(key: &[u8]) -> u16 {
-    let hashed = key
-        .iter()
-        .position(|&b| b == b'{')
-        .and_then(|open| {
-            let rest = key.get(open + 1..)?;
-            let close = rest.iter().position(|&b| b == b'}')?;
-            rest.get(..close).filter(|tag| !tag.is_empty())
-        })
-        .unwrap_or(key);
-    crc16(hashed) & 16383
-}
+/// The hash slot of a key (Redis's `keyHashSlot`), the one copy the server routes by.
+pub(crate) use locksmith_resp::slot::key_slot;
 
 /// Which master serves which slots, and how many replicas it has (from `CLUSTER SLOTS`).
 #[derive(Debug, Clone, Default)]
@@ -165,22 +138,5 @@ impl SlotMap {
             .iter()
             .find(|(s, e, _, _)| (*s..=*e).contains(&slot))
             .map_or(0, |r| r.3)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slots_follow_redis_hash_tags() {
-        assert_eq!(key_slot(b"foo"), 12182);
-        assert_eq!(key_slot(b"{foo}bar"), 12182);
-        assert_eq!(key_slot(b"{}a"), 10875);
-        assert_eq!(key_slot(b"{{a}}"), 10276);
-        assert_eq!(
-            key_slot(b"redisson_lock__channel:{my_first_lock_name}"),
-            key_slot(b"my_first_lock_name")
-        );
     }
 }

@@ -1,13 +1,15 @@
 //! RESP2/RESP3 for Locksmith: one [`Frame`] type, an incremental decoder for replies and
 //! frames ([`FrameDecoder`]), Redis's request parser for servers ([`RequestDecoder`]: multibulk
 //! and inline commands with Redis's limits and error texts), an encoder that downgrades RESP3
-//! replies for RESP2 clients as Redis does, and a tokio-util codec ([`RespCodec`]).
+//! replies for RESP2 clients as Redis does, a tokio-util codec ([`RespCodec`]), and Redis
+//! Cluster's key hash slots ([`slot`]), which servers route by and clients aim with.
 
 mod codec;
 mod decode;
 mod encode;
 mod error;
 mod frame;
+pub mod slot;
 
 pub use codec::RespCodec;
 pub use decode::{

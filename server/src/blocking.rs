@@ -298,7 +298,7 @@ fn serve_key(state: &mut State, node: &Node, effects: &mut Effects, db: usize, k
         let mut client = ClientState::new(waiter.handle.clone(), true);
         client.db = waiter.db;
         client.resp = waiter.resp;
-        client.reprocessing = true;
+        client.origin.reprocessing = true;
         let argv = waiter.argv.clone();
         let reply = (node.commands.call_argv)(state, node, &mut client, &argv, now, effects);
         if client.block.is_some() {
@@ -423,7 +423,7 @@ mod tests {
     #[test]
     fn blocking_commands_inside_exec_or_a_script_answer_the_timeout_reply_at_once() {
         let mut h = Harness::new();
-        h.clients[0].in_exec = true;
+        h.clients[0].origin.in_exec = true;
         for (args, expected) in [
             (&["BLPOP", "k", "0"][..], Frame::NullArray),
             (&["BRPOP", "k", "0"], Frame::NullArray),
@@ -437,8 +437,8 @@ mod tests {
             assert_eq!(reply, expected, "{args:?}");
             assert!(block.is_none(), "{args:?} must not block");
         }
-        h.clients[0].in_exec = false;
-        h.clients[0].in_script = true;
+        h.clients[0].origin.in_exec = false;
+        h.clients[0].origin.in_script = true;
         let (reply, block, _) = h.run(0, &["BLPOP", "k", "0"]);
         assert_eq!((reply, block.is_none()), (Frame::NullArray, true));
     }
@@ -586,9 +586,9 @@ mod tests {
         check(&mut h, &["SADD", "s", "1", "2"], b":2\r\n");
         check(&mut h, &["SMEMBERS", "s"], b"~2\r\n$1\r\n1\r\n$1\r\n2\r\n");
         check(&mut h, &["SPOP", "nos", "1"], b"~0\r\n");
-        h.clients[0].in_exec = true;
+        h.clients[0].origin.in_exec = true;
         check(&mut h, &["BLPOP", "nol", "0.01"], b"_\r\n");
-        h.clients[0].in_exec = false;
+        h.clients[0].origin.in_exec = false;
         check(&mut h, &["LPOP", "nol", "1"], b"_\r\n");
         check(
             &mut h,

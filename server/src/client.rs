@@ -109,11 +109,10 @@ pub(crate) struct ClientHandle {
 }
 
 impl ClientHandle {
-    /// The handle of a new client of `node` (a fresh id, flags `N`, or `U` for a Unix
-    /// socket's, RESP2), connected as `ends` says.
-    pub(crate) fn new(node: &crate::node::Node, ends: Endpoints, outbox: Outbox) -> Self {
+    /// The handle of a new client (`id` a fresh one of its node's, created at its node's
+    /// `created_ms`; flags `N`, or `U` for a Unix socket's, RESP2), connected as `ends` says.
+    pub(crate) fn new(id: u64, created_ms: u64, ends: Endpoints, outbox: Outbox) -> Self {
         let Endpoints { addr, laddr, unix } = ends;
-        let created_ms = node.clock.now_ms();
         let mut info = ClientInfo {
             multi: -1,
             resp: 2,
@@ -121,7 +120,7 @@ impl ClientHandle {
         };
         info.set_flag('U', unix.is_some());
         ClientHandle {
-            id: node.next_client_id(),
+            id,
             addr,
             laddr,
             unix,
@@ -374,36 +373,80 @@ pub(crate) struct ClientState {
     pub(crate) user: Option<Arc<crate::acl::User>>,
     /// Close the connection once the current replies are written (`QUIT`).
     pub(crate) close_after_reply: bool,
-    /// The command runs inside a script (`redis.call`).
-    pub(crate) in_script: bool,
+    /// Where the running command comes from: a script, `EXEC`, a blocked client served.
+    pub(crate) origin: CallOrigin,
     /// Subscriptions of every kind (channels, patterns, shard channels); in RESP2 a client
     /// with any is in subscribed mode.
     pub(crate) subscriptions: usize,
     /// `MULTI` state: the queued commands, or `None` outside a transaction.
     pub(crate) multi: Option<crate::transaction::MultiState>,
+    /// Set by a blocking command that found nothing: the connection blocks the client.
+    pub(crate) block: Option<crate::blocking::BlockRequest>,
+    /// `CLIENT REPLY`: which replies are sent.
+    pub(crate) reply: ReplyMode,
+    /// What the client asked of the server for itself: `CLIENT NO-EVICT`, `CLIENT NO-TOUCH`,
+    /// `READONLY`.
+    pub(crate) modes: ClientModes,
+    /// The transaction ended while a script was busy (no state lock): its WATCHes are
+    /// forgotten at the next command that takes the lock.
+    pub(crate) unwatch_pending: bool,
+    /// What the pipeline and `cmd::call` note about the command running now: its clock
+    /// readings, the OOM state it started in, its error counted, its propagation.
+    pub(crate) command: RunningCommand,
+    /// A replica on this connection: `REPLCONF` options and the link `SYNC`/`PSYNC` registered.
+    pub(crate) replica: ReplicaSide,
+}
+
+/// Where the command running for a client comes from, when not straight from its connection.
+/// Both may hold at once (a script run by `EXEC`).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct CallOrigin {
+    /// The command runs inside a script (`redis.call`).
+    pub(crate) in_script: bool,
     /// `EXEC` is running this client's queued commands (blocking commands must not block).
     pub(crate) in_exec: bool,
     /// The command is a blocked command run again to serve it: MONITOR saw it when it
     /// blocked and does not see it again (Redis serves a blocked client without `call()`).
     pub(crate) reprocessing: bool,
-    /// Set by a blocking command that found nothing: the connection blocks the client.
-    pub(crate) block: Option<crate::blocking::BlockRequest>,
+}
+
+/// `CLIENT REPLY ON|OFF|SKIP`: which replies are sent.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct ReplyMode {
     /// `CLIENT REPLY OFF`: no replies until `CLIENT REPLY ON`.
-    pub(crate) reply_off: bool,
+    pub(crate) off: bool,
     /// The reply of the command running now is dropped (`CLIENT REPLY SKIP` drops its own
     /// reply and the next command's).
-    pub(crate) reply_skip: bool,
+    pub(crate) skip: bool,
     /// `CLIENT REPLY SKIP`: drop the next command's reply.
-    pub(crate) reply_skip_next: bool,
+    pub(crate) skip_next: bool,
+}
+
+impl ReplyMode {
+    /// Whether the reply of the command that just ran is sent, and moves a pending `SKIP` on
+    /// to the next command, as Redis's `resetClient` does.
+    pub(crate) fn take_permission(&mut self) -> bool {
+        let send = !(self.off || self.skip);
+        self.skip = std::mem::take(&mut self.skip_next);
+        send
+    }
+}
+
+/// What a client asked of the server for itself (Redis's `CLIENT_NO_EVICT`,
+/// `CLIENT_NO_TOUCH` and `CLIENT_READONLY` flags).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct ClientModes {
     /// `CLIENT NO-EVICT ON`.
     pub(crate) no_evict: bool,
     /// `CLIENT NO-TOUCH ON`.
     pub(crate) no_touch: bool,
     /// `READONLY`: a cluster replica serves this client's reads of its master's slots.
     pub(crate) cluster_readonly: bool,
-    /// The transaction ended while a script was busy (no state lock): its WATCHes are
-    /// forgotten at the next command that takes the lock.
-    pub(crate) unwatch_pending: bool,
+}
+
+/// What the pipeline and `cmd::call` note about a client's running command.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct RunningCommand {
     /// Memory was over `maxmemory` with nothing left to evict when the current command
     /// started (Redis's `pre_command_oom_state`): a script then may not start writing with a
     /// command that can grow memory.
@@ -411,22 +454,27 @@ pub(crate) struct ClientState {
     /// The error reply being sent was already counted in `INFO errorstats` (a script's error
     /// raised by a command it ran, counted when that command failed).
     pub(crate) error_counted: bool,
-    /// The clock reading ([`crate::clock::Clock::tick_us`]) at which the command about to
-    /// run started, when the pipeline read it already; taken by `cmd::call`.
-    pub(crate) start_tick: Option<u64>,
     /// The running command asked that it not be replicated as sent
     /// ([`crate::cmd::Ctx::prevent_propagation`]).
     pub(crate) prevent_propagation: bool,
-    /// `REPLCONF listening-port`: the port the replica on this connection listens on.
-    pub(crate) replica_port: Option<u16>,
-    /// `REPLCONF rdb-only 1`: a `SYNC` sends the dataset only (`redis-cli --rdb`).
-    pub(crate) rdb_only: bool,
-    /// The replica link `SYNC`/`PSYNC` registered, for the connection to run.
-    pub(crate) replica: Option<Box<crate::replication::serve::Handoff>>,
+    /// The clock reading ([`crate::clock::Clock::tick_us`]) at which the command about to
+    /// run started, when the pipeline read it already; taken by `cmd::call`.
+    pub(crate) start_tick: Option<u64>,
     /// The clock reading at which the last command `cmd::call` timed for this client ended
     /// (`None` if it was not timed); the pipeline may start the next command of the same
     /// batch from it instead of reading the clock again.
     pub(crate) end_tick: Option<u64>,
+}
+
+/// A replica's side of its connection to this master.
+#[derive(Debug, Default)]
+pub(crate) struct ReplicaSide {
+    /// `REPLCONF listening-port`: the port the replica on this connection listens on.
+    pub(crate) listening_port: Option<u16>,
+    /// `REPLCONF rdb-only 1`: a `SYNC` sends the dataset only (`redis-cli --rdb`).
+    pub(crate) rdb_only: bool,
+    /// The replica link `SYNC`/`PSYNC` registered, for the connection to run.
+    pub(crate) handoff: Option<Box<crate::replication::serve::Handoff>>,
 }
 
 impl ClientState {
@@ -440,36 +488,22 @@ impl ClientState {
             authenticated,
             user: None,
             close_after_reply: false,
-            in_script: false,
+            origin: CallOrigin::default(),
             subscriptions: 0,
             multi: None,
-            in_exec: false,
-            reprocessing: false,
             block: None,
-            reply_off: false,
-            reply_skip: false,
-            reply_skip_next: false,
-            no_evict: false,
-            no_touch: false,
-            cluster_readonly: false,
+            reply: ReplyMode::default(),
+            modes: ClientModes::default(),
             unwatch_pending: false,
-            pre_command_oom: false,
-            error_counted: false,
-            start_tick: None,
-            end_tick: None,
-            prevent_propagation: false,
-            replica_port: None,
-            rdb_only: false,
-            replica: None,
+            command: RunningCommand::default(),
+            replica: ReplicaSide::default(),
         }
     }
 
     /// Whether the reply of the command that just ran is sent (`CLIENT REPLY OFF|SKIP`), and
     /// moves a pending `SKIP` on to the next command, as Redis's `resetClient` does.
     pub(crate) fn take_reply_permission(&mut self) -> bool {
-        let send = !(self.reply_off || self.reply_skip);
-        self.reply_skip = std::mem::take(&mut self.reply_skip_next);
-        send
+        self.reply.take_permission()
     }
 
     /// `RESET`: back to a fresh connection's state (db 0, RESP2, no name, replies on,
@@ -480,15 +514,11 @@ impl ClientState {
         self.db = 0;
         self.resp = Version::Resp2;
         self.authenticated = authenticated;
-        self.reply_off = false;
-        self.reply_skip = false;
-        self.reply_skip_next = false;
-        self.no_evict = false;
-        self.no_touch = false;
-        self.cluster_readonly = false;
+        self.reply = ReplyMode::default();
+        self.modes = ClientModes::default();
         self.subscriptions = 0;
         self.multi = None;
-        self.in_exec = false;
+        self.origin.in_exec = false;
         self.block = None;
         self.noted = None;
         let unix = self.handle.unix.is_some();

@@ -22,42 +22,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use tokio::sync::mpsc;
 
-/// Number of hash slots.
-pub(crate) const SLOTS: usize = 16384;
+/// Number of hash slots, and the slot of a key (Redis's `keyHashSlot`): one copy, in `resp`,
+/// shared with the lock library's cluster client.
+pub(crate) use locksmith_resp::slot::{key_slot as key_hash_slot, SLOTS};
 
 /// `CROSSSLOT` reply text.
 pub(crate) const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
-
-/// CRC16-CCITT (XMODEM: polynomial 0x1021, initial value 0), as Redis's `crc16.c`.
-pub(crate) fn crc16(data: &[u8]) -> u16 {
-    let mut crc: u16 = 0;
-    for &byte in data {
-        crc ^= u16::from(byte) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            };
-        }
-    }
-    crc
-}
-
-/// The hash slot of `key`, as Redis's `keyHashSlot`: only the part between the first `{` and
-/// the first `}` after it is hashed, unless that part is empty or there is no such `}`.
-pub(crate) fn key_hash_slot(key: &[u8]) -> u16 {
-    let hashed = key
-        .iter()
-        .position(|&b| b == b'{')
-        .and_then(|open| {
-            let rest = key.get(open + 1..)?;
-            let close = rest.iter().position(|&b| b == b'}')?;
-            rest.get(..close).filter(|tag| !tag.is_empty())
-        })
-        .unwrap_or(key);
-    crc16(hashed) & (SLOTS as u16 - 1)
-}
 
 /// One node of the cluster as every member sees it (its role is in the [`Layout`]).
 #[derive(Debug)]
@@ -536,7 +506,7 @@ pub(crate) fn check_command(
     if !client.authenticated || spec.name == "exec" {
         return None;
     }
-    match route(cluster, client.cluster_readonly, [(spec, argv)]) {
+    match route(cluster, client.modes.cluster_readonly, [(spec, argv)]) {
         Ok(_) => None,
         Err(redirect) => {
             crate::transaction::flag_error(client);
@@ -630,24 +600,6 @@ pub(crate) fn keys_in_slot(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn crc16_is_xmodem() {
-        // The check value of CRC-16/XMODEM, as in Redis's crc16.c test.
-        assert_eq!(crc16(b"123456789"), 0x31c3);
-    }
-
-    #[test]
-    fn hash_tags_follow_key_hash_slot() {
-        assert_eq!(key_hash_slot(b"foo"), 12182);
-        assert_eq!(key_hash_slot(b"{foo}bar"), 12182);
-        assert_eq!(key_hash_slot(b"{}a"), 10875);
-        assert_eq!(key_hash_slot(b"a{}"), 6082);
-        assert_eq!(key_hash_slot(b"{a}{b}"), 15495);
-        assert_eq!(key_hash_slot(b"a{b"), 13340);
-        assert_eq!(key_hash_slot(b"{{a}}"), 10276);
-        assert_eq!(key_hash_slot(b""), 0);
-    }
 
     #[test]
     fn slots_split_as_redis_cli_does() {

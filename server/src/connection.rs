@@ -96,7 +96,12 @@ pub(crate) async fn serve(
     mut shutdown: broadcast::Receiver<()>,
 ) {
     let (outbox, outbox_rx) = Outbox::new();
-    let handle = Arc::new(ClientHandle::new(&node, ends, outbox));
+    let handle = Arc::new(ClientHandle::new(
+        node.next_client_id(),
+        node.clock.now_ms(),
+        ends,
+        outbox,
+    ));
     let id = handle.id;
     node.clients.insert(handle.clone());
     let auth_required = node.requires_auth();
@@ -217,7 +222,7 @@ impl Connection {
                     if !keep_open {
                         return Ok(());
                     }
-                    if let Some(link) = self.session.client.replica.take() {
+                    if let Some(link) = self.session.client.replica.handoff.take() {
                         // SYNC/PSYNC: the connection is a replica link from now on.
                         return crate::replica_link::run(
                             &node,
@@ -345,7 +350,7 @@ impl Connection {
                         break;
                     }
                     self.decoder.recycle(argv);
-                    if self.session.client.replica.is_some() {
+                    if self.session.client.replica.handoff.is_some() {
                         // What follows `SYNC`/`PSYNC` is the replica link's to read.
                         break;
                     }

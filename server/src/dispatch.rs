@@ -90,7 +90,7 @@ impl Session {
         // from one to the other (every wait releases it, or clears the reading: a pause wait,
         // a blocked client) and no eviction round runs before this one.
         if guard.is_none() || self.node.config.maxmemory() > 0 {
-            self.client.end_tick = None;
+            self.client.command.end_tick = None;
         }
         // WAIT, REPLICAOF and admin hooks wait on other tasks or nodes: they run without the
         // state lock.
@@ -170,7 +170,7 @@ impl Session {
             if let Some(mut state) = guard.take() {
                 state.finish_effects(&self.node, effects);
             }
-            self.client.end_tick = None;
+            self.client.command.end_tick = None;
             return self.run_blocking(resolved, argv.to_vec()).await;
         }
         if guard.is_none() {
@@ -182,7 +182,7 @@ impl Session {
                         let reply = handler(&self.node, argv);
                         // SHUTDOWN NOSAVE: Redis exits without replying.
                         if self.node.live.stop_requested() {
-                            self.client.reply_skip = true;
+                            self.client.reply.skip = true;
                             self.client.close_after_reply = true;
                         }
                         return reply;
@@ -221,10 +221,11 @@ impl Session {
         // little time between them (its reply encoded, this request decoded) counts here.
         let tick = self
             .client
+            .command
             .end_tick
             .take()
             .unwrap_or_else(|| self.node.clock.tick_us());
-        self.client.start_tick = Some(tick);
+        self.client.command.start_tick = Some(tick);
         let now = self.node.clock.us_at(tick) / 1000;
         let reply = cmd::call(
             resolved,
@@ -237,7 +238,7 @@ impl Session {
         );
         if self.client.block.is_some() {
             // The client waits before its next command.
-            self.client.end_tick = None;
+            self.client.command.end_tick = None;
         }
         self.note_command(resolved, now);
         reply
@@ -282,7 +283,7 @@ impl Session {
     /// error raised by a command it ran, counted when that command failed).
     pub(crate) fn count_reply(&mut self, reply: &Frame) {
         if let Frame::Error(line) = reply {
-            if !std::mem::take(&mut self.client.error_counted) {
+            if !std::mem::take(&mut self.client.command.error_counted) {
                 self.node.live.count_error(line);
             }
         }
@@ -318,7 +319,7 @@ impl Session {
         }
         // What follows may take the state lock or wait: the next command reads the clock
         // afresh (see `process`).
-        self.client.end_tick = None;
+        self.client.command.end_tick = None;
         let Ok(resolved) = cmd::resolve(argv) else {
             return true;
         };
@@ -561,7 +562,7 @@ impl Session {
         if !effects.is_empty() {
             state.finish_effects(&self.node, effects);
         }
-        self.client.pre_command_oom = oom;
+        self.client.command.pre_command_oom = oom;
         if !oom {
             return None;
         }

@@ -49,7 +49,8 @@ impl LocalClient {
         let (outbox, outbox_rx) = Outbox::new();
         let addr = SocketAddr::from(([127, 0, 0, 1], 0));
         let handle = Arc::new(ClientHandle::new(
-            &node,
+            node.next_client_id(),
+            node.clock.now_ms(),
             Endpoints::tcp(addr, node.addr),
             outbox,
         ));

@@ -421,7 +421,7 @@ pub(crate) fn after_call(
         defer: true,
     };
     // A script's writes count as the script client's in Redis (NOLOOP in BCAST sees no one).
-    let writer = (!client.in_script).then_some(id);
+    let writer = (!client.origin.in_script).then_some(id);
     invalidate_modified(tracking, node, effects, writer, origin);
     let spec = resolved.spec;
     if spec.has(crate::flags::READONLY)
@@ -429,7 +429,7 @@ pub(crate) fn after_call(
         && !matches!(spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro")
         && tracking.clients.contains_key(&id)
     {
-        if client.in_script {
+        if client.origin.in_script {
             if let Some(keys) = tracking.script_keys.take() {
                 tracking.remember(id, &keys);
                 tracking.script_keys = Some(keys);

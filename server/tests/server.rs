@@ -5,7 +5,6 @@
 
 mod server {
     mod acl;
-    mod bench;
     mod blocking;
     mod cluster;
     mod compat;

@@ -342,7 +342,7 @@ pub(crate) fn log_denial(
 /// sent, as Redis logs `argv[0]`).
 pub(crate) fn log_auth_failure(ctx: &Ctx<'_>, command: &Bytes, user: &Bytes) {
     // An AUTH queued in MULTI runs in EXEC, where Redis's client is still flagged MULTI.
-    let context = if ctx.client.multi.is_some() || ctx.client.in_exec {
+    let context = if ctx.client.multi.is_some() || ctx.client.origin.in_exec {
         Context::Multi
     } else {
         Context::Toplevel

@@ -155,7 +155,7 @@ pub(super) fn client_line(ctx: &Ctx<'_>, handle: &Arc<ClientHandle>, own_cmd: &s
     ) / 1000;
     let mut flags = info.flags.clone();
     let (no_evict, no_touch) = if own {
-        (ctx.client.no_evict, ctx.client.no_touch)
+        (ctx.client.modes.no_evict, ctx.client.modes.no_touch)
     } else {
         (false, false)
     };
@@ -431,7 +431,7 @@ fn on_off(args: &mut Args<'_>) -> Result<bool, CommandError> {
 /// CLIENT NO-EVICT <ON | OFF>
 /// ```
 fn no_evict(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
-    ctx.client.no_evict = on_off(args)?;
+    ctx.client.modes.no_evict = on_off(args)?;
     Ok(Frame::ok())
 }
 
@@ -470,7 +470,7 @@ fn unblock(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// CLIENT NO-TOUCH <ON | OFF>
 /// ```
 fn no_touch(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
-    ctx.client.no_touch = on_off(args)?;
+    ctx.client.modes.no_touch = on_off(args)?;
     Ok(Frame::ok())
 }
 
@@ -481,16 +481,16 @@ fn reply(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     match args.bytes()?.to_ascii_lowercase().as_slice() {
         b"on" => {
             // A SKIP just before is undone, and this command's own reply is sent.
-            ctx.client.reply_off = false;
-            ctx.client.reply_skip = false;
-            ctx.client.reply_skip_next = false;
+            ctx.client.reply.off = false;
+            ctx.client.reply.skip = false;
+            ctx.client.reply.skip_next = false;
         }
-        b"off" => ctx.client.reply_off = true,
+        b"off" => ctx.client.reply.off = true,
         b"skip" => {
-            if !ctx.client.reply_off {
+            if !ctx.client.reply.off {
                 // Neither this command nor the next one gets a reply.
-                ctx.client.reply_skip = true;
-                ctx.client.reply_skip_next = true;
+                ctx.client.reply.skip = true;
+                ctx.client.reply.skip_next = true;
             }
         }
         _ => return Err(CommandError::Syntax),

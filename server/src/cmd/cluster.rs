@@ -714,7 +714,7 @@ fn cluster_help(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 /// A replica then serves this connection's reads of its master's slots.
 fn readonly(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     cluster(ctx)?;
-    ctx.client.cluster_readonly = true;
+    ctx.client.modes.cluster_readonly = true;
     Ok(Frame::ok())
 }
 
@@ -723,7 +723,7 @@ fn readonly(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn readwrite(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     cluster(ctx)?;
-    ctx.client.cluster_readonly = false;
+    ctx.client.modes.cluster_readonly = false;
     Ok(Frame::ok())
 }
 

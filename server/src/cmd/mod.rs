@@ -837,7 +837,7 @@ impl Ctx<'_> {
     /// Replicates nothing of this command beyond what it gives [`Ctx::propagate`] (Redis's
     /// `preventCommandPropagation`), though it changed data.
     pub(crate) fn prevent_propagation(&mut self) {
-        self.client.prevent_propagation = true;
+        self.client.command.prevent_propagation = true;
     }
 
     /// Replicates `argv` instead of the command as sent (e.g. `SET k v PXAT abs` for `EX`).
@@ -861,7 +861,7 @@ pub(crate) fn block(
     kind: crate::blocking::BlockKind,
     timeout_reply: Frame,
 ) -> CmdResult {
-    if ctx.client.in_script || ctx.client.in_exec {
+    if ctx.client.origin.in_script || ctx.client.origin.in_exec {
         return Ok(timeout_reply);
     }
     ctx.client.block = Some(crate::blocking::BlockRequest {
@@ -959,14 +959,14 @@ pub(crate) fn call(
     // A top-level command was checked by the pipeline's replica rules, and a transaction's
     // commands when EXEC was (Redis's `processCommand`); a script's are checked here, as
     // Redis's `scriptCall` does.
-    if client.in_script
+    if client.origin.in_script
         && spec.has(flags::WRITE)
         && state.repl.refuses_write_from(client, &state.config)
     {
         state.cmdstats.reject(resolved);
         return CommandError::Raw(crate::replication::READONLY_ERROR.into()).into();
     }
-    let tracking_top = !client.in_script && !client.in_exec;
+    let tracking_top = !client.origin.in_script && !client.origin.in_exec;
     if tracking_top && state.tracking.is_active() {
         crate::tracking::before_call(state, node, client);
     }
@@ -987,12 +987,12 @@ pub(crate) fn call(
     // 0`, which logs every command anyway; otherwise the script's own call stands for them.
     // Administrative commands are always timed: they are rare, and `CONFIG SET` may turn the
     // slow log on, which Redis then applies to that very command.
-    let given_start = client.start_tick.take();
+    let given_start = client.command.start_tick.take();
     let watched = node.config.watch_calls_from_us() != u64::MAX
-        && (!client.in_script || node.config.slowlog_log_slower_than() == 0);
+        && (!client.origin.in_script || node.config.slowlog_log_slower_than() == 0);
     let timed = watched
         || spec.has(flags::ADMIN)
-        || (!client.in_script && state.cmdstats.should_time(resolved));
+        || (!client.origin.in_script && state.cmdstats.should_time(resolved));
     let started = timed.then(|| given_start.unwrap_or_else(|| node.clock.tick_us()));
     let reply = {
         let mut ctx = Ctx {
@@ -1011,11 +1011,11 @@ pub(crate) fn call(
     // MONITOR sees the command once it ran, in the database it left selected (Redis's
     // `call()`); EVAL and FCALL show themselves before the commands they run, and a blocked
     // command served later is not shown again.
-    if !client.reprocessing
+    if !client.origin.reprocessing
         && !spec.has(flags::SKIP_MONITOR | flags::ADMIN)
         && node.monitors.active()
     {
-        let origin = if client.in_script {
+        let origin = if client.origin.in_script {
             crate::monitor::Origin::Lua
         } else {
             crate::monitor::Origin::Client(&client.handle)
@@ -1026,8 +1026,8 @@ pub(crate) fn call(
     let failed = matches!(reply, Err(_) | Ok(Frame::Error(_)));
     let ended = started.map(|_| node.clock.tick_us());
     let elapsed_us = started.zip(ended).map(|(s, e)| e.saturating_sub(s));
-    if !client.in_script {
-        client.end_tick = ended;
+    if !client.origin.in_script {
+        client.command.end_tick = ended;
     }
     // A command that blocked is counted once, when it is served or times out (as Redis's
     // updateStatsOnUnblock does).
@@ -1041,7 +1041,7 @@ pub(crate) fn call(
             record_slow_call(state, node, client, resolved, argv, end, us);
         }
     }
-    let prevented = std::mem::take(&mut client.prevent_propagation);
+    let prevented = std::mem::take(&mut client.command.prevent_propagation);
     if state.dirty != dirty_before
         && !prevented
         && effects.propagate.len() == propagated_before
@@ -1087,7 +1087,7 @@ fn record_slow_call(
         && client.block.is_none()
         && !resolved.spec.has(flags::SKIP_SLOWLOG)
     {
-        let (peer, name) = if client.in_script {
+        let (peer, name) = if client.origin.in_script {
             ("?:0".to_string(), Bytes::new())
         } else {
             (client.handle.addr_text(), client.handle.name())

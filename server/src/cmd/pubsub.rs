@@ -196,7 +196,7 @@ fn punsubscribe(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// SSUBSCRIBE shardchannel [shardchannel ...]
 /// ```
 fn ssubscribe(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
-    if ctx.client.in_exec || ctx.client.in_script {
+    if ctx.client.origin.in_exec || ctx.client.origin.in_script {
         // Redis refuses it for clients that may not block (inside EXEC).
         return Err(CommandError::err(
             "SSUBSCRIBE isn't allowed for a DENY BLOCKING client",

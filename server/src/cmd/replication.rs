@@ -66,8 +66,8 @@ fn psync(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// the backlog once the reply is written. A client that is a replica already is ignored, as
 /// Redis ignores it.
 fn start_sync(ctx: &mut Ctx<'_>, psync: Option<(&Bytes, i64)>) -> CmdResult {
-    if ctx.client.replica.is_some() || ctx.client.handle.info().flags.contains('S') {
-        ctx.client.reply_skip = true;
+    if ctx.client.replica.handoff.is_some() || ctx.client.handle.info().flags.contains('S') {
+        ctx.client.reply.skip = true;
         return Ok(Frame::ok());
     }
     // A replica serves replicas of its own (the master's stream passed on) while its link
@@ -81,11 +81,11 @@ fn start_sync(ctx: &mut Ctx<'_>, psync: Option<(&Bytes, i64)>) -> CmdResult {
         ctx.client,
         psync.map(|(id, offset)| (&id[..], offset)),
     );
-    ctx.client.replica = Some(Box::new(handoff));
+    ctx.client.replica.handoff = Some(Box::new(handoff));
     match reply {
         Some(reply) => Ok(reply),
         None => {
-            ctx.client.reply_skip = true;
+            ctx.client.reply.skip = true;
             Ok(Frame::ok())
         }
     }
@@ -110,7 +110,7 @@ fn replconf(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         match option.to_ascii_lowercase().as_slice() {
             b"listening-port" => {
                 let port = parse_i64(value)?;
-                ctx.client.replica_port = u16::try_from(port).ok();
+                ctx.client.replica.listening_port = u16::try_from(port).ok();
             }
             b"ip-address" | b"capa" => {}
             b"rdb-only" => {
@@ -120,10 +120,10 @@ fn replconf(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
                         "value is out of range, value must between 0 and 1",
                     ));
                 }
-                ctx.client.rdb_only = on == 1;
+                ctx.client.replica.rdb_only = on == 1;
             }
             b"ack" | b"fack" | b"getack" => {
-                ctx.client.reply_skip = true;
+                ctx.client.reply.skip = true;
                 return Ok(Frame::ok());
             }
             _ => {

@@ -169,7 +169,7 @@ fn evalsha_ro(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 pub(super) fn feed_monitors(ctx: &Ctx<'_>, argv: &[Bytes]) {
     let monitors = &ctx.node.monitors;
     if monitors.active() {
-        let origin = if ctx.client.in_script {
+        let origin = if ctx.client.origin.in_script {
             Origin::Lua
         } else {
             Origin::Client(&ctx.client.handle)
@@ -270,12 +270,12 @@ pub(super) fn run_checked(
     let compat = flags & script_flags::EVAL_COMPAT != 0;
     if !compat
         && flags & (script_flags::ALLOW_OOM | script_flags::NO_WRITES) == 0
-        && ctx.client.pre_command_oom
+        && ctx.client.command.pre_command_oom
         && ctx.node.config.maxmemory() > 0
     {
         // A flagged script that may write is `denyoom`: at top level Redis refuses it as any
         // such command; run by EXEC, its own check speaks of the flag.
-        return Err(if ctx.client.in_exec {
+        return Err(if ctx.client.origin.in_exec {
             CommandError::Raw(
                 "OOM allow-oom flag is not set on the script, can not run it when used memory > \
                  'maxmemory'"
@@ -367,11 +367,11 @@ fn run_script(
         }
     };
     if reply.is_error() && engine.last_error_counted() {
-        ctx.client.error_counted = true;
+        ctx.client.command.error_counted = true;
     }
     ctx.client.db = saved_db;
     ctx.client.resp = saved_resp;
-    ctx.client.in_script = false;
+    ctx.client.origin.in_script = false;
     if tracking {
         ctx.state.tracking.set_script_keys(ctx.client.id(), None);
     }
@@ -468,13 +468,13 @@ impl ScriptCaller<'_, '_> {
         if spec.has(WRITE) && !ctx.state.enough_good_replicas(ctx.node) {
             return Err(crate::node::NOREPLICAS_ERROR.into());
         }
-        let readonly = ctx.client.cluster_readonly;
+        let readonly = ctx.client.modes.cluster_readonly;
         self.slots.check(ctx.node, readonly, spec, argv)?;
         // Redis's `scriptVerifyOOM`: past `maxmemory` when the script started, it may not
         // begin writing with a command that can grow memory (once it wrote, it must finish).
         if spec.has(super::flags::DENYOOM)
             && !self.allow_oom
-            && ctx.client.pre_command_oom
+            && ctx.client.command.pre_command_oom
             && ctx.node.config.maxmemory() > 0
             && !ctx.node.script.wrote.load(Ordering::Acquire)
         {
@@ -486,7 +486,7 @@ impl ScriptCaller<'_, '_> {
             }
             ctx.node.script.wrote.store(true, Ordering::Release);
         }
-        ctx.client.in_script = true;
+        ctx.client.origin.in_script = true;
         ctx.client.resp = if resp3 {
             Version::Resp3
         } else {

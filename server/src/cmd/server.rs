@@ -182,7 +182,7 @@ fn shutdown(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     // No persistence: SAVE and NOSAVE both just stop. Redis sends no reply on success.
     tracing::info!("User requested shutdown...");
     ctx.node.live.request_stop();
-    ctx.client.reply_skip = true;
+    ctx.client.reply.skip = true;
     ctx.client.close_after_reply = true;
     Ok(Frame::ok())
 }

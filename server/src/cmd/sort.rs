@@ -117,7 +117,10 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, readonly: bool) -> CmdRe
     };
     // A set has no order of its own: sorted when the result is stored or a script asks, so
     // replicas and replays agree.
-    if dontsort && matches!(source, Source::Set(_)) && (store.is_some() || ctx.client.in_script) {
+    if dontsort
+        && matches!(source, Source::Set(_))
+        && (store.is_some() || ctx.client.origin.in_script)
+    {
         dontsort = false;
         alpha = true;
         by = None;

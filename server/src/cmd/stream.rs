@@ -853,7 +853,7 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, group_mode: bool) -> Cm
         let more = argv.len() - i - 1;
         let o = &argv[i][..];
         if o.eq_ignore_ascii_case(b"block") && more > 0 {
-            if ctx.client.in_script {
+            if ctx.client.origin.in_script {
                 return Err(CommandError::err(format!(
                     "{} command is not allowed with BLOCK option from scripts",
                     super::lossy(&argv[0], usize::MAX)
@@ -1038,7 +1038,7 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, group_mode: bool) -> Cm
     let Some(timeout) = timeout else {
         return Ok(Frame::NullArray);
     };
-    if ctx.client.in_exec || ctx.client.in_script {
+    if ctx.client.origin.in_exec || ctx.client.origin.in_script {
         return Ok(Frame::NullArray);
     }
     ctx.client.block = Some(BlockRequest {
@@ -1632,7 +1632,7 @@ fn propagate_instead(ctx: &mut Ctx<'_>, commands: Vec<Vec<Bytes>>) {
     for argv in commands {
         ctx.propagate(argv);
     }
-    if !ctx.client.in_exec && !ctx.client.in_script {
+    if !ctx.client.origin.in_exec && !ctx.client.origin.in_script {
         let db = ctx.client.db;
         ctx.effects.wrap_in_transaction(before, db);
     }

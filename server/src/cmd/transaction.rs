@@ -63,7 +63,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     let invalidated = transaction::exec_invalidated(ctx.state, id, ctx.now);
     // EXEC always ends the transaction and its watches, whatever the outcome.
     transaction::discard(ctx.state, ctx.client);
-    crate::cluster::check_exec(ctx.node, ctx.client.cluster_readonly, &multi.queue)?;
+    crate::cluster::check_exec(ctx.node, ctx.client.modes.cluster_readonly, &multi.queue)?;
     if multi.aborted {
         return Err(CommandError::Raw(EXECABORT.into()));
     }
@@ -71,11 +71,11 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
         return Ok(Frame::NullArray);
     }
     let propagated_before = ctx.effects.propagate.len();
-    ctx.client.in_exec = true;
+    ctx.client.origin.in_exec = true;
     let mut replies = Vec::with_capacity(multi.queue.len());
     // Nothing runs between two queued commands: one starts when the last one ended (the
     // first reads the clock: what came before EXEC may have waited, as on a replica's link).
-    ctx.client.end_tick = None;
+    ctx.client.command.end_tick = None;
     let user = super::acl::user_of(ctx.node, ctx.client).clone();
     for (resolved, argv) in &multi.queue {
         // Checked again: the rules may have changed since the command was queued.
@@ -84,7 +84,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
             replies.push(super::acl::exec_noperm_error(denied));
             continue;
         }
-        ctx.client.start_tick = ctx.client.end_tick.take();
+        ctx.client.command.start_tick = ctx.client.command.end_tick.take();
         replies.push(super::call(
             *resolved,
             ctx.state,
@@ -95,7 +95,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
             ctx.effects,
         ));
     }
-    ctx.client.in_exec = false;
+    ctx.client.origin.in_exec = false;
     // Replicas get several writes as one MULTI/EXEC block, as Redis propagates them.
     ctx.effects
         .wrap_in_transaction(propagated_before, ctx.client.db);

@@ -86,7 +86,7 @@ pub(crate) fn attach(
     });
     let cut = Arc::new(AtomicBool::new(false));
     let continuation = psync
-        .filter(|_| !client.rdb_only)
+        .filter(|_| !client.replica.rdb_only)
         .and_then(|(replid, offset)| {
             let from = u64::try_from(offset).ok()?;
             state.repl.continuation(replid, from)
@@ -101,11 +101,11 @@ pub(crate) fn attach(
     let handle = &client.handle;
     let addr = SocketAddr::new(
         handle.addr.ip(),
-        client.replica_port.unwrap_or(handle.addr.port()),
+        client.replica.listening_port.unwrap_or(handle.addr.port()),
     );
     // `REPLCONF rdb-only 1` (`redis-cli --rdb`): the dataset, no stream (the link's sender
     // is dropped at once, so the connection ends after the payload).
-    let (offset, replid, acked) = if client.rdb_only {
+    let (offset, replid, acked) = if client.replica.rdb_only {
         let acked = Arc::new(watch::channel(0).0);
         (state.repl.offset(), state.repl.replid().to_string(), acked)
     } else {

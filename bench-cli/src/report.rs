@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use locksmith_server::Ticks;
+use locksmith_harness::Ticks;
 use serde_json::{json, Value};
 
 use crate::run::{Mode, Outcome, RunConfig};

@@ -5,7 +5,7 @@
 /// The ticks of an axis from 0 to a span: a round step and its multiples up to the span.
 ///
 /// ```
-/// use locksmith_server::Ticks;
+/// use locksmith_harness::Ticks;
 ///
 /// let ticks = Ticks::new(1234.0, 10); // a 1234 ms axis, at most 10 intervals
 /// assert_eq!(ticks.step, 200.0);
