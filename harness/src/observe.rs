@@ -430,8 +430,8 @@ pub(crate) struct Observer {
     /// Independent masters (RedLock): how many must hold a grant for its owner to hold the
     /// key.
     quorum: Option<usize>,
-    /// Observed key patterns; `None`: off.
-    patterns: Mutex<Option<Vec<Bytes>>>,
+    /// Observed key patterns; `None`: off (shared: each unit of writes reads them).
+    patterns: Mutex<Option<Arc<Vec<Bytes>>>>,
     log: Mutex<Log>,
 }
 
@@ -463,13 +463,15 @@ fn int(b: &[u8]) -> Option<i64> {
 }
 
 /// What one unit of writes did, before it becomes events.
-struct Unit<'a> {
+struct Unit {
     node: usize,
     at_us: u64,
     /// The node's clock, µs and ms, when it was observed.
     node_us: u64,
     replica: bool,
-    client: &'a Option<ObservedClient>,
+    /// Whether a client's command made it (its events get the client once the unit is
+    /// done, and only if it has any).
+    from_client: bool,
     /// Events of this unit (a `PEXPIRE` after a grant sets the grant's lease).
     events: Vec<LockEvent>,
     /// The last counter value an `INCR` gave in this unit.
@@ -481,7 +483,7 @@ struct Unit<'a> {
     zeroed: BTreeSet<(usize, Bytes)>,
 }
 
-impl Unit<'_> {
+impl Unit {
     /// When a lease ending at `deadline_ms` on the node's clock ends on the topology's (the
     /// node expires a key once its clock reaches the deadline).
     fn lease_end(&self, deadline_ms: Option<u64>) -> Option<u64> {
@@ -524,7 +526,7 @@ impl Unit<'_> {
             lease_end_us,
             token: None,
             previous: None,
-            client: self.client.clone(),
+            client: None,
         });
     }
 
@@ -565,6 +567,10 @@ impl Observer {
 
     /// The observed patterns (`None`: off).
     pub(crate) fn patterns(&self) -> Option<Vec<Bytes>> {
+        self.shared_patterns().map(|p| p.as_ref().clone())
+    }
+
+    fn shared_patterns(&self) -> Option<Arc<Vec<Bytes>>> {
         self.patterns.lock().ok().and_then(|p| p.clone())
     }
 
@@ -572,11 +578,11 @@ impl Observer {
     pub(crate) fn set_patterns(&self, patterns: Option<Vec<Bytes>>) {
         if let Ok(mut p) = self.patterns.lock() {
             *p = patterns.map(|v| {
-                if v.is_empty() {
+                Arc::new(if v.is_empty() {
                     vec![Bytes::from_static(b"*")]
                 } else {
                     v
-                }
+                })
             });
         }
     }
@@ -596,7 +602,7 @@ impl Observer {
 
     /// Applies one unit of node `node`'s writes.
     fn apply(&self, node: usize, clock: &Clock, writes: &ObservedWrites<'_>) {
-        let Some(patterns) = self.patterns() else {
+        let Some(patterns) = self.shared_patterns() else {
             return;
         };
         let at_us = self.history.now_us();
@@ -606,7 +612,7 @@ impl Observer {
             at_us,
             node_us,
             replica: writes.replica,
-            client: &writes.client,
+            from_client: writes.from_client(),
             events: Vec::new(),
             token: None,
             took: BTreeMap::new(),
@@ -643,10 +649,16 @@ impl Observer {
             remember(past, Instant::now(), undo, self.window);
         }
         let token = unit.token;
+        let client = if unit.events.is_empty() {
+            None
+        } else {
+            writes.client()
+        };
         for mut e in unit.events {
             if e.kind == LockEventKind::Grant {
                 e.token = token;
             }
+            e.client.clone_from(&client);
             e.seq = log.next_seq;
             log.next_seq += 1;
             log.events.push(e);
@@ -657,7 +669,7 @@ impl Observer {
     fn write(
         &self,
         patterns: &[Bytes],
-        unit: &mut Unit<'_>,
+        unit: &mut Unit,
         table: &mut Table,
         counters: &mut BTreeMap<(usize, Bytes), i64>,
         db: usize,
@@ -902,7 +914,7 @@ impl Observer {
     fn delete(
         &self,
         patterns: &[Bytes],
-        unit: &mut Unit<'_>,
+        unit: &mut Unit,
         table: &mut Table,
         db: usize,
         key: &Bytes,
@@ -925,7 +937,7 @@ impl Observer {
         let expired = entry.deadline_ms.is_some_and(|d| d <= now_ms);
         let kind = if expired {
             LockEventKind::Expiry
-        } else if unit.client.is_none() && !unit.replica {
+        } else if !unit.from_client && !unit.replica {
             // The node removed it itself before its deadline: eviction.
             LockEventKind::Lost
         } else {
@@ -1151,7 +1163,7 @@ fn hex(b: &[u8]) -> Bytes {
 /// An `INCR`/`INCRBY`/`DECR`/`DECRBY` of an observed key that left it at `value`: a latch
 /// counted down (`DECR`), a semaphore's permits taken (`DECRBY`) or returned (`INCRBY`).
 fn counted(
-    unit: &mut Unit<'_>,
+    unit: &mut Unit,
     table: &mut Table,
     db: usize,
     key: &Bytes,
@@ -1204,7 +1216,7 @@ fn counted(
 /// Permits of a permit-expirable semaphore taken by a unit that added no new id to its id
 /// set: a retried acquire whose id was already there (its `ZADD` changed nothing, so the node
 /// did not propagate it). Recorded as a [`LockEventKind::Take`] of the id set.
-fn took_without_id(unit: &mut Unit<'_>, table: &Table) {
+fn took_without_id(unit: &mut Unit, table: &Table) {
     let took: Vec<((usize, Bytes), i64)> = unit.took.iter().map(|(k, n)| (k.clone(), *n)).collect();
     for ((db, base), n) in took {
         let mut zset = b"{".to_vec();
@@ -1233,7 +1245,7 @@ fn took_without_id(unit: &mut Unit<'_>, table: &Table) {
 /// grants an id (with permits taken in the same unit) or moves its lease, `ZREM` releases it
 /// or, once its lease date has passed, expires it.
 fn permits(
-    unit: &mut Unit<'_>,
+    unit: &mut Unit,
     table: &mut Table,
     db: usize,
     key: &Bytes,

@@ -42,11 +42,36 @@ pub struct ObservedWrites<'a> {
     /// The writes in order, `(db, argv)`, as replicas get them (no `MULTI`/`EXEC` around
     /// them: the unit is atomic).
     pub writes: &'a [(usize, Vec<Bytes>)],
-    /// The client whose command made them; `None` on a replica (the master's stream) and
-    /// for the node's own expiry and eviction.
-    pub client: Option<ObservedClient>,
+    /// The client whose command made them (see [`ObservedWrites::client`]); built only when
+    /// asked for: formatting its address for every write doubled the cost of observing one.
+    handle: Option<Arc<ClientHandle>>,
     /// Whether the node applied them as a replica.
     pub replica: bool,
+}
+
+impl ObservedWrites<'_> {
+    /// Whether a client's command made them: false on a replica (the master's stream) and for
+    /// the node's own expiry and eviction.
+    pub fn from_client(&self) -> bool {
+        self.handle.is_some()
+    }
+
+    /// The client whose command made them; `None` on a replica and for the node's own expiry
+    /// and eviction.
+    pub fn client(&self) -> Option<ObservedClient> {
+        self.handle.as_ref().map(|handle| ObservedClient {
+            id: handle.id,
+            name: handle
+                .info
+                .lock()
+                .ok()
+                .and_then(|info| info.name.clone())
+                .map(|n| String::from_utf8_lossy(&n).into_owned())
+                .unwrap_or_default(),
+            addr: handle.addr_text(),
+            peer: handle.addr,
+        })
+    }
 }
 
 /// Calls `observer` with the unit of writes in `propagate` (if any) made by `client`.
@@ -70,21 +95,9 @@ pub(crate) fn notify(
     if writes.is_empty() {
         return;
     }
-    let client = client.filter(|_| !replica).map(|handle| ObservedClient {
-        id: handle.id,
-        name: handle
-            .info
-            .lock()
-            .ok()
-            .and_then(|info| info.name.clone())
-            .map(|n| String::from_utf8_lossy(&n).into_owned())
-            .unwrap_or_default(),
-        addr: handle.addr_text(),
-        peer: handle.addr,
-    });
     observer.observe(&ObservedWrites {
         writes,
-        client,
+        handle: client.filter(|_| !replica),
         replica,
     });
 }
