@@ -5,6 +5,7 @@
 
 use super::{Catalog, SetError};
 use crate::command_acl::{self, ChannelUse};
+use crate::command_meta::CommandMeta;
 use crate::glob::glob_match;
 use bytes::Bytes;
 use std::collections::BTreeMap;
@@ -56,6 +57,8 @@ impl Denied {
 pub(crate) struct Line<'a> {
     /// The command's id ([`Catalog`]).
     pub(crate) id: u32,
+    /// Its description (its keys are found by it).
+    pub(crate) spec: &'a CommandMeta,
     /// Its full name (`config|get`).
     pub(crate) fullname: &'a str,
     /// `no_auth` commands (`AUTH`, `HELLO`) are never refused for the command itself.
@@ -73,7 +76,7 @@ pub(super) struct KeyCache(Option<Vec<(usize, u16)>>);
 impl KeyCache {
     fn get(&mut self, line: &Line<'_>) -> &[(usize, u16)] {
         self.0
-            .get_or_insert_with(|| command_acl::acl_keys(line.fullname, line.argv))
+            .get_or_insert_with(|| line.spec.keys(line.argv, false))
     }
 }
 
@@ -330,7 +333,7 @@ impl Selector {
                 return Err(Denied::Command);
             }
         }
-        if self.flags & ALLKEYS == 0 && command_acl::has_keys(line.fullname) {
+        if self.flags & ALLKEYS == 0 && line.spec.has_keys() {
             for &(at, flags) in keys.get(line) {
                 let key = line.argv.get(at).map_or(&[][..], |k| &k[..]);
                 if !self.key_allowed(key, flags) {

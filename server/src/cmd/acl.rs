@@ -5,8 +5,7 @@
 
 use super::client::help_lines;
 use super::{
-    bulk_str, flags::*, lossy, table, Args, CmdResult, CommandError, CommandSpec, Ctx, DocArg,
-    Resolved,
+    bulk_str, flags::*, lossy, table, Args, CmdResult, Command, CommandError, Ctx, Resolved,
 };
 use crate::acl::{self, Catalog, Context, Denied, Line, LogEntry, Reason, User};
 use crate::command_acl;
@@ -15,132 +14,25 @@ use locksmith_resp::Frame;
 use std::sync::{Arc, LazyLock};
 
 /// `ACL`'s subcommands.
-static ACL_SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("cat", -2, acl_cat)
-        .flags(NOSCRIPT | LOADING | STALE)
-        .doc(
-            "server",
-            "List the ACL categories or the commands inside a category",
-        )
-        .since(
-            "6.0.0",
-            "O(1) since the categories and commands are a fixed set.",
-        )
-        .args(&[DocArg::new("categoryname", "string").flags(&["optional"])]),
-    CommandSpec::new("deluser", -3, acl_deluser)
-        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
-        .doc(
-            "server",
-            "Remove the specified ACL users and the associated rules",
-        )
-        .since("6.0.0", "O(1) amortized time considering the typical user.")
-        .args(&[DocArg::new("username", "string").flags(&["multiple"])]),
-    CommandSpec::new("dryrun", -4, acl_dryrun)
-        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
-        .doc(
-            "server",
-            "Returns whether the user can execute the given command without executing the \
-             command.",
-        )
-        .since("7.0.0", "O(1).")
-        .args(&[
-            DocArg::new("username", "string"),
-            DocArg::new("command", "string"),
-            DocArg::new("arg", "string").flags(&["optional", "multiple"]),
-        ]),
-    CommandSpec::new("genpass", -2, acl_genpass)
-        .flags(NOSCRIPT | LOADING | STALE)
-        .doc(
-            "server",
-            "Generate a pseudorandom secure password to use for ACL users",
-        )
-        .since("6.0.0", "O(1)")
-        .args(&[DocArg::new("bits", "integer").flags(&["optional"])]),
-    CommandSpec::new("getuser", 3, acl_getuser)
-        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
-        .doc("server", "Get the rules for a specific ACL user")
-        .since(
-            "6.0.0",
-            "O(N). Where N is the number of password, command and pattern rules that the user \
-             has.",
-        )
-        .history(&[
-            ("6.2.0", "Added Pub/Sub channel patterns."),
-            (
-                "7.0.0",
-                "Added selectors and changed the format of key and channel patterns from a \
-                 list to their rule representation.",
-            ),
-        ])
-        .args(&[DocArg::new("username", "string")]),
-    CommandSpec::new("help", 2, acl_help)
-        .flags(LOADING | STALE)
-        .doc(
-            "server",
-            "Show helpful text about the different subcommands",
-        )
-        .since("6.0.0", "O(1)"),
-    CommandSpec::new("list", 2, acl_list)
-        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
-        .doc(
-            "server",
-            "List the current ACL rules in ACL config file format",
-        )
-        .since("6.0.0", "O(N). Where N is the number of configured users."),
-    CommandSpec::new("load", 2, acl_load)
-        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
-        .doc("server", "Reload the ACLs from the configured ACL file")
-        .since("6.0.0", "O(N). Where N is the number of configured users."),
-    CommandSpec::new("log", -2, acl_log)
-        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
-        .doc(
-            "server",
-            "List latest events denied because of ACLs in place",
-        )
-        .since("6.0.0", "O(N) with N being the number of entries shown."),
-    CommandSpec::new("save", 2, acl_save)
-        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
-        .doc(
-            "server",
-            "Save the current ACL rules in the configured ACL file",
-        )
-        .since("6.0.0", "O(N). Where N is the number of configured users."),
-    CommandSpec::new("setuser", -3, acl_setuser)
-        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
-        .doc(
-            "server",
-            "Modify or create the rules for a specific ACL user",
-        )
-        .since("6.0.0", "O(N). Where N is the number of rules provided.")
-        .history(&[
-            ("6.2.0", "Added Pub/Sub channel patterns."),
-            ("7.0.0", "Added selectors and key based permissions."),
-        ])
-        .args(&[
-            DocArg::new("username", "string"),
-            DocArg::new("rule", "string").flags(&["optional", "multiple"]),
-        ]),
-    CommandSpec::new("users", 2, acl_users)
-        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
-        .doc(
-            "server",
-            "List the username of all the configured ACL rules",
-        )
-        .since("6.0.0", "O(N). Where N is the number of configured users."),
-    CommandSpec::new("whoami", 2, acl_whoami)
-        .flags(NOSCRIPT | LOADING | STALE)
-        .doc(
-            "server",
-            "Return the name of the user associated to the current connection",
-        )
-        .since("6.0.0", "O(1)"),
+static ACL_SUBCOMMANDS: &[Command] = &[
+    Command::new("cat", acl_cat),
+    Command::new("deluser", acl_deluser),
+    Command::new("dryrun", acl_dryrun),
+    Command::new("genpass", acl_genpass),
+    Command::new("getuser", acl_getuser),
+    Command::new("help", acl_help),
+    Command::new("list", acl_list),
+    Command::new("load", acl_load),
+    Command::new("log", acl_log),
+    Command::new("save", acl_save),
+    Command::new("setuser", acl_setuser),
+    Command::new("users", acl_users),
+    Command::new("whoami", acl_whoami),
 ];
 
 /// The ACL family's table.
-pub(crate) static COMMANDS: &[CommandSpec] = &[CommandSpec::new("acl", -2, acl_container)
-    .doc("server", "A container for Access List Control commands ")
-    .since("6.0.0", "Depends on subcommand.")
-    .subs(ACL_SUBCOMMANDS)];
+pub(crate) static COMMANDS: &[Command] =
+    &[Command::new("acl", acl_container).subs(ACL_SUBCOMMANDS)];
 
 /// Every command and subcommand as ACL rules know them, built once from the command table.
 pub(crate) fn catalog() -> &'static Catalog {
@@ -178,42 +70,9 @@ pub(crate) fn fullname(resolved: &Resolved) -> String {
     }
 }
 
-/// A command's ACL categories: Redis 7.0.15's for a command Redis has, otherwise what its
-/// flags and group imply (Redis's implicit categories).
+/// A command's ACL categories, as its description has them.
 pub(crate) fn category_mask(resolved: &Resolved) -> u32 {
-    if let Some(mask) = command_acl::categories(&fullname(resolved)) {
-        return mask;
-    }
-    let spec = resolved.spec;
-    let group = resolved.parent.map_or(spec.group, |p| p.group);
-    let mut names: Vec<&str> = Vec::new();
-    let has = |f: u32| spec.flags & f != 0;
-    if has(WRITE) {
-        names.push("write");
-    }
-    if has(READONLY) && group != "scripting" {
-        names.push("read");
-    }
-    if has(ADMIN) {
-        names.extend(["admin", "dangerous"]);
-    }
-    if has(PUBSUB) {
-        names.push("pubsub");
-    }
-    names.push(if has(FAST) { "fast" } else { "slow" });
-    if has(BLOCKING) {
-        names.push("blocking");
-    }
-    match group {
-        "connection" => names.push("connection"),
-        "transactions" => names.push("transaction"),
-        "scripting" => names.push("scripting"),
-        _ => {}
-    }
-    names
-        .into_iter()
-        .filter_map(|n| command_acl::category_bit(n.as_bytes()))
-        .fold(0, |m, b| m | b)
+    resolved.spec.categories
 }
 
 /// The category names of a mask, in Redis's order (`@read`...).
@@ -249,6 +108,7 @@ pub(crate) fn check(user: &User, resolved: &Resolved, argv: &[Bytes]) -> Result<
     };
     user.check(&Line {
         id: resolved.stat,
+        spec: resolved.spec,
         fullname: name,
         no_auth: resolved.spec.has(NO_AUTH),
         is_sub: resolved.parent.is_some(),
@@ -270,6 +130,7 @@ pub(crate) fn may_read_any_key(ctx: &Ctx<'_>, argv: &[Bytes]) -> bool {
     let name = fullname(&resolved);
     user.may_read_any_key(&Line {
         id: resolved.stat,
+        spec: resolved.spec,
         fullname: &name,
         no_auth: resolved.spec.has(NO_AUTH),
         is_sub: resolved.parent.is_some(),

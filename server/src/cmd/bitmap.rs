@@ -2,54 +2,21 @@
 //! numbers them: SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD and BITFIELD_RO, ported
 //! from Redis 7.0's `bitops.c` (ranges in bytes or bits, the overflow modes, the error texts).
 
-use super::{flags::*, parse_i64, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{parse_i64, Args, CmdResult, Command, CommandError, Ctx};
 use crate::db::{StringValue, Value};
 use crate::notify;
 use bytes::Bytes;
 use locksmith_resp::Frame;
 
 /// The bitmap family's table.
-pub(crate) static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("setbit", 4, setbit)
-        .flags(WRITE | DENYOOM)
-        .keys(1, 1, 1)
-        .doc(
-            "bitmap",
-            "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.",
-        ),
-    CommandSpec::new("getbit", 3, getbit)
-        .flags(READONLY | FAST)
-        .keys(1, 1, 1)
-        .doc("bitmap", "Returns a bit value by offset."),
-    CommandSpec::new("bitcount", -2, bitcount)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("bitmap", "Counts the number of set bits (population counting) in a string."),
-    CommandSpec::new("bitpos", -3, bitpos)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("bitmap", "Finds the first set (1) or clear (0) bit in a string."),
-    CommandSpec::new("bitop", -4, bitop)
-        .flags(WRITE | DENYOOM)
-        .keys(2, -1, 1)
-        .doc(
-            "bitmap",
-            "Performs bitwise operations on multiple strings, and stores the result.",
-        ),
-    CommandSpec::new("bitfield", -2, bitfield)
-        .flags(WRITE | DENYOOM)
-        .keys(1, 1, 1)
-        .doc(
-            "bitmap",
-            "Performs arbitrary bitfield integer operations on strings.",
-        ),
-    CommandSpec::new("bitfield_ro", -2, bitfield_ro)
-        .flags(READONLY | FAST)
-        .keys(1, 1, 1)
-        .doc(
-            "bitmap",
-            "Performs arbitrary read-only bitfield integer operations on strings.",
-        ),
+pub(crate) static COMMANDS: &[Command] = &[
+    Command::new("setbit", setbit),
+    Command::new("getbit", getbit),
+    Command::new("bitcount", bitcount),
+    Command::new("bitpos", bitpos),
+    Command::new("bitop", bitop),
+    Command::new("bitfield", bitfield),
+    Command::new("bitfield_ro", bitfield_ro),
 ];
 
 /// Redis's `getBitOffsetFromArgument`: a non-negative integer whose byte lies within

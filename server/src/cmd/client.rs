@@ -2,7 +2,7 @@
 //! NO-TOUCH, REPLY, PAUSE, UNPAUSE, TRACKING, CACHING, GETREDIR, TRACKINGINFO, HELP.
 
 use super::connection::set_client_name;
-use super::{flags::*, lossy, parse_i64, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{lossy, parse_i64, Args, CmdResult, Command, CommandError, Ctx};
 use crate::client::ClientHandle;
 use crate::node::lockfree::PauseMode;
 use bytes::Bytes;
@@ -10,73 +10,29 @@ use locksmith_resp::Frame;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-const ADMIN_CONN: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
-
-static SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("id", 2, id)
-        .flags(NOSCRIPT | LOADING | STALE)
-        .doc("connection", "Returns the unique client ID of the connection."),
-    CommandSpec::new("setname", 3, setname)
-        .flags(NOSCRIPT | LOADING | STALE)
-        .doc("connection", "Sets the connection name."),
-    CommandSpec::new("getname", 2, getname)
-        .flags(NOSCRIPT | LOADING | STALE)
-        .doc("connection", "Returns the name of the connection."),
-    CommandSpec::new("list", -2, list)
-        .flags(ADMIN_CONN)
-        .doc("connection", "Lists open connections."),
-    CommandSpec::new("info", 2, info)
-        .flags(NOSCRIPT | LOADING | STALE)
-        .doc("connection", "Returns information about the connection."),
-    CommandSpec::new("kill", -3, kill)
-        .flags(ADMIN_CONN)
-        .doc("connection", "Terminates open connections."),
-    CommandSpec::new("unblock", -3, unblock)
-        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
-        .doc(
-            "connection",
-            "Unblocks a client blocked by a blocking command from a different connection.",
-        ),
-    CommandSpec::new("setinfo", 4, setinfo)
-        .flags(NOSCRIPT | LOADING | STALE)
-        .doc("connection", "Sets information specific to the client or connection."),
-    CommandSpec::new("no-evict", 3, no_evict)
-        .flags(ADMIN_CONN)
-        .doc("connection", "Sets the client eviction mode of the connection."),
-    CommandSpec::new("no-touch", 3, no_touch)
-        .flags(NOSCRIPT | LOADING | STALE)
-        .doc("connection", "Controls whether commands sent by the client affect the LRU/LFU of accessed keys."),
-    CommandSpec::new("reply", 3, reply)
-        .flags(NOSCRIPT | LOADING | STALE)
-        .doc("connection", "Instructs the server whether to reply to commands."),
-    CommandSpec::new("pause", -3, pause)
-        .flags(ADMIN_CONN)
-        .doc("connection", "Suspends commands processing."),
-    CommandSpec::new("unpause", 2, unpause)
-        .flags(ADMIN_CONN)
-        .doc("connection", "Resumes processing commands from paused clients."),
-    CommandSpec::new("getredir", 2, getredir)
-        .flags(NOSCRIPT | LOADING | STALE)
-        .doc("connection", "Returns the client ID to which the connection's tracking notifications are redirected."),
-    CommandSpec::new("tracking", -3, tracking)
-        .flags(NOSCRIPT | LOADING | STALE)
-        .doc("connection", "Controls server-assisted client-side caching for the connection."),
-    CommandSpec::new("caching", 3, caching)
-        .flags(NOSCRIPT | LOADING | STALE)
-        .doc("connection", "Instructs the server whether to track the keys in the next request."),
-    CommandSpec::new("trackinginfo", 2, trackinginfo)
-        .flags(NOSCRIPT | LOADING | STALE)
-        .doc("connection", "Returns information about server-assisted client-side caching for the connection."),
-    CommandSpec::new("help", 2, help)
-        .flags(LOADING | STALE)
-        .doc("connection", "Returns helpful text about the different subcommands."),
+static SUBCOMMANDS: &[Command] = &[
+    Command::new("id", id),
+    Command::new("setname", setname),
+    Command::new("getname", getname),
+    Command::new("list", list),
+    Command::new("info", info),
+    Command::new("kill", kill),
+    Command::new("unblock", unblock),
+    Command::new("setinfo", setinfo),
+    Command::new("no-evict", no_evict),
+    Command::new("no-touch", no_touch),
+    Command::new("reply", reply),
+    Command::new("pause", pause),
+    Command::new("unpause", unpause),
+    Command::new("getredir", getredir),
+    Command::new("tracking", tracking),
+    Command::new("caching", caching),
+    Command::new("trackinginfo", trackinginfo),
+    Command::new("help", help),
 ];
 
 /// The CLIENT family's table.
-pub(crate) static COMMANDS: &[CommandSpec] = &[CommandSpec::new("client", -2, help)
-    .flags(0)
-    .doc("connection", "A container for client connection commands.")
-    .subs(SUBCOMMANDS)];
+pub(crate) static COMMANDS: &[Command] = &[Command::new("client", help).subs(SUBCOMMANDS)];
 
 /// ```text
 /// CLIENT ID

@@ -5,101 +5,40 @@
 //! `ERR This instance has cluster support disabled`, as Redis does. The topology itself is
 //! [`crate::cluster`]'s.
 
-use super::{flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{Args, CmdResult, Command, CommandError, Ctx};
 use crate::cluster::{self, Cluster, Layout, Member};
 use bytes::Bytes;
 use locksmith_resp::Frame;
 
 /// The cluster family's table.
-pub(crate) static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("cluster", -2, cluster_container)
-        .doc("cluster", "A container for Redis Cluster commands.")
-        .subs(CLUSTER_SUBCOMMANDS),
-    CommandSpec::new("readonly", 1, readonly)
-        .flags(FAST | LOADING | STALE)
-        .doc(
-            "cluster",
-            "Enables read-only queries for a connection to a Redis Cluster replica node.",
-        ),
-    CommandSpec::new("readwrite", 1, readwrite)
-        .flags(FAST | LOADING | STALE)
-        .doc(
-            "cluster",
-            "Enables read-write queries for a connection to a Reids Cluster replica node.",
-        ),
-    CommandSpec::new("asking", 1, asking).flags(FAST).doc(
-        "cluster",
-        "Signals that a cluster client is following an -ASK redirect.",
-    ),
+pub(crate) static COMMANDS: &[Command] = &[
+    Command::new("cluster", cluster_container).subs(CLUSTER_SUBCOMMANDS),
+    Command::new("readonly", readonly),
+    Command::new("readwrite", readwrite),
+    Command::new("asking", asking),
 ];
 
-static CLUSTER_SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("keyslot", 3, cluster_keyslot)
-        .flags(STALE)
-        .doc("cluster", "Returns the hash slot for a key."),
-    CommandSpec::new("slots", 2, cluster_slots)
-        .flags(STALE)
-        .doc("cluster", "Returns the mapping of cluster slots to nodes."),
-    CommandSpec::new("shards", 2, cluster_shards)
-        .flags(STALE)
-        .doc("cluster", "Returns the mapping of cluster slots to shards."),
-    CommandSpec::new("nodes", 2, cluster_nodes)
-        .flags(STALE)
-        .doc("cluster", "Returns the cluster configuration for a node."),
-    CommandSpec::new("myid", 2, cluster_myid)
-        .flags(STALE)
-        .doc("cluster", "Returns the ID of a node."),
-    CommandSpec::new("info", 2, cluster_info)
-        .flags(STALE)
-        .doc("cluster", "Returns information about the state of a node."),
-    CommandSpec::new("countkeysinslot", 3, cluster_countkeysinslot)
-        .flags(STALE)
-        .doc("cluster", "Returns the number of keys in a hash slot."),
-    CommandSpec::new("getkeysinslot", 4, cluster_getkeysinslot)
-        .flags(STALE)
-        .doc("cluster", "Returns the key names in a hash slot."),
-    CommandSpec::new("addslots", -3, cluster_addslots)
-        .flags(ADMIN | STALE | NO_ASYNC_LOADING)
-        .doc("cluster", "Assign new hash slots to receiving node"),
-    CommandSpec::new("addslotsrange", -4, cluster_addslotsrange)
-        .flags(ADMIN | STALE | NO_ASYNC_LOADING)
-        .doc("cluster", "Assign new hash slots to receiving node"),
-    CommandSpec::new("delslots", -3, cluster_delslots)
-        .flags(ADMIN | STALE | NO_ASYNC_LOADING)
-        .doc("cluster", "Set hash slots as unbound in receiving node"),
-    CommandSpec::new("delslotsrange", -4, cluster_delslotsrange)
-        .flags(ADMIN | STALE | NO_ASYNC_LOADING)
-        .doc("cluster", "Set hash slots as unbound in receiving node"),
-    CommandSpec::new("flushslots", 2, cluster_flushslots)
-        .flags(ADMIN | STALE | NO_ASYNC_LOADING)
-        .doc("cluster", "Delete a node's own slots information"),
-    CommandSpec::new("bumpepoch", 2, cluster_bumpepoch)
-        .flags(ADMIN | STALE | NO_ASYNC_LOADING)
-        .doc("cluster", "Advance the cluster config epoch"),
-    CommandSpec::new("set-config-epoch", 3, cluster_set_config_epoch)
-        .flags(ADMIN | STALE | NO_ASYNC_LOADING)
-        .doc("cluster", "Set the configuration epoch in a new node"),
-    CommandSpec::new("count-failure-reports", 3, cluster_count_failure_reports)
-        .flags(ADMIN | STALE)
-        .doc(
-            "cluster",
-            "Return the number of failure reports active for a given node",
-        ),
-    CommandSpec::new("replicas", 3, cluster_replicas)
-        .flags(ADMIN | STALE)
-        .doc("cluster", "List replica nodes of the specified master node"),
-    CommandSpec::new("slaves", 3, cluster_replicas)
-        .flags(ADMIN | STALE)
-        .doc("cluster", "List replica nodes of the specified master node"),
-    CommandSpec::new("reset", -2, cluster_reset)
-        .flags(ADMIN | NOSCRIPT | STALE)
-        .doc("cluster", "Reset a Redis Cluster node"),
-    CommandSpec::new("help", 2, cluster_help)
-        .flags(LOADING | STALE)
-        .doc(
-            "cluster",
-            "Returns helpful text about the different subcommands.",
-        ),
+static CLUSTER_SUBCOMMANDS: &[Command] = &[
+    Command::new("keyslot", cluster_keyslot),
+    Command::new("slots", cluster_slots),
+    Command::new("shards", cluster_shards),
+    Command::new("nodes", cluster_nodes),
+    Command::new("myid", cluster_myid),
+    Command::new("info", cluster_info),
+    Command::new("countkeysinslot", cluster_countkeysinslot),
+    Command::new("getkeysinslot", cluster_getkeysinslot),
+    Command::new("addslots", cluster_addslots),
+    Command::new("addslotsrange", cluster_addslotsrange),
+    Command::new("delslots", cluster_delslots),
+    Command::new("delslotsrange", cluster_delslotsrange),
+    Command::new("flushslots", cluster_flushslots),
+    Command::new("bumpepoch", cluster_bumpepoch),
+    Command::new("set-config-epoch", cluster_set_config_epoch),
+    Command::new("count-failure-reports", cluster_count_failure_reports),
+    Command::new("replicas", cluster_replicas),
+    Command::new("slaves", cluster_replicas),
+    Command::new("reset", cluster_reset),
+    Command::new("help", cluster_help),
 ];
 
 /// The node's cluster, or Redis's error outside cluster mode.

@@ -2,7 +2,7 @@
 //! SET`) to what it changes.
 
 use super::client::help_lines;
-use super::{bulk_str, flags::*, lossy, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{bulk_str, lossy, Args, CmdResult, Command, CommandError, Ctx};
 use crate::config::runtime::StateStep;
 use crate::config::table::Param;
 use crate::glob::glob_match;
@@ -11,28 +11,12 @@ use locksmith_resp::Frame;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 
-pub(super) static CONFIG_SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("get", -3, config_get)
-        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
-        .doc(
-            "server",
-            "Returns the effective values of configuration parameters.",
-        ),
-    CommandSpec::new("set", -4, config_set)
-        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
-        .doc("server", "Sets configuration parameters in-flight."),
-    CommandSpec::new("resetstat", 2, config_resetstat)
-        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
-        .doc("server", "Resets the server's statistics."),
-    CommandSpec::new("rewrite", 2, config_rewrite)
-        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
-        .doc("server", "Persists the effective configuration to file."),
-    CommandSpec::new("help", 2, config_help)
-        .flags(LOADING | STALE)
-        .doc(
-            "server",
-            "Returns helpful text about the different subcommands.",
-        ),
+pub(super) static CONFIG_SUBCOMMANDS: &[Command] = &[
+    Command::new("get", config_get),
+    Command::new("set", config_set),
+    Command::new("resetstat", config_resetstat),
+    Command::new("rewrite", config_rewrite),
+    Command::new("help", config_help),
 ];
 
 /// ```text

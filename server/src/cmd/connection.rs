@@ -1,6 +1,6 @@
 //! Connection commands: PING, ECHO, SELECT, QUIT, HELLO, AUTH, RESET.
 
-use super::{flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{Args, CmdResult, Command, CommandError, Ctx};
 use bytes::Bytes;
 use locksmith_resp::{Frame, Version};
 
@@ -8,28 +8,14 @@ use locksmith_resp::{Frame, Version};
 const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
 /// The connection family's table.
-pub(crate) static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("ping", -1, ping)
-        .flags(FAST)
-        .doc("connection", "Returns the server's liveliness response."),
-    CommandSpec::new("echo", 2, echo)
-        .flags(FAST | STALE | LOADING)
-        .doc("connection", "Returns the given string."),
-    CommandSpec::new("select", 2, select)
-        .flags(FAST | STALE | LOADING)
-        .doc("connection", "Changes the selected database."),
-    CommandSpec::new("quit", -1, quit)
-        .flags(FAST | STALE | LOADING | NO_AUTH | ALLOW_BUSY | NOSCRIPT)
-        .doc("connection", "Closes the connection."),
-    CommandSpec::new("hello", -1, hello)
-        .flags(FAST | STALE | LOADING | NO_AUTH | ALLOW_BUSY | NOSCRIPT)
-        .doc("connection", "Handshakes with the Redis server."),
-    CommandSpec::new("auth", -2, auth)
-        .flags(FAST | STALE | LOADING | NO_AUTH | ALLOW_BUSY | NOSCRIPT)
-        .doc("connection", "Authenticates the connection."),
-    CommandSpec::new("reset", 1, reset)
-        .flags(FAST | STALE | LOADING | NO_AUTH | ALLOW_BUSY | NOSCRIPT)
-        .doc("connection", "Resets the connection."),
+pub(crate) static COMMANDS: &[Command] = &[
+    Command::new("ping", ping),
+    Command::new("echo", echo),
+    Command::new("select", select),
+    Command::new("quit", quit),
+    Command::new("hello", hello),
+    Command::new("auth", auth),
+    Command::new("reset", reset),
 ];
 
 /// ```text

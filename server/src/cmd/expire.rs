@@ -1,70 +1,22 @@
 //! Key expiry commands: EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, TTL, PTTL, EXPIRETIME,
 //! PEXPIRETIME, PERSIST.
 
-use super::{flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{Args, CmdResult, Command, CommandError, Ctx};
 use crate::notify;
 use bytes::Bytes;
 use locksmith_resp::Frame;
 
 /// The expiry family's table.
-pub(crate) static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("expire", -3, expire)
-        .flags(WRITE | FAST)
-        .keys(1, 1, 1)
-        .doc("generic", "Sets the expiration time of a key in seconds."),
-    CommandSpec::new("pexpire", -3, pexpire)
-        .flags(WRITE | FAST)
-        .keys(1, 1, 1)
-        .doc(
-            "generic",
-            "Sets the expiration time of a key in milliseconds.",
-        ),
-    CommandSpec::new("expireat", -3, expireat)
-        .flags(WRITE | FAST)
-        .keys(1, 1, 1)
-        .doc(
-            "generic",
-            "Sets the expiration time of a key to a Unix timestamp.",
-        ),
-    CommandSpec::new("pexpireat", -3, pexpireat)
-        .flags(WRITE | FAST)
-        .keys(1, 1, 1)
-        .doc(
-            "generic",
-            "Sets the expiration time of a key to a Unix milliseconds timestamp.",
-        ),
-    CommandSpec::new("ttl", 2, ttl)
-        .flags(READONLY | FAST)
-        .keys(1, 1, 1)
-        .doc(
-            "generic",
-            "Returns the expiration time in seconds of a key.",
-        ),
-    CommandSpec::new("pttl", 2, pttl)
-        .flags(READONLY | FAST)
-        .keys(1, 1, 1)
-        .doc(
-            "generic",
-            "Returns the expiration time in milliseconds of a key.",
-        ),
-    CommandSpec::new("expiretime", 2, expiretime)
-        .flags(READONLY | FAST)
-        .keys(1, 1, 1)
-        .doc(
-            "generic",
-            "Returns the expiration time of a key as a Unix timestamp.",
-        ),
-    CommandSpec::new("pexpiretime", 2, pexpiretime)
-        .flags(READONLY | FAST)
-        .keys(1, 1, 1)
-        .doc(
-            "generic",
-            "Returns the expiration time of a key as a Unix milliseconds timestamp.",
-        ),
-    CommandSpec::new("persist", 2, persist)
-        .flags(WRITE | FAST)
-        .keys(1, 1, 1)
-        .doc("generic", "Removes the expiration time of a key."),
+pub(crate) static COMMANDS: &[Command] = &[
+    Command::new("expire", expire),
+    Command::new("pexpire", pexpire),
+    Command::new("expireat", expireat),
+    Command::new("pexpireat", pexpireat),
+    Command::new("ttl", ttl),
+    Command::new("pttl", pttl),
+    Command::new("expiretime", expiretime),
+    Command::new("pexpiretime", pexpiretime),
+    Command::new("persist", persist),
 ];
 
 fn expire(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {

@@ -3,7 +3,7 @@
 //! interpreter; a function runs through the same checks and `redis.call` path as `EVAL`.
 
 use super::script::{command_exists, feed_monitors, kill_running, run_checked, Runnable};
-use super::{bulk_str, flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{bulk_str, flags::*, Args, CmdResult, Command, CommandError, Ctx};
 use crate::config::runtime::LuaSettings;
 use crate::glob::glob_match;
 use crate::node::Node;
@@ -16,73 +16,22 @@ use std::time::Duration;
 const LOAD_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// The functions family's table.
-pub(crate) static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("fcall", -3, fcall)
-        .flags(
-            NOSCRIPT
-                | SKIP_MONITOR
-                | MAY_REPLICATE
-                | NO_MANDATORY_KEYS
-                | STALE
-                | MOVABLE_KEYS
-                | RUNS_SCRIPT,
-        )
-        .doc("scripting", "Invokes a function."),
-    CommandSpec::new("fcall_ro", -3, fcall_ro)
-        .flags(
-            READONLY
-                | NOSCRIPT
-                | SKIP_MONITOR
-                | NO_MANDATORY_KEYS
-                | STALE
-                | MOVABLE_KEYS
-                | RUNS_SCRIPT,
-        )
-        .doc("scripting", "Invokes a read-only function."),
-    CommandSpec::new("function", -2, function_container)
-        .doc("scripting", "A container for function commands.")
-        .subs(FUNCTION_SUBCOMMANDS),
+pub(crate) static COMMANDS: &[Command] = &[
+    Command::new("fcall", fcall).extra_flags(MAY_REPLICATE | RUNS_SCRIPT),
+    Command::new("fcall_ro", fcall_ro).extra_flags(RUNS_SCRIPT),
+    Command::new("function", function_container).subs(FUNCTION_SUBCOMMANDS),
 ];
 
-static FUNCTION_SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("dump", 2, function_dump)
-        .flags(NOSCRIPT)
-        .doc(
-            "scripting",
-            "Dumps all libraries into a serialized binary payload.",
-        ),
-    CommandSpec::new("load", -3, function_load)
-        .flags(WRITE | DENYOOM | NOSCRIPT | RUNS_SCRIPT)
-        .doc("scripting", "Creates a library."),
-    CommandSpec::new("help", 2, function_help)
-        .flags(LOADING | STALE)
-        .doc(
-            "scripting",
-            "Returns helpful text about the different subcommands.",
-        ),
-    CommandSpec::new("stats", 2, function_stats)
-        .flags(NOSCRIPT | ALLOW_BUSY)
-        .busy(function_stats_busy)
-        .doc(
-            "scripting",
-            "Returns information about a function during execution.",
-        ),
-    CommandSpec::new("delete", 3, function_delete)
-        .flags(WRITE | NOSCRIPT)
-        .doc("scripting", "Deletes a library and its functions."),
-    CommandSpec::new("restore", -3, function_restore)
-        .flags(WRITE | DENYOOM | NOSCRIPT | RUNS_SCRIPT)
-        .doc("scripting", "Restores all libraries from a payload."),
-    CommandSpec::new("kill", 2, function_kill)
-        .flags(NOSCRIPT | ALLOW_BUSY)
-        .busy(function_kill_busy)
-        .doc("scripting", "Terminates a function during execution."),
-    CommandSpec::new("list", -2, function_list)
-        .flags(NOSCRIPT)
-        .doc("scripting", "Returns information about all libraries."),
-    CommandSpec::new("flush", -2, function_flush)
-        .flags(WRITE | NOSCRIPT)
-        .doc("scripting", "Deletes all libraries and functions."),
+static FUNCTION_SUBCOMMANDS: &[Command] = &[
+    Command::new("dump", function_dump),
+    Command::new("load", function_load).extra_flags(RUNS_SCRIPT),
+    Command::new("help", function_help),
+    Command::new("stats", function_stats).busy(function_stats_busy),
+    Command::new("delete", function_delete),
+    Command::new("restore", function_restore).extra_flags(RUNS_SCRIPT),
+    Command::new("kill", function_kill).busy(function_kill_busy),
+    Command::new("list", function_list),
+    Command::new("flush", function_flush),
 ];
 
 /// `FUNCTION` without a subcommand.

@@ -5,10 +5,7 @@
 //! `_RO` forms search the nine cells around a circle or a box and filter by distance.
 
 use super::zset;
-use super::{
-    flags::*, parse_f64, parse_i64, Args, BeginSearch, CmdResult, CommandError, CommandSpec, Ctx,
-    KeySpec,
-};
+use super::{parse_f64, parse_i64, Args, CmdResult, Command, CommandError, Ctx};
 use crate::db::{Value, ZSet};
 use crate::geohash::{
     self, HashBits, SearchAreas, Shape, ShapeKind, GEO_LAT_MAX, GEO_LAT_MIN, GEO_LONG_MAX,
@@ -18,95 +15,18 @@ use crate::notify;
 use bytes::Bytes;
 use locksmith_resp::Frame;
 
-/// A source key read at argument 1 (`RO access`).
-const SOURCE_AT_1: KeySpec = KeySpec {
-    flags: &["RO", "access"],
-    begin: BeginSearch::Index(1),
-    range: (0, 1, 0),
-};
-
-/// A destination key after `keyword`, searched from argument `startfrom` (`OW update`).
-const fn destination_after(keyword: &'static str, startfrom: i32) -> KeySpec {
-    KeySpec {
-        flags: &["OW", "update"],
-        begin: BeginSearch::Keyword { keyword, startfrom },
-        range: (0, 1, 0),
-    }
-}
-
-/// GEORADIUS: the source, then a destination after `STORE` or `STOREDIST` from argument 6.
-const GEORADIUS_KEYS: &[KeySpec] = &[
-    SOURCE_AT_1,
-    destination_after("STORE", 6),
-    destination_after("STOREDIST", 6),
-];
-
-/// GEORADIUSBYMEMBER: as GEORADIUS, the keywords searched from argument 5.
-const GEORADIUSBYMEMBER_KEYS: &[KeySpec] = &[
-    SOURCE_AT_1,
-    destination_after("STORE", 5),
-    destination_after("STOREDIST", 5),
-];
-
-/// GEOSEARCHSTORE: the destination at 1, the source at 2.
-const GEOSEARCHSTORE_KEYS: &[KeySpec] = &[
-    KeySpec {
-        flags: &["OW", "update"],
-        begin: BeginSearch::Index(1),
-        range: (0, 1, 0),
-    },
-    KeySpec {
-        flags: &["RO", "access"],
-        begin: BeginSearch::Index(2),
-        range: (0, 1, 0),
-    },
-];
-
 /// The GEO family's table (arity, flags and key specs as Redis 7.0's `commands.c`).
-pub(crate) static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("geoadd", -5, geoadd)
-        .flags(WRITE | DENYOOM)
-        .keys(1, 1, 1)
-        .doc("geo", "Add one or more geospatial items in the geospatial index represented using a sorted set"),
-    CommandSpec::new("geodist", -4, geodist)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("geo", "Returns the distance between two members of a geospatial index"),
-    CommandSpec::new("geohash", -2, geohash)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("geo", "Returns members of a geospatial index as standard geohash strings"),
-    CommandSpec::new("geopos", -2, geopos)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("geo", "Returns longitude and latitude of members of a geospatial index"),
-    CommandSpec::new("georadius", -6, georadius)
-        .flags(WRITE | DENYOOM | MOVABLE_KEYS)
-        .keys(1, 1, 1)
-        .key_specs(GEORADIUS_KEYS)
-        .doc("geo", "Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point"),
-    CommandSpec::new("georadiusbymember", -5, georadiusbymember)
-        .flags(WRITE | DENYOOM | MOVABLE_KEYS)
-        .keys(1, 1, 1)
-        .key_specs(GEORADIUSBYMEMBER_KEYS)
-        .doc("geo", "Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member"),
-    CommandSpec::new("georadius_ro", -6, georadius_ro)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("geo", "A read-only variant for GEORADIUS"),
-    CommandSpec::new("georadiusbymember_ro", -5, georadiusbymember_ro)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("geo", "A read-only variant for GEORADIUSBYMEMBER"),
-    CommandSpec::new("geosearch", -7, geosearch)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("geo", "Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle."),
-    CommandSpec::new("geosearchstore", -8, geosearchstore)
-        .flags(WRITE | DENYOOM)
-        .keys(1, 2, 1)
-        .key_specs(GEOSEARCHSTORE_KEYS)
-        .doc("geo", "Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle, and store the result in another key."),
+pub(crate) static COMMANDS: &[Command] = &[
+    Command::new("geoadd", geoadd),
+    Command::new("geodist", geodist),
+    Command::new("geohash", geohash),
+    Command::new("geopos", geopos),
+    Command::new("georadius", georadius),
+    Command::new("georadiusbymember", georadiusbymember),
+    Command::new("georadius_ro", georadius_ro),
+    Command::new("georadiusbymember_ro", georadiusbymember_ro),
+    Command::new("geosearch", geosearch),
+    Command::new("geosearchstore", geosearchstore),
 ];
 
 /// Argument `i` of the command line (arity checks make the fixed ones present).

@@ -6,8 +6,7 @@
 
 use super::ldouble::{self, Ld, LongDouble};
 use super::{
-    flags::*, random_count, repeated_picks, scan, typed, Args, CmdResult, CommandError,
-    CommandSpec, Ctx,
+    random_count, repeated_picks, scan, typed, Args, CmdResult, Command, CommandError, Ctx,
 };
 use crate::db::{Entry, HashValue, ListpackLimits, Value};
 use crate::notify;
@@ -15,71 +14,23 @@ use bytes::Bytes;
 use locksmith_resp::{Frame, Version};
 
 /// The hash family's table.
-pub(crate) static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("hset", -4, hset)
-        .flags(WRITE | DENYOOM | FAST)
-        .keys(1, 1, 1)
-        .doc("hash", "Creates or modifies the value of a field in a hash."),
-    CommandSpec::new("hsetnx", 4, hsetnx)
-        .flags(WRITE | DENYOOM | FAST)
-        .keys(1, 1, 1)
-        .doc("hash", "Sets the value of a field in a hash only when the field doesn't exist."),
-    CommandSpec::new("hmset", -4, hmset)
-        .flags(WRITE | DENYOOM | FAST)
-        .keys(1, 1, 1)
-        .doc("hash", "Sets the values of multiple fields."),
-    CommandSpec::new("hget", 3, hget)
-        .flags(READONLY | FAST)
-        .keys(1, 1, 1)
-        .doc("hash", "Returns the value of a field in a hash."),
-    CommandSpec::new("hmget", -3, hmget)
-        .flags(READONLY | FAST)
-        .keys(1, 1, 1)
-        .doc("hash", "Returns the values of all fields in a hash."),
-    CommandSpec::new("hdel", -3, hdel)
-        .flags(WRITE | FAST)
-        .keys(1, 1, 1)
-        .doc("hash", "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain."),
-    CommandSpec::new("hexists", 3, hexists)
-        .flags(READONLY | FAST)
-        .keys(1, 1, 1)
-        .doc("hash", "Determines whether a field exists in a hash."),
-    CommandSpec::new("hlen", 2, hlen)
-        .flags(READONLY | FAST)
-        .keys(1, 1, 1)
-        .doc("hash", "Returns the number of fields in a hash."),
-    CommandSpec::new("hkeys", 2, hkeys)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("hash", "Returns all fields in a hash."),
-    CommandSpec::new("hvals", 2, hvals)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("hash", "Returns all values in a hash."),
-    CommandSpec::new("hgetall", 2, hgetall)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("hash", "Returns all fields and values in a hash."),
-    CommandSpec::new("hincrby", 4, hincrby)
-        .flags(WRITE | DENYOOM | FAST)
-        .keys(1, 1, 1)
-        .doc("hash", "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist."),
-    CommandSpec::new("hincrbyfloat", 4, hincrbyfloat)
-        .flags(WRITE | DENYOOM | FAST)
-        .keys(1, 1, 1)
-        .doc("hash", "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist."),
-    CommandSpec::new("hstrlen", 3, hstrlen)
-        .flags(READONLY | FAST)
-        .keys(1, 1, 1)
-        .doc("hash", "Returns the length of the value of a field."),
-    CommandSpec::new("hscan", -3, hscan)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("hash", "Iterates over fields and values of a hash."),
-    CommandSpec::new("hrandfield", -2, hrandfield)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("hash", "Returns one or more random fields from a hash."),
+pub(crate) static COMMANDS: &[Command] = &[
+    Command::new("hset", hset),
+    Command::new("hsetnx", hsetnx),
+    Command::new("hmset", hmset),
+    Command::new("hget", hget),
+    Command::new("hmget", hmget),
+    Command::new("hdel", hdel),
+    Command::new("hexists", hexists),
+    Command::new("hlen", hlen),
+    Command::new("hkeys", hkeys),
+    Command::new("hvals", hvals),
+    Command::new("hgetall", hgetall),
+    Command::new("hincrby", hincrby),
+    Command::new("hincrbyfloat", hincrbyfloat),
+    Command::new("hstrlen", hstrlen),
+    Command::new("hscan", hscan),
+    Command::new("hrandfield", hrandfield),
 ];
 
 /// A reply of `bytes`.

@@ -4,7 +4,7 @@
 //! redis-server and this server, and PFCOUNT gives Redis's numbers (MurmurHash64A, 16384
 //! registers, Ertl's estimator).
 
-use super::{flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{flags::*, Args, CmdResult, Command, CommandError, Ctx};
 use crate::db::Value;
 use crate::notify;
 use bytes::Bytes;
@@ -12,29 +12,12 @@ use locksmith_resp::Frame;
 use rand::Rng;
 
 /// The HyperLogLog family's table.
-pub(crate) static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("pfadd", -2, pfadd)
-        .flags(WRITE | DENYOOM | FAST)
-        .keys(1, 1, 1)
-        .doc("hyperloglog", "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist."),
-    CommandSpec::new("pfcount", -2, pfcount)
-        .flags(READONLY | MAY_REPLICATE)
-        .keys(1, -1, 1)
-        .doc(
-            "hyperloglog",
-            "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).",
-        ),
-    CommandSpec::new("pfmerge", -2, pfmerge)
-        .flags(WRITE | DENYOOM)
-        .keys(1, -1, 1)
-        .doc("hyperloglog", "Merges one or more HyperLogLog values into a single key."),
-    CommandSpec::new("pfdebug", 3, pfdebug)
-        .flags(WRITE | DENYOOM | ADMIN)
-        .keys(2, 2, 1)
-        .doc("hyperloglog", "Internal commands for debugging HyperLogLog values."),
-    CommandSpec::new("pfselftest", 1, pfselftest)
-        .flags(ADMIN)
-        .doc("hyperloglog", "An internal command for testing HyperLogLog values."),
+pub(crate) static COMMANDS: &[Command] = &[
+    Command::new("pfadd", pfadd),
+    Command::new("pfcount", pfcount).extra_flags(MAY_REPLICATE),
+    Command::new("pfmerge", pfmerge),
+    Command::new("pfdebug", pfdebug),
+    Command::new("pfselftest", pfselftest),
 ];
 
 const P: u32 = 14;

@@ -1,7 +1,7 @@
 //! Generic key commands: DEL, UNLINK, EXISTS, TYPE, RENAME, RENAMENX, KEYS, SCAN, RANDOMKEY,
 //! TOUCH, COPY, MOVE, SWAPDB, OBJECT.
 
-use super::{flags::*, scan, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{scan, Args, CmdResult, Command, CommandError, Ctx};
 use crate::db::{Access, Entry};
 use crate::notify;
 use bytes::Bytes;
@@ -35,110 +35,32 @@ const OBJECT_HELP: &[&str] = &[
 ];
 
 /// OBJECT's subcommands.
-static OBJECT_SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("encoding", 3, object_encoding)
-        .flags(READONLY)
-        .keys(2, 2, 1)
-        .doc(
-            "generic",
-            "Returns the internal encoding of a Redis object.",
-        ),
-    CommandSpec::new("freq", 3, object_freq)
-        .flags(READONLY)
-        .keys(2, 2, 1)
-        .doc(
-            "generic",
-            "Returns the logarithmic access frequency counter of a Redis object.",
-        ),
-    CommandSpec::new("idletime", 3, object_idletime)
-        .flags(READONLY)
-        .keys(2, 2, 1)
-        .doc(
-            "generic",
-            "Returns the time since the last access to a Redis object.",
-        ),
-    CommandSpec::new("refcount", 3, object_refcount)
-        .flags(READONLY)
-        .keys(2, 2, 1)
-        .doc(
-            "generic",
-            "Returns the reference count of a value of a key.",
-        ),
-    CommandSpec::new("help", 2, object_help)
-        .flags(LOADING | STALE)
-        .doc(
-            "generic",
-            "Returns helpful text about the different subcommands.",
-        ),
+static OBJECT_SUBCOMMANDS: &[Command] = &[
+    Command::new("encoding", object_encoding),
+    Command::new("freq", object_freq),
+    Command::new("idletime", object_idletime),
+    Command::new("refcount", object_refcount),
+    Command::new("help", object_help),
 ];
 
 /// The generic family's table.
-pub(crate) static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("del", -2, del)
-        .flags(WRITE)
-        .keys(1, -1, 1)
-        .doc("generic", "Deletes one or more keys."),
-    CommandSpec::new("unlink", -2, unlink)
-        .flags(WRITE | FAST)
-        .keys(1, -1, 1)
-        .doc("generic", "Asynchronously deletes one or more keys."),
-    CommandSpec::new("exists", -2, exists)
-        .flags(READONLY | FAST)
-        .keys(1, -1, 1)
-        .doc("generic", "Determines whether one or more keys exist."),
-    CommandSpec::new("type", 2, type_)
-        .flags(READONLY | FAST)
-        .keys(1, 1, 1)
-        .doc("generic", "Determines the type of value stored at a key."),
-    CommandSpec::new("rename", 3, rename)
-        .flags(WRITE)
-        .keys(1, 2, 1)
-        .doc("generic", "Renames a key and overwrites the destination."),
-    CommandSpec::new("renamenx", 3, renamenx)
-        .flags(WRITE | FAST)
-        .keys(1, 2, 1)
-        .doc("generic", "Renames a key only when the target key name doesn't exist."),
-    CommandSpec::new("keys", 2, keys)
-        .flags(READONLY)
-        .doc("generic", "Returns all key names that match a pattern."),
-    CommandSpec::new("scan", -2, scan_cmd)
-        .flags(READONLY)
-        .doc("generic", "Iterates over the key names in the database."),
-    CommandSpec::new("randomkey", 1, randomkey)
-        .flags(READONLY)
-        .doc("generic", "Returns a random key name from the database."),
-    CommandSpec::new("touch", -2, touch)
-        .flags(READONLY | FAST)
-        .keys(1, -1, 1)
-        .doc("generic", "Returns the number of existing keys out of those specified after updating the time they were last accessed."),
-    CommandSpec::new("copy", -3, copy)
-        .flags(WRITE | DENYOOM)
-        .keys(1, 2, 1)
-        .doc("generic", "Copies the value of a key to a new key."),
-    CommandSpec::new("dump", 2, dump)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc(
-            "generic",
-            "Returns a serialized representation of the value stored at a key.",
-        ),
-    CommandSpec::new("restore", -4, restore)
-        .flags(WRITE | DENYOOM)
-        .keys(1, 1, 1)
-        .doc(
-            "generic",
-            "Creates a key from the serialized representation of a value.",
-        ),
-    CommandSpec::new("move", 3, move_)
-        .flags(WRITE | FAST)
-        .keys(1, 1, 1)
-        .doc("generic", "Moves a key to another database."),
-    CommandSpec::new("swapdb", 3, swapdb)
-        .flags(WRITE | FAST)
-        .doc("server", "Swaps two Redis databases."),
-    CommandSpec::new("object", -2, object)
-        .doc("generic", "A container for object introspection commands.")
-        .subs(OBJECT_SUBCOMMANDS),
+pub(crate) static COMMANDS: &[Command] = &[
+    Command::new("del", del),
+    Command::new("unlink", unlink),
+    Command::new("exists", exists),
+    Command::new("type", type_),
+    Command::new("rename", rename),
+    Command::new("renamenx", renamenx),
+    Command::new("keys", keys),
+    Command::new("scan", scan_cmd),
+    Command::new("randomkey", randomkey),
+    Command::new("touch", touch),
+    Command::new("copy", copy),
+    Command::new("dump", dump),
+    Command::new("restore", restore),
+    Command::new("move", move_),
+    Command::new("swapdb", swapdb),
+    Command::new("object", object).subs(OBJECT_SUBCOMMANDS),
 ];
 
 /// ```text

@@ -3,76 +3,24 @@
 //! Redis 7.0's shapes.
 
 use super::client::help_lines;
-use super::{bulk_str, flags::*, lossy, Args, CmdResult, CommandError, CommandSpec, Ctx, DocArg};
+use super::{bulk_str, lossy, Args, CmdResult, Command, CommandError, Ctx};
 use crate::latency::DoctorInput;
 use bytes::Bytes;
 use locksmith_resp::Frame;
 
 /// `LATENCY` and its subcommands.
-pub(crate) static COMMANDS: &[CommandSpec] = &[CommandSpec::new("latency", -2, latency)
-    .doc("server", "A container for latency diagnostics commands")
-    .since("2.8.13", "Depends on subcommand.")
-    .subs(LATENCY_SUBCOMMANDS)];
-
-/// The tips of the reading subcommands.
-const READ_TIPS: &[&str] = &[
-    "nondeterministic_output",
-    "request_policy:all_nodes",
-    "response_policy:special",
-];
+pub(crate) static COMMANDS: &[Command] =
+    &[Command::new("latency", latency).subs(LATENCY_SUBCOMMANDS)];
 
 /// In Redis's `COMMAND INFO` order.
-static LATENCY_SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("help", 2, latency_help)
-        .flags(LOADING | STALE)
-        .doc(
-            "server",
-            "Show helpful text about the different subcommands.",
-        )
-        .since("2.8.13", "O(1)"),
-    CommandSpec::new("latest", 2, latency_latest)
-        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
-        .tips(READ_TIPS)
-        .doc(
-            "server",
-            "Return the latest latency samples for all events.",
-        )
-        .since("2.8.13", "O(1)"),
-    CommandSpec::new("histogram", -2, latency_histogram)
-        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
-        .tips(READ_TIPS)
-        .doc(
-            "server",
-            "Return the cumulative distribution of latencies of a subset of commands or all.",
-        )
-        .since(
-            "7.0.0",
-            "O(N) where N is the number of commands with latency information being retrieved.",
-        )
-        .args(&[DocArg::new("command", "string").flags(&["optional", "multiple"])]),
-    CommandSpec::new("history", 3, latency_history)
-        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
-        .tips(READ_TIPS)
-        .doc("server", "Return timestamp-latency samples for the event.")
-        .since("2.8.13", "O(1)")
-        .args(&[DocArg::new("event", "string")]),
-    CommandSpec::new("doctor", 2, latency_doctor)
-        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
-        .tips(READ_TIPS)
-        .doc("server", "Return a human readable latency analysis report.")
-        .since("2.8.13", "O(1)"),
-    CommandSpec::new("graph", 3, latency_graph)
-        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
-        .tips(READ_TIPS)
-        .doc("server", "Return a latency graph for the event.")
-        .since("2.8.13", "O(1)")
-        .args(&[DocArg::new("event", "string")]),
-    CommandSpec::new("reset", -2, latency_reset)
-        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
-        .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
-        .doc("server", "Reset latency data for one or more events.")
-        .since("2.8.13", "O(1)")
-        .args(&[DocArg::new("event", "string").flags(&["optional", "multiple"])]),
+static LATENCY_SUBCOMMANDS: &[Command] = &[
+    Command::new("help", latency_help),
+    Command::new("latest", latency_latest),
+    Command::new("histogram", latency_histogram),
+    Command::new("history", latency_history),
+    Command::new("doctor", latency_doctor),
+    Command::new("graph", latency_graph),
+    Command::new("reset", latency_reset),
 ];
 
 /// `LATENCY` alone (the arity check answers first; kept for the table).

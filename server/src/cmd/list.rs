@@ -1,7 +1,7 @@
 //! List commands: pushes and pops (also blocking: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP),
 //! ranges, indexes, LINSERT, LREM, LTRIM, LPOS, LMOVE, LMPOP.
 
-use super::{flags::*, parse_i64, typed, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{parse_i64, typed, Args, CmdResult, Command, CommandError, Ctx};
 use crate::blocking::{self, BlockKind};
 use crate::db::Value;
 use crate::notify;
@@ -10,93 +10,29 @@ use locksmith_resp::Frame;
 use std::collections::VecDeque;
 
 /// The list family's table.
-pub(crate) static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("lpush", -3, lpush)
-        .flags(WRITE | DENYOOM | FAST)
-        .keys(1, 1, 1)
-        .doc("list", "Prepends one or more elements to a list. Creates the key if it doesn't exist."),
-    CommandSpec::new("rpush", -3, rpush)
-        .flags(WRITE | DENYOOM | FAST)
-        .keys(1, 1, 1)
-        .doc("list", "Appends one or more elements to a list. Creates the key if it doesn't exist."),
-    CommandSpec::new("lpushx", -3, lpushx)
-        .flags(WRITE | DENYOOM | FAST)
-        .keys(1, 1, 1)
-        .doc("list", "Prepends one or more elements to a list only when the list exists."),
-    CommandSpec::new("rpushx", -3, rpushx)
-        .flags(WRITE | DENYOOM | FAST)
-        .keys(1, 1, 1)
-        .doc("list", "Appends an element to a list only when the list exists."),
-    CommandSpec::new("lpop", -2, lpop)
-        .flags(WRITE | FAST)
-        .keys(1, 1, 1)
-        .doc("list", "Returns the first elements in a list after removing it. Deletes the list if the last element was popped."),
-    CommandSpec::new("rpop", -2, rpop)
-        .flags(WRITE | FAST)
-        .keys(1, 1, 1)
-        .doc("list", "Returns and removes the last elements of a list. Deletes the list if the last element was popped."),
-    CommandSpec::new("llen", 2, llen)
-        .flags(READONLY | FAST)
-        .keys(1, 1, 1)
-        .doc("list", "Returns the length of a list."),
-    CommandSpec::new("lrange", 4, lrange)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("list", "Returns a range of elements from a list."),
-    CommandSpec::new("lindex", 3, lindex)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("list", "Returns an element from a list by its index."),
-    CommandSpec::new("lset", 4, lset)
-        .flags(WRITE | DENYOOM)
-        .keys(1, 1, 1)
-        .doc("list", "Sets the value of an element in a list by its index."),
-    CommandSpec::new("linsert", 5, linsert)
-        .flags(WRITE | DENYOOM)
-        .keys(1, 1, 1)
-        .doc("list", "Inserts an element before or after another element in a list."),
-    CommandSpec::new("lrem", 4, lrem)
-        .flags(WRITE)
-        .keys(1, 1, 1)
-        .doc("list", "Removes elements from a list. Deletes the list if the last element was removed."),
-    CommandSpec::new("ltrim", 4, ltrim)
-        .flags(WRITE)
-        .keys(1, 1, 1)
-        .doc("list", "Removes elements from both ends a list. Deletes the list if all elements were trimmed."),
-    CommandSpec::new("lpos", -3, lpos)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("list", "Returns the index of matching elements in a list."),
-    CommandSpec::new("lmove", 5, lmove)
-        .flags(WRITE | DENYOOM)
-        .keys(1, 2, 1)
-        .doc("list", "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved."),
-    CommandSpec::new("rpoplpush", 3, rpoplpush)
-        .flags(WRITE | DENYOOM)
-        .keys(1, 2, 1)
-        .doc("list", "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped."),
-    CommandSpec::new("lmpop", -4, lmpop)
-        .flags(WRITE | MOVABLE_KEYS)
-        .doc("list", "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped."),
-    CommandSpec::new("blpop", -3, blpop)
-        .flags(WRITE | NOSCRIPT | BLOCKING)
-        .keys(1, -2, 1)
-        .doc("list", "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped."),
-    CommandSpec::new("brpop", -3, brpop)
-        .flags(WRITE | NOSCRIPT | BLOCKING)
-        .keys(1, -2, 1)
-        .doc("list", "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped."),
-    CommandSpec::new("blmove", 6, blmove)
-        .flags(WRITE | DENYOOM | NOSCRIPT | BLOCKING)
-        .keys(1, 2, 1)
-        .doc("list", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved."),
-    CommandSpec::new("brpoplpush", 4, brpoplpush)
-        .flags(WRITE | DENYOOM | NOSCRIPT | BLOCKING)
-        .keys(1, 2, 1)
-        .doc("list", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped."),
-    CommandSpec::new("blmpop", -5, blmpop)
-        .flags(WRITE | BLOCKING | MOVABLE_KEYS)
-        .doc("list", "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped."),
+pub(crate) static COMMANDS: &[Command] = &[
+    Command::new("lpush", lpush),
+    Command::new("rpush", rpush),
+    Command::new("lpushx", lpushx),
+    Command::new("rpushx", rpushx),
+    Command::new("lpop", lpop),
+    Command::new("rpop", rpop),
+    Command::new("llen", llen),
+    Command::new("lrange", lrange),
+    Command::new("lindex", lindex),
+    Command::new("lset", lset),
+    Command::new("linsert", linsert),
+    Command::new("lrem", lrem),
+    Command::new("ltrim", ltrim),
+    Command::new("lpos", lpos),
+    Command::new("lmove", lmove),
+    Command::new("rpoplpush", rpoplpush),
+    Command::new("lmpop", lmpop),
+    Command::new("blpop", blpop),
+    Command::new("brpop", brpop),
+    Command::new("blmove", blmove),
+    Command::new("brpoplpush", brpoplpush),
+    Command::new("blmpop", blmpop),
 ];
 
 /// Which end of a list.

@@ -2,16 +2,14 @@
 //! Nees's *Schotter* in Braille dots, with `VERSION 6` a skyline in the four grays of a color
 //! terminal (ported from `lolwut5.c` and `lolwut6.c`; the randomness is the node's).
 
-use super::{flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{Args, CmdResult, Command, CommandError, Ctx};
 use bytes::Bytes;
 use locksmith_resp::Frame;
 use rand::rngs::StdRng;
 use rand::Rng;
 
 /// The family's table.
-pub(crate) static COMMANDS: &[CommandSpec] = &[CommandSpec::new("lolwut", -1, lolwut)
-    .flags(READONLY | FAST)
-    .doc("server", "Display some computer art and the Redis version")];
+pub(crate) static COMMANDS: &[Command] = &[Command::new("lolwut", lolwut)];
 
 /// The most pixels a Schotter canvas holds (16 MB).
 const MAX_PIXELS: i64 = 16 << 20;

@@ -4,67 +4,23 @@
 //! and the fragmentation is the process's resident size over the estimate).
 
 use super::client::help_lines;
-use super::{bulk_str, flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx, DocArg};
+use super::{bulk_str, Args, CmdResult, Command, CommandError, Ctx};
 use crate::db::memory;
 use bytes::Bytes;
 use locksmith_resp::Frame;
 
 /// `MEMORY` and its subcommands.
-pub(crate) static COMMANDS: &[CommandSpec] = &[CommandSpec::new("memory", -2, memory_container)
-    .doc("server", "A container for memory diagnostics commands")
-    .since("4.0.0", "Depends on subcommand.")
-    .subs(MEMORY_SUBCOMMANDS)];
-
-/// The tips of the reading subcommands.
-const READ_TIPS: &[&str] = &[
-    "nondeterministic_output",
-    "request_policy:all_shards",
-    "response_policy:special",
-];
+pub(crate) static COMMANDS: &[Command] =
+    &[Command::new("memory", memory_container).subs(MEMORY_SUBCOMMANDS)];
 
 /// In Redis's `COMMAND INFO` order.
-static MEMORY_SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("help", 2, memory_help)
-        .flags(LOADING | STALE)
-        .doc(
-            "server",
-            "Show helpful text about the different subcommands",
-        )
-        .since("4.0.0", "O(1)"),
-    CommandSpec::new("usage", -3, memory_usage)
-        .flags(READONLY)
-        .keys(2, 2, 1)
-        .key_flags(&["RO"])
-        .doc("server", "Estimate the memory usage of a key")
-        .since("4.0.0", "O(N) where N is the number of samples.")
-        .args(&[
-            DocArg::key("key", 0),
-            DocArg::new("count", "integer")
-                .token("SAMPLES")
-                .flags(&["optional"]),
-        ]),
-    CommandSpec::new("malloc-stats", 2, memory_malloc_stats)
-        .tips(READ_TIPS)
-        .doc("server", "Show allocator internal stats")
-        .since(
-            "4.0.0",
-            "Depends on how much memory is allocated, could be slow",
-        ),
-    CommandSpec::new("doctor", 2, memory_doctor)
-        .tips(READ_TIPS)
-        .doc("server", "Outputs memory problems report")
-        .since("4.0.0", "O(1)"),
-    CommandSpec::new("purge", 2, memory_purge)
-        .tips(&["request_policy:all_shards", "response_policy:all_succeeded"])
-        .doc("server", "Ask the allocator to release memory")
-        .since(
-            "4.0.0",
-            "Depends on how much memory is allocated, could be slow",
-        ),
-    CommandSpec::new("stats", 2, memory_stats)
-        .tips(READ_TIPS)
-        .doc("server", "Show memory usage details")
-        .since("4.0.0", "O(1)"),
+static MEMORY_SUBCOMMANDS: &[Command] = &[
+    Command::new("help", memory_help),
+    Command::new("usage", memory_usage),
+    Command::new("malloc-stats", memory_malloc_stats),
+    Command::new("doctor", memory_doctor),
+    Command::new("purge", memory_purge),
+    Command::new("stats", memory_stats),
 ];
 
 /// `MEMORY USAGE`'s default `SAMPLES` (Redis's `OBJ_COMPUTE_SIZE_DEF_SAMPLES`).

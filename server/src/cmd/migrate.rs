@@ -5,7 +5,7 @@
 //! within the timeout, one retry when a cached connection turns out closed, and the
 //! migration replicated as a `DEL` of the keys the target acknowledged.
 
-use super::{flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{Args, CmdResult, Command, CommandError, Ctx};
 use crate::notify;
 use bytes::Bytes;
 use locksmith_resp::Frame;
@@ -13,21 +13,9 @@ use std::io::ErrorKind;
 use std::time::Duration;
 
 /// The family's table.
-pub(crate) static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("migrate", -6, migrate)
-        .flags(WRITE | MOVABLE_KEYS)
-        .keys(3, 3, 1)
-        .doc(
-            "generic",
-            "Atomically transfer a key from a Redis instance to another one.",
-        ),
-    CommandSpec::new("restore-asking", -4, super::keys::restore)
-        .flags(WRITE | DENYOOM)
-        .keys(1, 1, 1)
-        .doc(
-            "server",
-            "An internal command for migrating keys in a cluster",
-        ),
+pub(crate) static COMMANDS: &[Command] = &[
+    Command::new("migrate", migrate),
+    Command::new("restore-asking", super::keys::restore),
 ];
 
 /// A MIGRATE line's options.

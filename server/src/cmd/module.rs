@@ -4,41 +4,20 @@
 //! in the server's log. LOAD, LOADEX and UNLOAD are protected by `enable-module-command`.
 
 use super::client::help_lines;
-use super::{flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{flags::*, Args, CmdResult, Command, CommandError, Ctx};
 use locksmith_resp::Frame;
 
 /// `MODULE` and its subcommands.
-pub(crate) static COMMANDS: &[CommandSpec] = &[CommandSpec::new("module", -2, module_container)
-    .doc("server", "A container for module commands")
-    .since("4.0.0", "Depends on subcommand.")
-    .subs(MODULE_SUBCOMMANDS)];
+pub(crate) static COMMANDS: &[Command] =
+    &[Command::new("module", module_container).subs(MODULE_SUBCOMMANDS)];
 
 /// In Redis's `COMMAND INFO` order.
-static MODULE_SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("help", 2, module_help)
-        .flags(LOADING | STALE)
-        .doc(
-            "server",
-            "Show helpful text about the different subcommands",
-        )
-        .since("5.0.0", "O(1)"),
-    CommandSpec::new("list", 2, module_list)
-        .flags(ADMIN | NOSCRIPT)
-        .tips(&["nondeterministic_output_order"])
-        .doc("server", "List all modules loaded by the server")
-        .since("4.0.0", "O(N) where N is the number of loaded modules."),
-    CommandSpec::new("loadex", -3, module_load)
-        .flags(ADMIN | NOSCRIPT | NO_ASYNC_LOADING | PROTECTED_MODULE)
-        .doc("server", "Load a module with extended parameters")
-        .since("7.0.0", "O(1)"),
-    CommandSpec::new("load", -3, module_load)
-        .flags(ADMIN | NOSCRIPT | NO_ASYNC_LOADING | PROTECTED_MODULE)
-        .doc("server", "Load a module")
-        .since("4.0.0", "O(1)"),
-    CommandSpec::new("unload", 3, module_unload)
-        .flags(ADMIN | NOSCRIPT | NO_ASYNC_LOADING | PROTECTED_MODULE)
-        .doc("server", "Unload a module")
-        .since("4.0.0", "O(1)"),
+static MODULE_SUBCOMMANDS: &[Command] = &[
+    Command::new("help", module_help),
+    Command::new("list", module_list),
+    Command::new("loadex", module_load).extra_flags(PROTECTED_MODULE),
+    Command::new("load", module_load).extra_flags(PROTECTED_MODULE),
+    Command::new("unload", module_unload).extra_flags(PROTECTED_MODULE),
 ];
 
 /// Reached only for a bare `MODULE` (the table resolves subcommands and answers unknown ones).

@@ -3,7 +3,7 @@
 //! ([`load_at_start`]) and again on `DEBUG RELOAD` ([`reload`]). There is no AOF and no
 //! automatic `save` schedule.
 
-use super::{flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{Args, CmdResult, Command, CommandError, Ctx};
 use crate::node::{Node, State};
 use crate::rdb::file;
 use bytes::Bytes;
@@ -12,19 +12,10 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 /// The persistence family's table.
-pub(crate) static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("save", 1, save)
-        .flags(ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI)
-        .doc("server", "Synchronously saves the database(s) to disk."),
-    CommandSpec::new("bgsave", -1, bgsave)
-        .flags(ADMIN | NOSCRIPT | NO_ASYNC_LOADING)
-        .doc("server", "Asynchronously saves the database(s) to disk."),
-    CommandSpec::new("lastsave", 1, lastsave)
-        .flags(LOADING | STALE | FAST)
-        .doc(
-            "server",
-            "Returns the Unix timestamp of the last successful save to disk.",
-        ),
+pub(crate) static COMMANDS: &[Command] = &[
+    Command::new("save", save),
+    Command::new("bgsave", bgsave),
+    Command::new("lastsave", lastsave),
 ];
 
 /// `dir`/`dbfilename`.

@@ -6,82 +6,31 @@
 //! before the command's reply. Published messages are recorded in the effects and delivered
 //! after the command, script or `EXEC` (see [`crate::pubsub`]).
 
-use super::{flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{flags::*, Args, CmdResult, Command, CommandError, Ctx};
 use crate::pubsub::{self, Kind};
 use bytes::Bytes;
 use locksmith_resp::Frame;
 
 /// The pub/sub family's table.
-pub(crate) static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("subscribe", -2, subscribe)
-        .flags(PUBSUB | NOSCRIPT | LOADING | STALE)
-        .doc("pubsub", "Listens for messages published to channels."),
-    CommandSpec::new("unsubscribe", -1, unsubscribe)
-        .flags(PUBSUB | NOSCRIPT | LOADING | STALE)
-        .doc("pubsub", "Stops listening to messages posted to channels."),
-    CommandSpec::new("psubscribe", -2, psubscribe)
-        .flags(PUBSUB | NOSCRIPT | LOADING | STALE)
-        .doc(
-            "pubsub",
-            "Listens for messages published to channels that match one or more patterns.",
-        ),
-    CommandSpec::new("punsubscribe", -1, punsubscribe)
-        .flags(PUBSUB | NOSCRIPT | LOADING | STALE)
-        .doc(
-            "pubsub",
-            "Stops listening to messages published to channels that match one or more patterns.",
-        ),
-    CommandSpec::new("ssubscribe", -2, ssubscribe)
-        .flags(PUBSUB | NOSCRIPT | LOADING | STALE)
-        .keys(1, -1, 1)
-        .doc(
-            "pubsub",
-            "Listens for messages published to shard channels.",
-        ),
-    CommandSpec::new("sunsubscribe", -1, sunsubscribe)
-        .flags(PUBSUB | NOSCRIPT | LOADING | STALE)
-        .keys(1, -1, 1)
-        .doc(
-            "pubsub",
-            "Stops listening to messages posted to shard channels.",
-        ),
-    CommandSpec::new("publish", 3, publish)
-        .flags(PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE)
-        .doc("pubsub", "Posts a message to a channel."),
-    CommandSpec::new("spublish", 3, spublish)
-        .flags(PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE)
-        .keys(1, 1, 1)
-        .doc("pubsub", "Post a message to a shard channel"),
-    CommandSpec::new("pubsub", -2, pubsub_help)
-        .doc("pubsub", "A container for Pub/Sub commands.")
-        .subs(PUBSUB_SUBCOMMANDS),
+pub(crate) static COMMANDS: &[Command] = &[
+    Command::new("subscribe", subscribe),
+    Command::new("unsubscribe", unsubscribe),
+    Command::new("psubscribe", psubscribe),
+    Command::new("punsubscribe", punsubscribe),
+    Command::new("ssubscribe", ssubscribe),
+    Command::new("sunsubscribe", sunsubscribe),
+    Command::new("publish", publish).extra_flags(MAY_REPLICATE),
+    Command::new("spublish", spublish).extra_flags(MAY_REPLICATE),
+    Command::new("pubsub", pubsub_help).subs(PUBSUB_SUBCOMMANDS),
 ];
 
-static PUBSUB_SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("channels", -2, pubsub_channels)
-        .flags(PUBSUB | LOADING | STALE)
-        .doc("pubsub", "Returns the active channels."),
-    CommandSpec::new("numsub", -2, pubsub_numsub)
-        .flags(PUBSUB | LOADING | STALE)
-        .doc("pubsub", "Returns a count of subscribers to channels."),
-    CommandSpec::new("numpat", 2, pubsub_numpat)
-        .flags(PUBSUB | LOADING | STALE)
-        .doc("pubsub", "Returns a count of unique pattern subscriptions."),
-    CommandSpec::new("shardchannels", -2, pubsub_shardchannels)
-        .flags(PUBSUB | LOADING | STALE)
-        .doc("pubsub", "Returns the active shard channels."),
-    CommandSpec::new("shardnumsub", -2, pubsub_shardnumsub)
-        .flags(PUBSUB | LOADING | STALE)
-        .doc(
-            "pubsub",
-            "Returns the count of subscribers of shard channels.",
-        ),
-    CommandSpec::new("help", 2, pubsub_help)
-        .flags(LOADING | STALE)
-        .doc(
-            "pubsub",
-            "Returns helpful text about the different subcommands.",
-        ),
+static PUBSUB_SUBCOMMANDS: &[Command] = &[
+    Command::new("channels", pubsub_channels),
+    Command::new("numsub", pubsub_numsub),
+    Command::new("numpat", pubsub_numpat),
+    Command::new("shardchannels", pubsub_shardchannels),
+    Command::new("shardnumsub", pubsub_shardnumsub),
+    Command::new("help", pubsub_help),
 ];
 
 /// `[kind, name, count]` as a push (an array in RESP2).

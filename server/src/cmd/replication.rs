@@ -3,7 +3,7 @@
 //! follows a master over the network), and the replica's side of the protocol: `SYNC`,
 //! `PSYNC`, `REPLCONF`. The stream they report on is [`crate::replication`].
 
-use super::{flags::*, parse_i64, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{parse_i64, Args, CmdResult, Command, CommandError, Ctx};
 use crate::client::ClientState;
 use crate::node::Node;
 use crate::replication::{follow, serve, Role};
@@ -18,31 +18,14 @@ use tokio::time::Instant;
 const WAIT_ON_REPLICA: &str = "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.";
 
 /// The replication commands' table.
-pub(crate) static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("role", 1, role)
-        .flags(NOSCRIPT | LOADING | STALE | FAST)
-        .doc("server", "Returns the replication role."),
-    CommandSpec::new("wait", 3, wait_now)
-        .flags(NOSCRIPT)
-        .doc(
-            "generic",
-            "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.",
-        ),
-    CommandSpec::new("replicaof", 3, replicaof_standalone)
-        .flags(ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING)
-        .doc("server", "Configures a server as replica of another, or promotes it to a master."),
-    CommandSpec::new("slaveof", 3, replicaof_standalone)
-        .flags(ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING)
-        .doc("server", "Sets a Redis server as a replica of another, or promotes it to being a master."),
-    CommandSpec::new("sync", 1, sync)
-        .flags(ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI)
-        .doc("server", "An internal command used in replication."),
-    CommandSpec::new("psync", -3, psync)
-        .flags(ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI)
-        .doc("server", "An internal command used in replication."),
-    CommandSpec::new("replconf", -1, replconf)
-        .flags(ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY)
-        .doc("server", "An internal command for configuring the replication stream."),
+pub(crate) static COMMANDS: &[Command] = &[
+    Command::new("role", role),
+    Command::new("wait", wait_now),
+    Command::new("replicaof", replicaof_standalone),
+    Command::new("slaveof", replicaof_standalone),
+    Command::new("sync", sync),
+    Command::new("psync", psync),
+    Command::new("replconf", replconf),
 ];
 
 /// ```text

@@ -5,7 +5,7 @@
 //! `redis.call` through the command table with Redis 7's script rules, and maintains what
 //! other connections see of a running script (`BUSY`, `SCRIPT KILL`).
 
-use super::{flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{flags::*, Args, CmdResult, Command, CommandError, Ctx};
 use crate::monitor::Origin;
 use crate::node::Node;
 use crate::script::{self, script_flags, Dispatcher, Engine};
@@ -16,103 +16,21 @@ use std::sync::atomic::Ordering;
 const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 
 /// The scripting family's table.
-pub(crate) static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("eval", -3, eval)
-        .flags(
-            super::flags::NOSCRIPT
-                | SKIP_MONITOR
-                | MAY_REPLICATE
-                | STALE
-                | MOVABLE_KEYS
-                | NO_MANDATORY_KEYS
-                | RUNS_SCRIPT,
-        )
-        .doc("scripting", "Executes a server-side Lua script."),
-    CommandSpec::new("evalsha", -3, evalsha)
-        .flags(
-            super::flags::NOSCRIPT
-                | SKIP_MONITOR
-                | MAY_REPLICATE
-                | STALE
-                | MOVABLE_KEYS
-                | NO_MANDATORY_KEYS
-                | RUNS_SCRIPT,
-        )
-        .doc(
-            "scripting",
-            "Executes a server-side Lua script by SHA1 digest.",
-        ),
-    CommandSpec::new("eval_ro", -3, eval_ro)
-        .flags(
-            super::flags::NOSCRIPT
-                | SKIP_MONITOR
-                | STALE
-                | READONLY
-                | MOVABLE_KEYS
-                | NO_MANDATORY_KEYS
-                | RUNS_SCRIPT,
-        )
-        .doc("scripting", "Executes a read-only server-side Lua script."),
-    CommandSpec::new("evalsha_ro", -3, evalsha_ro)
-        .flags(
-            super::flags::NOSCRIPT
-                | SKIP_MONITOR
-                | STALE
-                | READONLY
-                | MOVABLE_KEYS
-                | NO_MANDATORY_KEYS
-                | RUNS_SCRIPT,
-        )
-        .doc(
-            "scripting",
-            "Executes a read-only server-side Lua script by SHA1 digest.",
-        ),
-    CommandSpec::new("script", -2, script_container)
-        .doc(
-            "scripting",
-            "A container for Lua scripts management commands.",
-        )
-        .subs(SCRIPT_SUBCOMMANDS),
-    CommandSpec::new("monitor", 1, monitor)
-        .flags(ADMIN | super::flags::NOSCRIPT | LOADING | STALE)
-        .doc(
-            "server",
-            "Listens for all requests received by the server in real-time.",
-        ),
+pub(crate) static COMMANDS: &[Command] = &[
+    Command::new("eval", eval).extra_flags(MAY_REPLICATE | RUNS_SCRIPT),
+    Command::new("evalsha", evalsha).extra_flags(MAY_REPLICATE | RUNS_SCRIPT),
+    Command::new("eval_ro", eval_ro).extra_flags(RUNS_SCRIPT),
+    Command::new("evalsha_ro", evalsha_ro).extra_flags(RUNS_SCRIPT),
+    Command::new("script", script_container).subs(SCRIPT_SUBCOMMANDS),
+    Command::new("monitor", monitor),
 ];
 
-static SCRIPT_SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("load", 3, script_load)
-        .flags(super::flags::NOSCRIPT | STALE)
-        .doc(
-            "scripting",
-            "Loads a server-side Lua script to the script cache.",
-        ),
-    CommandSpec::new("exists", -3, script_exists)
-        .flags(super::flags::NOSCRIPT)
-        .doc(
-            "scripting",
-            "Determines whether server-side Lua scripts exist in the script cache.",
-        ),
-    CommandSpec::new("flush", -2, script_flush)
-        .flags(super::flags::NOSCRIPT)
-        .doc(
-            "scripting",
-            "Removes all server-side Lua scripts from the script cache.",
-        ),
-    CommandSpec::new("kill", 2, script_kill)
-        .flags(super::flags::NOSCRIPT | ALLOW_BUSY)
-        .busy(script_kill_busy)
-        .doc(
-            "scripting",
-            "Terminates a server-side Lua script during execution.",
-        ),
-    CommandSpec::new("help", 2, script_help)
-        .flags(LOADING | STALE)
-        .doc(
-            "scripting",
-            "Returns helpful text about the different subcommands.",
-        ),
+static SCRIPT_SUBCOMMANDS: &[Command] = &[
+    Command::new("load", script_load),
+    Command::new("exists", script_exists),
+    Command::new("flush", script_flush),
+    Command::new("kill", script_kill).busy(script_kill_busy),
+    Command::new("help", script_help),
 ];
 
 /// The node's engine, created on first use.

@@ -1,7 +1,7 @@
 //! Server commands: INFO, DBSIZE, FLUSHDB, FLUSHALL, TIME, LASTSAVE, DEBUG, SHUTDOWN, and the
 //! family's table, which also lists CONFIG (`cmd/config.rs`) and COMMAND (`cmd/command.rs`).
 
-use super::{bulk_str, flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{bulk_str, flags::*, Args, CmdResult, Command, CommandError, Ctx};
 use crate::node::Node;
 use bytes::Bytes;
 use locksmith_resp::Frame;
@@ -9,44 +9,18 @@ use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
 /// The server family's table.
-pub(crate) static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("config", -2, super::config::config_help)
-        .doc("server", "A container for server configuration commands.")
-        .subs(super::config::CONFIG_SUBCOMMANDS),
-    CommandSpec::new("info", -1, info)
-        .flags(LOADING | STALE)
-        .doc(
-            "server",
-            "Returns information and statistics about the server.",
-        ),
-    CommandSpec::new("dbsize", 1, dbsize)
-        .flags(READONLY | FAST)
-        .doc("server", "Returns the number of keys in the database."),
-    CommandSpec::new("flushdb", -1, flushdb)
-        .flags(WRITE)
-        .doc("server", "Remove all keys from the current database."),
-    CommandSpec::new("flushall", -1, flushall)
-        .flags(WRITE)
-        .doc("server", "Removes all keys from all databases."),
-    CommandSpec::new("time", 1, time)
-        .flags(LOADING | STALE | FAST)
-        .doc("server", "Returns the server time."),
+pub(crate) static COMMANDS: &[Command] = &[
+    Command::new("config", super::config::config_help).subs(super::config::CONFIG_SUBCOMMANDS),
+    Command::new("info", info),
+    Command::new("dbsize", dbsize),
+    Command::new("flushdb", flushdb),
+    Command::new("flushall", flushall),
+    Command::new("time", time),
     // Runs on the blocking pool (RUNS_SCRIPT) so DEBUG SLEEP can hold the state lock, as
     // Redis blocks, without stalling the reactor.
-    CommandSpec::new("debug", -2, super::debug::debug)
-        .flags(ADMIN | NOSCRIPT | LOADING | STALE | PROTECTED | RUNS_SCRIPT)
-        .doc("server", "A container for debugging commands."),
-    CommandSpec::new("command", -1, super::command::command)
-        .flags(LOADING | STALE)
-        .doc("server", "Returns detailed information about all commands.")
-        .subs(super::command::COMMAND_SUBCOMMANDS),
-    CommandSpec::new("shutdown", -1, shutdown)
-        .flags(ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY)
-        .busy(shutdown_busy)
-        .doc(
-            "server",
-            "Synchronously saves the database(s) to disk and shuts down the Redis server.",
-        ),
+    Command::new("debug", super::debug::debug).extra_flags(PROTECTED | RUNS_SCRIPT),
+    Command::new("command", super::command::command).subs(super::command::COMMAND_SUBCOMMANDS),
+    Command::new("shutdown", shutdown).busy(shutdown_busy),
 ];
 
 // ---------------------------------------------------------------------------------------

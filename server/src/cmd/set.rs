@@ -5,8 +5,8 @@
 //! in Redis and comes back sorted numerically; we sort such sets the same way.
 
 use super::{
-    flags::*, parse_i64, random_count, repeated_picks, scan, typed, Args, CmdResult, CommandError,
-    CommandSpec, Ctx,
+    parse_i64, random_count, repeated_picks, scan, typed, Args, CmdResult, Command, CommandError,
+    Ctx,
 };
 use crate::db::{SetValue, Value};
 use crate::notify;
@@ -16,74 +16,24 @@ use rand::seq::IteratorRandom;
 use rand::Rng;
 
 /// The set family's table.
-pub(crate) static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("sadd", -3, sadd)
-        .flags(WRITE | DENYOOM | FAST)
-        .keys(1, 1, 1)
-        .doc("set", "Adds one or more members to a set. Creates the key if it doesn't exist."),
-    CommandSpec::new("srem", -3, srem)
-        .flags(WRITE | FAST)
-        .keys(1, 1, 1)
-        .doc("set", "Removes one or more members from a set. Deletes the set if the last member was removed."),
-    CommandSpec::new("smembers", 2, smembers)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("set", "Returns all members of a set."),
-    CommandSpec::new("sismember", 3, sismember)
-        .flags(READONLY | FAST)
-        .keys(1, 1, 1)
-        .doc("set", "Determines whether a member belongs to a set."),
-    CommandSpec::new("smismember", -3, smismember)
-        .flags(READONLY | FAST)
-        .keys(1, 1, 1)
-        .doc("set", "Determines whether multiple members belong to a set."),
-    CommandSpec::new("scard", 2, scard)
-        .flags(READONLY | FAST)
-        .keys(1, 1, 1)
-        .doc("set", "Returns the number of members in a set."),
-    CommandSpec::new("spop", -2, spop)
-        .flags(WRITE | FAST)
-        .keys(1, 1, 1)
-        .doc("set", "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped."),
-    CommandSpec::new("srandmember", -2, srandmember)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("set", "Get one or multiple random members from a set"),
-    CommandSpec::new("smove", 4, smove)
-        .flags(WRITE | FAST)
-        .keys(1, 2, 1)
-        .doc("set", "Moves a member from one set to another."),
-    CommandSpec::new("sinter", -2, sinter)
-        .flags(READONLY)
-        .keys(1, -1, 1)
-        .doc("set", "Returns the intersect of multiple sets."),
-    CommandSpec::new("sinterstore", -3, sinterstore)
-        .flags(WRITE | DENYOOM)
-        .keys(1, -1, 1)
-        .doc("set", "Stores the intersect of multiple sets in a key."),
-    CommandSpec::new("sunion", -2, sunion)
-        .flags(READONLY)
-        .keys(1, -1, 1)
-        .doc("set", "Returns the union of multiple sets."),
-    CommandSpec::new("sunionstore", -3, sunionstore)
-        .flags(WRITE | DENYOOM)
-        .keys(1, -1, 1)
-        .doc("set", "Stores the union of multiple sets in a key."),
-    CommandSpec::new("sdiff", -2, sdiff)
-        .flags(READONLY)
-        .keys(1, -1, 1)
-        .doc("set", "Returns the difference of multiple sets."),
-    CommandSpec::new("sdiffstore", -3, sdiffstore)
-        .flags(WRITE | DENYOOM)
-        .keys(1, -1, 1)
-        .doc("set", "Stores the difference of multiple sets in a key."),
-    CommandSpec::new("sintercard", -3, sintercard)
-        .flags(READONLY | MOVABLE_KEYS)
-        .doc("set", "Returns the number of members of the intersect of multiple sets."),
-    CommandSpec::new("sscan", -3, sscan)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("set", "Iterates over members of a set."),
+pub(crate) static COMMANDS: &[Command] = &[
+    Command::new("sadd", sadd),
+    Command::new("srem", srem),
+    Command::new("smembers", smembers),
+    Command::new("sismember", sismember),
+    Command::new("smismember", smismember),
+    Command::new("scard", scard),
+    Command::new("spop", spop),
+    Command::new("srandmember", srandmember),
+    Command::new("smove", smove),
+    Command::new("sinter", sinter),
+    Command::new("sinterstore", sinterstore),
+    Command::new("sunion", sunion),
+    Command::new("sunionstore", sunionstore),
+    Command::new("sdiff", sdiff),
+    Command::new("sdiffstore", sdiffstore),
+    Command::new("sintercard", sintercard),
+    Command::new("sscan", sscan),
 ];
 
 /// Redis's `SPOP` with a count propagates `SREM`s of at most this many members each.

@@ -2,51 +2,19 @@
 //! What gets logged is decided where commands run (`cmd::call`).
 
 use super::client::help_lines;
-use super::{bulk_str, flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx, DocArg};
+use super::{bulk_str, Args, CmdResult, Command, CommandError, Ctx};
 use locksmith_resp::Frame;
 
 /// `SLOWLOG` and its subcommands.
-pub(crate) static COMMANDS: &[CommandSpec] = &[CommandSpec::new("slowlog", -2, slowlog)
-    .doc("server", "A container for slow log commands")
-    .since("2.2.12", "Depends on subcommand.")
-    .subs(SLOWLOG_SUBCOMMANDS)];
+pub(crate) static COMMANDS: &[Command] =
+    &[Command::new("slowlog", slowlog).subs(SLOWLOG_SUBCOMMANDS)];
 
 /// In Redis's `COMMAND INFO` order.
-static SLOWLOG_SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("get", -2, slowlog_get)
-        .flags(ADMIN | LOADING | STALE)
-        .tips(&["request_policy:all_nodes", "nondeterministic_output"])
-        .doc("server", "Get the slow log's entries")
-        .since("2.2.12", "O(N) where N is the number of entries returned")
-        .history(&[(
-            "4.0.0",
-            "Added client IP address, port and name to the reply.",
-        )])
-        .args(&[DocArg::new("count", "integer").flags(&["optional"])]),
-    CommandSpec::new("len", 2, slowlog_len)
-        .flags(ADMIN | LOADING | STALE)
-        .tips(&[
-            "request_policy:all_nodes",
-            "response_policy:agg_sum",
-            "nondeterministic_output",
-        ])
-        .doc("server", "Get the slow log's length")
-        .since("2.2.12", "O(1)"),
-    CommandSpec::new("reset", 2, slowlog_reset)
-        .flags(ADMIN | LOADING | STALE)
-        .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
-        .doc("server", "Clear all entries from the slow log")
-        .since(
-            "2.2.12",
-            "O(N) where N is the number of entries in the slowlog",
-        ),
-    CommandSpec::new("help", 2, slowlog_help)
-        .flags(LOADING | STALE)
-        .doc(
-            "server",
-            "Show helpful text about the different subcommands",
-        )
-        .since("6.2.0", "O(1)"),
+static SLOWLOG_SUBCOMMANDS: &[Command] = &[
+    Command::new("get", slowlog_get),
+    Command::new("len", slowlog_len),
+    Command::new("reset", slowlog_reset),
+    Command::new("help", slowlog_help),
 ];
 
 /// `SLOWLOG` alone (the arity check answers first; kept for the table).

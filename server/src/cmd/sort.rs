@@ -4,7 +4,7 @@
 //! (`LIMIT`), projected (`GET pattern`, `#` being the element), and returned or stored as a
 //! list (`STORE`).
 
-use super::{flags::*, strtod, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{strtod, Args, CmdResult, Command, CommandError, Ctx};
 use crate::db::Value;
 use crate::notify;
 use bytes::Bytes;
@@ -13,22 +13,8 @@ use std::cmp::Ordering;
 use std::collections::VecDeque;
 
 /// The sort family's table.
-pub(crate) static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("sort", -2, sort)
-        .flags(WRITE | DENYOOM | MOVABLE_KEYS)
-        .keys(1, 1, 1)
-        .doc(
-            "generic",
-            "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.",
-        ),
-    CommandSpec::new("sort_ro", -2, sort_ro)
-        .flags(READONLY | MOVABLE_KEYS)
-        .keys(1, 1, 1)
-        .doc(
-            "generic",
-            "Returns the sorted elements of a list, a set, or a sorted set.",
-        ),
-];
+pub(crate) static COMMANDS: &[Command] =
+    &[Command::new("sort", sort), Command::new("sort_ro", sort_ro)];
 
 /// ```text
 /// SORT key [BY pattern] [LIMIT offset count] [GET pattern [GET pattern ...]] [ASC | DESC]

@@ -2,102 +2,36 @@
 //! MSETNX, INCR, DECR, INCRBY, DECRBY, INCRBYFLOAT, APPEND, STRLEN, GETRANGE, SUBSTR,
 //! SETRANGE.
 
-use super::{flags::*, ldouble, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{ldouble, Args, CmdResult, Command, CommandError, Ctx};
 use crate::db::{StringValue, Value};
 use crate::notify;
 use bytes::{Bytes, BytesMut};
 use locksmith_resp::Frame;
 
 /// The string family's table.
-pub(crate) static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("get", 2, get)
-        .flags(READONLY | FAST)
-        .keys(1, 1, 1)
-        .doc("string", "Returns the string value of a key."),
-    CommandSpec::new("set", -3, set)
-        .flags(WRITE | DENYOOM)
-        .keys(1, 1, 1)
-        .doc("string", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist."),
-    CommandSpec::new("setnx", 3, setnx)
-        .flags(WRITE | DENYOOM | FAST)
-        .keys(1, 1, 1)
-        .doc("string", "Set the string value of a key only when the key doesn't exist."),
-    CommandSpec::new("setex", 4, setex)
-        .flags(WRITE | DENYOOM)
-        .keys(1, 1, 1)
-        .doc("string", "Sets the string value and expiration time of a key. Creates the key if it doesn't exist."),
-    CommandSpec::new("psetex", 4, psetex)
-        .flags(WRITE | DENYOOM)
-        .keys(1, 1, 1)
-        .doc("string", "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist."),
-    CommandSpec::new("getset", 3, getset)
-        .flags(WRITE | DENYOOM | FAST)
-        .keys(1, 1, 1)
-        .doc("string", "Returns the previous string value of a key after setting it to a new value."),
-    CommandSpec::new("getdel", 2, getdel)
-        .flags(WRITE | FAST)
-        .keys(1, 1, 1)
-        .doc("string", "Returns the string value of a key after deleting the key."),
-    CommandSpec::new("getex", -2, getex)
-        .flags(WRITE | FAST)
-        .keys(1, 1, 1)
-        .doc("string", "Returns the string value of a key after setting its expiration time."),
-    CommandSpec::new("mget", -2, mget)
-        .flags(READONLY | FAST)
-        .keys(1, -1, 1)
-        .doc("string", "Atomically returns the string values of one or more keys."),
-    CommandSpec::new("mset", -3, mset)
-        .flags(WRITE | DENYOOM)
-        .keys(1, -1, 2)
-        .doc("string", "Atomically creates or modifies the string values of one or more keys."),
-    CommandSpec::new("msetnx", -3, msetnx)
-        .flags(WRITE | DENYOOM)
-        .keys(1, -1, 2)
-        .doc("string", "Atomically modifies the string values of one or more keys only when all keys don't exist."),
-    CommandSpec::new("incr", 2, incr)
-        .flags(WRITE | DENYOOM | FAST)
-        .keys(1, 1, 1)
-        .doc("string", "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist."),
-    CommandSpec::new("decr", 2, decr)
-        .flags(WRITE | DENYOOM | FAST)
-        .keys(1, 1, 1)
-        .doc("string", "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist."),
-    CommandSpec::new("incrby", 3, incrby)
-        .flags(WRITE | DENYOOM | FAST)
-        .keys(1, 1, 1)
-        .doc("string", "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist."),
-    CommandSpec::new("decrby", 3, decrby)
-        .flags(WRITE | DENYOOM | FAST)
-        .keys(1, 1, 1)
-        .doc("string", "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist."),
-    CommandSpec::new("incrbyfloat", 3, incrbyfloat)
-        .flags(WRITE | DENYOOM | FAST)
-        .keys(1, 1, 1)
-        .doc("string", "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist."),
-    CommandSpec::new("append", 3, append)
-        .flags(WRITE | DENYOOM | FAST)
-        .keys(1, 1, 1)
-        .doc("string", "Appends a string to the value of a key. Creates the key if it doesn't exist."),
-    CommandSpec::new("strlen", 2, strlen)
-        .flags(READONLY | FAST)
-        .keys(1, 1, 1)
-        .doc("string", "Returns the length of a string value."),
-    CommandSpec::new("getrange", 4, getrange)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("string", "Returns a substring of the string stored at a key."),
-    CommandSpec::new("substr", 4, getrange)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("string", "Returns a substring from a string value."),
-    CommandSpec::new("lcs", -3, lcs)
-        .flags(READONLY)
-        .keys(1, 2, 1)
-        .doc("string", "Finds the longest common substring."),
-    CommandSpec::new("setrange", 4, setrange)
-        .flags(WRITE | DENYOOM)
-        .keys(1, 1, 1)
-        .doc("string", "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist."),
+pub(crate) static COMMANDS: &[Command] = &[
+    Command::new("get", get),
+    Command::new("set", set),
+    Command::new("setnx", setnx),
+    Command::new("setex", setex),
+    Command::new("psetex", psetex),
+    Command::new("getset", getset),
+    Command::new("getdel", getdel),
+    Command::new("getex", getex),
+    Command::new("mget", mget),
+    Command::new("mset", mset),
+    Command::new("msetnx", msetnx),
+    Command::new("incr", incr),
+    Command::new("decr", decr),
+    Command::new("incrby", incrby),
+    Command::new("decrby", decrby),
+    Command::new("incrbyfloat", incrbyfloat),
+    Command::new("append", append),
+    Command::new("strlen", strlen),
+    Command::new("getrange", getrange),
+    Command::new("substr", getrange),
+    Command::new("lcs", lcs),
+    Command::new("setrange", setrange),
 ];
 
 /// ```text

@@ -2,34 +2,17 @@
 //! connection mode (see [`crate::transaction::admit`]); `EXEC` runs the queue here, atomically
 //! under the one state lock.
 
-use super::{flags::*, Args, CmdResult, CommandError, CommandSpec, Ctx};
+use super::{Args, CmdResult, Command, CommandError, Ctx};
 use crate::transaction::{self, EXECABORT};
 use locksmith_resp::Frame;
 
 /// The transaction family's table.
-pub(crate) static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("multi", 1, multi)
-        .flags(NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY)
-        .doc("transactions", "Starts a transaction."),
-    CommandSpec::new("exec", 1, exec)
-        .flags(NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG)
-        .doc("transactions", "Executes all commands in a transaction."),
-    CommandSpec::new("discard", 1, discard)
-        .flags(NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY)
-        .doc("transactions", "Discards a transaction."),
-    CommandSpec::new("watch", -2, watch)
-        .flags(NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY)
-        .keys(1, -1, 1)
-        .doc(
-            "transactions",
-            "Monitors changes to keys to determine the execution of a transaction.",
-        ),
-    CommandSpec::new("unwatch", 1, unwatch)
-        .flags(NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY)
-        .doc(
-            "transactions",
-            "Forgets about watched keys of a transaction.",
-        ),
+pub(crate) static COMMANDS: &[Command] = &[
+    Command::new("multi", multi),
+    Command::new("exec", exec),
+    Command::new("discard", discard),
+    Command::new("watch", watch),
+    Command::new("unwatch", unwatch),
 ];
 
 /// ```text

@@ -4,8 +4,8 @@
 //! ZUNION/ZINTER/ZDIFF with their STORE forms.
 
 use super::{
-    flags::*, parse_f64, parse_f64_saturating, parse_i64, random_count, repeated_picks, scan,
-    typed, Args, CmdResult, CommandError, CommandSpec, Ctx,
+    parse_f64, parse_f64_saturating, parse_i64, random_count, repeated_picks, scan, typed, Args,
+    CmdResult, Command, CommandError, Ctx,
 };
 use crate::blocking::{self, BlockKind};
 use crate::db::{Value, ZSet};
@@ -15,144 +15,42 @@ use locksmith_resp::{Frame, Version};
 use std::collections::HashSet;
 
 /// The sorted set family's table.
-pub(crate) static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("zadd", -4, zadd)
-        .flags(WRITE | DENYOOM | FAST)
-        .keys(1, 1, 1)
-        .doc("sorted_set", "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist."),
-    CommandSpec::new("zincrby", 4, zincrby)
-        .flags(WRITE | DENYOOM | FAST)
-        .keys(1, 1, 1)
-        .doc("sorted_set", "Increments the score of a member in a sorted set."),
-    CommandSpec::new("zrem", -3, zrem)
-        .flags(WRITE | FAST)
-        .keys(1, 1, 1)
-        .doc("sorted_set", "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed."),
-    CommandSpec::new("zscore", 3, zscore)
-        .flags(READONLY | FAST)
-        .keys(1, 1, 1)
-        .doc("sorted_set", "Returns the score of a member in a sorted set."),
-    CommandSpec::new("zmscore", -3, zmscore)
-        .flags(READONLY | FAST)
-        .keys(1, 1, 1)
-        .doc("sorted_set", "Returns the score of one or more members in a sorted set."),
-    CommandSpec::new("zcard", 2, zcard)
-        .flags(READONLY | FAST)
-        .keys(1, 1, 1)
-        .doc("sorted_set", "Returns the number of members in a sorted set."),
-    CommandSpec::new("zcount", 4, zcount)
-        .flags(READONLY | FAST)
-        .keys(1, 1, 1)
-        .doc("sorted_set", "Returns the count of members in a sorted set that have scores within a range."),
-    CommandSpec::new("zlexcount", 4, zlexcount)
-        .flags(READONLY | FAST)
-        .keys(1, 1, 1)
-        .doc("sorted_set", "Returns the number of members in a sorted set within a lexicographical range."),
-    CommandSpec::new("zrank", 3, zrank)
-        .flags(READONLY | FAST)
-        .keys(1, 1, 1)
-        .doc("sorted_set", "Returns the index of a member in a sorted set ordered by ascending scores."),
-    CommandSpec::new("zrevrank", 3, zrevrank)
-        .flags(READONLY | FAST)
-        .keys(1, 1, 1)
-        .doc("sorted_set", "Returns the index of a member in a sorted set ordered by descending scores."),
-    CommandSpec::new("zrange", -4, zrange)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("sorted_set", "Returns members in a sorted set within a range of indexes."),
-    CommandSpec::new("zrangestore", -5, zrangestore)
-        .flags(WRITE | DENYOOM)
-        .keys(1, 2, 1)
-        .doc("sorted_set", "Stores a range of members from sorted set in a key."),
-    CommandSpec::new("zrevrange", -4, zrevrange)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("sorted_set", "Returns members in a sorted set within a range of indexes in reverse order."),
-    CommandSpec::new("zrangebyscore", -4, zrangebyscore)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("sorted_set", "Returns members in a sorted set within a range of scores."),
-    CommandSpec::new("zrevrangebyscore", -4, zrevrangebyscore)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("sorted_set", "Returns members in a sorted set within a range of scores in reverse order."),
-    CommandSpec::new("zrangebylex", -4, zrangebylex)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("sorted_set", "Returns members in a sorted set within a lexicographical range."),
-    CommandSpec::new("zrevrangebylex", -4, zrevrangebylex)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("sorted_set", "Returns members in a sorted set within a lexicographical range in reverse order."),
-    CommandSpec::new("zremrangebyscore", 4, zremrangebyscore)
-        .flags(WRITE)
-        .keys(1, 1, 1)
-        .doc("sorted_set", "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed."),
-    CommandSpec::new("zremrangebyrank", 4, zremrangebyrank)
-        .flags(WRITE)
-        .keys(1, 1, 1)
-        .doc("sorted_set", "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed."),
-    CommandSpec::new("zremrangebylex", 4, zremrangebylex)
-        .flags(WRITE)
-        .keys(1, 1, 1)
-        .doc("sorted_set", "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed."),
-    CommandSpec::new("zpopmin", -2, zpopmin)
-        .flags(WRITE | FAST)
-        .keys(1, 1, 1)
-        .doc("sorted_set", "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped."),
-    CommandSpec::new("zpopmax", -2, zpopmax)
-        .flags(WRITE | FAST)
-        .keys(1, 1, 1)
-        .doc("sorted_set", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped."),
-    CommandSpec::new("zmpop", -4, zmpop)
-        .flags(WRITE | MOVABLE_KEYS)
-        .doc("sorted_set", "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped."),
-    CommandSpec::new("bzpopmin", -3, bzpopmin)
-        .flags(WRITE | NOSCRIPT | FAST | BLOCKING)
-        .keys(1, -2, 1)
-        .doc("sorted_set", "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped."),
-    CommandSpec::new("bzpopmax", -3, bzpopmax)
-        .flags(WRITE | NOSCRIPT | FAST | BLOCKING)
-        .keys(1, -2, 1)
-        .doc("sorted_set", "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped."),
-    CommandSpec::new("bzmpop", -5, bzmpop)
-        .flags(WRITE | BLOCKING | MOVABLE_KEYS)
-        .doc("sorted_set", "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped."),
-    CommandSpec::new("zrandmember", -2, zrandmember)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("sorted_set", "Returns one or more random members from a sorted set."),
-    CommandSpec::new("zscan", -3, zscan)
-        .flags(READONLY)
-        .keys(1, 1, 1)
-        .doc("sorted_set", "Iterates over members and scores of a sorted set."),
-    CommandSpec::new("zunionstore", -4, zunionstore)
-        .flags(WRITE | DENYOOM | MOVABLE_KEYS)
-        .keys(1, 1, 1)
-        .doc("sorted_set", "Stores the union of multiple sorted sets in a key."),
-    CommandSpec::new("zinterstore", -4, zinterstore)
-        .flags(WRITE | DENYOOM | MOVABLE_KEYS)
-        .keys(1, 1, 1)
-        .doc("sorted_set", "Stores the intersect of multiple sorted sets in a key."),
-    CommandSpec::new("zdiffstore", -4, zdiffstore)
-        .flags(WRITE | DENYOOM | MOVABLE_KEYS)
-        .keys(1, 1, 1)
-        .doc("sorted_set", "Stores the difference of multiple sorted sets in a key."),
-    CommandSpec::new("zunion", -3, zunion)
-        .flags(READONLY | MOVABLE_KEYS)
-        .doc("sorted_set", "Returns the union of multiple sorted sets."),
-    CommandSpec::new("zinter", -3, zinter)
-        .flags(READONLY | MOVABLE_KEYS)
-        .doc("sorted_set", "Returns the intersect of multiple sorted sets."),
-    CommandSpec::new("zintercard", -3, zintercard)
-        .flags(READONLY | MOVABLE_KEYS)
-        .doc(
-            "sorted_set",
-            "Returns the number of members of the intersect of multiple sorted sets.",
-        ),
-    CommandSpec::new("zdiff", -3, zdiff)
-        .flags(READONLY | MOVABLE_KEYS)
-        .doc("sorted_set", "Returns the difference between multiple sorted sets."),
+pub(crate) static COMMANDS: &[Command] = &[
+    Command::new("zadd", zadd),
+    Command::new("zincrby", zincrby),
+    Command::new("zrem", zrem),
+    Command::new("zscore", zscore),
+    Command::new("zmscore", zmscore),
+    Command::new("zcard", zcard),
+    Command::new("zcount", zcount),
+    Command::new("zlexcount", zlexcount),
+    Command::new("zrank", zrank),
+    Command::new("zrevrank", zrevrank),
+    Command::new("zrange", zrange),
+    Command::new("zrangestore", zrangestore),
+    Command::new("zrevrange", zrevrange),
+    Command::new("zrangebyscore", zrangebyscore),
+    Command::new("zrevrangebyscore", zrevrangebyscore),
+    Command::new("zrangebylex", zrangebylex),
+    Command::new("zrevrangebylex", zrevrangebylex),
+    Command::new("zremrangebyscore", zremrangebyscore),
+    Command::new("zremrangebyrank", zremrangebyrank),
+    Command::new("zremrangebylex", zremrangebylex),
+    Command::new("zpopmin", zpopmin),
+    Command::new("zpopmax", zpopmax),
+    Command::new("zmpop", zmpop),
+    Command::new("bzpopmin", bzpopmin),
+    Command::new("bzpopmax", bzpopmax),
+    Command::new("bzmpop", bzmpop),
+    Command::new("zrandmember", zrandmember),
+    Command::new("zscan", zscan),
+    Command::new("zunionstore", zunionstore),
+    Command::new("zinterstore", zinterstore),
+    Command::new("zdiffstore", zdiffstore),
+    Command::new("zunion", zunion),
+    Command::new("zinter", zinter),
+    Command::new("zintercard", zintercard),
+    Command::new("zdiff", zdiff),
 ];
 
 /// The sorted set at `key`: `Ok(None)` if absent, `WRONGTYPE` if another type.

@@ -1,0 +1,237 @@
+//! Redis's `call()`: the step every command takes to run ([`call`]), from a client, `EXEC`, a
+//! script's `redis.call` or the replication link.
+
+use super::*;
+use crate::client::ClientState;
+use crate::node::{Effects, Node, State};
+use bytes::Bytes;
+use locksmith_resp::Frame;
+
+/// Runs one command for `client` under the state lock and returns its reply: [`call`] after
+/// the lookup. For the replication link and blocked-client re-execution, which enter the
+/// pipeline here (see [`crate::dispatch`]).
+pub(crate) fn call_argv(
+    state: &mut State,
+    node: &Node,
+    client: &mut ClientState,
+    argv: &[Bytes],
+    now: u64,
+    effects: &mut Effects,
+) -> Frame {
+    match resolve(argv) {
+        Ok(resolved) => call(resolved, state, node, client, argv, now, effects),
+        Err(e) => e.into(),
+    }
+}
+
+/// Redis's `call()`: the execution step every command takes, from a client
+/// ([`crate::dispatch::Session::process`]), `EXEC`, a script's `redis.call` or the
+/// replication link. Checks authentication and the read-only replica, feeds MONITOR, runs the
+/// handler, counts the call, and propagates a write that changed data and did not propagate
+/// explicitly as sent. Errors become error replies.
+pub(crate) fn call(
+    resolved @ Resolved {
+        spec, first_arg, ..
+    }: Resolved,
+    state: &mut State,
+    node: &Node,
+    client: &mut ClientState,
+    argv: &[Bytes],
+    now: u64,
+    effects: &mut Effects,
+) -> Frame {
+    if !client.authenticated && !spec.has(flags::NO_AUTH) {
+        state.cmdstats.reject(resolved);
+        return CommandError::NoAuth.into();
+    }
+    // A top-level command was checked by the pipeline's replica rules, and a transaction's
+    // commands when EXEC was (Redis's `processCommand`); a script's are checked here, as
+    // Redis's `scriptCall` does.
+    if client.origin.in_script
+        && spec.has(flags::WRITE)
+        && state.repl.refuses_write_from(client, &state.config)
+    {
+        state.cmdstats.reject(resolved);
+        return CommandError::Raw(crate::replication::READONLY_ERROR.into()).into();
+    }
+    let tracking_top = !client.origin.in_script && !client.origin.in_exec;
+    if tracking_top && state.tracking.is_active() {
+        crate::tracking::before_call(state, node, client);
+    }
+    let dirty_before = state.dirty;
+    let propagated_before = effects.propagate.len();
+    if state.repl.observer().is_some() && effects.client.is_none() {
+        effects.client = Some(client.handle.clone());
+    }
+    state.stats.commands += 1;
+    let db = client.db;
+    let mut args = Args::new(argv, first_arg);
+    // Every call is timed while the slow log or the latency monitor is on, as Redis times
+    // every call; otherwise a sample of calls for `INFO commandstats` (see `cmdstats`). The
+    // pipeline may have read the clock for this command already (and EXEC for the commands
+    // it runs), so a pipelined command costs no extra reading. The commands a script runs
+    // cannot reuse one (Lua runs between them): timing them would cost two readings each
+    // (~9 % of a Redisson lock script), so they are timed only with `slowlog-log-slower-than
+    // 0`, which logs every command anyway; otherwise the script's own call stands for them.
+    // Administrative commands are always timed: they are rare, and `CONFIG SET` may turn the
+    // slow log on, which Redis then applies to that very command.
+    let given_start = client.command.start_tick.take();
+    let watched = node.config.watch_calls_from_us() != u64::MAX
+        && (!client.origin.in_script || node.config.slowlog_log_slower_than() == 0);
+    let timed = watched
+        || spec.has(flags::ADMIN)
+        || (!client.origin.in_script && state.cmdstats.should_time(resolved));
+    let started = timed.then(|| given_start.unwrap_or_else(|| node.clock.tick_us()));
+    let reply = {
+        let mut ctx = Ctx {
+            state,
+            node,
+            client,
+            now,
+            effects,
+            write: spec.has(flags::WRITE),
+        };
+        match spec_of(&resolved) {
+            Some(command) => (command.handler)(&mut ctx, &mut args),
+            None => Err(CommandError::unknown_command(argv)),
+        }
+    };
+    // MONITOR sees the command once it ran, in the database it left selected (Redis's
+    // `call()`); EVAL and FCALL show themselves before the commands they run, and a blocked
+    // command served later is not shown again.
+    if !client.origin.reprocessing
+        && !spec.has(flags::SKIP_MONITOR | flags::ADMIN)
+        && node.monitors.active()
+    {
+        let origin = if client.origin.in_script {
+            crate::monitor::Origin::Lua
+        } else {
+            crate::monitor::Origin::Client(&client.handle)
+        };
+        node.monitors
+            .feed(node.clock.now_us(), client.db, origin, argv);
+    }
+    let failed = matches!(reply, Err(_) | Ok(Frame::Error(_)));
+    let ended = started.map(|_| node.clock.tick_us());
+    let elapsed_us = started.zip(ended).map(|(s, e)| e.saturating_sub(s));
+    if !client.origin.in_script {
+        client.command.end_tick = ended;
+    }
+    // A command that blocked is counted once, when it is served or times out (as Redis's
+    // updateStatsOnUnblock does).
+    if client.block.is_none() {
+        state.cmdstats.record(resolved, elapsed_us, failed);
+    }
+    // Nothing more unless the slow log or the latency monitor wants this call: one
+    // comparison, with the thresholds as they are now (as Redis checks them after the call).
+    if let (Some(us), Some(end)) = (elapsed_us, ended) {
+        if us >= node.config.watch_calls_from_us() {
+            record_slow_call(state, node, client, resolved, argv, end, us);
+        }
+    }
+    let prevented = std::mem::take(&mut client.command.prevent_propagation);
+    if state.dirty != dirty_before
+        && !prevented
+        && effects.propagate.len() == propagated_before
+        && spec.has(flags::WRITE)
+        && effects.propagating(&state.repl)
+    {
+        effects.propagate.push((db, argv.to_vec()));
+    }
+    // Client-side caching: one check while nobody tracks keys.
+    if state.tracking.is_active() {
+        crate::tracking::after_call(state, node, client, resolved, argv, effects, tracking_top);
+    }
+    reply.unwrap_or_else(Frame::from)
+}
+
+/// A call that ran for at least `watch-calls-from` µs (the smaller of the two thresholds),
+/// ending at clock reading `end_tick`: the latency monitor's `command` or `fast-command`
+/// event, and the slow log unless the command is `SKIP_SLOWLOG` or blocked (a blocked
+/// command is logged when it is served), as Redis's `call()` does. A script's commands are
+/// logged with the address `?:0` and no name (Redis's Lua client).
+#[cold]
+fn record_slow_call(
+    state: &mut State,
+    node: &Node,
+    client: &ClientState,
+    resolved: Resolved,
+    argv: &[Bytes],
+    end_tick: u64,
+    elapsed_us: u64,
+) {
+    let now_s = node.clock.us_at(end_tick) / 1_000_000;
+    let latency_ms = node.config.latency_monitor_threshold_ms();
+    if latency_ms > 0 && elapsed_us / 1000 >= latency_ms {
+        let event = if resolved.spec.has(flags::FAST) {
+            "fast-command"
+        } else {
+            "command"
+        };
+        state.latency.add(event, now_s, elapsed_us / 1000);
+    }
+    let slower_than = node.config.slowlog_log_slower_than();
+    if u64::try_from(slower_than).is_ok_and(|t| elapsed_us >= t)
+        && client.block.is_none()
+        && !resolved.spec.has(flags::SKIP_SLOWLOG)
+    {
+        let (peer, name) = if client.origin.in_script {
+            ("?:0".to_string(), Bytes::new())
+        } else {
+            (client.handle.addr_text(), client.handle.name())
+        };
+        let command = crate::slowlog::Logged {
+            argv,
+            time: now_s,
+            duration_us: elapsed_us,
+            peer,
+            name,
+        };
+        state.slowlog.push(command, node.config.slowlog_max_len());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::ClientState;
+    use crate::node::{Effects, Node, State};
+    use bytes::Bytes;
+
+    #[test]
+    fn writes_are_not_copied_for_replication_without_a_backlog() {
+        let node = Node::for_tests();
+        let mut state = State::for_tests();
+        let mut client = ClientState::for_tests(1);
+        let mut effects = Effects {
+            record_propagation: false,
+            ..Effects::default()
+        };
+        let argv = |args: &[&str]| -> Vec<Bytes> {
+            args.iter().map(|a| Bytes::from(a.to_string())).collect()
+        };
+        for args in [
+            &["SET", "k", "v", "EX", "10"][..],
+            &["PEXPIRE", "k", "100"],
+            &["HSET", "h", "f", "v"],
+        ] {
+            let reply = call_argv(&mut state, &node, &mut client, &argv(args), 0, &mut effects);
+            assert!(!reply.is_error(), "{args:?}: {reply:?}");
+        }
+        // The expired key is reclaimed with its event but no DEL for a replica.
+        call_argv(
+            &mut state,
+            &node,
+            &mut client,
+            &argv(&["GET", "k"]),
+            200,
+            &mut effects,
+        );
+        assert!(effects.propagate.is_empty());
+        // PEXPIRE and the expiry; the SET stored a value it measured, the HSET measured the
+        // hash it changed in place, and nobody (WATCH, a blocked client, tracking) listens, so
+        // they left nothing to do afterwards.
+        assert_eq!(effects.modified.len(), 2);
+        assert_eq!(state.stats.expired_keys, 1);
+    }
+}
