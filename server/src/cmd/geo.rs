@@ -15,7 +15,7 @@ use crate::notify;
 use bytes::Bytes;
 use locksmith_resp::Frame;
 
-/// The GEO family's table (arity, flags and key specs as Redis 7.0's `commands.c`).
+/// The GEO family's table.
 pub(crate) static COMMANDS: &[Command] = &[
     Command::new("geoadd", geoadd),
     Command::new("geodist", geodist),
