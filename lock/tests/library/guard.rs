@@ -359,6 +359,14 @@ async fn a_guard_dropped_during_a_pause_releases_when_the_node_resumes() {
         got,
         "the dropped guard's release did not reach the resumed node"
     );
+    // The released key can reach `b` before the releasing task has read its own reply and
+    // taken the hold off the watchdog: wait for that, bounded.
+    for _ in 0..500 {
+        if !lock.is_renewing() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert!(!lock.is_renewing());
     other.unlock().await.unwrap();
     t.shutdown().await;
