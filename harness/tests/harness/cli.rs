@@ -51,21 +51,7 @@ fn the_binary_observes_locks_and_writes_its_history_and_timeline_at_exit() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let mut port = None;
-    for _ in 0..200 {
-        if let Some(p) = std::fs::read_to_string(&port_file)
-            .ok()
-            .and_then(|s| s.trim().parse::<u16>().ok())
-        {
-            port = Some(p);
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let url = format!(
-        "redis://127.0.0.1:{}/",
-        port.expect("the harness announced its port")
-    );
+    let url = announced_url(&port_file);
     let connect = || {
         redis::Client::open(url.as_str())
             .unwrap()
@@ -106,6 +92,24 @@ fn the_binary_observes_locks_and_writes_its_history_and_timeline_at_exit() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The URL of the harness that writes its port to `port_file` once it listens, waited for
+/// (bounded: 10 s).
+fn announced_url(port_file: &std::path::Path) -> String {
+    for _ in 0..200 {
+        if let Some(port) = std::fs::read_to_string(port_file)
+            .ok()
+            .and_then(|s| s.trim().parse::<u16>().ok())
+        {
+            return format!("redis://127.0.0.1:{port}/");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!(
+        "the harness did not announce its port in {}",
+        port_file.display()
+    );
+}
+
 /// Sends SIGTERM to our child `pid` with the `kill` command; its exit code.
 fn sigterm(pid: u32) -> i32 {
     Command::new("kill")
@@ -138,18 +142,7 @@ fn a_schedule_given_on_the_command_line_double_grants_a_lock_taken_during_its_la
             cmd.args(["--schedule", "failover/n0/10/60000/2000"]);
         }
         let mut child = cmd.spawn().unwrap();
-        let mut port = None;
-        for _ in 0..200 {
-            if let Some(p) = std::fs::read_to_string(&port_file)
-                .ok()
-                .and_then(|s| s.trim().parse::<u16>().ok())
-            {
-                port = Some(p);
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        let url = format!("redis://127.0.0.1:{}/", port.expect("the harness's port"));
+        let url = announced_url(&port_file);
         // The front resets the connections it has open to the old master at the failover: a
         // connection made at that instant is tried again (bounded).
         let connect = || {
