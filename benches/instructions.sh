@@ -41,19 +41,8 @@ for server in $SERVERS; do
       [ -S "$sock" ] && redis-cli -s "$sock" ping >/dev/null 2>&1 && break
       sleep 0.2
     done
-    if [ "$t" = acquire ]; then
-      sha=$(redis-cli -s "$sock" SCRIPT LOAD "$(body ACQUIRE)")
-      redis-benchmark -s "$sock" -c 50 -n "$N" -P 16 -q -r 100000 EVALSHA "$sha" 1 \
-        lock:__rand_int__ 30000 58c62432-bb74-4d14-8a00-9908cc8b828f:1 >/dev/null 2>&1
-    else
-      redis-benchmark -s "$sock" -c 50 -n "$N" -P 16 -q -t "$t" >/dev/null 2>&1
-    fi
+    callgrind_load "$t" "$N" -s "$sock"
     kill -INT "$pid"; wait "$pid" 2>/dev/null
-    callgrind_annotate --show=Ir,I1mr,D1mr,D1mw,ILmr,DLmr,DLmw,Bcm,Bim "$out" 2>/dev/null \
-      | grep 'PROGRAM TOTALS' | tr -d ',' \
-      | awk -v s="$server" -v t="$t" -v n="$N" '{
-          ir = $1; l1 = $3 + $5 + $7; ll = $9 + $11 + $13; bm = $15 + $17
-          printf "%s %s: Ir %d, L1m %.1f, LLm %.2f, Bm %.1f, CEst %d per request\n",
-                 s, t, ir / n, l1 / n, ll / n, bm / n, (ir + 10 * l1 + 100 * ll + 10 * bm) / n }'
+    callgrind_totals "$out" "$server" "$t" "$N"
   done
 done
