@@ -35,14 +35,23 @@ const REDISSON_FENCED_ACQUIRE: &str = "if (redis.call('exists', KEYS[1]) == 0 or
 const OWNER_A: &str = "8b5a4a36-4e0c-4c6a-9a4e-0a1b2c3d4e5f:1";
 const OWNER_B: &str = "f0e1d2c3-b4a5-4968-8776-655443322110:1";
 
+/// A master and a replica 2 s behind it, the harness observing nothing from the start.
 async fn topology(seed: u64) -> Topology {
-    Topology::builder()
+    lagging(seed, None).await
+}
+
+/// A master and a replica 2 s behind it, observing keys matching `patterns` from the start
+/// when given (`Some(&[])`: the observer installed with no pattern).
+async fn lagging(seed: u64, patterns: Option<&[&str]>) -> Topology {
+    let mut builder = Topology::builder();
+    builder
         .replicas(1)
         .replication_delay(Duration::from_millis(2000))
-        .seed(seed)
-        .build()
-        .await
-        .unwrap()
+        .seed(seed);
+    if let Some(patterns) = patterns {
+        builder.observe(patterns.iter().copied());
+    }
+    builder.build().await.unwrap()
 }
 
 /// A fresh connection to the front address.
@@ -254,14 +263,7 @@ async fn without_a_fault_the_second_string_lock_client_is_refused_and_nothing_is
 
 #[tokio::test(start_paused = true)]
 async fn a_failover_between_two_redisson_acquisitions_is_one_double_grant() {
-    let t = Topology::builder()
-        .replicas(1)
-        .replication_delay(Duration::from_millis(2000))
-        .seed(40)
-        .observe(["lock:*"])
-        .build()
-        .await
-        .unwrap();
+    let t = lagging(40, Some(&["lock:*"])).await;
     let mut a = front(&t).await;
     assert!(redisson_acquire(&mut a, "lock:r", OWNER_A).await);
     // A re-entry is not a second grant.
@@ -292,14 +294,7 @@ async fn a_failover_between_two_redisson_acquisitions_is_one_double_grant() {
 
 #[tokio::test(start_paused = true)]
 async fn without_a_fault_redisson_s_second_owner_waits_and_nothing_is_reported() {
-    let t = Topology::builder()
-        .replicas(1)
-        .replication_delay(Duration::from_millis(2000))
-        .seed(41)
-        .observe(Vec::<String>::new())
-        .build()
-        .await
-        .unwrap();
+    let t = lagging(41, Some(&[])).await;
     let mut a = front(&t).await;
     let mut b = front(&t).await;
     assert!(redisson_acquire(&mut a, "lock:r", OWNER_A).await);
@@ -1035,14 +1030,7 @@ async fn a_latch_lost_above_zero_opens_early() {
 /// `<target>/tmp/locksmith-timelines/observed_failover.html` and screenshots it.
 #[tokio::test(start_paused = true)]
 async fn the_readme_example_draws_its_observed_timeline() {
-    let t = Topology::builder()
-        .replicas(1)
-        .replication_delay(Duration::from_millis(2000))
-        .seed(1)
-        .observe(["lock:*"])
-        .build()
-        .await
-        .unwrap();
+    let t = lagging(1, Some(&["lock:*"])).await;
     let mut a = front(&t).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(py_acquire(&mut a, "lock:k", "tokA").await);
