@@ -120,43 +120,9 @@ fn migrate(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         locksmith_resp::encode_command(&line, &mut restores);
         sent.push(key.clone());
     }
-    let transfer = Transfer {
-        host,
-        port,
-        db,
-        timeout,
-        restores,
-        sent,
-    };
-    crate::outbound::run_blocking(|| transfer.run(ctx, &opts))
-}
-
-/// One MIGRATE's transfer: its RESTOREs, encoded, for the keys in `sent`.
-struct Transfer {
-    host: Bytes,
-    port: Bytes,
-    db: i64,
-    timeout: Duration,
-    /// The RESTORE commands, encoded.
-    restores: Vec<u8>,
-    /// The keys they restore, in order.
-    sent: Vec<Bytes>,
-}
-
-impl Transfer {
-    /// Sends the RESTOREs over a cached connection (retrying once on a dead one), then
-    /// forgets the keys the target acknowledged. Blocks the thread up to the timeout per step.
-    fn run(self, ctx: &mut Ctx<'_>, opts: &Options) -> CmdResult {
-        let Transfer {
-            host,
-            port,
-            db,
-            timeout,
-            restores,
-            sent,
-        } = self;
-        let now = ctx.now;
-        let restore_count = sent.len();
+    // The transfer blocks the thread up to the timeout per step, as Redis's does; the
+    // runtime's other tasks move elsewhere meanwhile.
+    crate::outbound::run_blocking(|| {
         let mut may_retry = true;
         loop {
             let conn = match ctx.state.migrate.get(&host, &port, timeout, now) {
@@ -192,14 +158,7 @@ impl Transfer {
                 );
             }
             out.extend_from_slice(&restores);
-            let outcome = exchange(
-                conn,
-                &out,
-                opts.auth.is_some(),
-                select,
-                restore_count,
-                timeout,
-            );
+            let outcome = exchange(conn, &out, opts.auth.is_some(), select, sent.len(), timeout);
             match outcome {
                 Ok(replies) => {
                     let error = replies.first_error;
@@ -236,7 +195,7 @@ impl Transfer {
                 }
             }
         }
-    }
+    })
 }
 
 /// Redis's error after a failed transfer.
