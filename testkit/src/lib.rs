@@ -61,19 +61,18 @@ pub fn client(url: &str) -> redis::Client {
 /// a hang: the crate's default (500 ms) failed replies that a loaded 2-core CI machine gave
 /// late (a first `EVAL` among 80 tests running at once), which no test means to assert.
 pub async fn conn(url: &str) -> redis::aio::MultiplexedConnection {
-    let config =
-        redis::AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_secs(30)));
-    client(url)
-        .get_multiplexed_async_connection_with_config(&config)
-        .await
-        .unwrap()
+    conn_answering_within(url, Duration::from_secs(30)).await
 }
 
 /// A connection that waits as long as a long script runs (the crate's default response
 /// timeout is shorter than some scripts the tests run); 120 s is only a hang guard.
 pub async fn patient_conn(url: &str) -> redis::aio::MultiplexedConnection {
-    let config =
-        redis::AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_secs(120)));
+    conn_answering_within(url, Duration::from_secs(120)).await
+}
+
+/// An async multiplexed connection to `url` whose replies may take up to `timeout`.
+async fn conn_answering_within(url: &str, timeout: Duration) -> redis::aio::MultiplexedConnection {
+    let config = redis::AsyncConnectionConfig::new().set_response_timeout(Some(timeout));
     client(url)
         .get_multiplexed_async_connection_with_config(&config)
         .await
