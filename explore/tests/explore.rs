@@ -41,9 +41,11 @@ fn the_plain_lock_loses_mutual_exclusion_under_failover_within_50_seeds() {
 fn redlock_loses_mutual_exclusion_under_clock_jumps() {
     // A RedLock holder of this workload almost always holds all five nodes, so a double grant
     // needs jumps on a majority of them (or a bare majority, which races make rare): the first
-    // such seed is 319 of the default drawing.
+    // such seed is 319 of the default drawing. The search starts at 300 rather than 0: the 300
+    // seeds before it find nothing (the safety matrix explores them) and took three quarters
+    // of this test's time, the explorer tests' longest.
     let report = explore(
-        &Exploration::new(Workload::new(LockKind::RedLock), FaultClass::Clock).seeds(0..400),
+        &Exploration::new(Workload::new(LockKind::RedLock), FaultClass::Clock).seeds(300..400),
     );
     let finding = report.first.expect("a clock-jump double grant");
     assert!(finding
