@@ -1,7 +1,9 @@
 //! How each fault is applied to a topology's nodes and links and recorded in its history (the
 //! operations behind [`Topology`](crate::Topology)'s verbs and `LOCKSMITH.*`).
 
-use crate::{FaultGuard, HarnessError, Inner, LinkRule, NodeId, Restart};
+use crate::{
+    Applied, Chunk, Fault, FaultGuard, HarnessError, Inner, LinkRule, NodeId, Restart, Verdict,
+};
 use locksmith_server::control::{ClusterView, Recovery};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -9,9 +11,108 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 impl Inner {
-    pub(crate) fn fault(&self, label: String) -> usize {
-        tracing::info!(fault = %label, "fault");
-        self.history.fault(label)
+    /// Applies `fault` (the one function `LOCKSMITH.*`, the schedules and
+    /// [`Topology::apply`](crate::Topology::apply) come through; the caller holds `ops` for a
+    /// failover, kill or restart). Returns it as recorded, with the guard of a fault that lasts.
+    pub(crate) async fn apply(self: &Arc<Self>, fault: Fault) -> Result<Applied, HarnessError> {
+        let recorded = |fault: Fault| Applied { fault, guard: None };
+        let lasting = |fault: Fault, guard: FaultGuard| Applied {
+            fault,
+            guard: Some(guard),
+        };
+        Ok(match fault {
+            Fault::FailMaster { new, .. } => {
+                recorded(self.failover(Some(new.index()), true).await?)
+            }
+            Fault::SwitchMaster { new, .. } => {
+                recorded(self.failover(Some(new.index()), false).await?)
+            }
+            Fault::Kill(node) => {
+                self.kill(node.index()).await?;
+                recorded(fault)
+            }
+            Fault::Restart(node, how) => {
+                self.restart(node.index(), how).await?;
+                recorded(fault)
+            }
+            Fault::Partition(a, b) => {
+                self.slot(a.index())?;
+                self.slot(b.index())?;
+                let guard = self.partition(a.index(), b.index(), true);
+                lasting(fault, guard)
+            }
+            Fault::Isolate(node) => {
+                let guard = self.isolate(node.index())?;
+                lasting(fault, guard)
+            }
+            Fault::Heal => {
+                self.heal();
+                recorded(fault)
+            }
+            Fault::ClockJump(node, delta_ms) => {
+                self.clock_jump(node.index(), delta_ms)?;
+                recorded(fault)
+            }
+            Fault::Pause(node, d) => {
+                let guard = self.pause(node.index(), d).await?;
+                lasting(fault, guard)
+            }
+            Fault::ReplicationDelay { delay, jitter } => {
+                self.replication_delay(delay, jitter);
+                recorded(fault)
+            }
+            Fault::ReplicationStall => {
+                let guard = self.stall();
+                lasting(fault, guard)
+            }
+            Fault::Latency(node, d) => {
+                let rule: Arc<dyn LinkRule> = Arc::new(move |_: &Chunk| Verdict::Delay(d));
+                let guard = self.link_rule(node.index(), rule, fault.clone())?;
+                lasting(fault, guard)
+            }
+            Fault::DropTraffic(node) => {
+                let rule: Arc<dyn LinkRule> = Arc::new(|_: &Chunk| Verdict::Drop);
+                let guard = self.link_rule(node.index(), rule, fault.clone())?;
+                lasting(fault, guard)
+            }
+            Fault::ResetConnections { node, .. } => {
+                let count = self.reset_connections(node.index())?;
+                recorded(Fault::ResetConnections { node, count })
+            }
+            Fault::LinkRule { .. } => {
+                return Err(HarnessError::Invalid(
+                    "a link rule of one's own is applied with its rule (Topology::link_rule)"
+                        .into(),
+                ))
+            }
+            // A client's pause and a note change nothing in the topology: they are recorded.
+            Fault::ClientPause { .. } | Fault::Note(_) => {
+                self.fault(fault.clone());
+                recorded(fault)
+            }
+        })
+    }
+
+    /// Records `fault` in the history (and the log); returns its index there.
+    pub(crate) fn fault(&self, fault: Fault) -> usize {
+        tracing::info!(%fault, "fault");
+        self.history.fault(fault)
+    }
+
+    /// The replica a failover that names none promotes: the most up-to-date replica of the
+    /// replicated topology's master (a cluster's failover must name one).
+    pub(crate) fn failover_target(&self) -> Result<usize, HarnessError> {
+        if self.cluster.is_some() {
+            return Err(HarnessError::Invalid(
+                "a cluster has a master per shard: name the replica to promote".into(),
+            ));
+        }
+        if !self.replicated {
+            return Err(HarnessError::Invalid(
+                "independent masters have no replicas to fail over to".into(),
+            ));
+        }
+        self.best_replica().ok_or(HarnessError::NoReplica)
     }
 
     /// The most up-to-date live replica of the current master (ties: lowest id).
@@ -22,14 +123,20 @@ impl Inner {
             .max_by_key(|&i| (self.offset_of(i), std::cmp::Reverse(i)))
     }
 
-    /// Promotes `new` (or the best replica); kills the old master first when `crash`.
+    /// Promotes `new` (or [`Inner::failover_target`]); kills the old master first when
+    /// `crash`. Returns the fault as recorded ([`Fault::FailMaster`] or
+    /// [`Fault::SwitchMaster`]).
     pub(crate) async fn failover(
         &self,
         new: Option<usize>,
         crash: bool,
-    ) -> Result<NodeId, HarnessError> {
+    ) -> Result<Fault, HarnessError> {
+        let n = match new {
+            Some(n) => n,
+            None => self.failover_target()?,
+        };
         if let Some(view) = &self.cluster {
-            return self.shard_failover(view, new, crash).await;
+            return self.shard_failover(view, n, crash).await;
         }
         if !self.replicated {
             return Err(HarnessError::Invalid(
@@ -37,23 +144,15 @@ impl Inner {
             ));
         }
         let old = self.master_index();
-        let new = match new {
-            Some(n) => {
-                self.slot(n)?;
-                if n == old {
-                    return Err(HarnessError::Invalid(format!("n{n} is already the master")));
-                }
-                if !self.is_up(n) {
-                    return Err(HarnessError::NodeDown(NodeId(n)));
-                }
-                n
-            }
-            None => self.best_replica().ok_or(HarnessError::NoReplica)?,
-        };
-        let label = format!(
-            "{} n{old} -> n{new}",
-            if crash { "fail_master" } else { "failover" }
-        );
+        self.slot(n)?;
+        if n == old {
+            return Err(HarnessError::Invalid(format!("n{n} is already the master")));
+        }
+        if !self.is_up(n) {
+            return Err(HarnessError::NodeDown(NodeId(n)));
+        }
+        let new = n;
+        let fault = failover_fault(old, new, crash);
         let served = self.observer.snapshot(old);
         if crash && self.is_up(old) {
             self.stop_node(old).await?;
@@ -84,8 +183,8 @@ impl Inner {
                 n.port()
             ),
         );
-        self.fault(label);
-        Ok(NodeId(new))
+        self.fault(fault.clone());
+        Ok(fault)
     }
 
     /// A cluster shard's failover to its replica `new` (Redis Cluster's, decided here rather
@@ -95,14 +194,9 @@ impl Inner {
     pub(crate) async fn shard_failover(
         &self,
         view: &ClusterView,
-        new: Option<usize>,
+        new: usize,
         crash: bool,
-    ) -> Result<NodeId, HarnessError> {
-        let Some(new) = new else {
-            return Err(HarnessError::Invalid(
-                "a cluster has a master per shard: name the replica to promote".into(),
-            ));
-        };
+    ) -> Result<Fault, HarnessError> {
         self.slot(new)?;
         let Some(old) = view.replica_of(new) else {
             return Err(HarnessError::Invalid(format!("n{new} is not a replica")));
@@ -110,10 +204,7 @@ impl Inner {
         if !self.is_up(new) {
             return Err(HarnessError::NodeDown(NodeId(new)));
         }
-        let label = format!(
-            "{} n{old} -> n{new}",
-            if crash { "fail_master" } else { "failover" }
-        );
+        let fault = failover_fault(old, new, crash);
         let served = self.observer.snapshot(old);
         if crash && self.is_up(old) {
             self.stop_node(old).await?;
@@ -128,8 +219,8 @@ impl Inner {
                 self.attach(new, r).await?;
             }
         }
-        self.fault(label);
-        Ok(NodeId(new))
+        self.fault(fault.clone());
+        Ok(fault)
     }
 
     pub(crate) async fn kill(&self, i: usize) -> Result<(), HarnessError> {
@@ -143,7 +234,7 @@ impl Inner {
             self.route_front();
             self.reset_proxy(&self.front);
         }
-        self.fault(format!("kill n{i}"));
+        self.fault(Fault::Kill(NodeId(i)));
         Ok(())
     }
 
@@ -249,25 +340,22 @@ impl Inner {
             }
         }
         self.publish_sdown(i, false);
-        self.fault(format!("restart n{i} ({how})"));
+        self.fault(Fault::Restart(NodeId(i), how));
         Ok(())
     }
 
-    /// Cuts replication between `a` and `b`; recorded as a fault when `label` is given.
-    pub(crate) fn partition(
-        self: &Arc<Self>,
-        a: usize,
-        b: usize,
-        label: Option<String>,
-    ) -> FaultGuard {
+    /// Cuts replication between `a` and `b`; recorded as a fault when `record` (not as a part
+    /// of an isolation).
+    pub(crate) fn partition(self: &Arc<Self>, a: usize, b: usize, record: bool) -> FaultGuard {
         let key = (a.min(b), a.max(b));
         if let Ok(mut net) = self.net.lock() {
             *net.partitions.entry(key).or_insert(0) += 1;
             net.apply();
         }
-        let fault = label.clone().map(|l| self.fault(l));
+        let recorded = record.then_some(Fault::Partition(NodeId(a), NodeId(b)));
+        let fault = recorded.clone().map(|f| self.fault(f));
         let inner = Arc::downgrade(self);
-        FaultGuard::new(label.unwrap_or_default(), move || {
+        FaultGuard::new(recorded, move || {
             if let Some(inner) = inner.upgrade() {
                 if let Ok(mut net) = inner.net.lock() {
                     if let Some(n) = net.partitions.get_mut(&key) {
@@ -289,17 +377,56 @@ impl Inner {
         self: &Arc<Self>,
         i: usize,
         rule: Arc<dyn LinkRule>,
-        label: String,
+        fault: Fault,
     ) -> Result<FaultGuard, HarnessError> {
         let slot = self.slot(i)?;
         let id = slot.proxy.add_rule(rule);
         let remove = slot.proxy.rule_remover(id);
-        let fault = self.fault(label.clone());
+        let index = self.fault(fault.clone());
         let history = self.history.clone();
-        Ok(FaultGuard::new(label, move || {
+        Ok(FaultGuard::new(Some(fault), move || {
             remove();
-            history.fault_ended(fault);
+            history.fault_ended(index);
         }))
+    }
+
+    /// Cuts node `i` from every other node and black-holes its client traffic: one fault,
+    /// [`Fault::Isolate`].
+    pub(crate) fn isolate(self: &Arc<Self>, i: usize) -> Result<FaultGuard, HarnessError> {
+        let mut guards = Vec::new();
+        for other in 0..self.slots.len() {
+            if other != i {
+                guards.push(self.partition(i, other, false));
+            }
+        }
+        let rule = self.link_rule(
+            i,
+            Arc::new(|_: &Chunk| Verdict::Drop),
+            Fault::Isolate(NodeId(i)),
+        )?;
+        guards.push(rule);
+        Ok(FaultGuard::new(
+            Some(Fault::Isolate(NodeId(i))),
+            move || drop(guards),
+        ))
+    }
+
+    /// Moves node `i`'s clock by `delta_ms`; returns its total shift.
+    pub(crate) fn clock_jump(&self, i: usize, delta_ms: i64) -> Result<i64, HarnessError> {
+        let slot = self.slot(i)?;
+        slot.clock.shift(delta_ms);
+        self.fault(Fault::ClockJump(NodeId(i), delta_ms));
+        Ok(slot.clock.shift_ms())
+    }
+
+    /// Resets every open client connection of node `i`; returns how many.
+    pub(crate) fn reset_connections(&self, i: usize) -> Result<usize, HarnessError> {
+        let count = self.slot(i)?.proxy.reset_all();
+        self.fault(Fault::ResetConnections {
+            node: NodeId(i),
+            count,
+        });
+        Ok(count)
     }
 
     /// Sets the replication delay and jitter and records it: a delay lasts until the next
@@ -307,7 +434,7 @@ impl Inner {
     /// `LOCKSMITH.REPLDELAY` and the schedules all come here).
     pub(crate) fn replication_delay(&self, delay: Duration, jitter: Duration) {
         self.set_delay(delay, jitter);
-        let fault = self.fault(format!("replication delay {} ms", delay.as_millis()));
+        let fault = self.fault(Fault::ReplicationDelay { delay, jitter });
         let previous = self.delay_fault.lock().ok().and_then(|mut open| {
             std::mem::replace(&mut *open, (!delay.is_zero()).then_some(fault))
         });
@@ -331,9 +458,9 @@ impl Inner {
             net.stalled += 1;
             net.apply();
         }
-        let fault = self.fault("replication stalled".into());
+        let fault = self.fault(Fault::ReplicationStall);
         let inner = Arc::downgrade(self);
-        FaultGuard::new("replication stalled".into(), move || {
+        FaultGuard::new(Some(Fault::ReplicationStall), move || {
             if let Some(inner) = inner.upgrade() {
                 if let Ok(mut net) = inner.net.lock() {
                     net.stalled = net.stalled.saturating_sub(1);
@@ -358,7 +485,7 @@ impl Inner {
         for slot in &self.slots {
             slot.proxy.clear_rules();
         }
-        self.fault("heal".into());
+        self.fault(Fault::Heal);
     }
 
     pub(crate) async fn pause(
@@ -370,8 +497,8 @@ impl Inner {
         let cancel = CancellationToken::new();
         let token = Arc::new(());
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-        let label = format!("pause n{i} {} ms", d.as_millis());
-        let fault = self.fault(label.clone());
+        let recorded = Fault::Pause(NodeId(i), d);
+        let fault = self.fault(recorded.clone());
         {
             let cancel = cancel.clone();
             let history = self.history.clone();
@@ -407,6 +534,16 @@ impl Inner {
         if let Ok(mut live) = self.slot(i)?.live.lock() {
             live.paused = Some((cancel.clone(), token));
         }
-        Ok(FaultGuard::new(label, move || cancel.cancel()))
+        Ok(FaultGuard::new(Some(recorded), move || cancel.cancel()))
+    }
+}
+
+/// The record of a failover from `old` to `new`: a crash of `old`, or a graceful switch.
+fn failover_fault(old: usize, new: usize, crash: bool) -> Fault {
+    let (old, new) = (NodeId(old), NodeId(new));
+    if crash {
+        Fault::FailMaster { old, new }
+    } else {
+        Fault::SwitchMaster { old, new }
     }
 }

@@ -59,7 +59,7 @@ mod timeline;
 mod topology;
 
 pub use builder::{BlockingTopology, TopologyBuilder, DEFAULT_KEEP_DATA_WINDOW};
-pub use fault::{FaultGuard, Restart};
+pub use fault::{Applied, Fault, FaultGuard, Restart};
 pub use history::{
     fault_windows, longest_clear, Checker, Event, EventKind, FaultRecord, History, Hold, Liveness,
     LivenessIssue, Pending, Violation,

@@ -2,9 +2,9 @@
 //! fault as a verb.
 
 use crate::{
-    schedule, Chunk, FaultGuard, HarnessError, HeldLock, History, LinkRule, LockEvent,
-    LockViolation, Mark, NodeId, NodeInfo, NodeRole, Restart, Timeline, Topology, TopologyBuilder,
-    Verdict,
+    schedule, Applied, Chunk, Fault, FaultGuard, HarnessError, HeldLock, History, LinkRule,
+    LockEvent, LockViolation, Mark, NodeId, NodeInfo, NodeRole, Restart, Timeline, Topology,
+    TopologyBuilder, Verdict,
 };
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -254,7 +254,7 @@ impl Topology {
     /// No live replica, or independent masters.
     pub async fn fail_master(&self) -> Result<NodeId, HarnessError> {
         let _ops = self.inner.ops.lock().await;
-        self.inner.failover(None, true).await
+        self.inner.failover(None, true).await.map(promoted)
     }
 
     /// [`Topology::fail_master`] promoting `node`. In a cluster topology, fails over the shard
@@ -266,7 +266,7 @@ impl Topology {
     /// `node` down, unknown or already the master (in a cluster: not a replica).
     pub async fn fail_master_to(&self, node: NodeId) -> Result<NodeId, HarnessError> {
         let _ops = self.inner.ops.lock().await;
-        self.inner.failover(Some(node.0), true).await
+        self.inner.failover(Some(node.0), true).await.map(promoted)
     }
 
     /// A graceful failover (Sentinel's `FAILOVER`): promotes `node` or the best replica; the
@@ -278,7 +278,10 @@ impl Topology {
     /// As [`Topology::fail_master_to`].
     pub async fn switch_master(&self, node: Option<NodeId>) -> Result<NodeId, HarnessError> {
         let _ops = self.inner.ops.lock().await;
-        self.inner.failover(node.map(|n| n.0), false).await
+        self.inner
+            .failover(node.map(|n| n.0), false)
+            .await
+            .map(promoted)
     }
 
     /// Kills `node`: its connections are reset, new ones refused, its replication links cut.
@@ -360,8 +363,7 @@ impl Topology {
 
     /// Cuts replication between `a` and `b` until the guard is dropped (or [`Topology::heal`]).
     pub fn partition(&self, a: NodeId, b: NodeId) -> FaultGuard {
-        self.inner
-            .partition(a.0, b.0, Some(format!("partition n{} | n{}", a.0, b.0)))
+        self.inner.partition(a.0, b.0, true)
     }
 
     /// Cuts `node` from every other node and black-holes its client traffic.
@@ -370,22 +372,7 @@ impl Topology {
     ///
     /// Unknown node.
     pub fn isolate(&self, node: NodeId) -> Result<FaultGuard, HarnessError> {
-        let i = node.0;
-        let mut guards = Vec::new();
-        for other in 0..self.inner.slots.len() {
-            if other != i {
-                guards.push(self.inner.partition(i, other, None));
-            }
-        }
-        let rule = self.inner.link_rule(
-            i,
-            Arc::new(|_: &Chunk| Verdict::Drop),
-            format!("isolate n{i}"),
-        )?;
-        guards.push(rule);
-        Ok(FaultGuard::new(format!("isolate n{i}"), move || {
-            drop(guards)
-        }))
+        self.inner.isolate(node.0)
     }
 
     /// Ends every partition, isolation and client-link rule.
@@ -399,10 +386,7 @@ impl Topology {
     ///
     /// Unknown node.
     pub fn clock_jump(&self, node: NodeId, delta_ms: i64) -> Result<(), HarnessError> {
-        self.inner.slot(node.0)?.clock.shift(delta_ms);
-        self.inner
-            .fault(format!("clock n{} {delta_ms:+} ms", node.0));
-        Ok(())
+        self.inner.clock_jump(node.0, delta_ms).map(|_| ())
     }
 
     /// Stops `node` for `d` like SIGSTOP: it accepts and buffers requests but executes
@@ -432,7 +416,8 @@ impl Topology {
         self.inner.stall()
     }
 
-    /// Adds a client-link rule on `node`'s address (first non-pass verdict wins).
+    /// Adds a client-link rule on `node`'s address (first non-pass verdict wins), recorded
+    /// as [`Fault::LinkRule`] with `label`.
     ///
     /// # Errors
     ///
@@ -443,7 +428,11 @@ impl Topology {
         rule: impl LinkRule,
         label: impl Into<String>,
     ) -> Result<FaultGuard, HarnessError> {
-        self.inner.link_rule(node.0, Arc::new(rule), label.into())
+        let fault = Fault::LinkRule {
+            node,
+            label: label.into(),
+        };
+        self.inner.link_rule(node.0, Arc::new(rule), fault)
     }
 
     /// Adds `d` of latency to every chunk on `node`'s client links.
@@ -455,7 +444,7 @@ impl Topology {
         self.inner.link_rule(
             node.0,
             Arc::new(move |_: &Chunk| Verdict::Delay(d)),
-            format!("latency n{} {} ms", node.0, d.as_millis()),
+            Fault::Latency(node, d),
         )
     }
 
@@ -468,7 +457,7 @@ impl Topology {
         self.inner.link_rule(
             node.0,
             Arc::new(|_: &Chunk| Verdict::Drop),
-            format!("drop traffic n{}", node.0),
+            Fault::DropTraffic(node),
         )
     }
 
@@ -478,10 +467,41 @@ impl Topology {
     ///
     /// Unknown node.
     pub fn reset_connections(&self, node: NodeId) -> Result<usize, HarnessError> {
-        let n = self.inner.slot(node.0)?.proxy.reset_all();
-        self.inner
-            .fault(format!("reset {n} connection(s) of n{}", node.0));
-        Ok(n)
+        self.inner.reset_connections(node.0)
+    }
+
+    /// Applies `fault` as `LOCKSMITH.*` and the schedules do (each variant's verb above; a
+    /// failover promotes the [`Fault::FailMaster`]'s `new`, whichever master it replicates
+    /// from; a reset resets whatever is open), recording it in the history. Returns it as
+    /// recorded, with the guard of a fault that lasts.
+    ///
+    /// ```
+    /// use locksmith_harness::{Fault, Topology};
+    /// use std::time::Duration;
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let topology = Topology::builder().replicas(1).seed(5).build().await?;
+    /// let n1 = topology.nodes()[1];
+    /// let applied = topology.apply(Fault::Pause(n1, Duration::from_millis(200))).await?;
+    /// assert_eq!(applied.fault.to_string(), "pause n1 200 ms");
+    /// drop(applied.guard); // resumes n1 now
+    /// assert_eq!(topology.history().faults()[0].fault, Fault::Pause(n1, Duration::from_millis(200)));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As the variant's verb; a [`Fault::LinkRule`] (it needs its rule: [`Topology::link_rule`]).
+    pub async fn apply(&self, fault: Fault) -> Result<Applied, HarnessError> {
+        // Failovers, kills and restarts are serialised as their verbs are.
+        let _ops = match fault {
+            Fault::FailMaster { .. }
+            | Fault::SwitchMaster { .. }
+            | Fault::Kill(_)
+            | Fault::Restart(..) => Some(self.inner.ops.lock().await),
+            _ => None,
+        };
+        self.inner.apply(fault).await
     }
 
     /// Stops every node and listener.
@@ -500,5 +520,13 @@ impl Topology {
             let _ = self.inner.stop_node(i).await;
         }
         self.inner.front.reset_all();
+    }
+}
+
+/// The node a failover promoted.
+fn promoted(fault: Fault) -> NodeId {
+    match fault {
+        Fault::FailMaster { new, .. } | Fault::SwitchMaster { new, .. } => new,
+        _ => unreachable!("a failover records a failover"),
     }
 }

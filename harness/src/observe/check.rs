@@ -88,7 +88,7 @@ pub(super) fn faults_between(faults: &[FaultRecord], from_ms: u64, to_ms: u64) -
     faults
         .iter()
         .filter(|f| f.start_ms <= to_ms && f.end_ms.is_none_or(|e| e >= from_ms))
-        .map(|f| f.label.clone())
+        .map(FaultRecord::label)
         .collect()
 }
 

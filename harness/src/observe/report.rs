@@ -26,7 +26,7 @@ pub(crate) fn history_json(
     };
     let doc = json!({
         "faults": faults.iter().map(|f| json!({
-            "label": f.label, "start_ms": f.start_ms, "end_ms": f.end_ms,
+            "label": f.label(), "start_ms": f.start_ms, "end_ms": f.end_ms,
         })).collect::<Vec<_>>(),
         "marks": marks.iter().map(|m| json!({"at_ms": m.at_ms, "text": m.text})).collect::<Vec<_>>(),
         "events": events.iter().map(|e| json!({
@@ -63,7 +63,7 @@ pub(crate) fn as_history(
     }
     for m in marks {
         history.push_fault(FaultRecord {
-            label: format!("mark: {}", m.text),
+            fault: crate::Fault::Note(format!("mark: {}", m.text)),
             start_ms: m.at_ms,
             end_ms: Some(m.at_ms),
         });

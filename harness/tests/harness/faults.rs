@@ -4,7 +4,7 @@
 use locksmith_testkit::harness as harness_support;
 
 use harness_support::{conn, run, try_conn};
-use locksmith_harness::{Chunk, Direction, NodeRole, Topology, Verdict};
+use locksmith_harness::{Chunk, Direction, Fault, NodeRole, Restart, Topology, Verdict};
 use std::time::Duration;
 
 async fn topology(replicas: usize) -> Topology {
@@ -35,8 +35,18 @@ async fn a_killed_node_refuses_clients_and_restarts_empty_on_the_same_address() 
     let mut c = conn(&t.url(n1)).await;
     let got: Option<String> = run(&mut c, &["GET", "k"]).await.unwrap();
     assert_eq!(got, None, "no persistence: the node comes back empty");
-    let faults: Vec<String> = t.history().faults().into_iter().map(|f| f.label).collect();
+    let faults: Vec<String> = t
+        .history()
+        .faults()
+        .into_iter()
+        .map(|f| f.label())
+        .collect();
     assert_eq!(faults, ["kill n1", "restart n1 (empty)"]);
+    let records: Vec<Fault> = t.history().faults().into_iter().map(|f| f.fault).collect();
+    assert_eq!(
+        records,
+        [Fault::Kill(n1), Fault::Restart(n1, Restart::Empty)]
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -280,7 +290,12 @@ async fn admin_commands_drive_the_topology_over_the_wire() {
     let help: Vec<String> = run(&mut front, &["LOCKSMITH.HELP"]).await.unwrap();
     assert!(help.len() > 10);
 
-    let labels: Vec<String> = t.history().faults().into_iter().map(|f| f.label).collect();
+    let labels: Vec<String> = t
+        .history()
+        .faults()
+        .into_iter()
+        .map(|f| f.label())
+        .collect();
     assert!(
         labels.iter().any(|l| l == "fail_master n0 -> n1"),
         "{labels:?}"
@@ -354,8 +369,8 @@ async fn repldelay_sent_twice_ends_the_first_delay_record() {
         .history()
         .faults()
         .into_iter()
-        .filter(|f| f.label.starts_with("replication delay"))
-        .map(|f| (f.label, f.start_ms, f.end_ms))
+        .filter(|f| matches!(f.fault, Fault::ReplicationDelay { .. }))
+        .map(|f| (f.label(), f.start_ms, f.end_ms))
         .collect();
     assert_eq!(delays.len(), 3, "{delays:?}");
     let (first, second, last) = (&delays[0], &delays[1], &delays[2]);
