@@ -16,7 +16,7 @@ pub(crate) fn fault_windows(
 ) -> Vec<(u64, u64)> {
     let kept: Vec<FaultRecord> = faults
         .iter()
-        .filter(|f| !(links_only && f.label.starts_with("replication")))
+        .filter(|f| !(links_only && f.fault.replication_only()))
         .cloned()
         .collect();
     locksmith_harness::fault_windows(&kept, grace)
@@ -30,11 +30,9 @@ pub(crate) fn in_window(windows: &[(u64, u64)], from: u64, to: u64) -> bool {
 /// Whether the run had a fault after which Redis may have forgotten writes (a kill, a failed
 /// master, a restart): counts kept in Redis are not expected to add up after one.
 pub(crate) fn lost_data(faults: &[FaultRecord]) -> bool {
-    faults.iter().any(|f| {
-        ["kill ", "fail_master ", "restart "]
-            .iter()
-            .any(|p| f.label.starts_with(p))
-    })
+    faults
+        .iter()
+        .any(|f| f.fault.crashed().is_some() || f.fault.restarted().is_some())
 }
 
 /// The busy spans of `resource`: each hold from the start of its acquire (a call that got the
@@ -146,6 +144,7 @@ pub(crate) fn over_admissions(history: &History, permits: usize) -> Vec<String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use locksmith_harness::{Fault, NodeId, Restart};
 
     fn ev(client: &str, kind: EventKind, start: u64, end: u64) -> Event {
         Event::new(client, "r", kind, start, end, None)
@@ -215,11 +214,11 @@ mod tests {
     #[test]
     fn windows_of_a_crash_last_until_the_restart_and_replication_faults_spare_links() {
         let h = History::new();
-        let kill = h.fault("kill n0");
-        let _ = kill;
-        let stall = h.fault("replication stalled");
+        let n0 = NodeId::from_index(0);
+        h.fault(Fault::Kill(n0));
+        let stall = h.fault(Fault::ReplicationStall);
         h.fault_ended(stall);
-        h.fault("restart n0 (empty)");
+        h.fault(Fault::Restart(n0, Restart::Empty));
         let faults = h.faults();
         let all = fault_windows(&faults, 100, false);
         assert_eq!(all.len(), 3);

@@ -8,7 +8,9 @@ use crate::workload::{
     contend, open, Contender, LockKind, Resource, Tally, Workload, PERMITS, RESOURCE,
 };
 use locksmith_harness::schedule::apply;
-use locksmith_harness::{Checker, History, Liveness, LivenessIssue, NodeId, Topology, Violation};
+use locksmith_harness::{
+    Checker, Fault, History, Liveness, LivenessIssue, NodeId, Topology, Violation,
+};
 use locksmith_resp::{Frame, FrameDecoder};
 use std::sync::Arc;
 use std::time::Duration;
@@ -239,7 +241,7 @@ async fn run_async(workload: Workload, schedule: &Schedule, seed: u64) -> Ended 
         Ok(t) => t,
         Err(e) => {
             let history = History::new();
-            history.fault(format!("topology failed to start: {e}"));
+            history.fault(Fault::Note(format!("topology failed to start: {e}")));
             return Ended {
                 history,
                 tallies: Vec::new(),
@@ -279,7 +281,9 @@ async fn run_async(workload: Workload, schedule: &Schedule, seed: u64) -> Ended 
             _ => admin.semaphore(RESOURCE).try_set_permits(PERMITS).await,
         };
         if !matches!(set, Ok(true)) {
-            topology.history().fault(format!("setup failed: {set:?}"));
+            topology
+                .history()
+                .fault(Fault::Note(format!("setup failed: {set:?}")));
         }
     }
     let resource = Arc::new(Resource::default());

@@ -5,7 +5,7 @@
 //! [KEEP-DATA [LOSE-LAST-MS ms]]` is [`super::Topology::restart_with`]: empty, or keeping
 //! the data minus the writes of the last `ms` (0 by default).
 
-use super::{HarnessError, Inner, NodeId, NodeRole, Restart};
+use super::{Applied, Fault, HarnessError, Inner, NodeId, NodeRole, Restart};
 use bytes::Bytes;
 use locksmith_resp::Frame;
 use locksmith_server::control::{AdminHook, ReplyFuture};
@@ -201,78 +201,104 @@ fn harness_err(e: HarnessError) -> CommandError {
     CommandError::err(e)
 }
 
-async fn dispatch(inner: &Arc<Inner>, name: &str, argv: &[Bytes]) -> Result<Frame, CommandError> {
-    let node = |i: usize| inner.node_by_name(&arg(argv, i)).map_err(harness_err);
-    let keep = |g: super::FaultGuard| {
-        if let Ok(mut guards) = inner.wire_guards.lock() {
-            guards.push(g);
-        }
+/// The fault a `LOCKSMITH.*` fault command asks for, its arguments checked in order (`None`:
+/// `name` is not a fault command). A failover that names no node promotes
+/// [`Inner::failover_target`]; a reset's count is what applying it finds.
+fn parse_fault(inner: &Inner, name: &str, argv: &[Bytes]) -> Result<Option<Fault>, CommandError> {
+    let node = |i: usize| {
+        inner
+            .node_by_name(&arg(argv, i))
+            .map(NodeId)
+            .map_err(harness_err)
     };
-    match name {
+    let ms = |i: usize| ms_arg(argv, i).map(Duration::from_millis);
+    Ok(Some(match name {
         "failover" => {
-            let target = if argv.len() > 1 { Some(node(1)?) } else { None };
-            let new = inner.failover(target, true).await.map_err(harness_err)?;
-            Ok(Frame::bulk(new.to_string()))
+            let new = if argv.len() > 1 {
+                node(1)?
+            } else {
+                NodeId(inner.failover_target().map_err(harness_err)?)
+            };
+            let old = NodeId(
+                inner
+                    .replica_of(new.index())
+                    .unwrap_or(inner.master_index()),
+            );
+            Fault::FailMaster { old, new }
         }
-        "kill" => {
-            let n = node(1)?;
-            inner.kill(n).await.map_err(harness_err)?;
-            Ok(Frame::ok())
-        }
+        "kill" => Fault::Kill(node(1)?),
         "restart" => {
             let n = node(1)?;
-            let how = restart_options(argv)?;
-            inner.restart(n, how).await.map_err(harness_err)?;
-            Ok(Frame::ok())
+            Fault::Restart(n, restart_options(argv)?)
         }
         "partition" => {
-            let (a, b) = (node(1)?, node(2)?);
-            keep(inner.partition(a, b, Some(format!("partition n{a} | n{b}"))));
-            Ok(Frame::ok())
+            let a = node(1)?;
+            Fault::Partition(a, node(2)?)
         }
-        "isolate" => {
-            let n = node(1)?;
-            let topology = super::Topology {
-                inner: inner.clone(),
-            };
-            keep(topology.isolate(super::NodeId(n)).map_err(harness_err)?);
-            Ok(Frame::ok())
-        }
-        "heal" => {
-            inner.heal();
-            Ok(Frame::ok())
-        }
+        "isolate" => Fault::Isolate(node(1)?),
+        "heal" => Fault::Heal,
         "clock" => {
             let n = node(1)?;
-            let delta = parse_i64(argv.get(2).ok_or(CommandError::Syntax)?)?;
-            let slot = inner.slot(n).map_err(harness_err)?;
-            slot.clock.shift(delta);
-            inner.fault(format!("clock n{n} {delta:+} ms"));
-            Ok(Frame::Integer(slot.clock.shift_ms()))
+            Fault::ClockJump(n, parse_i64(argv.get(2).ok_or(CommandError::Syntax)?)?)
         }
         "pause" => {
             let n = node(1)?;
-            let ms = ms_arg(argv, 2)?;
-            let guard = inner
-                .pause(n, Duration::from_millis(ms))
-                .await
-                .map_err(harness_err)?;
-            guard.detach();
-            Ok(Frame::ok())
+            Fault::Pause(n, ms(2)?)
         }
         "repldelay" => {
-            let delay = ms_arg(argv, 1)?;
-            let jitter = if argv.len() > 2 { ms_arg(argv, 2)? } else { 0 };
+            let delay = ms(1)?;
+            let jitter = if argv.len() > 2 {
+                ms(2)?
+            } else {
+                Duration::ZERO
+            };
             if argv.len() > 3 {
                 return Err(CommandError::Syntax);
             }
-            inner.replication_delay(Duration::from_millis(delay), Duration::from_millis(jitter));
-            Ok(Frame::ok())
+            Fault::ReplicationDelay { delay, jitter }
         }
-        "stall" => {
-            keep(inner.stall());
-            Ok(Frame::ok())
+        "stall" => Fault::ReplicationStall,
+        "latency" => {
+            let n = node(1)?;
+            Fault::Latency(n, ms(2)?)
         }
+        "drop" => Fault::DropTraffic(node(1)?),
+        "reset" => Fault::ResetConnections {
+            node: node(1)?,
+            count: 0,
+        },
+        _ => return Ok(None),
+    }))
+}
+
+/// A fault command's reply (the promoted node, a clock's total shift, how many connections
+/// were reset, or OK), keeping the guard of a fault that lasts until `LOCKSMITH.HEAL` or
+/// `LOCKSMITH.RESUME` (a pause ends by itself).
+fn fault_reply(inner: &Inner, applied: Applied) -> Frame {
+    if let Some(guard) = applied.guard {
+        if matches!(applied.fault, Fault::Pause(..)) {
+            guard.detach();
+        } else if let Ok(mut guards) = inner.wire_guards.lock() {
+            guards.push(guard);
+        }
+    }
+    match applied.fault {
+        Fault::FailMaster { new, .. } => Frame::bulk(new.to_string()),
+        Fault::ClockJump(node, _) => inner
+            .slot(node.index())
+            .map_or(Frame::Integer(0), |s| Frame::Integer(s.clock.shift_ms())),
+        Fault::ResetConnections { count, .. } => Frame::Integer(count as i64),
+        _ => Frame::ok(),
+    }
+}
+
+async fn dispatch(inner: &Arc<Inner>, name: &str, argv: &[Bytes]) -> Result<Frame, CommandError> {
+    let node = |i: usize| inner.node_by_name(&arg(argv, i)).map_err(harness_err);
+    if let Some(fault) = parse_fault(inner, name, argv)? {
+        let applied = inner.apply(fault).await.map_err(harness_err)?;
+        return Ok(fault_reply(inner, applied));
+    }
+    match name {
         "resume" => {
             let stalls: Vec<_> = inner
                 .wire_guards
@@ -280,45 +306,13 @@ async fn dispatch(inner: &Arc<Inner>, name: &str, argv: &[Bytes]) -> Result<Fram
                 .map(|mut g| {
                     let (stalls, rest) = std::mem::take(&mut *g)
                         .into_iter()
-                        .partition(|g| g.label() == "replication stalled");
+                        .partition(|g| g.fault() == Some(&Fault::ReplicationStall));
                     *g = rest;
                     stalls
                 })
                 .unwrap_or_default();
             drop(stalls);
             Ok(Frame::ok())
-        }
-        "latency" => {
-            let n = node(1)?;
-            let ms = ms_arg(argv, 2)?;
-            let d = Duration::from_millis(ms);
-            let g = inner
-                .link_rule(
-                    n,
-                    Arc::new(move |_: &super::Chunk| super::Verdict::Delay(d)),
-                    format!("latency n{n} {ms} ms"),
-                )
-                .map_err(harness_err)?;
-            keep(g);
-            Ok(Frame::ok())
-        }
-        "drop" => {
-            let n = node(1)?;
-            let g = inner
-                .link_rule(
-                    n,
-                    Arc::new(|_: &super::Chunk| super::Verdict::Drop),
-                    format!("drop traffic n{n}"),
-                )
-                .map_err(harness_err)?;
-            keep(g);
-            Ok(Frame::ok())
-        }
-        "reset" => {
-            let n = node(1)?;
-            let count = inner.slot(n).map_err(harness_err)?.proxy.reset_all();
-            inner.fault(format!("reset {count} connection(s) of n{n}"));
-            Ok(Frame::Integer(count as i64))
         }
         "replicaof" => {
             let n = node(1)?;

@@ -8,6 +8,7 @@
 //! loss was noticed, or the end of the history) — and reports every pair of holders of the same
 //! resource whose holds overlap.
 
+use crate::Fault;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use tokio::time::Instant;
@@ -92,12 +93,19 @@ impl Event {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct FaultRecord {
-    /// What was done, e.g. `fail_master n0 -> n1`.
-    pub label: String,
+    /// What was done (its label, e.g. `fail_master n0 -> n1`, is its `Display`).
+    pub fault: Fault,
     /// When it took effect (ms on the topology clock).
     pub start_ms: u64,
     /// When it was undone (`None`: permanent or still active).
     pub end_ms: Option<u64>,
+}
+
+impl FaultRecord {
+    /// The fault's label (`fail_master n0 -> n1`), as histories and timelines show it.
+    pub fn label(&self) -> String {
+        self.fault.to_string()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -204,13 +212,14 @@ impl History {
     }
 
     /// Records a fault taking effect now; returns its index for [`History::fault_ended`].
-    pub fn fault(&self, label: impl Into<String>) -> usize {
+    /// A test's own words go in as [`Fault::Note`].
+    pub fn fault(&self, fault: Fault) -> usize {
         let start_ms = self.now_ms();
         self.log
             .lock()
             .map(|mut log| {
                 log.faults.push(FaultRecord {
-                    label: label.into(),
+                    fault,
                     start_ms,
                     end_ms: None,
                 });
@@ -251,10 +260,11 @@ impl History {
     /// seeded run replays exactly.
     ///
     /// ```
-    /// use locksmith_harness::History;
+    /// use locksmith_harness::{Fault, History, NodeId};
+    /// use std::time::Duration;
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() {
     /// let history = History::new();
-    /// history.fault("pause n0 100 ms");
+    /// history.fault(Fault::Pause(NodeId::from_index(0), Duration::from_millis(100)));
     /// history.begin("a", "lock").acquired(Some(1));
     /// assert_eq!(
     ///     history.serialize(),
@@ -267,7 +277,7 @@ impl History {
         let mut out = String::new();
         for f in self.faults() {
             let end = f.end_ms.map_or_else(|| "-".to_string(), |e| e.to_string());
-            let _ = writeln!(out, "fault {} {end} {:?}", f.start_ms, f.label);
+            let _ = writeln!(out, "fault {} {end} {:?}", f.start_ms, f.label());
         }
         for e in self.events() {
             let kind = match e.kind {
@@ -529,7 +539,7 @@ fn overlaps(holds: &[Hold], faults: &[FaultRecord]) -> Vec<Violation> {
             let labels = faults
                 .iter()
                 .filter(|f| f.start_ms <= to && f.end_ms.is_none_or(|e| e >= first.from_ms))
-                .map(|f| f.label.clone())
+                .map(FaultRecord::label)
                 .collect();
             out.push(Violation {
                 resource: a.resource.clone(),
@@ -852,18 +862,13 @@ pub fn fault_windows(faults: &[FaultRecord], grace: u64) -> Vec<(u64, u64)> {
         .enumerate()
         .map(|(i, f)| {
             let end = f.end_ms.unwrap_or_else(|| {
-                let crashed = f
-                    .label
-                    .strip_prefix("kill ")
-                    .or_else(|| f.label.strip_prefix("fail_master "))
-                    .and_then(|rest| rest.split_whitespace().next());
+                let crashed = f.fault.crashed();
                 crashed
                     .and_then(|node| {
-                        let restart = format!("restart {node} ");
                         faults
                             .iter()
                             .skip(i + 1)
-                            .find(|g| g.label.starts_with(&restart))
+                            .find(|g| g.fault.restarted() == Some(node))
                             .map(|g| g.start_ms)
                     })
                     .unwrap_or(if crashed.is_some() {
@@ -924,6 +929,7 @@ pub fn longest_clear(from: u64, to: u64, windows: &[(u64, u64)]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::NodeId;
 
     fn ev(client: &str, kind: EventKind, start: u64, end: u64, token: Option<u64>) -> Event {
         Event {
@@ -1004,7 +1010,7 @@ mod tests {
         assert!(Checker::liveness(&h, &Liveness::new(30_000)).is_empty());
         if let Ok(mut log) = h.log.lock() {
             log.faults.push(FaultRecord {
-                label: "pause n0".into(),
+                fault: Fault::Pause(NodeId::from_index(0), std::time::Duration::from_millis(300)),
                 start_ms: 900,
                 end_ms: Some(1200),
             });
@@ -1021,7 +1027,10 @@ mod tests {
         h.record(ev("b", EventKind::Released, 120, 121, None));
         if let Ok(mut log) = h.log.lock() {
             log.faults.push(FaultRecord {
-                label: "fail_master n0 -> n1".into(),
+                fault: Fault::FailMaster {
+                    old: NodeId::from_index(0),
+                    new: NodeId::from_index(1),
+                },
                 start_ms: 20,
                 end_ms: None,
             });
@@ -1147,6 +1156,27 @@ mod tests {
     }
 
     #[test]
+    fn fault_windows_follow_the_variant_not_the_words_of_the_label() {
+        let (n0, n1) = (NodeId::from_index(0), NodeId::from_index(1));
+        let at = |fault: Fault, start_ms: u64| FaultRecord {
+            fault,
+            start_ms,
+            end_ms: None,
+        };
+        let faults = [
+            at(Fault::Kill(n0), 10),
+            // A note that reads like a kill is a note: a grace period, no crash.
+            at(Fault::Note("kill n1".into()), 20),
+            at(Fault::FailMaster { old: n1, new: n0 }, 30),
+            at(Fault::Restart(n0, crate::Restart::Empty), 500),
+        ];
+        assert_eq!(
+            fault_windows(&faults, 100),
+            [(10, 600), (20, 120), (30, u64::MAX), (500, 600)]
+        );
+    }
+
+    #[test]
     fn a_free_stretch_under_a_fault_is_not_a_lost_wake_up() {
         let h = History::new();
         h.record(ev("a", EventKind::Acquired, 0, 1, None));
@@ -1154,12 +1184,12 @@ mod tests {
         h.record(ev("b", EventKind::Acquired, 50, 2000, None));
         if let Ok(mut log) = h.log.lock() {
             log.faults.push(FaultRecord {
-                label: "kill n0".into(),
+                fault: Fault::Kill(NodeId::from_index(0)),
                 start_ms: 90,
                 end_ms: None,
             });
             log.faults.push(FaultRecord {
-                label: "restart n0 (empty)".into(),
+                fault: Fault::Restart(NodeId::from_index(0), crate::Restart::Empty),
                 start_ms: 1500,
                 end_ms: None,
             });

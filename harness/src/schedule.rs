@@ -5,6 +5,7 @@
 //! them; `locksmith-harness --schedule TEXT`, `--chaos CLASS --seed N` and
 //! `LOCKSMITH.SCHEDULE TEXT` run them against a topology any client uses.
 
+use crate::Fault as HarnessFault;
 use crate::{FaultGuard, NodeId, Restart, Topology};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -181,7 +182,8 @@ impl FromStr for FaultClass {
     }
 }
 
-/// One fault of a schedule (a plain data record). Text form:
+/// One fault of a schedule (a plain data record): a kind drawn for a node, a time, a duration
+/// and a size; [`Fault::applies`] maps it onto the harness's [`crate::Fault`]. Text form:
 /// `kind/n<node>/<at ms>/<duration ms>/<amount ms>`, e.g. `pause/n0/1200/3000/0`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Fault {
@@ -195,6 +197,45 @@ pub struct Fault {
     pub duration_ms: u64,
     /// Its size: a lag, a jump, a latency, lost writes, in ms.
     pub amount_ms: u64,
+}
+
+impl Fault {
+    /// The harness fault this one applies at its time, on a topology of `nodes` nodes whose
+    /// master is now `master` (a partition cuts the node from the master, or the master from
+    /// the next node); `None` for a failover, which is three in turn (a replication lag, the
+    /// master's crash, its restart).
+    pub fn applies(&self, nodes: usize, master: NodeId) -> Option<HarnessFault> {
+        let nodes = nodes.max(1);
+        let node = NodeId::from_index(self.node % nodes);
+        let duration = Duration::from_millis(self.duration_ms);
+        let amount = Duration::from_millis(self.amount_ms);
+        let jump = i64::try_from(self.amount_ms).unwrap_or(i64::MAX);
+        Some(match self.kind {
+            FaultKind::Failover => return None,
+            FaultKind::Kill => HarnessFault::Kill(node),
+            FaultKind::LossyRestart => HarnessFault::Restart(node, Restart::keep_data(amount)),
+            FaultKind::Partition => {
+                let other = if node == master {
+                    NodeId::from_index((node.index() + 1) % nodes)
+                } else {
+                    node
+                };
+                HarnessFault::Partition(master, other)
+            }
+            FaultKind::Isolate => HarnessFault::Isolate(node),
+            FaultKind::ClockForward => HarnessFault::ClockJump(node, jump),
+            FaultKind::ClockBack => HarnessFault::ClockJump(node, -jump),
+            FaultKind::Pause => HarnessFault::Pause(node, duration),
+            FaultKind::ReplicationDelay => HarnessFault::ReplicationDelay {
+                delay: amount,
+                jitter: amount,
+            },
+            FaultKind::ReplicationStall => HarnessFault::ReplicationStall,
+            FaultKind::LinkLatency => HarnessFault::Latency(node, amount),
+            FaultKind::LinkDrop => HarnessFault::DropTraffic(node),
+            FaultKind::LinkReset => HarnessFault::ResetConnections { node, count: 0 },
+        })
+    }
 }
 
 impl fmt::Display for Fault {
@@ -376,80 +417,56 @@ pub async fn apply(topology: Topology, schedule: Schedule, origin: Instant) {
 /// Applies one fault; returns the task that ends it, for faults that last.
 async fn inject(topology: &Topology, fault: Fault) -> Option<tokio::task::JoinHandle<()>> {
     let nodes = topology.nodes().len().max(1);
-    let node = NodeId::from_index(fault.node % nodes);
     let duration = Duration::from_millis(fault.duration_ms);
     let amount = Duration::from_millis(fault.amount_ms);
-    match fault.kind {
-        FaultKind::Failover => {
-            // Replication falls behind by `amount`, the master crashes, and it comes back
-            // (empty, as a replica of the promoted one) `duration` later.
-            let topology = topology.clone();
-            Some(tokio::spawn(async move {
-                topology.replication_delay(amount);
-                tokio::time::sleep(amount).await;
-                let old = topology.master();
-                let failed = topology.fail_master().await;
-                topology.replication_delay(Duration::ZERO);
-                if failed.is_ok() {
-                    tokio::time::sleep(duration).await;
-                    let _ = topology.restart(old).await;
-                }
-            }))
-        }
-        FaultKind::Kill => {
-            topology.kill(node).await.ok()?;
-            let topology = topology.clone();
-            Some(tokio::spawn(async move {
-                tokio::time::sleep(duration).await;
-                let _ = topology.restart(node).await;
-            }))
-        }
-        FaultKind::LossyRestart => {
-            let _ = topology
-                .restart_with(node, Restart::keep_data(amount))
-                .await;
-            None
-        }
-        FaultKind::Partition => {
-            let master = topology.master();
-            let other = if node == master {
-                NodeId::from_index((node.index() + 1) % nodes)
-            } else {
-                node
-            };
-            let guard = topology.partition(master, other);
-            guarded(guard, duration)
-        }
-        FaultKind::Isolate => guarded(topology.isolate(node).ok()?, duration),
-        FaultKind::ClockForward => {
-            let _ = topology.clock_jump(node, i64::try_from(fault.amount_ms).unwrap_or(i64::MAX));
-            None
-        }
-        FaultKind::ClockBack => {
-            let _ = topology.clock_jump(node, -i64::try_from(fault.amount_ms).unwrap_or(i64::MAX));
-            None
-        }
-        FaultKind::Pause => {
-            topology.pause(node, duration).await.ok()?.detach();
-            None
-        }
-        FaultKind::ReplicationDelay => {
+    let Some(start) = fault.applies(nodes, topology.master()) else {
+        // A failover: replication falls behind by `amount`, the master crashes, and it comes
+        // back (empty, as a replica of the promoted one) `duration` later.
+        let topology = topology.clone();
+        return Some(tokio::spawn(async move {
             topology.replication_delay(amount);
-            topology.replication_jitter(amount);
+            tokio::time::sleep(amount).await;
+            let old = topology.master();
+            let failed = topology.fail_master().await;
+            topology.replication_delay(Duration::ZERO);
+            if failed.is_ok() {
+                tokio::time::sleep(duration).await;
+                let _ = topology.restart(old).await;
+            }
+        }));
+    };
+    let applied = topology.apply(start).await.ok()?;
+    match (applied.fault, applied.guard) {
+        // A node killed comes back empty `duration` later.
+        (HarnessFault::Kill(node), _) => {
             let topology = topology.clone();
             Some(tokio::spawn(async move {
                 tokio::time::sleep(duration).await;
-                topology.replication_delay(Duration::ZERO);
-                topology.replication_jitter(Duration::ZERO);
+                let _ = topology
+                    .apply(HarnessFault::Restart(node, Restart::Empty))
+                    .await;
             }))
         }
-        FaultKind::ReplicationStall => guarded(topology.stall_replication(), duration),
-        FaultKind::LinkLatency => guarded(topology.latency(node, amount).ok()?, duration),
-        FaultKind::LinkDrop => guarded(topology.drop_traffic(node).ok()?, duration),
-        FaultKind::LinkReset => {
-            let _ = topology.reset_connections(node);
+        // A delay lasts `duration`, ended by a delay of zero.
+        (HarnessFault::ReplicationDelay { .. }, _) => {
+            let topology = topology.clone();
+            Some(tokio::spawn(async move {
+                tokio::time::sleep(duration).await;
+                let _ = topology
+                    .apply(HarnessFault::ReplicationDelay {
+                        delay: Duration::ZERO,
+                        jitter: Duration::ZERO,
+                    })
+                    .await;
+            }))
+        }
+        // A pause ends by itself.
+        (HarnessFault::Pause(..), Some(guard)) => {
+            guard.detach();
             None
         }
+        (_, Some(guard)) => guarded(guard, duration),
+        (_, None) => None,
     }
 }
 

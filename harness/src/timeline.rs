@@ -9,7 +9,7 @@
 //! (`docs/pictures/check.mjs`) can find them.
 
 use super::history::{Checker, EventKind, History, Violation};
-use crate::Ticks;
+use crate::{Fault, Ticks};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
@@ -34,7 +34,7 @@ const CLIENT_COLORS: [&str; 8] = [
 /// The violation's colour (nothing else is red).
 const VIOLATION_COLOR: &str = "#e53935";
 
-/// A family of faults, told apart by the words of the label the topology (or a test) records.
+/// A family of faults: how the timeline draws a [`Fault`] of its variants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct FaultKind {
     /// The `data-fault` attribute.
@@ -45,85 +45,70 @@ struct FaultKind {
     color: &'static str,
 }
 
-/// The fault kinds, with the label prefixes of each (`Topology`'s and `LOCKSMITH.*`'s labels).
-const FAULT_KINDS: [(&[&str], FaultKind); 7] = [
-    (
-        &["fail_master", "failover", "switch"],
-        FaultKind {
-            name: "failover",
-            legend: "failover (a replica replaces the master)",
-            color: "#e65100",
-        },
-    ),
-    (
-        &["kill", "restart"],
-        FaultKind {
-            name: "node",
-            legend: "node killed / restarted",
-            color: "#6d4c41",
-        },
-    ),
-    (
-        &["partition", "isolate", "heal"],
-        FaultKind {
-            name: "partition",
-            legend: "partition / heal",
-            color: "#8e24aa",
-        },
-    ),
-    (
-        &["latency", "drop", "reset"],
-        FaultKind {
-            name: "network",
-            legend: "link fault (latency, drops, resets)",
-            color: "#3949ab",
-        },
-    ),
-    (
-        &["pause"],
-        FaultKind {
-            name: "pause",
-            legend: "node paused",
-            color: "#00897b",
-        },
-    ),
-    (
-        &["clock"],
-        FaultKind {
-            name: "clock",
-            legend: "clock jump",
-            color: "#c2185b",
-        },
-    ),
-    (
-        &["replication"],
-        FaultKind {
-            name: "replication",
-            legend: "replication delayed / stalled",
-            color: "#546e7a",
-        },
-    ),
-];
-
-/// A fault whose label names no known kind (a label of the caller's own).
+/// A replica replaces the master.
+const FAILOVER: FaultKind = FaultKind {
+    name: "failover",
+    legend: "failover (a replica replaces the master)",
+    color: "#e65100",
+};
+/// A node killed or restarted.
+const NODE: FaultKind = FaultKind {
+    name: "node",
+    legend: "node killed / restarted",
+    color: "#6d4c41",
+};
+/// Partitions, isolation, heal.
+const PARTITION: FaultKind = FaultKind {
+    name: "partition",
+    legend: "partition / heal",
+    color: "#8e24aa",
+};
+/// Faults on clients' links.
+const NETWORK: FaultKind = FaultKind {
+    name: "network",
+    legend: "link fault (latency, drops, resets)",
+    color: "#3949ab",
+};
+/// A node (or a client) stopped.
+const PAUSE: FaultKind = FaultKind {
+    name: "pause",
+    legend: "node paused",
+    color: "#00897b",
+};
+/// A clock jump.
+const CLOCK: FaultKind = FaultKind {
+    name: "clock",
+    legend: "clock jump",
+    color: "#c2185b",
+};
+/// Replication delayed or stalled.
+const REPLICATION: FaultKind = FaultKind {
+    name: "replication",
+    legend: "replication delayed / stalled",
+    color: "#546e7a",
+};
+/// A note in the caller's words.
 const OTHER_FAULT: FaultKind = FaultKind {
     name: "other",
     legend: "fault",
     color: "#8a5600",
 };
 
-/// The kind of the fault labelled `label`: that of its first word that starts like one of a
-/// kind's words (`fail_master n0 -> n1`, `client-a paused 6000 ms`, `n2 killed`).
-fn fault_kind(label: &str) -> FaultKind {
-    label
-        .split_whitespace()
-        .find_map(|word| {
-            FAULT_KINDS
-                .iter()
-                .find(|(prefixes, _)| prefixes.iter().any(|p| word.starts_with(p)))
-                .map(|(_, kind)| *kind)
-        })
-        .unwrap_or(OTHER_FAULT)
+/// The family `fault` is drawn in.
+fn fault_kind(fault: &Fault) -> FaultKind {
+    match fault {
+        Fault::FailMaster { .. } | Fault::SwitchMaster { .. } => FAILOVER,
+        Fault::Kill(_) | Fault::Restart(..) => NODE,
+        Fault::Partition(..) | Fault::Isolate(_) | Fault::Heal => PARTITION,
+        Fault::Latency(..)
+        | Fault::DropTraffic(_)
+        | Fault::ResetConnections { .. }
+        | Fault::LinkRule { .. } => NETWORK,
+        Fault::Pause(..) | Fault::ClientPause { .. } => PAUSE,
+        Fault::ClockJump(..) => CLOCK,
+        Fault::ReplicationDelay { .. } | Fault::ReplicationStall => REPLICATION,
+        Fault::Note(_) => OTHER_FAULT,
+    }
 }
 
 /// How a legend entry's sample is drawn.
@@ -237,7 +222,7 @@ impl Timeline {
         let labels: Vec<(usize, bool)> = faults
             .iter()
             .map(|f| {
-                let (at, width) = (xm(f.start_ms), text_width(&f.label) + 24.0);
+                let (at, width) = (xm(f.start_ms), text_width(&f.label()) + 24.0);
                 let leftward = at + width > WIDTH;
                 let from = if leftward { at - width } else { at };
                 let line = match line_ends.iter().position(|end| *end <= from) {
@@ -274,7 +259,7 @@ impl Timeline {
         );
         // Faults: a shaded span (when it lasted) and a dashed line at its start, with its label.
         for (i, f) in faults.iter().enumerate() {
-            let kind = fault_kind(&f.label);
+            let kind = fault_kind(&f.fault);
             let x0 = xm(f.start_ms);
             let x1 = f.end_ms.map_or(x0, xm);
             let (line, leftward) = labels.get(i).copied().unwrap_or((0, false));
@@ -288,7 +273,7 @@ impl Timeline {
                 s,
                 r#"<g class="fault" data-fault="{}"><title>{} at {} ms{}</title>"#,
                 kind.name,
-                esc(&f.label),
+                esc(&f.label()),
                 f.start_ms,
                 f.end_ms
                     .map(|e| format!(" until {e} ms"))
@@ -309,7 +294,7 @@ impl Timeline {
                 label_y - 10.0,
                 kind.color,
                 kind.color,
-                esc(&f.label)
+                esc(&f.label())
             );
         }
         for client in &order {
@@ -459,7 +444,7 @@ impl Timeline {
         }
         let mut kinds: Vec<FaultKind> = Vec::new();
         for f in &faults {
-            let kind = fault_kind(&f.label);
+            let kind = fault_kind(&f.fault);
             if !kinds.contains(&kind) {
                 kinds.push(kind);
             }
@@ -541,7 +526,7 @@ impl Timeline {
                 .end_ms
                 .map(|e| format!(" until {e} ms"))
                 .unwrap_or_default();
-            let _ = write!(s, "<li>{} ms: {}{}</li>", f.start_ms, esc(&f.label), end);
+            let _ = write!(s, "<li>{} ms: {}{}</li>", f.start_ms, esc(&f.label()), end);
         }
         s.push_str("</ul></body></html>\n");
         s
@@ -683,6 +668,7 @@ fn swatch_svg(swatch: Swatch, x: f64, y: f64) -> String {
 mod tests {
     use super::*;
     use crate::history::Event;
+    use crate::{NodeId, Restart};
     use std::time::Duration;
 
     fn ev(client: &str, kind: EventKind, at: u64, token: Option<u64>) -> Event {
@@ -717,12 +703,18 @@ mod tests {
             Some(1),
         ));
         tokio::time::advance(Duration::from_millis(100)).await;
-        h.fault("fail_master n0 -> n1");
+        h.fault(Fault::FailMaster {
+            old: NodeId::from_index(0),
+            new: NodeId::from_index(1),
+        });
         tokio::time::advance(Duration::from_millis(100)).await;
-        let pause = h.fault("pause n1 300 ms");
+        let pause = h.fault(Fault::Pause(
+            NodeId::from_index(1),
+            Duration::from_millis(300),
+        ));
         tokio::time::advance(Duration::from_millis(300)).await;
         h.fault_ended(pause);
-        h.fault("clock n1 +5000 ms");
+        h.fault(Fault::ClockJump(NodeId::from_index(1), 5000));
         h.record(ev("client-b", EventKind::AcquireFailed, 150, None));
         h.record(ev("client-b", EventKind::Acquired, 600, Some(2)));
         h.record(ev(
@@ -846,10 +838,10 @@ mod tests {
     async fn fault_labels_stay_inside_the_picture_and_clear_each_other() {
         let h = History::new();
         h.record(ev("client-a", EventKind::Acquired, 0, None));
-        h.fault("kill n3");
-        h.fault("restart n3 (empty)");
+        h.fault(Fault::Kill(NodeId::from_index(3)));
+        h.fault(Fault::Restart(NodeId::from_index(3), Restart::Empty));
         tokio::time::advance(Duration::from_millis(1000)).await;
-        h.fault("a late fault with a rather long label");
+        h.fault(Fault::Note("a late fault with a rather long label".into()));
         let svg = Timeline::new("labels", &h).to_svg();
         let label_ys: Vec<&str> = svg
             .split(r#"<g class="fault""#)
@@ -871,28 +863,90 @@ mod tests {
     }
 
     #[test]
-    fn faults_are_told_apart_by_the_words_of_their_label() {
-        for (label, kind) in [
-            ("fail_master n0 -> n1", "failover"),
-            ("failover n0 -> n2", "failover"),
-            ("kill n1", "node"),
-            ("restart n1 (empty)", "node"),
-            ("partition n0 | n1", "partition"),
-            ("isolate n2", "partition"),
-            ("heal", "partition"),
-            ("latency n1 20 ms", "network"),
-            ("drop traffic n1", "network"),
-            ("reset 3 connection(s) of n0", "network"),
-            ("pause n1 500 ms", "pause"),
-            ("clock n1 +500 ms", "clock"),
-            ("replication delay 500 ms", "replication"),
-            ("replication stalled", "replication"),
-            ("client-a paused 6000 ms", "pause"),
-            ("n2 killed", "node"),
-            ("my own fault", "other"),
-            ("", "other"),
+    fn each_fault_is_drawn_in_its_family() {
+        let n = NodeId::from_index;
+        let ms = Duration::from_millis;
+        for (fault, label, kind) in [
+            (
+                Fault::FailMaster {
+                    old: n(0),
+                    new: n(1),
+                },
+                "fail_master n0 -> n1",
+                "failover",
+            ),
+            (
+                Fault::SwitchMaster {
+                    old: n(0),
+                    new: n(2),
+                },
+                "failover n0 -> n2",
+                "failover",
+            ),
+            (Fault::Kill(n(1)), "kill n1", "node"),
+            (
+                Fault::Restart(n(1), Restart::Empty),
+                "restart n1 (empty)",
+                "node",
+            ),
+            (
+                Fault::Restart(n(1), Restart::keep_data(ms(1000))),
+                "restart n1 (kept data, lost last 1000 ms)",
+                "node",
+            ),
+            (
+                Fault::Partition(n(0), n(1)),
+                "partition n0 | n1",
+                "partition",
+            ),
+            (Fault::Isolate(n(2)), "isolate n2", "partition"),
+            (Fault::Heal, "heal", "partition"),
+            (Fault::Latency(n(1), ms(20)), "latency n1 20 ms", "network"),
+            (Fault::DropTraffic(n(1)), "drop traffic n1", "network"),
+            (
+                Fault::ResetConnections {
+                    node: n(0),
+                    count: 3,
+                },
+                "reset 3 connection(s) of n0",
+                "network",
+            ),
+            (
+                Fault::LinkRule {
+                    node: n(0),
+                    label: "drop replies".into(),
+                },
+                "drop replies",
+                "network",
+            ),
+            (Fault::Pause(n(1), ms(500)), "pause n1 500 ms", "pause"),
+            (Fault::ClockJump(n(1), 500), "clock n1 +500 ms", "clock"),
+            (Fault::ClockJump(n(1), -500), "clock n1 -500 ms", "clock"),
+            (
+                Fault::ReplicationDelay {
+                    delay: ms(500),
+                    jitter: ms(7),
+                },
+                "replication delay 500 ms",
+                "replication",
+            ),
+            (
+                Fault::ReplicationStall,
+                "replication stalled",
+                "replication",
+            ),
+            (
+                Fault::ClientPause {
+                    client: "client-a".into(),
+                    duration: ms(6000),
+                },
+                "client-a paused 6000 ms",
+                "pause",
+            ),
+            (Fault::Note("my own fault".into()), "my own fault", "other"),
         ] {
-            assert_eq!(fault_kind(label).name, kind, "{label}");
+            assert_eq!(fault.to_string(), label);
+            assert_eq!(fault_kind(&fault).name, kind, "{label}");
         }
     }
 
@@ -900,7 +954,7 @@ mod tests {
     async fn labels_are_escaped() {
         let h = History::new();
         h.record(ev("<a&b>", EventKind::Acquired, 0, None));
-        h.fault("my <fault>");
+        h.fault(Fault::Note("my <fault>".into()));
         let page = Timeline::new("t", &h).to_html();
         assert!(page.contains("&lt;a&amp;b&gt; holds the lock"));
         assert!(page.contains("my &lt;fault&gt;"));

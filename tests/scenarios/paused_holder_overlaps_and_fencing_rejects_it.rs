@@ -6,7 +6,7 @@
 
 use crate::support;
 
-use locksmith::harness::{Checker, EventKind, History, Topology};
+use locksmith::harness::{Checker, EventKind, Fault, History, Topology};
 use locksmith::lock::{Client, LostReason};
 use locksmith_lock::Connection;
 use std::time::Duration;
@@ -79,7 +79,10 @@ async fn paused_holder_overlaps_and_fencing_rejects_it() {
     };
 
     // A stops for longer than its lease: it neither renews nor notices anything.
-    let pause = history.fault(format!("client-a paused {} ms", PAUSE.as_millis()));
+    let pause = history.fault(Fault::ClientPause {
+        client: "client-a".into(),
+        duration: PAUSE,
+    });
     let paused_at = tokio::time::Instant::now();
     let (token_b, lock_b) = waiter.await.unwrap();
     assert!(token_b > token_a);

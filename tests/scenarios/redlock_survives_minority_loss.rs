@@ -97,7 +97,7 @@ async fn redlock_survives_minority_loss() {
         t.history()
             .faults()
             .into_iter()
-            .map(|f| f.label)
+            .map(|f| f.label())
             .collect::<Vec<_>>(),
         ["kill n0", "kill n3"]
     );

@@ -4,7 +4,7 @@
 use locksmith_testkit::harness as harness_support;
 
 use harness_support::{conn, run, try_conn};
-use locksmith_harness::{Chunk, Direction, NodeRole, Topology, Verdict};
+use locksmith_harness::{Chunk, Direction, Fault, NodeRole, Restart, Topology, Verdict};
 use std::time::Duration;
 
 async fn topology(replicas: usize) -> Topology {
@@ -35,8 +35,18 @@ async fn a_killed_node_refuses_clients_and_restarts_empty_on_the_same_address() 
     let mut c = conn(&t.url(n1)).await;
     let got: Option<String> = run(&mut c, &["GET", "k"]).await.unwrap();
     assert_eq!(got, None, "no persistence: the node comes back empty");
-    let faults: Vec<String> = t.history().faults().into_iter().map(|f| f.label).collect();
+    let faults: Vec<String> = t
+        .history()
+        .faults()
+        .into_iter()
+        .map(|f| f.label())
+        .collect();
     assert_eq!(faults, ["kill n1", "restart n1 (empty)"]);
+    let records: Vec<Fault> = t.history().faults().into_iter().map(|f| f.fault).collect();
+    assert_eq!(
+        records,
+        [Fault::Kill(n1), Fault::Restart(n1, Restart::Empty)]
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -280,7 +290,12 @@ async fn admin_commands_drive_the_topology_over_the_wire() {
     let help: Vec<String> = run(&mut front, &["LOCKSMITH.HELP"]).await.unwrap();
     assert!(help.len() > 10);
 
-    let labels: Vec<String> = t.history().faults().into_iter().map(|f| f.label).collect();
+    let labels: Vec<String> = t
+        .history()
+        .faults()
+        .into_iter()
+        .map(|f| f.label())
+        .collect();
     assert!(
         labels.iter().any(|l| l == "fail_master n0 -> n1"),
         "{labels:?}"
@@ -333,6 +348,68 @@ async fn admin_commands_are_unknown_outside_a_topology() {
 /// lasts until the next one replaces it, whose record ends it then (issue 39: the command
 /// left every earlier record open).
 #[tokio::test(start_paused = true)]
+async fn stall_resume_drop_and_reset_over_the_wire_are_recorded_as_typed_faults() {
+    let t = Topology::builder()
+        .replicas(1)
+        .seed(41)
+        .build()
+        .await
+        .unwrap();
+    let n1 = t.node("n1").unwrap();
+    let mut front = conn(&t.front_url()).await;
+    let _replica_client = conn(&t.url(n1)).await;
+    for cmd in [&["LOCKSMITH.STALL"][..], &["LOCKSMITH.RESUME"]] {
+        let ok: String = run(&mut front, cmd).await.unwrap();
+        assert_eq!(ok, "OK", "{cmd:?}");
+    }
+    // RESUME found the stall's guard by its variant and ended it.
+    assert!(t.history().faults()[0].end_ms.is_some());
+    for cmd in [&["LOCKSMITH.DROP", "n1"][..], &["LOCKSMITH.HEAL"]] {
+        let ok: String = run(&mut front, cmd).await.unwrap();
+        assert_eq!(ok, "OK", "{cmd:?}");
+    }
+    let reset: usize = run(&mut front, &["LOCKSMITH.RESET", "n1"]).await.unwrap();
+    assert!(reset >= 1, "the replica's client was open");
+    let faults = t.history().faults();
+    let records: Vec<&Fault> = faults.iter().map(|f| &f.fault).collect();
+    assert_eq!(
+        records,
+        [
+            &Fault::ReplicationStall,
+            &Fault::DropTraffic(n1),
+            &Fault::Heal,
+            &Fault::ResetConnections {
+                node: n1,
+                count: reset
+            },
+        ]
+    );
+    assert!(faults[1].end_ms.is_some(), "HEAL ended the dropped traffic");
+
+    // A failover naming no node on independent masters: the same refusal as the Rust call.
+    let masters = Topology::builder()
+        .masters(2)
+        .seed(41)
+        .build()
+        .await
+        .unwrap();
+    let mut m0 = conn(&masters.url(masters.nodes()[0])).await;
+    let err = run::<String>(&mut m0, &["LOCKSMITH.FAILOVER"])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.detail(),
+        Some("invalid topology: independent masters have no replicas to fail over to")
+    );
+    assert_eq!(
+        masters.fail_master().await.unwrap_err().to_string(),
+        "invalid topology: independent masters have no replicas to fail over to"
+    );
+    t.shutdown().await;
+    masters.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn repldelay_sent_twice_ends_the_first_delay_record() {
     let t = topology(1).await;
     let mut front = conn(&t.front_url()).await;
@@ -354,8 +431,8 @@ async fn repldelay_sent_twice_ends_the_first_delay_record() {
         .history()
         .faults()
         .into_iter()
-        .filter(|f| f.label.starts_with("replication delay"))
-        .map(|f| (f.label, f.start_ms, f.end_ms))
+        .filter(|f| matches!(f.fault, Fault::ReplicationDelay { .. }))
+        .map(|f| (f.label(), f.start_ms, f.end_ms))
         .collect();
     assert_eq!(delays.len(), 3, "{delays:?}");
     let (first, second, last) = (&delays[0], &delays[1], &delays[2]);

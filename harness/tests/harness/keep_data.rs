@@ -28,7 +28,11 @@ async fn set(c: &mut MultiplexedConnection, key: &str) {
 }
 
 fn labels(t: &Topology) -> Vec<String> {
-    t.history().faults().into_iter().map(|f| f.label).collect()
+    t.history()
+        .faults()
+        .into_iter()
+        .map(|f| f.label())
+        .collect()
 }
 
 async fn sleep_ms(ms: u64) {
