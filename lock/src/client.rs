@@ -411,12 +411,41 @@ impl Client {
         K: redis::ToRedisArgs,
         A: redis::ToRedisArgs,
     {
+        self.eval_write_until(script, keys, args, None).await
+    }
+
+    /// [`Client::eval_write`] for a call that must end by `deadline` (an acquisition's wait,
+    /// and the rollback of an attempt of it): the `WAIT` blocks at most until then, i.e. its
+    /// timeout is the sync timeout or the time left, whichever is shorter, and at least 1 ms
+    /// (`WAIT` with 0 blocks forever). A `WAIT` cut short that way answers short, and the
+    /// acquisition is rolled back as for any unacknowledged write.
+    ///
+    /// Redisson's `syncedEval` gives its `WAIT` the whole sync timeout and its `tryLock`
+    /// looks at the time left only after the attempt returned, so a last attempt can overrun
+    /// the wait by the sync timeout; here the wait bounds the attempt as well, and a call with
+    /// a wait returns within that wait plus one round trip.
+    ///
+    /// # Errors
+    /// As [`Client::eval_write`].
+    pub(crate) async fn eval_write_until<T, K, A>(
+        &self,
+        script: &redis::Script,
+        keys: &[K],
+        args: &[A],
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<(T, Result<bool>)>
+    where
+        T: redis::FromRedisValue,
+        K: redis::ToRedisArgs,
+        A: redis::ToRedisArgs,
+    {
         let eval = evalsha(script, keys, args);
+        let timeout = sync_timeout_until(self.inner.options.replica_sync_timeout, deadline);
         if let Some(cluster) = &self.inner.cluster_replicas {
             let key = keys.first().map(|k| k.to_redis_args()).unwrap_or_default();
             let slot = key_slot(key.first().map_or(&[][..], Vec::as_slice));
             return self
-                .eval_write_in_cluster(cluster, script, &eval, slot)
+                .eval_write_in_cluster(cluster, script, &eval, slot, timeout)
                 .await;
         }
         let n = self.sync_replicas();
@@ -428,13 +457,7 @@ impl Client {
         let (v, acked) = self
             .inner
             .sync_pool
-            .eval_and_wait(
-                script,
-                &eval,
-                n,
-                self.inner.options.replica_sync_timeout,
-                None,
-            )
+            .eval_and_wait(script, &eval, n, timeout, None)
             .await?;
         let synced = match acked {
             Ok(k) => Ok(self.judge_ack(n, k).await),
@@ -452,6 +475,7 @@ impl Client {
         script: &redis::Script,
         eval: &redis::Cmd,
         slot: u16,
+        timeout: Duration,
     ) -> Result<(T, Result<bool>)> {
         self.recheck_replicas();
         let n = cluster.replicas(slot);
@@ -459,7 +483,6 @@ impl Client {
             let v = eval_on(&mut self.connection(), script, eval).await?;
             return Ok((v, Ok(true)));
         }
-        let timeout = self.inner.options.replica_sync_timeout;
         let (v, acked) = self
             .inner
             .sync_pool
@@ -614,6 +637,18 @@ impl ClusterReplicas {
         *self.map.lock().unwrap_or_else(|p| p.into_inner()) = map.clone();
         map
     }
+}
+
+/// The `WAIT` timeout of a synced write that must end by `deadline`: `sync` or the time left,
+/// whichever is shorter, at least 1 ms (`WAIT` with 0 blocks forever, so a sync timeout of 0
+/// is no bound and the time left is). Without a deadline, `sync` as configured.
+fn sync_timeout_until(sync: Duration, deadline: Option<tokio::time::Instant>) -> Duration {
+    let Some(deadline) = deadline else {
+        return sync;
+    };
+    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+    let bounded = if sync.is_zero() { left } else { sync.min(left) };
+    bounded.max(Duration::from_millis(1))
 }
 
 /// The response timeout of the connections synced writes use: a `WAIT` blocks up to the sync
@@ -841,6 +876,24 @@ mod tests {
         assert_eq!(prefix_name("p", "{t}:a"), "p:{t}:a");
         assert_eq!(suffix_name("a", "x"), "{a}:x");
         assert_eq!(suffix_name("{t}a", "x"), "{t}a:x");
+    }
+
+    #[test]
+    fn a_wait_is_bounded_by_the_time_left_and_lasts_at_least_a_millisecond() {
+        let now = tokio::time::Instant::now();
+        let sync = Duration::from_millis(1500);
+        assert_eq!(sync_timeout_until(sync, None), sync);
+        let far = now + Duration::from_secs(60);
+        assert_eq!(sync_timeout_until(sync, Some(far)), sync);
+        let near = sync_timeout_until(sync, Some(now + Duration::from_millis(400)));
+        assert!(near <= Duration::from_millis(400) && near >= Duration::from_millis(1));
+        assert_eq!(
+            sync_timeout_until(sync, Some(now)),
+            Duration::from_millis(1)
+        );
+        // 0 is "no timeout" to WAIT: the time left bounds it.
+        let unbounded = sync_timeout_until(Duration::ZERO, Some(far));
+        assert!(unbounded > Duration::from_secs(59));
     }
 
     #[test]

@@ -125,15 +125,19 @@ impl PermitExpirableSemaphore {
         self.client.eval_read(script, keys, &args).await
     }
 
-    /// A script that writes, with its `WAIT` when replicas are synced; whether it is synced
-    /// comes back beside the answer (see `Client::eval_write`).
+    /// A script that writes, with its `WAIT` when replicas are synced, that `WAIT` ending by
+    /// `deadline`; whether it is synced comes back beside the answer (see
+    /// `Client::eval_write_until`).
     async fn eval_synced<T: redis::FromRedisValue>(
         &self,
         script: &'static redis::Script,
         keys: &[String],
         args: Vec<Vec<u8>>,
+        deadline: Option<Instant>,
     ) -> Result<(T, Result<bool>)> {
-        self.client.eval_write(script, keys, &args).await
+        self.client
+            .eval_write_until(script, keys, &args, deadline)
+            .await
     }
 
     /// A script that writes, whose sync is only logged: the write stands on the master, so
@@ -144,7 +148,18 @@ impl PermitExpirableSemaphore {
         keys: &[String],
         args: Vec<Vec<u8>>,
     ) -> Result<T> {
-        let (v, synced) = self.eval_synced(script, keys, args).await?;
+        self.write_until(script, keys, args, None).await
+    }
+
+    /// [`write`](Self::write) whose `WAIT` ends by `deadline`.
+    async fn write_until<T: redis::FromRedisValue>(
+        &self,
+        script: &'static redis::Script,
+        keys: &[String],
+        args: Vec<Vec<u8>>,
+        deadline: Option<Instant>,
+    ) -> Result<T> {
+        let (v, synced) = self.eval_synced(script, keys, args, deadline).await?;
         note_unsynced(&self.name, "permit semaphore write", synced);
         Ok(v)
     }
@@ -261,7 +276,7 @@ impl PermitExpirableSemaphore {
         permits: u32,
         lease: Option<Duration>,
     ) -> Result<Vec<String>> {
-        match self.attempt(permits, lease).await? {
+        match self.attempt(permits, lease, None).await? {
             Attempt::Acquired(ids) => Ok(ids),
             Attempt::Busy(_) => Ok(Vec::new()),
         }
@@ -361,6 +376,16 @@ impl PermitExpirableSemaphore {
     /// # Errors
     /// [`LockError::Invalid`] for an empty list or a malformed id; Redis errors.
     pub async fn try_release_many(&self, ids: &[String]) -> Result<u64> {
+        self.try_release_many_until(ids, None).await
+    }
+
+    /// [`try_release_many`](Self::try_release_many) whose `WAIT` ends by `deadline` (the
+    /// rollback of an acquisition with a wait).
+    async fn try_release_many_until(
+        &self,
+        ids: &[String],
+        deadline: Option<Instant>,
+    ) -> Result<u64> {
         if ids.is_empty() {
             return Err(LockError::Invalid {
                 name: self.name.clone(),
@@ -376,7 +401,12 @@ impl PermitExpirableSemaphore {
             args.push(id_bytes(&self.name, id)?);
         }
         let r: u64 = self
-            .write(&scripts::PES_TRY_RELEASE_MANY, &self.keys_nct(), args)
+            .write_until(
+                &scripts::PES_TRY_RELEASE_MANY,
+                &self.keys_nct(),
+                args,
+                deadline,
+            )
             .await?;
         Ok(r)
     }
@@ -462,14 +492,22 @@ impl PermitExpirableSemaphore {
     /// the caller went away are released again (Redisson releases them when the future was
     /// cancelled). With replicas, an acquisition no replica acknowledged is given back and
     /// reported (Redisson's `handleNoSync`).
-    async fn attempt(&self, permits: u32, lease: Option<Duration>) -> Result<Attempt> {
+    ///
+    /// Its replica sync, the rollback's included, ends by `deadline` (see
+    /// `Client::eval_write_until`).
+    async fn attempt(
+        &self,
+        permits: u32,
+        lease: Option<Duration>,
+        deadline: Option<Instant>,
+    ) -> Result<Attempt> {
         if permits == 0 {
             return Ok(Attempt::Acquired(Vec::new()));
         }
         self.client.check_alive()?;
         let this = self.clone();
         let task = |tx: oneshot::Sender<Result<Attempt>>| async move {
-            let res = this.attempt_once(permits, lease).await;
+            let res = this.attempt_once(permits, lease, deadline).await;
             if let Err(Ok(Attempt::Acquired(ids))) = tx.send(res) {
                 tracing::debug!(name = %this.name, "permits acquired after cancellation; releasing");
                 let _ = this.try_release_many(&ids).await;
@@ -478,7 +516,12 @@ impl PermitExpirableSemaphore {
         self.client.answered(&self.name, "acquire", task).await
     }
 
-    async fn attempt_once(&self, permits: u32, lease: Option<Duration>) -> Result<Attempt> {
+    async fn attempt_once(
+        &self,
+        permits: u32,
+        lease: Option<Duration>,
+        deadline: Option<Instant>,
+    ) -> Result<Attempt> {
         let ids: Vec<String> = (0..permits).map(|_| self.client.request_id()).collect();
         let mut args = vec![
             permits.to_string().into_bytes(),
@@ -491,7 +534,7 @@ impl PermitExpirableSemaphore {
             args.push(id_bytes(&self.name, id)?);
         }
         let (r, synced): (Option<String>, _) = self
-            .eval_synced(&scripts::PES_TRY_ACQUIRE, &self.keys_ntc(), args)
+            .eval_synced(&scripts::PES_TRY_ACQUIRE, &self.keys_ntc(), args, deadline)
             .await?;
         match r.as_deref() {
             Some("OK") => {
@@ -500,14 +543,14 @@ impl PermitExpirableSemaphore {
                 match synced {
                     Ok(true) => {}
                     Ok(false) => {
-                        let _ = self.try_release_many(&ids).await;
+                        let _ = self.try_release_many_until(&ids, deadline).await;
                         return Err(LockError::ReplicasNotSynced {
                             name: self.name.clone(),
                         });
                     }
                     Err(e) => {
                         tracing::warn!(name = %self.name, error = %e, "WAIT failed after taking permits; giving them back");
-                        let _ = self.try_release_many(&ids).await;
+                        let _ = self.try_release_many_until(&ids, deadline).await;
                         return Err(e);
                     }
                 }
@@ -529,7 +572,7 @@ impl PermitExpirableSemaphore {
         lease: Option<Duration>,
         deadline: Option<Instant>,
     ) -> Result<Vec<String>> {
-        if let Attempt::Acquired(ids) = self.attempt(permits, lease).await? {
+        if let Attempt::Acquired(ids) = self.attempt(permits, lease, deadline).await? {
             return Ok(ids);
         }
         let expired = |d: Option<Instant>| d.is_some_and(|d| Instant::now() >= d);
@@ -552,7 +595,7 @@ impl PermitExpirableSemaphore {
             let notified = sub.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let nearest = match self.attempt(permits, lease).await? {
+            let nearest = match self.attempt(permits, lease, deadline).await? {
                 Attempt::Acquired(ids) => return Ok(ids),
                 Attempt::Busy(nearest) => nearest,
             };
