@@ -48,6 +48,8 @@ pub(crate) struct Inner {
     pub(crate) sync_replicas: AtomicUsize,
     /// `ReplicaSync::Auto` outside a cluster: a client that knows no replica asks again.
     auto_recheck: bool,
+    /// A Redis Cluster client: a synced write's `WAIT` goes to its slot's master alone.
+    in_cluster: bool,
     /// `ReplicaSync::Auto` in a cluster: each master's replicas, waited for by the writes
     /// that master takes.
     cluster_replicas: Option<ClusterReplicas>,
@@ -91,8 +93,9 @@ impl Client {
     /// their channel's slot. With [`ReplicaSync::Auto`] a write waits for the replicas of the
     /// master that took it (`WAIT` on that master alone, for as many replicas as `CLUSTER
     /// SLOTS` lists for its slot, re-read at most once a second and after a short `WAIT`), as
-    /// Redisson waits per master entry; an explicit count waits on every master (the redis
-    /// crate routes `WAIT` to all of them).
+    /// Redisson waits per master entry; an explicit [`ReplicaSync::Replicas`] count is waited
+    /// for on that master alone too (the redis crate would route a bare `WAIT` to every
+    /// master, so one hung or lagging shard would fail the writes of all).
     ///
     /// # Errors
     /// When no URL is valid or no node can be reached.
@@ -274,12 +277,13 @@ impl Client {
             options.connection_timeout,
             sync_response_timeout(&options),
         );
-        let auto_recheck = matches!(options.replica_sync, ReplicaSync::Auto)
-            && !matches!(conn, Connection::Cluster(_));
+        let in_cluster = matches!(conn, Connection::Cluster(_));
+        let auto_recheck = matches!(options.replica_sync, ReplicaSync::Auto) && !in_cluster;
         let inner = Arc::new(Inner {
             hub,
             sync_pool,
             auto_recheck,
+            in_cluster,
             cluster_replicas: cluster_replicas.map(|map| ClusterReplicas {
                 map: std::sync::Mutex::new(map),
             }),
@@ -441,9 +445,13 @@ impl Client {
     {
         let eval = evalsha(script, keys, args);
         let timeout = sync_timeout_until(self.inner.options.replica_sync_timeout, deadline);
-        if let Some(cluster) = &self.inner.cluster_replicas {
+        // In a cluster the `WAIT` goes to the master serving the write's slot alone, whatever
+        // the replica count (the redis crate would send a bare `WAIT` to every master).
+        let slot = self.inner.in_cluster.then(|| {
             let key = keys.first().map(|k| k.to_redis_args()).unwrap_or_default();
-            let slot = key_slot(key.first().map_or(&[][..], Vec::as_slice));
+            key_slot(key.first().map_or(&[][..], Vec::as_slice))
+        });
+        if let (Some(cluster), Some(slot)) = (&self.inner.cluster_replicas, slot) {
             return self
                 .eval_write_in_cluster(cluster, script, &eval, slot, timeout)
                 .await;
@@ -457,7 +465,7 @@ impl Client {
         let (v, acked) = self
             .inner
             .sync_pool
-            .eval_and_wait(script, &eval, n, timeout, None)
+            .eval_and_wait(script, &eval, n, timeout, slot)
             .await?;
         let synced = match acked {
             Ok(k) => Ok(self.judge_ack(n, k).await),
