@@ -17,6 +17,7 @@ use crate::guard::LockGuard;
 use crate::options::Backoff;
 use crate::owner::Owner;
 use crate::scripts;
+use crate::wait::{wait_until, Step, WaitOn};
 use crate::waiter::Wake;
 use crate::watchdog::{HoldMode, LostSignal, Renewal};
 
@@ -598,79 +599,51 @@ impl Core {
             core: (self.kind == Kind::Fair && wait != Some(Duration::ZERO)).then(|| self.clone()),
             wait,
         };
-        if let Attempt::Acquired(t) = self.attempt(lease, wait, deadline).await? {
-            guard.core = None;
-            tracing::debug!("acquired");
-            return Ok(Some(t));
-        }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            guard.leave(self).await?;
-            Metrics::inc(&self.client.inner.metrics.acquire_failed);
-            return Ok(None);
-        }
-        if self.kind == Kind::Spin {
-            return self.spin(deadline, wait, lease).await;
-        }
-        let sub = self
-            .client
-            .inner
-            .hub
-            .subscribe_until(&self.waiter_channel(), Wake::Lock, deadline)
-            .await?;
-        let Some(sub) = sub else {
-            // The wait ran out while subscribing (a slow or hung pub/sub node): not acquired,
-            // as Redisson's tryLock returns false when its subscription times out.
-            guard.leave(self).await?;
-            Metrics::inc(&self.client.inner.metrics.acquire_failed);
-            return Ok(None);
-        };
-        loop {
-            let ttl = match self.attempt(lease, wait, deadline).await? {
-                Attempt::Acquired(t) => {
-                    guard.core = None;
-                    tracing::debug!(waited_ms = start.elapsed().as_millis() as u64, "acquired");
-                    return Ok(Some(t));
-                }
-                Attempt::Busy(ttl) => ttl,
+        let acquired = if self.kind == Kind::Spin {
+            self.spin(deadline, wait, lease).await
+        } else {
+            let on = WaitOn {
+                client: &self.client,
+                channel: &self.waiter_channel(),
+                wake: Wake::Lock,
+                deadline,
             };
-            let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            if remaining.is_some_and(|r| r.is_zero()) {
+            // A busy lock is looked at again when a release message comes, or at the latest
+            // when its TTL ends (a crashed holder publishes nothing).
+            wait_until(on, move || async move {
+                Ok(match self.attempt(lease, wait, deadline).await? {
+                    Attempt::Acquired(t) => Step::Done(t),
+                    Attempt::Busy(ttl) => Step::Again(ttl),
+                })
+            })
+            .await
+        };
+        match acquired? {
+            Some(t) => {
+                guard.core = None;
+                tracing::debug!(waited_ms = start.elapsed().as_millis() as u64, "acquired");
+                Ok(Some(t))
+            }
+            None => {
                 guard.leave(self).await?;
                 Metrics::inc(&self.client.inner.metrics.acquire_failed);
                 tracing::debug!("gave up waiting");
-                return Ok(None);
-            }
-            // Wait for a release message, at most the lock's TTL (a crashed holder publishes
-            // nothing) and the remaining wait time; a TTL-less lock is re-checked every
-            // watchdog period in case the pub/sub connection was lost.
-            let cap = ttl.unwrap_or(self.client.options().watchdog_timeout);
-            // A TTL of 0 (the lock expires this very millisecond) is looked at again a
-            // millisecond later: at once would spin until the clock moves, hot on a real one
-            // and forever on a paused one.
-            let sleep_for = match remaining {
-                Some(r) => r.min(cap),
-                None => cap,
-            }
-            .max(Duration::from_millis(1));
-            Metrics::inc(&self.client.inner.metrics.waits);
-            tracing::trace!(?sleep_for, "waiting");
-            // biased (here and in every select of this crate): tokio's unbiased select draws
-            // from an unseeded RNG, which would break a seeded simulation's replay. A message
-            // first: when both are ready the next attempt follows either way.
-            tokio::select! {
-                biased;
-                _ = sub.notified() => {}
-                _ = tokio::time::sleep(sleep_for) => {}
+                Ok(None)
             }
         }
     }
 
+    /// The spin lock's wait: an attempt, then attempts after a back-off each (no channel:
+    /// its release publishes nothing), until one succeeds or the deadline passed (`None`).
     async fn spin(
         &self,
         deadline: Option<Instant>,
         wait: Option<Duration>,
         lease: Option<Duration>,
     ) -> Result<Option<Option<i64>>> {
+        if let Attempt::Acquired(t) = self.attempt(lease, wait, deadline).await? {
+            return Ok(Some(t));
+        }
         let mut n = 0u32;
         loop {
             let mut d = self.backoff.delay(n);
@@ -683,7 +656,6 @@ impl Core {
             if let Some(dl) = deadline {
                 let rem = dl.saturating_duration_since(Instant::now());
                 if rem.is_zero() {
-                    Metrics::inc(&self.client.inner.metrics.acquire_failed);
                     return Ok(None);
                 }
                 d = d.min(rem);

@@ -108,6 +108,7 @@ mod semaphore;
 mod sentinel;
 mod simple;
 mod sync;
+mod wait;
 mod waiter;
 mod watchdog;
 

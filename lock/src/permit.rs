@@ -17,6 +17,7 @@ use crate::client::{deadline_after, lease_ms, prefix_name, suffix_name, Client, 
 use crate::error::{LockError, Result};
 use crate::hold::note_unsynced;
 use crate::scripts;
+use crate::wait::{count_failure, wait_until, Step, WaitOn};
 use crate::waiter::Wake;
 
 const PUBLISH: &str = "PUBLISH";
@@ -572,54 +573,29 @@ impl PermitExpirableSemaphore {
         lease: Option<Duration>,
         deadline: Option<Instant>,
     ) -> Result<Vec<String>> {
-        if let Attempt::Acquired(ids) = self.attempt(permits, lease, deadline).await? {
-            return Ok(ids);
-        }
-        let expired = |d: Option<Instant>| d.is_some_and(|d| Instant::now() >= d);
-        if expired(deadline) {
-            Metrics::inc(&self.client.inner.metrics.acquire_failed);
-            return Ok(Vec::new());
-        }
-        let sub = self
-            .client
-            .inner
-            .hub
-            .subscribe_until(&self.channel(), Wake::Count, deadline)
-            .await?;
-        let Some(sub) = sub else {
-            Metrics::inc(&self.client.inner.metrics.acquire_failed);
-            return Ok(Vec::new());
+        let on = WaitOn {
+            client: &self.client,
+            channel: &self.channel(),
+            wake: Wake::Count,
+            deadline,
         };
-        loop {
-            // Registered as a waiter before the attempt: a release published meanwhile wakes it.
-            let notified = sub.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            let nearest = match self.attempt(permits, lease, deadline).await? {
-                Attempt::Acquired(ids) => return Ok(ids),
-                Attempt::Busy(nearest) => nearest,
-            };
-            if expired(deadline) {
-                Metrics::inc(&self.client.inner.metrics.acquire_failed);
-                return Ok(Vec::new());
-            }
-            // A leased permit returns to the pool without a message: wake when the nearest
-            // lease ends. The cap re-checks in case the pub/sub connection dropped a message.
-            let mut sleep_for = self.client.options().watchdog_timeout;
-            if let Some(at) = nearest {
-                let until = at.saturating_sub(self.client.now_ms());
-                sleep_for = sleep_for.min(Duration::from_millis(until.max(1)));
-            }
-            if let Some(d) = deadline {
-                sleep_for = sleep_for.min(d.saturating_duration_since(Instant::now()));
-            }
-            Metrics::inc(&self.client.inner.metrics.waits);
-            tokio::select! {
-                biased;
-                _ = notified => {}
-                _ = tokio::time::sleep(sleep_for) => {}
-            }
-        }
+        // A leased permit returns to the pool without a message: look again when the nearest
+        // lease ends (the watchdog timeout caps a wait, in case a message was dropped).
+        let r = wait_until(on, move || async move {
+            Ok(match self.attempt(permits, lease, deadline).await? {
+                Attempt::Acquired(ids) => Step::Done(ids),
+                Attempt::Busy(nearest) => {
+                    let cap = self.client.options().watchdog_timeout;
+                    Step::Again(Some(nearest.map_or(cap, |at| {
+                        let until = at.saturating_sub(self.client.now_ms());
+                        cap.min(Duration::from_millis(until.max(1)))
+                    })))
+                }
+            })
+        })
+        .await;
+        count_failure(&self.client, &r);
+        Ok(r?.unwrap_or_default())
     }
 }
 

@@ -13,6 +13,7 @@ use crate::client::{deadline_after, lease_ms, prefix_name, Client, Metrics};
 use crate::error::{LockError, Result};
 use crate::hold::note_unsynced;
 use crate::scripts;
+use crate::wait::{count_failure, wait_until, Step, WaitOn};
 use crate::waiter::Wake;
 
 const PUBLISH: &str = "PUBLISH";
@@ -382,50 +383,24 @@ impl Semaphore {
     }
 
     async fn acquire_inner(&self, permits: u32, deadline: Option<Instant>) -> Result<bool> {
-        if self.attempt(permits, deadline).await? {
-            return Ok(true);
-        }
-        let expired = |d: Option<Instant>| d.is_some_and(|d| Instant::now() >= d);
-        if expired(deadline) {
-            Metrics::inc(&self.client.inner.metrics.acquire_failed);
-            return Ok(false);
-        }
-        let sub = self
-            .client
-            .inner
-            .hub
-            .subscribe_until(&self.channel(), Wake::Count, deadline)
-            .await?;
-        let Some(sub) = sub else {
-            Metrics::inc(&self.client.inner.metrics.acquire_failed);
-            return Ok(false);
+        let on = WaitOn {
+            client: &self.client,
+            channel: &self.channel(),
+            wake: Wake::Count,
+            deadline,
         };
-        loop {
-            // Registered as a waiter before the attempt: a release published meanwhile wakes
-            // it (a wake-all reaches only registered waiters).
-            let notified = sub.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.attempt(permits, deadline).await? {
-                return Ok(true);
-            }
-            if expired(deadline) {
-                Metrics::inc(&self.client.inner.metrics.acquire_failed);
-                return Ok(false);
-            }
-            // Every release publishes; the cap re-checks in case the pub/sub connection dropped
-            // a message.
-            let cap = self.client.options().watchdog_timeout;
-            let sleep_for = deadline
-                .map(|d| d.saturating_duration_since(Instant::now()).min(cap))
-                .unwrap_or(cap);
-            Metrics::inc(&self.client.inner.metrics.waits);
-            tokio::select! {
-                biased;
-                _ = notified => {}
-                _ = tokio::time::sleep(sleep_for) => {}
-            }
-        }
+        // Every release publishes; without a message the watchdog timeout caps a wait, in case
+        // the pub/sub connection dropped one.
+        let r = wait_until(on, move || async move {
+            Ok(if self.attempt(permits, deadline).await? {
+                Step::Done(())
+            } else {
+                Step::Again(None)
+            })
+        })
+        .await;
+        count_failure(&self.client, &r);
+        Ok(r?.is_some())
     }
 }
 
