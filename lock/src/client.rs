@@ -48,6 +48,8 @@ pub(crate) struct Inner {
     pub(crate) sync_replicas: AtomicUsize,
     /// `ReplicaSync::Auto` outside a cluster: a client that knows no replica asks again.
     auto_recheck: bool,
+    /// A Redis Cluster client: a synced write's `WAIT` goes to its slot's master alone.
+    in_cluster: bool,
     /// `ReplicaSync::Auto` in a cluster: each master's replicas, waited for by the writes
     /// that master takes.
     cluster_replicas: Option<ClusterReplicas>,
@@ -91,8 +93,9 @@ impl Client {
     /// their channel's slot. With [`ReplicaSync::Auto`] a write waits for the replicas of the
     /// master that took it (`WAIT` on that master alone, for as many replicas as `CLUSTER
     /// SLOTS` lists for its slot, re-read at most once a second and after a short `WAIT`), as
-    /// Redisson waits per master entry; an explicit count waits on every master (the redis
-    /// crate routes `WAIT` to all of them).
+    /// Redisson waits per master entry; an explicit [`ReplicaSync::Replicas`] count is waited
+    /// for on that master alone too (the redis crate would route a bare `WAIT` to every
+    /// master, so one hung or lagging shard would fail the writes of all).
     ///
     /// # Errors
     /// When no URL is valid or no node can be reached.
@@ -274,12 +277,13 @@ impl Client {
             options.connection_timeout,
             sync_response_timeout(&options),
         );
-        let auto_recheck = matches!(options.replica_sync, ReplicaSync::Auto)
-            && !matches!(conn, Connection::Cluster(_));
+        let in_cluster = matches!(conn, Connection::Cluster(_));
+        let auto_recheck = matches!(options.replica_sync, ReplicaSync::Auto) && !in_cluster;
         let inner = Arc::new(Inner {
             hub,
             sync_pool,
             auto_recheck,
+            in_cluster,
             cluster_replicas: cluster_replicas.map(|map| ClusterReplicas {
                 map: std::sync::Mutex::new(map),
             }),
@@ -411,12 +415,45 @@ impl Client {
         K: redis::ToRedisArgs,
         A: redis::ToRedisArgs,
     {
+        self.eval_write_until(script, keys, args, None).await
+    }
+
+    /// [`Client::eval_write`] for a call that must end by `deadline` (an acquisition's wait,
+    /// and the rollback of an attempt of it): the `WAIT` blocks at most until then, i.e. its
+    /// timeout is the sync timeout or the time left, whichever is shorter, and at least 1 ms
+    /// (`WAIT` with 0 blocks forever). A `WAIT` cut short that way answers short, and the
+    /// acquisition is rolled back as for any unacknowledged write.
+    ///
+    /// Redisson's `syncedEval` gives its `WAIT` the whole sync timeout and its `tryLock`
+    /// looks at the time left only after the attempt returned, so a last attempt can overrun
+    /// the wait by the sync timeout; here the wait bounds the attempt as well, and a call with
+    /// a wait returns within that wait plus one round trip.
+    ///
+    /// # Errors
+    /// As [`Client::eval_write`].
+    pub(crate) async fn eval_write_until<T, K, A>(
+        &self,
+        script: &redis::Script,
+        keys: &[K],
+        args: &[A],
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<(T, Result<bool>)>
+    where
+        T: redis::FromRedisValue,
+        K: redis::ToRedisArgs,
+        A: redis::ToRedisArgs,
+    {
         let eval = evalsha(script, keys, args);
-        if let Some(cluster) = &self.inner.cluster_replicas {
+        let timeout = sync_timeout_until(self.inner.options.replica_sync_timeout, deadline);
+        // In a cluster the `WAIT` goes to the master serving the write's slot alone, whatever
+        // the replica count (the redis crate would send a bare `WAIT` to every master).
+        let slot = self.inner.in_cluster.then(|| {
             let key = keys.first().map(|k| k.to_redis_args()).unwrap_or_default();
-            let slot = key_slot(key.first().map_or(&[][..], Vec::as_slice));
+            key_slot(key.first().map_or(&[][..], Vec::as_slice))
+        });
+        if let (Some(cluster), Some(slot)) = (&self.inner.cluster_replicas, slot) {
             return self
-                .eval_write_in_cluster(cluster, script, &eval, slot)
+                .eval_write_in_cluster(cluster, script, &eval, slot, timeout)
                 .await;
         }
         let n = self.sync_replicas();
@@ -428,13 +465,7 @@ impl Client {
         let (v, acked) = self
             .inner
             .sync_pool
-            .eval_and_wait(
-                script,
-                &eval,
-                n,
-                self.inner.options.replica_sync_timeout,
-                None,
-            )
+            .eval_and_wait(script, &eval, n, timeout, slot)
             .await?;
         let synced = match acked {
             Ok(k) => Ok(self.judge_ack(n, k).await),
@@ -452,6 +483,7 @@ impl Client {
         script: &redis::Script,
         eval: &redis::Cmd,
         slot: u16,
+        timeout: Duration,
     ) -> Result<(T, Result<bool>)> {
         self.recheck_replicas();
         let n = cluster.replicas(slot);
@@ -459,7 +491,6 @@ impl Client {
             let v = eval_on(&mut self.connection(), script, eval).await?;
             return Ok((v, Ok(true)));
         }
-        let timeout = self.inner.options.replica_sync_timeout;
         let (v, acked) = self
             .inner
             .sync_pool
@@ -614,6 +645,18 @@ impl ClusterReplicas {
         *self.map.lock().unwrap_or_else(|p| p.into_inner()) = map.clone();
         map
     }
+}
+
+/// The `WAIT` timeout of a synced write that must end by `deadline`: `sync` or the time left,
+/// whichever is shorter, at least 1 ms (`WAIT` with 0 blocks forever, so a sync timeout of 0
+/// is no bound and the time left is). Without a deadline, `sync` as configured.
+fn sync_timeout_until(sync: Duration, deadline: Option<tokio::time::Instant>) -> Duration {
+    let Some(deadline) = deadline else {
+        return sync;
+    };
+    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+    let bounded = if sync.is_zero() { left } else { sync.min(left) };
+    bounded.max(Duration::from_millis(1))
 }
 
 /// The response timeout of the connections synced writes use: a `WAIT` blocks up to the sync
@@ -841,6 +884,24 @@ mod tests {
         assert_eq!(prefix_name("p", "{t}:a"), "p:{t}:a");
         assert_eq!(suffix_name("a", "x"), "{a}:x");
         assert_eq!(suffix_name("{t}a", "x"), "{t}a:x");
+    }
+
+    #[test]
+    fn a_wait_is_bounded_by_the_time_left_and_lasts_at_least_a_millisecond() {
+        let now = tokio::time::Instant::now();
+        let sync = Duration::from_millis(1500);
+        assert_eq!(sync_timeout_until(sync, None), sync);
+        let far = now + Duration::from_secs(60);
+        assert_eq!(sync_timeout_until(sync, Some(far)), sync);
+        let near = sync_timeout_until(sync, Some(now + Duration::from_millis(400)));
+        assert!(near <= Duration::from_millis(400) && near >= Duration::from_millis(1));
+        assert_eq!(
+            sync_timeout_until(sync, Some(now)),
+            Duration::from_millis(1)
+        );
+        // 0 is "no timeout" to WAIT: the time left bounds it.
+        let unbounded = sync_timeout_until(Duration::ZERO, Some(far));
+        assert!(unbounded > Duration::from_secs(59));
     }
 
     #[test]

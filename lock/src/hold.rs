@@ -17,6 +17,7 @@ use crate::guard::LockGuard;
 use crate::options::Backoff;
 use crate::owner::Owner;
 use crate::scripts;
+use crate::wait::{wait_until, Step, WaitOn};
 use crate::waiter::Wake;
 use crate::watchdog::{HoldMode, LostSignal, Renewal};
 
@@ -201,36 +202,50 @@ impl Core {
         self.client.eval_read(script, keys, args).await
     }
 
-    /// A script that writes, with its `WAIT` when replicas are synced (see
-    /// [`Client::eval_write`]).
+    /// A script that writes, with its `WAIT` when replicas are synced, that `WAIT` ending by
+    /// `deadline` (see [`Client::eval_write_until`]).
     async fn eval_write<T: redis::FromRedisValue>(
         &self,
         script: &'static Script,
         keys: &[String],
         args: &[String],
+        deadline: Option<Instant>,
     ) -> Result<(T, Result<bool>)> {
-        self.client.eval_write(script, keys, args).await
+        self.client
+            .eval_write_until(script, keys, args, deadline)
+            .await
     }
 
     /// One acquire script, with replica sync: an acquisition no replica acknowledged is rolled
     /// back and retried, as Redisson does ("None of slaves were synced"); one whose `WAIT`
     /// failed (a dropped connection, a refusal) is rolled back and the error returned, so a
     /// failed call never leaves the lock held or a re-entry counted.
-    async fn acquire_script(&self, lease: Duration, wait: Option<Duration>) -> Result<Attempt> {
+    ///
+    /// Every `WAIT` of it, the rollbacks' included, ends by `deadline` (the acquisition's
+    /// wait; see [`Client::eval_write_until`]), and no new attempt starts once it passed.
+    async fn acquire_script(
+        &self,
+        lease: Duration,
+        wait: Option<Duration>,
+        deadline: Option<Instant>,
+    ) -> Result<Attempt> {
         let attempts = self.client.options().replica_sync_attempts.max(1);
         for _ in 0..attempts {
-            let (a, synced) = self.acquire_script_once(lease, wait).await?;
+            let (a, synced) = self.acquire_script_once(lease, wait, deadline).await?;
             if let Attempt::Acquired(_) = a {
                 match synced {
                     Ok(true) => {}
                     Ok(false) => {
                         tracing::warn!(name = %self.name, "no replica acknowledged the acquisition; rolling back");
-                        let _ = self.release_script().await;
+                        let _ = self.release_script(deadline).await;
+                        if deadline.is_some_and(|d| Instant::now() >= d) {
+                            break;
+                        }
                         continue;
                     }
                     Err(e) => {
                         tracing::warn!(name = %self.name, error = %e, "WAIT failed after the acquisition; rolling back");
-                        let _ = self.release_script().await;
+                        let _ = self.release_script(deadline).await;
                         return Err(e);
                     }
                 }
@@ -246,6 +261,7 @@ impl Core {
         &self,
         lease: Duration,
         wait: Option<Duration>,
+        deadline: Option<Instant>,
     ) -> Result<(Attempt, Result<bool>)> {
         let lease_ms = ms(lease).to_string();
         let name = self.name.clone();
@@ -254,13 +270,23 @@ impl Core {
         match self.kind {
             Kind::Plain => {
                 let (r, synced): (Option<i64>, _) = self
-                    .eval_write(&scripts::LOCK_ACQUIRE, &[name], &[lease_ms, field])
+                    .eval_write(
+                        &scripts::LOCK_ACQUIRE,
+                        &[name],
+                        &[lease_ms, field],
+                        deadline,
+                    )
                     .await?;
                 Ok((ttl(r), synced))
             }
             Kind::Spin => {
                 let (r, synced): (Option<i64>, _) = self
-                    .eval_write(&scripts::SPIN_ACQUIRE, &[name], &[lease_ms, field])
+                    .eval_write(
+                        &scripts::SPIN_ACQUIRE,
+                        &[name],
+                        &[lease_ms, field],
+                        deadline,
+                    )
                     .await?;
                 Ok((ttl(r), synced))
             }
@@ -270,6 +296,7 @@ impl Core {
                         &scripts::NON_REENTRANT_ACQUIRE,
                         &[name],
                         &[lease_ms, field, scripts::REENTRY_ERR.to_owned()],
+                        deadline,
                     )
                     .await;
                 let (r, synced): (Option<i64>, _) = match r {
@@ -294,6 +321,7 @@ impl Core {
                         &scripts::FENCED_ACQUIRE,
                         &[name, self.token_name()],
                         &[lease_ms, field],
+                        deadline,
                     )
                     .await?;
                 match r.as_slice() {
@@ -313,6 +341,7 @@ impl Core {
                             &scripts::FAIR_TRY_ONCE,
                             &keys,
                             &[lease_ms, field, now, wait_ms],
+                            deadline,
                         )
                         .await?;
                     let a = match r {
@@ -326,6 +355,7 @@ impl Core {
                             &scripts::FAIR_ACQUIRE,
                             &keys,
                             &[lease_ms, field, wait_ms, now],
+                            deadline,
                         )
                         .await?;
                     Ok((ttl(r), synced))
@@ -338,13 +368,19 @@ impl Core {
                         &scripts::READ_ACQUIRE,
                         &[name, self.read_timeout_prefix()],
                         &[lease_ms, field, write_field],
+                        deadline,
                     )
                     .await?;
                 Ok((ttl(r), synced))
             }
             Kind::Write => {
                 let (r, synced): (Option<i64>, _) = self
-                    .eval_write(&scripts::WRITE_ACQUIRE, &[name], &[lease_ms, field])
+                    .eval_write(
+                        &scripts::WRITE_ACQUIRE,
+                        &[name],
+                        &[lease_ms, field],
+                        deadline,
+                    )
                     .await?;
                 Ok((ttl(r), synced))
             }
@@ -353,8 +389,12 @@ impl Core {
 
     /// The release script; `None` means "not held by this owner"; with whether the release
     /// is synced to the replicas (see [`Client::eval_write`]). Retries on connection errors
-    /// with the same request id, which the unlock latch makes idempotent.
-    async fn release_script(&self) -> Result<(Option<i64>, Result<bool>)> {
+    /// with the same request id, which the unlock latch makes idempotent. Its `WAIT` ends by
+    /// `deadline` (an acquisition's rollback: the acquisition's wait).
+    async fn release_script(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Result<(Option<i64>, Result<bool>)> {
         let rid = self.client.request_id();
         let latch = self.unlock_latch_name(&rid);
         // Holds that remain keep the watchdog's lease while one of them is renewed (a leased
@@ -384,6 +424,7 @@ impl Core {
                             PUBLISH.into(),
                             latch_ms.clone(),
                         ],
+                        deadline,
                     )
                     .await
                 }
@@ -392,6 +433,7 @@ impl Core {
                         &scripts::SPIN_RELEASE,
                         &[name.clone(), latch.clone()],
                         &[lease.clone(), field.clone(), latch_ms.clone()],
+                        deadline,
                     )
                     .await
                 }
@@ -413,6 +455,7 @@ impl Core {
                             PUBLISH.into(),
                             latch_ms.clone(),
                         ],
+                        deadline,
                     )
                     .await
                 }
@@ -432,6 +475,7 @@ impl Core {
                             PUBLISH.into(),
                             latch_ms.clone(),
                         ],
+                        deadline,
                     )
                     .await
                 }
@@ -446,6 +490,7 @@ impl Core {
                             PUBLISH.into(),
                             latch_ms.clone(),
                         ],
+                        deadline,
                     )
                     .await
                 }
@@ -501,13 +546,19 @@ impl Core {
     /// One attempt, safe to cancel: the script runs in a spawned task; if the caller is gone
     /// when it finishes and it acquired, the task releases the hold again (Redisson's
     /// testLockIsNotRenewedAfterInterruptedTryLock).
-    async fn attempt(&self, lease: Option<Duration>, wait: Option<Duration>) -> Result<Attempt> {
+    /// Its replica sync ends by `deadline` (see [`Core::acquire_script`]).
+    async fn attempt(
+        &self,
+        lease: Option<Duration>,
+        wait: Option<Duration>,
+        deadline: Option<Instant>,
+    ) -> Result<Attempt> {
         self.client.check_alive()?;
         let core = self.clone();
         let task = |tx: oneshot::Sender<Result<Attempt>>| async move {
             let eff = lease.unwrap_or(core.client.options().watchdog_timeout);
             let sent = Instant::now();
-            let res = core.acquire_script(eff, wait).await;
+            let res = core.acquire_script(eff, wait, deadline).await;
             if let Ok(Attempt::Acquired(_)) = &res {
                 core.state.last_lease_ms.store(ms(eff), Ordering::Relaxed);
                 core.register(lease, sent);
@@ -548,79 +599,51 @@ impl Core {
             core: (self.kind == Kind::Fair && wait != Some(Duration::ZERO)).then(|| self.clone()),
             wait,
         };
-        if let Attempt::Acquired(t) = self.attempt(lease, wait).await? {
-            guard.core = None;
-            tracing::debug!("acquired");
-            return Ok(Some(t));
-        }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            guard.leave(self).await?;
-            Metrics::inc(&self.client.inner.metrics.acquire_failed);
-            return Ok(None);
-        }
-        if self.kind == Kind::Spin {
-            return self.spin(deadline, wait, lease).await;
-        }
-        let sub = self
-            .client
-            .inner
-            .hub
-            .subscribe_until(&self.waiter_channel(), Wake::Lock, deadline)
-            .await?;
-        let Some(sub) = sub else {
-            // The wait ran out while subscribing (a slow or hung pub/sub node): not acquired,
-            // as Redisson's tryLock returns false when its subscription times out.
-            guard.leave(self).await?;
-            Metrics::inc(&self.client.inner.metrics.acquire_failed);
-            return Ok(None);
-        };
-        loop {
-            let ttl = match self.attempt(lease, wait).await? {
-                Attempt::Acquired(t) => {
-                    guard.core = None;
-                    tracing::debug!(waited_ms = start.elapsed().as_millis() as u64, "acquired");
-                    return Ok(Some(t));
-                }
-                Attempt::Busy(ttl) => ttl,
+        let acquired = if self.kind == Kind::Spin {
+            self.spin(deadline, wait, lease).await
+        } else {
+            let on = WaitOn {
+                client: &self.client,
+                channel: &self.waiter_channel(),
+                wake: Wake::Lock,
+                deadline,
             };
-            let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            if remaining.is_some_and(|r| r.is_zero()) {
+            // A busy lock is looked at again when a release message comes, or at the latest
+            // when its TTL ends (a crashed holder publishes nothing).
+            wait_until(on, move || async move {
+                Ok(match self.attempt(lease, wait, deadline).await? {
+                    Attempt::Acquired(t) => Step::Done(t),
+                    Attempt::Busy(ttl) => Step::Again(ttl),
+                })
+            })
+            .await
+        };
+        match acquired? {
+            Some(t) => {
+                guard.core = None;
+                tracing::debug!(waited_ms = start.elapsed().as_millis() as u64, "acquired");
+                Ok(Some(t))
+            }
+            None => {
                 guard.leave(self).await?;
                 Metrics::inc(&self.client.inner.metrics.acquire_failed);
                 tracing::debug!("gave up waiting");
-                return Ok(None);
-            }
-            // Wait for a release message, at most the lock's TTL (a crashed holder publishes
-            // nothing) and the remaining wait time; a TTL-less lock is re-checked every
-            // watchdog period in case the pub/sub connection was lost.
-            let cap = ttl.unwrap_or(self.client.options().watchdog_timeout);
-            // A TTL of 0 (the lock expires this very millisecond) is looked at again a
-            // millisecond later: at once would spin until the clock moves, hot on a real one
-            // and forever on a paused one.
-            let sleep_for = match remaining {
-                Some(r) => r.min(cap),
-                None => cap,
-            }
-            .max(Duration::from_millis(1));
-            Metrics::inc(&self.client.inner.metrics.waits);
-            tracing::trace!(?sleep_for, "waiting");
-            // biased (here and in every select of this crate): tokio's unbiased select draws
-            // from an unseeded RNG, which would break a seeded simulation's replay. A message
-            // first: when both are ready the next attempt follows either way.
-            tokio::select! {
-                biased;
-                _ = sub.notified() => {}
-                _ = tokio::time::sleep(sleep_for) => {}
+                Ok(None)
             }
         }
     }
 
+    /// The spin lock's wait: an attempt, then attempts after a back-off each (no channel:
+    /// its release publishes nothing), until one succeeds or the deadline passed (`None`).
     async fn spin(
         &self,
         deadline: Option<Instant>,
         wait: Option<Duration>,
         lease: Option<Duration>,
     ) -> Result<Option<Option<i64>>> {
+        if let Attempt::Acquired(t) = self.attempt(lease, wait, deadline).await? {
+            return Ok(Some(t));
+        }
         let mut n = 0u32;
         loop {
             let mut d = self.backoff.delay(n);
@@ -633,7 +656,6 @@ impl Core {
             if let Some(dl) = deadline {
                 let rem = dl.saturating_duration_since(Instant::now());
                 if rem.is_zero() {
-                    Metrics::inc(&self.client.inner.metrics.acquire_failed);
                     return Ok(None);
                 }
                 d = d.min(rem);
@@ -641,7 +663,7 @@ impl Core {
             Metrics::inc(&self.client.inner.metrics.waits);
             tokio::time::sleep(d).await;
             n = n.saturating_add(1);
-            if let Attempt::Acquired(t) = self.attempt(lease, wait).await? {
+            if let Attempt::Acquired(t) = self.attempt(lease, wait, deadline).await? {
                 return Ok(Some(t));
             }
         }
@@ -673,7 +695,7 @@ impl Core {
         // cannot tell an unlock by an owner that never held the lock: the registry can.
         let never_held =
             self.kind == Kind::Fair && !self.client.inner.registry.holds(&self.name, &self.field);
-        let r = self.release_script().await;
+        let r = self.release_script(None).await;
         let fully = match &r {
             // Not held by this owner (expired, or taken over): nothing of ours to renew.
             Ok((None, _)) => true,

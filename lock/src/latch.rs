@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::{deadline_after, Client, Metrics};
+use crate::client::{deadline_after, Client};
 use crate::error::Result;
 use crate::scripts;
+use crate::wait::{wait_until, Step, WaitOn};
 use crate::waiter::Wake;
 
 /// `CountDownLatchPubSub.ZERO_COUNT_MESSAGE`.
@@ -128,44 +129,22 @@ impl CountDownLatch {
 
     async fn wait_inner(&self, deadline: Option<Instant>) -> Result<bool> {
         self.client.check_alive()?;
-        if self.count().await? == 0 {
-            return Ok(true);
-        }
-        let sub = self
-            .client
-            .inner
-            .hub
-            .subscribe_until(&self.channel(), Wake::All, deadline)
-            .await?;
-        let Some(sub) = sub else {
-            return Ok(false);
+        let on = WaitOn {
+            client: &self.client,
+            channel: &self.channel(),
+            wake: Wake::All,
+            deadline,
         };
-        loop {
-            // Subscribed and registered as a waiter before this read, so a count-down to zero
-            // after it is not missed (a wake-all reaches only registered waiters).
-            let notified = sub.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.count().await? == 0 {
-                return Ok(true);
-            }
-            let cap = self.client.options().watchdog_timeout;
-            let sleep_for = match deadline {
-                Some(d) => {
-                    let rem = d.saturating_duration_since(Instant::now());
-                    if rem.is_zero() {
-                        return Ok(false);
-                    }
-                    rem.min(cap)
-                }
-                None => cap,
-            };
-            Metrics::inc(&self.client.inner.metrics.waits);
-            tokio::select! {
-                biased;
-                _ = notified => {}
-                _ = tokio::time::sleep(sleep_for) => {}
-            }
-        }
+        // The count-down to zero publishes; without a message the watchdog timeout caps a
+        // wait, in case the pub/sub connection dropped one.
+        let r = wait_until(on, move || async move {
+            Ok(if self.count().await? == 0 {
+                Step::Done(())
+            } else {
+                Step::Again(None)
+            })
+        })
+        .await?;
+        Ok(r.is_some())
     }
 }

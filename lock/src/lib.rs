@@ -97,8 +97,8 @@ mod fence;
 mod guard;
 mod hold;
 mod kind;
+mod kinds;
 mod latch;
-mod lock;
 mod multi;
 mod options;
 mod owner;
@@ -108,6 +108,7 @@ mod semaphore;
 mod sentinel;
 mod simple;
 mod sync;
+mod wait;
 mod waiter;
 mod watchdog;
 
@@ -118,10 +119,10 @@ pub use error::{LockError, LostReason, Result};
 pub use fence::{FencingGate, TokenFence};
 pub use guard::{LockGuard, Section};
 pub use kind::DistributedLock;
-pub use latch::CountDownLatch;
-pub use lock::{
+pub use kinds::{
     FairLock, FencedLock, Lock, NonReentrantLock, ReadLock, ReadWriteLock, SpinLock, WriteLock,
 };
+pub use latch::CountDownLatch;
 pub use multi::{MultiLock, MultiLockGuard, NodeOutcome, QuorumOutcome, RedLock};
 pub use options::{Backoff, ClientOptions, ReplicaSync, WallClock};
 pub use owner::Owner;

@@ -17,6 +17,7 @@ use crate::client::{deadline_after, lease_ms, prefix_name, suffix_name, Client, 
 use crate::error::{LockError, Result};
 use crate::hold::note_unsynced;
 use crate::scripts;
+use crate::wait::{count_failure, wait_until, Step, WaitOn};
 use crate::waiter::Wake;
 
 const PUBLISH: &str = "PUBLISH";
@@ -125,15 +126,19 @@ impl PermitExpirableSemaphore {
         self.client.eval_read(script, keys, &args).await
     }
 
-    /// A script that writes, with its `WAIT` when replicas are synced; whether it is synced
-    /// comes back beside the answer (see `Client::eval_write`).
+    /// A script that writes, with its `WAIT` when replicas are synced, that `WAIT` ending by
+    /// `deadline`; whether it is synced comes back beside the answer (see
+    /// `Client::eval_write_until`).
     async fn eval_synced<T: redis::FromRedisValue>(
         &self,
         script: &'static redis::Script,
         keys: &[String],
         args: Vec<Vec<u8>>,
+        deadline: Option<Instant>,
     ) -> Result<(T, Result<bool>)> {
-        self.client.eval_write(script, keys, &args).await
+        self.client
+            .eval_write_until(script, keys, &args, deadline)
+            .await
     }
 
     /// A script that writes, whose sync is only logged: the write stands on the master, so
@@ -144,7 +149,18 @@ impl PermitExpirableSemaphore {
         keys: &[String],
         args: Vec<Vec<u8>>,
     ) -> Result<T> {
-        let (v, synced) = self.eval_synced(script, keys, args).await?;
+        self.write_until(script, keys, args, None).await
+    }
+
+    /// [`write`](Self::write) whose `WAIT` ends by `deadline`.
+    async fn write_until<T: redis::FromRedisValue>(
+        &self,
+        script: &'static redis::Script,
+        keys: &[String],
+        args: Vec<Vec<u8>>,
+        deadline: Option<Instant>,
+    ) -> Result<T> {
+        let (v, synced) = self.eval_synced(script, keys, args, deadline).await?;
         note_unsynced(&self.name, "permit semaphore write", synced);
         Ok(v)
     }
@@ -261,7 +277,7 @@ impl PermitExpirableSemaphore {
         permits: u32,
         lease: Option<Duration>,
     ) -> Result<Vec<String>> {
-        match self.attempt(permits, lease).await? {
+        match self.attempt(permits, lease, None).await? {
             Attempt::Acquired(ids) => Ok(ids),
             Attempt::Busy(_) => Ok(Vec::new()),
         }
@@ -361,6 +377,16 @@ impl PermitExpirableSemaphore {
     /// # Errors
     /// [`LockError::Invalid`] for an empty list or a malformed id; Redis errors.
     pub async fn try_release_many(&self, ids: &[String]) -> Result<u64> {
+        self.try_release_many_until(ids, None).await
+    }
+
+    /// [`try_release_many`](Self::try_release_many) whose `WAIT` ends by `deadline` (the
+    /// rollback of an acquisition with a wait).
+    async fn try_release_many_until(
+        &self,
+        ids: &[String],
+        deadline: Option<Instant>,
+    ) -> Result<u64> {
         if ids.is_empty() {
             return Err(LockError::Invalid {
                 name: self.name.clone(),
@@ -376,7 +402,12 @@ impl PermitExpirableSemaphore {
             args.push(id_bytes(&self.name, id)?);
         }
         let r: u64 = self
-            .write(&scripts::PES_TRY_RELEASE_MANY, &self.keys_nct(), args)
+            .write_until(
+                &scripts::PES_TRY_RELEASE_MANY,
+                &self.keys_nct(),
+                args,
+                deadline,
+            )
             .await?;
         Ok(r)
     }
@@ -462,14 +493,22 @@ impl PermitExpirableSemaphore {
     /// the caller went away are released again (Redisson releases them when the future was
     /// cancelled). With replicas, an acquisition no replica acknowledged is given back and
     /// reported (Redisson's `handleNoSync`).
-    async fn attempt(&self, permits: u32, lease: Option<Duration>) -> Result<Attempt> {
+    ///
+    /// Its replica sync, the rollback's included, ends by `deadline` (see
+    /// `Client::eval_write_until`).
+    async fn attempt(
+        &self,
+        permits: u32,
+        lease: Option<Duration>,
+        deadline: Option<Instant>,
+    ) -> Result<Attempt> {
         if permits == 0 {
             return Ok(Attempt::Acquired(Vec::new()));
         }
         self.client.check_alive()?;
         let this = self.clone();
         let task = |tx: oneshot::Sender<Result<Attempt>>| async move {
-            let res = this.attempt_once(permits, lease).await;
+            let res = this.attempt_once(permits, lease, deadline).await;
             if let Err(Ok(Attempt::Acquired(ids))) = tx.send(res) {
                 tracing::debug!(name = %this.name, "permits acquired after cancellation; releasing");
                 let _ = this.try_release_many(&ids).await;
@@ -478,7 +517,12 @@ impl PermitExpirableSemaphore {
         self.client.answered(&self.name, "acquire", task).await
     }
 
-    async fn attempt_once(&self, permits: u32, lease: Option<Duration>) -> Result<Attempt> {
+    async fn attempt_once(
+        &self,
+        permits: u32,
+        lease: Option<Duration>,
+        deadline: Option<Instant>,
+    ) -> Result<Attempt> {
         let ids: Vec<String> = (0..permits).map(|_| self.client.request_id()).collect();
         let mut args = vec![
             permits.to_string().into_bytes(),
@@ -491,7 +535,7 @@ impl PermitExpirableSemaphore {
             args.push(id_bytes(&self.name, id)?);
         }
         let (r, synced): (Option<String>, _) = self
-            .eval_synced(&scripts::PES_TRY_ACQUIRE, &self.keys_ntc(), args)
+            .eval_synced(&scripts::PES_TRY_ACQUIRE, &self.keys_ntc(), args, deadline)
             .await?;
         match r.as_deref() {
             Some("OK") => {
@@ -500,14 +544,14 @@ impl PermitExpirableSemaphore {
                 match synced {
                     Ok(true) => {}
                     Ok(false) => {
-                        let _ = self.try_release_many(&ids).await;
+                        let _ = self.try_release_many_until(&ids, deadline).await;
                         return Err(LockError::ReplicasNotSynced {
                             name: self.name.clone(),
                         });
                     }
                     Err(e) => {
                         tracing::warn!(name = %self.name, error = %e, "WAIT failed after taking permits; giving them back");
-                        let _ = self.try_release_many(&ids).await;
+                        let _ = self.try_release_many_until(&ids, deadline).await;
                         return Err(e);
                     }
                 }
@@ -529,54 +573,29 @@ impl PermitExpirableSemaphore {
         lease: Option<Duration>,
         deadline: Option<Instant>,
     ) -> Result<Vec<String>> {
-        if let Attempt::Acquired(ids) = self.attempt(permits, lease).await? {
-            return Ok(ids);
-        }
-        let expired = |d: Option<Instant>| d.is_some_and(|d| Instant::now() >= d);
-        if expired(deadline) {
-            Metrics::inc(&self.client.inner.metrics.acquire_failed);
-            return Ok(Vec::new());
-        }
-        let sub = self
-            .client
-            .inner
-            .hub
-            .subscribe_until(&self.channel(), Wake::Count, deadline)
-            .await?;
-        let Some(sub) = sub else {
-            Metrics::inc(&self.client.inner.metrics.acquire_failed);
-            return Ok(Vec::new());
+        let on = WaitOn {
+            client: &self.client,
+            channel: &self.channel(),
+            wake: Wake::Count,
+            deadline,
         };
-        loop {
-            // Registered as a waiter before the attempt: a release published meanwhile wakes it.
-            let notified = sub.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            let nearest = match self.attempt(permits, lease).await? {
-                Attempt::Acquired(ids) => return Ok(ids),
-                Attempt::Busy(nearest) => nearest,
-            };
-            if expired(deadline) {
-                Metrics::inc(&self.client.inner.metrics.acquire_failed);
-                return Ok(Vec::new());
-            }
-            // A leased permit returns to the pool without a message: wake when the nearest
-            // lease ends. The cap re-checks in case the pub/sub connection dropped a message.
-            let mut sleep_for = self.client.options().watchdog_timeout;
-            if let Some(at) = nearest {
-                let until = at.saturating_sub(self.client.now_ms());
-                sleep_for = sleep_for.min(Duration::from_millis(until.max(1)));
-            }
-            if let Some(d) = deadline {
-                sleep_for = sleep_for.min(d.saturating_duration_since(Instant::now()));
-            }
-            Metrics::inc(&self.client.inner.metrics.waits);
-            tokio::select! {
-                biased;
-                _ = notified => {}
-                _ = tokio::time::sleep(sleep_for) => {}
-            }
-        }
+        // A leased permit returns to the pool without a message: look again when the nearest
+        // lease ends (the watchdog timeout caps a wait, in case a message was dropped).
+        let r = wait_until(on, move || async move {
+            Ok(match self.attempt(permits, lease, deadline).await? {
+                Attempt::Acquired(ids) => Step::Done(ids),
+                Attempt::Busy(nearest) => {
+                    let cap = self.client.options().watchdog_timeout;
+                    Step::Again(Some(nearest.map_or(cap, |at| {
+                        let until = at.saturating_sub(self.client.now_ms());
+                        cap.min(Duration::from_millis(until.max(1)))
+                    })))
+                }
+            })
+        })
+        .await;
+        count_failure(&self.client, &r);
+        Ok(r?.unwrap_or_default())
     }
 }
 

@@ -13,6 +13,7 @@ use crate::client::{deadline_after, lease_ms, prefix_name, Client, Metrics};
 use crate::error::{LockError, Result};
 use crate::hold::note_unsynced;
 use crate::scripts;
+use crate::wait::{count_failure, wait_until, Step, WaitOn};
 use crate::waiter::Wake;
 
 const PUBLISH: &str = "PUBLISH";
@@ -49,19 +50,23 @@ impl Semaphore {
         prefix_name("redisson_sc", &self.name)
     }
 
-    /// A script that writes, with its `WAIT` when replicas are synced; whether it is synced
-    /// comes back beside the answer (see `Client::eval_write`).
+    /// A script that writes, with its `WAIT` when replicas are synced, that `WAIT` ending by
+    /// `deadline`; whether it is synced comes back beside the answer (see
+    /// `Client::eval_write_until`).
     async fn eval_synced<T: redis::FromRedisValue>(
         &self,
         script: &'static redis::Script,
         with_channel: bool,
         args: &[String],
+        deadline: Option<Instant>,
     ) -> Result<(T, Result<bool>)> {
         let mut keys = vec![self.name.clone()];
         if with_channel {
             keys.push(self.channel());
         }
-        self.client.eval_write(script, &keys, args).await
+        self.client
+            .eval_write_until(script, &keys, args, deadline)
+            .await
     }
 
     /// A script that writes, whose sync is only logged: the write stands on the master, so
@@ -72,7 +77,20 @@ impl Semaphore {
         with_channel: bool,
         args: &[String],
     ) -> Result<T> {
-        let (v, synced) = self.eval_synced(script, with_channel, args).await?;
+        self.eval_until(script, with_channel, args, None).await
+    }
+
+    /// [`eval`](Self::eval) whose `WAIT` ends by `deadline`.
+    async fn eval_until<T: redis::FromRedisValue>(
+        &self,
+        script: &'static redis::Script,
+        with_channel: bool,
+        args: &[String],
+        deadline: Option<Instant>,
+    ) -> Result<T> {
+        let (v, synced) = self
+            .eval_synced(script, with_channel, args, deadline)
+            .await?;
         note_unsynced(&self.name, "semaphore write", synced);
         Ok(v)
     }
@@ -163,7 +181,7 @@ impl Semaphore {
         if permits == 0 {
             return Ok(true);
         }
-        self.attempt(permits).await
+        self.attempt(permits, None).await
     }
 
     /// Waits up to `wait` for one permit.
@@ -248,14 +266,21 @@ impl Semaphore {
     /// # Errors
     /// Redis errors.
     pub async fn release_many(&self, permits: u32) -> Result<()> {
+        self.release_until(permits, None).await
+    }
+
+    /// [`release_many`](Self::release_many) whose `WAIT` ends by `deadline` (the rollback of
+    /// an acquisition with a wait).
+    async fn release_until(&self, permits: u32, deadline: Option<Instant>) -> Result<()> {
         if permits == 0 {
             return Ok(());
         }
         let _: () = self
-            .eval(
+            .eval_until(
                 &scripts::SEMAPHORE_RELEASE,
                 true,
                 &[permits.to_string(), PUBLISH.into()],
+                deadline,
             )
             .await?;
         Metrics::inc(&self.client.inner.metrics.released);
@@ -310,11 +335,13 @@ impl Semaphore {
     /// the caller went away are released again (Redisson: `if (!result.complete(..))
     /// releaseAsync(permits)`). With replicas, an acquisition no replica acknowledged is given
     /// back and reported, as Redisson's `handleNoSync`.
-    async fn attempt(&self, permits: u32) -> Result<bool> {
+    /// Its replica sync, the rollback's included, ends by `deadline` (see
+    /// `Client::eval_write_until`).
+    async fn attempt(&self, permits: u32, deadline: Option<Instant>) -> Result<bool> {
         self.client.check_alive()?;
         let this = self.clone();
         let task = |tx: oneshot::Sender<Result<bool>>| async move {
-            let res = this.attempt_once(permits).await;
+            let res = this.attempt_once(permits, deadline).await;
             if let Err(Ok(true)) = tx.send(res) {
                 tracing::debug!(name = %this.name, "permits acquired after cancellation; releasing");
                 let _ = this.release_many(permits).await;
@@ -323,12 +350,13 @@ impl Semaphore {
         self.client.answered(&self.name, "acquire", task).await
     }
 
-    async fn attempt_once(&self, permits: u32) -> Result<bool> {
+    async fn attempt_once(&self, permits: u32, deadline: Option<Instant>) -> Result<bool> {
         let (r, synced): (i64, _) = self
             .eval_synced(
                 &scripts::SEMAPHORE_TRY_ACQUIRE,
                 false,
                 &[permits.to_string()],
+                deadline,
             )
             .await?;
         if r != 1 {
@@ -339,14 +367,14 @@ impl Semaphore {
         match synced {
             Ok(true) => {}
             Ok(false) => {
-                let _ = self.release_many(permits).await;
+                let _ = self.release_until(permits, deadline).await;
                 return Err(LockError::ReplicasNotSynced {
                     name: self.name.clone(),
                 });
             }
             Err(e) => {
                 tracing::warn!(name = %self.name, error = %e, "WAIT failed after taking permits; giving them back");
-                let _ = self.release_many(permits).await;
+                let _ = self.release_until(permits, deadline).await;
                 return Err(e);
             }
         }
@@ -355,50 +383,24 @@ impl Semaphore {
     }
 
     async fn acquire_inner(&self, permits: u32, deadline: Option<Instant>) -> Result<bool> {
-        if self.attempt(permits).await? {
-            return Ok(true);
-        }
-        let expired = |d: Option<Instant>| d.is_some_and(|d| Instant::now() >= d);
-        if expired(deadline) {
-            Metrics::inc(&self.client.inner.metrics.acquire_failed);
-            return Ok(false);
-        }
-        let sub = self
-            .client
-            .inner
-            .hub
-            .subscribe_until(&self.channel(), Wake::Count, deadline)
-            .await?;
-        let Some(sub) = sub else {
-            Metrics::inc(&self.client.inner.metrics.acquire_failed);
-            return Ok(false);
+        let on = WaitOn {
+            client: &self.client,
+            channel: &self.channel(),
+            wake: Wake::Count,
+            deadline,
         };
-        loop {
-            // Registered as a waiter before the attempt: a release published meanwhile wakes
-            // it (a wake-all reaches only registered waiters).
-            let notified = sub.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.attempt(permits).await? {
-                return Ok(true);
-            }
-            if expired(deadline) {
-                Metrics::inc(&self.client.inner.metrics.acquire_failed);
-                return Ok(false);
-            }
-            // Every release publishes; the cap re-checks in case the pub/sub connection dropped
-            // a message.
-            let cap = self.client.options().watchdog_timeout;
-            let sleep_for = deadline
-                .map(|d| d.saturating_duration_since(Instant::now()).min(cap))
-                .unwrap_or(cap);
-            Metrics::inc(&self.client.inner.metrics.waits);
-            tokio::select! {
-                biased;
-                _ = notified => {}
-                _ = tokio::time::sleep(sleep_for) => {}
-            }
-        }
+        // Every release publishes; without a message the watchdog timeout caps a wait, in case
+        // the pub/sub connection dropped one.
+        let r = wait_until(on, move || async move {
+            Ok(if self.attempt(permits, deadline).await? {
+                Step::Done(())
+            } else {
+                Step::Again(None)
+            })
+        })
+        .await;
+        count_failure(&self.client, &r);
+        Ok(r?.is_some())
     }
 }
 

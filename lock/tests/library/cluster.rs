@@ -540,3 +540,74 @@ async fn an_auto_cluster_client_waits_for_the_replicas_of_the_master_it_wrote_to
     patient.shutdown().await;
     topology.shutdown().await;
 }
+
+// An explicit `ReplicaSync::Replicas(n)` on a cluster client waits, as `Auto` does, only on
+// the master the write went to (Redisson's syncSlaves, per master entry). Shard 1's master is
+// paused (it answers nothing); locks on shards 0 and 2 are taken and released all the same.
+// Before, the redis crate routed every `WAIT` to all masters: the paused one never answered,
+// so each acquisition on a healthy shard failed after the pooled connection's response
+// timeout (1 s + the 1 s sync timeout) and was rolled back.
+#[tokio::test]
+async fn an_explicit_replica_count_in_a_cluster_waits_only_on_the_master_written_to() {
+    // Shards of two nodes each: masters 0, 2, 4 and their replicas 1, 3, 5.
+    let topology = Topology::builder()
+        .cluster(3)
+        .replicas(1)
+        .seed(11)
+        .build()
+        .await
+        .unwrap();
+    let nodes = topology.nodes();
+    let urls: Vec<String> = nodes.iter().map(|&n| topology.url(n)).collect();
+    let client = Client::open_cluster(
+        &urls[..1],
+        ClientOptions::default()
+            .replica_sync(locksmith_lock::ReplicaSync::Replicas(1))
+            .replica_sync_timeout(Duration::from_secs(1))
+            .response_timeout(Duration::from_secs(1)),
+    )
+    .await
+    .unwrap();
+    let names = names_on_every_shard("explicit-wait");
+    // Every shard answers first: the client knows them all before one hangs.
+    for name in &names {
+        let lock = client.lock(name);
+        lock.lock().await.unwrap();
+        lock.unlock().await.unwrap();
+    }
+    let paused = topology
+        .pause(nodes[2], Duration::from_secs(120))
+        .await
+        .unwrap();
+    for shard in [0, 2] {
+        let lock = client.lock(&names[shard]);
+        lock.lock()
+            .await
+            .unwrap_or_else(|e| panic!("shard {shard}, shard 1's master paused: {e:?}"));
+        let on_replica: bool = {
+            let mut replica = redis::Client::open(topology.url(nodes[2 * shard + 1]))
+                .unwrap()
+                .get_multiplexed_async_connection()
+                .await
+                .unwrap();
+            let _: () = redis::cmd("READONLY")
+                .query_async(&mut replica)
+                .await
+                .unwrap();
+            redis::cmd("HEXISTS")
+                .arg(&names[shard])
+                .arg(lock.owner_field())
+                .query_async(&mut replica)
+                .await
+                .unwrap()
+        };
+        assert!(
+            on_replica,
+            "shard {shard}: WAIT returned before the replica had the lock"
+        );
+        lock.unlock().await.unwrap();
+    }
+    drop(paused);
+    client.shutdown().await;
+    topology.shutdown().await;
+}

@@ -361,3 +361,90 @@ async fn a_write_whose_wait_fails_is_rolled_back_or_stands() {
         assert_eq!(pes.acquired_permits().await.unwrap(), 0, "{}", b.name);
     }
 }
+
+// Issue 36, bounded waits (the explorer's `lock-wait-fails` × replication, seed 94: a 2 s wait
+// returned after 3592 ms): a synced acquisition's `WAIT` is bounded by what is left of the
+// acquisition's wait, not only by the sync timeout. Replication is stalled, so no `WAIT` is
+// ever acknowledged; the sync timeout (20 s) is ten times the wait (2 s). The lock is held by
+// another owner for 1.5 s of the wait, so the attempt that finally takes it comes late in the
+// wait, as in seed 94; the semaphores take their permit at once. Each call is rolled back and
+// answers "not synced" within its wait plus a response; before, each waited out a whole 20 s
+// `WAIT` (and its rollback another), so returning before wait + sync timeout / 2 (paused time:
+// no real clock involved) tells the two apart with a wide margin.
+#[tokio::test(start_paused = true)]
+async fn a_synced_acquisition_ends_within_its_wait_while_the_replica_lags() {
+    use locksmith_harness::Topology;
+    use locksmith_lock::LockError;
+    use tokio::time::Instant;
+    let t = Topology::builder()
+        .replicas(1)
+        .seed(94)
+        .build()
+        .await
+        .unwrap();
+    let holder = Client::open_with(
+        &t.front_url(),
+        ClientOptions::default().replica_sync(ReplicaSync::Off),
+    )
+    .await
+    .unwrap();
+    let sync_timeout = Duration::from_secs(20);
+    let c = Client::open_with(
+        &t.front_url(),
+        ClientOptions::default()
+            .replica_sync(ReplicaSync::Replicas(1))
+            .replica_sync_timeout(sync_timeout),
+    )
+    .await
+    .unwrap();
+    let wait = Duration::from_secs(2);
+    let bound = wait + sync_timeout / 2;
+    holder
+        .lock("orders")
+        .lock_with_lease(MS(1500))
+        .await
+        .unwrap();
+    let sem = c.semaphore("slots");
+    assert!(sem.try_set_permits(1).await.unwrap());
+    let pes = c.permit_expirable_semaphore("exports");
+    assert!(pes.try_set_permits(1).await.unwrap());
+    let _stalled = t.stall_replication();
+
+    let lock = c.lock("orders");
+    let start = Instant::now();
+    let r = lock.try_lock_for(wait, None).await;
+    let took = start.elapsed();
+    assert!(took < bound, "the lock's wait of {wait:?} took {took:?}");
+    assert!(
+        matches!(r, Err(LockError::ReplicasNotSynced { .. })),
+        "{r:?}"
+    );
+    assert!(!lock.is_locked().await.unwrap(), "not rolled back");
+
+    let start = Instant::now();
+    let r = sem.try_acquire_for(wait).await;
+    let took = start.elapsed();
+    assert!(
+        took < bound,
+        "the semaphore's wait of {wait:?} took {took:?}"
+    );
+    assert!(
+        matches!(r, Err(LockError::ReplicasNotSynced { .. })),
+        "{r:?}"
+    );
+    assert_eq!(sem.available_permits().await.unwrap(), 1, "not rolled back");
+
+    let start = Instant::now();
+    let r = pes.try_acquire_for(wait, None).await;
+    let took = start.elapsed();
+    assert!(
+        took < bound,
+        "the permit semaphore's wait of {wait:?} took {took:?}"
+    );
+    assert!(
+        matches!(r, Err(LockError::ReplicasNotSynced { .. })),
+        "{r:?}"
+    );
+    assert_eq!(pes.available_permits().await.unwrap(), 1, "not rolled back");
+    t.shutdown().await;
+}
