@@ -84,6 +84,9 @@ pub(crate) struct Profile {
     /// How its configuration parameters differ from Redis 7.0.15's table (the parameters only
     /// it has are the config module's `added` table of the target).
     pub(crate) config: ConfigChanges,
+    /// Its description of its commands (`COMMAND INFO`/`DOCS`, arity, flags, key
+    /// specifications, ACL categories): which commands the node has and how it describes them.
+    pub(crate) commands: &'static crate::redis_table::Source,
 }
 
 /// A constant of the Lua API table.
@@ -268,6 +271,7 @@ static REDIS_7_0: Profile = Profile {
         ("REDIS_VERSION_NUM", LuaConst::Number(0x07_00_0f)),
     ],
     config: NO_CONFIG_CHANGES,
+    commands: &crate::redis_table::REDIS_7_0,
 };
 
 /// Valkey 8.1.8, as valkey-server 8.1.8 answers: its own name and version beside the Redis
@@ -346,6 +350,7 @@ static VALKEY_8_1: Profile = Profile {
         hidden: &["aof-disable-auto-gc"],
         removed: &["dynamic-hz", "io-threads-do-reads"],
     },
+    commands: &crate::redis_table::VALKEY_8_1,
 };
 
 #[cfg(test)]

@@ -100,15 +100,16 @@ impl Session {
             }
             return cmd::replication::run_async_command(&self.node, &self.client, argv).await;
         }
-        let resolved = match cmd::resolve_cached(argv, &mut self.names).and_then(|resolved| {
-            self.node
-                .check_protected(resolved.spec, self.client.handle.addr)
-                .map(|()| resolved)
-        }) {
+        let resolved = match cmd::resolve_cached(self.node.config.compat(), argv, &mut self.names)
+            .and_then(|resolved| {
+                self.node
+                    .check_protected(resolved.spec, self.client.handle.addr)
+                    .map(|()| resolved)
+            }) {
             Ok(resolved) => resolved,
             Err(e) => {
                 transaction::flag_error(&mut self.client);
-                if let Some(named) = cmd::resolve_name(argv) {
+                if let Some(named) = cmd::resolve_name(self.node.config.compat(), argv) {
                     self.node.live.reject_call(named);
                 }
                 return e.into();
@@ -320,7 +321,7 @@ impl Session {
         // What follows may take the state lock or wait: the next command reads the clock
         // afresh (see `process`).
         self.client.command.end_tick = None;
-        let Ok(resolved) = cmd::resolve(argv) else {
+        let Ok(resolved) = cmd::resolve(self.node.config.compat(), argv) else {
             return true;
         };
         // An EXEC is held as the commands it would run (Redis's `is_may_replicate_command`);
@@ -429,7 +430,7 @@ impl Session {
                     Err(_) => {
                         // The call is counted now (a served one was counted when it ran),
                         // without a latency: Redis's histograms leave timed-out calls out.
-                        if let Ok(resolved) = cmd::resolve(argv) {
+                        if let Ok(resolved) = cmd::resolve(self.node.config.compat(), argv) {
                             state.cmdstats.record(resolved, None, false);
                         }
                         Frame::NullArray

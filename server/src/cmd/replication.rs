@@ -296,7 +296,7 @@ pub(crate) fn is_async_command(node: &Node, argv: &[Bytes]) -> bool {
     hook.serves(name)
         && (name.eq_ignore_ascii_case(b"replicaof")
             || name.eq_ignore_ascii_case(b"slaveof")
-            || super::lookup(name).is_none())
+            || super::lookup(node.config.compat(), name).is_none())
 }
 
 /// Runs a command that waits on other tasks (see [`is_async_command`]) without the state lock.
@@ -307,9 +307,10 @@ pub(crate) async fn run_async_command(node: &Node, client: &ClientState, argv: &
     let Some(name) = argv.first() else {
         return CommandError::Syntax.into();
     };
-    let known = super::lookup(name).is_some();
+    let compat = node.config.compat();
+    let known = super::lookup(compat, name).is_some();
     if known {
-        if let Err(e) = super::resolve(argv) {
+        if let Err(e) = super::resolve(compat, argv) {
             return e.into();
         }
         if name.eq_ignore_ascii_case(b"wait") {

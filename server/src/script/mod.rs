@@ -379,7 +379,7 @@ impl std::fmt::Debug for Engine {
 
 /// Checks whether a command line names a known command (for `redis.acl_check_cmd`, which
 /// raises an error otherwise).
-pub(crate) type CommandExists = fn(&[Bytes]) -> bool;
+pub(crate) type CommandExists = fn(crate::compat::Compat, &[Bytes]) -> bool;
 
 /// The compatibility target's part of the sandbox, for `sandbox.lua` and `functions.lua`:
 /// `{names = {...}, versions = {...}}` from the target's profile.
@@ -437,7 +437,7 @@ impl Engine {
         let shared = Arc::new(RunShared::default());
         // Redis's rand48 state is process-wide and never reseeded between scripts.
         shared.rand.store(api::RAND48_SEED, Ordering::Relaxed);
-        let raw = api::primitives(&lua, shared.clone(), command_exists)?;
+        let raw = api::primitives(&lua, shared.clone(), command_exists, settings.compat)?;
         raw.raw_set(
             "call",
             stack::c_function::<RedisCall>(&lua, shared.clone())?,
