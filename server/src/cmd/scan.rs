@@ -29,7 +29,39 @@ pub(crate) fn parse_cursor(arg: &[u8]) -> Result<u64, CommandError> {
     digits.parse().map_err(|_| invalid())
 }
 
-/// `[MATCH pattern] [COUNT count] [TYPE type]`.
+/// The command of the SCAN family whose options are parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ScanKind {
+    /// SCAN (keys): takes TYPE.
+    Keys,
+    /// SSCAN.
+    Set,
+    /// HSCAN.
+    Hash,
+    /// ZSCAN.
+    Zset,
+}
+
+/// The options of the SCAN family a later release added, as the node's target documents them
+/// (HSCAN's `NOVALUES`, ZSCAN's `NOSCORES`: Redis 7.4 and Valkey 8.0): found before the
+/// handler borrows the collection.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Newer {
+    novalues: bool,
+    noscores: bool,
+}
+
+impl Newer {
+    /// What the target of `ctx`'s node documents.
+    pub(crate) fn of(ctx: &super::Ctx<'_>) -> Newer {
+        Newer {
+            novalues: ctx.documents("hscan", "NOVALUES"),
+            noscores: ctx.documents("zscan", "NOSCORES"),
+        }
+    }
+}
+
+/// `[MATCH pattern] [COUNT count] [TYPE type] [NOVALUES] [NOSCORES]`.
 #[derive(Debug)]
 pub(crate) struct ScanOptions {
     /// Elements visited per call.
@@ -38,16 +70,25 @@ pub(crate) struct ScanOptions {
     pub(crate) pattern: Option<Bytes>,
     /// Type filter (SCAN only).
     pub(crate) type_name: Option<Bytes>,
+    /// HSCAN without the values, ZSCAN without the scores (`NOVALUES`, `NOSCORES`).
+    pub(crate) names_only: bool,
 }
 
 impl ScanOptions {
-    /// Parses the options as Redis's `scanGenericCommand`; `allow_type` for SCAN.
-    pub(crate) fn parse(args: &mut Args<'_>, allow_type: bool) -> Result<Self, CommandError> {
+    /// Parses the options of `kind` as Redis's `scanGenericCommand` (or, for the options
+    /// `newer` allows, Valkey's, with its errors for one given to another command).
+    pub(crate) fn parse(
+        args: &mut Args<'_>,
+        kind: ScanKind,
+        newer: Newer,
+    ) -> Result<Self, CommandError> {
         let mut o = ScanOptions {
             count: DEFAULT_COUNT,
             pattern: None,
             type_name: None,
+            names_only: false,
         };
+        let allow_type = kind == ScanKind::Keys;
         while let Some(opt) = args.next() {
             let has_value = args.peek().is_some();
             if opt.eq_ignore_ascii_case(b"count") && has_value {
@@ -61,6 +102,20 @@ impl ScanOptions {
                 o.pattern = (pat.as_ref() != b"*").then_some(pat.clone());
             } else if opt.eq_ignore_ascii_case(b"type") && allow_type && has_value {
                 o.type_name = Some(args.bytes()?.clone());
+            } else if opt.eq_ignore_ascii_case(b"novalues") && newer.novalues {
+                if kind != ScanKind::Hash {
+                    return Err(CommandError::err(
+                        "NOVALUES option can only be used in HSCAN",
+                    ));
+                }
+                o.names_only = true;
+            } else if opt.eq_ignore_ascii_case(b"noscores") && newer.noscores {
+                if kind != ScanKind::Zset {
+                    return Err(CommandError::err(
+                        "NOSCORES option can only be used in ZSCAN",
+                    ));
+                }
+                o.names_only = true;
             } else {
                 return Err(CommandError::Syntax);
             }

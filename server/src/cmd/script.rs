@@ -31,6 +31,7 @@ static SCRIPT_SUBCOMMANDS: &[Command] = &[
     Command::new("flush", script_flush),
     Command::new("kill", script_kill).busy(script_kill_busy),
     Command::new("help", script_help),
+    Command::new("show", script_show),
 ];
 
 /// The node's engine, created on first use.
@@ -459,6 +460,19 @@ fn script_exists(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             .map(|sha| Frame::Integer(i64::from(engine.is_some_and(|e| e.get(sha).is_some()))))
             .collect(),
     ))
+}
+
+/// ```text
+/// SCRIPT SHOW sha1
+/// ```
+///
+/// Valkey 8.1's: the body of a cached script.
+fn script_show(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let sha = String::from_utf8_lossy(args.bytes()?).to_ascii_lowercase();
+    match ctx.state.scripting.as_deref().and_then(|e| e.get(&sha)) {
+        Some(script) => Ok(Frame::Bulk(script.body.clone())),
+        None => Err(CommandError::Raw("NOSCRIPT No matching script.".into())),
+    }
 }
 
 /// ```text

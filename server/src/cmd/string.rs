@@ -102,11 +102,14 @@ struct ExtArgs {
     keepttl: bool,
     persist: bool,
     expire: Option<(ExpiryKind, Bytes)>,
+    /// Valkey 8.1's `IFEQ comparison-value`: set only if the current value is this string.
+    ifeq: Option<Bytes>,
 }
 
 impl ExtArgs {
-    /// Parses the options; `set` = SET's set of options, else GETEX's.
-    fn parse(args: &mut Args<'_>, set: bool) -> Result<ExtArgs, CommandError> {
+    /// Parses the options; `set` = SET's set of options, else GETEX's; `ifeq`: the target
+    /// documents SET's `IFEQ`.
+    fn parse(args: &mut Args<'_>, set: bool, ifeq: bool) -> Result<ExtArgs, CommandError> {
         let mut o = ExtArgs::default();
         while let Some(opt) = args.next() {
             let opt = opt.to_ascii_uppercase();
@@ -117,8 +120,11 @@ impl ExtArgs {
                 o.expire = args.next().map(|v| (k, v.clone()));
             };
             match opt.as_slice() {
-                b"NX" if !o.xx && set => o.nx = true,
-                b"XX" if !o.nx && set => o.xx = true,
+                b"NX" if !o.xx && o.ifeq.is_none() && set => o.nx = true,
+                b"XX" if !o.nx && o.ifeq.is_none() && set => o.xx = true,
+                b"IFEQ" if ifeq && set && !o.nx && !o.xx && o.ifeq.is_none() && has_next => {
+                    o.ifeq = args.next().cloned();
+                }
                 b"GET" if set => o.get = true,
                 b"KEEPTTL" if !o.persist && kind.is_none() && set => o.keepttl = true,
                 b"PERSIST" if !set && kind.is_none() && !o.keepttl => o.persist = true,
@@ -196,6 +202,15 @@ fn set_generic(
     if (o.nx && found) || (o.xx && !found) {
         return Ok(reply(old, replies.abort));
     }
+    if let Some(expected) = &o.ifeq {
+        let current = match &old {
+            Some(current) => current.clone(),
+            None => ctx.read_string(key)?,
+        };
+        if current.as_ref() != Some(expected) {
+            return Ok(reply(old, replies.abort));
+        }
+    }
     let expire_at = if o.keepttl {
         existing.flatten()
     } else {
@@ -250,7 +265,8 @@ fn set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         ctx.notify(notify::STRING, "set", key);
         return Ok(Frame::ok());
     }
-    let o = ExtArgs::parse(args, true)?;
+    let ifeq = ctx.documents("set", "IFEQ");
+    let o = ExtArgs::parse(args, true, ifeq)?;
     let expiry = o.expiry()?;
     set_generic(
         ctx,
@@ -357,7 +373,7 @@ fn getdel(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn getex(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let o = ExtArgs::parse(args, false)?;
+    let o = ExtArgs::parse(args, false, false)?;
     let Some(value) = ctx.read_string(key)? else {
         return Ok(Frame::Null);
     };

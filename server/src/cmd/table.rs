@@ -6,7 +6,9 @@
 use super::spec::{Command, CommandSpec};
 use super::*;
 use crate::compat::Compat;
+use crate::redis_table::map_get;
 use bytes::Bytes;
+use locksmith_resp::Frame;
 use std::sync::OnceLock;
 
 /// Every command family's table.
@@ -186,6 +188,30 @@ fn lookup_slot(table: &'static Table, name: &[u8]) -> Option<(&'static CommandSp
         hash = (hash ^ u64::from(*l)).wrapping_mul(FNV_PRIME);
     }
     table.find(hash, lower)
+}
+
+/// Whether `compat`'s description of the command `name` (`hscan`, `client|kill`) documents an
+/// argument introduced by `token` (`NOVALUES`): how a handler tells an option a later
+/// release added (accepted under the target whose table has it) from a syntax error.
+pub(crate) fn documents(compat: Compat, name: &str, token: &str) -> bool {
+    /// Whether `arguments` (a docs `arguments` array) or any argument nested in it has
+    /// `token`.
+    fn within(arguments: Option<&Frame>, token: &str) -> bool {
+        let Some(Frame::Array(arguments)) = arguments else {
+            return false;
+        };
+        arguments.iter().any(|arg| {
+            matches!(map_get(arg, "token"), Some(Frame::Bulk(t) | Frame::Simple(t))
+                if t.eq_ignore_ascii_case(token.as_bytes()))
+                || within(map_get(arg, "arguments"), token)
+        })
+    }
+    compat
+        .profile()
+        .commands
+        .descriptions()
+        .get(name)
+        .is_some_and(|d| within(map_get(&d.docs, "arguments"), token))
 }
 
 /// The last command name a client sent, as it spelled it, and where the table has it: a

@@ -282,6 +282,8 @@ pub(crate) struct Compiled {
     pub(crate) flags: u32,
     /// The compiled chunk.
     func: stack::Registered,
+    /// The script as loaded (`SCRIPT SHOW`).
+    pub(crate) body: Bytes,
 }
 
 /// State shared between the engine and its Rust primitives for the current run.
@@ -545,7 +547,14 @@ impl Engine {
             .map_err(|e| e.to_string())?;
         self.scripts_bytes +=
             crate::db::memory::sds(sha.len()) + crate::db::memory::sds(body.len());
-        self.scripts.insert(sha.clone(), Compiled { flags, func });
+        self.scripts.insert(
+            sha.clone(),
+            Compiled {
+                flags,
+                func,
+                body: Bytes::copy_from_slice(body),
+            },
+        );
         Ok(sha)
     }
 
