@@ -93,8 +93,13 @@ impl Session {
             self.client.command.end_tick = None;
         }
         // WAIT, REPLICAOF and admin hooks wait on other tasks or nodes: they run without the
-        // state lock.
-        if cmd::replication::is_async_command(&self.node, argv) {
+        // state lock. Inside MULTI, WAIT and WAITAOF are queued as Redis queues them, and
+        // answer without waiting at EXEC.
+        let queued_wait = self.client.multi.is_some()
+            && argv.first().is_some_and(|name| {
+                name.eq_ignore_ascii_case(b"wait") || name.eq_ignore_ascii_case(b"waitaof")
+            });
+        if !queued_wait && cmd::replication::is_async_command(&self.node, argv) {
             if let Some(mut state) = guard.take() {
                 state.finish_effects(&self.node, effects);
             }

@@ -43,12 +43,14 @@ pub(crate) enum ScanKind {
 }
 
 /// The options of the SCAN family a later release added, as the node's target documents them
-/// (HSCAN's `NOVALUES`, ZSCAN's `NOSCORES`: Redis 7.4 and Valkey 8.0): found before the
-/// handler borrows the collection.
+/// (HSCAN's `NOVALUES`, ZSCAN's `NOSCORES`: Redis 7.4 and Valkey 8.0), and whether it refuses
+/// an unknown TYPE name ([`crate::compat::HandlerChecks`]): found before the handler borrows
+/// the collection.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Newer {
     novalues: bool,
     noscores: bool,
+    rejects_unknown_type: bool,
 }
 
 impl Newer {
@@ -57,6 +59,7 @@ impl Newer {
         Newer {
             novalues: ctx.documents("hscan", "NOVALUES"),
             noscores: ctx.documents("zscan", "NOSCORES"),
+            rejects_unknown_type: ctx.node.config.profile().checks.scan_rejects_unknown_type,
         }
     }
 }
@@ -101,7 +104,19 @@ impl ScanOptions {
                 let pat = args.bytes()?;
                 o.pattern = (pat.as_ref() != b"*").then_some(pat.clone());
             } else if opt.eq_ignore_ascii_case(b"type") && allow_type && has_value {
-                o.type_name = Some(args.bytes()?.clone());
+                let name = args.bytes()?;
+                const TYPES: [&str; 6] = ["string", "list", "set", "zset", "hash", "stream"];
+                if newer.rejects_unknown_type
+                    && !TYPES
+                        .iter()
+                        .any(|t| name.eq_ignore_ascii_case(t.as_bytes()))
+                {
+                    return Err(CommandError::err(format!(
+                        "unknown type name '{}'",
+                        crate::error::lossy(name, usize::MAX)
+                    )));
+                }
+                o.type_name = Some(name.clone());
             } else if opt.eq_ignore_ascii_case(b"novalues") && newer.novalues {
                 if kind != ScanKind::Hash {
                     return Err(CommandError::err(

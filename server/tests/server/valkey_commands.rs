@@ -114,3 +114,79 @@ async fn client_kill_maxage() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn waitaof_answers_as_without_an_append_only_file() {
+    under_both(
+        &[&["SET", "k", "v"]],
+        &[
+            &["WAITAOF", "0", "0", "0"],
+            &["WAITAOF", "1", "0", "0"],
+            &["WAITAOF", "2", "0", "0"],
+            &["WAITAOF", "-1", "0", "0"],
+            &["WAITAOF", "a", "0", "0"],
+            &["WAITAOF", "0", "-1", "0"],
+            &["WAITAOF", "0", "a", "0"],
+            &["WAITAOF", "0", "9223372036854775808", "0"],
+            &["WAITAOF", "0", "0", "-1"],
+            &["WAITAOF", "1", "0", "a"],
+            &["WAITAOF", "0", "0"],
+            // No replica acknowledges an fsync: the timeout ends it.
+            &["WAITAOF", "0", "1", "50"],
+            &["EVAL", "return redis.call('WAITAOF', 0, 1, 0)", "0"],
+        ],
+    )
+    .await;
+    // Inside MULTI it is queued and answers at once, as WAIT does on both targets.
+    let mut pair = Pair::start_for(Compat::Valkey81).await;
+    pair.all_same(&[
+        &["MULTI"],
+        &["WAITAOF", "0", "1", "0"],
+        &["WAITAOF", "1", "0", "0"],
+        &["WAIT", "1", "0"],
+        &["EXEC"],
+    ])
+    .await;
+    let mut pair = Pair::start_for(Compat::Redis70).await;
+    pair.all_same(&[
+        &["MULTI"],
+        &["WAIT", "1", "0"],
+        &["SET", "k", "v"],
+        &["EXEC"],
+    ])
+    .await;
+}
+
+/// Valkey's argument checks of BITCOUNT and BITPOS (before the key is looked up; BITCOUNT's
+/// `end` optional) and SCAN's refusal of an unknown type, against Redis 7.0's under the
+/// default target.
+#[tokio::test]
+async fn bit_range_and_scan_type_checks_follow_the_target() {
+    under_both(
+        &[&["SET", "s", "foobar"], &["RPUSH", "l", "a"]],
+        &[
+            &["BITCOUNT", "s", "0"],
+            &["BITCOUNT", "s", "-2"],
+            &["BITCOUNT", "s", "1", "2"],
+            &["BITCOUNT", "s", "1", "2", "BIT"],
+            &["BITCOUNT", "s", "0", "1", "x"],
+            &["BITCOUNT", "s", "0", "b", "x"],
+            &["BITCOUNT", "s", "a", "b"],
+            &["BITCOUNT", "nokey", "0", "1", "x"],
+            &["BITCOUNT", "nokey", "a"],
+            &["BITCOUNT", "l", "0", "1", "x"],
+            &["BITCOUNT", "s", "0", "1", "bit", "x"],
+            &["BITPOS", "s", "1", "0", "1", "x"],
+            &["BITPOS", "nokey", "1", "0", "1", "x"],
+            &["BITPOS", "nokey", "0", "a"],
+            &["BITPOS", "nokey", "1", "0", "a"],
+            &["BITPOS", "l", "1", "0", "a"],
+            &["BITPOS", "nokey", "1", "0", "1", "bit", "x"],
+            &["BITPOS", "s", "1", "2"],
+            &["SCAN", "0", "TYPE", "foo"],
+            &["SCAN", "0", "TYPE", "String"],
+            &["SCAN", "0", "TYPE", "list"],
+        ],
+    )
+    .await;
+}
