@@ -42,25 +42,26 @@ pub(crate) enum ScanKind {
     Zset,
 }
 
-/// The options of the SCAN family a later release added, as the node's target documents them
-/// (HSCAN's `NOVALUES`, ZSCAN's `NOSCORES`: Redis 7.4 and Valkey 8.0), and whether it refuses
-/// an unknown TYPE name ([`crate::compat::HandlerChecks`]): found before the handler borrows
-/// the collection.
+/// The node's target, taken before the handler borrows the collection: whether it documents
+/// the options of the SCAN family a later release added (HSCAN's `NOVALUES`, ZSCAN's
+/// `NOSCORES`: Redis 7.4 and Valkey 8.0; looked up only when one is given), and whether it
+/// refuses an unknown TYPE name ([`crate::compat::HandlerChecks`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Newer {
-    novalues: bool,
-    noscores: bool,
-    rejects_unknown_type: bool,
+    compat: crate::compat::Compat,
 }
 
 impl Newer {
-    /// What the target of `ctx`'s node documents.
+    /// The target of `ctx`'s node.
     pub(crate) fn of(ctx: &super::Ctx<'_>) -> Newer {
         Newer {
-            novalues: ctx.documents("hscan", "NOVALUES"),
-            noscores: ctx.documents("zscan", "NOSCORES"),
-            rejects_unknown_type: ctx.node.config.profile().checks.scan_rejects_unknown_type,
+            compat: ctx.node.config.compat(),
         }
+    }
+
+    /// Whether the target documents `token` for `command`.
+    fn documents(self, command: &str, token: &str) -> bool {
+        super::table::documents(self.compat, command, token)
     }
 }
 
@@ -106,7 +107,7 @@ impl ScanOptions {
             } else if opt.eq_ignore_ascii_case(b"type") && allow_type && has_value {
                 let name = args.bytes()?;
                 const TYPES: [&str; 6] = ["string", "list", "set", "zset", "hash", "stream"];
-                if newer.rejects_unknown_type
+                if newer.compat.profile().checks.scan_rejects_unknown_type
                     && !TYPES
                         .iter()
                         .any(|t| name.eq_ignore_ascii_case(t.as_bytes()))
@@ -117,14 +118,16 @@ impl ScanOptions {
                     )));
                 }
                 o.type_name = Some(name.clone());
-            } else if opt.eq_ignore_ascii_case(b"novalues") && newer.novalues {
+            } else if opt.eq_ignore_ascii_case(b"novalues") && newer.documents("hscan", "NOVALUES")
+            {
                 if kind != ScanKind::Hash {
                     return Err(CommandError::err(
                         "NOVALUES option can only be used in HSCAN",
                     ));
                 }
                 o.names_only = true;
-            } else if opt.eq_ignore_ascii_case(b"noscores") && newer.noscores {
+            } else if opt.eq_ignore_ascii_case(b"noscores") && newer.documents("zscan", "NOSCORES")
+            {
                 if kind != ScanKind::Zset {
                     return Err(CommandError::err(
                         "NOSCORES option can only be used in ZSCAN",

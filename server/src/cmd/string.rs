@@ -107,9 +107,9 @@ struct ExtArgs {
 }
 
 impl ExtArgs {
-    /// Parses the options; `set` = SET's set of options, else GETEX's; `ifeq`: the target
-    /// documents SET's `IFEQ`.
-    fn parse(args: &mut Args<'_>, set: bool, ifeq: bool) -> Result<ExtArgs, CommandError> {
+    /// Parses the options; `set` = SET's set of options (`IFEQ` included: SET's handler refuses it
+    /// where the target lacks it), else GETEX's.
+    fn parse(args: &mut Args<'_>, set: bool) -> Result<ExtArgs, CommandError> {
         let mut o = ExtArgs::default();
         while let Some(opt) = args.next() {
             let opt = opt.to_ascii_uppercase();
@@ -122,7 +122,7 @@ impl ExtArgs {
             match opt.as_slice() {
                 b"NX" if !o.xx && o.ifeq.is_none() && set => o.nx = true,
                 b"XX" if !o.nx && o.ifeq.is_none() && set => o.xx = true,
-                b"IFEQ" if ifeq && set && !o.nx && !o.xx && o.ifeq.is_none() && has_next => {
+                b"IFEQ" if set && !o.nx && !o.xx && o.ifeq.is_none() && has_next => {
                     o.ifeq = args.next().cloned();
                 }
                 b"GET" if set => o.get = true,
@@ -265,8 +265,12 @@ fn set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         ctx.notify(notify::STRING, "set", key);
         return Ok(Frame::ok());
     }
-    let ifeq = ctx.documents("set", "IFEQ");
-    let o = ExtArgs::parse(args, true, ifeq)?;
+    let o = ExtArgs::parse(args, true)?;
+    // IFEQ is Valkey 8.1's: where the target lacks it, it is the syntax error it was (every
+    // other refusal of the parse is one too). Looked up only when given: SET is hot.
+    if o.ifeq.is_some() && !ctx.documents("set", "IFEQ") {
+        return Err(CommandError::Syntax);
+    }
     let expiry = o.expiry()?;
     set_generic(
         ctx,
@@ -373,7 +377,7 @@ fn getdel(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn getex(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
-    let o = ExtArgs::parse(args, false, false)?;
+    let o = ExtArgs::parse(args, false)?;
     let Some(value) = ctx.read_string(key)? else {
         return Ok(Frame::Null);
     };
