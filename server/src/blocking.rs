@@ -276,7 +276,9 @@ fn serve_key(state: &mut State, node: &Node, effects: &mut Effects, db: usize, k
             let waiting = state.blocked.waiters.get(&id).map(|w| &w.argv[..]);
             if let Some(error) = waiting.and_then(|argv| stream_group_gone(value, argv)) {
                 if let Some(waiter) = state.blocked.take(id) {
-                    if let Some(resolved) = (node.commands.resolve)(&waiter.argv) {
+                    if let Some(resolved) =
+                        (node.commands.resolve)(node.config.compat(), &waiter.argv)
+                    {
                         state.cmdstats.record(resolved, Some(0), true);
                     }
                     let _ = waiter.reply.send(Frame::error(error));

@@ -253,6 +253,8 @@ pub(crate) struct Resolved {
     /// Its index in the table: per-command statistics are kept by it, and the command table
     /// finds the handler by it.
     pub(crate) stat: u32,
+    /// The compatibility target whose table resolved it (which `stat` indexes).
+    pub(crate) compat: crate::compat::Compat,
 }
 
 impl Resolved {

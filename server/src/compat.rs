@@ -84,6 +84,25 @@ pub(crate) struct Profile {
     /// How its configuration parameters differ from Redis 7.0.15's table (the parameters only
     /// it has are the config module's `added` table of the target).
     pub(crate) config: ConfigChanges,
+    /// Its description of its commands (`COMMAND INFO`/`DOCS`, arity, flags, key
+    /// specifications, ACL categories): which commands the node has and how it describes them.
+    pub(crate) commands: &'static crate::redis_table::Source,
+    /// How its command handlers check their arguments where they differ from Redis 7.0.15's
+    /// (the options a later release added are found in [`Profile::commands`] instead).
+    pub(crate) checks: HandlerChecks,
+}
+
+/// How a target's command handlers check their arguments, where Valkey changed Redis 7.0's.
+#[derive(Debug)]
+pub(crate) struct HandlerChecks {
+    /// `BITCOUNT` and `BITPOS` check their arguments before they look the key up (a syntax
+    /// error on a missing key is an error), and `BITCOUNT key start` counts to the end
+    /// (Valkey 8.0); Redis 7.0 answers 0 or -1 for a missing key whatever follows, and refuses
+    /// a start without an end.
+    pub(crate) bit_args_first: bool,
+    /// `SCAN ... TYPE name` with a name no type has answers `ERR unknown type name 'name'`
+    /// (Valkey 8.0); Redis 7.0 matches nothing.
+    pub(crate) scan_rejects_unknown_type: bool,
 }
 
 /// A constant of the Lua API table.
@@ -268,6 +287,11 @@ static REDIS_7_0: Profile = Profile {
         ("REDIS_VERSION_NUM", LuaConst::Number(0x07_00_0f)),
     ],
     config: NO_CONFIG_CHANGES,
+    commands: &crate::redis_table::REDIS_7_0,
+    checks: HandlerChecks {
+        bit_args_first: false,
+        scan_rejects_unknown_type: false,
+    },
 };
 
 /// Valkey 8.1.8, as valkey-server 8.1.8 answers: its own name and version beside the Redis
@@ -345,6 +369,11 @@ static VALKEY_8_1: Profile = Profile {
         ],
         hidden: &["aof-disable-auto-gc"],
         removed: &["dynamic-hz", "io-threads-do-reads"],
+    },
+    commands: &crate::redis_table::VALKEY_8_1,
+    checks: HandlerChecks {
+        bit_args_first: true,
+        scan_rejects_unknown_type: true,
     },
 };
 

@@ -93,22 +93,28 @@ impl Session {
             self.client.command.end_tick = None;
         }
         // WAIT, REPLICAOF and admin hooks wait on other tasks or nodes: they run without the
-        // state lock.
-        if cmd::replication::is_async_command(&self.node, argv) {
+        // state lock. Inside MULTI, WAIT and WAITAOF are queued as Redis queues them, and
+        // answer without waiting at EXEC.
+        let queued_wait = self.client.multi.is_some()
+            && argv.first().is_some_and(|name| {
+                name.eq_ignore_ascii_case(b"wait") || name.eq_ignore_ascii_case(b"waitaof")
+            });
+        if !queued_wait && cmd::replication::is_async_command(&self.node, argv) {
             if let Some(mut state) = guard.take() {
                 state.finish_effects(&self.node, effects);
             }
             return cmd::replication::run_async_command(&self.node, &self.client, argv).await;
         }
-        let resolved = match cmd::resolve_cached(argv, &mut self.names).and_then(|resolved| {
-            self.node
-                .check_protected(resolved.spec, self.client.handle.addr)
-                .map(|()| resolved)
-        }) {
+        let resolved = match cmd::resolve_cached(self.node.config.compat(), argv, &mut self.names)
+            .and_then(|resolved| {
+                self.node
+                    .check_protected(resolved.spec, self.client.handle.addr)
+                    .map(|()| resolved)
+            }) {
             Ok(resolved) => resolved,
             Err(e) => {
                 transaction::flag_error(&mut self.client);
-                if let Some(named) = cmd::resolve_name(argv) {
+                if let Some(named) = cmd::resolve_name(self.node.config.compat(), argv) {
                     self.node.live.reject_call(named);
                 }
                 return e.into();
@@ -320,7 +326,7 @@ impl Session {
         // What follows may take the state lock or wait: the next command reads the clock
         // afresh (see `process`).
         self.client.command.end_tick = None;
-        let Ok(resolved) = cmd::resolve(argv) else {
+        let Ok(resolved) = cmd::resolve(self.node.config.compat(), argv) else {
             return true;
         };
         // An EXEC is held as the commands it would run (Redis's `is_may_replicate_command`);
@@ -429,7 +435,7 @@ impl Session {
                     Err(_) => {
                         // The call is counted now (a served one was counted when it ran),
                         // without a latency: Redis's histograms leave timed-out calls out.
-                        if let Ok(resolved) = cmd::resolve(argv) {
+                        if let Ok(resolved) = cmd::resolve(self.node.config.compat(), argv) {
                             state.cmdstats.record(resolved, None, false);
                         }
                         Frame::NullArray

@@ -61,6 +61,8 @@ pub(crate) const NAMES: &[(u32, &str)] = &[
     (STALE, "stale"),
     (SKIP_MONITOR, "skip_monitor"),
     (SKIP_SLOWLOG, "skip_slowlog"),
+    // Valkey 8.1's name for it.
+    (SKIP_SLOWLOG, "skip_commandlog"),
     (FAST, "fast"),
     (NO_AUTH, "no_auth"),
     (NO_MANDATORY_KEYS, "no_mandatory_keys"),

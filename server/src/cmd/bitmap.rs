@@ -147,26 +147,45 @@ fn unit(arg: Option<&Bytes>) -> Result<bool, CommandError> {
 }
 
 /// ```text
-/// BITCOUNT key [start end [BYTE | BIT]]
+/// BITCOUNT key [start [end [BYTE | BIT]]]
 /// ```
 fn bitcount(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let rest = args.rest().to_vec();
+    let valkey = ctx.node.config.profile().checks.bit_args_first;
+    // `(start, end, bits)`, parsed in the target's order.
+    let parsed = || -> Result<Option<(i64, i64, bool)>, CommandError> {
+        match rest.as_slice() {
+            [] => Ok(None),
+            [start] if valkey => Ok(Some((parse_i64(start)?, -1, false))),
+            [start, end, unit_arg @ ..] if unit_arg.len() <= 1 => {
+                let start = parse_i64(start)?;
+                if valkey {
+                    let bits = unit(unit_arg.first())?;
+                    Ok(Some((start, parse_i64(end)?, bits)))
+                } else {
+                    let end = parse_i64(end)?;
+                    Ok(Some((start, end, unit(unit_arg.first())?)))
+                }
+            }
+            _ => Err(CommandError::Syntax),
+        }
+    };
+    // Valkey checks the arguments first, Redis 7.0 after finding the key.
+    if valkey {
+        parsed()?;
+    }
     let Some(value) = ctx.get_string(key)? else {
         return Ok(Frame::Integer(0));
     };
-    let range = match rest.len() {
-        0 => byte_range(0, -1, value.len(), false),
-        2 | 3 => {
-            let start = parse_i64(&rest[0])?;
-            let end = parse_i64(&rest[1])?;
+    let range = match parsed()? {
+        None => byte_range(0, -1, value.len(), false),
+        Some((start, end, bits)) => {
             if start < 0 && end < 0 && start > end {
                 return Ok(Frame::Integer(0));
             }
-            let bits = unit(rest.get(2))?;
             byte_range(start, end, value.len(), bits)
         }
-        _ => return Err(CommandError::Syntax),
     };
     let Some(r) = range else {
         return Ok(Frame::Integer(0));
@@ -209,6 +228,20 @@ fn bitpos(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         Err(e) => return Err(e),
     };
     let rest = args.rest().to_vec();
+    if ctx.node.config.profile().checks.bit_args_first {
+        // Valkey checks the range before it looks the key up (Redis 7.0 after).
+        match rest.as_slice() {
+            [] => {}
+            [start, more @ ..] if more.len() <= 2 => {
+                parse_i64(start)?;
+                if let Some(end) = more.first() {
+                    parse_i64(end)?;
+                }
+                unit(more.get(1))?;
+            }
+            _ => return Err(CommandError::Syntax),
+        }
+    }
     let Some(value) = ctx.get_string(key)? else {
         return Ok(Frame::Integer(if bit { -1 } else { 0 }));
     };

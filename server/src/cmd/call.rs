@@ -18,7 +18,7 @@ pub(crate) fn call_argv(
     now: u64,
     effects: &mut Effects,
 ) -> Frame {
-    match resolve(argv) {
+    match resolve(node.config.compat(), argv) {
         Ok(resolved) => call(resolved, state, node, client, argv, now, effects),
         Err(e) => e.into(),
     }

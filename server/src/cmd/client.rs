@@ -266,6 +266,8 @@ fn kill(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let mut maxage: Option<u64> = None;
     let mut user: Option<Arc<crate::acl::User>> = None;
     let old_form = rest.len() == 1;
+    // MAXAGE is Valkey 8.0's (Redis 7.4's): a syntax error where the target lacks it.
+    let takes_maxage = ctx.documents("client|kill", "MAXAGE");
     // With the old form a client may kill itself.
     let mut skipme = !old_form;
     if old_form {
@@ -298,9 +300,14 @@ fn kill(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
                     b"no" => skipme = false,
                     _ => return Err(CommandError::Syntax),
                 },
-                b"maxage" => match locksmith_resp::parse_integer(value) {
-                    Some(n) if n >= 0 => maxage = Some(n as u64),
-                    _ => return Err(CommandError::NotInteger),
+                b"maxage" if takes_maxage => match locksmith_resp::parse_integer(value) {
+                    Some(n) if n >= 1 => maxage = Some(n as u64),
+                    Some(_) => return Err(CommandError::err("maxage should be greater than 0")),
+                    None => {
+                        return Err(CommandError::err(
+                            "maxage is not an integer or out of range",
+                        ))
+                    }
                 },
                 _ => return Err(CommandError::Syntax),
             }

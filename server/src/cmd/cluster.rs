@@ -688,7 +688,9 @@ mod tests {
                 .map(|p| Bytes::copy_from_slice(p.as_bytes()))
                 .collect()
         };
-        let spec = |name: &str| super::super::lookup(name.as_bytes()).unwrap();
+        let spec = |name: &str| {
+            super::super::lookup(crate::compat::Compat::Redis70, name.as_bytes()).unwrap()
+        };
         let eval = argv(&["EVAL", "return 1", "2", "a", "b", "c"]);
         assert_eq!(spec("eval").keys_of(&eval), vec!["a", "b"]);
         let zu = argv(&["ZUNIONSTORE", "d", "2", "a", "b", "WEIGHTS", "1", "2"]);

@@ -38,20 +38,24 @@ fn command_entry(spec: &CommandSpec) -> Frame {
     entry
 }
 
-/// Every top-level command, by name.
-fn sorted_commands() -> Vec<&'static CommandSpec> {
-    let mut all: Vec<&'static CommandSpec> = table().to_vec();
+/// Every top-level command of the node's table, by name.
+fn sorted_commands(ctx: &Ctx<'_>) -> Vec<&'static CommandSpec> {
+    let mut all: Vec<&'static CommandSpec> = table(ctx.node.config.compat()).to_vec();
     all.sort_by_key(|s| s.name);
     all
 }
 
-/// Looks up `name` or `container|sub`.
-fn find_spec(name: &[u8]) -> Option<(&'static CommandSpec, Option<&'static CommandSpec>)> {
+/// Looks up `name` or `container|sub` in the node's table.
+fn find_spec(
+    ctx: &Ctx<'_>,
+    name: &[u8],
+) -> Option<(&'static CommandSpec, Option<&'static CommandSpec>)> {
+    let compat = ctx.node.config.compat();
     let text = std::str::from_utf8(name).ok()?.to_ascii_lowercase();
     match text.split_once('|') {
-        None => super::lookup(text.as_bytes()).map(|s| (s, None)),
+        None => super::lookup(compat, text.as_bytes()).map(|s| (s, None)),
         Some((container, sub)) => {
-            let parent = super::lookup(container.as_bytes())?;
+            let parent = super::lookup(compat, container.as_bytes())?;
             let spec = parent.subcommands.iter().find(|s| s.name == sub)?;
             Some((spec, Some(parent)))
         }
@@ -61,17 +65,20 @@ fn find_spec(name: &[u8]) -> Option<(&'static CommandSpec, Option<&'static Comma
 /// ```text
 /// COMMAND
 /// ```
-pub(super) fn command(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+pub(super) fn command(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     Ok(Frame::Array(
-        sorted_commands().into_iter().map(command_entry).collect(),
+        sorted_commands(ctx)
+            .into_iter()
+            .map(command_entry)
+            .collect(),
     ))
 }
 
 /// ```text
 /// COMMAND COUNT
 /// ```
-fn command_count(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
-    Ok(Frame::Integer(table().len() as i64))
+fn command_count(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(Frame::Integer(table(ctx.node.config.compat()).len() as i64))
 }
 
 /// ```text
@@ -84,7 +91,7 @@ fn command_info(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     Ok(Frame::Array(
         args.rest()
             .iter()
-            .map(|name| match find_spec(name) {
+            .map(|name| match find_spec(ctx, name) {
                 Some((spec, _)) => command_entry(spec),
                 None => Frame::Null,
             })
@@ -95,7 +102,7 @@ fn command_info(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```text
 /// COMMAND DOCS [command-name [command-name ...]]
 /// ```
-fn command_docs(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+fn command_docs(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     /// The source's documentation of `spec`, a container's listing the subcommands we have.
     fn docs(spec: &CommandSpec) -> Frame {
         let mut doc = spec.described.docs.clone();
@@ -121,12 +128,12 @@ fn command_docs(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
     let mut out = Vec::new();
     if args.is_empty() {
-        for spec in sorted_commands() {
+        for spec in sorted_commands(ctx) {
             out.push((bulk_str(spec.name), docs(spec)));
         }
     }
     for name in args.rest() {
-        if let Some((spec, parent)) = find_spec(name) {
+        if let Some((spec, parent)) = find_spec(ctx, name) {
             let full = match parent {
                 Some(p) => format!("{}|{}", p.name, spec.name),
                 None => spec.name.to_string(),
@@ -140,7 +147,7 @@ fn command_docs(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```text
 /// COMMAND LIST [FILTERBY <MODULE module-name | ACLCAT category | PATTERN pattern>]
 /// ```
-fn command_list(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+fn command_list(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     enum Filter {
         None,
         Module,
@@ -163,7 +170,7 @@ fn command_list(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         _ => return Err(CommandError::Syntax),
     };
     let mut names = Vec::new();
-    for spec in sorted_commands() {
+    for spec in sorted_commands(ctx) {
         let mut candidates = vec![(spec.name.to_string(), spec, None)];
         for sub in spec.subcommands {
             candidates.push((format!("{}|{}", spec.name, sub.name), sub, Some(spec)));
@@ -187,8 +194,11 @@ fn command_list(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// `getKeysFromCommandWithSpecs` finds them (GETKEYS and GETKEYSANDFLAGS, through the one key
 /// finder, [`crate::command_meta::CommandMeta::keys`]); with Redis's errors for an unknown command, a
 /// wrong arity, a command without keys or keys not found.
-fn keys_and_flags(argv: &[Bytes]) -> Result<Vec<(Bytes, Vec<&'static str>)>, CommandError> {
-    let resolved = match super::resolve(argv) {
+fn keys_and_flags(
+    ctx: &Ctx<'_>,
+    argv: &[Bytes],
+) -> Result<Vec<(Bytes, Vec<&'static str>)>, CommandError> {
+    let resolved = match super::resolve(ctx.node.config.compat(), argv) {
         Ok(resolved) => resolved,
         Err(CommandError::WrongArity(_)) => {
             return Err(CommandError::err(
@@ -222,8 +232,8 @@ fn keys_and_flags(argv: &[Bytes]) -> Result<Vec<(Bytes, Vec<&'static str>)>, Com
 /// ```text
 /// COMMAND GETKEYS command [arg [arg ...]]
 /// ```
-fn command_getkeys(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
-    let keys = keys_and_flags(args.rest())?;
+fn command_getkeys(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let keys = keys_and_flags(ctx, args.rest())?;
     Ok(Frame::Array(
         keys.into_iter().map(|(k, _)| Frame::Bulk(k)).collect(),
     ))
@@ -232,8 +242,8 @@ fn command_getkeys(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```text
 /// COMMAND GETKEYSANDFLAGS command [arg [arg ...]]
 /// ```
-fn command_getkeysandflags(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
-    let keys = keys_and_flags(args.rest())?;
+fn command_getkeysandflags(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let keys = keys_and_flags(ctx, args.rest())?;
     Ok(Frame::Array(
         keys.into_iter()
             .map(|(k, flags)| {

@@ -41,6 +41,12 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// Whether the node's target documents `token` as an argument of the command `name`
+    /// ([`super::table::documents`]): an option a later release added.
+    pub(crate) fn documents(&self, name: &str, token: &str) -> bool {
+        super::table::documents(self.node.config.compat(), name, token)
+    }
+
     /// The selected database.
     pub(crate) fn db(&mut self) -> &mut Db {
         let index = self.client.db;

@@ -334,11 +334,14 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 }
 
 /// ```text
-/// HSCAN key cursor [MATCH pattern] [COUNT count]
+/// HSCAN key cursor [MATCH pattern] [COUNT count] [NOVALUES]
 /// ```
+///
+/// `NOVALUES` (Valkey 8.0) under a target that documents it.
 fn hscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let cursor = scan::parse_cursor(args.bytes()?)?;
+    let newer = scan::Newer::of(ctx);
     let empty = || {
         Frame::Array(vec![
             Frame::Bulk(Bytes::from_static(b"0")),
@@ -348,7 +351,7 @@ fn hscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let Some(h) = read(ctx, key)? else {
         return Ok(empty());
     };
-    let opts = scan::ScanOptions::parse(args, false)?;
+    let opts = scan::ScanOptions::parse(args, scan::ScanKind::Hash, newer)?;
     // A listpack hash is returned whole by its one step, as Redis does.
     let (next, items) = scan::run(cursor, opts.count, |c, out| {
         h.scan(c, |f, v| {
@@ -359,7 +362,9 @@ fn hscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     for (f, v) in items {
         if opts.matches(&f) {
             out.push(Frame::Bulk(f));
-            out.push(Frame::Bulk(v));
+            if !opts.names_only {
+                out.push(Frame::Bulk(v));
+            }
         }
     }
     Ok(Frame::Array(vec![

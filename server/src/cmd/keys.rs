@@ -211,7 +211,8 @@ fn keys(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn scan_cmd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let cursor = scan::parse_cursor(args.bytes()?)?;
-    let opts = scan::ScanOptions::parse(args, true)?;
+    let newer = scan::Newer::of(ctx);
+    let opts = scan::ScanOptions::parse(args, scan::ScanKind::Keys, newer)?;
     let now = ctx.now;
     let db = ctx.db();
     // Keys past their deadline are counted but not returned, and reclaimed after the scan

@@ -144,7 +144,11 @@ fn latency_histogram(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let stat_indexes: Vec<u32> = if names.is_empty() {
         stats.timed_commands()
     } else {
-        names.iter().flat_map(stat_indexes_of).collect()
+        let compat = ctx.node.config.compat();
+        names
+            .iter()
+            .flat_map(|name| stat_indexes_of(compat, name))
+            .collect()
     };
     let entries = stat_indexes
         .into_iter()
@@ -169,23 +173,24 @@ fn latency_histogram(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 
 /// The statistics indexes `name` stands for in `LATENCY HISTOGRAM` (Redis's
 /// `lookupCommandBySds`): a command, `container|sub`, or a container and its subcommands.
-fn stat_indexes_of(name: &Bytes) -> Vec<u32> {
+fn stat_indexes_of(compat: crate::compat::Compat, name: &Bytes) -> Vec<u32> {
     let mut parts = name.split(|&b| b == b'|');
     let (Some(first), second, None) = (parts.next(), parts.next(), parts.next()) else {
         return Vec::new();
     };
-    let Some(spec) = super::lookup(first) else {
+    let Some(spec) = super::lookup(compat, first) else {
         return Vec::new();
     };
     let container = Bytes::copy_from_slice(first);
     let resolve = |sub: &[u8]| {
-        super::resolve_name(&[container.clone(), Bytes::copy_from_slice(sub)]).map(|r| r.stat)
+        super::resolve_name(compat, &[container.clone(), Bytes::copy_from_slice(sub)])
+            .map(|r| r.stat)
     };
     match second {
         Some(sub) if !spec.subcommands.is_empty() => resolve(sub).into_iter().collect(),
         Some(_) => Vec::new(),
         None => {
-            let own = super::resolve_name(std::slice::from_ref(&container)).map(|r| r.stat);
+            let own = super::resolve_name(compat, std::slice::from_ref(&container)).map(|r| r.stat);
             own.into_iter()
                 .chain(
                     spec.subcommands

@@ -121,7 +121,7 @@ pub(crate) fn block(
 /// The commands layer as the state layer below it runs it (see [`CommandHooks`]).
 pub(crate) const HOOKS: CommandHooks = CommandHooks {
     call_argv,
-    resolve: |argv| resolve(argv).ok(),
+    resolve: |compat, argv| resolve(compat, argv).ok(),
     exists: script::command_exists,
     install_dataset: persistence::install_from_master,
 };

@@ -21,6 +21,7 @@ const WAIT_ON_REPLICA: &str = "ERR WAIT cannot be used with replica instances. P
 pub(crate) static COMMANDS: &[Command] = &[
     Command::new("role", role),
     Command::new("wait", wait_now),
+    Command::new("waitaof", waitaof_now),
     Command::new("replicaof", replicaof_standalone),
     Command::new("slaveof", replicaof_standalone),
     Command::new("sync", sync),
@@ -255,6 +256,87 @@ async fn wait_blocking(node: &Node, argv: &[Bytes]) -> Frame {
     }
 }
 
+/// `WAITAOF` on a replica (Valkey 8.1's text).
+const WAITAOF_ON_REPLICA: &str = "ERR WAITAOF cannot be used with replica instances. Please also \
+note that writes to replicas are just local and are not propagated.";
+
+/// Checks `WAITAOF numlocal numreplicas timeout` as Valkey 8.1 does, in its order, and the
+/// node's state (a replica, `numlocal` without `appendonly`); returns `numlocal`,
+/// `numreplicas` and the timeout (ms, 0 = forever).
+fn waitaof_args(
+    node: &Node,
+    argv: &[Bytes],
+    replica: bool,
+) -> Result<(i64, i64, u64), CommandError> {
+    let mut args = Args::new(argv, 1);
+    let numlocal = parse_i64(args.next().ok_or(CommandError::Syntax)?)?;
+    if !(0..=1).contains(&numlocal) {
+        return Err(CommandError::err(
+            "value is out of range, value must between 0 and 1",
+        ));
+    }
+    let numreplicas = parse_i64(args.next().ok_or(CommandError::Syntax)?)
+        .ok()
+        .filter(|n| *n >= 0)
+        .ok_or_else(|| CommandError::err("value is out of range, must be positive"))?;
+    let timeout = parse_i64(args.next().ok_or(CommandError::Syntax)?)
+        .map_err(|_| CommandError::err("timeout is not an integer or out of range"))?;
+    if timeout < 0 {
+        return Err(CommandError::err("timeout is negative"));
+    }
+    if replica {
+        return Err(CommandError::Raw(WAITAOF_ON_REPLICA.into()));
+    }
+    let appendonly = node
+        .config
+        .find(b"appendonly")
+        .is_some_and(|p| node.config.get(p) == "yes");
+    if numlocal > 0 && !appendonly {
+        return Err(CommandError::err(
+            "WAITAOF cannot be used when numlocal is set but appendonly is disabled.",
+        ));
+    }
+    Ok((numlocal, numreplicas, timeout as u64))
+}
+
+/// WAITAOF's reply: the local fsync and the replicas that acknowledged an fsync of the
+/// client's writes. There is no append-only file here and no replica of ours reports an
+/// fsynced offset (`REPLCONF ACK <offset> FACK <offset>`), so both are 0, as valkey-server
+/// answers with `appendonly no` and replicas that have it off.
+fn waitaof_reply() -> Frame {
+    Frame::Array(vec![Frame::Integer(0), Frame::Integer(0)])
+}
+
+/// ```text
+/// WAITAOF numlocal numreplicas timeout
+/// ```
+///
+/// Valkey's (Redis 7.2's). The non-blocking form, where a client cannot block (inside
+/// `MULTI`, a script): what is acknowledged now ([`waitaof_reply`]).
+fn waitaof_now(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    waitaof_args(ctx.node, args.argv(), ctx.state.repl.is_replica())?;
+    Ok(waitaof_reply())
+}
+
+/// `WAITAOF numlocal numreplicas timeout`, blocking: answers at once when nothing is asked
+/// for (`0 0`), else after `timeout` ms (forever for 0), as valkey-server does when no fsync
+/// will be acknowledged ([`waitaof_reply`]; `numlocal` 1 gets here only with `appendonly`
+/// set, which writes no file here).
+async fn waitaof_blocking(node: &Node, argv: &[Bytes]) -> Frame {
+    let replica = node.state.lock().await.repl.is_replica();
+    let (numlocal, numreplicas, timeout) = match waitaof_args(node, argv, replica) {
+        Ok(v) => v,
+        Err(e) => return e.into(),
+    };
+    if numlocal > 0 || numreplicas > 0 {
+        match timeout {
+            0 => std::future::pending::<()>().await,
+            ms => tokio::time::sleep(Duration::from_millis(ms)).await,
+        }
+    }
+    waitaof_reply()
+}
+
 /// Checks `REPLICAOF host port` arguments as Redis does; `None` means `NO ONE`.
 pub(crate) fn replicaof_args(argv: &[Bytes]) -> Result<Option<(String, u16)>, CommandError> {
     let host = argv.get(1).ok_or(CommandError::Syntax)?;
@@ -290,13 +372,17 @@ pub(crate) fn is_async_command(node: &Node, argv: &[Bytes]) -> bool {
     if name.eq_ignore_ascii_case(b"wait") {
         return true;
     }
+    if name.eq_ignore_ascii_case(b"waitaof") {
+        // Only where the target's table has it (Valkey's).
+        return super::lookup(node.config.compat(), name).is_some();
+    }
     let Some(hook) = node.admin_hook.get() else {
         return false;
     };
     hook.serves(name)
         && (name.eq_ignore_ascii_case(b"replicaof")
             || name.eq_ignore_ascii_case(b"slaveof")
-            || super::lookup(name).is_none())
+            || super::lookup(node.config.compat(), name).is_none())
 }
 
 /// Runs a command that waits on other tasks (see [`is_async_command`]) without the state lock.
@@ -307,13 +393,17 @@ pub(crate) async fn run_async_command(node: &Node, client: &ClientState, argv: &
     let Some(name) = argv.first() else {
         return CommandError::Syntax.into();
     };
-    let known = super::lookup(name).is_some();
+    let compat = node.config.compat();
+    let known = super::lookup(compat, name).is_some();
     if known {
-        if let Err(e) = super::resolve(argv) {
+        if let Err(e) = super::resolve(compat, argv) {
             return e.into();
         }
         if name.eq_ignore_ascii_case(b"wait") {
             return wait_blocking(node, argv).await;
+        }
+        if name.eq_ignore_ascii_case(b"waitaof") {
+            return waitaof_blocking(node, argv).await;
         }
         // REPLICAOF/SLAVEOF reach the hook with arguments Redis would accept.
         if let Err(e) = replicaof_args(argv) {

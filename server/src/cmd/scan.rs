@@ -29,7 +29,43 @@ pub(crate) fn parse_cursor(arg: &[u8]) -> Result<u64, CommandError> {
     digits.parse().map_err(|_| invalid())
 }
 
-/// `[MATCH pattern] [COUNT count] [TYPE type]`.
+/// The command of the SCAN family whose options are parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ScanKind {
+    /// SCAN (keys): takes TYPE.
+    Keys,
+    /// SSCAN.
+    Set,
+    /// HSCAN.
+    Hash,
+    /// ZSCAN.
+    Zset,
+}
+
+/// The node's target, taken before the handler borrows the collection: whether it documents
+/// the options of the SCAN family a later release added (HSCAN's `NOVALUES`, ZSCAN's
+/// `NOSCORES`: Redis 7.4 and Valkey 8.0; looked up only when one is given), and whether it
+/// refuses an unknown TYPE name ([`crate::compat::HandlerChecks`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Newer {
+    compat: crate::compat::Compat,
+}
+
+impl Newer {
+    /// The target of `ctx`'s node.
+    pub(crate) fn of(ctx: &super::Ctx<'_>) -> Newer {
+        Newer {
+            compat: ctx.node.config.compat(),
+        }
+    }
+
+    /// Whether the target documents `token` for `command`.
+    fn documents(self, command: &str, token: &str) -> bool {
+        super::table::documents(self.compat, command, token)
+    }
+}
+
+/// `[MATCH pattern] [COUNT count] [TYPE type] [NOVALUES] [NOSCORES]`.
 #[derive(Debug)]
 pub(crate) struct ScanOptions {
     /// Elements visited per call.
@@ -38,16 +74,25 @@ pub(crate) struct ScanOptions {
     pub(crate) pattern: Option<Bytes>,
     /// Type filter (SCAN only).
     pub(crate) type_name: Option<Bytes>,
+    /// HSCAN without the values, ZSCAN without the scores (`NOVALUES`, `NOSCORES`).
+    pub(crate) names_only: bool,
 }
 
 impl ScanOptions {
-    /// Parses the options as Redis's `scanGenericCommand`; `allow_type` for SCAN.
-    pub(crate) fn parse(args: &mut Args<'_>, allow_type: bool) -> Result<Self, CommandError> {
+    /// Parses the options of `kind` as Redis's `scanGenericCommand` (or, for the options
+    /// `newer` allows, Valkey's, with its errors for one given to another command).
+    pub(crate) fn parse(
+        args: &mut Args<'_>,
+        kind: ScanKind,
+        newer: Newer,
+    ) -> Result<Self, CommandError> {
         let mut o = ScanOptions {
             count: DEFAULT_COUNT,
             pattern: None,
             type_name: None,
+            names_only: false,
         };
+        let allow_type = kind == ScanKind::Keys;
         while let Some(opt) = args.next() {
             let has_value = args.peek().is_some();
             if opt.eq_ignore_ascii_case(b"count") && has_value {
@@ -60,7 +105,35 @@ impl ScanOptions {
                 let pat = args.bytes()?;
                 o.pattern = (pat.as_ref() != b"*").then_some(pat.clone());
             } else if opt.eq_ignore_ascii_case(b"type") && allow_type && has_value {
-                o.type_name = Some(args.bytes()?.clone());
+                let name = args.bytes()?;
+                const TYPES: [&str; 6] = ["string", "list", "set", "zset", "hash", "stream"];
+                if newer.compat.profile().checks.scan_rejects_unknown_type
+                    && !TYPES
+                        .iter()
+                        .any(|t| name.eq_ignore_ascii_case(t.as_bytes()))
+                {
+                    return Err(CommandError::err(format!(
+                        "unknown type name '{}'",
+                        crate::error::lossy(name, usize::MAX)
+                    )));
+                }
+                o.type_name = Some(name.clone());
+            } else if opt.eq_ignore_ascii_case(b"novalues") && newer.documents("hscan", "NOVALUES")
+            {
+                if kind != ScanKind::Hash {
+                    return Err(CommandError::err(
+                        "NOVALUES option can only be used in HSCAN",
+                    ));
+                }
+                o.names_only = true;
+            } else if opt.eq_ignore_ascii_case(b"noscores") && newer.documents("zscan", "NOSCORES")
+            {
+                if kind != ScanKind::Zset {
+                    return Err(CommandError::err(
+                        "NOSCORES option can only be used in ZSCAN",
+                    ));
+                }
+                o.names_only = true;
             } else {
                 return Err(CommandError::Syntax);
             }

@@ -31,6 +31,7 @@ static SCRIPT_SUBCOMMANDS: &[Command] = &[
     Command::new("flush", script_flush),
     Command::new("kill", script_kill).busy(script_kill_busy),
     Command::new("help", script_help),
+    Command::new("show", script_show),
 ];
 
 /// The node's engine, created on first use.
@@ -51,8 +52,11 @@ fn engine<'s>(ctx: &'s mut Ctx<'_>) -> Result<&'s mut Engine, CommandError> {
 }
 
 /// Whether `argv` names a command, whatever its arity (`redis.acl_check_cmd`).
-pub(crate) fn command_exists(argv: &[Bytes]) -> bool {
-    super::resolve(argv).is_ok() || matches!(super::resolve(argv), Err(CommandError::WrongArity(_)))
+pub(crate) fn command_exists(compat: crate::compat::Compat, argv: &[Bytes]) -> bool {
+    matches!(
+        super::resolve(compat, argv),
+        Ok(_) | Err(CommandError::WrongArity(_))
+    )
 }
 
 /// ```text
@@ -326,7 +330,7 @@ impl Dispatcher for ScriptCaller<'_, '_> {
             Err(text) => {
                 self.ctx.node.live.count_error(text.as_bytes());
                 // Refused before it ran: a rejected call of that command (if it is one).
-                if let Some(resolved) = super::resolve_name(argv) {
+                if let Some(resolved) = super::resolve_name(self.ctx.node.config.compat(), argv) {
                     self.ctx.state.cmdstats.reject(resolved);
                 }
             }
@@ -338,7 +342,7 @@ impl Dispatcher for ScriptCaller<'_, '_> {
 
     fn acl_check(&mut self, argv: &[Bytes]) -> bool {
         let user = super::acl::user_of(self.ctx.node, self.ctx.client);
-        match super::resolve_name(argv) {
+        match super::resolve_name(self.ctx.node.config.compat(), argv) {
             Some(resolved) => super::acl::check(user, &resolved, argv).is_ok(),
             None => false,
         }
@@ -349,7 +353,7 @@ impl ScriptCaller<'_, '_> {
     fn dispatch(&mut self, argv: &[Bytes], resp3: bool, repl: u8) -> Result<Frame, String> {
         // "Redis command", or Valkey's "command".
         let command = self.ctx.node.config.profile().script_command;
-        let resolved = match super::resolve(argv) {
+        let resolved = match super::resolve(self.ctx.node.config.compat(), argv) {
             Ok(resolved) => resolved,
             Err(CommandError::WrongArity(_)) => {
                 return Err(format!(
@@ -456,6 +460,19 @@ fn script_exists(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             .map(|sha| Frame::Integer(i64::from(engine.is_some_and(|e| e.get(sha).is_some()))))
             .collect(),
     ))
+}
+
+/// ```text
+/// SCRIPT SHOW sha1
+/// ```
+///
+/// Valkey 8.1's: the body of a cached script.
+fn script_show(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let sha = String::from_utf8_lossy(args.bytes()?).to_ascii_lowercase();
+    match ctx.state.scripting.as_deref().and_then(|e| e.get(&sha)) {
+        Some(script) => Ok(Frame::Bulk(script.body.clone())),
+        None => Err(CommandError::Raw("NOSCRIPT No matching script.".into())),
+    }
 }
 
 /// ```text

@@ -495,13 +495,14 @@ fn sintercard(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn sscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let cursor = scan::parse_cursor(args.bytes()?)?;
+    let newer = scan::Newer::of(ctx);
     let Some(s) = set_mut(ctx, key)? else {
         return Ok(Frame::Array(vec![
             Frame::Bulk(Bytes::from_static(b"0")),
             Frame::Array(Vec::new()),
         ]));
     };
-    let opts = scan::ScanOptions::parse(args, false)?;
+    let opts = scan::ScanOptions::parse(args, scan::ScanKind::Set, newer)?;
     // An intset is returned whole in one call, sorted, as Redis does.
     let (next, items): (u64, Vec<Bytes>) = if is_intset(s.len(), s.iter()) {
         (0, ordered(s.iter().cloned()))

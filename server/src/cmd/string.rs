@@ -102,10 +102,13 @@ struct ExtArgs {
     keepttl: bool,
     persist: bool,
     expire: Option<(ExpiryKind, Bytes)>,
+    /// Valkey 8.1's `IFEQ comparison-value`: set only if the current value is this string.
+    ifeq: Option<Bytes>,
 }
 
 impl ExtArgs {
-    /// Parses the options; `set` = SET's set of options, else GETEX's.
+    /// Parses the options; `set` = SET's set of options (`IFEQ` included: SET's handler refuses it
+    /// where the target lacks it), else GETEX's.
     fn parse(args: &mut Args<'_>, set: bool) -> Result<ExtArgs, CommandError> {
         let mut o = ExtArgs::default();
         while let Some(opt) = args.next() {
@@ -117,8 +120,11 @@ impl ExtArgs {
                 o.expire = args.next().map(|v| (k, v.clone()));
             };
             match opt.as_slice() {
-                b"NX" if !o.xx && set => o.nx = true,
-                b"XX" if !o.nx && set => o.xx = true,
+                b"NX" if !o.xx && o.ifeq.is_none() && set => o.nx = true,
+                b"XX" if !o.nx && o.ifeq.is_none() && set => o.xx = true,
+                b"IFEQ" if set && !o.nx && !o.xx && o.ifeq.is_none() && has_next => {
+                    o.ifeq = args.next().cloned();
+                }
                 b"GET" if set => o.get = true,
                 b"KEEPTTL" if !o.persist && kind.is_none() && set => o.keepttl = true,
                 b"PERSIST" if !set && kind.is_none() && !o.keepttl => o.persist = true,
@@ -196,6 +202,15 @@ fn set_generic(
     if (o.nx && found) || (o.xx && !found) {
         return Ok(reply(old, replies.abort));
     }
+    if let Some(expected) = &o.ifeq {
+        let current = match &old {
+            Some(current) => current.clone(),
+            None => ctx.read_string(key)?,
+        };
+        if current.as_ref() != Some(expected) {
+            return Ok(reply(old, replies.abort));
+        }
+    }
     let expire_at = if o.keepttl {
         existing.flatten()
     } else {
@@ -251,6 +266,11 @@ fn set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         return Ok(Frame::ok());
     }
     let o = ExtArgs::parse(args, true)?;
+    // IFEQ is Valkey 8.1's: where the target lacks it, it is the syntax error it was (every
+    // other refusal of the parse is one too). Looked up only when given: SET is hot.
+    if o.ifeq.is_some() && !ctx.documents("set", "IFEQ") {
+        return Err(CommandError::Syntax);
+    }
     let expiry = o.expiry()?;
     set_generic(
         ctx,

@@ -1041,18 +1041,21 @@ fn bzmpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 }
 
 /// ```text
-/// ZSCAN key cursor [MATCH pattern] [COUNT count]
+/// ZSCAN key cursor [MATCH pattern] [COUNT count] [NOSCORES]
 /// ```
+///
+/// `NOSCORES` (Valkey 8.0) under a target that documents it.
 fn zscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let cursor = scan::parse_cursor(args.bytes()?)?;
+    let newer = scan::Newer::of(ctx);
     let Some(z) = zset_mut(ctx, key)? else {
         return Ok(Frame::Array(vec![
             Frame::Bulk(Bytes::from_static(b"0")),
             Frame::Array(Vec::new()),
         ]));
     };
-    let opts = scan::ScanOptions::parse(args, false)?;
+    let opts = scan::ScanOptions::parse(args, scan::ScanKind::Zset, newer)?;
     // A small (listpack) sorted set is returned whole in one call, in order, as Redis does.
     let (next, items): (u64, Vec<(&Bytes, f64)>) = if z.len() <= 128 {
         (0, z.iter().collect())
@@ -1065,8 +1068,10 @@ fn zscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     for (m, s) in items {
         if opts.matches(m) {
             out.push(Frame::Bulk(m.clone()));
-            // Scores come back as the strings the encoding holds (bulk even in RESP3).
-            out.push(Frame::Bulk(Bytes::from(locksmith_resp::format_double(s))));
+            if !opts.names_only {
+                // Scores come back as the strings the encoding holds (bulk even in RESP3).
+                out.push(Frame::Bulk(Bytes::from(locksmith_resp::format_double(s))));
+            }
         }
     }
     Ok(Frame::Array(vec![

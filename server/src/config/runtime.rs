@@ -533,6 +533,11 @@ impl RuntimeConfig {
         table::params(compat).map(move |p| (p, table::listed_names(compat, p)))
     }
 
+    /// The node's compatibility target.
+    pub(crate) fn compat(&self) -> crate::compat::Compat {
+        self.compat
+    }
+
     /// What the node's compatibility target decides (versions, `INFO server`'s fields).
     pub(crate) fn profile(&self) -> &'static crate::compat::Profile {
         self.compat.profile()

@@ -524,9 +524,10 @@ pub(crate) struct CommandHooks {
     pub(crate) call_argv:
         fn(&mut State, &Node, &mut ClientState, &[Bytes], u64, &mut Effects) -> Frame,
     /// The description of the command `argv` names, if it exists with a valid arity.
-    pub(crate) resolve: fn(&[Bytes]) -> Option<crate::command_meta::Resolved>,
+    pub(crate) resolve:
+        fn(crate::compat::Compat, &[Bytes]) -> Option<crate::command_meta::Resolved>,
     /// Whether `argv` names a command (for the functions engine's `redis.call` checks).
-    pub(crate) exists: fn(&[Bytes]) -> bool,
+    pub(crate) exists: fn(crate::compat::Compat, &[Bytes]) -> bool,
     /// A replica's full synchronisation: replaces the dataset and function libraries with
     /// the master's RDB payload, as `FLUSHALL` then a load would; the keys loaded.
     pub(crate) install_dataset: fn(&mut State, &Node, &[u8], u64) -> Result<usize, String>,

@@ -33,6 +33,7 @@ pub(super) fn primitives(
     lua: &Lua,
     shared: Arc<RunShared>,
     command_exists: CommandExists,
+    compat: crate::compat::Compat,
 ) -> mlua::Result<Table> {
     let raw = lua.create_table()?;
     raw.raw_set(
@@ -142,6 +143,7 @@ pub(super) fn primitives(
             lua,
             Arc::new(AclCheckContext {
                 command_exists,
+                compat,
                 shared: shared.clone(),
             }),
         )?,
@@ -168,6 +170,8 @@ struct AclCheck;
 /// What `redis.acl_check_cmd` needs: the command table's test and the run's dispatcher.
 struct AclCheckContext {
     command_exists: CommandExists,
+    /// The node's target, whose command table `command_exists` looks in.
+    compat: crate::compat::Compat,
     shared: Arc<RunShared>,
 }
 
@@ -175,7 +179,7 @@ impl CFunction for AclCheck {
     type Context = AclCheckContext;
     fn call(stack: &mut Stack<'_>, cx: &AclCheckContext) -> Return {
         let pushed = match super::convert::argv_from_stack(stack, &[], &mut Default::default()) {
-            Ok(argv) if (cx.command_exists)(&argv) => {
+            Ok(argv) if (cx.command_exists)(cx.compat, &argv) => {
                 match cx
                     .shared
                     .dispatch

@@ -282,6 +282,8 @@ pub(crate) struct Compiled {
     pub(crate) flags: u32,
     /// The compiled chunk.
     func: stack::Registered,
+    /// The script as loaded (`SCRIPT SHOW`).
+    pub(crate) body: Bytes,
 }
 
 /// State shared between the engine and its Rust primitives for the current run.
@@ -379,7 +381,7 @@ impl std::fmt::Debug for Engine {
 
 /// Checks whether a command line names a known command (for `redis.acl_check_cmd`, which
 /// raises an error otherwise).
-pub(crate) type CommandExists = fn(&[Bytes]) -> bool;
+pub(crate) type CommandExists = fn(crate::compat::Compat, &[Bytes]) -> bool;
 
 /// The compatibility target's part of the sandbox, for `sandbox.lua` and `functions.lua`:
 /// `{names = {...}, versions = {...}}` from the target's profile.
@@ -437,7 +439,7 @@ impl Engine {
         let shared = Arc::new(RunShared::default());
         // Redis's rand48 state is process-wide and never reseeded between scripts.
         shared.rand.store(api::RAND48_SEED, Ordering::Relaxed);
-        let raw = api::primitives(&lua, shared.clone(), command_exists)?;
+        let raw = api::primitives(&lua, shared.clone(), command_exists, settings.compat)?;
         raw.raw_set(
             "call",
             stack::c_function::<RedisCall>(&lua, shared.clone())?,
@@ -545,7 +547,14 @@ impl Engine {
             .map_err(|e| e.to_string())?;
         self.scripts_bytes +=
             crate::db::memory::sds(sha.len()) + crate::db::memory::sds(body.len());
-        self.scripts.insert(sha.clone(), Compiled { flags, func });
+        self.scripts.insert(
+            sha.clone(),
+            Compiled {
+                flags,
+                func,
+                body: Bytes::copy_from_slice(body),
+            },
+        );
         Ok(sha)
     }
 

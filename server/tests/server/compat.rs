@@ -321,3 +321,188 @@ async fn script_error_texts_name_commands_as_the_target_does() {
         }
     }
 }
+
+/// The commands and subcommands README lists as missing under `compat` (Redis's list, and
+/// Valkey's too under its target), lowercase as `COMMAND LIST` names them (`cluster|meet`).
+fn lacking_under(compat: Compat) -> Vec<String> {
+    let readme = include_str!("../../../README.md");
+    let markers: &[&str] = match compat {
+        Compat::Redis70 => &["not-implemented"],
+        _ => &["not-implemented", "not-implemented-valkey"],
+    };
+    let mut names = Vec::new();
+    for marker in markers {
+        let listed = readme
+            .split(&format!("<!-- {marker} -->"))
+            .nth(1)
+            .and_then(|rest| rest.split(&format!("<!-- /{marker} -->")).next())
+            .unwrap_or_default();
+        names.extend(
+            listed
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .filter(|w| {
+                    w.chars()
+                        .all(|c| c.is_ascii_uppercase() || c == ' ' || c == '-')
+                })
+                .map(|w| w.to_ascii_lowercase().replace(' ', "|")),
+        );
+    }
+    names
+}
+/// `value` with every `[name, ...]` array or `name => ...` map entry in it whose name is in
+/// `drop` left out, and the entries of every array of arrays or map sorted (a server lists
+/// subcommands in its hash table's order, which changes from process to process).
+fn without(value: &Value, drop: &[String]) -> Value {
+    let named = |v: &Value| match v {
+        Value::Array(items) => match items.first() {
+            Some(Value::BulkString(b)) => Some(String::from_utf8_lossy(b).into_owned()),
+            Some(Value::SimpleString(s)) => Some(s.clone()),
+            _ => None,
+        },
+        _ => None,
+    };
+    let key = |v: &Value| match v {
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::SimpleString(s) => s.clone(),
+        other => format!("{other:?}"),
+    };
+    match value {
+        Value::Array(items) if !items.is_empty() && items.iter().all(|i| named(i).is_some()) => {
+            let mut kept: Vec<Value> = items
+                .iter()
+                .filter(|i| named(i).is_none_or(|n| !drop.contains(&n)))
+                .map(|i| without(i, drop))
+                .collect();
+            kept.sort_by_key(|i| named(i).unwrap_or_default());
+            Value::Array(kept)
+        }
+        // A map in RESP2: name, value, name, value...
+        Value::Array(items)
+            if items.len() % 2 == 0
+                && items.chunks(2).all(|pair| {
+                    matches!(pair[0], Value::BulkString(_))
+                        && matches!(pair[1], Value::Array(_) | Value::Map(_))
+                }) =>
+        {
+            let mut pairs: Vec<(String, Value, Value)> = items
+                .chunks(2)
+                .filter(|pair| !drop.contains(&key(&pair[0])))
+                .map(|pair| (key(&pair[0]), pair[0].clone(), without(&pair[1], drop)))
+                .collect();
+            pairs.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Array(pairs.into_iter().flat_map(|(_, k, v)| [k, v]).collect())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(|i| without(i, drop)).collect()),
+        Value::Map(pairs) => {
+            let mut kept: Vec<(Value, Value)> = pairs
+                .iter()
+                .filter(|(k, _)| !drop.contains(&key(k)))
+                .map(|(k, v)| (k.clone(), without(v, drop)))
+                .collect();
+            kept.sort_by_key(|(k, _)| key(k));
+            Value::Map(kept)
+        }
+        other => other.clone(),
+    }
+}
+
+/// Under `compat` the command table is its reference's: `COMMAND LIST` is the reference's list
+/// without what README says we lack (and with `ours`, our additions the reference lacks),
+/// `COMMAND COUNT` counts the same, and `COMMAND INFO`/`DOCS` of every command and subcommand
+/// are the reference's replies (subcommands we lack left out), in RESP2 and RESP3.
+async fn command_table_is_the_references(compat: Compat, ours_only: &[&str]) -> Vec<String> {
+    let mut pair = Pair::start_for(compat).await;
+    let lacking = lacking_under(compat);
+    let mut ours: Vec<String> = support::cmd(&["COMMAND", "LIST"])
+        .query_async(&mut pair.ours_con)
+        .await
+        .unwrap();
+    ours.sort();
+    let count: usize = support::cmd(&["COMMAND", "COUNT"])
+        .query_async(&mut pair.ours_con)
+        .await
+        .unwrap();
+    assert_eq!(count, ours.iter().filter(|n| !n.contains('|')).count());
+    let Some(real_con) = pair.real_con.as_mut() else {
+        return ours;
+    };
+    let mut theirs: Vec<String> = support::cmd(&["COMMAND", "LIST"])
+        .query_async(real_con)
+        .await
+        .unwrap();
+    theirs.retain(|n| !lacking.contains(n));
+    theirs.extend(ours_only.iter().map(|n| n.to_string()));
+    theirs.sort();
+    assert_eq!(ours, theirs, "COMMAND LIST under {compat} (left: ours)");
+    let mut compared = 0;
+    for protocol in ["2", "3"] {
+        let hello = ["HELLO", protocol];
+        let _: Value = support::cmd(&hello)
+            .query_async(&mut pair.ours_con)
+            .await
+            .unwrap();
+        let _: Value = support::cmd(&hello).query_async(real_con).await.unwrap();
+        for name in ours.iter().filter(|n| !ours_only.contains(&n.as_str())) {
+            for what in ["INFO", "DOCS"] {
+                let args = ["COMMAND", what, name.as_str()];
+                let o: Value = support::cmd(&args)
+                    .query_async(&mut pair.ours_con)
+                    .await
+                    .unwrap();
+                let r: Value = support::cmd(&args).query_async(real_con).await.unwrap();
+                let mut drop = lacking.clone();
+                drop.extend(ours_only.iter().map(|n| n.to_string()));
+                assert_eq!(
+                    without(&o, &drop),
+                    without(&r, &drop),
+                    "COMMAND {what} {name} in RESP{protocol} under {compat} (left: ours)"
+                );
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared > 1400, "{compared}");
+    // And the table's errors.
+    pair.all_same(&[
+        &["COMMAND", "INFO", "nosuch"],
+        &["COMMAND", "DOCS", "nosuch"],
+        &["COMMAND", "COUNT", "x"],
+        &["COMMAND", "GETKEYS", "set", "a", "b"],
+        &["COMMAND", "GETKEYS", "nosuch", "a"],
+        &["COMMAND", "LIST", "FILTERBY", "ACLCAT", "nosuch"],
+    ])
+    .await;
+    ours
+}
+
+#[tokio::test]
+async fn command_table_under_valkey_is_valkey_servers() {
+    let ours = command_table_is_the_references(Compat::Valkey81, &[]).await;
+    // Valkey's additions after Redis 7.0 that we have.
+    for name in ["client|no-touch", "client|setinfo"] {
+        assert!(ours.contains(&name.to_string()), "{name}");
+    }
+}
+
+/// The default target keeps Redis 7.0.15's table (with our two 7.2 `CLIENT` subcommands):
+/// Valkey's additions are unknown there, as redis-server answers.
+#[tokio::test]
+async fn command_table_under_redis_is_redis_servers() {
+    let ours =
+        command_table_is_the_references(Compat::Redis70, &["client|no-touch", "client|setinfo"])
+            .await;
+    assert!(!ours.contains(&"waitaof".to_string()));
+    let mut pair = Pair::start_for(Compat::Redis70).await;
+    pair.all_same(&[
+        &["WAITAOF", "0", "0", "0"],
+        &["COMMANDLOG", "LEN", "slow"],
+        &["SCRIPT", "SHOW", "abc"],
+        &["CLIENT", "CAPA", "redirect"],
+        &["CLUSTER", "MYSHARDID"],
+        &["COMMAND", "INFO", "waitaof"],
+        &["COMMAND", "DOCS", "commandlog"],
+    ])
+    .await;
+}
