@@ -92,14 +92,8 @@ impl Session {
         if guard.is_none() || self.node.config.maxmemory() > 0 {
             self.client.command.end_tick = None;
         }
-        // WAIT, REPLICAOF and admin hooks wait on other tasks or nodes: they run without the
-        // state lock. Inside MULTI, WAIT and WAITAOF are queued as Redis queues them, and
-        // answer without waiting at EXEC.
-        let queued_wait = self.client.multi.is_some()
-            && argv.first().is_some_and(|name| {
-                name.eq_ignore_ascii_case(b"wait") || name.eq_ignore_ascii_case(b"waitaof")
-            });
-        if !queued_wait && cmd::replication::is_async_command(&self.node, argv) {
+        // A command only the admin hook knows waits on other nodes, without the state lock.
+        if cmd::replication::is_hook_only_command(&self.node, argv) {
             if let Some(mut state) = guard.take() {
                 state.finish_effects(&self.node, effects);
             }
@@ -171,6 +165,12 @@ impl Session {
         if let Some(reply) = transaction::admit(resolved, &mut self.client, argv, command_flags) {
             return self.rejected(resolved, reply);
         }
+        // WAIT, WAITAOF and a REPLICAOF the admin hook serves wait on other tasks or nodes:
+        // past every check (inside MULTI they were queued above, and answer without waiting
+        // at EXEC), they run without the state lock.
+        if cmd::replication::runs_without_state_lock(&self.node, resolved) {
+            return self.run_without_state_lock(resolved, argv, guard, effects).await;
+        }
         let runs_script = transaction::runs_script(resolved, &self.client);
         if runs_script && self.scripts == ScriptPlace::BlockingPool {
             if let Some(mut state) = guard.take() {
@@ -205,6 +205,49 @@ impl Session {
         let reply = self.call(resolved, state, argv, effects);
         if !effects.is_empty() {
             state.finish_effects(&self.node, effects);
+        }
+        reply
+    }
+
+    /// Runs a command that waits on other tasks (`WAIT`, see
+    /// [`cmd::replication::runs_without_state_lock`]) as Redis's `call()` runs a command that
+    /// blocks: MONITOR sees it and `total_commands_processed` counts it when it is called,
+    /// `INFO commandstats` when it answers; the state lock is released while it waits.
+    async fn run_without_state_lock(
+        &mut self,
+        resolved: Resolved,
+        argv: &[Bytes],
+        guard: &mut Guard,
+        effects: &mut Effects,
+    ) -> Frame {
+        if !self.client.authenticated {
+            return self.rejected(resolved, CommandError::NoAuth.into());
+        }
+        let mut state = match guard.take() {
+            Some(state) => state,
+            None => match self.lock_state().await {
+                Ok(state) => state,
+                Err(busy) => return self.rejected(resolved, busy),
+            },
+        };
+        state.stats.commands += 1;
+        if !resolved.spec.has(cmd::flags::SKIP_MONITOR | cmd::flags::ADMIN)
+            && self.node.monitors.active()
+        {
+            let origin = crate::monitor::Origin::Client(&self.client.handle);
+            self.node
+                .monitors
+                .feed(self.node.clock.now_us(), self.client.db, origin, argv);
+        }
+        state.finish_effects(&self.node, effects);
+        drop(state);
+        self.client.command.end_tick = None;
+        let reply = cmd::replication::run_async_command(&self.node, &self.client, argv).await;
+        if let Ok(mut state) = self.lock_state().await {
+            state
+                .cmdstats
+                .record(resolved, None, reply.is_error());
+            *guard = Some(state);
         }
         reply
     }

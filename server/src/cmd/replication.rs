@@ -3,7 +3,7 @@
 //! follows a master over the network), and the replica's side of the protocol: `SYNC`,
 //! `PSYNC`, `REPLCONF`. The stream they report on is [`crate::replication`].
 
-use super::{parse_i64, Args, CmdResult, Command, CommandError, Ctx};
+use super::{parse_i64, Args, CmdResult, Command, CommandError, Ctx, Resolved};
 use crate::client::ClientState;
 use crate::node::Node;
 use crate::replication::{follow, serve, Role};
@@ -362,30 +362,36 @@ fn replicaof_standalone(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     Ok(follow::replicaof(ctx.state, ctx.node, target))
 }
 
-/// Whether `argv` is a command the pipeline runs through [`run_async_command`]: `WAIT`, and
-/// what the node's admin hook serves (a name the node does not know, or `REPLICAOF`/`SLAVEOF`
-/// on a node whose replication its embedder manages; see [`crate::control::AdminHook`]).
-pub(crate) fn is_async_command(node: &Node, argv: &[Bytes]) -> bool {
+/// Whether `argv` is a command only the node's admin hook serves: a name the node's table does
+/// not know, which the pipeline hands to the hook before looking it up (see
+/// [`crate::control::AdminHook`]).
+pub(crate) fn is_hook_only_command(node: &Node, argv: &[Bytes]) -> bool {
     let Some(name) = argv.first() else {
         return false;
     };
-    if name.eq_ignore_ascii_case(b"wait") {
-        return true;
+    match node.admin_hook.get() {
+        Some(hook) => hook.serves(name) && super::lookup(node.config.compat(), name).is_none(),
+        None => false,
     }
-    if name.eq_ignore_ascii_case(b"waitaof") {
-        // Only where the target's table has it (Valkey's).
-        return super::lookup(node.config.compat(), name).is_some();
-    }
-    let Some(hook) = node.admin_hook.get() else {
-        return false;
-    };
-    hook.serves(name)
-        && (name.eq_ignore_ascii_case(b"replicaof")
-            || name.eq_ignore_ascii_case(b"slaveof")
-            || super::lookup(node.config.compat(), name).is_none())
 }
 
-/// Runs a command that waits on other tasks (see [`is_async_command`]) without the state lock.
+/// Whether `resolved` is a command the pipeline runs through [`run_async_command`], without
+/// the state lock, once it passed every check a command passes (authentication, ACLs,
+/// queueing in `MULTI`, ...): `WAIT`, `WAITAOF`, and `REPLICAOF`/`SLAVEOF` on a node whose
+/// replication its embedder manages (the admin hook serves them).
+pub(crate) fn runs_without_state_lock(node: &Node, resolved: Resolved) -> bool {
+    match resolved.top_name() {
+        "wait" | "waitaof" => true,
+        name @ ("replicaof" | "slaveof") => node
+            .admin_hook
+            .get()
+            .is_some_and(|hook| hook.serves(name.as_bytes())),
+        _ => false,
+    }
+}
+
+/// Runs a command that waits on other tasks (see [`runs_without_state_lock`] and
+/// [`is_hook_only_command`]) without the state lock.
 pub(crate) async fn run_async_command(node: &Node, client: &ClientState, argv: &[Bytes]) -> Frame {
     if !client.authenticated {
         return CommandError::NoAuth.into();

@@ -715,3 +715,31 @@ async fn the_acl_file_is_saved_and_loaded() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `WAIT` takes the path of every command before it waits (without the state lock): a user
+/// without it gets NOPERM, and it is counted in `INFO commandstats` (it was neither).
+#[tokio::test]
+async fn wait_is_checked_against_acls_and_counted_like_any_command() {
+    let mut pair = Pair::start().await;
+    pair.all_same(&[
+        &["ACL", "SETUSER", "nowait", "on", "nopass", "+@all", "-wait"],
+        &["CONFIG", "RESETSTAT"],
+        &["WAIT", "0", "0"],
+        &["AUTH", "nowait", "x"],
+        &["WAIT", "0", "0"],
+        &["AUTH", "default", "x"],
+    ])
+    .await;
+    let mut cons = vec![support::conn(&pair.ours.url()).await];
+    if let Some(real) = &pair.real {
+        cons.push(support::conn(&real.url()).await);
+    }
+    for con in &mut cons {
+        let stats = support::info(con, "commandstats").await;
+        let wait = support::info_value(&stats, "cmdstat_wait");
+        assert!(
+            wait.starts_with("calls=1,") && wait.ends_with(",rejected_calls=1,failed_calls=0"),
+            "{wait}"
+        );
+    }
+}

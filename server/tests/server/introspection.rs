@@ -983,6 +983,7 @@ async fn monitored(addr: std::net::SocketAddr) -> Vec<String> {
         &["NOSUCHCOMMAND"],
         &["EXEC"],
         &["SELECT", "0"],
+        &["WAIT", "0", "0"],
         &["DEL", "bl"],
     ] {
         a.call(&[cmd], 1).await;
