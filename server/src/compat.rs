@@ -84,7 +84,33 @@ pub(crate) struct Profile {
     /// How its configuration parameters differ from Redis 7.0.15's table (the parameters only
     /// it has are the config module's `added` table of the target).
     pub(crate) config: ConfigChanges,
+    /// Behaviour that changed after Redis 7.0 (in Redis 7.2, which Valkey continues).
+    pub(crate) semantics: Semantics,
 }
+
+/// Behaviour a target changed after Redis 7.0, one switch each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Semantics {
+    /// Serving a blocked client looks its key up without side effects (Redis 7.2's
+    /// `LOOKUP_NOEFFECTS`), at the time of the command that made it ready: an expired key
+    /// counts as absent but stays, to be reclaimed by the next command that touches it (the
+    /// served command itself, re-run), where Redis 7.0 reclaims it (and propagates its DEL)
+    /// then.
+    /// A blocked `XREADGROUP` whose stream was deleted, replaced or lost its group is re-run
+    /// and answers what the command answers then (`NOGROUP`, `WRONGTYPE`), where Redis 7.0
+    /// answers `UNBLOCKED ...` / `NOGROUP the consumer group ...`.
+    pub(crate) blocked_serve_reruns: bool,
+}
+
+/// Redis 7.0's behaviour.
+const REDIS_7_0_SEMANTICS: Semantics = Semantics {
+    blocked_serve_reruns: false,
+};
+
+/// Valkey 8.1's: Redis 7.2's behaviour and what Valkey changed since.
+const VALKEY_8_1_SEMANTICS: Semantics = Semantics {
+    blocked_serve_reruns: true,
+};
 
 /// A constant of the Lua API table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -268,6 +294,7 @@ static REDIS_7_0: Profile = Profile {
         ("REDIS_VERSION_NUM", LuaConst::Number(0x07_00_0f)),
     ],
     config: NO_CONFIG_CHANGES,
+    semantics: REDIS_7_0_SEMANTICS,
 };
 
 /// Valkey 8.1.8, as valkey-server 8.1.8 answers: its own name and version beside the Redis
@@ -346,6 +373,7 @@ static VALKEY_8_1: Profile = Profile {
         hidden: &["aof-disable-auto-gc"],
         removed: &["dynamic-hz", "io-threads-do-reads"],
     },
+    semantics: VALKEY_8_1_SEMANTICS,
 };
 
 #[cfg(test)]

@@ -64,6 +64,7 @@ pub(crate) fn call(
         effects.client = Some(client.handle.clone());
     }
     state.stats.commands += 1;
+    effects.command_now = Some(now);
     let db = client.db;
     let mut args = Args::new(argv, first_arg);
     // Every call is timed while the slow log or the latency monitor is on, as Redis times

@@ -405,10 +405,12 @@ pub(super) fn restore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         t => Some((t as u64).saturating_add(ctx.now)),
     };
     if deadline.is_some_and(|at| at <= ctx.now) && !ctx.state.repl.is_replica() {
-        // Already expired: the key is just gone (a DEL if one was replaced).
+        // Already expired: the key is just gone (a DEL, or UNLINK under
+        // lazyfree-lazy-server-del, if one was replaced).
         if deleted {
             ctx.notify(notify::GENERIC, "del", key);
-            ctx.propagate(vec![Bytes::from_static(b"DEL"), key.clone()]);
+            let del = crate::node::deletion_command(ctx.state.config.lazyfree_lazy_server_del());
+            ctx.propagate(vec![del, key.clone()]);
         }
         return Ok(Frame::ok());
     }
