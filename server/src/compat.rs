@@ -100,16 +100,22 @@ pub(crate) struct Semantics {
     /// and answers what the command answers then (`NOGROUP`, `WRONGTYPE`), where Redis 7.0
     /// answers `UNBLOCKED ...` / `NOGROUP the consumer group ...`.
     pub(crate) blocked_serve_reruns: bool,
+    /// `SCAN ... TYPE t` reclaims the expired keys it meets that match the pattern whatever
+    /// their type (Redis 7.0 looks the type up with a lookup that expires); Redis 7.2 reclaims
+    /// only those of type `t`.
+    pub(crate) scan_type_lookup_expires: bool,
 }
 
 /// Redis 7.0's behaviour.
 const REDIS_7_0_SEMANTICS: Semantics = Semantics {
     blocked_serve_reruns: false,
+    scan_type_lookup_expires: true,
 };
 
 /// Valkey 8.1's: Redis 7.2's behaviour and what Valkey changed since.
 const VALKEY_8_1_SEMANTICS: Semantics = Semantics {
     blocked_serve_reruns: true,
+    scan_type_lookup_expires: false,
 };
 
 /// A constant of the Lua API table.

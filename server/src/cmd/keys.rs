@@ -213,22 +213,25 @@ fn scan_cmd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let cursor = scan::parse_cursor(args.bytes()?)?;
     let opts = scan::ScanOptions::parse(args, true)?;
     let now = ctx.now;
+    let type_lookup_expires = ctx.node.config.profile().semantics.scan_type_lookup_expires;
     let db = ctx.db();
-    // Keys past their deadline are counted but not returned, and reclaimed after the scan
-    // (with their expiry's side effects), as Redis expires them as it filters.
+    // Keys past their deadline are not returned, and those that pass the filters Redis checks
+    // before expiring are reclaimed after the scan (with their expiry's side effects), as
+    // Redis expires them as it filters: the pattern, then the type (Redis 7.0's type lookup
+    // itself expires a key of any type).
     let mut expired = Vec::new();
     let (next, items) = scan::run(cursor, opts.count, |c, out| {
         db.scan(c, |k, e| {
             let live = e.expire_at().is_none_or(|at| at > now);
-            if !live {
+            let matches = opts.matches(k);
+            let typed = opts
+                .type_name
+                .as_ref()
+                .is_none_or(|t| t.eq_ignore_ascii_case(e.value.type_name().as_bytes()));
+            if !live && matches && (typed || type_lookup_expires) {
                 expired.push(k.to_bytes());
             }
-            let keep = live
-                && opts.matches(k)
-                && opts
-                    .type_name
-                    .as_ref()
-                    .is_none_or(|t| t.eq_ignore_ascii_case(e.value.type_name().as_bytes()));
+            let keep = live && matches && typed;
             out.push(keep.then(|| k.to_bytes()));
         })
     });
