@@ -104,18 +104,23 @@ pub(crate) struct Semantics {
     /// their type (Redis 7.0 looks the type up with a lookup that expires); Redis 7.2 reclaims
     /// only those of type `t`.
     pub(crate) scan_type_lookup_expires: bool,
+    /// `XREAD ... STREAMS key +` reads the stream's last entry (Redis 7.4, Valkey 8.0); Redis
+    /// 7.0 rejects `+` as an invalid ID.
+    pub(crate) xread_last_entry: bool,
 }
 
 /// Redis 7.0's behaviour.
 const REDIS_7_0_SEMANTICS: Semantics = Semantics {
     blocked_serve_reruns: false,
     scan_type_lookup_expires: true,
+    xread_last_entry: false,
 };
 
 /// Valkey 8.1's: Redis 7.2's behaviour and what Valkey changed since.
 const VALKEY_8_1_SEMANTICS: Semantics = Semantics {
     blocked_serve_reruns: true,
     scan_type_lookup_expires: false,
+    xread_last_entry: true,
 };
 
 /// A constant of the Lua API table.
