@@ -107,6 +107,9 @@ pub(crate) struct Semantics {
     /// `XREAD ... STREAMS key +` reads the stream's last entry (Redis 7.4, Valkey 8.0); Redis
     /// 7.0 rejects `+` as an invalid ID.
     pub(crate) xread_last_entry: bool,
+    /// The slow log records a script's commands with the calling client's address and name
+    /// (Redis 7.2); Redis 7.0 records them as its Lua client's (`?:0`, no name).
+    pub(crate) slowlog_script_commands_as_caller: bool,
 }
 
 /// Redis 7.0's behaviour.
@@ -114,6 +117,7 @@ const REDIS_7_0_SEMANTICS: Semantics = Semantics {
     blocked_serve_reruns: false,
     scan_type_lookup_expires: true,
     xread_last_entry: false,
+    slowlog_script_commands_as_caller: false,
 };
 
 /// Valkey 8.1's: Redis 7.2's behaviour and what Valkey changed since.
@@ -121,6 +125,7 @@ const VALKEY_8_1_SEMANTICS: Semantics = Semantics {
     blocked_serve_reruns: true,
     scan_type_lookup_expires: false,
     xread_last_entry: true,
+    slowlog_script_commands_as_caller: true,
 };
 
 /// A constant of the Lua API table.
