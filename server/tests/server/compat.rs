@@ -321,3 +321,88 @@ async fn script_error_texts_name_commands_as_the_target_does() {
         }
     }
 }
+
+/// The binary started with `env` set (and `args`): the first `INFO server` line after
+/// `redis_version`, or the error it exited with.
+fn binary_target(env: &str, args: &[&str]) -> Result<String, String> {
+    let dir = std::env::temp_dir().join(format!(
+        "locksmith-compat-env-{}-{}",
+        std::process::id(),
+        support::free_port()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let port_file = dir.join("port");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_locksmith-server"))
+        .env(locksmith_server::COMPAT_ENV, env)
+        .args(["--port", "0", "--loglevel", "warning", "--port-file"])
+        .arg(&port_file)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let port = loop {
+        if let Some(port) = std::fs::read_to_string(&port_file)
+            .ok()
+            .and_then(|p| p.trim().parse::<u16>().ok())
+        {
+            break port;
+        }
+        if let Some(_status) = child.try_wait().unwrap() {
+            let mut stderr = String::new();
+            use std::io::Read;
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut stderr)
+                .unwrap();
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(stderr);
+        }
+        assert!(std::time::Instant::now() < deadline, "no port file");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let reply = support::raw_exchange(
+        std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+        b"INFO server\r\n",
+        std::time::Duration::from_millis(300),
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = String::from_utf8_lossy(&reply).to_string();
+    Ok(text
+        .lines()
+        .nth(3)
+        .unwrap_or_default()
+        .trim_end()
+        .to_string())
+}
+
+/// `LOCKSMITH_COMPAT` chooses the target where `--compat` is not given (how the lock library's
+/// and the harness's suites run against Valkey's); `--compat` wins; a bad name stops the start.
+#[test]
+fn the_binary_takes_its_default_target_from_locksmith_compat() {
+    assert_eq!(
+        binary_target("valkey-8.1", &[]).as_deref(),
+        Ok("server_name:valkey")
+    );
+    assert_eq!(
+        binary_target("", &[]).as_deref(),
+        Ok("redis_git_sha1:00000000")
+    );
+    assert_eq!(
+        binary_target("valkey-8.1", &["--compat", "redis-7.0"]).as_deref(),
+        Ok("redis_git_sha1:00000000")
+    );
+    let refused = binary_target("valkey-9", &[]).unwrap_err();
+    assert!(
+        refused.contains(
+            "LOCKSMITH_COMPAT: unknown compatibility target 'valkey-9' (expected redis-7.0 or \
+             valkey-8.1)"
+        ),
+        "{refused}"
+    );
+}
