@@ -88,6 +88,27 @@ impl Blocked {
         self.waiters.is_empty()
     }
 
+    /// How many keys clients wait for (`INFO`'s `total_blocking_keys`).
+    pub(crate) fn keys(&self) -> usize {
+        self.queues.len()
+    }
+
+    /// How many keys an `XREADGROUP` waits for, which its key's deletion unblocks (`INFO`'s
+    /// `total_blocking_keys_on_nokey`).
+    pub(crate) fn keys_on_nokey(&self) -> usize {
+        self.queues
+            .values()
+            .filter(|ids| {
+                ids.iter().any(|id| {
+                    self.waiters
+                        .get(id)
+                        .and_then(|w| w.argv.first())
+                        .is_some_and(|c| c.eq_ignore_ascii_case(b"xreadgroup"))
+                })
+            })
+            .count()
+    }
+
     /// The keys clients wait on in databases `dbs`.
     pub(crate) fn keys_in(&self, dbs: [usize; 2]) -> Vec<(usize, Bytes)> {
         self.queues

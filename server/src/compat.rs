@@ -86,6 +86,8 @@ pub(crate) struct Profile {
     pub(crate) config: ConfigChanges,
     /// Behaviour that changed after Redis 7.0 (in Redis 7.2, which Valkey continues).
     pub(crate) semantics: Semantics,
+    /// `INFO clients`' fields in order (`INFO`'s code knows how to compute each name).
+    pub(crate) info_clients: &'static [&'static str],
 }
 
 /// Behaviour a target changed after Redis 7.0, one switch each.
@@ -311,6 +313,16 @@ static REDIS_7_0: Profile = Profile {
     ],
     config: NO_CONFIG_CHANGES,
     semantics: REDIS_7_0_SEMANTICS,
+    info_clients: &[
+        "connected_clients",
+        "cluster_connections",
+        "maxclients",
+        "client_recent_max_input_buffer",
+        "client_recent_max_output_buffer",
+        "blocked_clients",
+        "tracking_clients",
+        "clients_in_timeout_table",
+    ],
 };
 
 /// Valkey 8.1.8, as valkey-server 8.1.8 answers: its own name and version beside the Redis
@@ -390,6 +402,25 @@ static VALKEY_8_1: Profile = Profile {
         removed: &["dynamic-hz", "io-threads-do-reads"],
     },
     semantics: VALKEY_8_1_SEMANTICS,
+    // Redis 7.2's additions (pub/sub, WATCH and blocking key counts) and Valkey 8.0's pause.
+    info_clients: &[
+        "connected_clients",
+        "cluster_connections",
+        "maxclients",
+        "client_recent_max_input_buffer",
+        "client_recent_max_output_buffer",
+        "blocked_clients",
+        "tracking_clients",
+        "pubsub_clients",
+        "watching_clients",
+        "clients_in_timeout_table",
+        "total_watched_keys",
+        "total_blocking_keys",
+        "total_blocking_keys_on_nokey",
+        "paused_reason",
+        "paused_actions",
+        "paused_timeout_milliseconds",
+    ],
 };
 
 #[cfg(test)]

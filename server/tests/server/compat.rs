@@ -406,3 +406,83 @@ fn the_binary_takes_its_default_target_from_locksmith_compat() {
         "{refused}"
     );
 }
+
+/// `INFO clients` under each target against its reference: the fields in order (Valkey's
+/// pub/sub, WATCH, blocking-key and pause fields) and their values with two clients blocked
+/// (a list pop and an XREADGROUP on one key), one watching two keys and one subscribed; the
+/// reference's input/output buffer peaks aside.
+#[tokio::test]
+async fn info_clients_has_each_targets_fields_and_counts() {
+    for compat in Compat::ALL {
+        let pair = Pair::start_for(compat).await;
+        let mut addrs = vec![pair.ours.addr()];
+        addrs.extend(pair.real.as_ref().map(|r| r.addr()));
+        let mut seen = Vec::new();
+        for addr in addrs {
+            let url = format!("redis://{addr}/");
+            let mut con = support::conn(&url).await;
+            support::run(&mut con, &["XGROUP", "CREATE", "k", "g", "$", "MKSTREAM"]).await;
+            support::run(&mut con, &["DEL", "k"]).await;
+            let mut pop = support::Wire::connect(addr).await;
+            pop.send(&[&["BLPOP", "k", "0"]]).await;
+            support::run(&mut con, &["XGROUP", "CREATE", "k", "g", "$", "MKSTREAM"]).await;
+            let mut group = support::Wire::connect(addr).await;
+            group
+                .send(&[&[
+                    "XREADGROUP",
+                    "GROUP",
+                    "g",
+                    "c",
+                    "BLOCK",
+                    "0",
+                    "STREAMS",
+                    "k",
+                    ">",
+                ]])
+                .await;
+            let mut watch = support::Wire::connect(addr).await;
+            watch.call(&[&["WATCH", "a", "b"]], 1).await;
+            let mut sub = support::Wire::connect(addr).await;
+            sub.call(&[&["SUBSCRIBE", "ch"]], 1).await;
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while support::info_field(&mut con, "clients", "blocked_clients").await != "2" {
+                assert!(std::time::Instant::now() < deadline, "not blocked");
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+            let lines: Vec<String> = support::info(&mut con, "clients")
+                .await
+                .into_iter()
+                .map(|(k, v)| {
+                    if k.starts_with("client_recent_max") || k == "connected_clients" {
+                        k
+                    } else {
+                        format!("{k}:{v}")
+                    }
+                })
+                .collect();
+            seen.push(lines);
+        }
+        let expected: &[&str] = match compat {
+            Compat::Redis70 => &["blocked_clients:2", "tracking_clients:0"],
+            Compat::Valkey81 => &[
+                "blocked_clients:2",
+                "pubsub_clients:1",
+                "watching_clients:1",
+                "total_watched_keys:2",
+                "total_blocking_keys:1",
+                "total_blocking_keys_on_nokey:1",
+                "paused_reason:none",
+            ],
+        };
+        for line in expected {
+            assert!(
+                seen[0].iter().any(|l| l == line),
+                "{compat}: {line} in {:?}",
+                seen[0]
+            );
+        }
+        if let [ours, theirs] = &seen[..] {
+            assert_eq!(ours, theirs, "{compat}: ours, then the reference");
+        }
+    }
+}
