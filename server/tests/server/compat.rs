@@ -407,6 +407,22 @@ fn the_binary_takes_its_default_target_from_locksmith_compat() {
     );
 }
 
+/// Waits (bounded) until `INFO clients` counts `n` blocked clients.
+async fn blocked(con: &mut redis::aio::MultiplexedConnection, n: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let now = support::info_field(con, "clients", "blocked_clients").await;
+        if now == n {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{now} blocked clients, not {n}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
 /// `INFO clients` under each target against its reference: the fields in order (Valkey's
 /// pub/sub, WATCH, blocking-key and pause fields) and their values with two clients blocked
 /// (a list pop and an XREADGROUP on one key), one watching two keys and one subscribed; the
@@ -425,6 +441,8 @@ async fn info_clients_has_each_targets_fields_and_counts() {
             support::run(&mut con, &["DEL", "k"]).await;
             let mut pop = support::Wire::connect(addr).await;
             pop.send(&[&["BLPOP", "k", "0"]]).await;
+            // The pop blocks on a missing key before the stream takes the key's name.
+            blocked(&mut con, "1").await;
             support::run(&mut con, &["XGROUP", "CREATE", "k", "g", "$", "MKSTREAM"]).await;
             let mut group = support::Wire::connect(addr).await;
             group
@@ -444,11 +462,7 @@ async fn info_clients_has_each_targets_fields_and_counts() {
             watch.call(&[&["WATCH", "a", "b"]], 1).await;
             let mut sub = support::Wire::connect(addr).await;
             sub.call(&[&["SUBSCRIBE", "ch"]], 1).await;
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-            while support::info_field(&mut con, "clients", "blocked_clients").await != "2" {
-                assert!(std::time::Instant::now() < deadline, "not blocked");
-                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-            }
+            blocked(&mut con, "2").await;
             let lines: Vec<String> = support::info(&mut con, "clients")
                 .await
                 .into_iter()

@@ -416,13 +416,13 @@ async fn a_replica_passes_the_stream_on_to_replicas_of_its_own() {
 }
 
 /// A raw `SYNC` connection: the RDB payload skipped, then the stream's commands.
-struct Stream {
+pub(super) struct Stream {
     socket: tokio::net::TcpStream,
     buf: Vec<u8>,
 }
 
 impl Stream {
-    async fn attach(addr: std::net::SocketAddr) -> Stream {
+    pub(super) async fn attach(addr: std::net::SocketAddr) -> Stream {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
         socket.write_all(b"SYNC\r\n").await.unwrap();
@@ -453,7 +453,7 @@ impl Stream {
 
     /// The commands the stream carries until `quiet` passes without data, lowercased,
     /// absolute times replaced by `*`.
-    async fn commands(&mut self, quiet: Duration) -> Vec<String> {
+    pub(super) async fn commands(&mut self, quiet: Duration) -> Vec<String> {
         use tokio::io::AsyncReadExt;
         loop {
             let mut chunk = [0u8; 4096];
