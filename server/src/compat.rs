@@ -112,6 +112,9 @@ pub(crate) struct Semantics {
     /// The slow log records a script's commands with the calling client's address and name
     /// (Redis 7.2); Redis 7.0 records them as its Lua client's (`?:0`, no name).
     pub(crate) slowlog_script_commands_as_caller: bool,
+    /// `XSETID` without `MAXDELETEDID` refuses an ID below the stream's max deleted entry ID
+    /// (Valkey); Redis 7.0 sets it.
+    pub(crate) xsetid_checks_max_deleted: bool,
 }
 
 /// Redis 7.0's behaviour.
@@ -120,6 +123,7 @@ const REDIS_7_0_SEMANTICS: Semantics = Semantics {
     scan_type_lookup_expires: true,
     xread_last_entry: false,
     slowlog_script_commands_as_caller: false,
+    xsetid_checks_max_deleted: false,
 };
 
 /// Valkey 8.1's: Redis 7.2's behaviour and what Valkey changed since.
@@ -128,6 +132,7 @@ const VALKEY_8_1_SEMANTICS: Semantics = Semantics {
     scan_type_lookup_expires: false,
     xread_last_entry: true,
     slowlog_script_commands_as_caller: true,
+    xsetid_checks_max_deleted: true,
 };
 
 /// A constant of the Lua API table.

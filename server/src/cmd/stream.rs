@@ -982,6 +982,7 @@ fn xsetid(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (id, _) = parse_id(args.bytes()?, 0, true, false)?;
     let mut entries_added: Option<u64> = None;
     let mut max_deleted = StreamId::MIN;
+    let mut max_deleted_given = false;
     while let Some(opt) = args.next() {
         if opt.eq_ignore_ascii_case(b"entriesadded") && args.remaining() >= 1 {
             let n = args.i64()?;
@@ -997,13 +998,25 @@ fn xsetid(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
                 ));
             }
             max_deleted = m;
+            max_deleted_given = true;
         } else {
             return Err(CommandError::Syntax);
         }
     }
+    let checks_max_deleted = ctx
+        .node
+        .config
+        .profile()
+        .semantics
+        .xsetid_checks_max_deleted;
     let Some(s) = stream_at(ctx, key)? else {
         return Err(CommandError::NoSuchKey);
     };
+    if checks_max_deleted && !max_deleted_given && id < s.max_deleted_id {
+        return Err(CommandError::err(
+            "The ID specified in XSETID is smaller than current max_deleted_entry_id",
+        ));
+    }
     if let Some((top, _)) = s.last() {
         if id < top {
             return Err(CommandError::err(

@@ -577,3 +577,31 @@ async fn xread_plus_reads_the_last_entry_under_the_valkey_target() {
         .await;
     }
 }
+
+/// `XSETID` below the stream's max deleted entry ID (without `MAXDELETEDID`) is refused under
+/// the Valkey target and accepted under Redis 7.0's, each as its reference answers.
+#[tokio::test]
+async fn xsetid_below_the_max_deleted_id_is_refused_only_under_the_valkey_target() {
+    use locksmith_server::Compat;
+    for compat in Compat::ALL {
+        let mut pair = Pair::start_for(compat).await;
+        pair.all_same(&[
+            &["xadd", "x", "1-1", "a", "1"],
+            &["xadd", "x", "1-2", "b", "2"],
+            &["xadd", "x", "1-3", "c", "3"],
+            &["xdel", "x", "1-2", "1-3"],
+        ])
+        .await;
+        let reply = pair.same(&["xsetid", "x", "1-2"]).await;
+        assert_eq!(
+            reply.contains("smaller than current max_deleted_entry_id"),
+            compat == Compat::Valkey81,
+            "{compat}: {reply}"
+        );
+        pair.all_same(&[
+            &["xsetid", "x", "1-4", "maxdeletedid", "1-2"],
+            &["xinfo", "stream", "x"],
+        ])
+        .await;
+    }
+}
