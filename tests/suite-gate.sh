@@ -10,6 +10,8 @@
 #   min_default   the least number of passed tests a run of every unit must reach
 #   server_args   an array of extra arguments for the server (may be empty)
 #   units         an array of the units to run ("all" for every unit)
+#   suite_adapt   (optional) a function given a fresh directory that may set `suite` to an
+#                 adapted copy of the suite made there
 #
 # SERVER (a built binary; default: `cargo build --release` and locksmith-server) may also be
 # another server than ours, e.g. valkey-server or redis-server for a baseline: a binary without
@@ -46,6 +48,11 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
+# A caller whose suite needs adapting to the runner defines suite_adapt, which gets a scratch
+# directory of its own and may point `suite` at an adapted copy there.
+if declare -F suite_adapt >/dev/null; then
+    suite_adapt "$work/suite" || exit 1
+fi
 
 # True when something on 127.0.0.1:$1 answers PING with +PONG within a second.
 answers_ping() {

@@ -88,6 +88,27 @@ impl Blocked {
         self.waiters.is_empty()
     }
 
+    /// How many keys clients wait for (`INFO`'s `total_blocking_keys`).
+    pub(crate) fn keys(&self) -> usize {
+        self.queues.len()
+    }
+
+    /// How many keys an `XREADGROUP` waits for, which its key's deletion unblocks (`INFO`'s
+    /// `total_blocking_keys_on_nokey`).
+    pub(crate) fn keys_on_nokey(&self) -> usize {
+        self.queues
+            .values()
+            .filter(|ids| {
+                ids.iter().any(|id| {
+                    self.waiters
+                        .get(id)
+                        .and_then(|w| w.argv.first())
+                        .is_some_and(|c| c.eq_ignore_ascii_case(b"xreadgroup"))
+                })
+            })
+            .count()
+    }
+
     /// The keys clients wait on in databases `dbs`.
     pub(crate) fn keys_in(&self, dbs: [usize; 2]) -> Vec<(usize, Bytes)> {
         self.queues
@@ -253,12 +274,21 @@ fn serve_key(state: &mut State, node: &Node, effects: &mut Effects, db: usize, k
         return;
     }
     let now = node.clock.now_ms();
-    // During a CLIENT PAUSE an expired key stays (deleting it would be a write).
-    if !node.live.pause.is_paused(now) {
+    let reruns = node.config.profile().semantics.blocked_serve_reruns;
+    // During a CLIENT PAUSE an expired key stays (deleting it would be a write); Redis 7.2
+    // looks it up without side effects (it counts as absent below).
+    if !reruns && !node.live.pause.is_paused(now) {
         if let Some(crate::db::Found::Expired(expired)) =
             state.dbs.get_mut(db).map(|d| d.find_live(key, now, false))
         {
-            crate::node::key_expired(&mut state.stats, &state.repl, effects, db, &expired);
+            crate::node::key_expired(
+                &mut state.stats,
+                &state.repl,
+                &state.config,
+                effects,
+                db,
+                &expired,
+            );
             return;
         }
     }
@@ -267,14 +297,23 @@ fn serve_key(state: &mut State, node: &Node, effects: &mut Effects, db: usize, k
             continue;
         };
         let now = node.clock.now_ms();
+        // Redis 7.2 judges the key at the time of the command that made it ready (its cached
+        // time: a transaction's start); the command re-run for the client reads the clock.
+        let judged_at = match effects.command_now {
+            Some(at) if reruns => at.min(now),
+            _ => now,
+        };
         let value = state
             .dbs
             .get(db)
-            .and_then(|d| d.get(key, now))
+            .and_then(|d| d.get(key, judged_at))
             .map(|e| &e.value);
+        let mut group_gone = false;
         if kind == BlockKind::Stream {
             let waiting = state.blocked.waiters.get(&id).map(|w| &w.argv[..]);
-            if let Some(error) = waiting.and_then(|argv| stream_group_gone(value, argv)) {
+            let gone = waiting.and_then(|argv| stream_group_gone(value, argv));
+            group_gone = gone.is_some();
+            if let Some(error) = gone.filter(|_| !reruns) {
                 if let Some(waiter) = state.blocked.take(id) {
                     if let Some(resolved) =
                         (node.commands.resolve)(node.config.compat(), &waiter.argv)
@@ -287,7 +326,12 @@ fn serve_key(state: &mut State, node: &Node, effects: &mut Effects, db: usize, k
             }
         }
         let serves = match value {
-            // The data is gone: everyone behind stays blocked.
+            // Redis 7.2 re-runs an XREADGROUP whose stream or group is gone: it answers its
+            // error then.
+            _ if group_gone => true,
+            // The data is gone: everyone behind stays blocked (Redis 7.2 goes on to the
+            // XREADGROUPs behind, which it re-runs).
+            None if reruns => continue,
             None => break,
             Some(value) => kind.matches(value),
         };

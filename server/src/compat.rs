@@ -90,6 +90,10 @@ pub(crate) struct Profile {
     /// How its command handlers check their arguments where they differ from Redis 7.0.15's
     /// (the options a later release added are found in [`Profile::commands`] instead).
     pub(crate) checks: HandlerChecks,
+    /// Behaviour that changed after Redis 7.0 (in Redis 7.2, which Valkey continues).
+    pub(crate) semantics: Semantics,
+    /// `INFO clients`' fields in order (`INFO`'s code knows how to compute each name).
+    pub(crate) info_clients: &'static [&'static str],
 }
 
 /// How a target's command handlers check their arguments, where Valkey changed Redis 7.0's.
@@ -104,6 +108,51 @@ pub(crate) struct HandlerChecks {
     /// (Valkey 8.0); Redis 7.0 matches nothing.
     pub(crate) scan_rejects_unknown_type: bool,
 }
+
+/// Behaviour a target changed after Redis 7.0, one switch each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Semantics {
+    /// Serving a blocked client looks its key up without side effects (Redis 7.2's
+    /// `LOOKUP_NOEFFECTS`), at the time of the command that made it ready: an expired key
+    /// counts as absent but stays, to be reclaimed by the next command that touches it (the
+    /// served command itself, re-run), where Redis 7.0 reclaims it (and propagates its DEL)
+    /// then.
+    /// A blocked `XREADGROUP` whose stream was deleted, replaced or lost its group is re-run
+    /// and answers what the command answers then (`NOGROUP`, `WRONGTYPE`), where Redis 7.0
+    /// answers `UNBLOCKED ...` / `NOGROUP the consumer group ...`.
+    pub(crate) blocked_serve_reruns: bool,
+    /// `SCAN ... TYPE t` reclaims the expired keys it meets that match the pattern whatever
+    /// their type (Redis 7.0 looks the type up with a lookup that expires); Redis 7.2 reclaims
+    /// only those of type `t`.
+    pub(crate) scan_type_lookup_expires: bool,
+    /// `XREAD ... STREAMS key +` reads the stream's last entry (Redis 7.4, Valkey 8.0); Redis
+    /// 7.0 rejects `+` as an invalid ID.
+    pub(crate) xread_last_entry: bool,
+    /// The slow log records a script's commands with the calling client's address and name
+    /// (Redis 7.2); Redis 7.0 records them as its Lua client's (`?:0`, no name).
+    pub(crate) slowlog_script_commands_as_caller: bool,
+    /// `XSETID` without `MAXDELETEDID` refuses an ID below the stream's max deleted entry ID
+    /// (Valkey); Redis 7.0 sets it.
+    pub(crate) xsetid_checks_max_deleted: bool,
+}
+
+/// Redis 7.0's behaviour.
+const REDIS_7_0_SEMANTICS: Semantics = Semantics {
+    blocked_serve_reruns: false,
+    scan_type_lookup_expires: true,
+    xread_last_entry: false,
+    slowlog_script_commands_as_caller: false,
+    xsetid_checks_max_deleted: false,
+};
+
+/// Valkey 8.1's: Redis 7.2's behaviour and what Valkey changed since.
+const VALKEY_8_1_SEMANTICS: Semantics = Semantics {
+    blocked_serve_reruns: true,
+    scan_type_lookup_expires: false,
+    xread_last_entry: true,
+    slowlog_script_commands_as_caller: true,
+    xsetid_checks_max_deleted: true,
+};
 
 /// A constant of the Lua API table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -292,6 +341,17 @@ static REDIS_7_0: Profile = Profile {
         bit_args_first: false,
         scan_rejects_unknown_type: false,
     },
+    semantics: REDIS_7_0_SEMANTICS,
+    info_clients: &[
+        "connected_clients",
+        "cluster_connections",
+        "maxclients",
+        "client_recent_max_input_buffer",
+        "client_recent_max_output_buffer",
+        "blocked_clients",
+        "tracking_clients",
+        "clients_in_timeout_table",
+    ],
 };
 
 /// Valkey 8.1.8, as valkey-server 8.1.8 answers: its own name and version beside the Redis
@@ -375,6 +435,26 @@ static VALKEY_8_1: Profile = Profile {
         bit_args_first: true,
         scan_rejects_unknown_type: true,
     },
+    semantics: VALKEY_8_1_SEMANTICS,
+    // Redis 7.2's additions (pub/sub, WATCH and blocking key counts) and Valkey 8.0's pause.
+    info_clients: &[
+        "connected_clients",
+        "cluster_connections",
+        "maxclients",
+        "client_recent_max_input_buffer",
+        "client_recent_max_output_buffer",
+        "blocked_clients",
+        "tracking_clients",
+        "pubsub_clients",
+        "watching_clients",
+        "clients_in_timeout_table",
+        "total_watched_keys",
+        "total_blocking_keys",
+        "total_blocking_keys_on_nokey",
+        "paused_reason",
+        "paused_actions",
+        "paused_timeout_milliseconds",
+    ],
 };
 
 #[cfg(test)]

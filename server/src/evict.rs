@@ -178,9 +178,8 @@ impl State {
         effects.keyspace_event(db, crate::notify::EVICTED, "evicted", key);
         effects.modified.push((db, key.clone()));
         if effects.propagating(&self.repl) {
-            effects
-                .propagate
-                .push((db, vec![Bytes::from_static(b"DEL"), key.clone()]));
+            let del = crate::node::deletion_command(self.config.lazyfree_lazy_eviction());
+            effects.propagate.push((db, vec![del, key.clone()]));
         }
     }
 

@@ -64,7 +64,7 @@ mod write_round;
 
 pub use clock::Clock;
 pub use compat::Compat;
-pub use config::{Config, EnableCommand};
+pub use config::{compat_from_env, Config, EnableCommand, COMPAT_ENV};
 pub use connection::ClientStream;
 pub use db::release::set_memory_release;
 pub use error::CommandError;

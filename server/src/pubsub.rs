@@ -227,6 +227,11 @@ impl PubSub {
         self.num_channels(Kind::Pattern)
     }
 
+    /// How many clients are subscribed to anything (`INFO`'s `pubsub_clients`).
+    pub(crate) fn clients(&self) -> usize {
+        self.clients.len()
+    }
+
     /// Whether nobody listens at all (lets keyspace notifications be skipped cheaply).
     pub(crate) fn is_empty(&self) -> bool {
         self.clients.is_empty()

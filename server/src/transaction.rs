@@ -171,6 +171,16 @@ pub(crate) struct Watches {
 }
 
 impl Watches {
+    /// How many clients watch keys (`INFO`'s `watching_clients`).
+    pub(crate) fn clients(&self) -> usize {
+        self.by_client.len()
+    }
+
+    /// How many keys are watched (`INFO`'s `total_watched_keys`).
+    pub(crate) fn keys(&self) -> usize {
+        self.keys.len()
+    }
+
     /// Whether no client watches any key.
     pub(crate) fn is_empty(&self) -> bool {
         self.keys.is_empty()

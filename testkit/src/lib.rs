@@ -106,6 +106,16 @@ impl Reference {
         }
     }
 
+    /// The reference of the target this test run is for: the one `LOCKSMITH_COMPAT` names
+    /// (the target our in-process servers start with, through `Config::default`), Redis when
+    /// it is unset. A name no target has fails the test at once.
+    pub fn of_run() -> Reference {
+        match locksmith_server::compat_from_env() {
+            Ok(compat) => Reference::of(compat),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
     /// The binary's name.
     pub fn name(self) -> &'static str {
         match self {
@@ -148,14 +158,16 @@ pub struct RealRedis {
 }
 
 impl RealRedis {
-    /// Starts `redis-server` if it is on the PATH; otherwise prints one line and returns None.
+    /// Starts the reference server of the target the run is for (`redis-server`, or
+    /// `valkey-server` under `LOCKSMITH_COMPAT=valkey-8.1`, see [`Reference::of_run`]) if it
+    /// is there; otherwise prints one line and returns None.
     pub fn start() -> Option<RealRedis> {
         Self::start_with(&[])
     }
 
     /// Like [`RealRedis::start`] with extra `--name value` arguments.
     pub fn start_with(extra: &[&str]) -> Option<RealRedis> {
-        Self::start_reference(Reference::Redis, extra)
+        Self::start_reference(Reference::of_run(), extra)
     }
 
     /// Starts `valkey-server` (from `VALKEY_SERVER`, or on the PATH) with extra `--name value`

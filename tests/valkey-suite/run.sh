@@ -35,5 +35,17 @@ if [ -z "${SERVER:-}" ] || "$SERVER" --help 2>&1 | grep -q -- '--port-file'; the
     [ -n "${COMPAT-valkey-8.1}" ] && server_args=(--compat "${COMPAT-valkey-8.1}")
 fi
 units=("$@")
+# The runner's config guard (../shared/redis-tests/config_guard.tcl restores the server's
+# CONFIG before every unit) talks to the server through the suite's tests/support/redis.tcl,
+# which Valkey renamed valkey.tcl: without it the guard failed in silence and a unit's changed
+# parameter (e.g. lazyfree-lazy-expire, left at no by a failed unit/latency-monitor test)
+# stayed for the units after it. The copy gets a redis.tcl that is Valkey's client.
+suite_adapt() {
+    mkdir -p "$1" && cp -r "$suite/tests" "$1/tests" || return 1
+    printf '%s\n' '# Added by tests/valkey-suite/run.sh for the runner'"'"'s config guard.' \
+        'source tests/support/valkey.tcl' 'interp alias {} redis {} valkey' \
+        >"$1/tests/support/redis.tcl"
+    suite=$1
+}
 # shellcheck source=../suite-gate.sh
 . tests/suite-gate.sh

@@ -2,7 +2,7 @@
 
 use clap::Parser;
 use locksmith_server::cli;
-use locksmith_server::{Compat, Config, EnableCommand, Server};
+use locksmith_server::{compat_from_env, Compat, Config, EnableCommand, Server};
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -174,9 +174,10 @@ struct Args {
     #[arg(long = "lua-memory-limit", default_value = "1gb", value_parser = cli::memory_size)]
     lua_memory_limit: u64,
     /// The server to reproduce: redis-7.0 (the default: Redis 7.0.15's replies) or valkey-8.1
-    /// (Valkey 8.1.8's versions, INFO fields and parameters).
-    #[arg(long, default_value = "redis-7.0")]
-    compat: Compat,
+    /// (Valkey 8.1.8's versions, INFO fields and parameters). Without it, the target the
+    /// LOCKSMITH_COMPAT environment variable names, else redis-7.0.
+    #[arg(long)]
+    compat: Option<Compat>,
     /// Every other redis-server parameter, given as `--name value` (`--maxmemory 10mb`,
     /// `--maxmemory-policy allkeys-lru`, `--save ''`): set as `CONFIG SET` would at start.
     #[arg(skip)]
@@ -250,7 +251,10 @@ async fn serve(
     config.tcp_backlog = args.tcp_backlog;
     config.settings = args.settings.clone();
     config.lua_memory_limit = args.lua_memory_limit;
-    config.compat = args.compat;
+    config.compat = match args.compat {
+        Some(compat) => compat,
+        None => compat_from_env()?,
+    };
     if args.replicas.is_some() || args.masters.is_some() || args.sentinel_port.is_some() {
         return Err(
             "topologies (--replicas, --masters, --sentinel-port) are started by \

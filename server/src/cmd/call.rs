@@ -64,6 +64,7 @@ pub(crate) fn call(
         effects.client = Some(client.handle.clone());
     }
     state.stats.commands += 1;
+    effects.command_now = Some(now);
     let db = client.db;
     let mut args = Args::new(argv, first_arg);
     // Every call is timed while the slow log or the latency monitor is on, as Redis times
@@ -149,7 +150,8 @@ pub(crate) fn call(
 /// ending at clock reading `end_tick`: the latency monitor's `command` or `fast-command`
 /// event, and the slow log unless the command is `SKIP_SLOWLOG` or blocked (a blocked
 /// command is logged when it is served), as Redis's `call()` does. A script's commands are
-/// logged with the address `?:0` and no name (Redis's Lua client).
+/// logged with the address `?:0` and no name (Redis 7.0's Lua client), or as the caller's
+/// under a target that does so.
 #[cold]
 fn record_slow_call(
     state: &mut State,
@@ -175,7 +177,13 @@ fn record_slow_call(
         && client.block.is_none()
         && !resolved.spec.has(flags::SKIP_SLOWLOG)
     {
-        let (peer, name) = if client.origin.in_script {
+        let (peer, name) = if client.origin.in_script
+            && !node
+                .config
+                .profile()
+                .semantics
+                .slowlog_script_commands_as_caller
+        {
             ("?:0".to_string(), Bytes::new())
         } else {
             (client.handle.addr_text(), client.handle.name())

@@ -142,7 +142,14 @@ impl Ctx<'_> {
             match state.dbs.get_mut(db).map(|d| op(d, now)) {
                 Some(Found::Live(found)) => Some(found),
                 Some(Found::Expired(expired)) => {
-                    key_expired(&mut state.stats, &state.repl, self.effects, db, &expired);
+                    key_expired(
+                        &mut state.stats,
+                        &state.repl,
+                        &state.config,
+                        self.effects,
+                        db,
+                        &expired,
+                    );
                     None
                 }
                 Some(Found::Missing) | None => None,
@@ -217,7 +224,14 @@ impl Ctx<'_> {
         // The selected index is always validated by SELECT/SWAPDB against `databases`.
         let (result, existed, expired) = op(&mut state.dbs[db], now);
         if let Some(expired) = expired {
-            key_expired(&mut state.stats, &state.repl, self.effects, db, &expired);
+            key_expired(
+                &mut state.stats,
+                &state.repl,
+                &state.config,
+                self.effects,
+                db,
+                &expired,
+            );
         }
         if !existed && state.config.notify_keyspace_events() & crate::notify::NEW != 0 {
             self.effects
@@ -260,6 +274,7 @@ impl Ctx<'_> {
                 key_expired(
                     &mut state.stats,
                     &state.repl,
+                    &state.config,
                     self.effects,
                     self.client.db,
                     key,
@@ -311,7 +326,14 @@ impl Ctx<'_> {
                 true
             }
             Some(Removed::Expired(key)) => {
-                key_expired(&mut state.stats, &state.repl, self.effects, db, &key);
+                key_expired(
+                    &mut state.stats,
+                    &state.repl,
+                    &state.config,
+                    self.effects,
+                    db,
+                    &key,
+                );
                 false
             }
             Some(Removed::Missing) | None => false,

@@ -108,7 +108,8 @@ fn expire_generic(
         ctx.db().remove(key);
         ctx.modified(key);
         ctx.notify(notify::GENERIC, "del", key);
-        ctx.propagate(vec![Bytes::from_static(b"DEL"), key.clone()]);
+        let del = crate::node::deletion_command(ctx.state.config.lazyfree_lazy_expire());
+        ctx.propagate(vec![del, key.clone()]);
         return Ok(Frame::Integer(1));
     }
     ctx.db().set_expire(key, Some(when as u64));

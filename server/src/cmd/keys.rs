@@ -214,22 +214,25 @@ fn scan_cmd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let newer = scan::Newer::of(ctx);
     let opts = scan::ScanOptions::parse(args, scan::ScanKind::Keys, newer)?;
     let now = ctx.now;
+    let type_lookup_expires = ctx.node.config.profile().semantics.scan_type_lookup_expires;
     let db = ctx.db();
-    // Keys past their deadline are counted but not returned, and reclaimed after the scan
-    // (with their expiry's side effects), as Redis expires them as it filters.
+    // Keys past their deadline are not returned, and those that pass the filters Redis checks
+    // before expiring are reclaimed after the scan (with their expiry's side effects), as
+    // Redis expires them as it filters: the pattern, then the type (Redis 7.0's type lookup
+    // itself expires a key of any type).
     let mut expired = Vec::new();
     let (next, items) = scan::run(cursor, opts.count, |c, out| {
         db.scan(c, |k, e| {
             let live = e.expire_at().is_none_or(|at| at > now);
-            if !live {
+            let matches = opts.matches(k);
+            let typed = opts
+                .type_name
+                .as_ref()
+                .is_none_or(|t| t.eq_ignore_ascii_case(e.value.type_name().as_bytes()));
+            if !live && matches && (typed || type_lookup_expires) {
                 expired.push(k.to_bytes());
             }
-            let keep = live
-                && opts.matches(k)
-                && opts
-                    .type_name
-                    .as_ref()
-                    .is_none_or(|t| t.eq_ignore_ascii_case(e.value.type_name().as_bytes()));
+            let keep = live && matches && typed;
             out.push(keep.then(|| k.to_bytes()));
         })
     });
@@ -406,10 +409,12 @@ pub(super) fn restore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         t => Some((t as u64).saturating_add(ctx.now)),
     };
     if deadline.is_some_and(|at| at <= ctx.now) && !ctx.state.repl.is_replica() {
-        // Already expired: the key is just gone (a DEL if one was replaced).
+        // Already expired: the key is just gone (a DEL, or UNLINK under
+        // lazyfree-lazy-server-del, if one was replaced).
         if deleted {
             ctx.notify(notify::GENERIC, "del", key);
-            ctx.propagate(vec![Bytes::from_static(b"DEL"), key.clone()]);
+            let del = crate::node::deletion_command(ctx.state.config.lazyfree_lazy_server_del());
+            ctx.propagate(vec![del, key.clone()]);
         }
         return Ok(Frame::ok());
     }

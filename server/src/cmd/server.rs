@@ -2,6 +2,7 @@
 //! family's table, which also lists CONFIG (`cmd/config.rs`) and COMMAND (`cmd/command.rs`).
 
 use super::{bulk_str, flags::*, Args, CmdResult, Command, CommandError, Ctx};
+use crate::node::lockfree::PauseMode;
 use crate::node::Node;
 use bytes::Bytes;
 use locksmith_resp::Frame;
@@ -338,14 +339,47 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
         "clients" => {
             let clients = node.clients.all();
             let blocked = state.blocked_clients() + node.live.pause.waiting.load(Ordering::Relaxed);
-            line("connected_clients", &clients.len());
-            line("cluster_connections", &0);
-            line("maxclients", &node.config.maxclients());
-            line("client_recent_max_input_buffer", &0);
-            line("client_recent_max_output_buffer", &0);
-            line("blocked_clients", &blocked);
-            line("tracking_clients", &state.tracking.clients());
-            line("clients_in_timeout_table", &0);
+            let now = node.clock.now_ms();
+            let (pause, pause_end) = node.live.pause.current(now);
+            for &name in node.config.profile().info_clients {
+                match name {
+                    "connected_clients" => line(name, &clients.len()),
+                    "maxclients" => line(name, &node.config.maxclients()),
+                    "blocked_clients" => line(name, &blocked),
+                    "tracking_clients" => line(name, &state.tracking.clients()),
+                    "pubsub_clients" => line(name, &state.pubsub.clients()),
+                    "watching_clients" => line(name, &state.watches.clients()),
+                    "total_watched_keys" => line(name, &state.watches.keys()),
+                    "total_blocking_keys" => line(name, &state.blocked.keys()),
+                    "total_blocking_keys_on_nokey" => line(name, &state.blocked.keys_on_nokey()),
+                    "paused_reason" => line(
+                        name,
+                        &if pause == PauseMode::Off {
+                            "none"
+                        } else {
+                            "client_pause"
+                        },
+                    ),
+                    "paused_actions" => line(
+                        name,
+                        &match pause {
+                            PauseMode::Off => "none",
+                            PauseMode::Write => "write",
+                            PauseMode::All => "all",
+                        },
+                    ),
+                    "paused_timeout_milliseconds" => line(
+                        name,
+                        &if pause == PauseMode::Off {
+                            0
+                        } else {
+                            pause_end.saturating_sub(now)
+                        },
+                    ),
+                    // Connections of a cluster bus, buffer peaks, the timeout table: none here.
+                    _ => line(name, &0),
+                }
+            }
         }
         "memory" => {
             let o = super::memory::Overhead::of(ctx);

@@ -229,9 +229,10 @@ fn spop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     ctx.notify(notify::SET, "spop", key);
     ctx.written(key);
     // Replicas get what was removed: SREM of the members, or DEL when the set went away
-    // (Redis 7.0's default lazyfree-lazy-server-del is no).
+    // (UNLINK under lazyfree-lazy-server-del, Valkey's default).
     if count.is_some() && n >= len {
-        ctx.propagate(vec![Bytes::from_static(b"DEL"), key.clone()]);
+        let del = crate::node::deletion_command(ctx.state.config.lazyfree_lazy_server_del());
+        ctx.propagate(vec![del, key.clone()]);
     } else {
         for batch in popped.chunks(SPOP_MOVE_STRATEGY_BATCH) {
             let mut argv = vec![Bytes::from_static(b"SREM"), key.clone()];

@@ -822,6 +822,24 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, group_mode: bool) -> Cm
             // A blocked XREAD waits for entries after the last ID of now.
             rewritten.get_or_insert_with(|| argv.to_vec())[streams_arg + n + k] = id.to_bytes();
             ids.push(Some(id));
+        } else if &id_arg[..] == b"+" && ctx.node.config.profile().semantics.xread_last_entry {
+            if group_mode {
+                return Err(CommandError::err(
+                    "The + ID is meaningless in the context of XREADGROUP: you want to read the \
+                     history of this consumer by specifying a proper ID, or use the > ID to get \
+                     new messages. The + ID would just return an empty result set.",
+                ));
+            }
+            // The entry at the last ID, if it is still there: read after the ID before it
+            // (0-0 for a missing stream, whose first entry a blocked read then gets).
+            let id = match last {
+                None => StreamId::MIN,
+                Some(last) => last
+                    .prev()
+                    .ok_or_else(|| CommandError::err("the stream last element ID is 0-0"))?,
+            };
+            rewritten.get_or_insert_with(|| argv.to_vec())[streams_arg + n + k] = id.to_bytes();
+            ids.push(Some(id));
         } else if &id_arg[..] == b">" {
             if !group_mode {
                 return Err(CommandError::err(
@@ -964,6 +982,7 @@ fn xsetid(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (id, _) = parse_id(args.bytes()?, 0, true, false)?;
     let mut entries_added: Option<u64> = None;
     let mut max_deleted = StreamId::MIN;
+    let mut max_deleted_given = false;
     while let Some(opt) = args.next() {
         if opt.eq_ignore_ascii_case(b"entriesadded") && args.remaining() >= 1 {
             let n = args.i64()?;
@@ -979,13 +998,25 @@ fn xsetid(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
                 ));
             }
             max_deleted = m;
+            max_deleted_given = true;
         } else {
             return Err(CommandError::Syntax);
         }
     }
+    let checks_max_deleted = ctx
+        .node
+        .config
+        .profile()
+        .semantics
+        .xsetid_checks_max_deleted;
     let Some(s) = stream_at(ctx, key)? else {
         return Err(CommandError::NoSuchKey);
     };
+    if checks_max_deleted && !max_deleted_given && id < s.max_deleted_id {
+        return Err(CommandError::err(
+            "The ID specified in XSETID is smaller than current max_deleted_entry_id",
+        ));
+    }
     if let Some((top, _)) = s.last() {
         if id < top {
             return Err(CommandError::err(

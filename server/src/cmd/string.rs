@@ -391,7 +391,8 @@ fn getex(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             ctx.db().remove(key);
             ctx.modified(key);
             ctx.notify(notify::GENERIC, "del", key);
-            ctx.propagate(vec![Bytes::from_static(b"DEL"), key.clone()]);
+            let del = crate::node::deletion_command(ctx.state.config.lazyfree_lazy_expire());
+            ctx.propagate(vec![del, key.clone()]);
         }
         (_, Some(at)) => {
             ctx.db().set_expire(key, Some(at));

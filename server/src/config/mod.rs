@@ -48,8 +48,9 @@ pub struct Config {
     /// given back; the server keeps serving. Redis has no such bound; the default, 1 GiB, is
     /// far above what scripts use with normal data sizes.
     pub lua_memory_limit: u64,
-    /// The server the node reproduces (`--compat`, default [`Compat::Redis70`]): its versions,
-    /// `INFO` fields and parameters.
+    /// The server the node reproduces (`--compat`; default [`Compat::Redis70`], or the target
+    /// the `LOCKSMITH_COMPAT` environment variable names, see [`compat_from_env`]): its
+    /// versions, `INFO` fields, parameters and the behaviour that changed after Redis 7.0.
     pub compat: Compat,
     /// Any other `CONFIG SET` parameter at start, as redis-server takes `--name value` (e.g.
     /// `maxmemory`, `maxmemory-policy`, `timeout`), applied in order before the first client
@@ -103,6 +104,24 @@ impl std::str::FromStr for EnableCommand {
     }
 }
 
+/// The environment variable that names the compatibility target a node starts with when none
+/// is given (`redis-7.0` or `valkey-8.1`): what [`Config::default`] and the binary's
+/// `--compat` default to, so a whole test run (the lock library's, the harness's) can run
+/// against another target unchanged.
+pub const COMPAT_ENV: &str = "LOCKSMITH_COMPAT";
+
+/// The target [`COMPAT_ENV`] names: [`Compat::Redis70`] when it is unset or empty, an error
+/// naming the accepted targets when it names none.
+pub fn compat_from_env() -> Result<Compat, String> {
+    match std::env::var(COMPAT_ENV) {
+        Ok(name) if !name.is_empty() => name.parse().map_err(|e| format!("{COMPAT_ENV}: {e}")),
+        Ok(_) | Err(std::env::VarError::NotPresent) => Ok(Compat::Redis70),
+        Err(std::env::VarError::NotUnicode(_)) => {
+            Err(format!("{COMPAT_ENV}: not a compatibility target's name"))
+        }
+    }
+}
+
 impl Config {
     /// The same configuration with the compatibility target `compat`.
     pub fn with_compat(mut self, compat: Compat) -> Self {
@@ -126,7 +145,12 @@ impl Default for Config {
             enable_debug_command: EnableCommand::No,
             tcp_backlog: 511,
             lua_memory_limit: 1 << 30,
-            compat: Compat::Redis70,
+            // A bad name in the environment is reported and the default kept: a default
+            // configuration cannot fail (the binary refuses to start instead).
+            compat: compat_from_env().unwrap_or_else(|e| {
+                tracing::warn!("{e}; using {}", Compat::Redis70);
+                Compat::Redis70
+            }),
             settings: Vec::new(),
         }
     }

@@ -141,6 +141,9 @@ pub(crate) struct RuntimeConfig {
     /// load whether to time a command and with one comparison whether to look further.
     watch_calls_from_us: AtomicU64,
     tracking_table_max_keys: AtomicU64,
+    lazyfree_lazy_eviction: AtomicBool,
+    lazyfree_lazy_expire: AtomicBool,
+    lazyfree_lazy_server_del: AtomicBool,
     lazyfree_lazy_user_del: AtomicBool,
     lazyfree_lazy_user_flush: AtomicBool,
 
@@ -328,6 +331,9 @@ pub(crate) static BINDINGS: &[Binding] = &[
     u64_binding!("stream-node-max-bytes", stream_node_max_bytes),
     u64_binding!("stream-node-max-entries", stream_node_max_entries),
     u64_binding!("tracking-table-max-keys", tracking_table_max_keys),
+    bool_binding!("lazyfree-lazy-eviction", lazyfree_lazy_eviction),
+    bool_binding!("lazyfree-lazy-expire", lazyfree_lazy_expire),
+    bool_binding!("lazyfree-lazy-server-del", lazyfree_lazy_server_del),
     bool_binding!("lazyfree-lazy-user-del", lazyfree_lazy_user_del),
     bool_binding!("lazyfree-lazy-user-flush", lazyfree_lazy_user_flush),
     Binding {
@@ -424,6 +430,9 @@ impl RuntimeConfig {
             latency_monitor_threshold_ms: AtomicU64::new(0),
             watch_calls_from_us: AtomicU64::new(u64::MAX),
             tracking_table_max_keys: AtomicU64::new(0),
+            lazyfree_lazy_eviction: AtomicBool::new(false),
+            lazyfree_lazy_expire: AtomicBool::new(false),
+            lazyfree_lazy_server_del: AtomicBool::new(false),
             lazyfree_lazy_user_del: AtomicBool::new(false),
             lazyfree_lazy_user_flush: AtomicBool::new(false),
             stored: Mutex::new(HashMap::new()),
@@ -816,6 +825,24 @@ impl RuntimeConfig {
     /// `acl-pubsub-default allchannels`: new users may use every channel.
     pub(crate) fn acl_pubsub_default_all(&self) -> bool {
         self.text("acl-pubsub-default") == "allchannels"
+    }
+
+    /// `lazyfree-lazy-eviction`: an evicted key is freed lazily, and goes to replicas as
+    /// `UNLINK` (Redis's `propagateDeletion`).
+    pub(crate) fn lazyfree_lazy_eviction(&self) -> bool {
+        self.lazyfree_lazy_eviction.load(Relaxed)
+    }
+
+    /// `lazyfree-lazy-expire`: a key reclaimed because its TTL ran out (or given a TTL in the
+    /// past) is freed lazily, and goes to replicas as `UNLINK`.
+    pub(crate) fn lazyfree_lazy_expire(&self) -> bool {
+        self.lazyfree_lazy_expire.load(Relaxed)
+    }
+
+    /// `lazyfree-lazy-server-del`: a key a command deletes as a side effect (SPOP of the last
+    /// members, RESTORE REPLACE of an expired payload) goes to replicas as `UNLINK`.
+    pub(crate) fn lazyfree_lazy_server_del(&self) -> bool {
+        self.lazyfree_lazy_server_del.load(Relaxed)
     }
 
     /// `lazyfree-lazy-user-del`: DEL frees as UNLINK does.

@@ -99,18 +99,32 @@ pub(crate) const NOREPLICAS_ERROR: &str = "NOREPLICAS Not enough good replicas t
 
 /// The side effects of `key` having expired, already removed from `db` (Redis's
 /// `expireIfNeeded` and `activeExpireCycle`): counted, the `expired` event, WATCH
-/// invalidation and a DEL for replicas. On `State`'s fields, so a command can call it while
-/// it holds another entry of the keyspace.
+/// invalidation and a DEL for replicas (UNLINK under `lazyfree-lazy-expire`). On `State`'s
+/// fields, so a command can call it while it holds another entry of the keyspace.
 pub(crate) fn key_expired(
     stats: &mut Stats,
     repl: &crate::replication::ReplState,
+    config: &RuntimeConfig,
     effects: &mut Effects,
     db: usize,
     key: &Bytes,
 ) {
     stats.expired_keys += 1;
-    let propagating = effects.propagating(repl);
-    effects.key_expired(db, key, propagating);
+    let propagate_as = effects
+        .propagating(repl)
+        .then(|| deletion_command(config.lazyfree_lazy_expire()));
+    effects.key_expired(db, key, propagate_as);
+}
+
+/// The command a deletion the server decides on goes to replicas as: `UNLINK` when the
+/// matching `lazyfree-lazy-*` parameter frees it lazily, `DEL` otherwise (Redis's
+/// `propagateDeletion`).
+pub(crate) fn deletion_command(lazy: bool) -> Bytes {
+    if lazy {
+        Bytes::from_static(b"UNLINK")
+    } else {
+        Bytes::from_static(b"DEL")
+    }
 }
 
 impl State {
@@ -162,7 +176,7 @@ impl State {
 
     /// The side effects of `key`, already removed from `db`, having expired.
     fn expired(&mut self, db: usize, key: &Bytes, effects: &mut Effects) {
-        key_expired(&mut self.stats, &self.repl, effects, db, key);
+        key_expired(&mut self.stats, &self.repl, &self.config, effects, db, key);
     }
 
     /// [`State::expired`] for the active cycle, which reclaims keys by the thousand: records
@@ -183,9 +197,8 @@ impl State {
             effects.keyspace_event(db, crate::notify::EXPIRED, "expired", &key);
         }
         if propagating {
-            effects
-                .propagate
-                .push((db, vec![Bytes::from_static(b"DEL"), key.clone()]));
+            let del = deletion_command(self.config.lazyfree_lazy_expire());
+            effects.propagate.push((db, vec![del, key.clone()]));
         }
         if modified {
             effects.modified.push((db, key));
@@ -270,6 +283,10 @@ pub(crate) struct Effects {
     /// The client whose command made these effects, kept only while a write observer is
     /// installed (see [`crate::observe`]).
     pub(crate) client: Option<Arc<crate::client::ClientHandle>>,
+    /// The time (ms) the last command that made these effects ran at: a transaction's or a
+    /// script's commands all run at its start. Serving blocked clients judges expiry at it
+    /// under Redis 7.2's rules (its cached command time); `None` outside a command.
+    pub(crate) command_now: Option<u64>,
 }
 
 /// Entries an [`Effects`] buffer may keep room for between batches ([`Effects::reset`]).
@@ -292,6 +309,7 @@ impl Default for Effects {
             unowned: Vec::new(),
             measured: Vec::new(),
             client: None,
+            command_now: None,
         }
     }
 }
@@ -323,15 +341,14 @@ impl Effects {
     }
 
     /// Records the side effects of reclaiming expired `key` in `db` (already removed): the
-    /// `expired` keyspace event, WATCH invalidation and, if `propagating`, a `DEL` for
-    /// replicas.
-    pub(crate) fn key_expired(&mut self, db: usize, key: &Bytes, propagating: bool) {
+    /// `expired` keyspace event, WATCH invalidation and, if propagating, the deletion for
+    /// replicas as `propagate_as` (`DEL` or `UNLINK`).
+    pub(crate) fn key_expired(&mut self, db: usize, key: &Bytes, propagate_as: Option<Bytes>) {
         self.keyspace_event(db, crate::notify::EXPIRED, "expired", key);
         self.unowned.push(self.modified.len());
         self.modified.push((db, key.clone()));
-        if propagating {
-            self.propagate
-                .push((db, vec![Bytes::from_static(b"DEL"), key.clone()]));
+        if let Some(del) = propagate_as {
+            self.propagate.push((db, vec![del, key.clone()]));
         }
     }
 
@@ -371,8 +388,10 @@ impl Effects {
             unowned,
             measured,
             client,
+            command_now,
         } = self;
         *client = None;
+        *command_now = None;
         clear(publishes);
         clear(shard_publishes);
         clear(event_marks);

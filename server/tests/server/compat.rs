@@ -506,3 +506,182 @@ async fn command_table_under_redis_is_redis_servers() {
     ])
     .await;
 }
+
+/// The binary started with `env` set (and `args`): the first `INFO server` line after
+/// `redis_version`, or the error it exited with.
+fn binary_target(env: &str, args: &[&str]) -> Result<String, String> {
+    let dir = std::env::temp_dir().join(format!(
+        "locksmith-compat-env-{}-{}",
+        std::process::id(),
+        support::free_port()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let port_file = dir.join("port");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_locksmith-server"))
+        .env(locksmith_server::COMPAT_ENV, env)
+        .args(["--port", "0", "--loglevel", "warning", "--port-file"])
+        .arg(&port_file)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let port = loop {
+        if let Some(port) = std::fs::read_to_string(&port_file)
+            .ok()
+            .and_then(|p| p.trim().parse::<u16>().ok())
+        {
+            break port;
+        }
+        if let Some(_status) = child.try_wait().unwrap() {
+            let mut stderr = String::new();
+            use std::io::Read;
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut stderr)
+                .unwrap();
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(stderr);
+        }
+        assert!(std::time::Instant::now() < deadline, "no port file");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let reply = support::raw_exchange(
+        std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+        b"INFO server\r\n",
+        std::time::Duration::from_millis(300),
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = String::from_utf8_lossy(&reply).to_string();
+    Ok(text
+        .lines()
+        .nth(3)
+        .unwrap_or_default()
+        .trim_end()
+        .to_string())
+}
+
+/// `LOCKSMITH_COMPAT` chooses the target where `--compat` is not given (how the lock library's
+/// and the harness's suites run against Valkey's); `--compat` wins; a bad name stops the start.
+#[test]
+fn the_binary_takes_its_default_target_from_locksmith_compat() {
+    assert_eq!(
+        binary_target("valkey-8.1", &[]).as_deref(),
+        Ok("server_name:valkey")
+    );
+    assert_eq!(
+        binary_target("", &[]).as_deref(),
+        Ok("redis_git_sha1:00000000")
+    );
+    assert_eq!(
+        binary_target("valkey-8.1", &["--compat", "redis-7.0"]).as_deref(),
+        Ok("redis_git_sha1:00000000")
+    );
+    let refused = binary_target("valkey-9", &[]).unwrap_err();
+    assert!(
+        refused.contains(
+            "LOCKSMITH_COMPAT: unknown compatibility target 'valkey-9' (expected redis-7.0 or \
+             valkey-8.1)"
+        ),
+        "{refused}"
+    );
+}
+
+/// Waits (bounded) until `INFO clients` counts `n` blocked clients.
+async fn blocked(con: &mut redis::aio::MultiplexedConnection, n: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let now = support::info_field(con, "clients", "blocked_clients").await;
+        if now == n {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{now} blocked clients, not {n}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
+/// `INFO clients` under each target against its reference: the fields in order (Valkey's
+/// pub/sub, WATCH, blocking-key and pause fields) and their values with two clients blocked
+/// (a list pop and an XREADGROUP on one key), one watching two keys and one subscribed; the
+/// reference's input/output buffer peaks aside.
+#[tokio::test]
+async fn info_clients_has_each_targets_fields_and_counts() {
+    for compat in Compat::ALL {
+        let pair = Pair::start_for(compat).await;
+        let mut addrs = vec![pair.ours.addr()];
+        addrs.extend(pair.real.as_ref().map(|r| r.addr()));
+        let mut seen = Vec::new();
+        for addr in addrs {
+            let url = format!("redis://{addr}/");
+            let mut con = support::conn(&url).await;
+            support::run(&mut con, &["XGROUP", "CREATE", "k", "g", "$", "MKSTREAM"]).await;
+            support::run(&mut con, &["DEL", "k"]).await;
+            let mut pop = support::Wire::connect(addr).await;
+            pop.send(&[&["BLPOP", "k", "0"]]).await;
+            // The pop blocks on a missing key before the stream takes the key's name.
+            blocked(&mut con, "1").await;
+            support::run(&mut con, &["XGROUP", "CREATE", "k", "g", "$", "MKSTREAM"]).await;
+            let mut group = support::Wire::connect(addr).await;
+            group
+                .send(&[&[
+                    "XREADGROUP",
+                    "GROUP",
+                    "g",
+                    "c",
+                    "BLOCK",
+                    "0",
+                    "STREAMS",
+                    "k",
+                    ">",
+                ]])
+                .await;
+            let mut watch = support::Wire::connect(addr).await;
+            watch.call(&[&["WATCH", "a", "b"]], 1).await;
+            let mut sub = support::Wire::connect(addr).await;
+            sub.call(&[&["SUBSCRIBE", "ch"]], 1).await;
+            blocked(&mut con, "2").await;
+            let lines: Vec<String> = support::info(&mut con, "clients")
+                .await
+                .into_iter()
+                .map(|(k, v)| {
+                    if k.starts_with("client_recent_max") || k == "connected_clients" {
+                        k
+                    } else {
+                        format!("{k}:{v}")
+                    }
+                })
+                .collect();
+            seen.push(lines);
+        }
+        let expected: &[&str] = match compat {
+            Compat::Redis70 => &["blocked_clients:2", "tracking_clients:0"],
+            Compat::Valkey81 => &[
+                "blocked_clients:2",
+                "pubsub_clients:1",
+                "watching_clients:1",
+                "total_watched_keys:2",
+                "total_blocking_keys:1",
+                "total_blocking_keys_on_nokey:1",
+                "paused_reason:none",
+            ],
+        };
+        for line in expected {
+            assert!(
+                seen[0].iter().any(|l| l == line),
+                "{compat}: {line} in {:?}",
+                seen[0]
+            );
+        }
+        if let [ours, theirs] = &seen[..] {
+            assert_eq!(ours, theirs, "{compat}: ours, then the reference");
+        }
+    }
+}

@@ -934,3 +934,74 @@ async fn config_replica_serve_stale_data() {
         assert_eq!(ours, theirs);
     }
 }
+
+/// What `script` sends to replicas under each value of `param` (`no`, then `yes`), each run
+/// on a fresh server: the deletions it makes go as DEL, then as UNLINK (Redis's
+/// `propagateDeletion`).
+async fn deletions_under(param: &str, script: &[&[&str]]) -> Vec<Vec<String>> {
+    let mut seen = Vec::new();
+    for lazy in ["no", "yes"] {
+        let (server, mut con) = start().await;
+        config_set(&mut con, param, lazy).await;
+        let mut stream = super::replication::Stream::attach(server.addr()).await;
+        for args in script {
+            let _: redis::Value = cmd(args).query_async(&mut con).await.unwrap();
+        }
+        seen.push(stream.commands(Duration::from_millis(300)).await);
+    }
+    seen
+}
+
+#[tokio::test]
+async fn config_lazyfree_lazy_expire() {
+    let seen = deletions_under(
+        "lazyfree-lazy-expire",
+        &[&["SET", "k", "v"], &["EXPIRE", "k", "-1"]],
+    )
+    .await;
+    assert_eq!(
+        seen,
+        [
+            ["select 0", "set k v", "del k"],
+            ["select 0", "set k v", "unlink k"]
+        ]
+    );
+}
+
+#[tokio::test]
+async fn config_lazyfree_lazy_server_del() {
+    let seen = deletions_under(
+        "lazyfree-lazy-server-del",
+        &[&["SADD", "s", "a"], &["SPOP", "s", "5"]],
+    )
+    .await;
+    assert_eq!(
+        seen,
+        [
+            ["select 0", "sadd s a", "del s"],
+            ["select 0", "sadd s a", "unlink s"]
+        ]
+    );
+}
+
+#[tokio::test]
+async fn config_lazyfree_lazy_eviction() {
+    let seen = deletions_under(
+        "lazyfree-lazy-eviction",
+        &[
+            &["SET", "k", "v"],
+            &["CONFIG", "SET", "maxmemory-policy", "allkeys-random"],
+            &["CONFIG", "SET", "maxmemory", "1"],
+            &["GET", "k"],
+            &["CONFIG", "SET", "maxmemory", "0"],
+        ],
+    )
+    .await;
+    assert_eq!(
+        seen,
+        [
+            ["select 0", "set k v", "del k"],
+            ["select 0", "set k v", "unlink k"]
+        ]
+    );
+}

@@ -1346,3 +1346,44 @@ async fn info_cpu_has_redis_fields_in_microseconds() {
         assert_eq!(&fields[0], real);
     }
 }
+
+/// A script's commands are in the slow log as the Lua client's (`?:0`, no name) under Redis
+/// 7.0 and as the calling client's under Valkey 8.1; each compared with its reference.
+#[tokio::test]
+async fn the_slow_log_records_a_scripts_commands_as_each_target_does() {
+    use locksmith_server::Compat;
+    for compat in Compat::ALL {
+        let ours = locksmith_server::Server::builder()
+            .compat(compat)
+            .start()
+            .await
+            .unwrap();
+        let real = RealRedis::start_reference(support::Reference::of(compat), &[]);
+        let mut seen = Vec::new();
+        for url in urls(&ours, &real) {
+            let mut con = conn(&url).await;
+            let own = own_addr(&mut con).await;
+            let _ = ok(&mut con, &["CLIENT", "SETNAME", "caller"]).await;
+            let _ = ok(&mut con, &["CONFIG", "SET", "slowlog-log-slower-than", "0"]).await;
+            let _ = ok(&mut con, &["SLOWLOG", "RESET"]).await;
+            let _ = ok(&mut con, &["EVAL", "redis.call('ping')", "0"]).await;
+            let reply = ok(&mut con, &["SLOWLOG", "GET", "2"]).await;
+            seen.push(entries(&reply, &own));
+        }
+        let ping = match compat {
+            Compat::Redis70 => "ping | ?:0 | ",
+            Compat::Valkey81 => "ping | self | caller",
+        };
+        assert_eq!(
+            seen[0],
+            [
+                "EVAL redis.call('ping') 0 | self | caller".to_string(),
+                ping.to_string()
+            ],
+            "{compat}"
+        );
+        if let [ours, theirs] = &seen[..] {
+            assert_eq!(ours, theirs, "{compat}: ours, then the reference");
+        }
+    }
+}

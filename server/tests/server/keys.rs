@@ -1331,3 +1331,62 @@ async fn dump_bytes_equal_redis_for_every_type_and_encoding() {
     pair.same(&rpush).await;
     same_dump(&mut pair, "l_counted").await;
 }
+
+/// SCAN reclaims the expired keys that pass its filters as Redis checks them before expiring:
+/// the pattern first (a key it does not match stays), then the type, whose lookup expires a
+/// key of any type under Redis 7.0 and only one of the type asked for under Valkey 8.1.
+/// Compared with each target's reference.
+#[tokio::test]
+async fn scan_reclaims_the_expired_keys_its_filters_pass_as_each_target() {
+    use locksmith_server::{Compat, EnableCommand, Server};
+    for (compat, left_after_type_scan) in [(Compat::Redis70, 1), (Compat::Valkey81, 2)] {
+        let ours = Server::builder()
+            .compat(compat)
+            .enable_debug_command(EnableCommand::Yes)
+            .start()
+            .await
+            .unwrap();
+        let real = support::RealRedis::start_reference(
+            support::Reference::of(compat),
+            &["--enable-debug-command", "yes"],
+        );
+        let mut sizes = Vec::new();
+        for url in support::urls(&ours, &real) {
+            let mut con = support::conn(&url).await;
+            for args in [
+                &["DEBUG", "SET-ACTIVE-EXPIRE", "0"][..],
+                &["SET", "a", "1", "PX", "1"],
+                &["SET", "b", "1", "PX", "1"],
+                &["HSET", "h", "f", "v"],
+                &["PEXPIRE", "h", "1"],
+                &["SET", "s", "1"],
+            ] {
+                support::run(&mut con, args).await;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            let mut seen = Vec::new();
+            for args in [
+                &["SCAN", "0", "MATCH", "a", "COUNT", "100"][..],
+                &["DBSIZE"],
+                &["SCAN", "0", "TYPE", "string", "COUNT", "100"],
+                &["DBSIZE"],
+            ] {
+                seen.push(support::run(&mut con, args).await);
+            }
+            sizes.push(seen);
+        }
+        assert_eq!(
+            sizes[0][1], "int(3)",
+            "{compat}: the pattern's miss b stays"
+        );
+        assert_eq!(
+            sizes[0][3],
+            format!("int({left_after_type_scan})"),
+            "{compat}: {:?}",
+            sizes[0]
+        );
+        if let [ours, theirs] = &sizes[..] {
+            assert_eq!(ours, theirs, "{compat}: ours, then the reference");
+        }
+    }
+}

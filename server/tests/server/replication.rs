@@ -416,13 +416,13 @@ async fn a_replica_passes_the_stream_on_to_replicas_of_its_own() {
 }
 
 /// A raw `SYNC` connection: the RDB payload skipped, then the stream's commands.
-struct Stream {
+pub(super) struct Stream {
     socket: tokio::net::TcpStream,
     buf: Vec<u8>,
 }
 
 impl Stream {
-    async fn attach(addr: std::net::SocketAddr) -> Stream {
+    pub(super) async fn attach(addr: std::net::SocketAddr) -> Stream {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
         socket.write_all(b"SYNC\r\n").await.unwrap();
@@ -453,7 +453,7 @@ impl Stream {
 
     /// The commands the stream carries until `quiet` passes without data, lowercased,
     /// absolute times replaced by `*`.
-    async fn commands(&mut self, quiet: Duration) -> Vec<String> {
+    pub(super) async fn commands(&mut self, quiet: Duration) -> Vec<String> {
         use tokio::io::AsyncReadExt;
         loop {
             let mut chunk = [0u8; 4096];
@@ -967,5 +967,149 @@ async fn wait_takes_numreplicas_as_redis_s_int() {
             reply == "int(1)"
         };
         assert!(acked, "WAIT {n} 0: {reply}");
+    }
+}
+
+/// The replication stream of a scenario of expiries, on our server started with `compat`
+/// and on that target's reference (`lazyfree-lazy-expire yes` on both): each step's
+/// commands.
+async fn lazy_expiry_streams(compat: locksmith_server::Compat) -> Vec<Vec<Vec<String>>> {
+    let ours = Server::builder()
+        .compat(compat)
+        .enable_debug_command(locksmith_server::EnableCommand::Yes)
+        .start()
+        .await
+        .unwrap();
+    let real = RealRedis::start_reference(
+        support::Reference::of(compat),
+        &["--enable-debug-command", "yes"],
+    );
+    let mut streams = Vec::new();
+    for addr in support::addrs(&ours, &real) {
+        let url = format!("redis://{addr}/");
+        let mut con = support::conn(&url).await;
+        run(&mut con, &["CONFIG", "SET", "lazyfree-lazy-expire", "yes"]).await;
+        run(&mut con, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]).await;
+        run(&mut con, &["SET", "foo1", "bar", "PX", "1"]).await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let mut stream = Stream::attach(addr).await;
+        let mut seen = Vec::new();
+        // A read reclaims the expired key.
+        run(&mut con, &["GET", "foo1"]).await;
+        seen.push(stream.commands(Duration::from_millis(300)).await);
+        // A TTL in the past deletes the key.
+        run(&mut con, &["SET", "k2", "v"]).await;
+        run(&mut con, &["EXPIRE", "k2", "-1"]).await;
+        seen.push(stream.commands(Duration::from_millis(300)).await);
+        // A blocked client woken for a key expired by then stays blocked (it times out).
+        let blocked = support::patient_conn(&url).await;
+        let waiter = tokio::spawn(async move {
+            let mut blocked = blocked;
+            run(&mut blocked, &["BRPOP", "k", "1"]).await
+        });
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while info_field(&mut con, "clients", "blocked_clients").await != "1" {
+            assert!(Instant::now() < deadline, "BRPOP did not block");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("RPUSH")
+            .arg("k")
+            .arg("hello")
+            .cmd("PEXPIRE")
+            .arg("k")
+            .arg(100)
+            .cmd("DEBUG")
+            .arg("SLEEP")
+            .arg(0.2);
+        let _: redis::Value = pipe.query_async(&mut con).await.unwrap();
+        assert_eq!(waiter.await.unwrap(), "nil");
+        run(&mut con, &["SET", "other", "1"]).await;
+        run(&mut con, &["EXISTS", "k"]).await;
+        seen.push(stream.commands(Duration::from_millis(300)).await);
+        // SWAPDB brings a key already expired under a blocked client's index.
+        let mut db1 = support::conn(&format!("redis://{addr}/1")).await;
+        run(&mut db1, &["RPUSH", "k", "hello"]).await;
+        run(&mut db1, &["PEXPIRE", "k", "50"]).await;
+        let blocked = support::patient_conn(&url).await;
+        let waiter = tokio::spawn(async move {
+            let mut blocked = blocked;
+            run(&mut blocked, &["BRPOP", "k", "1"]).await
+        });
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while info_field(&mut con, "clients", "blocked_clients").await != "1" {
+            assert!(Instant::now() < deadline, "BRPOP did not block");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        run(&mut db1, &["SWAPDB", "1", "0"]).await;
+        assert_eq!(waiter.await.unwrap(), "nil");
+        run(&mut con, &["SET", "other", "2"]).await;
+        run(&mut con, &["EXISTS", "k"]).await;
+        seen.push(stream.commands(Duration::from_millis(300)).await);
+        streams.push(seen);
+    }
+    streams
+}
+
+/// Under `lazyfree-lazy-expire yes` expiries reach replicas as `UNLINK` (Redis's
+/// `propagateDeletion`) on either target. Serving a blocked client reclaims a key found
+/// expired at once under Redis 7.0; Valkey 8.1 looks it up without side effects, so it goes
+/// when a later command touches it (after SWAPDB brought it), or when the served command,
+/// re-run, finds it expired (after a transaction, whose start time judged it live).
+#[tokio::test]
+async fn lazy_expiry_reaches_the_stream_as_unlink_under_lazyfree_lazy_expire() {
+    use locksmith_server::Compat;
+    let owned = |c: &[&str]| c.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    for (compat, swapped) in [
+        (
+            Compat::Redis70,
+            &[
+                "select 1",
+                "rpush k hello",
+                "pexpireat k *",
+                "swapdb 1 0",
+                "select 0",
+                "unlink k",
+                "set other 2",
+            ],
+        ),
+        (
+            Compat::Valkey81,
+            &[
+                "select 1",
+                "rpush k hello",
+                "pexpireat k *",
+                "swapdb 1 0",
+                "select 0",
+                "set other 2",
+                "unlink k",
+            ],
+        ),
+    ] {
+        let streams = lazy_expiry_streams(compat).await;
+        assert_eq!(
+            streams[0],
+            vec![
+                owned(&["select 0", "unlink foo1"]),
+                owned(&["set k2 v", "unlink k2"]),
+                // Both judge the key at the transaction's start (Redis 7.2 re-runs the BRPOP,
+                // which reclaims it then).
+                owned(&[
+                    "multi",
+                    "rpush k hello",
+                    "pexpireat k *",
+                    "exec",
+                    "unlink k",
+                    "set other 1",
+                ]),
+                owned(swapped)
+            ],
+            "{compat}"
+        );
+        if let [ours, theirs] = &streams[..] {
+            assert_eq!(ours, theirs, "{compat}: ours, then the reference");
+        }
     }
 }

@@ -533,3 +533,75 @@ async fn random_stream_operations_match_redis() {
     pair.same(&["CONFIG", "SET", "stream-node-max-entries", "100"])
         .await;
 }
+
+/// `XREAD ... STREAMS key +` reads the stream's last entry under the Valkey target (the entry
+/// at the last ID, so nothing once it is deleted; XREADGROUP rejects `+`), and is an invalid
+/// ID under Redis 7.0's: each compared with its target's reference.
+#[tokio::test]
+async fn xread_plus_reads_the_last_entry_under_the_valkey_target() {
+    use locksmith_server::Compat;
+    for compat in Compat::ALL {
+        let mut pair = Pair::start_for(compat).await;
+        pair.all_same(&[
+            &["xadd", "s", "1-0", "a", "1"],
+            &["xadd", "s", "2-0", "b", "2"],
+            &["xadd", "s", "3-0", "c", "3"],
+        ])
+        .await;
+        let last = pair.same(&["xread", "streams", "s", "+"]).await;
+        match compat {
+            Compat::Redis70 => assert!(
+                last.starts_with("ERROR ERR Invalid stream ID specified"),
+                "{last}"
+            ),
+            Compat::Valkey81 => assert!(
+                last.contains("3-0") && !last.contains("2-0") && !last.contains("ERROR"),
+                "{last}"
+            ),
+        }
+        pair.all_same(&[
+            &["xread", "count", "3", "streams", "s", "+"],
+            &["xread", "streams", "s", "nosuch", "+", "+"],
+            &["xread", "streams", "s", "s", "0-0", "+"],
+            &["xadd", "s", "3-18446744073709551615", "d", "4"],
+            &["xread", "streams", "s", "+"],
+            &["xdel", "s", "3-18446744073709551615"],
+            &["xread", "streams", "s", "+"],
+            &["xgroup", "create", "s", "g", "0"],
+            &["xreadgroup", "group", "g", "c", "streams", "s", "+"],
+            &["xreadgroup", "group", "nosuch", "c", "streams", "s", "+"],
+            &["xgroup", "create", "m", "g", "$", "mkstream"],
+            &["xread", "streams", "m", "+"],
+            &["xread", "block", "10", "streams", "s", "+"],
+        ])
+        .await;
+    }
+}
+
+/// `XSETID` below the stream's max deleted entry ID (without `MAXDELETEDID`) is refused under
+/// the Valkey target and accepted under Redis 7.0's, each as its reference answers.
+#[tokio::test]
+async fn xsetid_below_the_max_deleted_id_is_refused_only_under_the_valkey_target() {
+    use locksmith_server::Compat;
+    for compat in Compat::ALL {
+        let mut pair = Pair::start_for(compat).await;
+        pair.all_same(&[
+            &["xadd", "x", "1-1", "a", "1"],
+            &["xadd", "x", "1-2", "b", "2"],
+            &["xadd", "x", "1-3", "c", "3"],
+            &["xdel", "x", "1-2", "1-3"],
+        ])
+        .await;
+        let reply = pair.same(&["xsetid", "x", "1-2"]).await;
+        assert_eq!(
+            reply.contains("smaller than current max_deleted_entry_id"),
+            compat == Compat::Valkey81,
+            "{compat}: {reply}"
+        );
+        pair.all_same(&[
+            &["xsetid", "x", "1-4", "maxdeletedid", "1-2"],
+            &["xinfo", "stream", "x"],
+        ])
+        .await;
+    }
+}
