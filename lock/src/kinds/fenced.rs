@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::hold::{Core, Kind};
 use crate::owner::Owner;
 
-/// Redisson's `RFencedLock`: a [`Lock`] whose every acquisition increments the token counter
+/// Redisson's `RFencedLock`: a [`Lock`](crate::Lock) whose every acquisition increments the token counter
 /// `redisson_lock_token:{name}` and returns the new value.
 #[derive(Debug)]
 #[must_use = "a lock handle does nothing until it is locked"]

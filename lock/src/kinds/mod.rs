@@ -132,7 +132,7 @@ macro_rules! common_lock_api {
             /// cancels it at the `.await` it waits at: code between two `.await`s or blocking
             /// code runs on until it yields, and work it handed elsewhere is not stopped (see
             /// [`LockGuard::run`](crate::LockGuard::run); a fencing token checked where the
-            /// writes land is what stops a late one). `f` receives a [`Section`] (for the
+            /// writes land is what stops a late one). `f` receives a [`Section`](crate::Section) (for the
             /// fenced lock, with its token). A panic in the section releases the lock as the
             /// guard unwinds.
             ///
@@ -206,7 +206,7 @@ macro_rules! common_lock_api {
             /// IllegalMonitorStateException message) when this owner does not hold it: never
             /// took it, its lease ran out or the lock was otherwise lost (the lost signal
             /// fired), or its key was deleted by someone else. One case the library cannot
-            /// tell: a [`FairLock`] this client took whose key someone else deleted (a
+            /// tell: a [`FairLock`](crate::FairLock) this client took whose key someone else deleted (a
             /// `force_unlock`) before any renewal noticed unlocks with `Ok`, because Redisson's
             /// fair release script answers "released" for a missing key. Redis errors.
             pub async fn unlock(&self) -> $crate::Result<()> {

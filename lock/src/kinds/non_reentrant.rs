@@ -9,7 +9,7 @@ use crate::owner::Owner;
 /// call returns as [`LockError::Invalid`](crate::LockError::Invalid) (Redisson's
 /// IllegalMonitorStateException), instead of waiting for itself; other owners wait as usual.
 ///
-/// Redisson's [`Lock`] layout (hash `name`, field `"<client-id>:<owner-id>"` = 1, unlock
+/// Redisson's [`Lock`](crate::Lock) layout (hash `name`, field `"<client-id>:<owner-id>"` = 1, unlock
 /// channel `redisson_lock__channel:{name}`, the same release, renewal and force-unlock
 /// scripts), and Redisson's acquire script byte for byte, so a Java `RedissonNonReentrantLock`
 /// on the same name agrees with this one.

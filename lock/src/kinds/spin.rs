@@ -5,7 +5,7 @@ use crate::hold::{Core, Kind};
 use crate::options::Backoff;
 use crate::owner::Owner;
 
-/// Redisson's spin lock: same layout as [`Lock`], but waiters poll with exponential backoff
+/// Redisson's spin lock: same layout as [`Lock`](crate::Lock), but waiters poll with exponential backoff
 /// instead of subscribing, and release publishes nothing.
 #[derive(Debug)]
 #[must_use = "a lock handle does nothing until it is locked"]
