@@ -169,7 +169,9 @@ impl Session {
         // past every check (inside MULTI they were queued above, and answer without waiting
         // at EXEC), they run without the state lock.
         if cmd::replication::runs_without_state_lock(&self.node, resolved) {
-            return self.run_without_state_lock(resolved, argv, guard, effects).await;
+            return self
+                .run_without_state_lock(resolved, argv, guard, effects)
+                .await;
         }
         let runs_script = transaction::runs_script(resolved, &self.client);
         if runs_script && self.scripts == ScriptPlace::BlockingPool {
@@ -231,7 +233,9 @@ impl Session {
             },
         };
         state.stats.commands += 1;
-        if !resolved.spec.has(cmd::flags::SKIP_MONITOR | cmd::flags::ADMIN)
+        if !resolved
+            .spec
+            .has(cmd::flags::SKIP_MONITOR | cmd::flags::ADMIN)
             && self.node.monitors.active()
         {
             let origin = crate::monitor::Origin::Client(&self.client.handle);
@@ -244,9 +248,7 @@ impl Session {
         self.client.command.end_tick = None;
         let reply = cmd::replication::run_async_command(&self.node, &self.client, argv).await;
         if let Ok(mut state) = self.lock_state().await {
-            state
-                .cmdstats
-                .record(resolved, None, reply.is_error());
+            state.cmdstats.record(resolved, None, reply.is_error());
             *guard = Some(state);
         }
         reply
