@@ -134,6 +134,10 @@ pub(crate) struct Semantics {
     /// `XSETID` without `MAXDELETEDID` refuses an ID below the stream's max deleted entry ID
     /// (Valkey); Redis 7.0 sets it.
     pub(crate) xsetid_checks_max_deleted: bool,
+    /// A tracking client's script tracks the keys of the read commands it runs (Redis 7.2's
+    /// `trackingRememberKeys(c, caller)`); Redis 7.0 tracks all the keys the script declared
+    /// once it runs any read command.
+    pub(crate) script_tracks_read_keys: bool,
 }
 
 /// Redis 7.0's behaviour.
@@ -143,6 +147,7 @@ const REDIS_7_0_SEMANTICS: Semantics = Semantics {
     xread_last_entry: false,
     slowlog_script_commands_as_caller: false,
     xsetid_checks_max_deleted: false,
+    script_tracks_read_keys: false,
 };
 
 /// Valkey 8.1's: Redis 7.2's behaviour and what Valkey changed since.
@@ -152,6 +157,7 @@ const VALKEY_8_1_SEMANTICS: Semantics = Semantics {
     xread_last_entry: true,
     slowlog_script_commands_as_caller: true,
     xsetid_checks_max_deleted: true,
+    script_tracks_read_keys: true,
 };
 
 /// A constant of the Lua API table.

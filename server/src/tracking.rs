@@ -429,7 +429,9 @@ pub(crate) fn after_call(
         && !matches!(spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro")
         && tracking.clients.contains_key(&id)
     {
-        if client.origin.in_script {
+        if client.origin.in_script && node.config.profile().semantics.script_tracks_read_keys {
+            tracking.remember(id, spec.keys_of(argv));
+        } else if client.origin.in_script {
             if let Some(keys) = tracking.script_keys.take() {
                 tracking.remember(id, &keys);
                 tracking.script_keys = Some(keys);

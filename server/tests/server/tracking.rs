@@ -602,3 +602,25 @@ async fn the_table_limit_applies_before_a_command_is_queued() {
         assert_eq!(&seen[0], real);
     }
 }
+
+/// Under `--compat valkey-8.1` a script tracks the keys of the read commands it runs, not the
+/// keys it declared (Redis 7.2's rule), compared with valkey-server 8.1.8: a write of the
+/// declared keys sends nothing, a write of the key read inside sends the invalidation.
+#[tokio::test]
+async fn under_valkey_a_script_tracks_the_keys_its_read_commands_read() {
+    let pair = Pair::start_for(locksmith_server::Compat::Valkey81).await;
+    let mut reader = Twin::connect(&pair).await;
+    let mut writer = Twin::connect(&pair).await;
+    hello(&mut reader, "3").await;
+    reader.same(&[&["CLIENT", "TRACKING", "ON"]], 1).await;
+    reader
+        .same(&[&["EVAL", "redis.call('get', 'k3')", "2", "k1", "k2"]], 1)
+        .await;
+    writer.same(&[&["MSET", "k2", "2", "k1", "2"]], 1).await;
+    writer.same(&[&["SET", "k3", "2"]], 1).await;
+    let frames = reader.same(&[&["PING"]], 2).await;
+    assert_eq!(
+        text(&frames),
+        ">2\r\n$10\r\ninvalidate\r\n*1\r\n$2\r\nk3\r\n+PONG\r\n"
+    );
+}
