@@ -387,10 +387,13 @@ async fn used_memory_grows_as_redis_for_the_same_data() {
 
 #[tokio::test]
 async fn start_up_settings_apply_as_config_set_and_bad_ones_fail_the_start() {
+    // A directory of its own: a dump.rdb another process left in a shared one would be loaded.
+    let dir = std::env::temp_dir().join(format!("locksmith-start-up-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
     let server = locksmith_server::Server::builder()
         .config_set("maxmemory", "2mb")
         .config_set("maxmemory-policy", "ALLKEYS-LFU")
-        .config_set("dir", "/tmp")
+        .config_set("dir", dir.to_str().unwrap())
         .start()
         .await
         .unwrap();
