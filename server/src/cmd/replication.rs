@@ -400,11 +400,9 @@ pub(crate) async fn run_async_command(node: &Node, client: &ClientState, argv: &
         return CommandError::Syntax.into();
     };
     let compat = node.config.compat();
+    // A name the table knows arrives from the pipeline, which resolved it (arity included).
     let known = super::lookup(compat, name).is_some();
     if known {
-        if let Err(e) = super::resolve(compat, argv) {
-            return e.into();
-        }
         if name.eq_ignore_ascii_case(b"wait") {
             return wait_blocking(node, argv).await;
         }
