@@ -424,8 +424,16 @@ fn write_page(args: &Args, reports: &[Summary], elapsed: std::time::Duration) ->
 fn replay(args: &Args, kind: LockKind, seed: u64, schedule: &Schedule) -> Result<()> {
     if std::env::var_os("RUST_LOG").is_some() {
         // `RUST_LOG=locksmith_lock=debug` shows what the clients did.
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        use tracing_subscriber::layer::SubscriberExt;
+        use tracing_subscriber::util::SubscriberInitExt;
+        // `RUST_LOG`'s `target=level` directives (`Targets`: no regex engine to compile).
+        let targets = std::env::var("RUST_LOG")
+            .ok()
+            .and_then(|s| s.parse::<tracing_subscriber::filter::Targets>().ok())
+            .unwrap_or_default();
+        let _ = tracing_subscriber::registry()
+            .with(tracing_subscriber::fmt::layer())
+            .with(targets)
             .try_init();
     }
     eprintln!("replaying {kind}, seed {seed}, schedule '{schedule}'");

@@ -32,15 +32,24 @@ pub fn yes_no(s: &str) -> Result<bool, String> {
 /// Logs to stderr at `level`: redis-server's names (debug, verbose, notice, warning) or a
 /// tracing filter.
 pub fn init_logging(level: &str) {
+    use tracing_subscriber::filter::Targets;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = match level {
         "debug" => "debug",
         "verbose" | "notice" => "info",
         "warning" => "warn",
         other => other,
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-        .with_writer(std::io::stderr)
+    // `Targets` takes a tracing filter's `target=level` directives; unlike `EnvFilter` it
+    // needs no regex engine (span-field filters are not supported).
+    let targets = filter.parse::<Targets>().unwrap_or_else(|e| {
+        eprintln!("ignoring log level '{level}' ({e}): logging at notice");
+        Targets::new().with_default(tracing::Level::INFO)
+    });
+    tracing_subscriber::registry()
+        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+        .with(targets)
         .init();
 }
 

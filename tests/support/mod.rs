@@ -79,9 +79,16 @@ pub fn record_loss(
 /// Logs to stderr when `RUST_LOG` is set (for debugging a scenario).
 pub fn init_tracing() {
     if std::env::var_os("RUST_LOG").is_some() {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .with_test_writer()
+        use tracing_subscriber::layer::SubscriberExt;
+        use tracing_subscriber::util::SubscriberInitExt;
+        // `RUST_LOG`'s `target=level` directives (`Targets`: no regex engine to compile).
+        let targets = std::env::var("RUST_LOG")
+            .ok()
+            .and_then(|s| s.parse::<tracing_subscriber::filter::Targets>().ok())
+            .unwrap_or_default();
+        let _ = tracing_subscriber::registry()
+            .with(tracing_subscriber::fmt::layer().with_test_writer())
+            .with(targets)
             .try_init();
     }
 }
