@@ -1,13 +1,14 @@
 //! The server's tests against its public API and the wire, one binary (linking one test binary
-//! instead of twenty saves minutes of a cold `cargo test --workspace`). Most compare replies
-//! with a real redis-server when one is on the PATH. `many_clients` (10 000 sockets) stays a
-//! binary of its own.
+//! instead of twenty saves minutes of a cold `cargo test --workspace`), in package
+//! `locksmith-server-tests` (`cargo test -p locksmith-server-tests`), compiled unoptimized
+//! against the server library. Most compare replies with a real redis-server when one is on the
+//! PATH. The tests that start the built binary are the server package's `binary.rs`;
+//! `many_clients` (10 000 sockets) is a binary of its own there.
 
 mod server {
     mod acl;
     mod blocking;
     mod cluster;
-    mod compat;
     mod config_live;
     mod connection;
     mod debug;
@@ -26,7 +27,6 @@ mod server {
     mod maxmemory;
     mod protocol;
     mod pubsub;
-    mod redis_cli;
     mod replication;
     mod script_fuzz;
     mod script_hostile;

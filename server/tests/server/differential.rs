@@ -334,7 +334,7 @@ fn random_command_sequences_answer_as_redis_does() {
         cases: fuzz_cases(),
         failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/tests/differential.proptest-regressions"
+            "/server/differential.proptest-regressions"
         )))),
         ..Config::default()
     });

@@ -9,7 +9,7 @@
 //! `fuzz/src/lib.rs`, which the cargo-fuzz target `script` shares. A short run by default;
 //! long runs by hand with a count and a seed (CONTRIBUTING.md):
 //! `LOCKSMITH_SCRIPT_FUZZ_CASES=1000000 LOCKSMITH_SCRIPT_FUZZ_SEED=1 cargo test -p
-//! locksmith-server --test server script_fuzz -- --nocapture`.
+//! locksmith-server-tests --test server script_fuzz -- --nocapture`.
 
 #[allow(unreachable_pub, dead_code)]
 #[path = "../../../fuzz/src/lib.rs"]
