@@ -98,7 +98,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, readonly: bool) -> CmdRe
         None => Source::Ordered(Vec::new()),
         Some(Value::List(l)) => Source::Ordered(l.iter().cloned().collect()),
         Some(Value::ZSet(z)) => Source::Ordered(z.iter().map(|(m, _)| m.clone()).collect()),
-        Some(Value::Set(s)) => Source::Set(s.iter().cloned().collect()),
+        Some(Value::Set(s)) => Source::Set(s.iter().collect()),
         Some(_) => return Err(CommandError::WrongType),
     };
     // A set has no order of its own: sorted when the result is stored or a script asks, so

@@ -709,6 +709,7 @@ fn touch_consumer(
                     consumer.clone(),
                     crate::db::stream::Consumer {
                         seen_time: now,
+                        active_time: -1,
                         pel: Default::default(),
                     },
                 );

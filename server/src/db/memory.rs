@@ -143,12 +143,11 @@ fn value_size_counting(value: &Value, samples: usize, usage: bool) -> usize {
             }
         }
         Value::Set(s) => {
-            if value.encoding() == "intset" {
+            if let Some(ints) = s.intset() {
                 // Every member takes the width of the widest (2, 4 or 8 bytes).
-                let width = s
+                let width = ints
                     .iter()
-                    .filter_map(|m| resp::parse_integer(m))
-                    .map(|v| {
+                    .map(|&v| {
                         if i16::try_from(v).is_ok() {
                             2
                         } else if i32::try_from(v).is_ok() {
@@ -160,6 +159,13 @@ fn value_size_counting(value: &Value, samples: usize, usage: bool) -> usize {
                     .max()
                     .unwrap_or(2);
                 allocation(8 + width * s.len())
+            } else if s.encoding() == crate::db::SetEncoding::Listpack {
+                let bytes = scaled(
+                    s.len(),
+                    compact_samples,
+                    s.iter().map(|m| listpack_value(&m)),
+                );
+                allocation(LISTPACK_HEADER + bytes)
             } else {
                 dict(s.len())
                     + scaled(

@@ -97,6 +97,9 @@ pub(crate) struct Pending {
 pub(crate) struct Consumer {
     /// Unix ms of its last interaction.
     pub(crate) seen_time: u64,
+    /// Unix ms of its last successful read or claim (Redis 7.2's `active-time`), -1 before
+    /// any; kept in RDB type 21.
+    pub(crate) active_time: i64,
     /// The IDs it owns in the group's PEL.
     pub(crate) pel: BTreeSet<StreamId>,
 }

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use super::stream::Stream;
 
 pub(crate) use super::hash_value::{HashValue, ListpackLimits};
-pub(crate) use super::set_value::SetValue;
+pub(crate) use super::set_value::{SetEncoding, SetLimits, SetValue};
 pub(crate) use super::string_value::StringValue;
 
 /// A sorted set: member → score, plus members ordered by (score, member).
@@ -147,7 +147,8 @@ impl Value {
         }
     }
 
-    /// The encoding `OBJECT ENCODING` reports, following Redis 7.0's thresholds.
+    /// The encoding `OBJECT ENCODING` reports, following Redis 7.0's thresholds (a set's is
+    /// the one it keeps, under its target's rules).
     pub(crate) fn encoding(&self) -> &'static str {
         match self {
             Value::String(s) => {
@@ -167,13 +168,7 @@ impl Value {
                     "hashtable"
                 }
             }
-            Value::Set(s) => {
-                if s.len() <= 512 && s.iter().all(|m| resp::parse_integer(m).is_some()) {
-                    "intset"
-                } else {
-                    "hashtable"
-                }
-            }
+            Value::Set(s) => s.encoding().name(),
             Value::ZSet(z) => {
                 // `zset-max-listpack-entries` 128 and `zset-max-listpack-value` 64.
                 if z.len() <= 128 && z.iter().all(|(m, _)| m.len() <= 64) {

@@ -151,6 +151,7 @@ pub(super) fn xgroup_createconsumer(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> C
         consumer.clone(),
         crate::db::stream::Consumer {
             seen_time: now,
+            active_time: -1,
             pel: Default::default(),
         },
     );
