@@ -116,6 +116,10 @@ pub(crate) struct Encodings {
     /// Streams are written as `RDB_TYPE_STREAM_LISTPACKS_3` (21: each consumer's active time
     /// after its seen time, Redis 7.2); Redis 7.0 writes `RDB_TYPE_STREAM_LISTPACKS_2` (19).
     pub(crate) stream_active_time: bool,
+    /// An element larger than a quicklist node holds under `list-max-listpack-size` is a plain
+    /// node of its own (Redis 7.2's `isLargeElement`); Redis 7.0 makes a plain node only of an
+    /// element of the packed threshold's size (1 GB).
+    pub(crate) large_elements_plain: bool,
     /// The RDB file's aux field naming the server's version, and its value.
     pub(crate) rdb_server_version: (&'static str, &'static str),
 }
@@ -126,6 +130,7 @@ pub(crate) const REDIS_7_0_ENCODINGS: Encodings = Encodings {
     list_listpack: false,
     rdb_version: 10,
     stream_active_time: false,
+    large_elements_plain: false,
     rdb_server_version: ("redis-ver", "7.0.15"),
 };
 
@@ -135,6 +140,7 @@ pub(crate) const VALKEY_8_1_ENCODINGS: Encodings = Encodings {
     list_listpack: true,
     rdb_version: 11,
     stream_active_time: true,
+    large_elements_plain: true,
     rdb_server_version: ("valkey-ver", "8.1.8"),
 };
 

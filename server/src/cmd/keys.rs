@@ -394,7 +394,12 @@ pub(super) fn restore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     if ttl < 0 {
         return Err(CommandError::err("Invalid TTL value, must be >= 0"));
     }
-    let load = crate::rdb::Load::of(&ctx.state.config);
+    let packed = ctx
+        .node
+        .live
+        .quicklist_packed_threshold
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let load = crate::rdb::Load::of(&ctx.state.config, packed);
     let Some(body) = crate::rdb::verify_payload(payload, load.version) else {
         return Err(CommandError::err(
             "DUMP payload version or checksum are wrong",

@@ -27,7 +27,8 @@ pub(crate) use key::Key;
 pub(crate) use lfu::Access;
 
 pub(crate) use value::{
-    HashValue, ListpackLimits, SetEncoding, SetLimits, SetValue, StringValue, Value,
+    HashValue, ListEncoding, ListRules, ListpackLimits, SetEncoding, SetLimits, SetValue,
+    StringValue, Value,
 };
 pub(crate) use zset::ZSet;
 

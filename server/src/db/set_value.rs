@@ -96,7 +96,8 @@ enum Repr {
     Intset(Vec<i64>),
     /// Insertion order, distinct.
     Listpack(Vec<Bytes>),
-    Table(Dict<Bytes>),
+    /// Boxed: a set in the keyspace's node then takes 32 bytes.
+    Table(Box<Dict<Bytes>>),
 }
 
 impl Default for SetValue {
@@ -139,7 +140,7 @@ impl SetValue {
             repr: match encoding {
                 SetEncoding::Intset => Repr::Intset(Vec::new()),
                 SetEncoding::Listpack => Repr::Listpack(Vec::new()),
-                SetEncoding::Hashtable => Repr::Table(Dict::with_capacity(n)),
+                SetEncoding::Hashtable => Repr::Table(Box::new(Dict::with_capacity(n))),
             },
         }
     }
@@ -192,7 +193,7 @@ impl SetValue {
         }
         if members.len() > limits.listpack_entries {
             return Some(SetValue {
-                repr: Repr::Table(seen),
+                repr: Repr::Table(Box::new(seen)),
             });
         }
         Some(SetValue {
@@ -241,7 +242,7 @@ impl SetValue {
         for m in self.iter() {
             dict.insert_unique(hash_bytes(&m), m);
         }
-        self.repr = Repr::Table(dict);
+        self.repr = Repr::Table(Box::new(dict));
     }
 
     /// Adds `member` under `limits`, converting the encoding first where the server would;

@@ -119,8 +119,16 @@ pub(crate) struct Group {
 
 impl Group {
     /// Assigns pending entry `id` to `consumer` (creating or moving it), delivered at `now`
-    /// with `count` deliveries.
-    pub(crate) fn assign(&mut self, id: StreamId, consumer: &Bytes, now: u64, count: u64) {
+    /// with `count` deliveries; the consumer was active at `active_at` (Redis 7.2's
+    /// `active_time`, set by every read or claim that gives it an entry).
+    pub(crate) fn assign(
+        &mut self,
+        id: StreamId,
+        consumer: &Bytes,
+        now: u64,
+        count: u64,
+        active_at: u64,
+    ) {
         if let Some(old) = self.pel.get(&id) {
             if old.consumer != *consumer {
                 if let Some(c) = self.consumers.get_mut(&old.consumer) {
@@ -138,6 +146,7 @@ impl Group {
         );
         if let Some(c) = self.consumers.get_mut(consumer) {
             c.pel.insert(id);
+            c.active_time = i64::try_from(active_at).unwrap_or(i64::MAX);
         }
     }
 

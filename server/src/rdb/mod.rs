@@ -63,11 +63,17 @@ impl Encoding {
         config: &crate::config::runtime::RuntimeConfig,
         packed_threshold: u64,
     ) -> Self {
+        let target = config.profile().encodings;
+        let fill = config.list_max_listpack_size();
         Encoding {
             compress: config.rdbcompression(),
-            list_fill: config.list_max_listpack_size(),
-            packed_threshold,
-            target: config.profile().encodings,
+            list_fill: fill,
+            packed_threshold: crate::db::memory::plain_threshold(
+                packed_threshold,
+                fill,
+                target.large_elements_plain,
+            ),
+            target,
         }
     }
 }
@@ -83,6 +89,8 @@ pub(crate) struct Load {
     pub(crate) hash: crate::db::ListpackLimits,
     /// The set encodings' limits.
     pub(crate) set: crate::db::SetLimits,
+    /// What decides a list's encoding.
+    pub(crate) list: crate::db::ListRules,
 }
 
 impl Load {
@@ -92,6 +100,11 @@ impl Load {
         version: 10,
         hash: crate::db::ListpackLimits::DEFAULT,
         set: crate::db::SetLimits::REDIS_7_0,
+        list: crate::db::ListRules {
+            fill: -2,
+            packed_threshold: 1 << 30,
+            listpack: false,
+        },
     };
 
     /// Valkey 8.1's defaults.
@@ -100,14 +113,33 @@ impl Load {
         version: 11,
         hash: crate::db::ListpackLimits::DEFAULT,
         set: crate::db::SetLimits::VALKEY_8_1,
+        list: crate::db::ListRules {
+            fill: -2,
+            packed_threshold: 1 << 30,
+            listpack: true,
+        },
     };
 
-    /// What `config` sets now, under its target.
-    pub(crate) fn of(config: &crate::config::runtime::RuntimeConfig) -> Self {
+    /// What `config` sets now, under its target, with the node's packed-node threshold.
+    pub(crate) fn of(
+        config: &crate::config::runtime::RuntimeConfig,
+        packed_threshold: u64,
+    ) -> Self {
+        let encodings = config.profile().encodings;
+        let fill = config.list_max_listpack_size();
         Load {
-            version: config.profile().encodings.rdb_version,
+            version: encodings.rdb_version,
             hash: crate::db::ListpackLimits::of_hashes(config),
             set: crate::db::SetLimits::of(config),
+            list: crate::db::ListRules {
+                fill,
+                packed_threshold: crate::db::memory::plain_threshold(
+                    packed_threshold,
+                    fill,
+                    encodings.large_elements_plain,
+                ),
+                listpack: encodings.list_listpack,
+            },
         }
     }
 }

@@ -74,7 +74,8 @@ pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value, encoding: Encoding) 
             out.push(TYPE_STRING);
             string(out, s);
         }
-        Value::List(items) => {
+        Value::List(items, _) => {
+            // A listpack is written as a quicklist of one node (Redis 7.2's `rdbSaveObject`).
             out.push(TYPE_LIST_QUICKLIST_2);
             let nodes = quicklist_cut(
                 items.iter().map(|e| &e[..]),
@@ -160,6 +161,14 @@ pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value, encoding: Encoding) 
     }
 }
 
+/// A list as loaded: a quicklist, converted as Redis 7.2's `rdbLoadObject` does
+/// (`LIST_CONV_AUTO`).
+fn list_loaded(items: VecDeque<Bytes>, load: Load) -> Value {
+    let mut encoding = crate::db::ListEncoding::Quicklist;
+    load.list.settle(&items, &mut encoding, false);
+    Value::List(items, encoding)
+}
+
 /// Redis's `double2ll`: `d` as an integer when it is one and within ±2^62.
 fn double_to_i64(d: f64) -> Option<i64> {
     const LIMIT: f64 = (i64::MAX / 2) as f64;
@@ -223,7 +232,7 @@ pub(crate) fn read_value(r: &mut Reader<'_>, kind: u8, load: Load) -> Result<Val
             for _ in 0..n {
                 items.push_back(Bytes::from(r.string()?));
             }
-            Value::List(items)
+            list_loaded(items, load)
         }
         TYPE_SET => {
             let n = r.count(1)?;
@@ -315,7 +324,7 @@ pub(crate) fn read_value(r: &mut Reader<'_>, kind: u8, load: Load) -> Result<Val
                     _ => return Err(Malformed),
                 }
             }
-            Value::List(items)
+            list_loaded(items, load)
         }
         // Ziplists (Redis before 7.0), modules and streams are not read.
         _ => return Err(Malformed),
@@ -449,8 +458,11 @@ mod tests {
     fn every_type_round_trips() {
         let s = Value::String(Bytes::from_static(b"12345").into());
         assert!(matches!(round_trip(s), Value::String(b) if &b[..] == b"12345"));
-        let list = Value::List(["a", "", "3"].iter().map(|s| Bytes::from(*s)).collect());
-        assert!(matches!(round_trip(list), Value::List(l) if l.len() == 3 && l[2] == "3"));
+        let list = Value::List(
+            ["a", "", "3"].iter().map(|s| Bytes::from(*s)).collect(),
+            crate::db::ListEncoding::Quicklist,
+        );
+        assert!(matches!(round_trip(list), Value::List(l, _) if l.len() == 3 && l[2] == "3"));
         let mut zset = ZSet::default();
         zset.insert(Bytes::from_static(b"m"), -1.5);
         zset.insert(Bytes::from_static(b"n"), f64::INFINITY);
@@ -468,7 +480,10 @@ mod tests {
     fn payloads_are_redis_7_0_bytes() {
         // Each expected payload is what redis-server 7.0.15 answered to `DUMP` for the same
         // value (`redis-cli --no-raw`).
-        let list = Value::List(["a", "b"].iter().map(|s| Bytes::from(*s)).collect());
+        let list = Value::List(
+            ["a", "b"].iter().map(|s| Bytes::from(*s)).collect(),
+            crate::db::ListEncoding::Quicklist,
+        );
         assert_eq!(
             dumped(&list),
             b"\x12\x01\x02\r\r\x00\x00\x00\x02\x00\x81a\x02\x81b\x02\xff\n\x00h\xeb\n\x89\x13A\xbb\xb1"
@@ -551,7 +566,10 @@ mod tests {
             b"\x14\x10\x10\x00\x00\x00\x04\x00\x01\x01\x02\x01\x03\x01\x81x\x02\xff\x0b\x00\x89'\x9e\x96~ `\t"
         );
         // RPUSH l a b: the same quicklist as Redis 7.0's, version 11.
-        let list = Value::List(["a", "b"].iter().map(|s| Bytes::from(*s)).collect());
+        let list = Value::List(
+            ["a", "b"].iter().map(|s| Bytes::from(*s)).collect(),
+            crate::db::ListEncoding::Quicklist,
+        );
         assert_eq!(
             dump(&list, valkey),
             b"\x12\x01\x02\r\r\x00\x00\x00\x02\x00\x81a\x02\x81b\x02\xff\x0b\x00\x014\xb7\xfa\xee\xdeR8"

@@ -377,3 +377,40 @@ async fn valkey_sets_take_valkeys_encodings_and_order() {
         support::run(&mut pair.ours_con, &["SMEMBERS", "lp"]).await
     );
 }
+
+/// A set keeps the encoding Redis gave it: a hashtable it became (past
+/// `set-max-intset-entries`, or for a string) stays one when it is back to a few integers, and
+/// SINTERSTORE's, SUNIONSTORE's and SMOVE's new sets start as Redis starts them. Compared with
+/// redis-server 7.0.15.
+#[tokio::test]
+async fn a_set_keeps_its_encoding_as_redis_does() {
+    let mut pair = support::Pair::start().await;
+    let ints: Vec<String> = (1..=600).map(|i| i.to_string()).collect();
+    let mut sadd = vec!["SADD", "big"];
+    sadd.extend(ints.iter().map(String::as_str));
+    pair.same(&sadd).await;
+    let mut srem = vec!["SREM", "big"];
+    srem.extend(ints[3..].iter().map(String::as_str));
+    pair.same(&srem).await;
+    pair.all_same(&[
+        &["OBJECT", "ENCODING", "big"],
+        &["SADD", "mixed", "a", "1", "2"],
+        &["SREM", "mixed", "a"],
+        &["OBJECT", "ENCODING", "mixed"],
+        &["SINTERSTORE", "inter", "mixed", "big"],
+        &["OBJECT", "ENCODING", "inter"],
+        &["SMEMBERS", "inter"],
+        &["SUNIONSTORE", "union", "mixed", "big"],
+        &["OBJECT", "ENCODING", "union"],
+        &["SMEMBERS", "union"],
+        &["SMOVE", "mixed", "moved", "1"],
+        &["OBJECT", "ENCODING", "moved"],
+    ])
+    .await;
+    for key in ["big", "mixed"] {
+        let ours = query(&mut pair.ours_con, &["SMEMBERS", key]).await;
+        if let Some(real_con) = &mut pair.real_con {
+            assert_eq!(ours, query(real_con, &["SMEMBERS", key]).await, "{key}");
+        }
+    }
+}
