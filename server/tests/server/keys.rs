@@ -735,6 +735,138 @@ async fn save_writes_an_rdb_file_that_loads_here_and_in_redis() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+// Under --compat valkey-8.1, SAVE writes valkey-server 8.1's RDB 11 (`REDIS0011`, the
+// `valkey-ver` field, a listpack set, a stream with its consumers' active times), which
+// valkey-server loads; what valkey-server saves loads here; the default target refuses it, as
+// redis-server 7.0.15 refuses version 11.
+#[tokio::test]
+async fn under_valkey_save_writes_rdb_11_that_valkey_loads_and_back() {
+    use locksmith_server::Compat;
+    let dir = scratch_dir("rdb-valkey");
+    let dir_s = dir.display().to_string();
+    let ours = locksmith_server::Server::builder()
+        .compat(Compat::Valkey81)
+        .config_set("dir", dir_s.clone())
+        .config_set("dbfilename", "ours.rdb")
+        .start()
+        .await
+        .unwrap();
+    let mut con = support::conn(&ours.url()).await;
+    let setup: &[&[&str]] = &[
+        &["SADD", "st", "b", "a", "1"],
+        &["SADD", "ints", "3", "2"],
+        &["RPUSH", "l", "a", "b", "1"],
+        &["XADD", "x", "1-1", "f", "v"],
+        &["XGROUP", "CREATE", "x", "g", "0"],
+        &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "x", ">"],
+    ];
+    for args in setup {
+        let _ = support::run(&mut con, args).await;
+    }
+    assert_eq!(support::run(&mut con, &["SAVE"]).await, "ok");
+    let file = std::fs::read(dir.join("ours.rdb")).unwrap();
+    assert!(
+        file.starts_with(b"REDIS0011\xfa\x0avalkey-ver\x058.1.8"),
+        "{:?}",
+        &file[..30]
+    );
+    let checks: &[&[&str]] = &[
+        &["DBSIZE"],
+        &["SMEMBERS", "st"],
+        &["OBJECT", "ENCODING", "st"],
+        &["SMEMBERS", "ints"],
+        &["OBJECT", "ENCODING", "l"],
+        &["LRANGE", "l", "0", "-1"],
+        &["XPENDING", "x", "g"],
+    ];
+    async fn answers(
+        con: &mut redis::aio::MultiplexedConnection,
+        checks: &[&[&str]],
+    ) -> Vec<String> {
+        let mut out = Vec::new();
+        for args in checks {
+            out.push(support::run(con, args).await);
+        }
+        out
+    }
+    let expected = answers(&mut con, checks).await;
+    assert_eq!(expected[2], "bulk-string('\"listpack\"')");
+    // The default target refuses the file, as redis-server 7.0.15 does.
+    let refused = locksmith_server::Server::builder()
+        .config_set("dir", dir_s.clone())
+        .config_set("dbfilename", "ours.rdb")
+        .start()
+        .await;
+    let Err(err) = refused else {
+        panic!("redis-7.0 must refuse RDB 11");
+    };
+    assert!(err.to_string().contains("RDB format version 11"), "{err}");
+    let Some(real) = support::RealRedis::start_reference(
+        support::Reference::Valkey,
+        &["--dir", &dir_s, "--dbfilename", "ours.rdb"],
+    ) else {
+        return;
+    };
+    let mut real_con = support::conn(&real.url()).await;
+    assert_eq!(answers(&mut real_con, checks).await, expected);
+    let _ = support::run(&mut real_con, &["SADD", "from_valkey", "x", "y"]).await;
+    assert_eq!(support::run(&mut real_con, &["SAVE"]).await, "ok");
+    let theirs = locksmith_server::Server::builder()
+        .compat(Compat::Valkey81)
+        .config_set("dir", dir_s.clone())
+        .config_set("dbfilename", "ours.rdb")
+        .start()
+        .await
+        .unwrap();
+    let mut theirs_con = support::conn(&theirs.url()).await;
+    let mut loaded = answers(&mut theirs_con, checks).await;
+    loaded[0] = expected[0].clone(); // one more key
+    assert_eq!(loaded, expected);
+    assert_eq!(
+        support::run(&mut theirs_con, &["SMEMBERS", "from_valkey"]).await,
+        support::run(&mut real_con, &["SMEMBERS", "from_valkey"]).await
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// RESTORE of a payload of RDB version 11 (valkey-server 8.1.8's `DUMP` of `SADD s a b c`):
+/// refused under the default target with redis-server 7.0.15's error, restored under
+/// `--compat valkey-8.1` as valkey-server restores it.
+#[tokio::test]
+async fn restore_of_rdb_11_is_refused_by_redis_7_0_and_read_by_valkey() {
+    use locksmith_server::Compat;
+    let payload: &[u8] =
+        b"\x14\x10\x10\x00\x00\x00\x03\x00\x81a\x02\x81b\x02\x81c\x02\xff\x0b\x00m5Tg\xcb\x08\x997";
+    for compat in [Compat::Redis70, Compat::Valkey81] {
+        let mut pair = support::Pair::start_for(compat).await;
+        let mut replies = Vec::new();
+        for con in [&mut pair.ours_con]
+            .into_iter()
+            .chain(pair.real_con.as_mut())
+        {
+            let reply: redis::RedisResult<redis::Value> = redis::cmd("RESTORE")
+                .arg("s")
+                .arg(0)
+                .arg(payload)
+                .query_async(con)
+                .await;
+            let reply = match reply {
+                Ok(v) => format!("{v:?}"),
+                Err(e) => format!("ERROR {}", support::error_text(&e)),
+            };
+            replies.push((reply, support::run(con, &["SMEMBERS", "s"]).await));
+        }
+        let expected = match compat {
+            Compat::Redis70 => "ERROR ERR DUMP payload version or checksum are wrong",
+            _ => "ok",
+        };
+        assert_eq!(replies[0].0, expected, "{compat}");
+        if let [ours, theirs] = &replies[..] {
+            assert_eq!(ours, theirs, "{compat}: ours, then the reference");
+        }
+    }
+}
+
 // A file that is not an RDB file stops the server from starting, with the reason.
 #[tokio::test]
 async fn a_corrupt_rdb_file_is_refused_at_start() {

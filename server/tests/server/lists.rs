@@ -259,8 +259,8 @@ async fn sort_matches_redis() {
 /// LSET would take it past one quicklist node under `list-max-listpack-size` (by bytes or by
 /// count), and back once pops, LREM, LTRIM, LSET or LMOVE leave it within half of that; a
 /// list built by RESTORE or SORT ... STORE takes the smaller encoding it fits. OBJECT
-/// ENCODING and DEBUG OBJECT's quicklist fields compared with valkey-server 8.1.8 after each
-/// step; under the default target every list stays a quicklist, as in redis-server 7.0.15.
+/// ENCODING compared with valkey-server 8.1.8 after each step; under the default target every
+/// list stays a quicklist, as in redis-server 7.0.15.
 #[tokio::test]
 async fn valkey_lists_convert_between_listpack_and_quicklist_as_valkey() {
     use locksmith_server::Compat;
