@@ -50,6 +50,10 @@ pub(crate) struct SetLimits {
     pub(crate) listpack_entries: usize,
     /// `set-max-listpack-value`.
     pub(crate) listpack_value: usize,
+    /// A write converts first by the number of members it brings, duplicates included
+    /// (Redis 7.2's size hints, which came with its listpack sets); Redis 7.0 converts as
+    /// members are added.
+    pub(crate) size_hints: bool,
 }
 
 impl SetLimits {
@@ -59,6 +63,7 @@ impl SetLimits {
         intset_entries: 512,
         listpack_entries: 0,
         listpack_value: 64,
+        size_hints: false,
     };
 
     /// Valkey 8.1's defaults: 512 integers, 128 members of up to 64 bytes in a listpack.
@@ -67,6 +72,7 @@ impl SetLimits {
         intset_entries: 512,
         listpack_entries: 128,
         listpack_value: 64,
+        size_hints: true,
     };
 
     /// The limits `config` sets now, under its target's rules.
@@ -80,6 +86,7 @@ impl SetLimits {
                 0
             },
             listpack_value: config.set_max_listpack_value(),
+            size_hints: listpack,
         }
     }
 }
@@ -147,6 +154,7 @@ impl SetValue {
 
     /// The empty set made to hold `first` and about `size_hint` members (`setTypeCreate`).
     pub(crate) fn for_member(first: &[u8], size_hint: usize, limits: SetLimits) -> Self {
+        let size_hint = if limits.size_hints { size_hint } else { 1 };
         let encoding = if as_int(first).is_some() && size_hint <= limits.intset_entries {
             SetEncoding::Intset
         } else if size_hint <= limits.listpack_entries {
@@ -204,6 +212,9 @@ impl SetValue {
     /// Converts to a table a listpack or intset that `size_hint` more members would
     /// outgrow (`setTypeMaybeConvert`).
     pub(crate) fn maybe_convert(&mut self, size_hint: usize, limits: SetLimits) {
+        if !limits.size_hints {
+            return;
+        }
         let outgrown = match &self.repr {
             Repr::Listpack(_) => size_hint > limits.listpack_entries,
             Repr::Intset(_) => size_hint > limits.intset_entries,

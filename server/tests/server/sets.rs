@@ -269,6 +269,14 @@ async fn valkey_sets_take_valkeys_encodings_and_order() {
     add(&["SADD", "is2", "01"]);
     add(&["SADD", "long", "a", &"v".repeat(65)]);
     add(&["SADD", "grow", "a"]);
+    // Valkey's size hints count duplicates: a table from the start.
+    let mut sadd = vec!["SADD", "dups"];
+    sadd.extend(vec!["x"; 200]);
+    add(&sadd);
+    add(&["SADD", "is_dups", "1"]);
+    let mut sadd = vec!["SADD", "is_dups"];
+    sadd.extend(vec!["2"; 600]);
+    add(&sadd);
     let mut sadd = vec!["SADD", "lp128"];
     sadd.extend(strings[..128].iter().map(String::as_str));
     add(&sadd);
@@ -348,7 +356,9 @@ async fn valkey_sets_take_valkeys_encodings_and_order() {
         pair.same(&["DUMP", key]).await;
     }
     // Hashtables (and SPOP's rebuilt listpack, whose members are drawn at random).
-    for key in ["long", "lp129", "is513", "is128x", "cfg", "hint129"] {
+    for key in [
+        "long", "lp129", "is513", "is128x", "cfg", "hint129", "dups", "is_dups",
+    ] {
         pair.same(&["OBJECT", "ENCODING", key]).await;
         pair.same(&["SCARD", key]).await;
     }
@@ -392,6 +402,14 @@ async fn a_set_keeps_its_encoding_as_redis_does() {
     let mut srem = vec!["SREM", "big"];
     srem.extend(ints[3..].iter().map(String::as_str));
     pair.same(&srem).await;
+    // No size hint in Redis 7.0: 600 copies of one integer make an intset of one.
+    let ones = vec!["1"; 600];
+    for key in ["ones", "big_after"] {
+        let mut sadd = vec!["SADD", key];
+        sadd.extend(ones.iter().copied());
+        pair.same(&sadd).await;
+        pair.same(&["OBJECT", "ENCODING", key]).await;
+    }
     pair.all_same(&[
         &["OBJECT", "ENCODING", "big"],
         &["SADD", "mixed", "a", "1", "2"],
