@@ -37,7 +37,7 @@ impl BlockKind {
     fn matches(self, value: &Value) -> bool {
         matches!(
             (self, value),
-            (BlockKind::List, Value::List(_))
+            (BlockKind::List, Value::List(..))
                 | (BlockKind::ZSet, Value::ZSet(_))
                 | (BlockKind::Stream, Value::Stream(_))
         )

@@ -94,7 +94,55 @@ pub(crate) struct Profile {
     pub(crate) semantics: Semantics,
     /// `INFO clients`' fields in order (`INFO`'s code knows how to compute each name).
     pub(crate) info_clients: &'static [&'static str],
+    /// How values are encoded in memory and in RDB payloads and files.
+    pub(crate) encodings: Encodings,
 }
+
+/// How a target encodes values: the encodings `OBJECT ENCODING` reports and the bytes `DUMP`,
+/// RDB files and replication's payloads hold (`rdb.c`, `t_set.c`, `t_list.c`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Encodings {
+    /// A small set of strings is a listpack, under `set-max-listpack-entries` and
+    /// `set-max-listpack-value` (Redis 7.2): written as `RDB_TYPE_SET_LISTPACK` (20). Redis
+    /// 7.0 keeps every set that is no intset in a hashtable.
+    pub(crate) set_listpack: bool,
+    /// A small list is one listpack (`OBJECT ENCODING listpack`) until it outgrows one
+    /// quicklist node under `list-max-listpack-size`, and one again once it shrinks to half of
+    /// that (Redis 7.2); Redis 7.0 keeps every list in a quicklist. Written alike.
+    pub(crate) list_listpack: bool,
+    /// The RDB version payloads and files carry (`RDB_VERSION`), and the newest `RESTORE` and
+    /// a load accept.
+    pub(crate) rdb_version: u16,
+    /// Streams are written as `RDB_TYPE_STREAM_LISTPACKS_3` (21: each consumer's active time
+    /// after its seen time, Redis 7.2); Redis 7.0 writes `RDB_TYPE_STREAM_LISTPACKS_2` (19).
+    pub(crate) stream_active_time: bool,
+    /// An element larger than a quicklist node holds under `list-max-listpack-size` is a plain
+    /// node of its own (Redis 7.2's `isLargeElement`); Redis 7.0 makes a plain node only of an
+    /// element of the packed threshold's size (1 GB).
+    pub(crate) large_elements_plain: bool,
+    /// The RDB file's aux field naming the server's version, and its value.
+    pub(crate) rdb_server_version: (&'static str, &'static str),
+}
+
+/// Redis 7.0's encodings.
+pub(crate) const REDIS_7_0_ENCODINGS: Encodings = Encodings {
+    set_listpack: false,
+    list_listpack: false,
+    rdb_version: 10,
+    stream_active_time: false,
+    large_elements_plain: false,
+    rdb_server_version: ("redis-ver", "7.0.15"),
+};
+
+/// Valkey 8.1's (Redis 7.2's) encodings.
+pub(crate) const VALKEY_8_1_ENCODINGS: Encodings = Encodings {
+    set_listpack: true,
+    list_listpack: true,
+    rdb_version: 11,
+    stream_active_time: true,
+    large_elements_plain: true,
+    rdb_server_version: ("valkey-ver", "8.1.8"),
+};
 
 /// How a target's command handlers check their arguments, where Valkey changed Redis 7.0's.
 #[derive(Debug)]
@@ -358,6 +406,7 @@ static REDIS_7_0: Profile = Profile {
         "tracking_clients",
         "clients_in_timeout_table",
     ],
+    encodings: REDIS_7_0_ENCODINGS,
 };
 
 /// Valkey 8.1.8, as valkey-server 8.1.8 answers: its own name and version beside the Redis
@@ -461,6 +510,7 @@ static VALKEY_8_1: Profile = Profile {
         "paused_actions",
         "paused_timeout_milliseconds",
     ],
+    encodings: VALKEY_8_1_ENCODINGS,
 };
 
 #[cfg(test)]

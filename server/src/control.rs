@@ -150,7 +150,7 @@ impl NodeControl {
         let policy = crate::script::RestorePolicy::Flush;
         if let Err(e) = state
             .functions
-            .restore(&recovery.base.functions, policy, make)
+            .restore(&recovery.base.functions, u16::MAX, policy, make)
         {
             tracing::warn!(error = %e, "could not load the journal's function libraries");
         }

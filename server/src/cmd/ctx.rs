@@ -346,11 +346,17 @@ impl Ctx<'_> {
         let live = &self.node.live;
         // A list is measured by its quicklist nodes, which its fill and packed threshold set.
         let (fill, packed) = match value {
-            Value::List(_) => (
-                self.state.config.list_max_listpack_size(),
-                live.quicklist_packed_threshold
-                    .load(std::sync::atomic::Ordering::Relaxed),
-            ),
+            Value::List(..) => {
+                let fill = self.state.config.list_max_listpack_size();
+                let packed = live
+                    .quicklist_packed_threshold
+                    .load(std::sync::atomic::Ordering::Relaxed);
+                let large_plain = self.state.config.profile().encodings.large_elements_plain;
+                (
+                    fill,
+                    crate::db::memory::plain_threshold(packed, fill, large_plain),
+                )
+            }
             _ => (0, 0),
         };
         if value.costs_more_to_free_than(crate::lazyfree::LAZYFREE_THRESHOLD, fill, packed) {

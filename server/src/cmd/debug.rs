@@ -214,8 +214,7 @@ fn protocol(ctx: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
 fn object(ctx: &mut Ctx<'_>, key: &Bytes) -> CmdResult {
     let now = ctx.now;
     let encoding = super::persistence::rdb_encoding(ctx);
-    let live = &ctx.node.live;
-    let threshold = live.quicklist_packed_threshold.load(Ordering::Relaxed);
+    let threshold = encoding.packed_threshold;
     let config = &ctx.state.config;
     let (fill, compress) = (
         config.list_max_listpack_size(),
@@ -235,7 +234,7 @@ fn object(ctx: &mut Ctx<'_>, key: &Bytes) -> CmdResult {
         crate::rdb::serialized_len(value, encoding),
         Access::redis_idle_secs(lru, now),
     );
-    if let Value::List(list) = value {
+    if let Value::List(list, crate::db::ListEncoding::Quicklist) = value {
         let shape = memory::quicklist_shape(list.iter().map(|e| &e[..]), fill, threshold);
         let average = shape.nodes.max(1);
         text.push_str(&format!(

@@ -242,7 +242,10 @@ fn function_list(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn function_dump(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     let compress = ctx.state.config.rdbcompression();
-    Ok(Frame::Bulk(Bytes::from(ctx.state.functions.dump(compress))))
+    let version = ctx.state.config.profile().encodings.rdb_version;
+    Ok(Frame::Bulk(Bytes::from(
+        ctx.state.functions.dump_as(compress, version),
+    )))
 }
 
 /// ```text
@@ -265,9 +268,10 @@ fn function_restore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         }
     };
     let make = make_engine(ctx.node, ctx.node.config.lua());
+    let version = ctx.state.config.profile().encodings.rdb_version;
     ctx.state
         .functions
-        .restore(payload, policy, make)
+        .restore(payload, version, policy, make)
         .map_err(CommandError::err)?;
     ctx.state.dirty += 1;
     publish_counts(ctx);

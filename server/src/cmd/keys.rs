@@ -394,14 +394,19 @@ pub(super) fn restore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     if ttl < 0 {
         return Err(CommandError::err("Invalid TTL value, must be >= 0"));
     }
-    let Some(body) = crate::rdb::verify_payload(payload) else {
+    let packed = ctx
+        .node
+        .live
+        .quicklist_packed_threshold
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let load = crate::rdb::Load::of(&ctx.state.config, packed);
+    let Some(body) = crate::rdb::verify_payload(payload, load.version) else {
         return Err(CommandError::err(
             "DUMP payload version or checksum are wrong",
         ));
     };
-    let hash_limits = crate::db::ListpackLimits::of_hashes(&ctx.state.config);
-    let value = crate::rdb::restore_value(body, hash_limits)
-        .map_err(|_| CommandError::err("Bad data format"))?;
+    let value =
+        crate::rdb::restore_value(body, load).map_err(|_| CommandError::err("Bad data format"))?;
     let deleted = replace && ctx.delete(key);
     let deadline = match ttl {
         0 => None,

@@ -1,9 +1,9 @@
 //! List commands: pushes and pops (also blocking: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP),
 //! ranges, indexes, LINSERT, LREM, LTRIM, LPOS, LMOVE, LMPOP.
 
-use super::{parse_i64, typed, Args, CmdResult, Command, CommandError, Ctx};
+use super::{parse_i64, Args, CmdResult, Command, CommandError, Ctx};
 use crate::blocking::{self, BlockKind};
-use crate::db::Value;
+use crate::db::{ListEncoding, ListRules, Value};
 use crate::notify;
 use bytes::Bytes;
 use locksmith_resp::Frame;
@@ -87,8 +87,40 @@ fn list_mut<'c>(
 ) -> Result<Option<&'c mut VecDeque<Bytes>>, CommandError> {
     match ctx.lookup_mut(key).map(|e| &mut e.value) {
         None => Ok(None),
-        Some(Value::List(l)) => Ok(Some(l)),
+        Some(Value::List(l, _)) => Ok(Some(l)),
         Some(_) => Err(CommandError::WrongType),
+    }
+}
+
+/// What decides a list's encoding on this node now.
+pub(super) fn list_rules(ctx: &Ctx<'_>) -> ListRules {
+    let encoding = super::persistence::rdb_encoding(ctx);
+    ListRules {
+        fill: encoding.list_fill,
+        packed_threshold: encoding.packed_threshold,
+        listpack: encoding.target.list_listpack,
+    }
+}
+
+/// [`typed`] for a list: `change` gets its elements and its encoding.
+fn typed_list<R>(
+    change: impl FnOnce(&mut VecDeque<Bytes>, &mut ListEncoding) -> (R, bool),
+) -> impl FnOnce(&mut Value) -> (Result<R, CommandError>, bool) {
+    move |value| match value {
+        Value::List(items, encoding) => {
+            let (result, changed) = change(items, encoding);
+            (Ok(result), changed)
+        }
+        _ => (Err(CommandError::WrongType), false),
+    }
+}
+
+/// After elements left the list at `key` (`listElementsRemoved`): a small quicklist becomes
+/// a listpack again.
+fn shrunk(ctx: &mut Ctx<'_>, key: &Bytes) {
+    let rules = list_rules(ctx);
+    if let Some(Value::List(items, encoding)) = ctx.entry_again(key).map(|e| &mut e.value) {
+        rules.settle(items, encoding, true);
     }
 }
 
@@ -117,14 +149,18 @@ fn push_elems(
     };
     // LPUSH/RPUSH create the list if needed and change it where it is found, measured there
     // (one lookup); LPUSHX/RPUSHX only change an existing one, the same way.
-    let change = typed(Value::as_list_mut, |list| (push(list), true));
+    let rules = list_rules(ctx);
+    let change = typed_list(|list, encoding| {
+        rules.growing(list, encoding, elems.iter().map(|e| &e[..]));
+        (push(list), true)
+    });
     let len = if existing_only {
         let Some((pushed, _)) = ctx.change_existing(key, change) else {
             return Ok(None);
         };
         pushed?
     } else {
-        let make = || Value::List(VecDeque::with_capacity(elems.len()));
+        let make = || Value::List(VecDeque::with_capacity(elems.len()), rules.new_list());
         ctx.change_or_insert(key, make, change).0?
     };
     ctx.notify(notify::LIST, end.push_event(), key);
@@ -141,7 +177,8 @@ fn pop_elems(
     count: usize,
 ) -> Result<Option<Vec<Bytes>>, CommandError> {
     // Changed where it is found, measured there or deleted once empty: one lookup.
-    let change = typed(Value::as_list_mut, |list| {
+    let rules = list_rules(ctx);
+    let change = typed_list(|list, encoding| {
         let n = count.min(list.len());
         let popped: Vec<Bytes> = match end {
             End::Left => list.drain(..n).collect(),
@@ -152,6 +189,7 @@ fn pop_elems(
             }
         };
         let changed = !popped.is_empty();
+        rules.settle(list, encoding, true);
         (popped, changed)
     });
     let Some((popped, deleted)) = ctx.change_existing(key, change) else {
@@ -315,7 +353,11 @@ fn lset(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     // Redis looks the key up (no such key, WRONGTYPE) before it parses the index.
     let index = args.i64();
     let element = args.bytes()?;
-    let change = typed(Value::as_list_mut, |list| {
+    let rules = list_rules(ctx);
+    let change = typed_list(|list, encoding| {
+        if index.is_ok() {
+            rules.growing(list, encoding, [&element[..]]);
+        }
         let set = index.and_then(|index| {
             let slot = list_index(index, list.len())
                 .and_then(|i| list.get_mut(i))
@@ -323,6 +365,9 @@ fn lset(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             *slot = element.clone();
             Ok(())
         });
+        if set.is_ok() {
+            rules.settle(list, encoding, true);
+        }
         let changed = set.is_ok();
         (set, changed)
     });
@@ -346,7 +391,10 @@ fn linsert(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     };
     let pivot = args.bytes()?;
     let element = args.bytes()?;
-    let change = typed(Value::as_list_mut, |list| {
+    let rules = list_rules(ctx);
+    let change = typed_list(|list, encoding| {
+        // Converted first, whether the pivot is found or not, as Redis 7.2 does.
+        rules.growing(list, encoding, [&element[..]]);
         let Some(pos) = list.iter().position(|e| *e == pivot) else {
             return (None, false);
         };
@@ -375,8 +423,12 @@ fn lrem(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     } else {
         usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX)
     };
-    let change = typed(Value::as_list_mut, |list| {
+    let rules = list_rules(ctx);
+    let change = typed_list(|list, encoding| {
         let removed = remove_matches(list, element, limit, count < 0);
+        if removed > 0 {
+            rules.settle(list, encoding, true);
+        }
         (removed, removed > 0)
     });
     let Some((removed, deleted)) = ctx.change_existing(key, change) else {
@@ -432,7 +484,8 @@ fn ltrim(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let start = args.i64()?;
     let stop = args.i64()?;
-    let change = typed(Value::as_list_mut, |list| {
+    let rules = list_rules(ctx);
+    let change = typed_list(|list, encoding| {
         match clamp_range(start, stop, list.len()) {
             Some((a, b)) => {
                 list.truncate(b + 1);
@@ -440,6 +493,7 @@ fn ltrim(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             }
             None => list.clear(),
         }
+        rules.settle(list, encoding, true);
         ((), true)
     });
     let Some((trimmed, deleted)) = ctx.change_existing(key, change) else {
@@ -549,6 +603,7 @@ fn move_elem(
         return Ok(None);
     };
     push_elems(ctx, dst, std::slice::from_ref(&value), to, false)?;
+    shrunk(ctx, src);
     ctx.notify(notify::LIST, from.pop_event(), src);
     ctx.written(src);
     Ok(Some(value))

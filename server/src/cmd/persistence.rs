@@ -59,8 +59,12 @@ pub(super) fn install_from_master(
     data: &[u8],
     now: u64,
 ) -> Result<usize, String> {
-    let hash_limits = crate::db::ListpackLimits::of_hashes(&state.config);
-    let contents = file::read(data, 0, state.dbs.len(), hash_limits)?;
+    let packed = node
+        .live
+        .quicklist_packed_threshold
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let rules = crate::rdb::Load::of(&state.config, packed);
+    let contents = file::read(data, 0, state.dbs.len(), rules)?;
     let mut client = crate::replication::master_client(node);
     let mut effects = crate::node::Effects::default();
     let mut ctx = Ctx {
@@ -207,8 +211,12 @@ fn read_file(state: &State, node: &Node, path: &PathBuf) -> Result<file::Content
         std::io::ErrorKind::NotFound => Unread::Missing,
         _ => Unread::Bad(format!("cannot read {}: {e}", path.display())),
     })?;
-    let hash_limits = crate::db::ListpackLimits::of_hashes(&state.config);
-    file::read(&data, node.clock.now_ms(), state.dbs.len(), hash_limits)
+    let packed = node
+        .live
+        .quicklist_packed_threshold
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let load = crate::rdb::Load::of(&state.config, packed);
+    file::read(&data, node.clock.now_ms(), state.dbs.len(), load)
         .map_err(|e| Unread::Bad(format!("{}: {e}", path.display())))
 }
 

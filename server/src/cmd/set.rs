@@ -1,14 +1,15 @@
 //! Set commands: SADD, SREM, membership, SCARD, SPOP, SRANDMEMBER, SMOVE, the algebra
 //! (SINTER, SUNION, SDIFF with their STORE forms, SINTERCARD) and SSCAN.
 //!
-//! Replies holding set contents are RESP3 sets. A set of at most 512 integers is an intset
-//! in Redis and comes back sorted numerically; we sort such sets the same way.
+//! Replies holding set contents are RESP3 sets, in the set's own order as the server gives
+//! it: an intset's numeric order, a listpack's insertion order, a table's order. Each write
+//! keeps the encoding the target's server would (`SetLimits`, `db::set_value`).
 
 use super::{
     parse_i64, random_count, repeated_picks, scan, typed, Args, CmdResult, Command, CommandError,
     Ctx,
 };
-use crate::db::{SetValue, Value};
+use crate::db::{SetEncoding, SetLimits, SetValue, Value};
 use crate::notify;
 use bytes::Bytes;
 use locksmith_resp::Frame;
@@ -51,26 +52,17 @@ fn set_mut<'c>(
     }
 }
 
-/// Whether Redis 7.0 would keep these members as an intset (sorted integers).
-fn is_intset<'a>(len: usize, mut members: impl Iterator<Item = &'a Bytes>) -> bool {
-    len <= 512 && members.all(|m| locksmith_resp::parse_integer(m).is_some())
-}
-
-/// Members in the order Redis returns them: numeric order for an intset.
-fn ordered(members: impl IntoIterator<Item = Bytes>) -> Vec<Bytes> {
-    let mut out: Vec<Bytes> = members.into_iter().collect();
-    if is_intset(out.len(), out.iter()) {
-        out.sort_by_key(|m| locksmith_resp::parse_integer(m).unwrap_or(0));
-    }
-    out
+/// The set encodings' limits the node's configuration and target set now.
+fn limits(ctx: &Ctx<'_>) -> SetLimits {
+    SetLimits::of(&ctx.state.config)
 }
 
 fn set_frame(members: impl IntoIterator<Item = Bytes>) -> Frame {
-    Frame::Set(ordered(members).into_iter().map(Frame::Bulk).collect())
+    Frame::Set(members.into_iter().map(Frame::Bulk).collect())
 }
 
 fn array_frame(members: impl IntoIterator<Item = Bytes>) -> Frame {
-    Frame::Array(ordered(members).into_iter().map(Frame::Bulk).collect())
+    Frame::Array(members.into_iter().map(Frame::Bulk).collect())
 }
 
 /// ```text
@@ -79,12 +71,19 @@ fn array_frame(members: impl IntoIterator<Item = Bytes>) -> Frame {
 fn sadd(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let members = args.rest();
-    // Created if absent and changed where it is found, measured there: one lookup.
+    let limits = limits(ctx);
+    let first = members.first().map_or(&b""[..], |m| &m[..]);
+    // Created if absent (`setTypeCreate` for the first member and their number) and changed
+    // where it is found, measured there: one lookup.
     let (added, _) = ctx.change_or_insert(
         key,
-        || Value::Set(SetValue::new()),
+        || Value::Set(SetValue::for_member(first, members.len(), limits)),
         typed(Value::as_set_mut, |s| {
-            let added = members.iter().filter(|m| s.insert((*m).clone())).count();
+            s.maybe_convert(members.len(), limits);
+            let added = members
+                .iter()
+                .filter(|m| s.insert((*m).clone(), limits))
+                .count();
             (added, added > 0)
         }),
     );
@@ -123,7 +122,7 @@ fn srem(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn smembers(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let members: Vec<Bytes> = set_mut(ctx, key)?
-        .map(|s| s.iter().cloned().collect())
+        .map(|s| s.iter().collect())
         .unwrap_or_default();
     Ok(set_frame(members))
 }
@@ -163,13 +162,28 @@ fn scard(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     ))
 }
 
-/// Up to `count` distinct random members of `s` (one random draw for one member).
+/// Up to `count` distinct random members of `s` (one random draw for one member); a
+/// listpack's in its order, as the server walks it once (`lpNextRandom`).
 fn sample(s: &SetValue, count: usize, rng: &mut impl Rng) -> Vec<Bytes> {
     if count == 1 {
-        return s.random(rng).cloned().into_iter().collect();
+        return s.random(rng).into_iter().collect();
     }
-    s.iter().cloned().choose_multiple(rng, count)
+    if s.encoding() == SetEncoding::Listpack {
+        let mut at = (0..s.len()).choose_multiple(rng, count);
+        at.sort_unstable();
+        let mut at = at.into_iter().peekable();
+        return s
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| (at.next_if_eq(&i).is_some()).then_some(m))
+            .collect();
+    }
+    s.iter().choose_multiple(rng, count)
 }
+
+/// Redis's `SPOP_MOVE_STRATEGY_MUL`: SPOP with a count builds a new set of the members left
+/// once they are at most a fifth of those popped.
+const SPOP_MOVE_STRATEGY_MUL: usize = 5;
 
 /// ```text
 /// SPOP key [count]
@@ -219,9 +233,22 @@ fn spop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             },
             None => Vec::new(),
         };
+        let limits = limits(ctx);
         if let Some(Value::Set(s)) = ctx.entry_again(key).map(|e| &mut e.value) {
             for m in &picked {
                 s.remove(m);
+            }
+            // The members left of a table go into a new set, created as a listpack (Valkey's
+            // `spopWithCountCommand`, case 3; a table again where there are no listpack sets).
+            if count.is_some()
+                && (len - n) * SPOP_MOVE_STRATEGY_MUL <= n
+                && s.encoding() == SetEncoding::Hashtable
+            {
+                let mut rest = SetValue::empty(SetEncoding::Listpack, len - n);
+                for m in s.drain() {
+                    rest.insert(m, limits);
+                }
+                *s = rest;
             }
         }
         picked
@@ -264,14 +291,14 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         let state = &mut *ctx.state;
         let picked = match state.dbs.get(db).and_then(|d| d.get(key, now)) {
             Some(entry) => match &entry.value {
-                Value::Set(s) => s.random(&mut state.rng).cloned(),
+                Value::Set(s) => s.random(&mut state.rng),
                 _ => None,
             },
             None => None,
         };
         return Ok(picked.map_or(Frame::Null, Frame::Bulk));
     }
-    let members: Vec<Bytes> = match ctx.lookup(key).map(|e| &e.value) {
+    let (members, listpack): (Vec<Bytes>, bool) = match ctx.lookup(key).map(|e| &e.value) {
         None => {
             return Ok(if count.is_some() {
                 Frame::Array(Vec::new())
@@ -279,7 +306,7 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
                 Frame::Null
             })
         }
-        Some(Value::Set(s)) => s.iter().cloned().collect(),
+        Some(Value::Set(s)) => (s.iter().collect(), s.encoding() == SetEncoding::Listpack),
         Some(_) => return Err(CommandError::WrongType),
     };
     let rng = &mut ctx.state.rng;
@@ -301,6 +328,16 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             Ok(Frame::Array(out))
         }
         Some(c) if c as usize >= members.len() => Ok(array_frame(members)),
+        // A listpack's sample keeps its order (`srandmemberWithCountCommand`, case 2.5).
+        Some(c) if listpack => {
+            let mut at = (0..members.len()).choose_multiple(rng, c as usize);
+            at.sort_unstable();
+            Ok(Frame::Array(
+                at.into_iter()
+                    .filter_map(|i| members.get(i).cloned().map(Frame::Bulk))
+                    .collect(),
+            ))
+        }
         Some(c) => Ok(Frame::Array(
             members
                 .into_iter()
@@ -338,15 +375,17 @@ fn smove(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
     ctx.notify(notify::SET, "srem", src);
     ctx.written(src);
+    let limits = limits(ctx);
     if !dst_exists {
         let now = ctx.now;
-        ctx.db().insert(dst, Value::Set(SetValue::new()), None, now);
+        let created = SetValue::for_member(member, 1, limits);
+        ctx.db().insert(dst, Value::Set(created), None, now);
         ctx.created(dst);
     }
     // A member the destination already holds leaves it untouched: no event, no WATCH
     // invalidation (Redis signals only a successful addition).
     let added = match ctx.entry_again(dst).map(|e| &mut e.value) {
-        Some(Value::Set(s)) => s.insert(member.clone()),
+        Some(Value::Set(s)) => s.insert(member.clone(), limits),
         _ => false,
     };
     if added {
@@ -365,8 +404,12 @@ enum Op {
 
 /// The result of `op` over `keys`, as Redis's `sinterGenericCommand` /
 /// `sunionDiffGenericCommand` compute it: every key's type is checked, a missing key is an
-/// empty set.
+/// empty set. The members are added in the server's order to a set of the encoding it starts
+/// with: an intersection walks its smallest set and starts as an intset when that set is one,
+/// a listpack otherwise (an intset in the end if only integers are left); a union or
+/// difference walks the sets in order and starts as an intset.
 fn combine(ctx: &mut Ctx<'_>, keys: &[Bytes], op: Op) -> Result<SetValue, CommandError> {
+    let limits = limits(ctx);
     let mut sets: Vec<Option<SetValue>> = Vec::with_capacity(keys.len());
     for key in keys {
         match ctx.lookup_read(key).map(|e| &e.value) {
@@ -378,22 +421,47 @@ fn combine(ctx: &mut Ctx<'_>, keys: &[Bytes], op: Op) -> Result<SetValue, Comman
     if op == Op::Inter && sets.iter().any(Option::is_none) {
         return Ok(SetValue::new());
     }
-    let mut iter = sets.into_iter();
-    let first = iter.next().flatten().unwrap_or_default();
-    Ok(match op {
-        Op::Inter => iter.fold(first, |acc, s| {
-            let s = s.unwrap_or_default();
-            acc.into_iter().filter(|m| s.contains(m)).collect()
-        }),
-        Op::Union => iter.fold(first, |mut acc, s| {
-            acc.extend(s.unwrap_or_default());
-            acc
-        }),
-        Op::Diff => iter.fold(first, |acc, s| {
-            let s = s.unwrap_or_default();
-            acc.into_iter().filter(|m| !s.contains(m)).collect()
-        }),
-    })
+    let mut sets: Vec<SetValue> = sets.into_iter().map(Option::unwrap_or_default).collect();
+    let mut out;
+    match op {
+        Op::Inter => {
+            // Smallest first (a stable sort, as glibc's `qsort` merges).
+            sets.sort_by_key(SetValue::len);
+            let (first, rest) = sets.split_first().ok_or(CommandError::Syntax)?;
+            let start = if first.encoding() == SetEncoding::Intset {
+                SetEncoding::Intset
+            } else {
+                SetEncoding::Listpack
+            };
+            out = SetValue::empty(start, first.len());
+            for m in first.iter() {
+                if rest.iter().all(|s| s.contains(&m)) {
+                    out.insert(m, limits);
+                }
+            }
+            out.maybe_intset(limits);
+        }
+        Op::Union => {
+            out = SetValue::new();
+            for s in sets {
+                for m in s {
+                    out.insert(m, limits);
+                }
+            }
+        }
+        Op::Diff => {
+            out = SetValue::new();
+            let mut iter = sets.into_iter();
+            let first = iter.next().unwrap_or_default();
+            let rest: Vec<SetValue> = iter.collect();
+            for m in first.iter() {
+                if !rest.iter().any(|s| s.contains(&m)) {
+                    out.insert(m, limits);
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn op_command(ctx: &mut Ctx<'_>, args: &mut Args<'_>, op: Op) -> CmdResult {
@@ -504,13 +572,13 @@ fn sscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         ]));
     };
     let opts = scan::ScanOptions::parse(args, scan::ScanKind::Set, newer)?;
-    // An intset is returned whole in one call, sorted, as Redis does.
-    let (next, items): (u64, Vec<Bytes>) = if is_intset(s.len(), s.iter()) {
-        (0, ordered(s.iter().cloned()))
-    } else {
+    // An intset or a listpack is returned whole in one call, in its order, as Redis does.
+    let (next, items): (u64, Vec<Bytes>) = if s.encoding() == SetEncoding::Hashtable {
         scan::run(cursor, opts.count, |c, out| {
-            s.scan(c, |m| out.push(m.clone()))
+            s.scan(c, |m| out.push(m.clone())).unwrap_or(0)
         })
+    } else {
+        (0, s.iter().collect())
     };
     let out = items
         .into_iter()
@@ -521,18 +589,4 @@ fn sscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         Frame::Bulk(Bytes::from(next.to_string())),
         Frame::Array(out),
     ]))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn integer_sets_are_ordered_like_an_intset() {
-        let got = ordered(["10", "-5", "2"].map(|m| Bytes::from_static(m.as_bytes())));
-        assert_eq!(
-            got,
-            ["-5", "2", "10"].map(|m| Bytes::from_static(m.as_bytes()))
-        );
-    }
 }

@@ -96,9 +96,9 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, readonly: bool) -> CmdRe
     }
     let source = match ctx.lookup_read(key).map(|e| &e.value) {
         None => Source::Ordered(Vec::new()),
-        Some(Value::List(l)) => Source::Ordered(l.iter().cloned().collect()),
+        Some(Value::List(l, _)) => Source::Ordered(l.iter().cloned().collect()),
         Some(Value::ZSet(z)) => Source::Ordered(z.iter().map(|(m, _)| m.clone()).collect()),
-        Some(Value::Set(s)) => Source::Set(s.iter().cloned().collect()),
+        Some(Value::Set(s)) => Source::Set(s.iter().collect()),
         Some(_) => return Err(CommandError::WrongType),
     };
     // A set has no order of its own: sorted when the result is stored or a script asks, so
@@ -223,7 +223,10 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, readonly: bool) -> CmdRe
     let stored = output.len();
     if stored > 0 {
         let list: VecDeque<Bytes> = output.into_iter().map(Option::unwrap_or_default).collect();
-        ctx.set(&dest, Value::List(list), None);
+        // Built as a quicklist, then converted as Redis 7.2 converts a new list.
+        let mut encoding = crate::db::ListEncoding::Quicklist;
+        super::list::list_rules(ctx).settle(&list, &mut encoding, false);
+        ctx.set(&dest, Value::List(list, encoding), None);
         ctx.notify(notify::LIST, "sortstore", &dest);
     } else if ctx.delete(&dest) {
         ctx.notify(notify::GENERIC, "del", &dest);

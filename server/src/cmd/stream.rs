@@ -585,7 +585,7 @@ fn read_new_for_group(
                 moved = true;
             }
             if !noack {
-                g.assign(id, consumer, now, 1);
+                g.assign(id, consumer, now, 1, now);
                 if let Some(p) = g.pel.get(&id) {
                     let id = id.to_bytes();
                     propagate.push(xclaim_for_replicas(key, group_name, &id, p, g.last_id));
@@ -709,6 +709,7 @@ fn touch_consumer(
                     consumer.clone(),
                     crate::db::stream::Consumer {
                         seen_time: now,
+                        active_time: -1,
                         pel: Default::default(),
                     },
                 );

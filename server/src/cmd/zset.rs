@@ -1149,7 +1149,7 @@ fn setop_generic(
         let input = match ctx.lookup_read(key).map(|e| &e.value) {
             None => Vec::new(),
             Some(Value::ZSet(z)) => z.iter().map(|(m, s)| (m.clone(), s)).collect(),
-            Some(Value::Set(s)) => s.iter().map(|m| (m.clone(), 1.0)).collect(),
+            Some(Value::Set(s)) => s.iter().map(|m| (m, 1.0)).collect(),
             Some(_) => return Err(CommandError::WrongType),
         };
         inputs.push(input);

@@ -110,7 +110,7 @@ fn value_size_counting(value: &Value, samples: usize, usage: bool) -> usize {
     let compact_samples = if usage { 0 } else { samples };
     match value {
         Value::String(s) => string_size(s),
-        Value::List(l) => {
+        Value::List(l, _) => {
             let sizes = l.iter().map(|e| listpack_value(e));
             let bytes = if usage {
                 scaled_by_bytes(l.len(), samples * QUICKLIST_NODE_BYTES, sizes)
@@ -143,12 +143,11 @@ fn value_size_counting(value: &Value, samples: usize, usage: bool) -> usize {
             }
         }
         Value::Set(s) => {
-            if value.encoding() == "intset" {
+            if let Some(ints) = s.intset() {
                 // Every member takes the width of the widest (2, 4 or 8 bytes).
-                let width = s
+                let width = ints
                     .iter()
-                    .filter_map(|m| resp::parse_integer(m))
-                    .map(|v| {
+                    .map(|&v| {
                         if i16::try_from(v).is_ok() {
                             2
                         } else if i32::try_from(v).is_ok() {
@@ -160,6 +159,13 @@ fn value_size_counting(value: &Value, samples: usize, usage: bool) -> usize {
                     .max()
                     .unwrap_or(2);
                 allocation(8 + width * s.len())
+            } else if s.encoding() == crate::db::SetEncoding::Listpack {
+                let bytes = scaled(
+                    s.len(),
+                    compact_samples,
+                    s.iter().map(|m| listpack_value(&m)),
+                );
+                allocation(LISTPACK_HEADER + bytes)
             } else {
                 dict(s.len())
                     + scaled(
@@ -364,6 +370,99 @@ pub(crate) fn quicklist_cut<'a>(
     nodes
 }
 
+/// The most bytes and elements one quicklist node of `fill` holds (`quicklistNodeLimit`; the
+/// other bound unlimited).
+fn node_limit(fill: i64) -> (usize, usize) {
+    if fill < 0 {
+        let class = usize::try_from(-fill - 1).unwrap_or(usize::MAX);
+        let last = QUICKLIST_SIZE_CLASSES.len() - 1;
+        let size = QUICKLIST_SIZE_CLASSES
+            .get(class.min(last))
+            .copied()
+            .unwrap_or(QUICKLIST_SAFETY_LIMIT);
+        (size, usize::MAX)
+    } else {
+        (
+            usize::MAX,
+            usize::try_from(fill.max(1)).unwrap_or(usize::MAX),
+        )
+    }
+}
+
+/// The size from which an element of a list is a plain quicklist node of its own:
+/// `packed_threshold`, or (`large_plain`, Redis 7.2's `isLargeElement`) anything larger than
+/// one node of `fill` holds, whichever is smaller.
+pub(crate) fn plain_threshold(packed_threshold: u64, fill: i64, large_plain: bool) -> u64 {
+    if !large_plain {
+        return packed_threshold;
+    }
+    let (size, _) = node_limit(fill);
+    let largest = if size == usize::MAX {
+        QUICKLIST_SAFETY_LIMIT
+    } else {
+        size
+    };
+    packed_threshold.min(u64::try_from(largest).unwrap_or(u64::MAX).saturating_add(1))
+}
+
+/// Whether a listpack of `bytes` holding `count` elements is more than one quicklist node of
+/// `fill` holds (Redis 7.2's `quicklistNodeExceedsLimit`, which also bounds a list kept as a
+/// listpack).
+pub(crate) fn listpack_exceeds(fill: i64, bytes: usize, count: usize) -> bool {
+    let (size, elements) = node_limit(fill);
+    if size != usize::MAX {
+        bytes > size
+    } else {
+        bytes > QUICKLIST_SAFETY_LIMIT || count > elements
+    }
+}
+
+/// Bytes of the listpack holding `elements` (header and end byte included), counted until
+/// they pass `cap`.
+pub(crate) fn listpack_bytes_up_to<'a>(
+    elements: impl IntoIterator<Item = &'a [u8]>,
+    cap: usize,
+) -> usize {
+    let mut bytes = LISTPACK_HEADER;
+    for e in elements {
+        bytes += listpack_value(e);
+        if bytes > cap {
+            break;
+        }
+    }
+    bytes
+}
+
+/// Whether a list of `len` `elements` in a quicklist goes back to one listpack (Redis 7.2's
+/// `listTypeTryConvertQuicklist`): it is one packed node, within a node's limits under
+/// `fill`, halved when it got there by `shrinking`. Reads at most one node's elements.
+pub(crate) fn list_fits_listpack<'a, I>(
+    elements: I,
+    len: usize,
+    fill: i64,
+    packed_threshold: u64,
+    shrinking: bool,
+) -> bool
+where
+    I: IntoIterator<Item = &'a [u8]>,
+    I::IntoIter: Clone,
+{
+    let (mut size, mut count) = node_limit(fill);
+    if shrinking {
+        size /= 2;
+        count /= 2;
+    }
+    let elements = elements.into_iter();
+    if len > count || quicklist_has_more_nodes_than(elements.clone(), fill, packed_threshold, 1) {
+        return false;
+    }
+    let plain = |e: &[u8]| u64::try_from(e.len()).unwrap_or(u64::MAX) >= packed_threshold;
+    if elements.clone().any(plain) {
+        return false;
+    }
+    listpack_bytes_up_to(elements, size) <= size
+}
+
 /// Whether a packed node of `bytes` holding `count` elements takes one more of `sz` bytes
 /// under `fill` (Redis 7.0.15's `_quicklistNodeAllowInsert`, which counts the entry as its
 /// length plus `SIZE_ESTIMATE_OVERHEAD`, 8 bytes).
@@ -446,6 +545,7 @@ fn scaled(count: usize, samples: usize, sizes: impl Iterator<Item = usize>) -> u
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::db::ListEncoding;
     use bytes::Bytes;
     use std::collections::VecDeque;
 
@@ -505,7 +605,10 @@ mod tests {
             ("str6", string(&"a".repeat(100_000)), 114_736),
             (
                 "l10",
-                Value::List((1..=10).map(|i| bytes(&format!("element-{i}"))).collect()),
+                Value::List(
+                    (1..=10).map(|i| bytes(&format!("element-{i}"))).collect(),
+                    ListEncoding::Quicklist,
+                ),
                 256,
             ),
             (
@@ -533,7 +636,7 @@ mod tests {
         let list: VecDeque<Bytes> = (1..=10_000)
             .map(|i| bytes(&format!("element-{i}")))
             .collect();
-        let value = Value::List(list);
+        let value = Value::List(list, ListEncoding::Quicklist);
         let all = usage(b"l10000", &value, 0, false);
         let sampled = usage(b"l10000", &value, 5, false);
         // redis-server: 140 032 for both.
@@ -544,8 +647,8 @@ mod tests {
     #[test]
     fn sampled_sizes_scale_with_the_element_count() {
         let list: VecDeque<Bytes> = (0..10_000).map(|_| Bytes::from(vec![b'a'; 100])).collect();
-        let full = value_size(&Value::List(list.clone()), 0);
-        let sampled = value_size(&Value::List(list), SAMPLES);
+        let full = value_size(&Value::List(list.clone(), ListEncoding::Quicklist), 0);
+        let sampled = value_size(&Value::List(list, ListEncoding::Quicklist), SAMPLES);
         assert_eq!(full, sampled);
         assert!(full > 10_000 * 100);
     }

@@ -26,7 +26,10 @@ mod zset;
 pub(crate) use key::Key;
 pub(crate) use lfu::Access;
 
-pub(crate) use value::{HashValue, ListpackLimits, SetValue, StringValue, Value};
+pub(crate) use value::{
+    HashValue, ListEncoding, ListRules, ListpackLimits, SetEncoding, SetLimits, SetValue,
+    StringValue, Value,
+};
 pub(crate) use zset::ZSet;
 
 use crate::siphash::SipKey;

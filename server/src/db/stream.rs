@@ -97,6 +97,9 @@ pub(crate) struct Pending {
 pub(crate) struct Consumer {
     /// Unix ms of its last interaction.
     pub(crate) seen_time: u64,
+    /// Unix ms of its last successful read or claim (Redis 7.2's `active-time`), -1 before
+    /// any; kept in RDB type 21.
+    pub(crate) active_time: i64,
     /// The IDs it owns in the group's PEL.
     pub(crate) pel: BTreeSet<StreamId>,
 }
@@ -116,8 +119,16 @@ pub(crate) struct Group {
 
 impl Group {
     /// Assigns pending entry `id` to `consumer` (creating or moving it), delivered at `now`
-    /// with `count` deliveries.
-    pub(crate) fn assign(&mut self, id: StreamId, consumer: &Bytes, now: u64, count: u64) {
+    /// with `count` deliveries; the consumer was active at `active_at` (Redis 7.2's
+    /// `active_time`, set by every read or claim that gives it an entry).
+    pub(crate) fn assign(
+        &mut self,
+        id: StreamId,
+        consumer: &Bytes,
+        now: u64,
+        count: u64,
+        active_at: u64,
+    ) {
         if let Some(old) = self.pel.get(&id) {
             if old.consumer != *consumer {
                 if let Some(c) = self.consumers.get_mut(&old.consumer) {
@@ -135,6 +146,7 @@ impl Group {
         );
         if let Some(c) = self.consumers.get_mut(consumer) {
             c.pel.insert(id);
+            c.active_time = i64::try_from(active_at).unwrap_or(i64::MAX);
         }
     }
 

@@ -6,11 +6,95 @@ use std::collections::VecDeque;
 use super::stream::Stream;
 
 pub(crate) use super::hash_value::{HashValue, ListpackLimits};
-pub(crate) use super::set_value::SetValue;
+pub(crate) use super::set_value::{SetEncoding, SetLimits, SetValue};
 pub(crate) use super::string_value::StringValue;
 
 /// A sorted set: member → score, plus members ordered by (score, member).
 pub(crate) use super::zset::ZSet;
+
+/// How a list is kept (`OBJECT ENCODING`): Redis 7.0 keeps every list in a quicklist; Redis
+/// 7.2 and Valkey keep a small one in a single listpack (`t_list.c`'s
+/// `listTypeTryConversion`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ListEncoding {
+    /// A quicklist of listpack nodes.
+    Quicklist,
+    /// One listpack.
+    Listpack,
+}
+
+/// What decides a list's encoding: `list-max-listpack-size` (`fill`), the packed-node
+/// threshold, and whether the target keeps a small list as one listpack
+/// ([`crate::compat::Encodings::list_listpack`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ListRules {
+    /// `list-max-listpack-size`.
+    pub(crate) fill: i64,
+    /// Elements of this many bytes or more are a plain quicklist node of their own.
+    pub(crate) packed_threshold: u64,
+    /// Small lists are a listpack.
+    pub(crate) listpack: bool,
+}
+
+impl ListRules {
+    /// The encoding of a new list (`createListListpackObject` under Redis 7.2).
+    pub(crate) fn new_list(self) -> ListEncoding {
+        if self.listpack {
+            ListEncoding::Listpack
+        } else {
+            ListEncoding::Quicklist
+        }
+    }
+
+    /// Before `added` go into `items` (`listTypeTryConversionAppend`): a listpack that would
+    /// hold more than a quicklist node becomes a quicklist, counting what is added by its
+    /// length.
+    pub(crate) fn growing<'a>(
+        self,
+        items: &VecDeque<Bytes>,
+        encoding: &mut ListEncoding,
+        added: impl IntoIterator<Item = &'a [u8]>,
+    ) {
+        if *encoding != ListEncoding::Listpack {
+            return;
+        }
+        let (mut bytes, mut count) = (
+            super::memory::listpack_bytes_up_to(items.iter().map(|e| &e[..]), usize::MAX),
+            items.len(),
+        );
+        for e in added {
+            bytes += e.len();
+            count += 1;
+        }
+        if super::memory::listpack_exceeds(self.fill, bytes, count) {
+            *encoding = ListEncoding::Quicklist;
+        }
+    }
+
+    /// After `items` shrank (`shrinking`, `LIST_CONV_SHRINKING`) or were built (a load, SORT's
+    /// STORE: `LIST_CONV_AUTO`): a quicklist of one packed node within a node's limits
+    /// (halved when shrinking) becomes a listpack again, where the target has them.
+    pub(crate) fn settle(
+        self,
+        items: &VecDeque<Bytes>,
+        encoding: &mut ListEncoding,
+        shrinking: bool,
+    ) {
+        if self.listpack
+            && *encoding == ListEncoding::Quicklist
+            && !items.is_empty()
+            && super::memory::list_fits_listpack(
+                items.iter().map(|e| &e[..]),
+                items.len(),
+                self.fill,
+                self.packed_threshold,
+                shrinking,
+            )
+        {
+            *encoding = ListEncoding::Listpack;
+        }
+    }
+}
 
 /// One stored value: 40 bytes (a string's 32 and the tag), the larger aggregates boxed, so
 /// the keyspace's node stays small.
@@ -18,8 +102,8 @@ pub(crate) use super::zset::ZSet;
 pub(crate) enum Value {
     /// A string (also integers and floats, stored as their text).
     String(StringValue),
-    /// A list.
-    List(VecDeque<Bytes>),
+    /// A list and its encoding (beside the deque, where the tag's padding has room for it).
+    List(VecDeque<Bytes>, ListEncoding),
     /// A hash.
     Hash(HashValue),
     /// A set.
@@ -46,14 +130,6 @@ impl Value {
     /// `hash-max-listpack-value`, as those parameters were at the time.
     pub(crate) fn hash_is_listpack(h: &HashValue) -> bool {
         !h.is_table()
-    }
-
-    /// The list, if this is one.
-    pub(crate) fn as_list_mut(&mut self) -> Option<&mut VecDeque<Bytes>> {
-        match self {
-            Value::List(l) => Some(l),
-            _ => None,
-        }
     }
 
     /// The hash, if this is one.
@@ -84,7 +160,7 @@ impl Value {
     pub(crate) fn type_name(&self) -> &'static str {
         match self {
             Value::String(_) => "string",
-            Value::List(_) => "list",
+            Value::List(..) => "list",
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
@@ -96,7 +172,7 @@ impl Value {
     pub(crate) fn is_empty_aggregate(&self) -> bool {
         match self {
             Value::String(_) => false,
-            Value::List(l) => l.is_empty(),
+            Value::List(l, _) => l.is_empty(),
             Value::Hash(h) => h.is_empty(),
             Value::Set(s) => s.is_empty(),
             Value::ZSet(z) => z.is_empty(),
@@ -128,7 +204,7 @@ impl Value {
     pub(crate) fn costs_more_to_free_than(&self, threshold: usize, fill: i64, packed: u64) -> bool {
         match self {
             Value::String(_) => false,
-            Value::List(l) => super::memory::quicklist_has_more_nodes_than(
+            Value::List(l, _) => super::memory::quicklist_has_more_nodes_than(
                 l.iter().map(|e| &e[..]),
                 fill,
                 packed,
@@ -147,7 +223,8 @@ impl Value {
         }
     }
 
-    /// The encoding `OBJECT ENCODING` reports, following Redis 7.0's thresholds.
+    /// The encoding `OBJECT ENCODING` reports, following Redis 7.0's thresholds (a set's is
+    /// the one it keeps, under its target's rules).
     pub(crate) fn encoding(&self) -> &'static str {
         match self {
             Value::String(s) => {
@@ -159,7 +236,8 @@ impl Value {
                     "raw"
                 }
             }
-            Value::List(_) => "quicklist",
+            Value::List(_, ListEncoding::Quicklist) => "quicklist",
+            Value::List(_, ListEncoding::Listpack) => "listpack",
             Value::Hash(h) => {
                 if Value::hash_is_listpack(h) {
                     "listpack"
@@ -167,13 +245,7 @@ impl Value {
                     "hashtable"
                 }
             }
-            Value::Set(s) => {
-                if s.len() <= 512 && s.iter().all(|m| resp::parse_integer(m).is_some()) {
-                    "intset"
-                } else {
-                    "hashtable"
-                }
-            }
+            Value::Set(s) => s.encoding().name(),
             Value::ZSet(z) => {
                 // `zset-max-listpack-entries` 128 and `zset-max-listpack-value` 64.
                 if z.len() <= 128 && z.iter().all(|(m, _)| m.len() <= 64) {

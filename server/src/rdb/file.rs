@@ -1,10 +1,11 @@
 //! RDB files, as Redis 7.0 writes and reads them (`SAVE`, `BGSAVE`, loading at start): the
 //! `REDIS0010` header, aux fields, function libraries, each database's keys with their
 //! expiry, the end marker and the CRC64. Files from redis-server (RDB versions up to 10) load
-//! here and ours load there.
+//! here and ours load there. Under Valkey's target the header is `REDIS0011` and the version
+//! field `valkey-ver`, as valkey-server 8.1 writes, and files up to version 11 load.
 
-use super::{value, write_len, write_string, Encoding, Malformed, Reader};
-use crate::db::{ListpackLimits, Value};
+use super::{value, write_len, write_string, Encoding, Load, Malformed, Reader};
+use crate::db::Value;
 use bytes::Bytes;
 
 const OPCODE_IDLE: u8 = 248;
@@ -51,18 +52,14 @@ pub(crate) fn write(
     let compress = encoding.compress;
     let mut out = Vec::with_capacity(4096);
     out.extend_from_slice(b"REDIS");
-    out.extend_from_slice(format!("{:04}", super::RDB_VERSION).as_bytes());
+    out.extend_from_slice(format!("{:04}", encoding.target.rdb_version).as_bytes());
     let aux = |out: &mut Vec<u8>, k: &str, v: &str| {
         out.push(OPCODE_AUX);
         write_string(out, k.as_bytes(), compress);
         write_string(out, v.as_bytes(), compress);
     };
-    // The file is Redis 7.0's RDB 10 whatever the node's compatibility target.
-    aux(
-        &mut out,
-        "redis-ver",
-        crate::compat::Compat::Redis70.profile().redis_version,
-    );
+    let (field, version) = encoding.target.rdb_server_version;
+    aux(&mut out, field, version);
     aux(&mut out, "redis-bits", "64");
     aux(&mut out, "ctime", &(now_ms / 1000).to_string());
     aux(&mut out, "used-mem", "0");
@@ -129,13 +126,13 @@ pub(crate) fn encode_dataset(
 }
 
 /// Reads an RDB file; keys already expired at `now_ms` are dropped (as a master loading its
-/// file does). `databases` bounds the database indexes; hashes are kept as `hash_limits` has
-/// Redis keep them.
+/// file does). `databases` bounds the database indexes; hashes and sets are kept as `load`
+/// has the server keep them, and files up to its version are read.
 pub(crate) fn read(
     data: &[u8],
     now_ms: u64,
     databases: usize,
-    hash_limits: ListpackLimits,
+    load: Load,
 ) -> Result<Contents, String> {
     let bad = |what: &str| format!("Short read or corrupt RDB file ({what})");
     let header = data.get(..9).ok_or_else(|| bad("header"))?;
@@ -146,7 +143,7 @@ pub(crate) fn read(
         .ok()
         .and_then(|v| v.parse().ok())
         .ok_or_else(|| bad("version"))?;
-    if version < 1 || version > u32::from(super::RDB_VERSION) {
+    if version < 1 || version > u32::from(load.version) {
         return Err(format!("Can't handle RDB format version {version}"));
     }
     let mut r = Reader::new(data.get(9..).unwrap_or_default());
@@ -201,7 +198,7 @@ pub(crate) fn read(
             OPCODE_MODULE_AUX => return Err("Module data in RDB files is not supported".into()),
             kind => {
                 let name = Bytes::from(r.string().map_err(malformed)?);
-                let value = value::read_value(&mut r, kind, hash_limits).map_err(malformed)?;
+                let value = value::read_value(&mut r, kind, load).map_err(malformed)?;
                 // As Redis's rdbLoad: -1 is no deadline, and a key whose deadline passed is
                 // not loaded, a negative one (i64::MIN) included.
                 let deadline = match expire_at.take() {
@@ -257,19 +254,19 @@ mod tests {
             1_000,
             Encoding::DEFAULT,
         );
-        let back = read(&file, 1_000, 16, ListpackLimits::DEFAULT).unwrap();
+        let back = read(&file, 1_000, 16, Load::DEFAULT).unwrap();
         assert_eq!(back.functions, vec![code]);
         assert_eq!(back.dbs.len(), 2);
         assert_eq!(back.dbs[1].0, 3);
         assert_eq!(back.dbs[1].1[0].expire_at, Some(5_000));
         // Expired by the time it loads: dropped.
-        let later = read(&file, 6_000, 16, ListpackLimits::DEFAULT).unwrap();
+        let later = read(&file, 6_000, 16, Load::DEFAULT).unwrap();
         assert_eq!(later.dbs.len(), 1);
         let mut corrupt = file.clone();
         corrupt[12] ^= 1;
-        assert!(read(&corrupt, 1_000, 16, ListpackLimits::DEFAULT).is_err());
-        assert!(read(b"REDIS0011", 0, 16, ListpackLimits::DEFAULT).is_err());
-        assert!(read(&file, 1_000, 2, ListpackLimits::DEFAULT).is_err());
+        assert!(read(&corrupt, 1_000, 16, Load::DEFAULT).is_err());
+        assert!(read(b"REDIS0011", 0, 16, Load::DEFAULT).is_err());
+        assert!(read(&file, 1_000, 2, Load::DEFAULT).is_err());
     }
 
     #[test]
@@ -290,7 +287,7 @@ mod tests {
                 1_000,
                 Encoding::DEFAULT,
             );
-            let back = read(&file, 1_000, 16, ListpackLimits::DEFAULT).unwrap();
+            let back = read(&file, 1_000, 16, Load::DEFAULT).unwrap();
             let got = back
                 .dbs
                 .first()

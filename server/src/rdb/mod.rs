@@ -16,7 +16,9 @@ pub(crate) use value::{dump as dump_value, restore as restore_value, serialized_
 
 pub(crate) use crc64::crc64;
 
-/// The RDB version Redis 7.0 writes (`RDB_VERSION`).
+/// The RDB version Redis 7.0 writes (`RDB_VERSION`); Valkey 8.1 writes 11
+/// ([`crate::compat::Encodings::rdb_version`]).
+#[cfg(test)]
 pub(crate) const RDB_VERSION: u16 = 10;
 /// `RDB_OPCODE_FUNCTION2`: a library's code follows.
 pub(crate) const OPCODE_FUNCTION2: u8 = 245;
@@ -31,8 +33,9 @@ const ENC_INT32: u8 = 2;
 const ENC_LZF: u8 = 3;
 
 /// Redis's settings that change the bytes a value is written as: `rdbcompression` (strings of
-/// more than 20 bytes LZF-compressed when that saves at least 4 bytes) and the limits a list's
-/// quicklist nodes are cut by (`list-max-listpack-size`, the packed-node threshold).
+/// more than 20 bytes LZF-compressed when that saves at least 4 bytes), the limits a list's
+/// quicklist nodes are cut by (`list-max-listpack-size`, the packed-node threshold), and the
+/// target's RDB version and stream type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Encoding {
     /// `rdbcompression`.
@@ -41,6 +44,8 @@ pub(crate) struct Encoding {
     pub(crate) list_fill: i64,
     /// Elements of this many bytes or more are a plain quicklist node of their own.
     pub(crate) packed_threshold: u64,
+    /// What the target writes: the RDB version, the stream type, the file's version field.
+    pub(crate) target: crate::compat::Encodings,
 }
 
 impl Encoding {
@@ -50,6 +55,7 @@ impl Encoding {
         compress: true,
         list_fill: -2,
         packed_threshold: 1 << 30,
+        target: crate::compat::REDIS_7_0_ENCODINGS,
     };
 
     /// The encoding `config` sets now, with the node's packed-node threshold.
@@ -57,10 +63,83 @@ impl Encoding {
         config: &crate::config::runtime::RuntimeConfig,
         packed_threshold: u64,
     ) -> Self {
+        let target = config.profile().encodings;
+        let fill = config.list_max_listpack_size();
         Encoding {
             compress: config.rdbcompression(),
-            list_fill: config.list_max_listpack_size(),
-            packed_threshold,
+            list_fill: fill,
+            packed_threshold: crate::db::memory::plain_threshold(
+                packed_threshold,
+                fill,
+                target.large_elements_plain,
+            ),
+            target,
+        }
+    }
+}
+
+/// What decides how a payload or file is read: the newest RDB version the target reads (the
+/// types it knows follow from it) and the limits values are kept under, as the server
+/// converts what it loads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Load {
+    /// The newest RDB version read (`RDB_VERSION`).
+    pub(crate) version: u16,
+    /// `hash-max-listpack-entries` and `hash-max-listpack-value`.
+    pub(crate) hash: crate::db::ListpackLimits,
+    /// The set encodings' limits.
+    pub(crate) set: crate::db::SetLimits,
+    /// What decides a list's encoding.
+    pub(crate) list: crate::db::ListRules,
+}
+
+impl Load {
+    /// Redis 7.0's defaults.
+    #[cfg(test)]
+    pub(crate) const DEFAULT: Load = Load {
+        version: 10,
+        hash: crate::db::ListpackLimits::DEFAULT,
+        set: crate::db::SetLimits::REDIS_7_0,
+        list: crate::db::ListRules {
+            fill: -2,
+            packed_threshold: 1 << 30,
+            listpack: false,
+        },
+    };
+
+    /// Valkey 8.1's defaults.
+    #[cfg(test)]
+    pub(crate) const VALKEY: Load = Load {
+        version: 11,
+        hash: crate::db::ListpackLimits::DEFAULT,
+        set: crate::db::SetLimits::VALKEY_8_1,
+        list: crate::db::ListRules {
+            fill: -2,
+            packed_threshold: 1 << 30,
+            listpack: true,
+        },
+    };
+
+    /// What `config` sets now, under its target, with the node's packed-node threshold.
+    pub(crate) fn of(
+        config: &crate::config::runtime::RuntimeConfig,
+        packed_threshold: u64,
+    ) -> Self {
+        let encodings = config.profile().encodings;
+        let fill = config.list_max_listpack_size();
+        Load {
+            version: encodings.rdb_version,
+            hash: crate::db::ListpackLimits::of_hashes(config),
+            set: crate::db::SetLimits::of(config),
+            list: crate::db::ListRules {
+                fill,
+                packed_threshold: crate::db::memory::plain_threshold(
+                    packed_threshold,
+                    fill,
+                    encodings.large_elements_plain,
+                ),
+                listpack: encodings.list_listpack,
+            },
         }
     }
 }
@@ -271,24 +350,25 @@ fn canonical_i64(s: &[u8]) -> Option<i64> {
     (v.to_string() == text).then_some(v)
 }
 
-/// Appends the `DUMP` footer: the RDB version (2 bytes, little-endian) and the CRC64 of
+/// Appends the `DUMP` footer: the RDB `version` (2 bytes, little-endian) and the CRC64 of
 /// everything before it, itself included (8 bytes, little-endian).
-pub(crate) fn finish_payload(out: &mut Vec<u8>) {
-    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+pub(crate) fn finish_payload(out: &mut Vec<u8>, version: u16) {
+    out.extend_from_slice(&version.to_le_bytes());
     let crc = crc64(0, out);
     out.extend_from_slice(&crc.to_le_bytes());
 }
 
 /// Checks a `DUMP` payload's footer (`verifyDumpPayload`): at least 10 bytes, an RDB version
-/// this server reads, and the CRC64. Returns the body before the footer.
-pub(crate) fn verify_payload(payload: &[u8]) -> Option<&[u8]> {
+/// up to `max_version` (what the target reads), and the CRC64. Returns the body before the
+/// footer.
+pub(crate) fn verify_payload(payload: &[u8], max_version: u16) -> Option<&[u8]> {
     if payload.len() < 10 {
         return None;
     }
     let (body_and_version, crc) = payload.split_at(payload.len() - 8);
     let body = body_and_version.get(..body_and_version.len() - 2)?;
     let version = u16::from_le_bytes(body_and_version.get(body.len()..)?.try_into().ok()?);
-    if version > RDB_VERSION {
+    if version > max_version {
         return None;
     }
     let crc = u64::from_le_bytes(crc.try_into().ok()?);
@@ -354,12 +434,18 @@ mod tests {
     #[test]
     fn payload_footer_is_checked() {
         let mut out = vec![0x00, 0x01, b'x'];
-        finish_payload(&mut out);
-        assert_eq!(verify_payload(&out), Some(&[0x00, 0x01, b'x'][..]));
+        finish_payload(&mut out, RDB_VERSION);
+        assert_eq!(verify_payload(&out, 10), Some(&[0x00, 0x01, b'x'][..]));
         let mut bad = out.clone();
         bad[2] = b'y';
-        assert_eq!(verify_payload(&bad), None);
-        assert_eq!(verify_payload(b"short"), None);
+        assert_eq!(verify_payload(&bad, 10), None);
+        assert_eq!(verify_payload(b"short", 10), None);
+        // Valkey's version 11 is read by Valkey's target only, as redis-server 7.0.15 refuses
+        // it.
+        let mut v11 = vec![0x00, 0x01, b'x'];
+        finish_payload(&mut v11, 11);
+        assert_eq!(verify_payload(&v11, 10), None);
+        assert_eq!(verify_payload(&v11, 11), Some(&[0x00, 0x01, b'x'][..]));
     }
 }
 

@@ -1,5 +1,5 @@
-//! Streams in RDB form (`RDB_TYPE_STREAM_LISTPACKS_2`, and reading the older
-//! `RDB_TYPE_STREAM_LISTPACKS`): each node as Redis's listpack (a master entry, then entries
+//! Streams in RDB form (`RDB_TYPE_STREAM_LISTPACKS_2`, Valkey's `RDB_TYPE_STREAM_LISTPACKS_3`
+//! with each consumer's active time, and reading the older `RDB_TYPE_STREAM_LISTPACKS`): each node as Redis's listpack (a master entry, then entries
 //! delta-encoded against the node's ID, with the same-fields flag), the stream's counters,
 //! and its consumer groups with their pending entries and consumers.
 
@@ -29,8 +29,9 @@ fn read_raw_id(r: &mut Reader<'_>) -> Result<StreamId, Malformed> {
     Ok(StreamId { ms, seq })
 }
 
-/// Writes the body of `RDB_TYPE_STREAM_LISTPACKS_2` for `s`.
-pub(crate) fn write(out: &mut Vec<u8>, s: &Stream, compress: bool) {
+/// Writes the body of `RDB_TYPE_STREAM_LISTPACKS_2` for `s`, or of
+/// `RDB_TYPE_STREAM_LISTPACKS_3` with `active_time`.
+pub(crate) fn write(out: &mut Vec<u8>, s: &Stream, compress: bool, active_time: bool) {
     let nodes = s.nodes();
     write_len(out, nodes.len() as u64);
     for (key, masters, entries, last) in nodes {
@@ -108,6 +109,9 @@ pub(crate) fn write(out: &mut Vec<u8>, s: &Stream, compress: bool) {
         for (cname, c) in &g.consumers {
             write_string(out, cname, compress);
             out.extend_from_slice(&c.seen_time.to_le_bytes());
+            if active_time {
+                out.extend_from_slice(&c.active_time.to_le_bytes());
+            }
             write_len(out, c.pel.len() as u64);
             for id in &c.pel {
                 out.extend_from_slice(&raw_id(*id));
@@ -116,8 +120,9 @@ pub(crate) fn write(out: &mut Vec<u8>, s: &Stream, compress: bool) {
     }
 }
 
-/// Reads a stream body; `v2` for `RDB_TYPE_STREAM_LISTPACKS_2`.
-pub(crate) fn read(r: &mut Reader<'_>, v2: bool) -> Result<Stream, Malformed> {
+/// Reads a stream body; `v2` for `RDB_TYPE_STREAM_LISTPACKS_2` and later, `active_time` for
+/// `RDB_TYPE_STREAM_LISTPACKS_3`.
+pub(crate) fn read(r: &mut Reader<'_>, v2: bool, active_time: bool) -> Result<Stream, Malformed> {
     let mut s = Stream::default();
     let nodes = r.count(2)?;
     let mut last_key: Option<StreamId> = None;
@@ -244,8 +249,15 @@ pub(crate) fn read(r: &mut Reader<'_>, v2: bool) -> Result<Stream, Malformed> {
         for _ in 0..consumers {
             let cname = Bytes::from(r.string()?);
             let seen_time = r.uint_le(8)?;
+            // Before type 21 the active time is the seen time (Redis 7.2's `rdbLoadObject`).
+            let active_time = if active_time {
+                r.uint_le(8)? as i64
+            } else {
+                seen_time as i64
+            };
             let mut c = Consumer {
                 seen_time,
+                active_time,
                 pel: Default::default(),
             };
             let owned = r.count(16)?;

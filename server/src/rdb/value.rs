@@ -2,6 +2,9 @@
 //! them, byte for byte (a list as quicklist nodes of listpacks, a small hash or sorted set as a
 //! listpack, a set of integers as an intset, strings LZF-compressed under `rdbcompression`,
 //! the rest in the plain encodings), and read in every encoding Redis 7.0 writes or loads.
+//! Under Valkey's target a small set of strings is written as a listpack (type 20) and a
+//! stream with its consumers' active times (type 21), as valkey-server 8.1 writes them, and
+//! both are read.
 //!
 //! Which encoding a value is written in follows [`Value::encoding`], what `OBJECT ENCODING`
 //! answers. A list is cut into nodes as Redis cuts a list built by appending (RPUSH, RESTORE,
@@ -10,9 +13,10 @@
 //! order of its table, as Redis writes its dict's, which Redis seeds at random per process.
 
 use super::listpack::Listpack;
+use super::Load;
 use super::{Encoding, Malformed, Reader};
 use crate::db::memory::{quicklist_cut, QuicklistNode};
-use crate::db::{HashValue, ListpackLimits, SetValue, Value, ZSet};
+use crate::db::{HashValue, SetEncoding, SetValue, Value, ZSet};
 use bytes::Bytes;
 use std::collections::VecDeque;
 
@@ -28,6 +32,8 @@ const TYPE_ZSET_LISTPACK: u8 = 17;
 const TYPE_LIST_QUICKLIST_2: u8 = 18;
 const TYPE_STREAM_LISTPACKS: u8 = 15;
 const TYPE_STREAM_LISTPACKS_2: u8 = 19;
+const TYPE_SET_LISTPACK: u8 = 20;
+const TYPE_STREAM_LISTPACKS_3: u8 = 21;
 
 /// `QUICKLIST_NODE_CONTAINER_PLAIN`: a node holding one element as a plain string.
 const CONTAINER_PLAIN: u64 = 1;
@@ -38,7 +44,7 @@ const CONTAINER_PACKED: u64 = 2;
 pub(crate) fn dump(value: &Value, encoding: Encoding) -> Vec<u8> {
     let mut out = Vec::new();
     write_value(&mut out, value, encoding);
-    super::finish_payload(&mut out);
+    super::finish_payload(&mut out, encoding.target.rdb_version);
     out
 }
 
@@ -56,14 +62,20 @@ pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value, encoding: Encoding) 
     let string = |out: &mut Vec<u8>, s: &[u8]| super::write_string(out, s, compress);
     match value {
         Value::Stream(s) => {
-            out.push(TYPE_STREAM_LISTPACKS_2);
-            super::stream::write(out, s, compress);
+            let active_time = encoding.target.stream_active_time;
+            out.push(if active_time {
+                TYPE_STREAM_LISTPACKS_3
+            } else {
+                TYPE_STREAM_LISTPACKS_2
+            });
+            super::stream::write(out, s, compress, active_time);
         }
         Value::String(s) => {
             out.push(TYPE_STRING);
             string(out, s);
         }
-        Value::List(items) => {
+        Value::List(items, _) => {
+            // A listpack is written as a quicklist of one node (Redis 7.2's `rdbSaveObject`).
             out.push(TYPE_LIST_QUICKLIST_2);
             let nodes = quicklist_cut(
                 items.iter().map(|e| &e[..]),
@@ -88,15 +100,23 @@ pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value, encoding: Encoding) 
                 }
             }
         }
-        Value::Set(members) if value.encoding() == "intset" => {
+        Value::Set(members) if members.encoding() == SetEncoding::Intset => {
             out.push(TYPE_SET_INTSET);
-            string(out, &intset_blob(members));
+            string(out, &intset_blob(members.intset().unwrap_or_default()));
+        }
+        Value::Set(members) if members.encoding() == SetEncoding::Listpack => {
+            out.push(TYPE_SET_LISTPACK);
+            let mut lp = Listpack::new();
+            for member in members.iter() {
+                lp.string(&member);
+            }
+            string(out, &lp.finish());
         }
         Value::Set(members) => {
             out.push(TYPE_SET);
             super::write_len(out, members.len() as u64);
             for member in members.iter() {
-                string(out, member);
+                string(out, &member);
             }
         }
         Value::Hash(hash) if value.encoding() == "listpack" => {
@@ -141,6 +161,14 @@ pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value, encoding: Encoding) 
     }
 }
 
+/// A list as loaded: a quicklist, converted as Redis 7.2's `rdbLoadObject` does
+/// (`LIST_CONV_AUTO`).
+fn list_loaded(items: VecDeque<Bytes>, load: Load) -> Value {
+    let mut encoding = crate::db::ListEncoding::Quicklist;
+    load.list.settle(&items, &mut encoding, false);
+    Value::List(items, encoding)
+}
+
 /// Redis's `double2ll`: `d` as an integer when it is one and within ±2^62.
 fn double_to_i64(d: f64) -> Option<i64> {
     const LIMIT: f64 = (i64::MAX / 2) as f64;
@@ -152,13 +180,8 @@ fn double_to_i64(d: f64) -> Option<i64> {
 }
 
 /// The intset of a set of integers (`intset.c`): its width (2, 4 or 8 bytes, the narrowest
-/// that holds every member), its length and the members in ascending order, little-endian.
-fn intset_blob(members: &SetValue) -> Vec<u8> {
-    let mut values: Vec<i64> = members
-        .iter()
-        .filter_map(|m| locksmith_resp::parse_integer(m))
-        .collect();
-    values.sort_unstable();
+/// that holds every member), its length and the members (`values`, ascending), little-endian.
+fn intset_blob(values: &[i64]) -> Vec<u8> {
     let width: usize = if values.iter().all(|&v| i16::try_from(v).is_ok()) {
         2
     } else if values.iter().all(|&v| i32::try_from(v).is_ok()) {
@@ -178,29 +201,30 @@ fn intset_blob(members: &SetValue) -> Vec<u8> {
 /// The value in a `DUMP` payload body (footer already checked and removed); the whole body
 /// must be one value. Empty aggregates, duplicate members and NaN scores are malformed, as
 /// Redis refuses them.
-/// A hash is kept as Redis would keep it under `hash_limits`.
-pub(crate) fn restore(body: &[u8], hash_limits: ListpackLimits) -> Result<Value, Malformed> {
+/// A hash or set is kept as the server would keep it under `load`'s limits.
+pub(crate) fn restore(body: &[u8], load: Load) -> Result<Value, Malformed> {
     let mut r = Reader::new(body);
     let kind = r.byte()?;
-    let value = read_value(&mut r, kind, hash_limits)?;
+    let value = read_value(&mut r, kind, load)?;
     if r.remaining() != 0 || value.is_empty_aggregate() {
         return Err(Malformed);
     }
     Ok(value)
 }
 
-/// Reads a value of RDB type `kind` (as in an RDB file, after the key). A hash becomes a table
-/// as Redis's `rdbLoadObject` converts it under `hash_limits` (`hash-max-listpack-entries`
-/// and `hash-max-listpack-value`).
-pub(crate) fn read_value(
-    r: &mut Reader<'_>,
-    kind: u8,
-    hash_limits: ListpackLimits,
-) -> Result<Value, Malformed> {
+/// Reads a value of RDB type `kind` (as in an RDB file, after the key). A hash or set takes
+/// the encoding Redis's `rdbLoadObject` converts it to under `load`'s limits; the types of RDB
+/// 11 (20 and 21) are read only where `load` reads that version.
+pub(crate) fn read_value(r: &mut Reader<'_>, kind: u8, load: Load) -> Result<Value, Malformed> {
+    let hash_limits = load.hash;
+    let rdb_11 = load.version >= 11;
     Ok(match kind {
         TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 => Value::Stream(Box::new(
-            super::stream::read(r, kind == TYPE_STREAM_LISTPACKS_2)?,
+            super::stream::read(r, kind == TYPE_STREAM_LISTPACKS_2, false)?,
         )),
+        TYPE_STREAM_LISTPACKS_3 if rdb_11 => {
+            Value::Stream(Box::new(super::stream::read(r, true, true)?))
+        }
         TYPE_STRING => Value::String(r.string()?.into()),
         TYPE_LIST => {
             let n = r.count(1)?;
@@ -208,17 +232,15 @@ pub(crate) fn read_value(
             for _ in 0..n {
                 items.push_back(Bytes::from(r.string()?));
             }
-            Value::List(items)
+            list_loaded(items, load)
         }
         TYPE_SET => {
             let n = r.count(1)?;
-            let mut set = SetValue::with_capacity(n);
+            let mut members = Vec::with_capacity(n);
             for _ in 0..n {
-                if !set.insert(Bytes::from(r.string()?)) {
-                    return Err(Malformed);
-                }
+                members.push(Bytes::from(r.string()?));
             }
-            Value::Set(set)
+            Value::Set(SetValue::from_members(members, n, load.set).ok_or(Malformed)?)
         }
         TYPE_ZSET | TYPE_ZSET_2 => {
             let n = r.count(2)?;
@@ -249,14 +271,14 @@ pub(crate) fn read_value(
             Value::Hash(hash)
         }
         TYPE_SET_INTSET => {
-            let blob = r.string()?;
-            let mut set = SetValue::new();
-            for v in intset(&blob)? {
-                if !set.insert(Bytes::from(v.to_string())) {
-                    return Err(Malformed);
-                }
-            }
-            Value::Set(set)
+            let values = intset(&r.string()?)?;
+            let n = values.len();
+            let members = values.into_iter().map(|v| Bytes::from(v.to_string()));
+            Value::Set(SetValue::from_members(members, n, load.set).ok_or(Malformed)?)
+        }
+        TYPE_SET_LISTPACK if rdb_11 => {
+            let members = listpack(&r.string()?)?;
+            Value::Set(SetValue::from_listpack(members, load.set).ok_or(Malformed)?)
         }
         TYPE_HASH_LISTPACK => {
             let entries = listpack(&r.string()?)?;
@@ -302,7 +324,7 @@ pub(crate) fn read_value(
                     _ => return Err(Malformed),
                 }
             }
-            Value::List(items)
+            list_loaded(items, load)
         }
         // Ziplists (Redis before 7.0), modules and streams are not read.
         _ => return Err(Malformed),
@@ -428,16 +450,19 @@ mod tests {
 
     fn round_trip(value: Value) -> Value {
         let payload = dump(&value, Encoding::DEFAULT);
-        let body = super::super::verify_payload(&payload).expect("valid footer");
-        restore(body, ListpackLimits::DEFAULT).expect("restores")
+        let body = super::super::verify_payload(&payload, 10).expect("valid footer");
+        restore(body, Load::DEFAULT).expect("restores")
     }
 
     #[test]
     fn every_type_round_trips() {
         let s = Value::String(Bytes::from_static(b"12345").into());
         assert!(matches!(round_trip(s), Value::String(b) if &b[..] == b"12345"));
-        let list = Value::List(["a", "", "3"].iter().map(|s| Bytes::from(*s)).collect());
-        assert!(matches!(round_trip(list), Value::List(l) if l.len() == 3 && l[2] == "3"));
+        let list = Value::List(
+            ["a", "", "3"].iter().map(|s| Bytes::from(*s)).collect(),
+            crate::db::ListEncoding::Quicklist,
+        );
+        assert!(matches!(round_trip(list), Value::List(l, _) if l.len() == 3 && l[2] == "3"));
         let mut zset = ZSet::default();
         zset.insert(Bytes::from_static(b"m"), -1.5);
         zset.insert(Bytes::from_static(b"n"), f64::INFINITY);
@@ -455,7 +480,10 @@ mod tests {
     fn payloads_are_redis_7_0_bytes() {
         // Each expected payload is what redis-server 7.0.15 answered to `DUMP` for the same
         // value (`redis-cli --no-raw`).
-        let list = Value::List(["a", "b"].iter().map(|s| Bytes::from(*s)).collect());
+        let list = Value::List(
+            ["a", "b"].iter().map(|s| Bytes::from(*s)).collect(),
+            crate::db::ListEncoding::Quicklist,
+        );
         assert_eq!(
             dumped(&list),
             b"\x12\x01\x02\r\r\x00\x00\x00\x02\x00\x81a\x02\x81b\x02\xff\n\x00h\xeb\n\x89\x13A\xbb\xb1"
@@ -467,7 +495,7 @@ mod tests {
         );
         let mut hash = HashValue::default();
         for (f, v) in [("f", "v"), ("f2", "123")] {
-            hash.insert(&Bytes::from(f), &Bytes::from(v), ListpackLimits::DEFAULT);
+            hash.insert(&Bytes::from(f), &Bytes::from(v), Load::DEFAULT.hash);
         }
         assert_eq!(
             dumped(&Value::Hash(hash)),
@@ -475,7 +503,7 @@ mod tests {
         );
         let mut set = SetValue::default();
         for m in ["3", "1", "2"] {
-            set.insert(Bytes::from(m));
+            set.insert(Bytes::from(m), Load::DEFAULT.set);
         }
         assert_eq!(
             dumped(&Value::Set(set)),
@@ -489,6 +517,73 @@ mod tests {
             dumped(&Value::ZSet(zset)),
             b"\x11\x19\x19\x00\x00\x00\x06\x00\x81c\x02\x00\x01\x81a\x02\x01\x01\x81b\x02\x832.5\x04\xff\n\x00dn]\x16N\xafXw"
         );
+    }
+
+    #[test]
+    fn payloads_are_valkey_8_1_bytes_under_its_target() {
+        // Each expected payload is what valkey-server 8.1.8 answered to `DUMP` for the same
+        // commands (`valkey-cli --no-raw`).
+        let valkey = Encoding {
+            target: crate::compat::VALKEY_8_1_ENCODINGS,
+            ..Encoding::DEFAULT
+        };
+        let lim = Load::VALKEY.set;
+        let set_of = |members: &[&str]| {
+            let first = members.first().copied().unwrap_or_default();
+            let mut set = SetValue::for_member(first.as_bytes(), members.len(), lim);
+            for m in members {
+                set.insert(Bytes::copy_from_slice(m.as_bytes()), lim);
+            }
+            set
+        };
+        // SADD s a b c
+        let abc = Value::Set(set_of(&["a", "b", "c"]));
+        assert_eq!(abc.encoding(), "listpack");
+        let payload = dump(&abc, valkey);
+        assert_eq!(
+            payload,
+            b"\x14\x10\x10\x00\x00\x00\x03\x00\x81a\x02\x81b\x02\x81c\x02\xff\x0b\x00m5Tg\xcb\x08\x997"
+        );
+        // Read back under Valkey's target only: Redis 7.0 knows neither version 11 nor type 20.
+        assert_eq!(super::super::verify_payload(&payload, 10), None);
+        let body = super::super::verify_payload(&payload, 11).expect("valid footer");
+        let back = restore(body, Load::VALKEY).expect("restores");
+        assert_eq!(dump(&back, valkey), payload);
+        assert!(restore(
+            body,
+            Load {
+                version: 10,
+                ..Load::VALKEY
+            }
+        )
+        .is_err());
+        // SADD i 3 1 2, then SADD i x: the intset becomes a listpack, its integers first.
+        let mut ints = set_of(&["3", "1", "2"]);
+        assert_eq!(ints.encoding(), SetEncoding::Intset);
+        ints.insert(Bytes::from_static(b"x"), lim);
+        assert_eq!(
+            dump(&Value::Set(ints), valkey),
+            b"\x14\x10\x10\x00\x00\x00\x04\x00\x01\x01\x02\x01\x03\x01\x81x\x02\xff\x0b\x00\x89'\x9e\x96~ `\t"
+        );
+        // RPUSH l a b: the same quicklist as Redis 7.0's, version 11.
+        let list = Value::List(
+            ["a", "b"].iter().map(|s| Bytes::from(*s)).collect(),
+            crate::db::ListEncoding::Quicklist,
+        );
+        assert_eq!(
+            dump(&list, valkey),
+            b"\x12\x01\x02\r\r\x00\x00\x00\x02\x00\x81a\x02\x81b\x02\xff\x0b\x00\x014\xb7\xfa\xee\xdeR8"
+        );
+    }
+
+    #[test]
+    fn a_set_listpack_with_a_repeated_member_is_malformed() {
+        let mut lp = Listpack::new();
+        lp.string(b"a");
+        lp.string(b"a");
+        let mut body = vec![TYPE_SET_LISTPACK];
+        super::super::write_string(&mut body, &lp.finish(), false);
+        assert!(restore(&body, Load::VALKEY).is_err());
     }
 
     #[test]
@@ -512,11 +607,11 @@ mod tests {
     #[test]
     fn duplicates_empties_and_trailing_bytes_are_malformed() {
         let mut set = vec![TYPE_SET, 2, 1, b'a', 1, b'a'];
-        assert!(restore(&set, ListpackLimits::DEFAULT).is_err());
+        assert!(restore(&set, Load::DEFAULT).is_err());
         set = vec![TYPE_SET, 0];
-        assert!(restore(&set, ListpackLimits::DEFAULT).is_err());
-        assert!(restore(&[TYPE_STRING, 1, b'a', 0], ListpackLimits::DEFAULT).is_err());
-        assert!(restore(&[42], ListpackLimits::DEFAULT).is_err());
+        assert!(restore(&set, Load::DEFAULT).is_err());
+        assert!(restore(&[TYPE_STRING, 1, b'a', 0], Load::DEFAULT).is_err());
+        assert!(restore(&[42], Load::DEFAULT).is_err());
         assert_eq!(intset(&[2, 0, 0, 0, 1, 0, 0, 0, 0xff, 0xff]), Ok(vec![-1]));
     }
 }

@@ -701,7 +701,7 @@ impl Ends {
                 crate::script::Engine::new_functions(kill, exists, lua).map_err(|e| e.to_string())
             };
             let policy = crate::script::RestorePolicy::Flush;
-            if let Err(e) = state.functions.restore(&functions, policy, make) {
+            if let Err(e) = state.functions.restore(&functions, u16::MAX, policy, make) {
                 tracing::warn!(error = %e, "replica could not load its master's functions");
             }
             state.repl.become_replica(self.master_addr, offset, replid);

@@ -346,28 +346,36 @@ impl Libraries {
         self.engine.as_deref().map_or(0, Engine::memory_used)
     }
 
-    /// `FUNCTION DUMP`: every library's code as `RDB_OPCODE_FUNCTION2` records (compressed as
-    /// Redis's `rdbSaveRawString` under `rdbcompression`, `compress`), then the RDB version and
-    /// CRC64.
+    /// The libraries as a `FUNCTION DUMP` payload of RDB version 10, for the node's own
+    /// copies (journal, replication).
     pub(crate) fn dump(&self, compress: bool) -> Vec<u8> {
+        self.dump_as(compress, 10)
+    }
+
+    /// `FUNCTION DUMP`: every library's code as `RDB_OPCODE_FUNCTION2` records (compressed as
+    /// Redis's `rdbSaveRawString` under `rdbcompression`, `compress`), then the RDB `version`
+    /// and CRC64.
+    pub(crate) fn dump_as(&self, compress: bool, version: u16) -> Vec<u8> {
         let mut out = Vec::new();
         for library in self.current.libraries.values() {
             out.push(rdb::OPCODE_FUNCTION2);
             rdb::write_string(&mut out, &library.code, compress);
         }
-        rdb::finish_payload(&mut out);
+        rdb::finish_payload(&mut out, version);
         out
     }
 
     /// `FUNCTION RESTORE`: loads the libraries of a `FUNCTION DUMP` payload (from this server
-    /// or from Redis) under `policy`; on any error nothing changes.
+    /// or from Redis, of an RDB version up to `max_version`) under `policy`; on any error
+    /// nothing changes.
     pub(crate) fn restore(
         &mut self,
         payload: &[u8],
+        max_version: u16,
         policy: RestorePolicy,
         make: impl FnOnce() -> Result<Engine, String>,
     ) -> Result<(), String> {
-        let Some(body) = rdb::verify_payload(payload) else {
+        let Some(body) = rdb::verify_payload(payload, max_version) else {
             return Err("DUMP payload version or checksum are wrong".into());
         };
         self.engine(make)?;

@@ -1005,3 +1005,62 @@ async fn config_lazyfree_lazy_eviction() {
         ]
     );
 }
+
+/// A Valkey 8.1 node and a connection to it.
+async fn start_valkey() -> (ServerHandle, Con) {
+    let server = Server::builder()
+        .compat(locksmith_server::Compat::Valkey81)
+        .start()
+        .await
+        .unwrap();
+    let con = conn(&server.url()).await;
+    (server, con)
+}
+
+#[tokio::test]
+async fn config_set_max_intset_entries() {
+    let (_server, mut con) = start().await;
+    config_set(&mut con, "set-max-intset-entries", "3").await;
+    let _: i64 = ok(&mut con, &["SADD", "s", "1", "2", "3"]).await;
+    assert_eq!(encoding(&mut con, "s").await, "intset");
+    let _: i64 = ok(&mut con, &["SADD", "s", "4"]).await;
+    assert_eq!(encoding(&mut con, "s").await, "hashtable");
+    // A table stays one once smaller again (Redis never converts back).
+    let _: i64 = ok(&mut con, &["SREM", "s", "4", "3"]).await;
+    assert_eq!(encoding(&mut con, "s").await, "hashtable");
+    // RESTORE converts as the limit is when it runs.
+    config_set(&mut con, "set-max-intset-entries", "512").await;
+    let _: i64 = ok(&mut con, &["SADD", "t", "1", "2", "3", "4"]).await;
+    let dump: Vec<u8> = ok(&mut con, &["DUMP", "t"]).await;
+    config_set(&mut con, "set-max-intset-entries", "2").await;
+    let () = cmd(&["RESTORE", "copy", "0"])
+        .arg(dump)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(encoding(&mut con, "copy").await, "hashtable");
+}
+
+#[tokio::test]
+async fn config_set_max_listpack_entries() {
+    let (_server, mut con) = start_valkey().await;
+    config_set(&mut con, "set-max-listpack-entries", "2").await;
+    let _: i64 = ok(&mut con, &["SADD", "s", "a", "b"]).await;
+    assert_eq!(encoding(&mut con, "s").await, "listpack");
+    let _: i64 = ok(&mut con, &["SADD", "s", "c"]).await;
+    assert_eq!(encoding(&mut con, "s").await, "hashtable");
+    // 0: no set is a listpack, as under Redis 7.0.
+    config_set(&mut con, "set-max-listpack-entries", "0").await;
+    let _: i64 = ok(&mut con, &["SADD", "t", "a"]).await;
+    assert_eq!(encoding(&mut con, "t").await, "hashtable");
+}
+
+#[tokio::test]
+async fn config_set_max_listpack_value() {
+    let (_server, mut con) = start_valkey().await;
+    config_set(&mut con, "set-max-listpack-value", "3").await;
+    let _: i64 = ok(&mut con, &["SADD", "s", "abc"]).await;
+    assert_eq!(encoding(&mut con, "s").await, "listpack");
+    let _: i64 = ok(&mut con, &["SADD", "s", "abcd"]).await;
+    assert_eq!(encoding(&mut con, "s").await, "hashtable");
+}

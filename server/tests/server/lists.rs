@@ -253,3 +253,103 @@ async fn sort_matches_redis() {
     ])
     .await;
 }
+
+/// Under `--compat valkey-8.1` a small list is a `listpack` and becomes a `quicklist` as
+/// Valkey 8.1 converts it (`t_list.c`'s `listTypeTryConversion*`): before a push, LINSERT or
+/// LSET would take it past one quicklist node under `list-max-listpack-size` (by bytes or by
+/// count), and back once pops, LREM, LTRIM, LSET or LMOVE leave it within half of that; a
+/// list built by RESTORE or SORT ... STORE takes the smaller encoding it fits. OBJECT
+/// ENCODING compared with valkey-server 8.1.8 after each step; under the default target every
+/// list stays a quicklist, as in redis-server 7.0.15.
+#[tokio::test]
+async fn valkey_lists_convert_between_listpack_and_quicklist_as_valkey() {
+    use locksmith_server::Compat;
+    let big = "x".repeat(1000);
+    let mid = "y".repeat(300);
+    let hundred: Vec<String> = (0..100).map(|i| format!("e{i}")).collect();
+    for compat in [Compat::Valkey81, Compat::Redis70] {
+        let mut pair = support::Pair::start_for(compat).await;
+        if pair.real.is_none() {
+            eprintln!("{compat}'s reference not found: list encodings compared with ours alone");
+        }
+        let mut script: Vec<Vec<String>> = Vec::new();
+        let mut add = |args: &[&str]| script.push(args.iter().map(|s| s.to_string()).collect());
+        add(&["RPUSH", "l", "a", "b"]);
+        add(&["OBJECT", "ENCODING", "l"]);
+        for _ in 0..8 {
+            add(&["RPUSH", "l", &big]);
+            add(&["OBJECT", "ENCODING", "l"]);
+        }
+        for _ in 0..7 {
+            add(&["RPOP", "l"]);
+            add(&["OBJECT", "ENCODING", "l"]);
+        }
+        add(&["LSET", "l", "0", &big]);
+        add(&["OBJECT", "ENCODING", "l"]);
+        add(&["LINSERT", "l", "BEFORE", "missing-pivot", &big]);
+        add(&["OBJECT", "ENCODING", "l"]);
+        add(&["LINSERT", "l", "AFTER", "b", &big]);
+        add(&["OBJECT", "ENCODING", "l"]);
+        add(&["LREM", "l", "0", &big]);
+        add(&["OBJECT", "ENCODING", "l"]);
+        add(&["LLEN", "l"]);
+        add(&[
+            "RPUSH", "m", &big, &big, &big, &big, &big, &big, &big, &big, &big,
+        ]);
+        add(&["OBJECT", "ENCODING", "m"]);
+        add(&["LTRIM", "m", "0", "2"]);
+        add(&["OBJECT", "ENCODING", "m"]);
+        add(&["LTRIM", "m", "0", "1"]);
+        add(&["OBJECT", "ENCODING", "m"]);
+        for _ in 0..20 {
+            add(&["LPUSH", "n", &mid]);
+        }
+        add(&["OBJECT", "ENCODING", "n"]);
+        for _ in 0..8 {
+            add(&["LMOVE", "n", "dst", "LEFT", "RIGHT"]);
+            add(&["OBJECT", "ENCODING", "n"]);
+            add(&["OBJECT", "ENCODING", "dst"]);
+        }
+        add(&["CONFIG", "SET", "list-max-listpack-size", "4"]);
+        let mut rpush = vec!["RPUSH", "c"];
+        rpush.extend(hundred[..4].iter().map(String::as_str));
+        add(&rpush);
+        add(&["OBJECT", "ENCODING", "c"]);
+        add(&["RPUSH", "c", "one-more"]);
+        add(&["OBJECT", "ENCODING", "c"]);
+        add(&["RPOP", "c", "3"]);
+        add(&["OBJECT", "ENCODING", "c"]);
+        add(&["RPUSH", "sorted", "3", "1", "2"]);
+        add(&["SORT", "sorted", "STORE", "sorted_out"]);
+        add(&["OBJECT", "ENCODING", "sorted_out"]);
+        let mut rpush = vec!["RPUSH", "long_src"];
+        rpush.extend(hundred.iter().map(String::as_str));
+        add(&rpush);
+        add(&["SORT", "long_src", "ALPHA", "STORE", "long_out"]);
+        add(&["OBJECT", "ENCODING", "long_out"]);
+        add(&["CONFIG", "SET", "list-max-listpack-size", "-2"]);
+        for args in &script {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            pair.same(&args).await;
+        }
+        // RESTORE of a small list's payload takes the encoding it fits.
+        let payload: Vec<u8> = support::cmd(&["DUMP", "sorted"])
+            .query_async(&mut pair.ours_con)
+            .await
+            .unwrap();
+        for con in [&mut pair.ours_con]
+            .into_iter()
+            .chain(pair.real_con.as_mut())
+        {
+            let _: () = redis::cmd("RESTORE")
+                .arg("restored")
+                .arg(0)
+                .arg(payload.clone())
+                .query_async(con)
+                .await
+                .unwrap();
+        }
+        pair.same(&["OBJECT", "ENCODING", "restored"]).await;
+        pair.same(&["LRANGE", "restored", "0", "-1"]).await;
+    }
+}

@@ -242,3 +242,193 @@ async fn set_replies_in_resp3_match_redis() {
     ])
     .await;
 }
+
+/// Under `--compat valkey-8.1` a set takes Valkey 8.1's encodings by its rules (`t_set.c`):
+/// intset, listpack (insertion order, removals shifting) and hashtable, with the conversions
+/// between them (a non-integer added to a small intset, `set-max-listpack-entries` and
+/// `-value`, `set-max-intset-entries`) and the size hints of SADD, SMOVE, the STORE commands
+/// and SPOP; SMEMBERS, SSCAN, SRANDMEMBER with a count at least the set's size and DUMP
+/// follow the listpack's order. Compared with valkey-server 8.1.8, order and bytes included
+/// where Valkey's are deterministic; a hashtable's members are compared sorted.
+#[tokio::test]
+async fn valkey_sets_take_valkeys_encodings_and_order() {
+    let mut pair = support::Pair::start_for(locksmith_server::Compat::Valkey81).await;
+    if pair.real.is_none() {
+        eprintln!("valkey-server not found: Valkey's set encodings compared with ours alone");
+    }
+    let strings: Vec<String> = (0..130).map(|i| format!("m{i}")).collect();
+    let ints: Vec<String> = (0..515).map(|i| (i * 3 - 200).to_string()).collect();
+    let mut script: Vec<Vec<String>> = Vec::new();
+    let mut add = |args: &[&str]| script.push(args.iter().map(|s| s.to_string()).collect());
+    add(&["SADD", "lp", "c", "a", "b", "10"]);
+    add(&["SREM", "lp", "a"]);
+    add(&["SADD", "lp", "a", "d"]);
+    add(&["SADD", "is", "30", "-2", "7"]);
+    add(&["SADD", "is", "x"]);
+    add(&["SADD", "is2", "5", "1"]);
+    add(&["SADD", "is2", "01"]);
+    add(&["SADD", "long", "a", &"v".repeat(65)]);
+    add(&["SADD", "grow", "a"]);
+    // Valkey's size hints count duplicates: a table from the start.
+    let mut sadd = vec!["SADD", "dups"];
+    sadd.extend(vec!["x"; 200]);
+    add(&sadd);
+    add(&["SADD", "is_dups", "1"]);
+    let mut sadd = vec!["SADD", "is_dups"];
+    sadd.extend(vec!["2"; 600]);
+    add(&sadd);
+    let mut sadd = vec!["SADD", "lp128"];
+    sadd.extend(strings[..128].iter().map(String::as_str));
+    add(&sadd);
+    let mut sadd = vec!["SADD", "lp129"];
+    sadd.extend(strings[..128].iter().map(String::as_str));
+    add(&sadd);
+    add(&["SADD", "lp129", "one-more"]);
+    let mut sadd = vec!["SADD", "hint129"];
+    sadd.extend(strings[..129].iter().map(String::as_str));
+    add(&sadd);
+    let mut sadd = vec!["SADD", "is512"];
+    sadd.extend(ints[..512].iter().map(String::as_str));
+    add(&sadd);
+    let mut sadd = vec!["SADD", "is513"];
+    sadd.extend(ints[..513].iter().map(String::as_str));
+    add(&sadd);
+    let mut sadd = vec!["SADD", "is128x"];
+    sadd.extend(ints[..128].iter().map(String::as_str));
+    add(&sadd);
+    add(&["SADD", "is128x", "x"]);
+    let mut sadd = vec!["SADD", "is127x"];
+    sadd.extend(ints[..127].iter().map(String::as_str));
+    add(&sadd);
+    add(&["SADD", "is127x", "x"]);
+    add(&["SADD", "other", "b", "zz", "10", "c"]);
+    add(&["SINTERSTORE", "inter", "lp", "other"]);
+    add(&["SUNIONSTORE", "union", "lp", "other"]);
+    add(&["SDIFFSTORE", "diff", "lp", "other"]);
+    add(&["SADD", "nums", "3", "1", "2"]);
+    add(&["SADD", "nums2", "2", "3", "9"]);
+    add(&["SINTERSTORE", "inter_ints", "lp", "nums", "nums2"]);
+    add(&["SUNIONSTORE", "union_ints", "nums2", "nums"]);
+    add(&["SMOVE", "lp", "moved", "b"]);
+    add(&["SMOVE", "nums", "moved_int", "1"]);
+    add(&["CONFIG", "SET", "set-max-listpack-entries", "3"]);
+    add(&["SADD", "cfg", "a", "b", "c"]);
+    add(&["SADD", "cfg", "d"]);
+    add(&["CONFIG", "SET", "set-max-listpack-entries", "128"]);
+    add(&["CONFIG", "SET", "set-max-intset-entries", "4"]);
+    add(&["SADD", "cfg_int", "1", "2", "3", "4", "5"]);
+    add(&["CONFIG", "SET", "set-max-intset-entries", "512"]);
+    for args in &script {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        pair.same(&args).await;
+    }
+    // Random members popped, one left in a new set (a listpack: `spopWithCountCommand`'s
+    // case 3).
+    for con in [&mut pair.ours_con]
+        .into_iter()
+        .chain(pair.real_con.as_mut())
+    {
+        support::run(con, &["SPOP", "hint129", "128"]).await;
+    }
+    // Listpacks and intsets: their order and their bytes.
+    for key in [
+        "lp",
+        "is",
+        "is2",
+        "grow",
+        "lp128",
+        "is512",
+        "is127x",
+        "other",
+        "inter",
+        "union",
+        "diff",
+        "inter_ints",
+        "union_ints",
+        "moved",
+        "moved_int",
+        "cfg_int",
+    ] {
+        pair.same(&["OBJECT", "ENCODING", key]).await;
+        pair.same(&["SMEMBERS", key]).await;
+        pair.same(&["SSCAN", key, "0"]).await;
+        pair.same(&["SRANDMEMBER", key, "1000"]).await;
+        pair.same(&["DUMP", key]).await;
+    }
+    // Hashtables (and SPOP's rebuilt listpack, whose members are drawn at random).
+    for key in [
+        "long", "lp129", "is513", "is128x", "cfg", "hint129", "dups", "is_dups",
+    ] {
+        pair.same(&["OBJECT", "ENCODING", key]).await;
+        pair.same(&["SCARD", key]).await;
+    }
+    for key in ["long", "lp129", "is513", "is128x", "cfg"] {
+        let ours = query(&mut pair.ours_con, &["SMEMBERS", key]).await;
+        if let Some(real_con) = &mut pair.real_con {
+            assert_eq!(ours, query(real_con, &["SMEMBERS", key]).await, "{key}");
+        }
+    }
+    // Its own payload restores to the same set under Valkey's target.
+    let payload: Vec<u8> = support::cmd(&["DUMP", "lp"])
+        .query_async(&mut pair.ours_con)
+        .await
+        .unwrap();
+    let restored: String = redis::cmd("RESTORE")
+        .arg("lp_back")
+        .arg(0)
+        .arg(payload)
+        .query_async(&mut pair.ours_con)
+        .await
+        .unwrap();
+    assert_eq!(restored, "OK");
+    let back = support::run(&mut pair.ours_con, &["SMEMBERS", "lp_back"]).await;
+    assert_eq!(
+        back,
+        support::run(&mut pair.ours_con, &["SMEMBERS", "lp"]).await
+    );
+}
+
+/// A set keeps the encoding Redis gave it: a hashtable it became (past
+/// `set-max-intset-entries`, or for a string) stays one when it is back to a few integers, and
+/// SINTERSTORE's, SUNIONSTORE's and SMOVE's new sets start as Redis starts them. Compared with
+/// redis-server 7.0.15.
+#[tokio::test]
+async fn a_set_keeps_its_encoding_as_redis_does() {
+    let mut pair = support::Pair::start().await;
+    let ints: Vec<String> = (1..=600).map(|i| i.to_string()).collect();
+    let mut sadd = vec!["SADD", "big"];
+    sadd.extend(ints.iter().map(String::as_str));
+    pair.same(&sadd).await;
+    let mut srem = vec!["SREM", "big"];
+    srem.extend(ints[3..].iter().map(String::as_str));
+    pair.same(&srem).await;
+    // No size hint in Redis 7.0: 600 copies of one integer make an intset of one.
+    let ones = vec!["1"; 600];
+    for key in ["ones", "big_after"] {
+        let mut sadd = vec!["SADD", key];
+        sadd.extend(ones.iter().copied());
+        pair.same(&sadd).await;
+        pair.same(&["OBJECT", "ENCODING", key]).await;
+    }
+    pair.all_same(&[
+        &["OBJECT", "ENCODING", "big"],
+        &["SADD", "mixed", "a", "1", "2"],
+        &["SREM", "mixed", "a"],
+        &["OBJECT", "ENCODING", "mixed"],
+        &["SINTERSTORE", "inter", "mixed", "big"],
+        &["OBJECT", "ENCODING", "inter"],
+        &["SMEMBERS", "inter"],
+        &["SUNIONSTORE", "union", "mixed", "big"],
+        &["OBJECT", "ENCODING", "union"],
+        &["SMEMBERS", "union"],
+        &["SMOVE", "mixed", "moved", "1"],
+        &["OBJECT", "ENCODING", "moved"],
+    ])
+    .await;
+    for key in ["big", "mixed"] {
+        let ours = query(&mut pair.ours_con, &["SMEMBERS", key]).await;
+        if let Some(real_con) = &mut pair.real_con {
+            assert_eq!(ours, query(real_con, &["SMEMBERS", key]).await, "{key}");
+        }
+    }
+}

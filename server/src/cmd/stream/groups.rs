@@ -151,6 +151,7 @@ pub(super) fn xgroup_createconsumer(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> C
         consumer.clone(),
         crate::db::stream::Consumer {
             seen_time: now,
+            active_time: -1,
             pel: Default::default(),
         },
     );
@@ -475,7 +476,7 @@ pub(super) fn xclaim(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             (None, None) if !justid => 2,
             (None, None) => 1,
         };
-        g.assign(id, &consumer, delivery, count);
+        g.assign(id, &consumer, delivery, count, now);
         changed = true;
         if let Some(p) = g.pel.get(&id) {
             propagate.push(xclaim_for_replicas(&key, &name, &id_arg, p, g.last_id));
@@ -606,7 +607,7 @@ pub(super) fn xautoclaim(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         } else {
             p.delivery_count + 1
         };
-        g.assign(id, &consumer, now, deliveries);
+        g.assign(id, &consumer, now, deliveries, now);
         if let Some(p) = g.pel.get(&id) {
             propagate.push(xclaim_for_replicas(
                 &key,
