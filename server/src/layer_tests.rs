@@ -225,9 +225,19 @@ fn documented_layers(text: &str) -> Vec<(String, BTreeSet<String>)> {
     layers
 }
 
+/// The workspace's root: the nearest directory above the package's (the server's or
+/// `locksmith-server-unit`'s, which compiles the same sources) that holds ARCHITECTURE.md.
+fn workspace_root() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .find(|dir| dir.join("ARCHITECTURE.md").is_file())
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
 #[test]
 fn architecture_md_lists_the_layers_of_this_table() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ARCHITECTURE.md");
+    let path = workspace_root().join("ARCHITECTURE.md");
     let text = std::fs::read_to_string(&path).unwrap_or_default();
     let documented = documented_layers(&text);
     let table: Vec<(String, BTreeSet<String>)> = LAYERS
@@ -252,7 +262,13 @@ fn no_module_imports_a_higher_layer() {
         .enumerate()
         .flat_map(|(i, (_, modules))| modules.iter().map(move |m| (*m, i)))
         .collect();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    // This file's directory: `src` of the server package (rustc names it from the workspace's
+    // root, also when `locksmith-server-unit` compiles these sources).
+    let root = workspace_root()
+        .join(file!())
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
     let mut files = Vec::new();
     sources(&root, &root, &mut files);
     assert!(files.len() > 50, "found only {} sources", files.len());
@@ -290,5 +306,36 @@ fn no_module_imports_a_higher_layer() {
     assert!(
         stale.is_empty(),
         "exceptions no longer needed, remove them from ALLOWED: {stale:?}"
+    );
+}
+
+/// The `[dependencies]` and `[features]` of `manifest` (the text from the first to the line
+/// before `[lib]` or `[[bin]]`), without comments.
+fn dependencies_of(manifest: &str) -> Vec<&str> {
+    let start = manifest.find("[dependencies]").unwrap_or(manifest.len());
+    manifest[start..]
+        .lines()
+        .take_while(|line| !line.starts_with("[lib]") && !line.starts_with("[[bin]]"))
+        .take_while(|line| !line.starts_with("[dev-dependencies]"))
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .collect()
+}
+
+#[test]
+fn the_unit_test_package_has_the_server_packages_dependencies() {
+    let root = workspace_root();
+    let read = |path: &str| std::fs::read_to_string(root.join(path)).unwrap_or_default();
+    let (server, unit) = (read("server/Cargo.toml"), read("server/unit/Cargo.toml"));
+    let ours = dependencies_of(&server);
+    assert!(
+        ours.len() > 20,
+        "server/Cargo.toml's dependencies not found"
+    );
+    assert_eq!(
+        ours,
+        dependencies_of(&unit),
+        "server/unit/Cargo.toml (right) must compile the server's sources with the server \
+         package's dependencies and features (left)"
     );
 }
