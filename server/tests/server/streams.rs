@@ -3,6 +3,7 @@
 //! with `~` (the same entries go as in Redis), XINFO, RESP3 replies, and XREAD/XREADGROUP
 //! blocking: served by XADD in FIFO order, timing out, never blocking in MULTI or scripts.
 
+use locksmith_server::Compat;
 use locksmith_testkit as support;
 
 use std::time::Duration;
@@ -603,5 +604,134 @@ async fn xsetid_below_the_max_deleted_id_is_refused_only_under_the_valkey_target
             &["xinfo", "stream", "x"],
         ])
         .await;
+    }
+}
+
+/// A consumer's fields in XINFO CONSUMERS and XINFO STREAM FULL, as names and values: the
+/// field names in order, each `(name, integer or -2 when not an integer)`.
+async fn consumer_fields(
+    con: &mut redis::aio::MultiplexedConnection,
+    args: &[&str],
+) -> Vec<Vec<(String, i64)>> {
+    fn pairs(items: &[redis::Value]) -> Vec<(String, i64)> {
+        items
+            .chunks(2)
+            .filter_map(|kv| match kv {
+                [redis::Value::BulkString(k), v] => Some((
+                    String::from_utf8_lossy(k).into_owned(),
+                    match v {
+                        redis::Value::Int(i) => *i,
+                        _ => -2,
+                    },
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+    let reply: redis::Value = support::cmd(args).query_async(con).await.unwrap();
+    let redis::Value::Array(items) = reply else {
+        panic!("{args:?} answered {reply:?}");
+    };
+    if args[1].eq_ignore_ascii_case("CONSUMERS") {
+        return items
+            .iter()
+            .filter_map(|c| match c {
+                redis::Value::Array(kv) => Some(pairs(kv)),
+                _ => None,
+            })
+            .collect();
+    }
+    // XINFO STREAM key FULL: groups → the first group's consumers.
+    let stream = pairs(&items);
+    let at = stream.iter().position(|(k, _)| k == "groups").unwrap() * 2 + 1;
+    let redis::Value::Array(groups) = &items[at] else {
+        panic!("groups: {:?}", items[at]);
+    };
+    let redis::Value::Array(group) = &groups[0] else {
+        panic!("group: {:?}", groups[0]);
+    };
+    let at = pairs(group)
+        .iter()
+        .position(|(k, _)| k == "consumers")
+        .unwrap()
+        * 2
+        + 1;
+    let redis::Value::Array(consumers) = &group[at] else {
+        panic!("consumers: {:?}", group[at]);
+    };
+    consumers
+        .iter()
+        .filter_map(|c| match c {
+            redis::Value::Array(kv) => Some(pairs(kv)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// XINFO CONSUMERS and XINFO STREAM FULL show a consumer's active time under Valkey's target
+/// (`inactive`, `active-time`: -1 for a consumer that never got an entry, else the time since /
+/// of the last read that gave it one) and not under Redis 7.0's, field for field as each
+/// reference answers.
+#[tokio::test]
+async fn xinfo_shows_consumers_active_time_as_each_target_does() {
+    for compat in [Compat::Redis70, Compat::Valkey81] {
+        let mut pair = Pair::start_for(compat).await;
+        pair.all_same(&[
+            &["XADD", "s", "1-1", "f", "v"],
+            &["XGROUP", "CREATE", "s", "g", "0"],
+            &["XGROUP", "CREATECONSUMER", "s", "g", "idle"],
+        ])
+        .await;
+        pair.same(&[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "reader",
+            "COUNT",
+            "1",
+            "STREAMS",
+            "s",
+            ">",
+        ])
+        .await;
+        for args in [
+            &["XINFO", "CONSUMERS", "s", "g"][..],
+            &["XINFO", "STREAM", "s", "FULL"][..],
+        ] {
+            let ours = consumer_fields(&mut pair.ours_con, args).await;
+            let names = |cs: &[Vec<(String, i64)>]| -> Vec<Vec<String>> {
+                cs.iter()
+                    .map(|c| c.iter().map(|(k, _)| k.clone()).collect())
+                    .collect()
+            };
+            let active = |c: &[(String, i64)]| {
+                c.iter()
+                    .find(|(k, _)| k == "inactive" || k == "active-time")
+                    .map(|(_, v)| *v)
+            };
+            assert_eq!(ours.len(), 2, "{compat}: {args:?}: {ours:?}");
+            // `idle` never got an entry, `reader` did.
+            let (idle, reader) = (&ours[0], &ours[1]);
+            if compat == Compat::Valkey81 {
+                assert_eq!(active(idle), Some(-1), "{args:?}: {idle:?}");
+                let t = active(reader).unwrap_or(-1);
+                assert!(t >= 0, "{args:?}: {reader:?}");
+            } else {
+                assert_eq!(active(reader), None, "{args:?}: {reader:?}");
+            }
+            if let Some(real_con) = &mut pair.real_con {
+                let real = consumer_fields(real_con, args).await;
+                assert_eq!(names(&ours), names(&real), "{compat}: {args:?}");
+                assert_eq!(
+                    real.iter()
+                        .map(|c| active(c).map(|v| v.min(0)))
+                        .collect::<Vec<_>>(),
+                    ours.iter()
+                        .map(|c| active(c).map(|v| v.min(0)))
+                        .collect::<Vec<_>>(),
+                    "{compat}: {args:?}"
+                );
+            }
+        }
     }
 }

@@ -663,6 +663,7 @@ pub(super) fn xinfo_consumers(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResu
     let key = args.bytes()?;
     let name = args.bytes()?;
     let now = now(ctx);
+    let active_time = ctx.node.config.profile().encodings.stream_active_time;
     let s = xinfo_stream_at(ctx, key)?;
     let Some(g) = s.groups.get(name) else {
         return Err(no_group_for_key(name, key));
@@ -671,11 +672,23 @@ pub(super) fn xinfo_consumers(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResu
         g.consumers
             .iter()
             .map(|(n, c)| {
-                Frame::Map(vec![
+                let mut fields = vec![
                     (bulk_str("name"), Frame::Bulk(n.clone())),
                     (bulk_str("pending"), int(c.pel.len())),
                     (bulk_str("idle"), int(now.saturating_sub(c.seen_time))),
-                ])
+                ];
+                if active_time {
+                    // Redis 7.2's `inactive`: since the consumer last got an entry, -1 if never.
+                    let inactive = if c.active_time < 0 {
+                        -1
+                    } else {
+                        i64::try_from(now)
+                            .unwrap_or(i64::MAX)
+                            .saturating_sub(c.active_time)
+                    };
+                    fields.push((bulk_str("inactive"), Frame::Integer(inactive)));
+                }
+                Frame::Map(fields)
             })
             .collect(),
     ))
@@ -729,6 +742,7 @@ pub(super) fn xinfo_stream(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult 
         }
     }
     let limit = if count == 0 { usize::MAX } else { count };
+    let active_time = ctx.node.config.profile().encodings.stream_active_time;
     let s = xinfo_stream_at(ctx, key)?;
     let keys = s.node_count();
     let mut fields = vec![
@@ -795,12 +809,16 @@ pub(super) fn xinfo_stream(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult 
                             ])
                         })
                         .collect();
-                    Frame::Map(vec![
+                    let mut fields = vec![
                         (bulk_str("name"), Frame::Bulk(cn.clone())),
                         (bulk_str("seen-time"), int(c.seen_time)),
-                        (bulk_str("pel-count"), int(c.pel.len())),
-                        (bulk_str("pending"), Frame::Array(pending)),
-                    ])
+                    ];
+                    if active_time {
+                        fields.push((bulk_str("active-time"), Frame::Integer(c.active_time)));
+                    }
+                    fields.push((bulk_str("pel-count"), int(c.pel.len())));
+                    fields.push((bulk_str("pending"), Frame::Array(pending)));
+                    Frame::Map(fields)
                 })
                 .collect();
             Frame::Map(vec![
