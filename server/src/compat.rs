@@ -186,6 +186,9 @@ pub(crate) struct Semantics {
     /// `trackingRememberKeys(c, caller)`); Redis 7.0 tracks all the keys the script declared
     /// once it runs any read command.
     pub(crate) script_tracks_read_keys: bool,
+    /// `XREADGROUP` creates its consumer in every group it reads, served or not (Redis 7.2);
+    /// Redis 7.0 creates it only where it serves entries (or reads its history).
+    pub(crate) xreadgroup_creates_unserved_consumer: bool,
 }
 
 /// Redis 7.0's behaviour.
@@ -196,6 +199,7 @@ const REDIS_7_0_SEMANTICS: Semantics = Semantics {
     slowlog_script_commands_as_caller: false,
     xsetid_checks_max_deleted: false,
     script_tracks_read_keys: false,
+    xreadgroup_creates_unserved_consumer: false,
 };
 
 /// Valkey 8.1's: Redis 7.2's behaviour and what Valkey changed since.
@@ -206,6 +210,7 @@ const VALKEY_8_1_SEMANTICS: Semantics = Semantics {
     slowlog_script_commands_as_caller: true,
     xsetid_checks_max_deleted: true,
     script_tracks_read_keys: true,
+    xreadgroup_creates_unserved_consumer: true,
 };
 
 /// A constant of the Lua API table.

@@ -861,6 +861,12 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, group_mode: bool) -> Cm
     // (NOACK) by XGROUP CREATECONSUMER, entries made pending by XCLAIM, NOACK's progress by
     // XGROUP SETID; a history read nothing.
     let mut propagate = Vec::new();
+    let creates_unserved_consumer = ctx
+        .node
+        .config
+        .profile()
+        .semantics
+        .xreadgroup_creates_unserved_consumer;
     for (key, id) in keys.iter().zip(&ids) {
         let Some(s) = stream_read(ctx, key)? else {
             continue;
@@ -870,7 +876,8 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, group_mode: bool) -> Cm
                 let has_new = s
                     .last()
                     .is_some_and(|(top, _)| s.groups.get(g).is_some_and(|grp| top > grp.last_id));
-                if history.is_none() && !has_new {
+                let unserved = history.is_none() && !has_new;
+                if unserved && !creates_unserved_consumer {
                     continue;
                 }
                 let (g, consumer) = (g.clone(), consumer.clone());
@@ -882,6 +889,9 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, group_mode: bool) -> Cm
                         g.clone(),
                         consumer.clone(),
                     ]);
+                }
+                if unserved {
+                    continue;
                 }
                 let Some(s) = stream_at(ctx, key)? else {
                     continue;

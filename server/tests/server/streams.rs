@@ -735,3 +735,44 @@ async fn xinfo_shows_consumers_active_time_as_each_target_does() {
         }
     }
 }
+
+/// An XREADGROUP that serves nothing creates its consumer under Valkey's target (Redis 7.2)
+/// and not under Redis 7.0's, blocking or not, as each reference does.
+#[tokio::test]
+async fn an_unserved_xreadgroup_creates_its_consumer_as_each_target_does() {
+    for compat in [Compat::Redis70, Compat::Valkey81] {
+        let mut pair = Pair::start_for(compat).await;
+        pair.same(&["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"])
+            .await;
+        pair.same(&[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "alice",
+            "COUNT",
+            "1",
+            "STREAMS",
+            "s",
+            ">",
+        ])
+        .await;
+        pair.same(&[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "bob",
+            "BLOCK",
+            "10",
+            "STREAMS",
+            "s",
+            ">",
+        ])
+        .await;
+        let consumers = consumer_fields(&mut pair.ours_con, &["XINFO", "CONSUMERS", "s", "g"])
+            .await
+            .len();
+        let expected = if compat == Compat::Valkey81 { 2 } else { 0 };
+        assert_eq!(consumers, expected, "{compat}");
+        pair.same(&["XINFO", "GROUPS", "s"]).await;
+    }
+}
