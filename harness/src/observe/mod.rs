@@ -372,6 +372,18 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
+    /// A counter (a semaphore's permits, a latch's count) of value 0, with no owner and no
+    /// deadline.
+    fn counter() -> Entry {
+        Entry {
+            layout: LockLayout::Counter,
+            owners: BTreeMap::new(),
+            mode: None,
+            deadline_ms: None,
+            value: 0,
+        }
+    }
+
     fn shared(&self) -> bool {
         self.mode.as_deref() == Some(b"read")
     }

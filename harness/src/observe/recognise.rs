@@ -120,13 +120,7 @@ impl Observer {
                         .get(&slot)
                         .filter(|e| e.layout.is_counter())
                         .map(|e| e.value);
-                    let entry = table.entry(slot).or_insert_with(|| Entry {
-                        layout: LockLayout::Counter,
-                        owners: BTreeMap::new(),
-                        mode: None,
-                        deadline_ms: None,
-                        value: 0,
-                    });
+                    let entry = table.entry(slot).or_insert_with(Entry::counter);
                     if !entry.layout.is_counter() {
                         entry.layout = LockLayout::Counter;
                         entry.owners.clear();
@@ -322,22 +316,10 @@ pub(super) fn counted(
     value: i64,
 ) {
     let slot = (db, key.clone());
-    let entry = table.entry(slot.clone()).or_insert_with(|| Entry {
-        layout: LockLayout::Counter,
-        owners: BTreeMap::new(),
-        mode: None,
-        deadline_ms: None,
-        value: 0,
-    });
+    let entry = table.entry(slot.clone()).or_insert_with(Entry::counter);
     if !entry.layout.is_counter() {
         // A lock's key written as a number is no longer a lock.
-        *entry = Entry {
-            layout: LockLayout::Counter,
-            owners: BTreeMap::new(),
-            mode: None,
-            deadline_ms: None,
-            value: 0,
-        };
+        *entry = Entry::counter();
     }
     entry.value = value;
     let (layout, kind, count) = match name {

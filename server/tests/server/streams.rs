@@ -628,18 +628,21 @@ async fn consumer_fields(
             })
             .collect()
     }
-    let reply: redis::Value = support::cmd(args).query_async(con).await.unwrap();
-    let redis::Value::Array(items) = reply else {
-        panic!("{args:?} answered {reply:?}");
-    };
-    if args[1].eq_ignore_ascii_case("CONSUMERS") {
-        return items
+    fn each(consumers: &[redis::Value]) -> Vec<Vec<(String, i64)>> {
+        consumers
             .iter()
             .filter_map(|c| match c {
                 redis::Value::Array(kv) => Some(pairs(kv)),
                 _ => None,
             })
-            .collect();
+            .collect()
+    }
+    let reply: redis::Value = support::cmd(args).query_async(con).await.unwrap();
+    let redis::Value::Array(items) = reply else {
+        panic!("{args:?} answered {reply:?}");
+    };
+    if args[1].eq_ignore_ascii_case("CONSUMERS") {
+        return each(&items);
     }
     // XINFO STREAM key FULL: groups → the first group's consumers.
     let stream = pairs(&items);
@@ -659,13 +662,7 @@ async fn consumer_fields(
     let redis::Value::Array(consumers) = &group[at] else {
         panic!("consumers: {:?}", group[at]);
     };
-    consumers
-        .iter()
-        .filter_map(|c| match c {
-            redis::Value::Array(kv) => Some(pairs(kv)),
-            _ => None,
-        })
-        .collect()
+    each(consumers)
 }
 
 /// XINFO CONSUMERS and XINFO STREAM FULL show a consumer's active time under Valkey's target
