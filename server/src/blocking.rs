@@ -203,13 +203,20 @@ impl Blocked {
 }
 
 /// Parses a blocking timeout in seconds as Redis's `getTimeoutFromObjectOrReply` does
-/// (fractions allowed, 0 = forever); `now` is the node-clock ms of the command.
+/// (fractions allowed, 0 = forever); `now` is the node-clock ms of the command. With
+/// `rounds_up`, Valkey's rules: the milliseconds rounded up (`ceill`, so `0.0001` blocks for
+/// 1 ms where Redis 7.0 blocks forever) and a count past `i64` out of range (Redis 7.0 calls
+/// it negative).
 ///
 /// # Errors
 ///
 /// `ERR timeout is not a float or out of range`, `ERR timeout is negative`,
 /// `ERR timeout is out of range`.
-pub(crate) fn parse_timeout(arg: &[u8], now: u64) -> Result<Option<Duration>, CommandError> {
+pub(crate) fn parse_timeout(
+    arg: &[u8],
+    now: u64,
+    rounds_up: bool,
+) -> Result<Option<Duration>, CommandError> {
     let not_float = || CommandError::err("timeout is not a float or out of range");
     // Redis's string2ld: strtold over the whole argument, no leading space, NaN refused. A
     // value beyond f64 (fine in a long double) saturates to infinity and is refused below as
@@ -222,12 +229,15 @@ pub(crate) fn parse_timeout(arg: &[u8], now: u64) -> Result<Option<Duration>, Co
         _ => return Err(not_float()),
     };
     let ms = seconds * 1000.0;
+    if rounds_up && ms >= i64::MAX as f64 {
+        return Err(CommandError::err("timeout is out of range"));
+    }
     // C's (long long) cast of an out-of-range long double yields LLONG_MIN on x86-64, which
     // Redis then reports as a negative timeout.
     if !ms.is_finite() || ms >= i64::MAX as f64 || ms <= i64::MIN as f64 {
         return Err(CommandError::err("timeout is negative"));
     }
-    let ms = ms.trunc() as i64;
+    let ms = if rounds_up { ms.ceil() } else { ms.trunc() } as i64;
     if ms < 0 {
         return Err(CommandError::err("timeout is negative"));
     }
@@ -450,20 +460,36 @@ mod tests {
 
     #[test]
     fn timeouts_parse_as_redis() {
-        assert_eq!(parse_timeout(b"0", 0), Ok(None));
-        assert_eq!(parse_timeout(b"0.0001", 0), Ok(None));
+        assert_eq!(parse_timeout(b"0", 0, false), Ok(None));
+        assert_eq!(parse_timeout(b"0.0001", 0, false), Ok(None));
         assert_eq!(
-            parse_timeout(b"1.5", 0),
+            parse_timeout(b"1.5", 0, false),
             Ok(Some(Duration::from_millis(1500)))
         );
         let negative = Err(CommandError::err("timeout is negative"));
-        assert_eq!(parse_timeout(b"-1", 0), negative);
-        assert_eq!(parse_timeout(b"inf", 0), negative);
-        assert_eq!(parse_timeout(b"1e30", 0), negative);
+        assert_eq!(parse_timeout(b"-1", 0, false), negative);
+        assert_eq!(parse_timeout(b"inf", 0, false), negative);
+        assert_eq!(parse_timeout(b"1e30", 0, false), negative);
         let bad = Err(CommandError::err("timeout is not a float or out of range"));
-        assert_eq!(parse_timeout(b"abc", 0), bad);
-        assert_eq!(parse_timeout(b"nan", 0), bad);
-        assert_eq!(parse_timeout(b"", 0), bad);
+        assert_eq!(parse_timeout(b"abc", 0, false), bad);
+        assert_eq!(parse_timeout(b"nan", 0, false), bad);
+        assert_eq!(parse_timeout(b"", 0, false), bad);
+    }
+
+    #[test]
+    fn timeouts_parse_as_valkey_when_rounding_up() {
+        let valkey = |arg: &[u8]| parse_timeout(arg, 0, true);
+        assert_eq!(valkey(b"0"), Ok(None));
+        assert_eq!(valkey(b"0.0001"), Ok(Some(Duration::from_millis(1))));
+        assert_eq!(valkey(b"-0.0001"), Ok(None));
+        assert_eq!(valkey(b"1.5"), Ok(Some(Duration::from_millis(1500))));
+        let negative = Err(CommandError::err("timeout is negative"));
+        assert_eq!(valkey(b"-1"), negative);
+        assert_eq!(valkey(b"-inf"), negative);
+        assert_eq!(valkey(b"-1e30"), negative);
+        let out = Err(CommandError::err("timeout is out of range"));
+        assert_eq!(valkey(b"inf"), out);
+        assert_eq!(valkey(b"1e30"), out);
     }
 
     #[test]

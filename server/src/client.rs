@@ -440,8 +440,12 @@ pub(crate) struct ClientModes {
     pub(crate) no_evict: bool,
     /// `CLIENT NO-TOUCH ON`.
     pub(crate) no_touch: bool,
-    /// `READONLY`: a cluster replica serves this client's reads of its master's slots.
+    /// `READONLY`: a cluster replica serves this client's reads of its master's slots (and,
+    /// under Valkey's target, a replica does not redirect them).
     pub(crate) cluster_readonly: bool,
+    /// `CLIENT CAPA redirect` (Valkey): a replica answers this client's data commands with
+    /// `-REDIRECT` to its master.
+    pub(crate) redirect: bool,
 }
 
 /// What the pipeline and `cmd::call` note about a client's running command.
@@ -515,7 +519,12 @@ impl ClientState {
         self.resp = Version::Resp2;
         self.authenticated = authenticated;
         self.reply = ReplyMode::default();
-        self.modes = ClientModes::default();
+        // The capabilities a client declared describe the library behind the connection
+        // and stay (Valkey's `clearClientConnectionState` keeps `capa`).
+        self.modes = ClientModes {
+            redirect: self.modes.redirect,
+            ..ClientModes::default()
+        };
         self.subscriptions = 0;
         self.multi = None;
         self.origin.in_exec = false;

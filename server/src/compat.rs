@@ -73,12 +73,16 @@ pub(crate) struct Profile {
     pub(crate) redis_version: &'static str,
     /// `INFO server`'s fields in order.
     pub(crate) info_server: &'static [(&'static str, ServerField)],
+    /// What its error texts call the server (`BUSY Redis is busy...`; `Valkey`).
+    pub(crate) title: &'static str,
+    /// How it names itself while `extended-redis-compatibility` is on (Valkey 8's parameter):
+    /// as Redis, for clients that check.
+    pub(crate) extended_redis: Option<ExtendedRedis>,
     /// The globals scripts and functions find the Lua API under (`redis`; Valkey also
     /// `server`, the same table).
     pub(crate) lua_api_names: &'static [&'static str],
-    /// What a script's error texts call a command (`Unknown Redis command called from
-    /// script`; Valkey: `Unknown command called from script`).
-    pub(crate) script_command: &'static str,
+    /// The texts of the scripting API's errors (`script_lua.c`, `script.c`).
+    pub(crate) script_texts: ScriptTexts,
     /// The version fields of the Lua API table (`redis.REDIS_VERSION`...).
     pub(crate) lua_versions: &'static [(&'static str, LuaConst)],
     /// How its configuration parameters differ from Redis 7.0.15's table (the parameters only
@@ -96,6 +100,50 @@ pub(crate) struct Profile {
     pub(crate) info_clients: &'static [&'static str],
     /// How values are encoded in memory and in RDB payloads and files.
     pub(crate) encodings: Encodings,
+}
+
+/// How a Valkey node names itself under `extended-redis-compatibility yes`: `HELLO`'s server
+/// and version, the name in error texts, `INFO server`'s `redis_mode` for `server_mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ExtendedRedis {
+    /// `HELLO`'s `server`.
+    pub(crate) server_name: &'static str,
+    /// `HELLO`'s `version`.
+    pub(crate) version: &'static str,
+    /// The name in error texts.
+    pub(crate) title: &'static str,
+    /// The name of `INFO server`'s mode field.
+    pub(crate) mode_field: &'static str,
+}
+
+/// The error texts of a target's scripting API, where Valkey reworded Redis 7.0's (it names
+/// the API `server` and drops "Redis" and "redis lib").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ScriptTexts {
+    /// What the texts call a command (`Unknown Redis command called from script`; Valkey:
+    /// `Unknown command called from script`).
+    pub(crate) command: &'static str,
+    /// `redis.call()` without arguments.
+    pub(crate) call_without_arguments: &'static str,
+    /// `redis.call` with an argument that is neither a string nor a number.
+    pub(crate) call_bad_argument: &'static str,
+    /// `redis.acl_check_cmd` of a command the server does not have.
+    pub(crate) acl_check_unknown_command: &'static str,
+    /// `redis.log` with fewer than two arguments.
+    pub(crate) log_arity: &'static str,
+    /// `redis.log` with a level outside 0..=3.
+    pub(crate) log_level: &'static str,
+    /// `redis.setresp` without exactly one argument.
+    pub(crate) setresp_arity: &'static str,
+    /// `redis.set_repl` without exactly one argument.
+    pub(crate) set_repl_arity: &'static str,
+    /// A script stopped by `SCRIPT KILL` (with the `ERR` code).
+    pub(crate) script_killed: &'static str,
+    /// A function stopped by `FUNCTION KILL` (with the `ERR` code).
+    pub(crate) function_killed: &'static str,
+    /// The sandbox has the `os` library with `os.clock` alone (Redis 7.2); Redis 7.0 has no
+    /// `os`.
+    pub(crate) os_clock: bool,
 }
 
 /// How a target encodes values: the encodings `OBJECT ENCODING` reports and the bytes `DUMP`,
@@ -155,6 +203,16 @@ pub(crate) struct HandlerChecks {
     /// `SCAN ... TYPE name` with a name no type has answers `ERR unknown type name 'name'`
     /// (Valkey 8.0); Redis 7.0 matches nothing.
     pub(crate) scan_rejects_unknown_type: bool,
+    /// A blocking command's timeout in seconds is rounded up to whole milliseconds, and one
+    /// past the millisecond range is `timeout is out of range` (Valkey's
+    /// `getTimeoutFromObjectOrReply`); Redis 7.0 truncates and calls it negative.
+    pub(crate) timeout_rounds_up: bool,
+    /// `LPOS ... RANK` refuses `LLONG_MIN` (`value is out of range, value must between
+    /// -9223372036854775807 and 9223372036854775807`, Valkey); Redis 7.0 takes it.
+    pub(crate) lpos_rank_refuses_min: bool,
+    /// The error of `XREAD`/`XREADGROUP` with more keys than IDs; `{command}` stands for the
+    /// command's name and `{id}` for its special ID (`$`, `>`).
+    pub(crate) xread_unbalanced: &'static str,
 }
 
 /// Behaviour a target changed after Redis 7.0, one switch each.
@@ -189,6 +247,18 @@ pub(crate) struct Semantics {
     /// `XREADGROUP` creates its consumer in every group it reads, served or not (Redis 7.2);
     /// Redis 7.0 creates it only where it serves entries (or reads its history).
     pub(crate) xreadgroup_creates_unserved_consumer: bool,
+    /// A script's `XREAD`/`XREADGROUP ... BLOCK` runs as without `BLOCK` (the client may not
+    /// block: what it serves, else a null array, as inside MULTI; Redis 7.2); Redis 7.0
+    /// refuses it (`xread command is not allowed with BLOCK option from scripts`).
+    pub(crate) script_stream_reads_never_block: bool,
+    /// `TIME` inside a script or function answers the time the script started, as the
+    /// commands that read the clock there do (Redis 7.2's `commandTimeSnapshot`); Redis 7.0
+    /// answers the time of the call.
+    pub(crate) script_time_is_cached: bool,
+    /// `READONLY` and `READWRITE` answer `OK` outside cluster mode too (Valkey 8: a replica
+    /// then serves the client's reads in spite of `CLIENT CAPA redirect`); Redis 7.0 answers
+    /// `ERR This instance has cluster support disabled`.
+    pub(crate) readonly_outside_cluster: bool,
 }
 
 /// Redis 7.0's behaviour.
@@ -200,6 +270,9 @@ const REDIS_7_0_SEMANTICS: Semantics = Semantics {
     xsetid_checks_max_deleted: false,
     script_tracks_read_keys: false,
     xreadgroup_creates_unserved_consumer: false,
+    script_stream_reads_never_block: false,
+    script_time_is_cached: false,
+    readonly_outside_cluster: false,
 };
 
 /// Valkey 8.1's: Redis 7.2's behaviour and what Valkey changed since.
@@ -211,6 +284,9 @@ const VALKEY_8_1_SEMANTICS: Semantics = Semantics {
     xsetid_checks_max_deleted: true,
     script_tracks_read_keys: true,
     xreadgroup_creates_unserved_consumer: true,
+    script_stream_reads_never_block: true,
+    script_time_is_cached: true,
+    readonly_outside_cluster: true,
 };
 
 /// A constant of the Lua API table.
@@ -307,6 +383,8 @@ pub(crate) struct ServerFacts {
     pub(crate) now_ms: u64,
     /// `availability-zone`.
     pub(crate) availability_zone: String,
+    /// `extended-redis-compatibility` is on.
+    pub(crate) extended_redis: bool,
 }
 
 impl Profile {
@@ -323,7 +401,10 @@ impl Profile {
                 ServerField::ServerName => line(name, &self.server_name),
                 ServerField::Version => line(name, &self.version),
                 ServerField::Mode => line(
-                    name,
+                    match self.extended_redis {
+                        Some(alias) if facts.extended_redis => alias.mode_field,
+                        _ => name,
+                    },
                     &if facts.cluster {
                         "cluster"
                     } else {
@@ -362,6 +443,8 @@ static REDIS_7_0: Profile = Profile {
     server_name: "redis",
     version: "7.0.15",
     redis_version: "7.0.15",
+    title: "Redis",
+    extended_redis: None,
     info_server: &[
         ("redis_version", ServerField::RedisVersion),
         ("redis_git_sha1", ServerField::Fixed("00000000")),
@@ -389,7 +472,19 @@ static REDIS_7_0: Profile = Profile {
         ("io_threads_active", ServerField::Fixed("0")),
     ],
     lua_api_names: &["redis"],
-    script_command: "Redis command",
+    script_texts: ScriptTexts {
+        command: "Redis command",
+        call_without_arguments: "Please specify at least one argument for this redis lib call",
+        call_bad_argument: "Lua redis lib command arguments must be strings or integers",
+        acl_check_unknown_command: "Invalid command passed to redis.acl_check_cmd()",
+        log_arity: "redis.log() requires two arguments or more.",
+        log_level: "Invalid debug level.",
+        setresp_arity: "redis.setresp() requires one argument.",
+        set_repl_arity: "redis.set_repl() requires two arguments.",
+        script_killed: "ERR Script killed by user with SCRIPT KILL...",
+        function_killed: "ERR Script killed by user with SCRIPT KILL...",
+        os_clock: false,
+    },
     lua_versions: &[
         ("REDIS_VERSION", LuaConst::Text("7.0.15")),
         ("REDIS_VERSION_NUM", LuaConst::Number(0x07_00_0f)),
@@ -399,6 +494,11 @@ static REDIS_7_0: Profile = Profile {
     checks: HandlerChecks {
         bit_args_first: false,
         scan_rejects_unknown_type: false,
+        timeout_rounds_up: false,
+        lpos_rank_refuses_min: false,
+        xread_unbalanced:
+            "Unbalanced XREAD list of streams: for each stream key an ID or '$' must \
+                           be specified.",
     },
     semantics: REDIS_7_0_SEMANTICS,
     info_clients: &[
@@ -422,6 +522,13 @@ static VALKEY_8_1: Profile = Profile {
     server_name: "valkey",
     version: "8.1.8",
     redis_version: "7.2.4",
+    title: "Valkey",
+    extended_redis: Some(ExtendedRedis {
+        server_name: "redis",
+        version: "7.2.4",
+        title: "Redis",
+        mode_field: "redis_mode",
+    }),
     info_server: &[
         ("redis_version", ServerField::RedisVersion),
         ("server_name", ServerField::ServerName),
@@ -454,7 +561,19 @@ static VALKEY_8_1: Profile = Profile {
         ("listener0", ServerField::Listener),
     ],
     lua_api_names: &["server", "redis"],
-    script_command: "command",
+    script_texts: ScriptTexts {
+        command: "command",
+        call_without_arguments: "Please specify at least one argument for this call",
+        call_bad_argument: "Command arguments must be strings or integers",
+        acl_check_unknown_command: "Invalid command passed to server.acl_check_cmd()",
+        log_arity: "server.log() requires two arguments or more.",
+        log_level: "Invalid log level.",
+        setresp_arity: "server.setresp() requires one argument.",
+        set_repl_arity: "server.set_repl() requires one argument.",
+        script_killed: "ERR Script killed by user with SCRIPT KILL.",
+        function_killed: "ERR Script killed by user with FUNCTION KILL.",
+        os_clock: true,
+    },
     lua_versions: &[
         ("REDIS_VERSION", LuaConst::Text("7.2.4")),
         ("REDIS_VERSION_NUM", LuaConst::Number(0x07_02_04)),
@@ -494,6 +613,10 @@ static VALKEY_8_1: Profile = Profile {
     checks: HandlerChecks {
         bit_args_first: true,
         scan_rejects_unknown_type: true,
+        timeout_rounds_up: true,
+        lpos_rank_refuses_min: true,
+        xread_unbalanced: "Unbalanced '{command}' list of streams: for each stream key an ID or \
+                           '{id}' must be specified.",
     },
     semantics: VALKEY_8_1_SEMANTICS,
     // Redis 7.2's additions (pub/sub, WATCH and blocking key counts) and Valkey 8.0's pause.
@@ -551,6 +674,7 @@ mod tests {
             hz: 10,
             now_ms: 0,
             availability_zone: String::new(),
+            extended_redis: false,
         };
         let text = |c: Compat| {
             let mut out = String::new();

@@ -133,6 +133,13 @@ impl Session {
         {
             return self.rejected(resolved, e.into());
         }
+        if self.client.modes.redirect
+            && self.node.replica.load(std::sync::atomic::Ordering::Acquire)
+        {
+            if let Some(reply) = self.redirect_rules(resolved, guard).await {
+                return self.rejected(resolved, reply);
+            }
+        }
         if let Some(reply) = self.busy_transaction_rules(resolved, guard.is_some()) {
             return self.rejected(resolved, reply);
         }
@@ -654,6 +661,40 @@ impl Session {
         }
         transaction::flag_error(&mut self.client);
         Some(Frame::error(crate::node::NOREPLICAS_ERROR))
+    }
+
+    /// Valkey's `processCommand` for a client that declared `CLIENT CAPA redirect`, on a
+    /// replica outside cluster mode: a write command, or a read command unless the client
+    /// asked for `READONLY` (or an EXEC whose queue holds one), is answered `-REDIRECT
+    /// host:port` of the master (a transaction discarded at EXEC, or flagged while
+    /// queueing).
+    async fn redirect_rules(&mut self, resolved: Resolved, guard: &mut Guard) -> Option<Frame> {
+        if self.node.cluster.get().is_some()
+            || self.client.id() == crate::replication::MASTER_CLIENT_ID
+        {
+            return None;
+        }
+        let is_exec = resolved.top_name() == "exec" && self.client.multi.is_some();
+        let has = |flag: u32| resolved.spec.has(flag) || (is_exec && self.queue_holds(flag));
+        let writes = has(cmd::flags::WRITE);
+        let reads = has(cmd::flags::READONLY);
+        if !(writes || (reads && !self.client.modes.cluster_readonly)) {
+            return None;
+        }
+        if guard.is_none() {
+            *guard = Some(self.lock_state().await.ok()?);
+        }
+        let crate::replication::Role::Replica { master } = guard.as_ref()?.repl.role() else {
+            return None;
+        };
+        let error = format!("REDIRECT {}:{}", master.ip(), master.port());
+        if is_exec {
+            // Valkey discards the transaction and answers the redirection itself.
+            self.end_transaction_while_busy();
+            return Some(Frame::error(error));
+        }
+        transaction::flag_error(&mut self.client);
+        Some(Frame::error(error))
     }
 
     /// Redis's `processCommand` on a replica: a write command, or an EXEC whose queue holds

@@ -11,7 +11,7 @@ use std::path::Path;
 const LAYERS: &[(&str, &[&str])] = &[
     // Leaves: errors, argument parsing, command descriptions (ours, Redis's, and their ACL
     // facts: categories, key specifications), command flags, clock, geohash math, glob, event
-    // classes, the keyed hash, the process's memory as the OS reports it, the lazy free
+    // classes, the keyed hash, the process's memory and CPU time as the OS reports them, the lazy free
     // thread, the compatibility target's data.
     (
         "leaf",
@@ -27,6 +27,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "glob",
             "lazyfree",
             "notify",
+            "process_cpu",
             "process_memory",
             "redis_table",
             "siphash",

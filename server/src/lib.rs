@@ -48,6 +48,7 @@ mod node;
 mod notify;
 mod observe;
 mod outbound;
+mod process_cpu;
 mod process_memory;
 mod pubsub;
 mod rdb;

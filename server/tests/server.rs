@@ -41,5 +41,6 @@ mod server {
     mod transactions;
     mod unix_socket;
     mod valkey_commands;
+    mod valkey_texts;
     mod zsets;
 }

@@ -229,15 +229,16 @@ fn bitpos(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     };
     let rest = args.rest().to_vec();
     if ctx.node.config.profile().checks.bit_args_first {
-        // Valkey checks the range before it looks the key up (Redis 7.0 after).
+        // Valkey checks the range before it looks the key up (Redis 7.0 after), in
+        // `bitposCommand`'s order: start, the unit, then end.
         match rest.as_slice() {
             [] => {}
             [start, more @ ..] if more.len() <= 2 => {
                 parse_i64(start)?;
+                unit(more.get(1))?;
                 if let Some(end) = more.first() {
                     parse_i64(end)?;
                 }
-                unit(more.get(1))?;
             }
             _ => return Err(CommandError::Syntax),
         }

@@ -1,5 +1,5 @@
 //! `CLIENT` and its subcommands: ID, SETNAME, GETNAME, LIST, INFO, KILL, SETINFO, NO-EVICT,
-//! NO-TOUCH, REPLY, PAUSE, UNPAUSE, TRACKING, CACHING, GETREDIR, TRACKINGINFO, HELP.
+//! NO-TOUCH, REPLY, PAUSE, UNPAUSE, TRACKING, CACHING, GETREDIR, TRACKINGINFO, CAPA, HELP.
 
 use super::connection::set_client_name;
 use super::{lossy, parse_i64, Args, CmdResult, Command, CommandError, Ctx};
@@ -28,11 +28,27 @@ static SUBCOMMANDS: &[Command] = &[
     Command::new("tracking", tracking),
     Command::new("caching", caching),
     Command::new("trackinginfo", trackinginfo),
+    Command::new("capa", capa),
     Command::new("help", help),
 ];
 
 /// The CLIENT family's table.
 pub(crate) static COMMANDS: &[Command] = &[Command::new("client", help).subs(SUBCOMMANDS)];
+
+/// ```text
+/// CLIENT CAPA capability [capability ...]
+/// ```
+///
+/// Valkey's: the client declares what it understands; `redirect` (a replica then answers its
+/// data commands with `-REDIRECT` to the master) is the one capability, others are ignored.
+fn capa(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
+    for capability in args.rest() {
+        if capability.eq_ignore_ascii_case(b"redirect") {
+            ctx.client.modes.redirect = true;
+        }
+    }
+    Ok(Frame::ok())
+}
 
 /// ```text
 /// CLIENT ID

@@ -652,7 +652,9 @@ fn cluster_help(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 ///
 /// A replica then serves this connection's reads of its master's slots.
 fn readonly(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
-    cluster(ctx)?;
+    if !ctx.node.config.profile().semantics.readonly_outside_cluster {
+        cluster(ctx)?;
+    }
     ctx.client.modes.cluster_readonly = true;
     Ok(Frame::ok())
 }
@@ -661,7 +663,9 @@ fn readonly(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 /// READWRITE
 /// ```
 fn readwrite(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
-    cluster(ctx)?;
+    if !ctx.node.config.profile().semantics.readonly_outside_cluster {
+        cluster(ctx)?;
+    }
     ctx.client.modes.cluster_readonly = false;
     Ok(Frame::ok())
 }

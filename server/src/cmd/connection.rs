@@ -192,10 +192,10 @@ fn hello(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         Version::Resp3 => 3,
     };
     let entry = |k: &'static str, v: Frame| (Frame::Bulk(Bytes::from_static(k.as_bytes())), v);
-    let profile = ctx.node.config.profile();
+    let (server, version) = ctx.node.config.hello_identity();
     let mut reply = vec![
-        entry("server", Frame::bulk(profile.server_name)),
-        entry("version", Frame::bulk(profile.version)),
+        entry("server", Frame::bulk(server)),
+        entry("version", Frame::bulk(version)),
         entry("proto", Frame::Integer(proto)),
         entry("id", Frame::Integer(ctx.client.id() as i64)),
         entry("mode", Frame::bulk("standalone")),

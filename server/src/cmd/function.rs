@@ -295,7 +295,7 @@ fn function_stats_busy(node: &Node, _argv: &[Bytes]) -> Frame {
             .load(std::sync::atomic::Ordering::Acquire)
     {
         // Redis refuses it while an EVAL runs (`slowevalerr`).
-        return Frame::error(crate::node::BUSY_ERROR);
+        return Frame::error(node.busy_error_of(false));
     }
     let running = status.function.lock().ok().and_then(|f| f.clone());
     let duration = node.script_running_for().unwrap_or(0);

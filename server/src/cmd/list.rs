@@ -524,6 +524,12 @@ fn lpos(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         if opt.eq_ignore_ascii_case(b"rank") {
             // Redis 7.0 negates i64::MIN to itself, which then acts as -1.
             rank = match parse_i64(value)? {
+                i64::MIN if ctx.node.config.profile().checks.lpos_rank_refuses_min => {
+                    return Err(CommandError::err(
+                        "value is out of range, value must between -9223372036854775807 and \
+                         9223372036854775807",
+                    ))
+                }
                 i64::MIN => -1,
                 r => r,
             };
@@ -720,7 +726,11 @@ fn lmpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn blmpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let timeout_arg = args.bytes()?;
     let m = parse_mpop(args)?;
-    let timeout = blocking::parse_timeout(timeout_arg, ctx.now)?;
+    let timeout = blocking::parse_timeout(
+        timeout_arg,
+        ctx.now,
+        ctx.node.config.profile().checks.timeout_rounds_up,
+    )?;
     match pop_first(ctx, &m.keys, m.end, m.count, false)? {
         Some((key, elems)) => Ok(mpop_reply(key, elems)),
         None => super::block(ctx, m.keys, timeout, BlockKind::List, Frame::NullArray),
@@ -744,7 +754,11 @@ fn brpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn bpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>, end: End) -> CmdResult {
     let rest = args.rest();
     let (timeout_arg, keys) = rest.split_last().ok_or(CommandError::Syntax)?;
-    let timeout = blocking::parse_timeout(timeout_arg, ctx.now)?;
+    let timeout = blocking::parse_timeout(
+        timeout_arg,
+        ctx.now,
+        ctx.node.config.profile().checks.timeout_rounds_up,
+    )?;
     match pop_first(ctx, keys, end, 1, true)? {
         Some((key, mut elems)) => Ok(Frame::Array(vec![
             Frame::Bulk(key),
@@ -768,7 +782,11 @@ fn blmove(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let dst = args.bytes()?;
     let from = End::parse(args.next())?;
     let to = End::parse(args.next())?;
-    let timeout = blocking::parse_timeout(args.bytes()?, ctx.now)?;
+    let timeout = blocking::parse_timeout(
+        args.bytes()?,
+        ctx.now,
+        ctx.node.config.profile().checks.timeout_rounds_up,
+    )?;
     let argv = vec![
         Bytes::from_static(b"LMOVE"),
         src.clone(),
@@ -785,7 +803,11 @@ fn blmove(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn brpoplpush(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let src = args.bytes()?;
     let dst = args.bytes()?;
-    let timeout = blocking::parse_timeout(args.bytes()?, ctx.now)?;
+    let timeout = blocking::parse_timeout(
+        args.bytes()?,
+        ctx.now,
+        ctx.node.config.profile().checks.timeout_rounds_up,
+    )?;
     let argv = vec![Bytes::from_static(b"RPOPLPUSH"), src.clone(), dst.clone()];
     blocking_move(
         ctx,

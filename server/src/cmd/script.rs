@@ -260,9 +260,11 @@ fn run_script(
         }
         status.is_function.store(true, Ordering::Release);
     }
+    let started_us = ctx.node.clock.now_us();
     status
         .started_ms
-        .store(ctx.node.clock.now_ms(), Ordering::Release);
+        .store(started_us / 1000, Ordering::Release);
+    status.started_us.store(started_us, Ordering::Release);
     status.running.store(true, Ordering::Release);
     let saved_db = ctx.client.db;
     let saved_resp = ctx.client.resp;
@@ -352,7 +354,7 @@ impl Dispatcher for ScriptCaller<'_, '_> {
 impl ScriptCaller<'_, '_> {
     fn dispatch(&mut self, argv: &[Bytes], resp3: bool, repl: u8) -> Result<Frame, String> {
         // "Redis command", or Valkey's "command".
-        let command = self.ctx.node.config.profile().script_command;
+        let command = self.ctx.node.config.profile().script_texts.command;
         let resolved = match super::resolve(self.ctx.node.config.compat(), argv) {
             Ok(resolved) => resolved,
             Err(CommandError::WrongArity(_)) => {
@@ -404,7 +406,14 @@ impl ScriptCaller<'_, '_> {
         }
         if spec.has(WRITE) {
             if ctx.node.script.kill.load(Ordering::Acquire) {
-                return Err(script::KILLED_ERROR.into());
+                let texts = &self.ctx.node.config.profile().script_texts;
+                let function = self.ctx.node.script.is_function.load(Ordering::Acquire);
+                return Err(if function {
+                    texts.function_killed
+                } else {
+                    texts.script_killed
+                }
+                .into());
             }
             ctx.node.script.wrote.store(true, Ordering::Release);
         }

@@ -4,6 +4,7 @@
 use super::{bulk_str, flags::*, Args, CmdResult, Command, CommandError, Ctx};
 use crate::node::lockfree::PauseMode;
 use crate::node::Node;
+use crate::process_cpu::{cpu_seconds, CpuOf};
 use bytes::Bytes;
 use locksmith_resp::Frame;
 use std::fmt::Write as _;
@@ -118,7 +119,13 @@ pub(super) fn flush_all(ctx: &mut Ctx<'_>, lazily: bool) {
 /// TIME
 /// ```
 fn time(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
-    let us = ctx.node.clock.now_us();
+    let us = if ctx.client.origin.in_script
+        && ctx.node.config.profile().semantics.script_time_is_cached
+    {
+        ctx.node.script.started_us.load(Ordering::Acquire)
+    } else {
+        ctx.node.clock.now_us()
+    };
     Ok(Frame::Array(vec![
         bulk_str(&(us / 1_000_000).to_string()),
         bulk_str(&(us % 1_000_000).to_string()),
@@ -248,46 +255,6 @@ fn human_bytes(n: u64) -> String {
     }
 }
 
-/// Whose CPU time [`cpu_seconds`] reads.
-#[derive(Clone, Copy)]
-enum CpuOf {
-    /// The whole process (`used_cpu_user`, `used_cpu_sys`).
-    Process,
-    /// The calling thread, the one serving the connections and running the commands
-    /// (`used_cpu_user_main_thread`, `used_cpu_sys_main_thread`; Linux only).
-    Thread,
-}
-
-/// User and system CPU seconds, as Redis reads them (`getrusage`, microseconds); `None` if the
-/// system does not tell.
-#[allow(unsafe_code)]
-fn cpu_seconds(of: CpuOf) -> Option<(f64, f64)> {
-    #[cfg(unix)]
-    {
-        let who = match of {
-            CpuOf::Process => libc::RUSAGE_SELF,
-            #[cfg(target_os = "linux")]
-            CpuOf::Thread => libc::RUSAGE_THREAD,
-            #[cfg(not(target_os = "linux"))]
-            CpuOf::Thread => return None,
-        };
-        // SAFETY: `rusage` is plain data (all-zero bytes are a valid value); getrusage only
-        // writes into the struct it is given.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: as above; `usage` lives for the call.
-        if unsafe { libc::getrusage(who, &mut usage) } != 0 {
-            return None;
-        }
-        let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1_000_000.0;
-        Some((seconds(usage.ru_utime), seconds(usage.ru_stime)))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = of;
-        None
-    }
-}
-
 fn os_name() -> String {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
@@ -333,6 +300,7 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
                 hz: config.hz(),
                 now_ms: now,
                 availability_zone: config.availability_zone(),
+                extended_redis: config.extended_redis().is_some(),
             };
             config.profile().info_server(&facts, &mut line);
         }

@@ -741,7 +741,14 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, group_mode: bool) -> Cm
         let more = argv.len() - i - 1;
         let o = &argv[i][..];
         if o.eq_ignore_ascii_case(b"block") && more > 0 {
-            if ctx.client.origin.in_script {
+            if ctx.client.origin.in_script
+                && !ctx
+                    .node
+                    .config
+                    .profile()
+                    .semantics
+                    .script_stream_reads_never_block
+            {
                 return Err(CommandError::err(format!(
                     "{} command is not allowed with BLOCK option from scripts",
                     super::lossy(&argv[0], usize::MAX)
@@ -756,9 +763,14 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, group_mode: bool) -> Cm
         } else if o.eq_ignore_ascii_case(b"streams") && more > 0 {
             streams_arg = i + 1;
             if !(argv.len() - streams_arg).is_multiple_of(2) {
+                let (command, id) = if group_mode {
+                    ("xreadgroup", ">")
+                } else {
+                    ("xread", "$")
+                };
+                let text = ctx.node.config.profile().checks.xread_unbalanced;
                 return Err(CommandError::err(
-                    "Unbalanced XREAD list of streams: for each stream key an ID or '$' must be \
-                     specified.",
+                    text.replace("{command}", command).replace("{id}", id),
                 ));
             }
             break;

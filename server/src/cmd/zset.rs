@@ -950,7 +950,11 @@ fn bzpopmax(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn bzpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>, max: bool) -> CmdResult {
     let rest = args.rest();
     let (timeout_arg, keys) = rest.split_last().ok_or(CommandError::Syntax)?;
-    let timeout = blocking::parse_timeout(timeout_arg, ctx.now)?;
+    let timeout = blocking::parse_timeout(
+        timeout_arg,
+        ctx.now,
+        ctx.node.config.profile().checks.timeout_rounds_up,
+    )?;
     match pop_first(ctx, keys, max, None)? {
         Some((key, popped)) => {
             let mut out = vec![Frame::Bulk(key)];
@@ -1033,7 +1037,11 @@ fn zmpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn bzmpop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let timeout_arg = args.bytes()?;
     let m = parse_mpop(args)?;
-    let timeout = blocking::parse_timeout(timeout_arg, ctx.now)?;
+    let timeout = blocking::parse_timeout(
+        timeout_arg,
+        ctx.now,
+        ctx.node.config.profile().checks.timeout_rounds_up,
+    )?;
     match pop_first(ctx, &m.keys, m.max, Some(m.count))? {
         Some((key, popped)) => Ok(mpop_reply(key, popped)),
         None => super::block(ctx, m.keys, timeout, BlockKind::ZSet, Frame::NullArray),

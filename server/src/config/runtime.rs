@@ -561,6 +561,31 @@ impl RuntimeConfig {
         self.compat.profile()
     }
 
+    /// `extended-redis-compatibility` (Valkey's parameter): the node names itself as Redis
+    /// (`HELLO`, error texts, `INFO`'s mode field). Off under Redis's target.
+    pub(crate) fn extended_redis(&self) -> Option<crate::compat::ExtendedRedis> {
+        let alias = self.profile().extended_redis?;
+        let on = self
+            .stored()
+            .get("extended-redis-compatibility")
+            .is_some_and(|v| v == "yes");
+        on.then_some(alias)
+    }
+
+    /// `HELLO`'s `server` and `version`.
+    pub(crate) fn hello_identity(&self) -> (&'static str, &'static str) {
+        match self.extended_redis() {
+            Some(alias) => (alias.server_name, alias.version),
+            None => (self.profile().server_name, self.profile().version),
+        }
+    }
+
+    /// What error texts call the server (`Redis`, `Valkey`).
+    pub(crate) fn title(&self) -> &'static str {
+        self.extended_redis()
+            .map_or(self.profile().title, |alias| alias.title)
+    }
+
     /// `availability-zone` (Valkey's parameter; empty when unset or under Redis's target).
     pub(crate) fn availability_zone(&self) -> String {
         self.stored()

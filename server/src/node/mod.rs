@@ -18,12 +18,28 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::{Mutex, Notify};
 
-/// `BUSY` reply while a script (`EVAL`) runs past the threshold.
-pub(crate) const BUSY_ERROR: &str =
-    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
-/// `BUSY` reply while a function (`FCALL`) runs past the threshold.
-pub(crate) const BUSY_FUNCTION_ERROR: &str =
-    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+/// `BUSY` reply while a script (`EVAL`) runs past the threshold, by the server's title.
+const BUSY_ERROR: [(&str, &str); 2] = [
+    (
+        "Redis",
+        "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
+    ),
+    (
+        "Valkey",
+        "BUSY Valkey is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
+    ),
+];
+/// `BUSY` reply while a function (`FCALL`) runs past the threshold, by the server's title.
+const BUSY_FUNCTION_ERROR: [(&str, &str); 2] = [
+    (
+        "Redis",
+        "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.",
+    ),
+    (
+        "Valkey",
+        "BUSY Valkey is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.",
+    ),
+];
 
 /// Everything commands read and write, guarded by [`Node::state`].
 #[derive(Debug)]
@@ -439,6 +455,8 @@ pub(crate) struct ScriptStatus {
     pub(crate) running: AtomicBool,
     /// Node-clock ms when it started.
     pub(crate) started_ms: AtomicU64,
+    /// Node-clock µs when it started (`TIME` inside it under Redis 7.2's rules).
+    pub(crate) started_us: AtomicU64,
     /// `SCRIPT KILL` asked it to stop (shared with the Lua instruction hook).
     pub(crate) kill: Arc<AtomicBool>,
     /// It performed a write (then it cannot be killed).
@@ -642,11 +660,22 @@ impl Node {
     /// The `BUSY` error for the script running now: Redis names the command that may stop it
     /// (`SCRIPT KILL` for `EVAL`, `FUNCTION KILL` for `FCALL`).
     pub(crate) fn busy_error(&self) -> &'static str {
-        if self.script.is_function.load(Ordering::Acquire) {
-            BUSY_FUNCTION_ERROR
+        self.busy_error_of(self.script.is_function.load(Ordering::Acquire))
+    }
+
+    /// The `BUSY` error while an `EVAL` (`function` false) or an `FCALL` runs, with the name
+    /// the server gives itself.
+    pub(crate) fn busy_error_of(&self, function: bool) -> &'static str {
+        let title = self.config.title();
+        let texts = if function {
+            &BUSY_FUNCTION_ERROR
         } else {
-            BUSY_ERROR
-        }
+            &BUSY_ERROR
+        };
+        texts
+            .iter()
+            .find(|(t, _)| *t == title)
+            .map_or(texts[0].1, |(_, text)| text)
     }
 
     /// Milliseconds since the running script started, if one runs.

@@ -148,6 +148,11 @@ pub(super) fn primitives(
             }),
         )?,
     )?;
+    // Valkey's `os.clock`: C's `clock()`, the process's CPU time in seconds.
+    raw.raw_set(
+        "clock",
+        lua.create_function(|_, ()| Ok(crate::process_cpu::process_clock()))?,
+    )?;
     raw.raw_set(
         "readonly",
         super::stack::c_function::<MarkReadonly>(lua, Arc::new(()))?,
@@ -195,10 +200,12 @@ impl CFunction for AclCheck {
             }
             Ok(_) => super::convert::push_error_table(
                 stack,
-                b"Invalid command passed to redis.acl_check_cmd()",
+                cx.shared.texts.acl_check_unknown_command.as_bytes(),
                 false,
             ),
-            Err(msg) => super::convert::push_error_table(stack, msg, false),
+            Err(why) => {
+                super::convert::push_error_table(stack, why.text(cx.shared.texts).as_bytes(), false)
+            }
         };
         match pushed {
             Ok(()) => Return::Values(1),

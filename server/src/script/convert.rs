@@ -164,11 +164,23 @@ pub(super) fn push_bytes_array(
 }
 
 /// Why the arguments of a `redis.call` could not become a command line.
-pub(super) const NO_ARGUMENTS: &[u8] =
-    b"Please specify at least one argument for this redis lib call";
-/// See [`NO_ARGUMENTS`].
-pub(super) const BAD_ARGUMENT: &[u8] =
-    b"Lua redis lib command arguments must be strings or integers";
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ArgvError {
+    /// No argument.
+    NoArguments,
+    /// An argument that is neither a string nor a number.
+    BadArgument,
+}
+
+impl ArgvError {
+    /// The error's text under a target.
+    pub(super) fn text(self, texts: &crate::compat::ScriptTexts) -> &'static str {
+        match self {
+            ArgvError::NoArguments => texts.call_without_arguments,
+            ArgvError::BadArgument => texts.call_bad_argument,
+        }
+    }
+}
 
 /// A string the run pushed (a `KEYS`/`ARGV` element) and still holds on its stack: a
 /// `redis.call` argument that is this very Lua string reuses the `Bytes` instead of a copy.
@@ -240,10 +252,10 @@ pub(super) fn argv_from_stack(
     stack: &Stack<'_>,
     known: &[Known<'_>],
     short: &mut ShortStrings,
-) -> Result<Vec<Bytes>, &'static [u8]> {
+) -> Result<Vec<Bytes>, ArgvError> {
     let argc = stack.top();
     if argc <= 0 {
-        return Err(NO_ARGUMENTS);
+        return Err(ArgvError::NoArguments);
     }
     let mut argv = Vec::with_capacity(argc as usize);
     for i in 1..=argc {
@@ -265,7 +277,7 @@ pub(super) fn argv_from_stack(
                     Bytes::from(format_double(n))
                 }
             }
-            Scalar::Other => return Err(BAD_ARGUMENT),
+            Scalar::Other => return Err(ArgvError::BadArgument),
         };
         argv.push(arg);
     }

@@ -63,8 +63,6 @@ const GC_STEP_PERIOD: u32 = 50;
 pub(crate) const REPL_ALL: u8 = 3;
 /// `REPL_REPLICA`.
 pub(crate) const REPL_REPLICA: u8 = 2;
-/// The error a killed script ends with.
-pub(crate) const KILLED_ERROR: &str = "ERR Script killed by user with SCRIPT KILL...";
 /// What the hook raises when a library's code runs past `FUNCTION LOAD`'s time limit.
 pub(crate) const LOAD_TIMEOUT_ERROR: &str = "FUNCTION LOAD timeout";
 
@@ -287,7 +285,7 @@ pub(crate) struct Compiled {
 }
 
 /// State shared between the engine and its Rust primitives for the current run.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct RunShared {
     /// `redis.setresp` (2 or 3).
     resp: AtomicU8,
@@ -304,6 +302,32 @@ struct RunShared {
     dispatch: DispatchSlot,
     /// While `FUNCTION LOAD` runs a library's code: the functions it registered so far.
     loading: Mutex<Option<Vec<FunctionDef>>>,
+    /// The target's texts of the API's errors.
+    texts: &'static crate::compat::ScriptTexts,
+    /// The error a killed run ends with (`SCRIPT KILL`'s, or `FUNCTION KILL`'s in the
+    /// interpreter of functions).
+    killed_error: &'static str,
+}
+
+impl RunShared {
+    fn new(compat: crate::compat::Compat, for_functions: bool) -> Self {
+        let texts = &compat.profile().script_texts;
+        Self {
+            resp: AtomicU8::default(),
+            repl: AtomicU8::default(),
+            rand: AtomicU64::default(),
+            killed_at: Mutex::default(),
+            error_counted: AtomicBool::default(),
+            dispatch: DispatchSlot::default(),
+            loading: Mutex::default(),
+            texts,
+            killed_error: if for_functions {
+                texts.function_killed
+            } else {
+                texts.script_killed
+            },
+        }
+    }
 }
 
 /// A function a library registered with `redis.register_function`.
@@ -384,7 +408,8 @@ impl std::fmt::Debug for Engine {
 pub(crate) type CommandExists = fn(crate::compat::Compat, &[Bytes]) -> bool;
 
 /// The compatibility target's part of the sandbox, for `sandbox.lua` and `functions.lua`:
-/// `{names = {...}, versions = {...}}` from the target's profile.
+/// `{names = {...}, versions = {...}, texts = {...}, os_clock = bool}` from the target's
+/// profile.
 fn target_table(lua: &Lua, compat: crate::compat::Compat) -> mlua::Result<mlua::Table> {
     use crate::compat::LuaConst;
     let profile = compat.profile();
@@ -401,6 +426,18 @@ fn target_table(lua: &Lua, compat: crate::compat::Compat) -> mlua::Result<mlua::
         lua.create_sequence_from(profile.lua_api_names.iter().copied())?,
     )?;
     target.raw_set("versions", versions)?;
+    let texts = &profile.script_texts;
+    let messages = lua.create_table()?;
+    for (name, text) in [
+        ("log_arity", texts.log_arity),
+        ("log_level", texts.log_level),
+        ("setresp_arity", texts.setresp_arity),
+        ("set_repl_arity", texts.set_repl_arity),
+    ] {
+        messages.raw_set(name, text)?;
+    }
+    target.raw_set("texts", messages)?;
+    target.raw_set("os_clock", texts.os_clock)?;
     Ok(target)
 }
 
@@ -436,7 +473,7 @@ impl Engine {
             StdLib::TABLE | StdLib::STRING | StdLib::MATH,
             LuaOptions::default(),
         )?;
-        let shared = Arc::new(RunShared::default());
+        let shared = Arc::new(RunShared::new(settings.compat, for_functions));
         // Redis's rand48 state is process-wide and never reseeded between scripts.
         shared.rand.store(api::RAND48_SEED, Ordering::Relaxed);
         let raw = api::primitives(&lua, shared.clone(), command_exists, settings.compat)?;
@@ -798,7 +835,7 @@ impl Engine {
                         .store(counted_error(stack), Ordering::Relaxed);
                     let killed = kill.load(Ordering::Acquire);
                     Ok(match status {
-                        _ if killed => killed_reply(stack, shared, sha, KILLED_ERROR),
+                        _ if killed => killed_reply(stack, shared, sha, shared.killed_error),
                         _ if exhausted.0 => killed_reply(stack, shared, sha, MEMORY_ERROR),
                         Ok(()) => {
                             // Converted with the result right above the globals, as Redis's is
@@ -956,7 +993,7 @@ fn redis_call(stack: &mut Stack<'_>, shared: &RunShared) -> Result<bool, stack::
             stack.pop(stack.top());
             match argv {
                 Ok(argv) => Ok(frame.dispatcher.call(&argv, resp3, repl)),
-                Err(msg) => Err(msg),
+                Err(why) => Err(why.text(shared.texts).as_bytes()),
             }
         })
         .unwrap_or_else(|| {

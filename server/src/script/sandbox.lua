@@ -1,7 +1,7 @@
 -- Redis 7.0's Lua environment, built once per interpreter (chunk "=[redis]").
 -- Arguments: the table of Rust primitives, the globals (left read-only at the end), and the
 -- compatibility target's part: {names = the globals the API table is under, versions = its
--- version fields}.
+-- version fields, texts = its error texts, os_clock = whether `os.clock` exists}.
 local raw, G, target = ...
 local type, tostring, tonumber, select, error = type, tostring, tonumber, select, error
 local next, ipairs, setmetatable = next, ipairs, setmetatable
@@ -78,11 +78,11 @@ redis.sha1hex = cwrap(function(...)
 end)
 redis.log = cwrap(function(...)
   local n = select('#', ...)
-  if n < 2 then raise('redis.log() requires two arguments or more.') end
+  if n < 2 then raise(target.texts.log_arity) end
   local level = tonumber((...))
   if level == nil then raise('First argument must be a number (log level).') end
   level = trunc(level)
-  if level < 0 or level > 3 then raise('Invalid debug level.') end
+  if level < 0 or level > 3 then raise(target.texts.log_level) end
   local parts = {}
   for i = 2, n do
     local v = select(i, ...)
@@ -92,13 +92,13 @@ redis.log = cwrap(function(...)
   raw.log(level, concat(parts, ' '))
 end)
 redis.setresp = cwrap(function(...)
-  if select('#', ...) ~= 1 then raise('redis.setresp() requires one argument.') end
+  if select('#', ...) ~= 1 then raise(target.texts.setresp_arity) end
   local r = trunc(tonumber((...)) or 0)
   if r ~= 2 and r ~= 3 then raise('RESP version must be 2 or 3.') end
   raw.setresp(r)
 end)
 redis.set_repl = cwrap(function(...)
-  if select('#', ...) ~= 1 then raise('redis.set_repl() requires two arguments.') end
+  if select('#', ...) ~= 1 then raise(target.texts.set_repl_arity) end
   local f = trunc(tonumber((...)) or 0)
   if f < 0 or f > 3 then
     raise('Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.')
@@ -160,6 +160,8 @@ end)
 -- load, loadstring and the server's own loads refuse them with "unexpected symbol near
 -- 'char(27)'".
 
+-- Valkey's sandbox has the os library with its clock alone.
+if target.os_clock then G.os = {clock = raw.clock} end
 G.cjson = raw.cjson
 G.cjson.null = raw.null
 G.cmsgpack = raw.cmsgpack

@@ -895,7 +895,7 @@ unsafe extern "C-unwind" fn instruction_hook(state: *mut lua_State, ar: *mut ffi
     } else if exceeded {
         super::MEMORY_ERROR
     } else {
-        super::KILLED_ERROR
+        context.shared.killed_error
     };
     // SAFETY: every Rust value of this function with a destructor is gone (the guard and the
     // site were dropped above); lua_error longjmps to the innermost protected call.

@@ -1,0 +1,422 @@
+//! Where Valkey 8.1 reworded Redis 7.0's errors or changed a rule after it (Redis 7.2's
+//! behaviour it continues): under `--compat valkey-8.1` each answer compared with
+//! valkey-server 8.1.8, and under the default target with redis-server 7.0.15.
+
+use locksmith_server::Compat;
+use locksmith_testkit as support;
+use std::time::Duration;
+use support::{patient_conn, Pair};
+
+/// Runs every line on ours under each target and on that target's reference, asserting equal
+/// replies.
+async fn under_both(setup: &[&[&str]], lines: &[&[&str]]) {
+    for compat in Compat::ALL {
+        let mut pair = Pair::start_for(compat).await;
+        pair.all_same(setup).await;
+        pair.all_same(lines).await;
+    }
+}
+
+/// LPOS's rank range, a blocking timeout past the millisecond range, XREAD's unbalanced
+/// streams, READONLY outside cluster mode and CLIENT CAPA.
+#[tokio::test]
+async fn command_errors_follow_the_target() {
+    under_both(
+        &[
+            &["RPUSH", "l", "a", "c", "c"],
+            &["XADD", "s", "1-1", "f", "v"],
+        ],
+        &[
+            &["LPOS", "l", "c", "RANK", "-9223372036854775808"],
+            &["LPOS", "l", "c", "RANK", "-9223372036854775807"],
+            &["LPOS", "l", "c", "RANK", "0"],
+            &["BLPOP", "nokey", "1e20"],
+            &["BLPOP", "nokey", "inf"],
+            &["BLPOP", "nokey", "-inf"],
+            &["BLPOP", "nokey", "-1"],
+            &["BZPOPMIN", "nokey", "1e30"],
+            &["BLMOVE", "nokey", "d", "LEFT", "LEFT", "1e20"],
+            &["XGROUP", "CREATE", "s", "g", "$"],
+            &["XREAD", "COUNT", "1", "STREAMS", "s"],
+            &["XREAD", "STREAMS", "s", "t", "0"],
+            &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "s"],
+            &[
+                "XREADGROUP",
+                "GROUP",
+                "g",
+                "c",
+                "COUNT",
+                "1",
+                "STREAMS",
+                "s",
+                "t",
+                ">",
+            ],
+            &["READONLY"],
+            &["READWRITE"],
+            &["CLIENT", "CAPA", "redirect"],
+            &["CLIENT", "CAPA", "redirect", "other"],
+            &["CLIENT", "CAPA"],
+        ],
+    )
+    .await;
+}
+
+/// Valkey rounds a blocking timeout up to whole milliseconds: `0.0001` s blocks 1 ms and
+/// times out, where Redis 7.0 truncates it to 0 and blocks forever (not run there).
+#[tokio::test]
+async fn a_sub_millisecond_timeout_times_out_under_valkey() {
+    let mut pair = Pair::start_for(Compat::Valkey81).await;
+    pair.all_same(&[
+        &["BLPOP", "nokey", "0.0001"],
+        &["BZPOPMAX", "nokey", "0.0009"],
+        &["BRPOPLPUSH", "nokey", "d", "0.0001"],
+    ])
+    .await;
+}
+
+/// The scripting API's error texts (`server.` and no "redis lib" under Valkey), the `os`
+/// library with `os.clock` alone, and stream reads with BLOCK inside a script.
+#[tokio::test]
+async fn script_errors_and_sandbox_follow_the_target() {
+    under_both(
+        &[
+            &["XADD", "s", "1-1", "a", "1"],
+            &["XGROUP", "CREATE", "s", "g", "$"],
+        ],
+        &[
+            &["EVAL", "redis.log(1)", "0"],
+            &["EVAL", "redis.log(99, 'x')", "0"],
+            &["EVAL", "redis.setresp()", "0"],
+            &["EVAL", "redis.set_repl()", "0"],
+            &["EVAL", "return redis.call()", "0"],
+            &["EVAL", "return redis.pcall()", "0"],
+            &["EVAL", "return redis.call('get', {})", "0"],
+            &["EVAL", "return redis.acl_check_cmd('no-such-command')", "0"],
+            &["EVAL", "return redis.acl_check_cmd()", "0"],
+            &["EVAL", "return type(os)", "0"],
+            &["EVAL", "return type(os.clock())", "0"],
+            &["EVAL", "return os.execute", "0"],
+            &["EVAL", "return os.execute('true')", "0"],
+            &[
+                "EVAL",
+                "return redis.pcall('xread','BLOCK',0,'STREAMS','s','$')",
+                "1",
+                "s",
+            ],
+            &[
+                "EVAL",
+                "return redis.pcall('xread','BLOCK',0,'STREAMS','s','0-0')",
+                "1",
+                "s",
+            ],
+            &[
+                "EVAL",
+                "return redis.pcall('xreadgroup','GROUP','g','c','BLOCK',0,'STREAMS','s','>')",
+                "1",
+                "s",
+            ],
+        ],
+    )
+    .await;
+}
+
+/// `TIME` inside a script: the script's start under Valkey (the same value however long the
+/// script runs), the time of the call under Redis 7.0; each as its reference answers.
+#[tokio::test]
+async fn time_inside_a_script_follows_the_target() {
+    // Calls TIME until it changes, at most 100 000 times (a few µs pass between two calls).
+    let script = "local a = redis.call('TIME') local b = a \
+                  for i = 1, 100000 do b = redis.call('TIME') \
+                  if b[1] ~= a[1] or b[2] ~= a[2] then break end end \
+                  return {a[1] == b[1] and a[2] == b[2]}";
+    for (compat, cached) in [(Compat::Redis70, false), (Compat::Valkey81, true)] {
+        let ours = locksmith_server::Server::builder()
+            .compat(compat)
+            .start()
+            .await
+            .unwrap();
+        let mut urls = vec![ours.url()];
+        let reference = support::RealRedis::start_reference(support::Reference::of(compat), &[]);
+        if let Some(reference) = &reference {
+            urls.push(reference.url());
+        }
+        for url in urls {
+            let mut con = patient_conn(&url).await;
+            let equal = support::run(&mut con, &["EVAL", script, "0"]).await;
+            let expected = if cached {
+                "array([int(1)])"
+            } else {
+                "array([nil])"
+            };
+            assert_eq!(equal, expected, "{compat} at {url}");
+        }
+    }
+}
+
+/// What a busy script makes other clients read and what the killed script answers: `BUSY`
+/// naming the server and the KILL command, `Script killed by user with SCRIPT KILL...` (Redis
+/// 7.0, for functions too) or `... SCRIPT KILL.` / `... FUNCTION KILL.` (Valkey).
+async fn busy_and_killed_texts(url: &str) -> Vec<String> {
+    let mut other = patient_conn(url).await;
+    support::run(&mut other, &["CONFIG", "SET", "busy-reply-threshold", "50"]).await;
+    support::run(
+        &mut other,
+        &[
+            "FUNCTION",
+            "LOAD",
+            "REPLACE",
+            "#!lua name=spin\nredis.register_function('spin', function() local a = 1 while true do a = a + 1 end end)",
+        ],
+    )
+    .await;
+    let mut texts = Vec::new();
+    for (call, kill) in [
+        (
+            &["EVAL", "local a = 1 while true do a = a + 1 end", "0"][..],
+            "SCRIPT",
+        ),
+        (&["FCALL", "spin", "0"][..], "FUNCTION"),
+    ] {
+        let mut looping = patient_conn(url).await;
+        let call: Vec<String> = call.iter().map(|s| s.to_string()).collect();
+        let spinner = tokio::spawn(async move {
+            let args: Vec<&str> = call.iter().map(String::as_str).collect();
+            let r: redis::RedisResult<()> = support::cmd(&args).query_async(&mut looping).await;
+            r.map_err(|e| support::error_text(&e))
+        });
+        let mut busy = String::new();
+        for _ in 0..250 {
+            busy = support::run(&mut other, &["PING"]).await;
+            if busy.starts_with("ERROR BUSY") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        texts.push(busy);
+        texts.push(support::run(&mut other, &[kill, "KILL"]).await);
+        let killed = tokio::time::timeout(Duration::from_secs(10), spinner)
+            .await
+            .expect("the killed script ends")
+            .expect("the task ends");
+        texts.push(killed.err().unwrap_or_default());
+    }
+    texts
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn busy_and_killed_scripts_answer_as_the_target() {
+    for compat in Compat::ALL {
+        let ours = locksmith_server::Server::builder()
+            .compat(compat)
+            .start()
+            .await
+            .unwrap();
+        let ours_texts = busy_and_killed_texts(&ours.url()).await;
+        let title = if compat == Compat::Redis70 {
+            "Redis"
+        } else {
+            "Valkey"
+        };
+        assert_eq!(
+            ours_texts[0],
+            format!(
+                "ERROR BUSY {title} is busy running a script. You can only call SCRIPT KILL or \
+                 SHUTDOWN NOSAVE."
+            )
+        );
+        let Some(reference) =
+            support::RealRedis::start_reference(support::Reference::of(compat), &[])
+        else {
+            continue;
+        };
+        assert_eq!(
+            ours_texts,
+            busy_and_killed_texts(&reference.url()).await,
+            "{compat}"
+        );
+    }
+}
+
+/// `extended-redis-compatibility yes` (Valkey 8): `HELLO` says `redis` 7.2.4, `INFO server`
+/// has `redis_mode` for `server_mode`, and `BUSY` names Redis; `no` goes back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extended_redis_compatibility_names_the_server_redis() {
+    let ours = locksmith_server::Server::builder()
+        .compat(Compat::Valkey81)
+        .start()
+        .await
+        .unwrap();
+    let mut urls = vec![ours.url()];
+    let reference = support::RealRedis::start_valkey(&[]);
+    if let Some(reference) = &reference {
+        urls.push(reference.url());
+    }
+    let mut seen = Vec::new();
+    for url in &urls {
+        let mut con = patient_conn(url).await;
+        let mut facts = Vec::new();
+        for setting in ["yes", "no"] {
+            support::run(
+                &mut con,
+                &["CONFIG", "SET", "extended-redis-compatibility", setting],
+            )
+            .await;
+            let hello: Vec<redis::Value> = support::cmd(&["HELLO", "2"])
+                .query_async(&mut con)
+                .await
+                .unwrap();
+            let text = |v: &redis::Value| match v {
+                redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+                other => format!("{other:?}"),
+            };
+            facts.push(format!("{} {}", text(&hello[1]), text(&hello[3])));
+            let info = support::info(&mut con, "server").await;
+            let mode: Vec<&str> = info
+                .iter()
+                .filter(|(k, _)| k.ends_with("_mode"))
+                .map(|(k, _)| k.as_str())
+                .collect();
+            facts.push(mode.join(","));
+        }
+        support::run(
+            &mut con,
+            &["CONFIG", "SET", "extended-redis-compatibility", "yes"],
+        )
+        .await;
+        let texts = busy_and_killed_texts(url).await;
+        facts.push(texts[0].clone());
+        seen.push(facts);
+    }
+    assert_eq!(
+        seen[0][..4],
+        [
+            "redis 7.2.4".to_string(),
+            "redis_mode".to_string(),
+            "valkey 8.1.8".to_string(),
+            "server_mode".to_string(),
+        ]
+    );
+    assert!(
+        seen[0][4].starts_with("ERROR BUSY Redis is busy"),
+        "{:?}",
+        seen[0]
+    );
+    if seen.len() == 2 {
+        assert_eq!(seen[0], seen[1], "left: ours, right: valkey-server");
+    }
+}
+
+/// Waits (at most 20 s) until the replica's link to its master is up.
+async fn link_up(con: &mut redis::aio::MultiplexedConnection) {
+    for _ in 0..1000 {
+        let info = support::info(con, "replication").await;
+        if info
+            .iter()
+            .any(|(k, v)| k == "master_link_status" && v == "up")
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the replica did not connect to its master");
+}
+
+/// Valkey's integration/replica-redirect.tcl as one session on a replica: a client that
+/// declared `CLIENT CAPA redirect` is sent to the master for reads and writes (`-REDIRECT
+/// host:port`), unless it asked for `READONLY`; a transaction queued before the node became a
+/// replica is redirected at EXEC, one that queued a redirected write aborts; other clients get
+/// `READONLY` as before. The master's port is written `PORT`.
+async fn redirect_session(master_port: u16, replica_url: &str) -> Vec<String> {
+    let mut replies = Vec::new();
+    let mut admin = patient_conn(replica_url).await;
+    let mut early = support::Wire::connect(
+        replica_url
+            .trim_start_matches("redis://")
+            .trim_end_matches('/')
+            .parse()
+            .expect("an address"),
+    )
+    .await;
+    let port = master_port.to_string();
+    let mut note = |frames: Vec<Vec<u8>>| {
+        for f in frames {
+            replies.push(String::from_utf8_lossy(&f).replace(&port, "PORT"));
+        }
+    };
+    note(
+        early
+            .call(
+                &[
+                    &["CLIENT", "CAPA", "redirect"],
+                    &["MULTI"],
+                    &["SET", "foo", "bar"],
+                ],
+                3,
+            )
+            .await,
+    );
+    support::run(&mut admin, &["REPLICAOF", "127.0.0.1", &port]).await;
+    link_up(&mut admin).await;
+    note(early.call(&[&["EXEC"]], 1).await);
+    note(
+        early
+            .call(
+                &[
+                    &["MULTI"],
+                    &["SET", "foo", "bar"],
+                    &["EXEC"],
+                    &["GET", "foo"],
+                    &["PING"],
+                    &["RESET"],
+                    &["GET", "foo"],
+                    &["READONLY"],
+                    &["GET", "foo"],
+                    &["SET", "foo", "bar"],
+                    &["READWRITE"],
+                    &["GET", "foo"],
+                ],
+                12,
+            )
+            .await,
+    );
+    let mut plain = support::Wire::connect(
+        replica_url
+            .trim_start_matches("redis://")
+            .trim_end_matches('/')
+            .parse()
+            .expect("an address"),
+    )
+    .await;
+    note(
+        plain
+            .call(&[&["GET", "foo"], &["SET", "foo", "bar"]], 2)
+            .await,
+    );
+    replies
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_redirects_clients_that_declared_the_capability() {
+    let master = locksmith_server::Server::builder()
+        .compat(Compat::Valkey81)
+        .start()
+        .await
+        .unwrap();
+    let replica = locksmith_server::Server::builder()
+        .compat(Compat::Valkey81)
+        .start()
+        .await
+        .unwrap();
+    let ours = redirect_session(master.addr().port(), &replica.url()).await;
+    assert_eq!(ours[0], "+OK\r\n");
+    assert_eq!(ours[3], "-REDIRECT 127.0.0.1:PORT\r\n", "{ours:?}");
+    let (Some(master), Some(replica)) = (
+        support::RealRedis::start_valkey(&[]),
+        support::RealRedis::start_valkey(&[]),
+    ) else {
+        return;
+    };
+    let theirs = redirect_session(master.addr().port(), &replica.url()).await;
+    assert_eq!(ours, theirs, "left: ours, right: valkey-server");
+}
