@@ -83,6 +83,8 @@ pub(crate) struct Profile {
     pub(crate) lua_api_names: &'static [&'static str],
     /// The texts of the scripting API's errors (`script_lua.c`, `script.c`).
     pub(crate) script_texts: ScriptTexts,
+    /// The texts of ACL refusals.
+    pub(crate) acl_texts: AclTexts,
     /// The version fields of the Lua API table (`redis.REDIS_VERSION`...).
     pub(crate) lua_versions: &'static [(&'static str, LuaConst)],
     /// How its configuration parameters differ from Redis 7.0.15's table (the parameters only
@@ -98,8 +100,22 @@ pub(crate) struct Profile {
     pub(crate) semantics: Semantics,
     /// `INFO clients`' fields in order (`INFO`'s code knows how to compute each name).
     pub(crate) info_clients: &'static [&'static str],
+    /// `INFO stats`' fields in order (as `info_clients`).
+    pub(crate) info_stats: &'static [&'static str],
+    /// The fields the target adds to `INFO memory` and `INFO replication`.
+    pub(crate) info_extras: InfoExtras,
     /// How values are encoded in memory and in RDB payloads and files.
     pub(crate) encodings: Encodings,
+}
+
+/// Fields a target adds to `INFO memory` and `INFO replication` that are 0 here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct InfoExtras {
+    /// `mem_overhead_db_hashtable_rehashing` (Valkey 8: memory of key tables being rehashed
+    /// incrementally; ours grow at once).
+    pub(crate) hashtable_rehashing: bool,
+    /// `replicas_waiting_psync` (Valkey 8's dual-channel replication, not built here).
+    pub(crate) replicas_waiting_psync: bool,
 }
 
 /// How a Valkey node names itself under `extended-redis-compatibility yes`: `HELLO`'s server
@@ -114,6 +130,30 @@ pub(crate) struct ExtendedRedis {
     pub(crate) title: &'static str,
     /// The name of `INFO server`'s mode field.
     pub(crate) mode_field: &'static str,
+}
+
+/// The texts of a target's ACL refusals, as templates: `{user}` stands for the user's name,
+/// `{command}` for the command's full name, `{object}` for the refused key or channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AclTexts {
+    /// A command refused before it ran, by what was refused (after `NOPERM `).
+    pub(crate) command: &'static str,
+    /// See [`AclTexts::command`].
+    pub(crate) key: &'static str,
+    /// See [`AclTexts::command`].
+    pub(crate) channel: &'static str,
+    /// A script's command refused (after `ERR `).
+    pub(crate) script_command: &'static str,
+    /// See [`AclTexts::script_command`].
+    pub(crate) script_key: &'static str,
+    /// See [`AclTexts::script_command`].
+    pub(crate) script_channel: &'static str,
+    /// `ACL DRYRUN`'s answer when refused.
+    pub(crate) dryrun_command: &'static str,
+    /// See [`AclTexts::dryrun_command`].
+    pub(crate) dryrun_key: &'static str,
+    /// See [`AclTexts::dryrun_command`].
+    pub(crate) dryrun_channel: &'static str,
 }
 
 /// The error texts of a target's scripting API, where Valkey reworded Redis 7.0's (it names
@@ -259,6 +299,10 @@ pub(crate) struct Semantics {
     /// then serves the client's reads in spite of `CLIENT CAPA redirect`); Redis 7.0 answers
     /// `ERR This instance has cluster support disabled`.
     pub(crate) readonly_outside_cluster: bool,
+    /// The scripts `EVAL` adds are evicted past 500, least recently run first (Valkey 8,
+    /// Redis 7.4; `INFO stats`' `evicted_scripts`); Redis 7.0 keeps every script until
+    /// `SCRIPT FLUSH`.
+    pub(crate) eval_scripts_evicted: bool,
 }
 
 /// Redis 7.0's behaviour.
@@ -273,6 +317,7 @@ const REDIS_7_0_SEMANTICS: Semantics = Semantics {
     script_stream_reads_never_block: false,
     script_time_is_cached: false,
     readonly_outside_cluster: false,
+    eval_scripts_evicted: false,
 };
 
 /// Valkey 8.1's: Redis 7.2's behaviour and what Valkey changed since.
@@ -287,6 +332,7 @@ const VALKEY_8_1_SEMANTICS: Semantics = Semantics {
     script_stream_reads_never_block: true,
     script_time_is_cached: true,
     readonly_outside_cluster: true,
+    eval_scripts_evicted: true,
 };
 
 /// A constant of the Lua API table.
@@ -472,6 +518,19 @@ static REDIS_7_0: Profile = Profile {
         ("io_threads_active", ServerField::Fixed("0")),
     ],
     lua_api_names: &["redis"],
+    acl_texts: AclTexts {
+        command: "this user has no permissions to run the '{command}' command",
+        key: "this user has no permissions to access one of the keys used as arguments",
+        channel: "this user has no permissions to access one of the channels used as arguments",
+        script_command: "The user executing the script can't run this command or subcommand",
+        script_key: "The user executing the script can't access at least one of the keys \
+                     mentioned in the command arguments",
+        script_channel: "The user executing the script can't publish to the channel mentioned \
+                         in the command",
+        dryrun_command: "This user has no permissions to run the '{command}' command",
+        dryrun_key: "This user has no permissions to access the '{object}' key",
+        dryrun_channel: "This user has no permissions to access the '{object}' channel",
+    },
     script_texts: ScriptTexts {
         command: "Redis command",
         call_without_arguments: "Please specify at least one argument for this redis lib call",
@@ -511,6 +570,46 @@ static REDIS_7_0: Profile = Profile {
         "tracking_clients",
         "clients_in_timeout_table",
     ],
+    info_stats: &[
+        "total_connections_received",
+        "total_commands_processed",
+        "instantaneous_ops_per_sec",
+        "total_net_input_bytes",
+        "total_net_output_bytes",
+        "total_net_repl_input_bytes",
+        "total_net_repl_output_bytes",
+        "instantaneous_input_kbps",
+        "instantaneous_output_kbps",
+        "rejected_connections",
+        "sync_full",
+        "sync_partial_ok",
+        "sync_partial_err",
+        "expired_keys",
+        "expired_stale_perc",
+        "expired_time_cap_reached_count",
+        "expire_cycle_cpu_milliseconds",
+        "evicted_keys",
+        "keyspace_hits",
+        "keyspace_misses",
+        "pubsub_channels",
+        "pubsub_patterns",
+        "pubsubshard_channels",
+        "latest_fork_usec",
+        "total_forks",
+        "migrate_cached_sockets",
+        "tracking_total_keys",
+        "tracking_total_items",
+        "tracking_total_prefixes",
+        "total_error_replies",
+        "total_reads_processed",
+        "total_writes_processed",
+        "io_threaded_reads_processed",
+        "io_threaded_writes_processed",
+    ],
+    info_extras: InfoExtras {
+        hashtable_rehashing: false,
+        replicas_waiting_psync: false,
+    },
     encodings: REDIS_7_0_ENCODINGS,
 };
 
@@ -561,6 +660,19 @@ static VALKEY_8_1: Profile = Profile {
         ("listener0", ServerField::Listener),
     ],
     lua_api_names: &["server", "redis"],
+    // Valkey's `getAclErrorMessage`: the user named, the key or channel not (but in DRYRUN).
+    acl_texts: AclTexts {
+        command: "User {user} has no permissions to run the '{command}' command",
+        key: "No permissions to access a key",
+        channel: "No permissions to access a channel",
+        script_command: "ACL failure in script: User {user} has no permissions to run the \
+                         '{command}' command",
+        script_key: "ACL failure in script: No permissions to access a key",
+        script_channel: "ACL failure in script: No permissions to access a channel",
+        dryrun_command: "User {user} has no permissions to run the '{command}' command",
+        dryrun_key: "User {user} has no permissions to access the '{object}' key",
+        dryrun_channel: "User {user} has no permissions to access the '{object}' channel",
+    },
     script_texts: ScriptTexts {
         command: "command",
         call_without_arguments: "Please specify at least one argument for this call",
@@ -638,6 +750,61 @@ static VALKEY_8_1: Profile = Profile {
         "paused_actions",
         "paused_timeout_milliseconds",
     ],
+    // Redis 7.4's evicted scripts, Valkey's I/O threads' counters (none here), the clients
+    // closed for their buffer limits and Redis 7.2's ACL refusals. Left out: Redis 7.2's
+    // event-loop counters (`eventloop_*`; the server has no single event loop to measure).
+    info_stats: &[
+        "total_connections_received",
+        "total_commands_processed",
+        "instantaneous_ops_per_sec",
+        "total_net_input_bytes",
+        "total_net_output_bytes",
+        "total_net_repl_input_bytes",
+        "total_net_repl_output_bytes",
+        "instantaneous_input_kbps",
+        "instantaneous_output_kbps",
+        "rejected_connections",
+        "sync_full",
+        "sync_partial_ok",
+        "sync_partial_err",
+        "expired_keys",
+        "expired_stale_perc",
+        "expired_time_cap_reached_count",
+        "expire_cycle_cpu_milliseconds",
+        "evicted_keys",
+        "evicted_scripts",
+        "keyspace_hits",
+        "keyspace_misses",
+        "pubsub_channels",
+        "pubsub_patterns",
+        "pubsubshard_channels",
+        "latest_fork_usec",
+        "total_forks",
+        "migrate_cached_sockets",
+        "tracking_total_keys",
+        "tracking_total_items",
+        "tracking_total_prefixes",
+        "total_error_replies",
+        "total_reads_processed",
+        "total_writes_processed",
+        "io_threaded_reads_processed",
+        "io_threaded_writes_processed",
+        "io_threaded_freed_objects",
+        "io_threaded_accept_processed",
+        "io_threaded_poll_processed",
+        "io_threaded_total_prefetch_batches",
+        "io_threaded_total_prefetch_entries",
+        "client_query_buffer_limit_disconnections",
+        "client_output_buffer_limit_disconnections",
+        "acl_access_denied_auth",
+        "acl_access_denied_cmd",
+        "acl_access_denied_key",
+        "acl_access_denied_channel",
+    ],
+    info_extras: InfoExtras {
+        hashtable_rehashing: true,
+        replicas_waiting_psync: true,
+    },
     encodings: VALKEY_8_1_ENCODINGS,
 };
 

@@ -213,6 +213,9 @@ impl Connection {
                             addr = %handle.addr_text(),
                             "Closing client that reached max query buffer length"
                         );
+                        node.live
+                            .query_buffer_limit_disconnections
+                            .fetch_add(1, Ordering::Relaxed);
                         return Ok(());
                     }
                     node.live.net_input.fetch_add(read as u64, Ordering::Relaxed);
@@ -478,7 +481,7 @@ impl Io {
         } = node.config.output_limit(ClientClass::Normal);
         let normal = session.client.subscriptions == 0;
         if normal && hard > 0 && pending > hard {
-            return Err(over_output_limit(&session.client.handle));
+            return Err(over_output_limit(node, &session.client.handle));
         }
         // CVE-2025-21605: a client that has not authenticated where a password is required
         // may not pile up replies it does not read. Redis closes it past 1024 bytes of its
@@ -488,7 +491,7 @@ impl Io {
             && node.requires_auth()
             && pending > UNAUTHENTICATED_OUTPUT_LIMIT
         {
-            return Err(over_output_limit(&session.client.handle));
+            return Err(over_output_limit(node, &session.client.handle));
         }
         node.live.net_output.fetch_add(pending, Ordering::Relaxed);
         node.live.writes.fetch_add(1, Ordering::Relaxed);
@@ -519,7 +522,7 @@ impl Io {
                     Some(d) => tokio::time::sleep(d).await,
                     None => std::future::pending().await,
                 }
-            } => return Err(over_output_limit(handle)),
+            } => return Err(over_output_limit(&session.node, handle)),
         }
         self.wbuf.clear();
         Ok(())
@@ -666,7 +669,10 @@ fn is_script_call(name: &[u8]) -> bool {
 /// reply buffer and 1024 bytes of reply list.
 const UNAUTHENTICATED_OUTPUT_LIMIT: u64 = 16 * 1024 + 1024;
 
-fn over_output_limit(handle: &ClientHandle) -> std::io::Error {
+fn over_output_limit(node: &Node, handle: &ClientHandle) -> std::io::Error {
+    node.live
+        .output_buffer_limit_disconnections
+        .fetch_add(1, Ordering::Relaxed);
     tracing::warn!(
         client = handle.id,
         addr = %handle.addr_text(),

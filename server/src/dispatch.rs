@@ -334,7 +334,10 @@ impl Session {
             };
             cmd::acl::log_denial(&ctx, &resolved, argv, denied, context);
         }
-        self.rejected(resolved, cmd::acl::noperm_error(&resolved, denied))
+        let user = cmd::acl::user_of(&self.node, &self.client).clone();
+        let texts = &self.node.config.profile().acl_texts;
+        let error = cmd::acl::noperm_error(texts, &user, &resolved, argv, denied);
+        self.rejected(resolved, error)
     }
 
     /// Counts an error reply in `INFO errorstats`, unless it was counted already (a script's

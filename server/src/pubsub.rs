@@ -75,6 +75,9 @@ pub(crate) struct PubSub {
     shard: HashMap<Bytes, IndexSet<u64>>,
     /// Subscribed clients by id.
     clients: HashMap<u64, Subscriber>,
+    /// Subscribers disconnected for their output buffer limit (part of Valkey's
+    /// `client_output_buffer_limit_disconnections`; `CONFIG RESETSTAT` clears it).
+    pub(crate) output_limit_disconnections: u64,
 }
 
 impl PubSub {
@@ -302,6 +305,7 @@ impl PubSub {
                 "closing a pub/sub client for overcoming its output buffer limits"
             );
             sub.handle.kill();
+            self.output_limit_disconnections += 1;
         }
     }
 }

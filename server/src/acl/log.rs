@@ -79,12 +79,18 @@ pub(crate) struct LogEntry {
 #[derive(Debug, Default)]
 pub(crate) struct AclLog {
     entries: std::collections::VecDeque<LogEntry>,
+    /// Every refusal logged since the server started, by reason (Redis 7.2's
+    /// `acl_access_denied_*`; neither `ACL LOG RESET` nor `CONFIG RESETSTAT` clears them).
+    denied: [u64; 4],
 }
 
 impl AclLog {
     /// Adds `entry` (count 1) or bumps a similar recent one (Redis's `addACLLogEntry`),
     /// keeping at most `max_len` entries.
     pub(crate) fn add(&mut self, entry: LogEntry, max_len: usize) {
+        if let Some(n) = self.denied.get_mut(entry.reason as usize) {
+            *n += 1;
+        }
         let similar = self.entries.iter().take(GROUPING_SCAN).position(|e| {
             e.reason == entry.reason
                 && e.context == entry.context
@@ -109,6 +115,11 @@ impl AclLog {
     /// The newest `count` entries.
     pub(crate) fn newest(&self, count: usize) -> impl Iterator<Item = &LogEntry> {
         self.entries.iter().take(count)
+    }
+
+    /// How many refusals of `reason` were logged since the server started.
+    pub(crate) fn denied(&self, reason: Reason) -> u64 {
+        self.denied.get(reason as usize).copied().unwrap_or(0)
     }
 
     /// `ACL LOG RESET`.

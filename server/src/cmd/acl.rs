@@ -142,23 +142,42 @@ pub(crate) fn may_read_any_key(ctx: &Ctx<'_>, argv: &[Bytes]) -> bool {
     })
 }
 
+/// A refusal's text from the target's template for it ([`crate::compat::AclTexts`]).
+fn refusal(
+    templates: (&str, &str, &str),
+    user: &User,
+    resolved: &Resolved,
+    argv: &[Bytes],
+    denied: Denied,
+) -> String {
+    let (template, at) = match denied {
+        Denied::Command => (templates.0, None),
+        Denied::Key(at) => (templates.1, Some(at)),
+        Denied::Channel(at) => (templates.2, Some(at)),
+    };
+    let object = at
+        .and_then(|at| argv.get(at))
+        .map(|o| lossy(o, usize::MAX))
+        .unwrap_or_default();
+    template
+        .replace("{user}", &lossy(user.name(), usize::MAX))
+        .replace("{command}", &fullname(resolved))
+        .replace("{object}", &object)
+}
+
 /// The top-level refusal (`processCommand`'s texts).
-pub(crate) fn noperm_error(resolved: &Resolved, denied: Denied) -> Frame {
-    Frame::error(match denied {
-        Denied::Command => format!(
-            "NOPERM this user has no permissions to run the '{}' command",
-            fullname(resolved)
-        ),
-        Denied::Key(_) => {
-            "NOPERM this user has no permissions to access one of the keys used as arguments"
-                .to_string()
-        }
-        Denied::Channel(_) => {
-            "NOPERM this user has no permissions to access one of the channels used as \
-             arguments"
-                .to_string()
-        }
-    })
+pub(crate) fn noperm_error(
+    texts: &crate::compat::AclTexts,
+    user: &User,
+    resolved: &Resolved,
+    argv: &[Bytes],
+    denied: Denied,
+) -> Frame {
+    let templates = (texts.command, texts.key, texts.channel);
+    Frame::error(format!(
+        "NOPERM {}",
+        refusal(templates, user, resolved, argv, denied)
+    ))
 }
 
 /// The refusal of a command queued before the rules changed (`execCommand`'s text).
@@ -175,15 +194,15 @@ pub(crate) fn exec_noperm_error(denied: Denied) -> Frame {
 }
 
 /// The refusal of a script's command (`scriptVerifyACL` with `getAclErrorMessage`).
-pub(crate) fn script_noperm_error(denied: Denied) -> String {
-    let reason = match denied {
-        Denied::Command => "can't run this command or subcommand",
-        Denied::Key(_) => {
-            "can't access at least one of the keys mentioned in the command arguments"
-        }
-        Denied::Channel(_) => "can't publish to the channel mentioned in the command",
-    };
-    format!("ERR The user executing the script {reason}")
+pub(crate) fn script_noperm_error(
+    texts: &crate::compat::AclTexts,
+    user: &User,
+    resolved: &Resolved,
+    argv: &[Bytes],
+    denied: Denied,
+) -> String {
+    let templates = (texts.script_command, texts.script_key, texts.script_channel);
+    format!("ERR {}", refusal(templates, user, resolved, argv, denied))
 }
 
 /// Records a refusal in the ACL log (Redis's `addACLLogEntry`).
@@ -564,20 +583,9 @@ fn acl_dryrun(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     match check(&user, &resolved, line) {
         Ok(()) => Ok(Frame::ok()),
         Err(denied) => {
-            let text = match denied {
-                Denied::Command => format!(
-                    "This user has no permissions to run the '{}' command",
-                    fullname(&resolved)
-                ),
-                Denied::Key(at) => format!(
-                    "This user has no permissions to access the '{}' key",
-                    lossy(line.get(at).map_or(&[][..], |k| &k[..]), usize::MAX)
-                ),
-                Denied::Channel(at) => format!(
-                    "This user has no permissions to access the '{}' channel",
-                    lossy(line.get(at).map_or(&[][..], |k| &k[..]), usize::MAX)
-                ),
-            };
+            let texts = &ctx.node.config.profile().acl_texts;
+            let templates = (texts.dryrun_command, texts.dryrun_key, texts.dryrun_channel);
+            let text = refusal(templates, &user, &resolved, line, denied);
             Ok(Frame::Bulk(Bytes::from(text)))
         }
     }

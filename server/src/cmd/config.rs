@@ -137,6 +137,8 @@ fn config_set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn config_resetstat(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     ctx.state.stats = Stats::default();
+    ctx.state.pubsub.output_limit_disconnections = 0;
+    ctx.state.repl.output_limit_disconnections = 0;
     ctx.state.cmdstats.reset();
     ctx.node.live.reset_stats();
     ctx.node.connections_received.store(0, Ordering::Relaxed);

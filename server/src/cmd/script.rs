@@ -129,11 +129,13 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, by_sha: bool, ro: bool) 
         }
         std::str::from_utf8(&lower).map_err(|_| CommandError::Raw(NOSCRIPT.into()))?
     } else {
-        let sha = engine.load(body).map_err(CommandError::Raw)?;
+        let sha = engine.load(body, true).map_err(CommandError::Raw)?;
+        let evicted = engine.take_evicted();
+        ctx.state.stats.evicted_scripts += evicted;
         lower.copy_from_slice(sha.as_bytes());
         std::str::from_utf8(&lower).map_err(|_| CommandError::Raw(NOSCRIPT.into()))?
     };
-    let Some(engine) = ctx.state.scripting.take() else {
+    let Some(mut engine) = ctx.state.scripting.take() else {
         return Err(CommandError::err("Lua interpreter unavailable"));
     };
     let reply = match engine.get(sha) {
@@ -146,6 +148,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &mut Args<'_>, by_sha: bool, ro: bool) 
         ),
         None => Err(CommandError::Raw(NOSCRIPT.into())),
     };
+    engine.ran(sha);
     ctx.state.scripting = Some(engine);
     reply
 }
@@ -382,7 +385,10 @@ impl ScriptCaller<'_, '_> {
             let user = user.clone();
             if let Err(denied) = super::acl::check(&user, &resolved, argv) {
                 super::acl::log_denial(self.ctx, &resolved, argv, denied, crate::acl::Context::Lua);
-                return Err(super::acl::script_noperm_error(denied));
+                let texts = &self.ctx.node.config.profile().acl_texts;
+                return Err(super::acl::script_noperm_error(
+                    texts, &user, &resolved, argv, denied,
+                ));
             }
         }
         if self.read_only && spec.has(WRITE | MAY_REPLICATE) {
@@ -450,7 +456,7 @@ fn script_container(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn script_load(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let body = args.bytes()?;
-    let sha = engine(ctx)?.load(body).map_err(CommandError::Raw)?;
+    let sha = engine(ctx)?.load(body, false).map_err(CommandError::Raw)?;
     Ok(Frame::Bulk(Bytes::from(sha)))
 }
 

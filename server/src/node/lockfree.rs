@@ -39,6 +39,13 @@ pub(crate) struct Live {
     pub(crate) rejected_calls: Mutex<crate::cmdstats::CommandStats>,
     /// Error replies in all (`total_error_replies`).
     pub(crate) total_errors: AtomicU64,
+    /// Clients closed for passing `client-query-buffer-limit`
+    /// (`client_query_buffer_limit_disconnections`).
+    pub(crate) query_buffer_limit_disconnections: AtomicU64,
+    /// Clients closed for passing their output buffer limit while writing to them (the
+    /// subscribers and replicas the state drops are counted there): Valkey's
+    /// `client_output_buffer_limit_disconnections`.
+    pub(crate) output_buffer_limit_disconnections: AtomicU64,
     /// `DEBUG SET-ACTIVE-EXPIRE`: whether the active expiry cycle runs.
     pub(crate) active_expire: AtomicBool,
     /// `DEBUG SET-DISABLE-DENY-SCRIPTS`: scripts may call commands flagged `noscript`.
@@ -72,6 +79,8 @@ impl Live {
             rejected: AtomicU64::new(0),
             net_input: AtomicU64::new(0),
             net_output: AtomicU64::new(0),
+            query_buffer_limit_disconnections: AtomicU64::new(0),
+            output_buffer_limit_disconnections: AtomicU64::new(0),
             net_repl_input: AtomicU64::new(0),
             net_repl_output: AtomicU64::new(0),
             reads: AtomicU64::new(0),
@@ -122,6 +131,10 @@ impl Live {
         self.reads.store(0, Ordering::Relaxed);
         self.writes.store(0, Ordering::Relaxed);
         self.total_errors.store(0, Ordering::Relaxed);
+        self.query_buffer_limit_disconnections
+            .store(0, Ordering::Relaxed);
+        self.output_buffer_limit_disconnections
+            .store(0, Ordering::Relaxed);
         self.lazyfree.reset_stats();
         if let Ok(mut errors) = self.errors.lock() {
             errors.clear();

@@ -101,6 +101,8 @@ pub(crate) struct Stats {
     pub(crate) expire_cycle_us: u64,
     /// Keys removed to stay under `maxmemory`.
     pub(crate) evicted_keys: u64,
+    /// Scripts `EVAL` added that were evicted from the cache (Valkey's `evicted_scripts`).
+    pub(crate) evicted_scripts: u64,
     /// Full synchronisations this node served as a master (Redis's `sync_full`; every link
     /// starts with one, and none resumes partially).
     pub(crate) sync_full: u64,

@@ -150,6 +150,9 @@ pub(crate) struct ReplState {
     /// When the stream last carried a `PING` (or no network replica was attached).
     last_ping_ms: u64,
     feeds: Vec<Feed>,
+    /// Replica links dropped for their output buffer limit (part of Valkey's
+    /// `client_output_buffer_limit_disconnections`; `CONFIG RESETSTAT` clears it).
+    pub(crate) output_limit_disconnections: u64,
     /// Bumped on every acknowledgement, so `WAIT` can sleep until one arrives.
     acked: Arc<watch::Sender<u64>>,
     rng: StdRng,
@@ -177,6 +180,7 @@ impl ReplState {
             stream_db: None,
             last_ping_ms: 0,
             feeds: Vec::new(),
+            output_limit_disconnections: 0,
             acked: Arc::new(watch::channel(0).0),
             rng,
             journal: None,
@@ -485,8 +489,10 @@ fn send(repl: &mut ReplState, commands: Vec<Vec<Bytes>>, config: &RuntimeConfig)
     let limit = config.output_limit(ClientClass::Replica);
     let commands = Arc::new(commands);
     let sent_at = Instant::now();
+    let mut dropped = 0;
     repl.feeds.retain_mut(|f| {
         if over_output_limit(f, offset, limit, sent_at) {
+            dropped += 1;
             tracing::warn!(
                 replica = %f.addr,
                 pending = offset.saturating_sub(f.ack.load(Ordering::Acquire)),
@@ -505,6 +511,7 @@ fn send(repl: &mut ReplState, commands: Vec<Vec<Bytes>>, config: &RuntimeConfig)
         })
         .is_ok()
     });
+    repl.output_limit_disconnections += dropped;
 }
 
 /// Whether a replica connected over the network is attached (it needs `PING`s and
@@ -817,7 +824,12 @@ async fn run_link(ends: Ends, mut stream: Stream, ctl: Arc<LinkControl>, mut rng
 
 /// The fields of `INFO`'s `# Replication` section (the header is the caller's), from the
 /// node's real role and offsets; `now_ms` is the node's clock.
-pub(crate) fn replication_info(repl: &ReplState, now_ms: u64, backlog_size: usize) -> String {
+pub(crate) fn replication_info(
+    repl: &ReplState,
+    now_ms: u64,
+    backlog_size: usize,
+    profile: &crate::compat::Profile,
+) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let offset = repl.offset;
@@ -893,6 +905,10 @@ pub(crate) fn replication_info(repl: &ReplState, now_ms: u64, backlog_size: usiz
         .backlog
         .as_ref()
         .map_or((0, 0), |b| (b.first_byte_offset(), b.histlen()));
+    if profile.info_extras.replicas_waiting_psync {
+        // Valkey's replicas whose dual-channel sync waits to continue: no such sync here.
+        s.push_str("replicas_waiting_psync:0\r\n");
+    }
     let _ = write!(
         s,
         "master_failover_state:no-failover\r\nmaster_replid:{}\r\n\
@@ -964,7 +980,7 @@ mod tests {
     #[test]
     fn replication_info_of_a_standalone_master() {
         let repl = ReplState::new(7);
-        let info = replication_info(&repl, 0, 1 << 20);
+        let info = replication_info(&repl, 0, 1 << 20, crate::compat::Compat::Redis70.profile());
         assert!(info.starts_with("role:master\r\nconnected_slaves:0\r\n"));
         assert!(info.contains("master_repl_offset:0\r\n"));
     }

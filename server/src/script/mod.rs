@@ -282,7 +282,26 @@ pub(crate) struct Compiled {
     func: stack::Registered,
     /// The script as loaded (`SCRIPT SHOW`).
     pub(crate) body: Bytes,
+    /// For a script `EVAL` added where such scripts are evicted: when it last ran (or was
+    /// added), in [`EvalEviction::tick`]s. `None` for one `SCRIPT LOAD` added (or promoted).
+    last_run: Option<u64>,
 }
+
+/// Valkey's (and Redis 7.4's) eviction of the scripts `EVAL` adds, so that a client sending a
+/// new script body each time cannot grow the cache without bound: at most
+/// [`EVAL_SCRIPTS_MAX`], the one run least recently evicted first; `SCRIPT LOAD`'s never.
+#[derive(Debug, Default)]
+struct EvalEviction {
+    /// Ticks handed out to runs so far.
+    tick: u64,
+    /// Cached scripts that may be evicted.
+    evictable: usize,
+    /// Scripts evicted since the last [`Engine::take_evicted`].
+    evicted: u64,
+}
+
+/// At most this many scripts added by `EVAL` stay cached (`LRU_LIST_LENGTH`).
+pub(crate) const EVAL_SCRIPTS_MAX: usize = 500;
 
 /// State shared between the engine and its Rust primitives for the current run.
 #[derive(Debug)]
@@ -378,6 +397,8 @@ pub(crate) struct Engine {
     command_exists: CommandExists,
     /// How it was made (memory bound, compatibility target), for `SCRIPT FLUSH`'s new one.
     settings: LuaSettings,
+    /// Where the target evicts `EVAL`'s scripts: their order of use.
+    eviction: Option<EvalEviction>,
     /// Set for the interpreter of functions (`FUNCTION LOAD`, `FCALL`).
     functions: Option<FunctionsEnv>,
     /// The instruction hook's context and the memory bound (the allocator's userdata);
@@ -537,6 +558,12 @@ impl Engine {
             settings,
             functions,
             hook,
+            eviction: settings
+                .compat
+                .profile()
+                .semantics
+                .eval_scripts_evicted
+                .then(EvalEviction::default),
         })
     }
 
@@ -550,15 +577,26 @@ impl Engine {
             self.settings,
             self.functions.is_some(),
         )?;
+        let evicted = self.eviction.as_ref().map_or(0, |e| e.evicted);
         self.shared.rand.store(rand, Ordering::Relaxed);
+        if let Some(eviction) = &mut self.eviction {
+            eviction.evicted = evicted;
+        }
         Ok(())
     }
 
     /// Compiles `body` (if not cached) and returns its SHA1, or the error reply text
-    /// (shebang errors, `Error compiling script (new function): ...`).
-    pub(crate) fn load(&mut self, body: &Bytes) -> Result<String, String> {
+    /// (shebang errors, `Error compiling script (new function): ...`). `by_eval`: `EVAL` adds
+    /// it (evictable where the target evicts such scripts), else `SCRIPT LOAD`, which also
+    /// keeps a script `EVAL` added from eviction.
+    pub(crate) fn load(&mut self, body: &Bytes, by_eval: bool) -> Result<String, String> {
         let sha = sha1hex(body);
-        if self.scripts.contains_key(&sha) {
+        if let Some(cached) = self.scripts.get_mut(&sha) {
+            if !by_eval && cached.last_run.take().is_some() {
+                if let Some(eviction) = &mut self.eviction {
+                    eviction.evictable -= 1;
+                }
+            }
             return Ok(sha);
         }
         let (flags, shebang_len) = parse_shebang(body)?;
@@ -582,6 +620,19 @@ impl Engine {
             .main
             .register(&self.lua, func)
             .map_err(|e| e.to_string())?;
+        let last_run = match &mut self.eviction {
+            Some(eviction) if by_eval => {
+                eviction.tick += 1;
+                Some(eviction.tick)
+            }
+            _ => None,
+        };
+        if last_run.is_some() {
+            self.evict_to(EVAL_SCRIPTS_MAX - 1);
+            if let Some(eviction) = &mut self.eviction {
+                eviction.evictable += 1;
+            }
+        }
         self.scripts_bytes +=
             crate::db::memory::sds(sha.len()) + crate::db::memory::sds(body.len());
         self.scripts.insert(
@@ -590,9 +641,52 @@ impl Engine {
                 flags,
                 func,
                 body: Bytes::copy_from_slice(body),
+                last_run,
             },
         );
         Ok(sha)
+    }
+
+    /// Evicts the evictable scripts run least recently until at most `keep` are left.
+    fn evict_to(&mut self, keep: usize) {
+        while self.eviction.as_ref().is_some_and(|e| e.evictable > keep) {
+            let oldest = self
+                .scripts
+                .iter()
+                .filter_map(|(sha, c)| Some((c.last_run?, sha)))
+                .min()
+                .map(|(_, sha)| sha.clone());
+            let Some(sha) = oldest else {
+                break;
+            };
+            if let Some(gone) = self.scripts.remove(&sha) {
+                self.main.unregister(gone.func);
+                self.scripts_bytes = self.scripts_bytes.saturating_sub(
+                    crate::db::memory::sds(sha.len()) + crate::db::memory::sds(gone.body.len()),
+                );
+            }
+            if let Some(eviction) = &mut self.eviction {
+                eviction.evictable -= 1;
+                eviction.evicted += 1;
+            }
+        }
+    }
+
+    /// Notes that the script cached as `sha` ran (the most recently used of the evictable).
+    pub(crate) fn ran(&mut self, sha: &str) {
+        if let Some(eviction) = &mut self.eviction {
+            if let Some(last_run) = self.scripts.get_mut(sha).and_then(|c| c.last_run.as_mut()) {
+                eviction.tick += 1;
+                *last_run = eviction.tick;
+            }
+        }
+    }
+
+    /// Scripts evicted since the last call (`INFO stats`' `evicted_scripts` adds them up).
+    pub(crate) fn take_evicted(&mut self) -> u64 {
+        self.eviction
+            .as_mut()
+            .map_or(0, |e| std::mem::take(&mut e.evicted))
     }
 
     /// Runs a library's code (what follows its `#!lua` line) with the library API, as

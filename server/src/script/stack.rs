@@ -565,7 +565,8 @@ pub(super) fn c_function<F: CFunction>(
     }
 }
 
-/// A value held in the Lua registry by [`MainState::register`] for the life of the state.
+/// A value held in the Lua registry by [`MainState::register`] until
+/// [`MainState::unregister`] or the end of the state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Registered(c_int);
 
@@ -618,6 +619,18 @@ impl MainState {
             })?
         };
         Ok(Registered(r))
+    }
+
+    /// Releases a value [`MainState::register`] holds (its slot is reused; the value is
+    /// collected once nothing else refers to it). Called outside any Lua call, as
+    /// [`MainState::with`].
+    pub(super) fn unregister(&self, value: Registered) {
+        if self.busy.get() || value.0 == ffi::LUA_REFNIL {
+            return;
+        }
+        // SAFETY: the main thread is live and no Lua call is in progress on it (see `with`);
+        // luaL_unref only writes the registry's array slot and its free list, which exist.
+        unsafe { ffi::luaL_unref(self.state, ffi::LUA_REGISTRYINDEX, value.0) };
     }
 
     /// Runs `f` on the main thread's stack. Values `f` leaves are popped; a panic in `f`, or

@@ -420,3 +420,251 @@ async fn a_replica_redirects_clients_that_declared_the_capability() {
     let theirs = redirect_session(master.addr().port(), &replica.url()).await;
     assert_eq!(ours, theirs, "left: ours, right: valkey-server");
 }
+
+/// The `INFO stats` fields ours does not keep, under both targets: replication and eviction
+/// rates and times, clients evicted for memory, a replica's expiring-key index, active
+/// defragmentation, unexpected error replies, payload sanitizations and reply-buffer resizes
+/// (COMPATIBILITY.md); under Valkey's also Redis 7.2's event-loop counters.
+const STATS_NOT_KEPT: &[&str] = &[
+    "instantaneous_input_repl_kbps",
+    "instantaneous_output_repl_kbps",
+    "evicted_clients",
+    "total_eviction_exceeded_time",
+    "current_eviction_exceeded_time",
+    "slave_expires_tracked_keys",
+    "active_defrag_hits",
+    "active_defrag_misses",
+    "active_defrag_key_hits",
+    "active_defrag_key_misses",
+    "total_active_defrag_time",
+    "current_active_defrag_time",
+    "unexpected_error_replies",
+    "dump_payload_sanitizations",
+    "reply_buffer_shrinks",
+    "reply_buffer_expands",
+    "eventloop_cycles",
+    "eventloop_duration_sum",
+    "eventloop_duration_cmd_sum",
+    "instantaneous_eventloop_cycles_per_sec",
+    "instantaneous_eventloop_duration_usec",
+];
+
+/// Sends `bytes` on a new connection and tells whether the server closed it (within 5 s).
+async fn closed_after(addr: std::net::SocketAddr, bytes: &[u8]) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut stream) = tokio::net::TcpStream::connect(addr).await else {
+        return false;
+    };
+    // The server may close before it read everything: a failed write is expected.
+    let _ = stream.write_all(bytes).await;
+    let mut chunk = vec![0u8; 64 * 1024];
+    let read_to_end = async {
+        loop {
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), read_to_end)
+        .await
+        .is_ok()
+}
+
+/// Drives the counters Valkey added to `INFO stats` and returns the session's replies and
+/// those counters: clients closed for their query and output buffer limits, ACL refusals by
+/// reason, and the scripts `EVAL` added that were evicted (past 500, least recently run
+/// first; `SCRIPT LOAD`'s kept), with the field names of `INFO stats`.
+async fn stats_session(addr: std::net::SocketAddr) -> (Vec<String>, Vec<String>) {
+    let url = format!("redis://{addr}/");
+    let mut con = patient_conn(&url).await;
+    let mut replies = Vec::new();
+    let mut run = |r: String| replies.push(r);
+    let setup: &[&[&str]] = &[
+        &["CONFIG", "SET", "client-query-buffer-limit", "1048576"],
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "normal 4096 0 0",
+        ],
+        &["SET", "big", &"x".repeat(100_000)],
+        &[
+            "ACL", "SETUSER", "u", "on", ">p", "+get", "+eval", "+publish", "~a*", "&c*",
+        ],
+        &["ACL", "DRYRUN", "u", "GET", "b"],
+        &["ACL", "DRYRUN", "u", "SET", "a", "1"],
+        &["ACL", "DRYRUN", "u", "PUBLISH", "d", "1"],
+        &["ACL", "DRYRUN", "u", "GET", "a"],
+    ];
+    for args in setup {
+        run(support::run(&mut con, args).await);
+    }
+    // A query past the limit, and a reply past the output limit: both clients closed.
+    let mut query = b"*2\r\n$4\r\nECHO\r\n$3000000\r\n".to_vec();
+    query.resize(query.len() + 1_100_000, b'x');
+    run(format!(
+        "query past the limit: closed={}",
+        closed_after(addr, &query).await
+    ));
+    let mut reader = support::Wire::connect(addr).await;
+    reader.send(&[&["GET", "big"]]).await;
+    run(format!(
+        "reply past the limit: closed={}",
+        reader.drain_to_eof(Duration::from_secs(5)).await.is_some()
+    ));
+    // The limits back to their defaults, for the rest of the session's replies.
+    for args in [
+        &["CONFIG", "SET", "client-query-buffer-limit", "1073741824"][..],
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "normal 0 0 0",
+        ],
+    ] {
+        run(support::run(&mut con, args).await);
+    }
+    // ACL refusals: a wrong password, a command and a key the user may not use.
+    let mut user = support::Wire::connect(addr).await;
+    for frame in user
+        .call(
+            &[
+                &["AUTH", "u", "wrong"],
+                &["AUTH", "u", "p"],
+                &["SET", "a", "1"],
+                &["GET", "b"],
+                &["GET", "a"],
+                &["PUBLISH", "d", "x"],
+                &["EVAL", "return redis.call('set', 'a', '1')", "0"],
+                &["EVAL", "return redis.call('get', 'b')", "0"],
+            ],
+            8,
+        )
+        .await
+    {
+        run(String::from_utf8_lossy(&frame).into_owned());
+    }
+    // Scripts: one loaded, then 501 added by EVAL (the second run again before the last).
+    let loaded = support::run(&mut con, &["SCRIPT", "LOAD", "return 'loaded'"]).await;
+    run(loaded.clone());
+    for n in 0..=500 {
+        run(support::run(&mut con, &["EVAL", &format!("return {n}"), "0"]).await);
+        if n == 499 {
+            run(support::run(&mut con, &["EVAL", "return 1", "0"]).await);
+        }
+    }
+    for body in ["return 0", "return 1", "return 2", "return 'loaded'"] {
+        let sha = redis::Script::new(body).get_hash().to_string();
+        run(support::run(&mut con, &["SCRIPT", "EXISTS", &sha]).await);
+    }
+    let counters = [
+        "evicted_scripts",
+        "client_query_buffer_limit_disconnections",
+        "client_output_buffer_limit_disconnections",
+        "acl_access_denied_auth",
+        "acl_access_denied_cmd",
+        "acl_access_denied_key",
+        "acl_access_denied_channel",
+    ];
+    let stats = support::info(&mut con, "stats").await;
+    for (k, v) in &stats {
+        if counters.contains(&k.as_str()) {
+            run(format!("{k}:{v}"));
+        }
+    }
+    let names = stats.into_iter().map(|(k, _)| k).collect();
+    (replies, names)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn info_stats_has_each_targets_fields_and_counts() {
+    for compat in Compat::ALL {
+        let ours = locksmith_server::Server::builder()
+            .compat(compat)
+            .start()
+            .await
+            .unwrap();
+        let (replies, names) = stats_session(ours.addr()).await;
+        if compat == Compat::Valkey81 {
+            for counter in [
+                "evicted_scripts:3",
+                "client_query_buffer_limit_disconnections:1",
+                "client_output_buffer_limit_disconnections:1",
+                "acl_access_denied_auth:1",
+                "acl_access_denied_cmd:2",
+                "acl_access_denied_key:2",
+                "acl_access_denied_channel:1",
+            ] {
+                assert!(
+                    replies.iter().any(|r| r == counter),
+                    "{counter} in {replies:?}"
+                );
+            }
+        }
+        let Some(reference) =
+            support::RealRedis::start_reference(support::Reference::of(compat), &[])
+        else {
+            continue;
+        };
+        let (their_replies, their_names) = stats_session(reference.addr()).await;
+        assert_eq!(replies, their_replies, "{compat}: left ours");
+        let kept: Vec<String> = their_names
+            .into_iter()
+            .filter(|n| !STATS_NOT_KEPT.contains(&n.as_str()))
+            .collect();
+        assert_eq!(names, kept, "{compat}: left ours");
+    }
+}
+
+/// The `INFO memory` fields ours does not keep, under both targets: the allocator's own
+/// counters and ratios, and the per-kind breakdown of client and replication buffers
+/// (COMPATIBILITY.md).
+const MEMORY_NOT_KEPT: &[&str] = &[
+    "allocator_allocated",
+    "allocator_active",
+    "allocator_resident",
+    "allocator_muzzy",
+    "allocator_frag_ratio",
+    "allocator_frag_bytes",
+    "allocator_rss_ratio",
+    "allocator_rss_bytes",
+    "rss_overhead_ratio",
+    "rss_overhead_bytes",
+    "mem_replication_backlog",
+    "mem_total_replication_buffers",
+    "mem_clients_slaves",
+    "mem_clients_normal",
+    "mem_cluster_links",
+    "mem_aof_buffer",
+    "active_defrag_running",
+];
+
+/// `INFO memory` and `INFO replication` have the target's fields in its order (Valkey's
+/// `mem_overhead_db_hashtable_rehashing` and `replicas_waiting_psync`).
+#[tokio::test]
+async fn info_memory_and_replication_have_each_targets_fields() {
+    for compat in Compat::ALL {
+        let pair = Pair::start_for(compat).await;
+        let Some(reference) = &pair.real else {
+            continue;
+        };
+        let mut names = Vec::new();
+        for url in [pair.ours.url(), reference.url()] {
+            let mut con = patient_conn(&url).await;
+            let mut of = Vec::new();
+            for section in ["memory", "replication"] {
+                of.push(
+                    support::info(&mut con, section)
+                        .await
+                        .into_iter()
+                        .map(|(k, _)| k)
+                        .filter(|k| !MEMORY_NOT_KEPT.contains(&k.as_str()))
+                        .collect::<Vec<_>>(),
+                );
+            }
+            names.push(of);
+        }
+        assert_eq!(names[0], names[1], "{compat}: left ours");
+    }
+}
