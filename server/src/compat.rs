@@ -85,6 +85,11 @@ pub(crate) struct Profile {
     pub(crate) script_texts: ScriptTexts,
     /// The texts of ACL refusals.
     pub(crate) acl_texts: AclTexts,
+    /// The containers' `HELP` replies as the reference gives them (`## NAME` lines, then the
+    /// reply's lines; [`crate::redis_table::help_of`]).
+    pub(crate) help: &'static str,
+    /// The last line of every `HELP` reply built here (`    Prints this help.`).
+    pub(crate) help_footer: &'static str,
     /// The version fields of the Lua API table (`redis.REDIS_VERSION`...).
     pub(crate) lua_versions: &'static [(&'static str, LuaConst)],
     /// How its configuration parameters differ from Redis 7.0.15's table (the parameters only
@@ -518,6 +523,8 @@ static REDIS_7_0: Profile = Profile {
         ("io_threads_active", ServerField::Fixed("0")),
     ],
     lua_api_names: &["redis"],
+    help: include_str!("redis_table/help.txt"),
+    help_footer: "    Prints this help.",
     acl_texts: AclTexts {
         command: "this user has no permissions to run the '{command}' command",
         key: "this user has no permissions to access one of the keys used as arguments",
@@ -660,6 +667,8 @@ static VALKEY_8_1: Profile = Profile {
         ("listener0", ServerField::Listener),
     ],
     lua_api_names: &["server", "redis"],
+    help: include_str!("redis_table/valkey-8.1/help.txt"),
+    help_footer: "    Print this help.",
     // Valkey's `getAclErrorMessage`: the user named, the key or channel not (but in DRYRUN).
     acl_texts: AclTexts {
         command: "User {user} has no permissions to run the '{command}' command",

@@ -26,6 +26,15 @@ pub(crate) static REDIS_7_0: Source = Source {
     parsed: OnceLock::new(),
 };
 
+/// The lines of `command`'s `HELP` reply in `captured` (a profile's
+/// [`crate::compat::Profile::help`]: a `## NAME` line before each reply's lines), if it has
+/// them.
+pub(crate) fn help_of(captured: &'static str, command: &str) -> Option<Vec<&'static str>> {
+    let mut lines = captured.lines();
+    lines.find(|l| l.strip_prefix("## ") == Some(command))?;
+    Some(lines.take_while(|l| !l.starts_with("## ")).collect())
+}
+
 /// Valkey 8.1.8's description of its commands.
 pub(crate) static VALKEY_8_1: Source = Source {
     info: include_bytes!("redis_table/valkey-8.1/info.resp"),

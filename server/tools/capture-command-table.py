@@ -4,7 +4,8 @@
 Writes the RESP3 replies of `COMMAND INFO` and `COMMAND DOCS` (every command, subcommands
 included) of a running reference server, byte for byte, to the target's directory: for
 redis-7.0 server/src/redis_table/info.resp and docs.resp, for valkey-8.1
-server/src/redis_table/valkey-8.1/info.resp and docs.resp. The server embeds them
+server/src/redis_table/valkey-8.1/info.resp and docs.resp, and help.txt beside them (the
+HELP replies of the containers). The server embeds them
 (src/redis_table.rs) and, under that compatibility target, answers COMMAND INFO/DOCS, ACL
 categories and key specifications from them for every command it has.
 
@@ -80,6 +81,34 @@ def main():
         with open(os.path.join(here, what + ".resp"), "wb") as out:
             out.write(data)
         print("%s.resp: %d bytes" % (what, len(data)))
+    capture_help(sock, reader, here)
+
+
+# The containers whose HELP replies the server gives as the reference's; kept as text, one
+# "## NAME" line and then one line per simple string (DEBUG's is not: its subcommands are
+# not in the command table and ours has fewer; CLUSTER HELP needs cluster mode).
+HELP_OF = ["ACL", "CLIENT", "COMMAND", "COMMANDLOG", "CONFIG", "FUNCTION",
+           "LATENCY", "MEMORY", "MODULE", "OBJECT", "PUBSUB", "SCRIPT", "SLOWLOG", "XGROUP",
+           "XINFO"]
+
+
+def capture_help(sock, reader, here):
+    text = []
+    for name in HELP_OF:
+        request(sock, name, "HELP")
+        data = reader.raw()
+        lines = data.split(b"\r\n")
+        if data.startswith(b"-ERR unknown command"):
+            continue  # not a command of this target (COMMANDLOG before Valkey 8.1)
+        if not lines[0].startswith(b"*"):
+            sys.exit("%s HELP: %r" % (name, data[:200]))
+        text.append("## " + name)
+        for line in lines[1:]:
+            if line.startswith(b"+"):
+                text.append(line[1:].decode())
+    with open(os.path.join(here, "help.txt"), "w") as out:
+        out.write("\n".join(text) + "\n")
+    print("help.txt: %d lines" % len(text))
 
 
 if __name__ == "__main__":

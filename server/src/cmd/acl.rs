@@ -3,7 +3,7 @@
 //! the ACL log entry a refusal leaves, and the disconnection of clients whose user was
 //! removed or lost channel permissions.
 
-use super::client::help_lines;
+use super::client::help_reply;
 use super::{
     bulk_str, flags::*, lossy, table, Args, CmdResult, Command, CommandError, Ctx, Resolved,
 };
@@ -665,38 +665,8 @@ fn acl_save(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 /// ```text
 /// ACL HELP
 /// ```
-fn acl_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
-    Ok(help_lines(
-        "ACL",
-        &[
-            "CAT [<category>]",
-            "    List all commands that belong to <category>, or all command categories",
-            "    when no category is specified.",
-            "DELUSER <username> [<username> ...]",
-            "    Delete a list of users.",
-            "DRYRUN <username> <command> [<arg> ...]",
-            "    Returns whether the user can execute the given command without executing the command.",
-            "GETUSER <username>",
-            "    Get the user's details.",
-            "GENPASS [<bits>]",
-            "    Generate a secure 256-bit user password. The optional `bits` argument can",
-            "    be used to specify a different size.",
-            "LIST",
-            "    Show users details in config file format.",
-            "LOAD",
-            "    Reload users from the ACL file.",
-            "LOG [<count> | RESET]",
-            "    Show the ACL log entries.",
-            "SAVE",
-            "    Save the current config to the ACL file.",
-            "SETUSER <username> <attribute> [<attribute> ...]",
-            "    Create or modify a user with the specified attributes.",
-            "USERS",
-            "    List all the registered usernames.",
-            "WHOAMI",
-            "    Return the current connection username.",
-        ],
-    ))
+fn acl_help(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(help_reply(ctx, "ACL"))
 }
 
 #[cfg(test)]

@@ -87,12 +87,14 @@ enum ClientType {
     Master,
 }
 
-fn client_type(name: &[u8]) -> Result<ClientType, CommandError> {
+fn client_type(ctx: &Ctx<'_>, name: &[u8]) -> Result<ClientType, CommandError> {
     match name.to_ascii_lowercase().as_slice() {
         b"normal" => Ok(ClientType::Normal),
         b"slave" | b"replica" => Ok(ClientType::Replica),
         b"pubsub" => Ok(ClientType::Pubsub),
         b"master" => Ok(ClientType::Master),
+        // Valkey's name for it, where the target's description of CLIENT KILL has it.
+        b"primary" if ctx.documents("client|kill", "PRIMARY") => Ok(ClientType::Master),
         _ => Err(CommandError::err(format!(
             "Unknown client type '{}'",
             lossy(name, 128)
@@ -226,17 +228,31 @@ fn verbatim(text: String) -> Frame {
 /// ```
 fn list(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let rest = args.rest();
+    if ctx.documents("client|list", "USER") {
+        // Valkey 8's filters, KILL's: every one given must match.
+        let filter = Filter::parse(ctx, rest, false)?;
+        let mut out = String::new();
+        for handle in ctx.node.clients.all() {
+            if filter.matches(ctx, &handle) {
+                out.push_str(&client_line(ctx, &handle, "client|list"));
+                out.push('\n');
+            }
+        }
+        return Ok(verbatim(out));
+    }
     let mut kind = None;
     let mut ids: Option<Vec<u64>> = None;
     match rest {
         [] => {}
-        [word, name] if word.eq_ignore_ascii_case(b"type") => kind = Some(client_type(name)?),
+        [word, name] if word.eq_ignore_ascii_case(b"type") => kind = Some(client_type(ctx, name)?),
         [word, list @ ..] if word.eq_ignore_ascii_case(b"id") && !list.is_empty() => {
             let mut parsed = Vec::with_capacity(list.len());
             for arg in list {
+                // Redis 7.0 takes any integer (an id below 1 matches no client).
                 match locksmith_resp::parse_integer(arg) {
                     Some(n) if n >= 1 => parsed.push(n as u64),
-                    _ => return Err(CommandError::err("Invalid client ID")),
+                    Some(_) => {}
+                    None => return Err(CommandError::err("Invalid client ID")),
                 }
             }
             ids = Some(parsed);
@@ -275,6 +291,22 @@ fn info(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn kill(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let rest = args.rest();
+    if rest.len() > 1 && ctx.documents("client|list", "USER") {
+        let filter = Filter::parse(ctx, rest, true)?;
+        let mut killed = 0;
+        for handle in ctx.node.clients.all() {
+            if !filter.matches(ctx, &handle) {
+                continue;
+            }
+            if handle.id == ctx.client.id() {
+                // Our own connection closes once this reply is written.
+                ctx.client.close_after_reply = true;
+            }
+            handle.kill();
+            killed += 1;
+        }
+        return Ok(Frame::Integer(killed));
+    }
     let mut id = None;
     let mut kind = None;
     let mut addr: Option<&[u8]> = None;
@@ -299,7 +331,7 @@ fn kill(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
                     Some(n) if n >= 1 => id = Some(n as u64),
                     _ => return Err(CommandError::err("client-id should be greater than 0")),
                 },
-                b"type" => kind = Some(client_type(value)?),
+                b"type" => kind = Some(client_type(ctx, value)?),
                 b"addr" => addr = Some(value),
                 b"laddr" => laddr = Some(value),
                 b"user" => match ctx.node.acl.user(value) {
@@ -361,6 +393,110 @@ fn kill(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         }
     } else {
         Ok(Frame::Integer(killed))
+    }
+}
+
+/// Valkey 8's client filters, shared by `CLIENT LIST` and `CLIENT KILL` (its
+/// `parseClientFiltersOrReply`): `ID id [id ...]`, `TYPE type`, `ADDR`, `LADDR`, `USER`,
+/// `SKIPME yes|no` (default yes for KILL, no for LIST) and `MAXAGE seconds`; a later
+/// occurrence of an option replaces an earlier one.
+#[derive(Default)]
+struct Filter {
+    ids: Option<Vec<u64>>,
+    kind: Option<ClientType>,
+    addr: Option<Bytes>,
+    laddr: Option<Bytes>,
+    user: Option<Arc<crate::acl::User>>,
+    skipme: bool,
+    maxage: Option<u64>,
+}
+
+impl Filter {
+    fn parse(ctx: &Ctx<'_>, args: &[Bytes], skipme: bool) -> Result<Filter, CommandError> {
+        let mut filter = Filter {
+            skipme,
+            ..Filter::default()
+        };
+        let mut i = 0;
+        while let Some(option) = args.get(i) {
+            let option = option.to_ascii_lowercase();
+            if option == b"id" {
+                let mut ids = Vec::new();
+                i += 1;
+                while let Some(n) = args.get(i).and_then(|a| locksmith_resp::parse_integer(a)) {
+                    if n < 1 {
+                        return Err(CommandError::err("client-id should be greater than 0"));
+                    }
+                    ids.push(n as u64);
+                    i += 1;
+                }
+                if ids.is_empty() {
+                    return Err(CommandError::Syntax);
+                }
+                filter.ids = Some(ids);
+                continue;
+            }
+            let Some(value) = args.get(i + 1) else {
+                return Err(CommandError::Syntax);
+            };
+            match option.as_slice() {
+                b"type" => filter.kind = Some(client_type(ctx, value)?),
+                b"addr" => filter.addr = Some(value.clone()),
+                b"laddr" => filter.laddr = Some(value.clone()),
+                b"user" => match ctx.node.acl.user(value) {
+                    Some(found) => filter.user = Some(found),
+                    None => {
+                        return Err(CommandError::err(format!(
+                            "No such user '{}'",
+                            lossy(value, 128)
+                        )))
+                    }
+                },
+                b"skipme" => match value.to_ascii_lowercase().as_slice() {
+                    b"yes" => filter.skipme = true,
+                    b"no" => filter.skipme = false,
+                    _ => return Err(CommandError::Syntax),
+                },
+                b"maxage" => match locksmith_resp::parse_integer(value) {
+                    Some(n) if n >= 1 => filter.maxage = Some(n as u64),
+                    Some(_) => return Err(CommandError::err("maxage should be greater than 0")),
+                    None => {
+                        return Err(CommandError::err(
+                            "maxage is not an integer or out of range",
+                        ))
+                    }
+                },
+                _ => return Err(CommandError::Syntax),
+            }
+            i += 2;
+        }
+        Ok(filter)
+    }
+
+    fn matches(&self, ctx: &Ctx<'_>, handle: &ClientHandle) -> bool {
+        let own = handle.id == ctx.client.id();
+        !(self
+            .ids
+            .as_ref()
+            .is_some_and(|ids| !ids.contains(&handle.id))
+            || self.kind.is_some_and(|k| type_of(handle) != k)
+            || self
+                .addr
+                .as_ref()
+                .is_some_and(|a| handle.addr_text().as_bytes() != &a[..])
+            || self
+                .laddr
+                .as_ref()
+                .is_some_and(|a| handle.laddr_text().as_bytes() != &a[..])
+            || self
+                .maxage
+                .is_some_and(|m| ctx.now.saturating_sub(handle.created_ms) / 1000 < m)
+            || self.user.as_ref().is_some_and(|u| {
+                let info = handle.info();
+                let theirs = info.user.as_ref().unwrap_or(ctx.node.acl.default_user());
+                !Arc::ptr_eq(u, theirs)
+            })
+            || (self.skipme && own))
     }
 }
 
@@ -712,71 +848,31 @@ fn trackinginfo(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 /// ```text
 /// CLIENT HELP
 /// ```
-fn help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
-    Ok(help_lines(
-        "CLIENT",
-        &[
-            "CACHING (YES|NO)",
-            "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
-            "GETREDIR",
-            "    Return the client ID we are redirecting to when tracking is enabled.",
-            "GETNAME",
-            "    Return the name of the current connection.",
-            "ID",
-            "    Return the ID of the current connection.",
-            "INFO",
-            "    Return information about the current client connection.",
-            "KILL <ip:port>",
-            "    Kill connection made from <ip:port>.",
-            "KILL <option> <value> [<option> <value> [...]]",
-            "    Kill connections. Options are:",
-            "    * ADDR (<ip:port>|<unixsocket>:0)",
-            "      Kill connections made from the specified address",
-            "    * LADDR (<ip:port>|<unixsocket>:0)",
-            "      Kill connections made to specified local address",
-            "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
-            "      Kill connections by type.",
-            "    * USER <username>",
-            "      Kill connections authenticated by <username>.",
-            "    * SKIPME (YES|NO)",
-            "      Skip killing current connection (default: yes).",
-            "    * ID <client-id>",
-            "      Kill connections by client id.",
-            "    * MAXAGE <maxage>",
-            "      Kill connections older than the specified age.",
-            "LIST [options ...]",
-            "    Return information about client connections. Options:",
-            "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
-            "      Return clients of specified type.",
-            "UNPAUSE",
-            "    Stop the current client pause, resuming traffic.",
-            "PAUSE <timeout> [WRITE|ALL]",
-            "    Suspend all, or just write, clients for <timeout> milliseconds.",
-            "REPLY (ON|OFF|SKIP)",
-            "    Control the replies sent to the current connection.",
-            "SETNAME <name>",
-            "    Assign the name <name> to the current connection.",
-            "SETINFO <option> <value>",
-            "    Set client meta attr. Options are:",
-            "    * LIB-NAME: the client lib name.",
-            "    * LIB-VER: the client lib version.",
-            "UNBLOCK <clientid> [TIMEOUT|ERROR]",
-            "    Unblock the specified blocked client.",
-            "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
-            "         [OPTIN] [OPTOUT] [NOLOOP]",
-            "    Control server assisted client side caching.",
-            "TRACKINGINFO",
-            "    Report tracking status for the current connection.",
-            "NO-EVICT (ON|OFF)",
-            "    Protect current client connection from eviction.",
-            "NO-TOUCH (ON|OFF)",
-            "    Will not touch LRU/LFU stats when this mode is on.",
-        ],
-    ))
+fn help(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(help_reply(ctx, "CLIENT"))
 }
 
-/// A `<CMD> HELP` reply: Redis's header line, `lines`, then the HELP entry.
-pub(crate) fn help_lines(command: &str, lines: &[&str]) -> Frame {
+/// A container's `HELP` reply as the target's reference gives it, to the byte (its text
+/// captured by `server/tools/capture-command-table.py`, [`crate::compat::Profile::help`]; as
+/// the reference's, it names the few subcommands not built here, which README.md lists). A
+/// container the capture lacks answers with its name's header and the HELP entry alone.
+pub(crate) fn help_reply(ctx: &Ctx<'_>, command: &str) -> Frame {
+    let profile = ctx.node.config.profile();
+    match crate::redis_table::help_of(profile.help, command) {
+        Some(captured) => Frame::Array(
+            captured
+                .into_iter()
+                .map(|line| Frame::Simple(Bytes::from_static(line.as_bytes())))
+                .collect(),
+        ),
+        None => help_lines(ctx, command, &[]),
+    }
+}
+
+/// A `<CMD> HELP` reply built here (DEBUG's, CLUSTER's): Redis's header line, `lines`, then
+/// the HELP entry with the target's wording.
+pub(crate) fn help_lines(ctx: &Ctx<'_>, command: &str, lines: &[&str]) -> Frame {
+    let profile = ctx.node.config.profile();
     let mut out = Vec::with_capacity(lines.len() + 3);
     out.push(Frame::Simple(Bytes::from(format!(
         "{command} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
@@ -785,6 +881,6 @@ pub(crate) fn help_lines(command: &str, lines: &[&str]) -> Frame {
         out.push(Frame::Simple(Bytes::copy_from_slice(line.as_bytes())));
     }
     out.push(Frame::simple("HELP"));
-    out.push(Frame::simple("    Prints this help."));
+    out.push(Frame::simple(profile.help_footer));
     Frame::Array(out)
 }

@@ -602,6 +602,7 @@ fn cluster_getkeysinslot(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn cluster_help(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     cluster(ctx)?;
     Ok(super::client::help_lines(
+        ctx,
         "CLUSTER",
         &[
             "ADDSLOTS <slot> [<slot> ...]",

@@ -1,7 +1,7 @@
 //! `COMMAND` and its subcommands: the command table as its source describes it (flags, key
 //! specs, ACL categories, tips, docs: the source's own replies).
 
-use super::client::help_lines;
+use super::client::help_reply;
 use super::{bulk_str, flags::*, table, Args, CmdResult, Command, CommandError, CommandSpec, Ctx};
 use crate::glob::glob_match;
 use bytes::Bytes;
@@ -259,28 +259,6 @@ fn command_getkeysandflags(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult 
 /// ```text
 /// COMMAND HELP
 /// ```
-fn command_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
-    Ok(help_lines(
-        "COMMAND",
-        &[
-            "(no subcommand)",
-            "    Return details about all Redis commands.",
-            "COUNT",
-            "    Return the total number of commands in this Redis server.",
-            "LIST",
-            "    Return a list of all commands in this Redis server.",
-            "INFO [<command-name> ...]",
-            "    Return details about multiple Redis commands.",
-            "    If no command names are given, documentation details for all",
-            "    commands are returned.",
-            "DOCS [<command-name> ...]",
-            "    Return documentation details about multiple Redis commands.",
-            "    If no command names are given, documentation details for all",
-            "    commands are returned.",
-            "GETKEYS <full-command>",
-            "    Return the keys from a full Redis command.",
-            "GETKEYSANDFLAGS <full-command>",
-            "    Return the keys and the access flags from a full Redis command.",
-        ],
-    ))
+fn command_help(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(help_reply(ctx, "COMMAND"))
 }

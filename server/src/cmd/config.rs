@@ -1,7 +1,7 @@
 //! `CONFIG GET|SET|RESETSTAT|REWRITE|HELP`, and applying a parameter (at start or by `CONFIG
 //! SET`) to what it changes.
 
-use super::client::help_lines;
+use super::client::help_reply;
 use super::{bulk_str, lossy, Args, CmdResult, Command, CommandError, Ctx};
 use crate::config::runtime::StateStep;
 use crate::config::table::Param;
@@ -157,18 +157,6 @@ fn config_rewrite(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 /// ```text
 /// CONFIG HELP
 /// ```
-pub(super) fn config_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
-    Ok(help_lines(
-        "CONFIG",
-        &[
-            "GET <pattern>",
-            "    Return parameters matching the glob-like <pattern> and their values.",
-            "SET <directive> <value>",
-            "    Set the configuration <directive> to <value>.",
-            "RESETSTAT",
-            "    Reset statistics reported by the INFO command.",
-            "REWRITE",
-            "    Rewrite the configuration file.",
-        ],
-    ))
+pub(super) fn config_help(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(help_reply(ctx, "CONFIG"))
 }

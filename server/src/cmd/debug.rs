@@ -90,7 +90,7 @@ pub(super) fn debug(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
                 .store(size, Ordering::Relaxed);
             Ok(Frame::ok())
         }
-        (b"help", 0) => Ok(super::client::help_lines("DEBUG", HELP)),
+        (b"help", 0) => Ok(super::client::help_lines(ctx, "DEBUG", HELP)),
         _ => Err(CommandError::err(format!(
             "unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
             lossy(sub, 128)

@@ -15,25 +15,6 @@ const NO_LRU: &str = "An LFU maxmemory policy is selected, idle time not tracked
 /// `OBJECT FREQ` without an LFU `maxmemory-policy`.
 const NO_LFU: &str = "An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
 
-/// `OBJECT HELP`, line for line as Redis 7.0.
-const OBJECT_HELP: &[&str] = &[
-    "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "ENCODING <key>",
-    "    Return the kind of internal representation used in order to store the value",
-    "    associated with a <key>.",
-    "FREQ <key>",
-    "    Return the access frequency index of the <key>. The returned integer is",
-    "    proportional to the logarithm of the recent access frequency of the key.",
-    "IDLETIME <key>",
-    "    Return the idle time of the <key>, that is the approximated number of",
-    "    seconds elapsed since the last access to the key.",
-    "REFCOUNT <key>",
-    "    Return the number of references of the value associated with the specified",
-    "    <key>.",
-    "HELP",
-    "    Prints this help.",
-];
-
 /// OBJECT's subcommands.
 static OBJECT_SUBCOMMANDS: &[Command] = &[
     Command::new("encoding", object_encoding),
@@ -592,8 +573,6 @@ fn object_refcount(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// ```text
 /// OBJECT HELP
 /// ```
-fn object_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
-    Ok(Frame::Array(
-        OBJECT_HELP.iter().map(|l| Frame::simple(l)).collect(),
-    ))
+fn object_help(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(super::client::help_reply(ctx, "OBJECT"))
 }

@@ -2,7 +2,7 @@
 //! ([`crate::latency`]) and the per-command latency histograms of [`crate::cmdstats`], in
 //! Redis 7.0's shapes.
 
-use super::client::help_lines;
+use super::client::help_reply;
 use super::{bulk_str, lossy, Args, CmdResult, Command, CommandError, Ctx};
 use crate::latency::DoctorInput;
 use bytes::Bytes;
@@ -205,24 +205,6 @@ fn stat_indexes_of(compat: crate::compat::Compat, name: &Bytes) -> Vec<u32> {
 /// ```text
 /// LATENCY HELP
 /// ```
-fn latency_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
-    Ok(help_lines(
-        "LATENCY",
-        &[
-            "DOCTOR",
-            "    Return a human readable latency analysis report.",
-            "GRAPH <event>",
-            "    Return an ASCII latency graph for the <event> class.",
-            "HISTORY <event>",
-            "    Return time-latency samples for the <event> class.",
-            "LATEST",
-            "    Return the latest latency samples for all events.",
-            "RESET [<event> ...]",
-            "    Reset latency data of one or more <event> classes.",
-            "    (default: reset all data for all event classes)",
-            "HISTOGRAM [COMMAND ...]",
-            "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
-            "    If no commands are specified then all histograms are replied.",
-        ],
-    ))
+fn latency_help(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(help_reply(ctx, "LATENCY"))
 }

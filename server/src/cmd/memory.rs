@@ -3,7 +3,7 @@
 //! allocator to ask, so the allocator's ratios are 1; the peak is the highest estimate seen
 //! and the fragmentation is the process's resident size over the estimate).
 
-use super::client::help_lines;
+use super::client::help_reply;
 use super::{bulk_str, Args, CmdResult, Command, CommandError, Ctx};
 use crate::db::memory;
 use bytes::Bytes;
@@ -304,21 +304,6 @@ fn memory_purge(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 /// ```text
 /// MEMORY HELP
 /// ```
-fn memory_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
-    Ok(help_lines(
-        "MEMORY",
-        &[
-            "DOCTOR",
-            "    Return memory problems reports.",
-            "MALLOC-STATS",
-            "    Return internal statistics report from the memory allocator.",
-            "PURGE",
-            "    Attempt to purge dirty pages for reclamation by the allocator.",
-            "STATS",
-            "    Return information about the memory usage of the server.",
-            "USAGE <key> [SAMPLES <count>]",
-            "    Return memory in bytes used by <key> and its value. Nested values are",
-            "    sampled up to <count> times (default: 5, 0 means sample all).",
-        ],
-    ))
+fn memory_help(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(help_reply(ctx, "MEMORY"))
 }

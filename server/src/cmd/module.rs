@@ -3,7 +3,7 @@
 //! empty, and LOAD/LOADEX fail as Redis's do when the library cannot be loaded, with the reason
 //! in the server's log. LOAD, LOADEX and UNLOAD are protected by `enable-module-command`.
 
-use super::client::help_lines;
+use super::client::help_reply;
 use super::{flags::*, Args, CmdResult, Command, CommandError, Ctx};
 use locksmith_resp::Frame;
 
@@ -59,18 +59,6 @@ fn module_unload(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 /// ```text
 /// MODULE HELP
 /// ```
-fn module_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
-    Ok(help_lines(
-        "MODULE",
-        &[
-            "LIST",
-            "    Return a list of loaded modules.",
-            "LOAD <path> [<arg> ...]",
-            "    Load a module library from <path>, passing to it any optional arguments.",
-            "LOADEX <path> [[CONFIG NAME VALUE] [CONFIG NAME VALUE]] [ARGS ...]",
-            "    Load a module library from <path>, while passing it module configurations and optional arguments.",
-            "UNLOAD <name>",
-            "    Unload a module.",
-        ],
-    ))
+fn module_help(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(help_reply(ctx, "MODULE"))
 }

@@ -265,26 +265,8 @@ fn pubsub_numpat(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 /// ```text
 /// PUBSUB HELP
 /// ```
-fn pubsub_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
-    const LINES: &[&str] = &[
-        "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "CHANNELS [<pattern>]",
-        "    Return the currently active channels matching a <pattern> (default: '*').",
-        "NUMPAT",
-        "    Return number of subscriptions to patterns.",
-        "NUMSUB [<channel> ...]",
-        "    Return the number of subscribers for the specified channels, excluding",
-        "    pattern subscriptions(default: no channels).",
-        "SHARDCHANNELS [<pattern>]",
-        "    Return the currently active shard level channels matching a <pattern> (default: '*').",
-        "SHARDNUMSUB [<shardchannel> ...]",
-        "    Return the number of subscribers for the specified shard level channel(s)",
-        "HELP",
-        "    Prints this help.",
-    ];
-    Ok(Frame::Array(
-        LINES.iter().map(|l| Frame::simple(l)).collect(),
-    ))
+fn pubsub_help(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(super::client::help_reply(ctx, "PUBSUB"))
 }
 
 /// What `RESET` does to the pub/sub side: drops every subscription without confirmations.

@@ -549,32 +549,8 @@ pub(super) fn kill_running(node: &Node, function: bool) -> Frame {
 /// ```text
 /// SCRIPT HELP
 /// ```
-fn script_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
-    const LINES: &[&str] = &[
-        "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "DEBUG (YES|SYNC|NO)",
-        "    Set the debug mode for subsequent scripts executed.",
-        "EXISTS <sha1> [<sha1> ...]",
-        "    Return information about the existence of the scripts in the script cache.",
-        "FLUSH [ASYNC|SYNC]",
-        "    Flush the Lua scripts cache. Very dangerous on replicas.",
-        "    When called without the optional mode argument, the behavior is determined by the",
-        "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
-        "    * ASYNC: Asynchronously flush the scripts cache.",
-        "    * SYNC: Synchronously flush the scripts cache.",
-        "KILL",
-        "    Kill the currently executing Lua script.",
-        "LOAD <script>",
-        "    Load a script into the scripts cache without executing it.",
-        "HELP",
-        "    Prints this help.",
-    ];
-    Ok(Frame::Array(
-        LINES
-            .iter()
-            .map(|l| Frame::Simple(Bytes::from_static(l.as_bytes())))
-            .collect(),
-    ))
+fn script_help(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(super::client::help_reply(ctx, "SCRIPT"))
 }
 
 /// ```text

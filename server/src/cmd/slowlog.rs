@@ -1,7 +1,7 @@
 //! `SLOWLOG GET|LEN|RESET|HELP`: the slow log ([`crate::slowlog`]) as Redis 7.0 shows it.
 //! What gets logged is decided where commands run (`cmd::call`).
 
-use super::client::help_lines;
+use super::client::help_reply;
 use super::{bulk_str, Args, CmdResult, Command, CommandError, Ctx};
 use locksmith_resp::Frame;
 
@@ -81,19 +81,6 @@ fn slowlog_reset(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 /// ```text
 /// SLOWLOG HELP
 /// ```
-fn slowlog_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
-    Ok(help_lines(
-        "SLOWLOG",
-        &[
-            "GET [<count>]",
-            "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
-            "    Entries are made of:",
-            "    id, timestamp, time in microseconds, arguments array, client IP and port,",
-            "    client name",
-            "LEN",
-            "    Return the length of the slowlog.",
-            "RESET",
-            "    Reset the slowlog.",
-        ],
-    ))
+fn slowlog_help(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(help_reply(ctx, "SLOWLOG"))
 }

@@ -9,7 +9,7 @@
 
 mod groups;
 
-use super::client::help_lines;
+use super::client::help_reply;
 use super::{bulk_str, Args, CmdResult, Command, CommandError, Ctx};
 use crate::blocking::{BlockKind, BlockRequest};
 use crate::db::stream::{Group, NodeLimits, Stream, StreamId, Trim};

@@ -57,6 +57,24 @@ async fn command_errors_follow_the_target() {
             &["CLIENT", "CAPA", "redirect"],
             &["CLIENT", "CAPA", "redirect", "other"],
             &["CLIENT", "CAPA"],
+            &["CLIENT", "LIST", "USER", "nouser"],
+            &["CLIENT", "LIST", "ID", "0"],
+            &["CLIENT", "LIST", "ID", "x"],
+            &["CLIENT", "LIST", "ID", "99999", "-1"],
+            &["CLIENT", "LIST", "ID", "99999", "TYPE", "normal"],
+            &["CLIENT", "LIST", "MAXAGE", "0"],
+            &["CLIENT", "LIST", "MAXAGE", "x"],
+            &["CLIENT", "LIST", "SKIPME", "maybe"],
+            &["CLIENT", "LIST", "TYPE", "primary"],
+            &["CLIENT", "LIST", "LADDR", "1.1.1.1:1"],
+            &["CLIENT", "LIST", "ADDR"],
+            &["CLIENT", "LIST", "bogus", "1"],
+            &["CLIENT", "KILL", "ID", "99999", "88888"],
+            &["CLIENT", "KILL", "ID", "99999", "bogus"],
+            &["CLIENT", "KILL", "ID", "x"],
+            &["CLIENT", "KILL", "TYPE", "primary"],
+            &["CLIENT", "KILL", "USER", "nouser"],
+            &["CLIENT", "KILL", "MAXAGE", "0"],
         ],
     )
     .await;
@@ -666,5 +684,20 @@ async fn info_memory_and_replication_have_each_targets_fields() {
             names.push(of);
         }
         assert_eq!(names[0], names[1], "{compat}: left ours");
+    }
+}
+
+/// Every container's HELP under each target is its reference's own text, to the byte.
+#[tokio::test]
+async fn help_replies_are_each_references() {
+    const CONTAINERS: &[&str] = &[
+        "ACL", "CLIENT", "COMMAND", "CONFIG", "FUNCTION", "LATENCY", "MEMORY", "MODULE", "OBJECT",
+        "PUBSUB", "SCRIPT", "SLOWLOG", "XGROUP", "XINFO",
+    ];
+    for compat in Compat::ALL {
+        let mut pair = Pair::start_for(compat).await;
+        for &container in CONTAINERS {
+            pair.same(&[container, "HELP"]).await;
+        }
     }
 }

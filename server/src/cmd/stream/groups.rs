@@ -186,26 +186,8 @@ pub(super) fn xgroup_delconsumer(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdR
 /// ```text
 /// XGROUP HELP
 /// ```
-pub(super) fn xgroup_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
-    Ok(help_lines(
-        "XGROUP",
-        &[
-            "CREATE <key> <groupname> <id|$> [option]",
-            "    Create a new consumer group. Options are:",
-            "    * MKSTREAM",
-            "      Create the empty stream if it does not exist.",
-            "    * ENTRIESREAD entries_read",
-            "      Set the group's entries_read counter (internal use).",
-            "CREATECONSUMER <key> <groupname> <consumer>",
-            "    Create a new consumer in the specified group.",
-            "DELCONSUMER <key> <groupname> <consumer>",
-            "    Remove the specified consumer.",
-            "DESTROY <key> <groupname>",
-            "    Remove the specified group.",
-            "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
-            "    Set the current group ID and entries_read counter.",
-        ],
-    ))
+pub(super) fn xgroup_help(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(help_reply(ctx, "XGROUP"))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -842,16 +824,6 @@ pub(super) fn xinfo_stream(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult 
 /// ```text
 /// XINFO HELP
 /// ```
-pub(super) fn xinfo_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
-    Ok(help_lines(
-        "XINFO",
-        &[
-            "CONSUMERS <key> <groupname>",
-            "    Show consumers of <groupname>.",
-            "GROUPS <key>",
-            "    Show the stream consumer groups.",
-            "STREAM <key> [FULL [COUNT <count>]",
-            "    Show information about the stream.",
-        ],
-    ))
+pub(super) fn xinfo_help(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    Ok(help_reply(ctx, "XINFO"))
 }
