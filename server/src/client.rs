@@ -19,6 +19,8 @@ pub(crate) struct ClientInfo {
     pub(crate) lib_name: Option<Bytes>,
     /// `CLIENT SETINFO LIB-VER`.
     pub(crate) lib_ver: Option<Bytes>,
+    /// It declared `CLIENT CAPA redirect` (Valkey's `capa=r`).
+    pub(crate) redirect_capa: bool,
     /// Selected database.
     pub(crate) db: usize,
     /// Last command name (lowercase).
@@ -106,6 +108,13 @@ pub(crate) struct ClientHandle {
     pub(crate) killed: AtomicBool,
     /// Wakes the connection task when killed.
     pub(crate) kill_notify: Notify,
+    /// Bytes read from the client (Valkey's `tot-net-in`).
+    pub(crate) net_in: AtomicU64,
+    /// Bytes written to the client (Valkey's `tot-net-out`).
+    pub(crate) net_out: AtomicU64,
+    /// Commands it ran, those its transactions and scripts ran included, a blocked one once
+    /// served or timed out (Valkey's `tot-cmds`).
+    pub(crate) commands: AtomicU64,
 }
 
 impl ClientHandle {
@@ -130,6 +139,9 @@ impl ClientHandle {
             outbox,
             killed: Default::default(),
             kill_notify: Default::default(),
+            net_in: AtomicU64::new(0),
+            net_out: AtomicU64::new(0),
+            commands: AtomicU64::new(0),
         }
     }
 
@@ -576,6 +588,9 @@ impl ClientState {
             outbox,
             killed: Default::default(),
             kill_notify: Default::default(),
+            net_in: Default::default(),
+            net_out: Default::default(),
+            commands: Default::default(),
         });
         ClientState::new(handle, true)
     }

@@ -109,6 +109,9 @@ pub(crate) struct Profile {
     pub(crate) info_stats: &'static [&'static str],
     /// The fields the target adds to `INFO memory` and `INFO replication`.
     pub(crate) info_extras: InfoExtras,
+    /// `CLIENT LIST`/`INFO` lines have Valkey 8.1's fields: `capa` and `watch`, the library
+    /// name and version always, and the client's `tot-net-in`, `tot-net-out` and `tot-cmds`.
+    pub(crate) client_list_totals: bool,
     /// How values are encoded in memory and in RDB payloads and files.
     pub(crate) encodings: Encodings,
 }
@@ -617,6 +620,7 @@ static REDIS_7_0: Profile = Profile {
         hashtable_rehashing: false,
         replicas_waiting_psync: false,
     },
+    client_list_totals: false,
     encodings: REDIS_7_0_ENCODINGS,
 };
 
@@ -814,6 +818,7 @@ static VALKEY_8_1: Profile = Profile {
         hashtable_rehashing: true,
         replicas_waiting_psync: true,
     },
+    client_list_totals: true,
     encodings: VALKEY_8_1_ENCODINGS,
 };
 

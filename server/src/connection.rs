@@ -219,6 +219,7 @@ impl Connection {
                         return Ok(());
                     }
                     node.live.net_input.fetch_add(read as u64, Ordering::Relaxed);
+                    handle.net_in.fetch_add(read as u64, Ordering::Relaxed);
                     node.live.reads.fetch_add(1, Ordering::Relaxed);
                     let keep_open = self.process_input(&mut pause_shutdown).await;
                     self.io.flush_after_round(&self.session).await?;
@@ -494,6 +495,11 @@ impl Io {
             return Err(over_output_limit(node, &session.client.handle));
         }
         node.live.net_output.fetch_add(pending, Ordering::Relaxed);
+        session
+            .client
+            .handle
+            .net_out
+            .fetch_add(pending, Ordering::Relaxed);
         node.live.writes.fetch_add(1, Ordering::Relaxed);
         Ok((normal && soft > 0 && pending > soft)
             .then(|| Duration::from_secs(soft_seconds).max(Duration::from_millis(1))))

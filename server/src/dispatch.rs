@@ -258,6 +258,10 @@ impl Session {
             state.cmdstats.record(resolved, None, reply.is_error());
             *guard = Some(state);
         }
+        self.client
+            .handle
+            .commands
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         reply
     }
 
@@ -493,6 +497,10 @@ impl Session {
                         if let Ok(resolved) = cmd::resolve(self.node.config.compat(), argv) {
                             state.cmdstats.record(resolved, None, false);
                         }
+                        self.client
+                            .handle
+                            .commands
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         Frame::NullArray
                     }
                 };

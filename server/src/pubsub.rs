@@ -491,6 +491,9 @@ mod tests {
             outbox,
             killed: Default::default(),
             kill_notify: Default::default(),
+            net_in: Default::default(),
+            net_out: Default::default(),
+            commands: Default::default(),
         });
         let name = |s: &'static str| Bytes::from_static(s.as_bytes());
         assert!(ps.subscribe(&handle, Kind::Channel, &name("news")));

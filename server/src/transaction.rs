@@ -181,6 +181,11 @@ impl Watches {
         self.keys.len()
     }
 
+    /// How many keys client `id` watches (`CLIENT LIST`'s `watch`).
+    pub(crate) fn watched_by(&self, id: u64) -> usize {
+        self.by_client.get(&id).map_or(0, Vec::len)
+    }
+
     /// Whether no client watches any key.
     pub(crate) fn is_empty(&self) -> bool {
         self.keys.is_empty()

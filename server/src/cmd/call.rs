@@ -122,6 +122,10 @@ pub(crate) fn call(
     // updateStatsOnUnblock does).
     if client.block.is_none() {
         state.cmdstats.record(resolved, elapsed_us, failed);
+        client
+            .handle
+            .commands
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
     // Nothing more unless the slow log or the latency monitor wants this call: one
     // comparison, with the thresholds as they are now (as Redis checks them after the call).

@@ -45,6 +45,7 @@ fn capa(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     for capability in args.rest() {
         if capability.eq_ignore_ascii_case(b"redirect") {
             ctx.client.modes.redirect = true;
+            ctx.client.handle.update(|info| info.redirect_capa = true);
         }
     }
     Ok(Frame::ok())
@@ -170,12 +171,27 @@ pub(super) fn client_line(ctx: &Ctx<'_>, handle: &Arc<ClientHandle>, own_cmd: &s
         .as_ref()
         .map(|n| lossy(n, usize::MAX))
         .unwrap_or_default();
+    // Valkey 8.1's fields: the declared capabilities after the flags, the watched keys after
+    // `multi`, the library always, and the client's byte and command totals at the end.
+    let valkey = ctx.node.config.profile().client_list_totals;
+    let capa = if !valkey {
+        String::new()
+    } else if own && ctx.client.modes.redirect || !own && info.redirect_capa {
+        " capa=r".to_string()
+    } else {
+        " capa=".to_string()
+    };
+    let watch = if valkey {
+        format!(" watch={}", ctx.state.watches.watched_by(handle.id))
+    } else {
+        String::new()
+    };
     let mut line = String::with_capacity(300);
     let _ = write!(
         line,
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} \
-         ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem=0 rbs=1024 rbp=0 obl=0 \
-         oll=0 omem={} tot-mem={} events=r cmd={} user={} redir={} resp={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={}{capa} db={} sub={} \
+         psub={} ssub={} multi={}{watch} qbuf={} qbuf-free={} argv-mem={} multi-mem=0 rbs=1024 \
+         rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user={} redir={} resp={}",
         handle.id,
         handle.addr_text(),
         handle.laddr_text(),
@@ -207,11 +223,26 @@ pub(super) fn client_line(ctx: &Ctx<'_>, handle: &Arc<ClientHandle>, own_cmd: &s
             .map_or(-1, |m| i64::try_from(m.redirect).unwrap_or(-1)),
         resp
     );
-    if let Some(lib) = &info.lib_name {
-        let _ = write!(line, " lib-name={}", lossy(lib, usize::MAX));
+    let lib = |v: &Option<Bytes>| v.as_ref().map(|v| lossy(v, usize::MAX));
+    if valkey {
+        let relaxed =
+            |n: &std::sync::atomic::AtomicU64| n.load(std::sync::atomic::Ordering::Relaxed);
+        let _ = write!(
+            line,
+            " lib-name={} lib-ver={} tot-net-in={} tot-net-out={} tot-cmds={}",
+            lib(&info.lib_name).unwrap_or_default(),
+            lib(&info.lib_ver).unwrap_or_default(),
+            relaxed(&handle.net_in),
+            relaxed(&handle.net_out),
+            relaxed(&handle.commands),
+        );
+        return line;
     }
-    if let Some(ver) = &info.lib_ver {
-        let _ = write!(line, " lib-ver={}", lossy(ver, usize::MAX));
+    if let Some(lib) = lib(&info.lib_name) {
+        let _ = write!(line, " lib-name={lib}");
+    }
+    if let Some(ver) = lib(&info.lib_ver) {
+        let _ = write!(line, " lib-ver={ver}");
     }
     line
 }

@@ -745,6 +745,9 @@ pub(crate) fn master_client(node: &Node) -> ClientState {
         outbox,
         killed: Default::default(),
         kill_notify: Default::default(),
+        net_in: Default::default(),
+        net_out: Default::default(),
+        commands: Default::default(),
     });
     ClientState::new(handle, true)
 }

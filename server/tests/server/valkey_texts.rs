@@ -701,3 +701,122 @@ async fn help_replies_are_each_references() {
         }
     }
 }
+
+/// The fields of a `CLIENT INFO`/`LIST` line: its names in order, and the value of `name`.
+fn client_fields(line: &str) -> Vec<(String, String)> {
+    line.split_whitespace()
+        .filter_map(|f| f.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// `tot-net-in`, `tot-net-out` and `tot-cmds` of client `id` in `CLIENT LIST`.
+async fn totals(con: &mut redis::aio::MultiplexedConnection, id: &str) -> [u64; 3] {
+    let list: String = support::cmd(&["CLIENT", "LIST", "ID", id])
+        .query_async(con)
+        .await
+        .unwrap();
+    let fields = client_fields(&list);
+    let get = |name: &str| {
+        fields
+            .iter()
+            .find(|(k, _)| k == name)
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(u64::MAX)
+    };
+    [get("tot-net-in"), get("tot-net-out"), get("tot-cmds")]
+}
+
+/// Valkey's `CLIENT LIST` fields (unit/introspection's "client input output and command
+/// process statistics"): the names in order, `capa=r` after `CLIENT CAPA redirect`, `watch`,
+/// the library always, and the byte and command totals, which count a command's request when
+/// read, its reply when written and the command once it ran (a blocked BLPOP once served).
+async fn client_totals_session(addr: std::net::SocketAddr) -> Vec<String> {
+    let url = format!("redis://{addr}/");
+    let mut con = patient_conn(&url).await;
+    let mut seen = Vec::new();
+    let mut client = support::Wire::connect(addr).await;
+    let frames = client
+        .call(
+            &[
+                &["CLIENT", "CAPA", "redirect"],
+                &["WATCH", "a", "b"],
+                &["CLIENT", "ID"],
+            ],
+            3,
+        )
+        .await;
+    let id = String::from_utf8_lossy(&frames[2])
+        .trim_start_matches(':')
+        .trim()
+        .to_string();
+    let list: String = support::cmd(&["CLIENT", "LIST", "ID", &id])
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let fields = client_fields(&list);
+    seen.push(
+        fields
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+    );
+    for name in ["capa", "watch", "lib-name", "lib-ver"] {
+        let value = fields
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone());
+        seen.push(format!("{name}={value:?}"));
+    }
+    let before = totals(&mut con, &id).await;
+    client.call(&[&["PING"]], 1).await;
+    let after_ping = totals(&mut con, &id).await;
+    client.send(&[&["BLPOP", "mylist", "0"]]).await;
+    let mut blocked = after_ping;
+    for _ in 0..250 {
+        blocked = totals(&mut con, &id).await;
+        if blocked[0] != after_ping[0] {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    support::run(&mut con, &["LPUSH", "mylist", "a"]).await;
+    client.frame().await;
+    let served = totals(&mut con, &id).await;
+    for (what, from, to) in [
+        ("PING", before, after_ping),
+        ("BLPOP blocked", after_ping, blocked),
+        ("BLPOP served", blocked, served),
+    ] {
+        seen.push(format!(
+            "{what}: in +{} out +{} cmds +{}",
+            to[0].wrapping_sub(from[0]),
+            to[1].wrapping_sub(from[1]),
+            to[2].wrapping_sub(from[2])
+        ));
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_list_has_valkeys_fields_and_totals() {
+    let ours = locksmith_server::Server::builder()
+        .compat(Compat::Valkey81)
+        .start()
+        .await
+        .unwrap();
+    let seen = client_totals_session(ours.addr()).await;
+    assert!(
+        seen.contains(&"PING: in +14 out +7 cmds +1".to_string()),
+        "{seen:?}"
+    );
+    let Some(reference) = support::RealRedis::start_valkey(&[]) else {
+        return;
+    };
+    assert_eq!(
+        seen,
+        client_totals_session(reference.addr()).await,
+        "left: ours, right: valkey-server"
+    );
+}
