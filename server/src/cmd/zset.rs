@@ -1049,6 +1049,7 @@ fn zscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let cursor = scan::parse_cursor(args.bytes()?)?;
     let newer = scan::Newer::of(ctx);
+    let doubles = ctx.node.config.profile().encodings.doubles;
     let Some(z) = zset_mut(ctx, key)? else {
         return Ok(Frame::Array(vec![
             Frame::Bulk(Bytes::from_static(b"0")),
@@ -1056,6 +1057,10 @@ fn zscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         ]));
     };
     let opts = scan::ScanOptions::parse(args, scan::ScanKind::Zset, newer)?;
+    // Scores come back as the strings the encoding holds (bulk even in RESP3): a listpack's
+    // are `d2string`'s text of the target (Valkey's shortest form), a skiplist's are written
+    // by `ld2string` as `%.17Lg` under both targets.
+    let listpack_scores = Value::zset_is_listpack(z).then_some(doubles);
     // A small (listpack) sorted set is returned whole in one call, in order, as Redis does.
     let (next, items): (u64, Vec<(&Bytes, f64)>) = if z.len() <= 128 {
         (0, z.iter().collect())
@@ -1069,8 +1074,11 @@ fn zscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         if opts.matches(m) {
             out.push(Frame::Bulk(m.clone()));
             if !opts.names_only {
-                // Scores come back as the strings the encoding holds (bulk even in RESP3).
-                out.push(Frame::Bulk(Bytes::from(locksmith_resp::format_double(s))));
+                let text = match listpack_scores {
+                    Some(doubles) => doubles.string(s),
+                    None => locksmith_resp::format_double(s),
+                };
+                out.push(Frame::Bulk(Bytes::from(text)));
             }
         }
     }

@@ -304,6 +304,9 @@ struct RunShared {
     dispatch: DispatchSlot,
     /// While `FUNCTION LOAD` runs a library's code: the functions it registered so far.
     loading: Mutex<Option<Vec<FunctionDef>>>,
+    /// How the node's target writes doubles (a script's numbers as arguments, a double reply
+    /// read in RESP2).
+    doubles: locksmith_resp::Doubles,
 }
 
 /// A function a library registered with `redis.register_function`.
@@ -436,7 +439,10 @@ impl Engine {
             StdLib::TABLE | StdLib::STRING | StdLib::MATH,
             LuaOptions::default(),
         )?;
-        let shared = Arc::new(RunShared::default());
+        let shared = Arc::new(RunShared {
+            doubles: settings.compat.profile().encodings.doubles,
+            ..RunShared::default()
+        });
         // Redis's rand48 state is process-wide and never reseeded between scripts.
         shared.rand.store(api::RAND48_SEED, Ordering::Relaxed);
         let raw = api::primitives(&lua, shared.clone(), command_exists, settings.compat)?;
@@ -950,7 +956,7 @@ fn redis_call(stack: &mut Stack<'_>, shared: &RunShared) -> Result<bool, stack::
     let outcome = shared
         .dispatch
         .with(|frame| {
-            let argv = convert::argv_from_stack(stack, frame.known, frame.short);
+            let argv = convert::argv_from_stack(stack, frame.known, frame.short, shared.doubles);
             // The arguments are copied: pop them (as luaArgsToRedisArgv does), so the
             // reply has the whole C stack even after `unpack` of thousands of values.
             stack.pop(stack.top());
@@ -981,7 +987,7 @@ fn redis_call(stack: &mut Stack<'_>, shared: &RunShared) -> Result<bool, stack::
             Ok(false)
         }
         Ok(frame) => {
-            convert::push_reply(stack, frame, resp3)?;
+            convert::push_reply(stack, frame, resp3, shared.doubles)?;
             Ok(true)
         }
     }
