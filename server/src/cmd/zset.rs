@@ -476,30 +476,48 @@ fn zlexcount(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 }
 
 /// ```text
-/// ZRANK key member
+/// ZRANK key member [WITHSCORE]
 /// ```
 fn zrank(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     rank_command(ctx, args, false)
 }
 
 /// ```text
-/// ZREVRANK key member
+/// ZREVRANK key member [WITHSCORE]
 /// ```
 fn zrevrank(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     rank_command(ctx, args, true)
 }
 
+/// `zrankGenericCommand`; `WITHSCORE` (Redis 7.2: the rank and the score, or a null array) is
+/// reached only under a target whose description gives the command arity -3 (Redis 7.0's 3
+/// refuses a fourth argument first).
 fn rank_command(ctx: &mut Ctx<'_>, args: &mut Args<'_>, rev: bool) -> CmdResult {
     let key = args.bytes()?;
     let member = args.bytes()?;
-    let rank = zset_mut(ctx, key)?.and_then(|z| {
-        if rev {
+    let name = if rev { "zrevrank" } else { "zrank" };
+    let withscore = match args.rest() {
+        [] => false,
+        [option] if option.eq_ignore_ascii_case(b"withscore") => true,
+        [_] => return Err(CommandError::Syntax),
+        _ => return Err(CommandError::WrongArity(name.to_string())),
+    };
+    let ranked = zset_mut(ctx, key)?.and_then(|z| {
+        let rank = if rev {
             z.rev_rank(member)
         } else {
             z.rank(member)
-        }
+        };
+        Some((rank?, z.score(member)?))
     });
-    Ok(rank.map_or(Frame::Null, |r| Frame::Integer(r as i64)))
+    Ok(match (ranked, withscore) {
+        (Some((rank, score)), true) => {
+            Frame::Array(vec![Frame::Integer(rank as i64), Frame::Double(score)])
+        }
+        (Some((rank, _)), false) => Frame::Integer(rank as i64),
+        (None, true) => Frame::NullArray,
+        (None, false) => Frame::Null,
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -514,3 +514,41 @@ async fn doubles_are_written_as_each_target_writes_them() {
         }
     }
 }
+
+/// `ZRANK`/`ZREVRANK ... WITHSCORE` (Redis 7.2) under `--compat valkey-8.1`, against
+/// valkey-server 8.1.8 in RESP2 and RESP3 (the score in its shortest form); redis-7.0 refuses
+/// the option by its arity, as redis-server 7.0.15 does.
+#[tokio::test]
+async fn zrank_withscore_answers_as_each_target_does() {
+    let lines: &[&[&str]] = &[
+        &["ZADD", "z", "0.1", "x", "20", "y", "1e17", "z"],
+        &["SET", "s", "v"],
+        &["ZRANK", "z", "x", "WITHSCORE"],
+        &["ZREVRANK", "z", "x", "withscore"],
+        &["ZRANK", "z", "z", "WITHSCORE"],
+        &["ZRANK", "z", "nope", "WITHSCORE"],
+        &["ZRANK", "nokey", "x", "WITHSCORE"],
+        &["ZRANK", "nokey", "x"],
+        &["ZRANK", "z", "x", "WITHSCORES"],
+        &["ZRANK", "nokey", "x", "bad"],
+        &["ZRANK", "z", "x", "WITHSCORE", "extra"],
+        &["ZREVRANK", "z", "x", "a", "b", "c"],
+        &["ZRANK", "s", "x", "WITHSCORE"],
+        &["ZRANK", "s", "x"],
+    ];
+    for compat in locksmith_server::Compat::ALL {
+        let pair = support::Pair::start_for(compat).await;
+        let mut twin = support::Twin::connect(&pair).await;
+        for args in lines {
+            twin.same(&[args], 1).await;
+        }
+        twin.send(&[&["HELLO", "3"]]).await;
+        twin.ours.frame().await;
+        if let Some(real) = &mut twin.real {
+            real.frame().await;
+        }
+        for args in &lines[2..] {
+            twin.same(&[args], 1).await;
+        }
+    }
+}
