@@ -2,8 +2,54 @@
 //! Redis's `addReply*` functions do (maps flatten, doubles become bulk strings, booleans become
 //! integers, attributes are dropped).
 
+use crate::shortest_double::{double_to_i64, format_shortest_double};
 use crate::{Frame, Version};
 use bytes::{BufMut, BytesMut};
+
+/// How a server writes its doubles: the form of the release it reproduces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Doubles {
+    /// Redis 7.0: a double reply (`addReplyDouble`) is C's `%.17g`, and `d2string` (a
+    /// listpack's score) writes an integer within ±2^62 as one and any other number as `%.17g`.
+    #[default]
+    Redis,
+    /// Valkey 8: replies are `d2string`'s, which writes an integer within ±2^62 as one and any
+    /// other number in its shortest round-trip form ([`format_shortest_double`], Valkey's
+    /// `fpconv_dtoa`): `0.1` where Redis writes `0.10000000000000001`.
+    Shortest,
+}
+
+impl Doubles {
+    /// The text of a double reply (`addReplyDouble`): a RESP3 `,` line, a RESP2 bulk string.
+    pub fn reply(self, d: f64) -> String {
+        match self {
+            Doubles::Redis => format_double(d),
+            Doubles::Shortest => self.string(d),
+        }
+    }
+
+    /// `d2string`: the text of a double kept as a string (a listpack's score, what `ZSCAN`
+    /// returns of one): `nan`, `inf`, `-inf`, `0`, `-0`, an integer within ±2^62 as one
+    /// (`double2ll`), any other number as `%.17g` (Redis) or in its shortest form (Valkey).
+    pub fn string(self, d: f64) -> String {
+        if d.is_nan() {
+            return "nan".to_string();
+        }
+        if d.is_infinite() {
+            return if d > 0.0 { "inf" } else { "-inf" }.to_string();
+        }
+        if d == 0.0 {
+            return if d.is_sign_negative() { "-0" } else { "0" }.to_string();
+        }
+        if let Some(v) = double_to_i64(d) {
+            return itoa::Buffer::new().format(v).to_string();
+        }
+        match self {
+            Doubles::Redis => format_double(d),
+            Doubles::Shortest => format_shortest_double(d),
+        }
+    }
+}
 
 /// Formats a double the way Redis 7.0 replies with it: C's `%.17g`, with `inf`/`-inf`.
 pub fn format_double(d: f64) -> String {
@@ -72,15 +118,21 @@ pub fn encode_command(argv: &[impl AsRef<[u8]>], out: &mut impl BufMut) {
 /// needs more of the thread's stack than these levels take.
 const RECURSION_DEPTH: usize = 32;
 
-/// Encodes `frame` for a peer speaking `version`, appending to `out`.
+/// Encodes `frame` for a peer speaking `version`, appending to `out`; doubles as Redis 7.0
+/// writes them.
 pub fn encode(frame: &Frame, version: Version, out: &mut BytesMut) {
-    encode_at(frame, version, out, 0);
+    encode_at(frame, version, Doubles::Redis, out, 0);
+}
+
+/// [`encode`] with doubles written in the form `doubles` (a server's compatibility target).
+pub fn encode_with(frame: &Frame, version: Version, doubles: Doubles, out: &mut BytesMut) {
+    encode_at(frame, version, doubles, out, 0);
 }
 
 /// [`encode`] of a frame nested `depth` aggregates deep.
-fn encode_at(frame: &Frame, version: Version, out: &mut BytesMut, depth: usize) {
+fn encode_at(frame: &Frame, version: Version, doubles: Doubles, out: &mut BytesMut, depth: usize) {
     if depth >= RECURSION_DEPTH && is_aggregate(frame) {
-        return encode_deep(frame, version, out);
+        return encode_deep(frame, version, doubles, out);
     }
     let resp3 = version == Version::Resp3;
     match frame {
@@ -92,22 +144,36 @@ fn encode_at(frame: &Frame, version: Version, out: &mut BytesMut, depth: usize) 
         Frame::NullArray if resp3 => out.put_slice(b"_\r\n"),
         Frame::Null => out.put_slice(b"$-1\r\n"),
         Frame::NullArray => out.put_slice(b"*-1\r\n"),
-        Frame::Array(items) => aggregate(out, b'*', items, version, depth),
+        Frame::Array(items) => aggregate(out, b'*', items, version, doubles, depth),
         Frame::Set(items) => {
-            aggregate(out, if resp3 { b'~' } else { b'*' }, items, version, depth);
+            aggregate(
+                out,
+                if resp3 { b'~' } else { b'*' },
+                items,
+                version,
+                doubles,
+                depth,
+            );
         }
         Frame::Push(items) => {
-            aggregate(out, if resp3 { b'>' } else { b'*' }, items, version, depth);
+            aggregate(
+                out,
+                if resp3 { b'>' } else { b'*' },
+                items,
+                version,
+                doubles,
+                depth,
+            );
         }
         Frame::Map(pairs) => {
             map_header(out, pairs.len(), resp3);
             for (k, v) in pairs {
-                encode_at(k, version, out, depth + 1);
-                encode_at(v, version, out, depth + 1);
+                encode_at(k, version, doubles, out, depth + 1);
+                encode_at(v, version, doubles, out, depth + 1);
             }
         }
         Frame::Double(d) => {
-            let text = format_double(*d);
+            let text = doubles.reply(*d);
             if resp3 {
                 line(out, b',', text.as_bytes());
             } else {
@@ -138,11 +204,11 @@ fn encode_at(frame: &Frame, version: Version, out: &mut BytesMut, depth: usize) 
             if resp3 {
                 header(out, b'|', attrs.len() as i64);
                 for (k, v) in attrs {
-                    encode_at(k, version, out, depth + 1);
-                    encode_at(v, version, out, depth + 1);
+                    encode_at(k, version, doubles, out, depth + 1);
+                    encode_at(v, version, doubles, out, depth + 1);
                 }
             }
-            encode_at(frame, version, out, depth + 1);
+            encode_at(frame, version, doubles, out, depth + 1);
         }
     }
 }
@@ -171,7 +237,7 @@ enum Pending<'a> {
 
 /// [`encode`] with an explicit stack instead of recursion, for frames nested deeper than
 /// [`RECURSION_DEPTH`]: the same bytes.
-fn encode_deep(frame: &Frame, version: Version, out: &mut BytesMut) {
+fn encode_deep(frame: &Frame, version: Version, doubles: Doubles, out: &mut BytesMut) {
     let resp3 = version == Version::Resp3;
     let mut pending = vec![Pending::One(frame)];
     while let Some(top) = pending.pop() {
@@ -214,7 +280,7 @@ fn encode_deep(frame: &Frame, version: Version, out: &mut BytesMut) {
                 }
             }
             // Scalars: the recursive encoder at depth 0 writes them without recursing.
-            scalar => encode_at(scalar, version, out, 0),
+            scalar => encode_at(scalar, version, doubles, out, 0),
         }
     }
 }
@@ -253,10 +319,17 @@ fn bulk(out: &mut impl BufMut, data: &[u8]) {
     out.put_slice(b"\r\n");
 }
 
-fn aggregate(out: &mut BytesMut, kind: u8, items: &[Frame], version: Version, depth: usize) {
+fn aggregate(
+    out: &mut BytesMut,
+    kind: u8,
+    items: &[Frame],
+    version: Version,
+    doubles: Doubles,
+    depth: usize,
+) {
     header(out, kind, items.len() as i64);
     for item in items {
-        encode_at(item, version, out, depth + 1);
+        encode_at(item, version, doubles, out, depth + 1);
     }
 }
 

@@ -9,6 +9,7 @@ mod decode;
 mod encode;
 mod error;
 mod frame;
+mod shortest_double;
 pub mod slot;
 
 pub use codec::RespCodec;
@@ -16,9 +17,12 @@ pub use decode::{
     split_inline_args as split_args, FrameDecoder, Limits, RequestDecoder, PEEK_ARGS,
     PROTO_INLINE_MAX_SIZE, PROTO_MAX_BULK_LEN,
 };
-pub use encode::{encode, encode_command, encode_to_vec, format_double, format_human_double};
+pub use encode::{
+    encode, encode_command, encode_to_vec, encode_with, format_double, format_human_double, Doubles,
+};
 pub use error::DecodeError;
 pub use frame::{Frame, Version};
+pub use shortest_double::{double_to_i64, format_shortest_double};
 
 /// Redis's `string2ll`: parses a strict decimal i64 (optional `-`, no `+`, no leading zeros,
 /// no spaces). Servers use it for every integer argument, as Redis does.

@@ -218,6 +218,11 @@ pub(crate) struct Encodings {
     pub(crate) large_elements_plain: bool,
     /// The RDB file's aux field naming the server's version, and its value.
     pub(crate) rdb_server_version: (&'static str, &'static str),
+    /// How doubles are written: in replies (`addReplyDouble`), a listpack's scores (`d2string`),
+    /// a script's numbers as command arguments. Redis 7.0 writes C's `%.17g`
+    /// (`0.10000000000000001`), Valkey 8 the shortest form that reads back as the same double
+    /// (`fpconv_dtoa`: `0.1`).
+    pub(crate) doubles: locksmith_resp::Doubles,
 }
 
 /// Redis 7.0's encodings.
@@ -228,6 +233,7 @@ pub(crate) const REDIS_7_0_ENCODINGS: Encodings = Encodings {
     stream_active_time: false,
     large_elements_plain: false,
     rdb_server_version: ("redis-ver", "7.0.15"),
+    doubles: locksmith_resp::Doubles::Redis,
 };
 
 /// Valkey 8.1's (Redis 7.2's) encodings.
@@ -238,6 +244,7 @@ pub(crate) const VALKEY_8_1_ENCODINGS: Encodings = Encodings {
     stream_active_time: true,
     large_elements_plain: true,
     rdb_server_version: ("valkey-ver", "8.1.8"),
+    doubles: locksmith_resp::Doubles::Shortest,
 };
 
 /// How a target's command handlers check their arguments, where Valkey changed Redis 7.0's.

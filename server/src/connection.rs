@@ -19,7 +19,7 @@ use crate::net_stream::NetStream;
 use crate::node::{Effects, Node, State};
 use crate::write_round::{PendingReplies, WriteRound};
 use bytes::BytesMut;
-use locksmith_resp::{encode, Frame, Limits, RequestDecoder, Version};
+use locksmith_resp::{encode_with, Doubles, Frame, Limits, RequestDecoder, Version};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -135,6 +135,7 @@ pub(crate) async fn serve(
             outbox_rx,
             out_of_band: 0,
             round,
+            doubles: node.config.profile().encodings.doubles,
         },
         decoder,
         effects: Effects::default(),
@@ -175,6 +176,8 @@ struct Io {
     out_of_band: usize,
     /// Where a TCP connection's replies wait for the end of the scheduler's round.
     round: Option<(Arc<WriteRound>, Arc<PendingReplies>)>,
+    /// How the node's target writes doubles in replies.
+    doubles: Doubles,
 }
 
 impl Connection {
@@ -363,7 +366,12 @@ impl Connection {
                 Err(e) => {
                     let reply = Frame::error(format!("ERR Protocol error: {e}"));
                     self.session.node.live.count_error(b"ERR");
-                    encode(&reply, self.session.client.resp, &mut self.io.wbuf);
+                    encode_with(
+                        &reply,
+                        self.session.client.resp,
+                        self.io.doubles,
+                        &mut self.io.wbuf,
+                    );
                     keep_open = false;
                     break;
                 }
@@ -409,7 +417,7 @@ impl Connection {
         // (its `CLIENT_PUSHING`).
         let permitted = client.take_reply_permission();
         if permitted || matches!(reply, Frame::Push(_)) {
-            encode(reply, client.resp, &mut self.io.wbuf);
+            encode_with(reply, client.resp, self.io.doubles, &mut self.io.wbuf);
         }
         self.decoder
             .set_auth_required(!client.authenticated && node.requires_auth());
@@ -430,7 +438,7 @@ impl Io {
 
     fn push_out_of_band(&mut self, frame: Frame, resp: Version) {
         let before = self.wbuf.len();
-        encode(&frame, resp, &mut self.wbuf);
+        encode_with(&frame, resp, self.doubles, &mut self.wbuf);
         self.out_of_band += self.wbuf.len() - before;
     }
 

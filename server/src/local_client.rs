@@ -7,7 +7,7 @@ use crate::client::{ClientHandle, ClientState, Endpoints, Outbox, OutboxReceiver
 use crate::dispatch::{Guard, ScriptPlace, Session, Transport};
 use crate::node::{Effects, Node};
 use bytes::{Bytes, BytesMut};
-use locksmith_resp::{encode, Frame};
+use locksmith_resp::{encode_with, Frame};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::runtime::Handle;
@@ -127,7 +127,8 @@ impl LocalClient {
     pub fn next_push(&mut self) -> Option<Frame> {
         let frame = self.outbox_rx.try_recv()?;
         let mut encoded = BytesMut::new();
-        encode(&frame, self.session.client.resp, &mut encoded);
+        let doubles = self.session.node.config.profile().encodings.doubles;
+        encode_with(&frame, self.session.client.resp, doubles, &mut encoded);
         self.outbox_rx.written(encoded.len());
         Some(frame)
     }

@@ -63,13 +63,14 @@ fn memory_usage(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         }
     }
     let cluster = ctx.node.config.cluster_enabled();
+    let doubles = ctx.node.config.profile().encodings.doubles;
     let db = ctx.client.db;
     let usage = ctx
         .state
         .dbs
         .get(db)
         .and_then(|d| d.raw(key))
-        .map(|entry| memory::usage(key, &entry.value, samples, cluster));
+        .map(|entry| memory::usage(key, &entry.value, samples, cluster, doubles));
     Ok(usage.map_or(Frame::Null, |bytes| integer(bytes as u64)))
 }
 

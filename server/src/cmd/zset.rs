@@ -476,30 +476,48 @@ fn zlexcount(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 }
 
 /// ```text
-/// ZRANK key member
+/// ZRANK key member [WITHSCORE]
 /// ```
 fn zrank(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     rank_command(ctx, args, false)
 }
 
 /// ```text
-/// ZREVRANK key member
+/// ZREVRANK key member [WITHSCORE]
 /// ```
 fn zrevrank(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     rank_command(ctx, args, true)
 }
 
+/// `zrankGenericCommand`; `WITHSCORE` (Redis 7.2: the rank and the score, or a null array) is
+/// reached only under a target whose description gives the command arity -3 (Redis 7.0's 3
+/// refuses a fourth argument first).
 fn rank_command(ctx: &mut Ctx<'_>, args: &mut Args<'_>, rev: bool) -> CmdResult {
     let key = args.bytes()?;
     let member = args.bytes()?;
-    let rank = zset_mut(ctx, key)?.and_then(|z| {
-        if rev {
+    let name = if rev { "zrevrank" } else { "zrank" };
+    let withscore = match args.rest() {
+        [] => false,
+        [option] if option.eq_ignore_ascii_case(b"withscore") => true,
+        [_] => return Err(CommandError::Syntax),
+        _ => return Err(CommandError::WrongArity(name.to_string())),
+    };
+    let ranked = zset_mut(ctx, key)?.and_then(|z| {
+        let rank = if rev {
             z.rev_rank(member)
         } else {
             z.rank(member)
-        }
+        };
+        Some((rank?, z.score(member)?))
     });
-    Ok(rank.map_or(Frame::Null, |r| Frame::Integer(r as i64)))
+    Ok(match (ranked, withscore) {
+        (Some((rank, score)), true) => {
+            Frame::Array(vec![Frame::Integer(rank as i64), Frame::Double(score)])
+        }
+        (Some((rank, _)), false) => Frame::Integer(rank as i64),
+        (None, true) => Frame::NullArray,
+        (None, false) => Frame::Null,
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1057,6 +1075,7 @@ fn zscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.bytes()?;
     let cursor = scan::parse_cursor(args.bytes()?)?;
     let newer = scan::Newer::of(ctx);
+    let doubles = ctx.node.config.profile().encodings.doubles;
     let Some(z) = zset_mut(ctx, key)? else {
         return Ok(Frame::Array(vec![
             Frame::Bulk(Bytes::from_static(b"0")),
@@ -1064,6 +1083,10 @@ fn zscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         ]));
     };
     let opts = scan::ScanOptions::parse(args, scan::ScanKind::Zset, newer)?;
+    // Scores come back as the strings the encoding holds (bulk even in RESP3): a listpack's
+    // are `d2string`'s text of the target (Valkey's shortest form), a skiplist's are written
+    // by `ld2string` as `%.17Lg` under both targets.
+    let listpack_scores = Value::zset_is_listpack(z).then_some(doubles);
     // A small (listpack) sorted set is returned whole in one call, in order, as Redis does.
     let (next, items): (u64, Vec<(&Bytes, f64)>) = if z.len() <= 128 {
         (0, z.iter().collect())
@@ -1077,8 +1100,11 @@ fn zscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
         if opts.matches(m) {
             out.push(Frame::Bulk(m.clone()));
             if !opts.names_only {
-                // Scores come back as the strings the encoding holds (bulk even in RESP3).
-                out.push(Frame::Bulk(Bytes::from(locksmith_resp::format_double(s))));
+                let text = match listpack_scores {
+                    Some(doubles) => doubles.string(s),
+                    None => locksmith_resp::format_double(s),
+                };
+                out.push(Frame::Bulk(Bytes::from(text)));
             }
         }
     }

@@ -85,22 +85,41 @@ fn string_size(s: &[u8]) -> usize {
 /// `MEMORY USAGE key SAMPLES samples` (0: every element), as Redis computes it: the key's
 /// sds, its dict entry (with the slot links in cluster mode) and `objectComputeSize` of the
 /// value. Like Redis, the key's TTL is not counted.
-pub(crate) fn usage(key: &[u8], value: &Value, samples: usize, cluster: bool) -> usize {
+/// A listpack's scores are the target's text of them (`doubles`: Valkey's shortest form is
+/// shorter than Redis's `%.17g`).
+pub(crate) fn usage(
+    key: &[u8],
+    value: &Value,
+    samples: usize,
+    cluster: bool,
+    doubles: resp::Doubles,
+) -> usize {
     let metadata = if cluster { CLUSTER_KEY_METADATA } else { 0 };
-    sds(key.len()) + DICT_ENTRY_STRUCT + metadata + ROBJ + value_size_counting(value, samples, true)
+    sds(key.len())
+        + DICT_ENTRY_STRUCT
+        + metadata
+        + ROBJ
+        + value_size_counting(value, samples, true, doubles)
 }
 
 /// Estimated bytes of `value` beyond its object header, reading at most `samples` elements of
-/// an aggregate (0: all of them).
+/// an aggregate (0: all of them). A listpack's scores are counted as Redis 7.0 writes them
+/// (the keyspace measures its entries without knowing the target; under Valkey's a score
+/// that is no integer takes fewer bytes than counted).
 pub(crate) fn value_size(value: &Value, samples: usize) -> usize {
-    value_size_counting(value, samples, false)
+    value_size_counting(value, samples, false, resp::Doubles::Redis)
 }
 
 /// [`value_size`] as the allocator sees it, or (`usage`) as `MEMORY USAGE` counts it: a dict
 /// entry as its struct, compact encodings (listpacks, intsets) read whole as Redis reads their
 /// allocation, and a list sampled by quicklist nodes (about 8 KB of elements each) instead of
 /// by elements.
-fn value_size_counting(value: &Value, samples: usize, usage: bool) -> usize {
+fn value_size_counting(
+    value: &Value,
+    samples: usize,
+    usage: bool,
+    doubles: resp::Doubles,
+) -> usize {
     let dict_entry = if usage {
         DICT_ENTRY_STRUCT
     } else {
@@ -183,7 +202,7 @@ fn value_size_counting(value: &Value, samples: usize, usage: bool) -> usize {
                             z.len(),
                             compact_samples,
                             z.iter()
-                                .map(|(m, score)| listpack_value(m) + score_size(score)),
+                                .map(|(m, score)| listpack_value(m) + score_size(score, doubles)),
                         ),
                 )
             } else {
@@ -480,14 +499,10 @@ fn quicklist_node_takes(bytes: usize, count: i64, sz: usize, fill: i64) -> bool 
     new_sz <= QUICKLIST_SAFETY_LIMIT && count < fill
 }
 
-/// Bytes of a sorted set score in a listpack: Redis stores its text (an integral score as an
-/// integer, which the listpack encodes as one).
-fn score_size(score: f64) -> usize {
-    if score.fract() == 0.0 && score.abs() < 9.0e18 {
-        listpack_value((score as i64).to_string().as_bytes())
-    } else {
-        listpack_value(resp::format_double(score).as_bytes())
-    }
+/// Bytes of a sorted set score in a listpack: the server stores its `d2string` text (an
+/// integral score within 2^62 as an integer, which the listpack encodes as one).
+fn score_size(score: f64, doubles: resp::Doubles) -> usize {
+    listpack_value(doubles.string(score).as_bytes())
 }
 
 /// The allocation of an sds string of `len` bytes (header, data, terminator), as `sdsnewlen`
@@ -623,11 +638,15 @@ mod tests {
             ),
         ];
         for (key, value, redis) in cases {
-            assert_eq!(usage(key.as_bytes(), &value, 5, false), redis, "{key}");
+            assert_eq!(
+                usage(key.as_bytes(), &value, 5, false, resp::Doubles::Redis),
+                redis,
+                "{key}"
+            );
         }
         // Cluster mode adds the slot links of the key's dict entry.
         let v = string("hello");
-        assert_eq!(usage(b"str1", &v, 5, true), 64 + 16);
+        assert_eq!(usage(b"str1", &v, 5, true, resp::Doubles::Redis), 64 + 16);
     }
 
     #[test]
@@ -637,8 +656,8 @@ mod tests {
             .map(|i| bytes(&format!("element-{i}")))
             .collect();
         let value = Value::List(list, ListEncoding::Quicklist);
-        let all = usage(b"l10000", &value, 0, false);
-        let sampled = usage(b"l10000", &value, 5, false);
+        let all = usage(b"l10000", &value, 0, false, resp::Doubles::Redis);
+        let sampled = usage(b"l10000", &value, 5, false, resp::Doubles::Redis);
         // redis-server: 140 032 for both.
         assert_eq!(all, 140_032);
         assert!(sampled.abs_diff(140_032) * 50 < 140_032, "{sampled}");

@@ -132,6 +132,12 @@ impl Value {
         !h.is_table()
     }
 
+    /// Whether Redis would keep `z` as a listpack: `zset-max-listpack-entries` 128 and
+    /// `zset-max-listpack-value` 64.
+    pub(crate) fn zset_is_listpack(z: &ZSet) -> bool {
+        z.len() <= 128 && z.iter().all(|(m, _)| m.len() <= 64)
+    }
+
     /// The hash, if this is one.
     pub(crate) fn as_hash_mut(&mut self) -> Option<&mut HashValue> {
         match self {
@@ -247,8 +253,7 @@ impl Value {
             }
             Value::Set(s) => s.encoding().name(),
             Value::ZSet(z) => {
-                // `zset-max-listpack-entries` 128 and `zset-max-listpack-value` 64.
-                if z.len() <= 128 && z.iter().all(|(m, _)| m.len() <= 64) {
+                if Value::zset_is_listpack(z) {
                     "listpack"
                 } else {
                     "skiplist"

@@ -52,13 +52,24 @@ impl ZSet {
     }
 
     /// Sets `member`'s score; returns the previous score.
-    pub(crate) fn insert(&mut self, member: Bytes, score: f64) -> Option<f64> {
+    pub(crate) fn insert(&mut self, member: Bytes, mut score: f64) -> Option<f64> {
+        if score == 0.0 && score.is_sign_negative() && self.stays_listpack_with(&member) {
+            // A listpack holds a score as text, and `zzlInsertAt` writes -0 as the integer 0
+            // (`double2ll`): a small sorted set reads it back as 0, a skiplist keeps -0.
+            score = 0.0;
+        }
         let old = self.scores.put((member.clone(), score)).map(|(_, s)| s);
         if let Some(old) = old {
             self.order.remove(&(Score(old), member.clone()));
         }
         self.order.insert((Score(score), member));
         old
+    }
+
+    /// Whether the set is a listpack once `member` is in it (`Value::zset_is_listpack`).
+    fn stays_listpack_with(&self, member: &[u8]) -> bool {
+        let len = self.len() + usize::from(self.score(member).is_none());
+        len <= 128 && member.len() <= 64 && self.iter().all(|(m, _)| m.len() <= 64)
     }
 
     /// Removes `member`; returns its score.

@@ -142,9 +142,9 @@ pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value, encoding: Encoding) 
             for (member, score) in zset.ordered(false) {
                 lp.string(member);
                 // `zzlInsertAt`: an integral score as an integer, any other as `d2string`'s text.
-                match double_to_i64(score) {
+                match locksmith_resp::double_to_i64(score) {
                     Some(v) => lp.int(v),
-                    None => lp.string(locksmith_resp::format_double(score).as_bytes()),
+                    None => lp.string(encoding.target.doubles.string(score).as_bytes()),
                 }
             }
             string(out, &lp.finish());
@@ -167,16 +167,6 @@ fn list_loaded(items: VecDeque<Bytes>, load: Load) -> Value {
     let mut encoding = crate::db::ListEncoding::Quicklist;
     load.list.settle(&items, &mut encoding, false);
     Value::List(items, encoding)
-}
-
-/// Redis's `double2ll`: `d` as an integer when it is one and within ±2^62.
-fn double_to_i64(d: f64) -> Option<i64> {
-    const LIMIT: f64 = (i64::MAX / 2) as f64;
-    if !(-LIMIT..=LIMIT).contains(&d) {
-        return None;
-    }
-    let v = d as i64;
-    (v as f64 == d).then_some(v)
 }
 
 /// The intset of a set of integers (`intset.c`): its width (2, 4 or 8 bytes, the narrowest

@@ -183,7 +183,9 @@ struct AclCheckContext {
 impl CFunction for AclCheck {
     type Context = AclCheckContext;
     fn call(stack: &mut Stack<'_>, cx: &AclCheckContext) -> Return {
-        let pushed = match super::convert::argv_from_stack(stack, &[], &mut Default::default()) {
+        let argv =
+            super::convert::argv_from_stack(stack, &[], &mut Default::default(), cx.shared.doubles);
+        let pushed = match argv {
             Ok(argv) if (cx.command_exists)(cx.compat, &argv) => {
                 match cx
                     .shared

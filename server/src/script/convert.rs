@@ -12,7 +12,9 @@
 
 use super::stack::{Kind, Scalar, Stack, StackError};
 use bytes::Bytes;
-use locksmith_resp::{format_double, format_human_double, Frame};
+use locksmith_resp::{
+    double_to_i64, format_double, format_human_double, format_shortest_double, Doubles, Frame,
+};
 use std::os::raw::c_int;
 
 /// Deepest nesting converted from a script's reply. Redis stops where the Lua stack does
@@ -246,12 +248,15 @@ impl ShortStrings {
 }
 
 /// `luaArgsToRedisArgv`: the values `1..=top` as a command line; strings as they are, numbers
-/// as `%.17g` (integral ones below 1e17 as integers). Anything else (or no argument) is the
-/// error Redis answers with.
+/// as the target writes them (`doubles`): Redis 7.0 as `%.17g` (integral ones below 1e17 are
+/// then integers), Valkey 8 an integer within 2^62 as one (`double2ll`) and any other number
+/// in its shortest form (`fpconv_dtoa`). Anything else (or no argument) is the error Redis
+/// answers with.
 pub(super) fn argv_from_stack(
     stack: &Stack<'_>,
     known: &[Known<'_>],
     short: &mut ShortStrings,
+    doubles: Doubles,
 ) -> Result<Vec<Bytes>, ArgvError> {
     let argc = stack.top();
     if argc <= 0 {
@@ -270,13 +275,19 @@ pub(super) fn argv_from_stack(
                     None => short.get(s),
                 }
             }
-            Scalar::Number(n) => {
-                if n.fract() == 0.0 && n.abs() < 1e17 && !(n == 0.0 && n.is_sign_negative()) {
-                    short.int(n as i64)
-                } else {
-                    Bytes::from(format_double(n))
+            Scalar::Number(n) => match doubles {
+                Doubles::Redis => {
+                    if n.fract() == 0.0 && n.abs() < 1e17 && !(n == 0.0 && n.is_sign_negative()) {
+                        short.int(n as i64)
+                    } else {
+                        Bytes::from(format_double(n))
+                    }
                 }
-            }
+                Doubles::Shortest => match double_to_i64(n) {
+                    Some(i) => short.int(i),
+                    None => Bytes::from(format_shortest_double(n)),
+                },
+            },
             Scalar::Other => return Err(ArgvError::BadArgument),
         };
         argv.push(arg);
@@ -285,11 +296,13 @@ pub(super) fn argv_from_stack(
 }
 
 /// Pushes a command reply as the script sees it (`resp3` = the script called
-/// `redis.setresp(3)`).
+/// `redis.setresp(3)`; `doubles`: how the node's target writes a double reply, which a RESP2
+/// script reads as that text).
 pub(super) fn push_reply(
     stack: &mut Stack<'_>,
     frame: Frame,
     resp3: bool,
+    doubles: Doubles,
 ) -> Result<(), StackError> {
     match frame {
         Frame::Simple(s) => {
@@ -307,7 +320,7 @@ pub(super) fn push_reply(
                 stack.push_bool(false)?
             }
         }
-        Frame::Array(items) | Frame::Push(items) => push_array(stack, items, resp3)?,
+        Frame::Array(items) | Frame::Push(items) => push_array(stack, items, resp3, doubles)?,
         Frame::Map(pairs) => {
             if resp3 {
                 stack.push_table(0, 1)?;
@@ -316,8 +329,8 @@ pub(super) fn push_reply(
                 // integer keys 1..n before 0.
                 stack.push_table(0, 0)?;
                 for (k, v) in pairs {
-                    push_reply(stack, k, resp3)?;
-                    push_reply(stack, v, resp3)?;
+                    push_reply(stack, k, resp3, doubles)?;
+                    push_reply(stack, v, resp3, doubles)?;
                     if stack.kind(-2) == Kind::Nil {
                         stack.pop(2);
                     } else {
@@ -327,7 +340,7 @@ pub(super) fn push_reply(
                 stack.set_field(-2, b"map")?;
             } else {
                 let items = pairs.into_iter().flat_map(|(k, v)| [k, v]).collect();
-                push_array(stack, items, resp3)?;
+                push_array(stack, items, resp3, doubles)?;
             }
         }
         Frame::Set(items) => {
@@ -336,7 +349,7 @@ pub(super) fn push_reply(
                 // Not presized, as for a map.
                 stack.push_table(0, 0)?;
                 for item in items {
-                    push_reply(stack, item, resp3)?;
+                    push_reply(stack, item, resp3, doubles)?;
                     if stack.kind(-1) == Kind::Nil {
                         stack.pop(1);
                     } else {
@@ -346,7 +359,7 @@ pub(super) fn push_reply(
                 }
                 stack.set_field(-2, b"set")?;
             } else {
-                push_array(stack, items, resp3)?;
+                push_array(stack, items, resp3, doubles)?;
             }
         }
         Frame::Double(d) => {
@@ -355,7 +368,7 @@ pub(super) fn push_reply(
                 stack.push_number(d)?;
                 stack.set_field(-2, b"double")?;
             } else {
-                stack.push_bytes(format_double(d).as_bytes())?;
+                stack.push_bytes(doubles.reply(d).as_bytes())?;
             }
         }
         // Redis's Lua client parses the reply it wrote: the text, or in RESP3 `{double=...}`
@@ -399,15 +412,20 @@ pub(super) fn push_reply(
                 stack.push_bytes(&text)?;
             }
         }
-        Frame::Attribute { frame, .. } => push_reply(stack, *frame, resp3)?,
+        Frame::Attribute { frame, .. } => push_reply(stack, *frame, resp3, doubles)?,
     }
     Ok(())
 }
 
-fn push_array(stack: &mut Stack<'_>, items: Vec<Frame>, resp3: bool) -> Result<(), StackError> {
+fn push_array(
+    stack: &mut Stack<'_>,
+    items: Vec<Frame>,
+    resp3: bool,
+    doubles: Doubles,
+) -> Result<(), StackError> {
     stack.push_table(items.len(), 0)?;
     for (i, item) in items.into_iter().enumerate() {
-        push_reply(stack, item, resp3)?;
+        push_reply(stack, item, resp3, doubles)?;
         stack.set_index(-2, i + 1)?;
     }
     Ok(())

@@ -321,6 +321,9 @@ struct RunShared {
     dispatch: DispatchSlot,
     /// While `FUNCTION LOAD` runs a library's code: the functions it registered so far.
     loading: Mutex<Option<Vec<FunctionDef>>>,
+    /// How the node's target writes doubles (a script's numbers as arguments, a double reply
+    /// read in RESP2).
+    doubles: locksmith_resp::Doubles,
     /// The target's texts of the API's errors.
     texts: &'static crate::compat::ScriptTexts,
     /// The error a killed run ends with (`SCRIPT KILL`'s, or `FUNCTION KILL`'s in the
@@ -339,6 +342,7 @@ impl RunShared {
             error_counted: AtomicBool::default(),
             dispatch: DispatchSlot::default(),
             loading: Mutex::default(),
+            doubles: compat.profile().encodings.doubles,
             texts,
             killed_error: if for_functions {
                 texts.function_killed
@@ -1081,7 +1085,7 @@ fn redis_call(stack: &mut Stack<'_>, shared: &RunShared) -> Result<bool, stack::
     let outcome = shared
         .dispatch
         .with(|frame| {
-            let argv = convert::argv_from_stack(stack, frame.known, frame.short);
+            let argv = convert::argv_from_stack(stack, frame.known, frame.short, shared.doubles);
             // The arguments are copied: pop them (as luaArgsToRedisArgv does), so the
             // reply has the whole C stack even after `unpack` of thousands of values.
             stack.pop(stack.top());
@@ -1112,7 +1116,7 @@ fn redis_call(stack: &mut Stack<'_>, shared: &RunShared) -> Result<bool, stack::
             Ok(false)
         }
         Ok(frame) => {
-            convert::push_reply(stack, frame, resp3)?;
+            convert::push_reply(stack, frame, resp3, shared.doubles)?;
             Ok(true)
         }
     }

@@ -327,3 +327,228 @@ async fn zset_replies_in_resp3_match_redis() {
     ])
     .await;
 }
+
+/// Doubles as each target writes them, byte for byte against its reference (redis-server
+/// 7.0.15's `%.17g`, valkey-server 8.1.8's shortest form: `0.1` for `0.10000000000000001`,
+/// `100000000000000000` for `1e+17`): sorted set replies in RESP2 and RESP3, a listpack's
+/// scores (ZSCAN, DUMP; MEMORY USAGE under Redis), a script's numbers as arguments and double replies it
+/// reads or returns; GEO and INCRBYFLOAT's forms, which both targets share.
+#[tokio::test]
+async fn doubles_are_written_as_each_target_writes_them() {
+    let zadd: &[&str] = &[
+        "ZADD",
+        "z",
+        "0.1",
+        "a",
+        "1.5e300",
+        "b",
+        "3.0",
+        "c",
+        "-0.0",
+        "d",
+        "1e17",
+        "e",
+        "123456789012345678",
+        "f",
+        "1e23",
+        "g",
+        "1e-7",
+        "h",
+        "33333.333333333333",
+        "i",
+        "4611686018427389000",
+        "j",
+        "5e-324",
+        "k",
+        "-123456789.123456789",
+        "l",
+    ];
+    let fractions: Vec<String> = (0..130)
+        .flat_map(|i| [format!("{}", f64::from(i) / 10.0 + 0.1), format!("m{i}")])
+        .collect();
+    let mut big: Vec<&str> = vec!["ZADD", "big"];
+    big.extend(fractions.iter().map(String::as_str));
+    let setup: &[&[&str]] = &[
+        zadd,
+        &big,
+        &["ZADD", "one", "0.7", "x"],
+        &[
+            "GEOADD",
+            "geo",
+            "13.361389",
+            "38.115556",
+            "Palermo",
+            "15.087269",
+            "37.502669",
+            "Catania",
+        ],
+        &["SET", "f", "0.1"],
+        &["HSET", "h", "f", "0.1"],
+    ];
+    // Both protocols.
+    let both: &[&[&str]] = &[
+        &["ZSCORE", "z", "a"],
+        &["ZSCORE", "z", "b"],
+        &["ZSCORE", "z", "e"],
+        &["ZSCORE", "z", "g"],
+        &["ZSCORE", "big", "m7"],
+        &["ZRANGE", "z", "0", "-1", "WITHSCORES"],
+        &[
+            "ZRANGEBYSCORE",
+            "z",
+            "(0",
+            "+inf",
+            "WITHSCORES",
+            "LIMIT",
+            "0",
+            "4",
+        ],
+        &["ZREVRANGE", "big", "0", "2", "WITHSCORES"],
+        &["ZMSCORE", "z", "a", "c", "d", "f", "nope"],
+        &["ZINCRBY", "z", "0.1", "c"],
+        &["ZADD", "z", "INCR", "0.7", "h"],
+        &["ZRANDMEMBER", "one", "1", "WITHSCORES"],
+        &[
+            "ZUNION",
+            "2",
+            "z",
+            "one",
+            "WEIGHTS",
+            "1",
+            "0.5",
+            "WITHSCORES",
+        ],
+        &["ZPOPMIN", "z"],
+        &["ZSCAN", "z", "0"],
+        &["ZSCAN", "big", "0", "MATCH", "m7", "COUNT", "1000"],
+        &["GEODIST", "geo", "Palermo", "Catania"],
+        &["GEOPOS", "geo", "Palermo"],
+        &[
+            "GEOSEARCH",
+            "geo",
+            "FROMLONLAT",
+            "15",
+            "37",
+            "BYRADIUS",
+            "200",
+            "km",
+            "ASC",
+            "WITHCOORD",
+            "WITHDIST",
+        ],
+        &["INCRBYFLOAT", "f", "0.2"],
+        &["HINCRBYFLOAT", "h", "f", "0.2"],
+        &[
+            "EVAL",
+            "return redis.call('ZSCORE', KEYS[1], 'a')",
+            "1",
+            "z",
+        ],
+        &[
+            "EVAL",
+            "redis.call('SET', KEYS[1], 0.1, 'GET') return redis.call('GET', KEYS[1])",
+            "1",
+            "x",
+        ],
+        &[
+            "EVAL",
+            "redis.call('SET', KEYS[1], 1e17) return redis.call('GET', KEYS[1])",
+            "1",
+            "x",
+        ],
+        &[
+            "EVAL",
+            "redis.call('SET', KEYS[1], -0.0) return redis.call('GET', KEYS[1])",
+            "1",
+            "x",
+        ],
+        &[
+            "EVAL",
+            "redis.call('SET', KEYS[1], 1/3) return redis.call('GET', KEYS[1])",
+            "1",
+            "x",
+        ],
+        &["EVAL", "return {double = 0.1}", "0"],
+        &[
+            "EVAL",
+            "redis.setresp(3) return redis.call('ZSCORE', KEYS[1], 'b')",
+            "1",
+            "z",
+        ],
+        &[
+            "EVAL",
+            "redis.setresp(3) return tostring(redis.call('ZSCORE', KEYS[1], 'b')['double'])",
+            "1",
+            "z",
+        ],
+        &["DUMP", "z"],
+        &["DUMP", "one"],
+    ];
+    for compat in locksmith_server::Compat::ALL {
+        let pair = support::Pair::start_for(compat).await;
+        let mut twin = support::Twin::connect(&pair).await;
+        for args in setup {
+            twin.same(&[args], 1).await;
+        }
+        for args in both {
+            twin.same(&[args], 1).await;
+        }
+        if compat == locksmith_server::Compat::Redis70 {
+            // valkey-server 8.1.8 as shipped allocates with libc's malloc, whose sizes are not
+            // jemalloc's that the estimate follows: compared with Redis only.
+            twin.same(&[&["MEMORY", "USAGE", "z"]], 1).await;
+        }
+        // HELLO's reply names the server: read, not compared.
+        twin.send(&[&["HELLO", "3"]]).await;
+        twin.ours.frame().await;
+        if let Some(real) = &mut twin.real {
+            real.frame().await;
+        }
+        for args in both {
+            twin.same(&[args], 1).await;
+        }
+        if compat == locksmith_server::Compat::Valkey81 {
+            // The shortest form reached the wire (also without the reference to compare with).
+            let score = twin.ours.call(&[&["ZSCORE", "z", "a"]], 1).await;
+            assert_eq!(score, [b",0.1\r\n".to_vec()]);
+        }
+    }
+}
+
+/// `ZRANK`/`ZREVRANK ... WITHSCORE` (Redis 7.2) under `--compat valkey-8.1`, against
+/// valkey-server 8.1.8 in RESP2 and RESP3 (the score in its shortest form); redis-7.0 refuses
+/// the option by its arity, as redis-server 7.0.15 does.
+#[tokio::test]
+async fn zrank_withscore_answers_as_each_target_does() {
+    let lines: &[&[&str]] = &[
+        &["ZADD", "z", "0.1", "x", "20", "y", "1e17", "z"],
+        &["SET", "s", "v"],
+        &["ZRANK", "z", "x", "WITHSCORE"],
+        &["ZREVRANK", "z", "x", "withscore"],
+        &["ZRANK", "z", "z", "WITHSCORE"],
+        &["ZRANK", "z", "nope", "WITHSCORE"],
+        &["ZRANK", "nokey", "x", "WITHSCORE"],
+        &["ZRANK", "nokey", "x"],
+        &["ZRANK", "z", "x", "WITHSCORES"],
+        &["ZRANK", "nokey", "x", "bad"],
+        &["ZRANK", "z", "x", "WITHSCORE", "extra"],
+        &["ZREVRANK", "z", "x", "a", "b", "c"],
+        &["ZRANK", "s", "x", "WITHSCORE"],
+        &["ZRANK", "s", "x"],
+    ];
+    for compat in locksmith_server::Compat::ALL {
+        let pair = support::Pair::start_for(compat).await;
+        let mut twin = support::Twin::connect(&pair).await;
+        for args in lines {
+            twin.same(&[args], 1).await;
+        }
+        twin.send(&[&["HELLO", "3"]]).await;
+        twin.ours.frame().await;
+        if let Some(real) = &mut twin.real {
+            real.frame().await;
+        }
+        for args in &lines[2..] {
+            twin.same(&[args], 1).await;
+        }
+    }
+}
