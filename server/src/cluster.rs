@@ -34,6 +34,9 @@ pub(crate) const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the 
 pub(crate) struct Member {
     /// 40 hex characters (`CLUSTER MYID`); a new one after `CLUSTER RESET HARD`.
     id: RwLock<String>,
+    /// Its shard's id (Valkey's `CLUSTER MYSHARDID`): 40 hex characters shared by a master
+    /// and its replicas, kept by the replica a failover promotes; a new one with a new node id.
+    shard_id: RwLock<String>,
     /// The address clients reach it at (what `MOVED` and `CLUSTER SLOTS` report).
     pub(crate) addr: SocketAddr,
     /// The running node, while it runs.
@@ -61,12 +64,21 @@ struct Running {
 }
 
 impl Member {
-    /// The member `id` at `addr`.
-    pub(crate) fn new(id: String, addr: SocketAddr) -> Member {
+    /// The member `id` at `addr`, in the shard whose first master is named `master_id`.
+    pub(crate) fn new(id: String, addr: SocketAddr, master_id: &str) -> Member {
         Member {
             id: RwLock::new(id),
+            shard_id: RwLock::new(shard_id_of(master_id)),
             addr,
             running: Mutex::new(Running::default()),
+        }
+    }
+
+    /// Its shard's id.
+    pub(crate) fn shard_id(&self) -> String {
+        match self.shard_id.read() {
+            Ok(id) => id.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
         }
     }
 
@@ -245,9 +257,14 @@ impl View {
         Ok(())
     }
 
-    /// Gives member `i` a new node id (`CLUSTER RESET HARD`).
+    /// Gives member `i` a new node id (`CLUSTER RESET HARD`), and a new shard id with it.
     pub(crate) fn rename(&self, i: usize, id: String) {
         if let Some(member) = self.members.get(i) {
+            let shard = shard_id_of(&id);
+            match member.shard_id.write() {
+                Ok(mut old) => *old = shard,
+                Err(poisoned) => *poisoned.into_inner() = shard,
+            }
             match member.id.write() {
                 Ok(mut old) => *old = id,
                 Err(poisoned) => *poisoned.into_inner() = id,
@@ -308,6 +325,7 @@ impl View {
             cursor += per_node;
         }
         let group = replicas + 1;
+        let master_ids: Vec<String> = ids.iter().step_by(group).cloned().collect();
         let (members, roles) = ids
             .into_iter()
             .zip(addrs)
@@ -315,6 +333,8 @@ impl View {
             .map(|(i, (id, &addr))| {
                 let shard = i / group;
                 let master = shard * group;
+                let master_id = master_ids.get(shard).map_or(id.as_str(), String::as_str);
+                let member = Member::new(id.clone(), addr, master_id);
                 let is_master = i == master;
                 let role = Role {
                     replica_of: (!is_master).then_some(master),
@@ -325,7 +345,7 @@ impl View {
                     },
                     epoch: shard as u64 + 1,
                 };
-                (Member::new(id, addr), role)
+                (member, role)
             })
             .unzip();
         View::new(members, roles)
@@ -351,7 +371,10 @@ impl Cluster {
             epoch: 0,
         };
         Cluster {
-            view: Arc::new(View::new(vec![Member::new(id, addr)], vec![role])),
+            view: Arc::new(View::new(
+                vec![Member::new(id.clone(), addr, &id)],
+                vec![role],
+            )),
             me: 0,
         }
     }
@@ -583,6 +606,12 @@ impl ScriptSlots {
 }
 
 /// A node id: 40 lowercase hex characters from `rng`.
+/// The shard id of a shard whose first master is named `master_id`: as random-looking as a
+/// node id (40 hex characters) and the same for every member of the shard.
+fn shard_id_of(master_id: &str) -> String {
+    crate::script::sha1hex(format!("shard of {master_id}").as_bytes())
+}
+
 pub(crate) fn node_id(rng: &mut impl rand::Rng) -> String {
     (0..40)
         .map(|_| char::from_digit(rng.random_range(0..16), 16).unwrap_or('0'))
@@ -636,5 +665,28 @@ mod tests {
         assert_eq!(layout.role(1).map(|r| r.epoch), Some(3));
         assert_eq!(layout.links(), vec![(1, 0), (2, 3)]);
         assert!(view.promote(2).is_err());
+    }
+
+    #[test]
+    fn a_shard_has_one_id_for_its_master_and_replicas_kept_across_a_failover() {
+        let addrs: Vec<SocketAddr> = (0..4)
+            .map(|i| SocketAddr::from(([127, 0, 0, 1], 7000 + i)))
+            .collect();
+        let ids = (0..4).map(|i| format!("{i:040}")).collect();
+        let view = View::even(2, 1, &addrs, ids);
+        let shard = |i: usize| view.members[i].shard_id();
+        assert_eq!(shard(0), shard(1));
+        assert_eq!(shard(2), shard(3));
+        assert_ne!(shard(0), shard(2));
+        assert_eq!(shard(0).len(), 40);
+        assert!(shard(0).bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_ne!(shard(0), view.members[0].id());
+        let before = shard(0);
+        assert_eq!(view.promote(1), Ok(0));
+        assert_eq!(shard(1), before);
+        // CLUSTER RESET HARD: a new node id and a new shard.
+        view.rename(1, "f".repeat(40));
+        assert_ne!(shard(1), before);
+        assert_eq!(shard(0), before);
     }
 }

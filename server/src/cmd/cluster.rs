@@ -24,6 +24,7 @@ static CLUSTER_SUBCOMMANDS: &[Command] = &[
     Command::new("shards", cluster_shards),
     Command::new("nodes", cluster_nodes),
     Command::new("myid", cluster_myid),
+    Command::new("myshardid", cluster_myshardid),
     Command::new("info", cluster_info),
     Command::new("countkeysinslot", cluster_countkeysinslot),
     Command::new("getkeysinslot", cluster_getkeysinslot),
@@ -498,6 +499,16 @@ fn cluster_reset(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn cluster_myid(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     let c = cluster(ctx)?;
     Ok(bulk(c.myself().map(Member::id).unwrap_or_default()))
+}
+
+/// ```text
+/// CLUSTER MYSHARDID
+/// ```
+///
+/// Valkey's: the id of this node's shard, its master's and replicas' alike.
+fn cluster_myshardid(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    let c = cluster(ctx)?;
+    Ok(bulk(c.myself().map(Member::shard_id).unwrap_or_default()))
 }
 
 /// ```text

@@ -820,3 +820,36 @@ async fn client_list_has_valkeys_fields_and_totals() {
         "left: ours, right: valkey-server"
     );
 }
+
+/// `CLUSTER MYSHARDID` (Valkey): outside cluster mode the cluster error, as valkey-server
+/// answers (Redis 7.0: an unknown subcommand, as redis-server answers); in a one-node cluster
+/// 40 hex characters of its own, and a new one with the new node id of `CLUSTER RESET HARD`.
+#[tokio::test]
+async fn cluster_myshardid_names_the_nodes_shard() {
+    under_both(&[], &[&["CLUSTER", "MYSHARDID"]]).await;
+    let node = locksmith_server::Server::builder()
+        .compat(Compat::Valkey81)
+        .cluster(true)
+        .start()
+        .await
+        .unwrap();
+    let mut con = patient_conn(&node.url()).await;
+    let ask = |args: &'static [&'static str]| support::cmd(args);
+    let shard: String = ask(&["CLUSTER", "MYSHARDID"])
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let id: String = ask(&["CLUSTER", "MYID"])
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(shard.len(), 40);
+    assert!(shard.bytes().all(|b| b.is_ascii_hexdigit()), "{shard}");
+    assert_ne!(shard, id);
+    support::run(&mut con, &["CLUSTER", "RESET", "HARD"]).await;
+    let after: String = ask(&["CLUSTER", "MYSHARDID"])
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_ne!(after, shard);
+}
