@@ -16,7 +16,9 @@ pub use decode::{
     split_inline_args as split_args, FrameDecoder, Limits, RequestDecoder, PEEK_ARGS,
     PROTO_INLINE_MAX_SIZE, PROTO_MAX_BULK_LEN,
 };
-pub use encode::{encode, encode_command, encode_to_vec, format_double, format_human_double};
+pub use encode::{
+    encode, encode_command, encode_to_vec, encoded_len, format_double, format_human_double,
+};
 pub use error::DecodeError;
 pub use frame::{Frame, Version};
 

@@ -5,7 +5,7 @@
 
 use bytes::{Bytes, BytesMut};
 use locksmith_resp::{
-    encode, encode_to_vec, format_double, Frame, FrameDecoder, RequestDecoder, Version,
+    encode, encode_to_vec, encoded_len, format_double, Frame, FrameDecoder, RequestDecoder, Version,
 };
 use proptest::prelude::*;
 
@@ -257,6 +257,13 @@ proptest! {
         prop_assert_eq!(got.len(), frames.len());
         for (got, (version, frame)) in got.iter().zip(&frames) {
             assert_same(got, &expected(*version, frame));
+        }
+    }
+
+    #[test]
+    fn encoded_len_counts_the_bytes_the_encoder_writes(frame in resp3_frame()) {
+        for version in [Version::Resp2, Version::Resp3] {
+            prop_assert_eq!(encoded_len(&frame, version), encode_to_vec(&frame, version).len());
         }
     }
 
