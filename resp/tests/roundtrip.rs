@@ -292,6 +292,7 @@ proptest! {
                 got = decoder.decode(&mut buf).unwrap();
             }
             prop_assert_eq!(got.as_ref(), Some(&want));
+            prop_assert_eq!(decoder.request_len(&want), bytes.len());
             prop_assert!(buf.is_empty());
         }
         // The same request pipelined three times, in random chunks.
