@@ -189,6 +189,12 @@ pub(crate) struct Semantics {
     /// `XREADGROUP` creates its consumer in every group it reads, served or not (Redis 7.2);
     /// Redis 7.0 creates it only where it serves entries (or reads its history).
     pub(crate) xreadgroup_creates_unserved_consumer: bool,
+    /// Valkey 8.1's command log: besides the slow log, the commands whose request or reply
+    /// reached `commandlog-request-larger-than` / `commandlog-reply-larger-than` bytes are
+    /// logged (`COMMANDLOG`), and a log whose max length is 0 takes no entry and drops none
+    /// (`commandlogPushEntryIfNeeded`); Redis 7.0 keeps the slow log alone, and its
+    /// `slowlog-max-len 0` empties it at the next command.
+    pub(crate) commandlog: bool,
 }
 
 /// Redis 7.0's behaviour.
@@ -200,6 +206,7 @@ const REDIS_7_0_SEMANTICS: Semantics = Semantics {
     xsetid_checks_max_deleted: false,
     script_tracks_read_keys: false,
     xreadgroup_creates_unserved_consumer: false,
+    commandlog: false,
 };
 
 /// Valkey 8.1's: Redis 7.2's behaviour and what Valkey changed since.
@@ -211,6 +218,7 @@ const VALKEY_8_1_SEMANTICS: Semantics = Semantics {
     xsetid_checks_max_deleted: true,
     script_tracks_read_keys: true,
     xreadgroup_creates_unserved_consumer: true,
+    commandlog: true,
 };
 
 /// A constant of the Lua API table.

@@ -483,7 +483,9 @@ impl Session {
                         if let Ok(resolved) = cmd::resolve(self.node.config.compat(), argv) {
                             state.cmdstats.record(resolved, None, false);
                         }
-                        Frame::NullArray
+                        let reply = Frame::NullArray;
+                        cmd::log_timed_out(&mut state, &self.node, &mut self.client, argv, &reply);
+                        reply
                     }
                 };
                 *guard = Some(state);

@@ -761,6 +761,12 @@ fn help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 
 /// A `<CMD> HELP` reply: Redis's header line, `lines`, then the HELP entry.
 pub(crate) fn help_lines(command: &str, lines: &[&str]) -> Frame {
+    help_lines_ending(command, lines, "    Prints this help.")
+}
+
+/// [`help_lines`] with `help` as the text under `HELP` (Valkey's commands of its own end in
+/// `Print this help.`).
+pub(crate) fn help_lines_ending(command: &str, lines: &[&str], help: &str) -> Frame {
     let mut out = Vec::with_capacity(lines.len() + 3);
     out.push(Frame::Simple(Bytes::from(format!(
         "{command} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
@@ -769,6 +775,6 @@ pub(crate) fn help_lines(command: &str, lines: &[&str]) -> Frame {
         out.push(Frame::Simple(Bytes::copy_from_slice(line.as_bytes())));
     }
     out.push(Frame::simple("HELP"));
-    out.push(Frame::simple("    Prints this help."));
+    out.push(Frame::Simple(Bytes::copy_from_slice(help.as_bytes())));
     Frame::Array(out)
 }
