@@ -208,16 +208,17 @@ fn record_slow_call(
     }
 }
 
-/// A blocked command that timed out with `reply`, under a target with Valkey's command log:
-/// logged then, as Valkey's `updateStatsOnUnblock` logs it (the slow log with the duration of
-/// the run that blocked, when it was timed; its request and the timeout's reply). Redis 7.0
-/// logs none.
-pub(crate) fn log_timed_out(
+/// A command that answered `reply` after waiting outside [`call`] (a blocked command that
+/// timed out, `WAIT`), under a target with Valkey's command log: logged then, as Valkey's
+/// `updateStatsOnUnblock` logs it (the slow log with `elapsed_us`, the duration of the run
+/// that blocked, when it was timed; its request and the reply). Redis 7.0 logs none.
+pub(crate) fn log_unblocked(
     state: &mut State,
     node: &Node,
     client: &mut ClientState,
     argv: &[Bytes],
     reply: &Frame,
+    elapsed_us: Option<u64>,
 ) {
     if !node.config.profile().semantics.commandlog {
         return;
@@ -225,7 +226,6 @@ pub(crate) fn log_timed_out(
     let Ok(resolved) = resolve(node.config.compat(), argv) else {
         return;
     };
-    let elapsed_us = client.command.blocked_call_us.take();
     let slower_than = u64::try_from(node.config.slowlog_log_slower_than()).ok();
     let max_len = node.config.slowlog_max_len();
     if let (Some(us), Some(threshold)) = (elapsed_us, slower_than) {

@@ -432,9 +432,13 @@ async fn sizes_scenario(
     c.frames(1).await;
     c.call(&[&["BLPOP", "l", "0.01"]], 1).await;
     let slow = log_entries(admin, &["COMMANDLOG", "GET", "-1", "slow"]).await;
+    // WAIT, at once and after its timeout (run outside the command path here: the slow
+    // log, read above, does not take it).
+    a.call(&[&["WAIT", "0", "0"], &["WAIT", "1", "10"]], 2)
+        .await;
     let request = log_entries(admin, &["COMMANDLOG", "GET", "-1", "large-request"]).await;
     let reply = log_entries(admin, &["COMMANDLOG", "GET", "-1", "large-reply"]).await;
-    // SLOWLOG shows the slow log (with the three GETs since).
+    // SLOWLOG shows the slow log (with what ran since).
     let slowlog = log_entries(admin, &["SLOWLOG", "GET", "-1"]).await;
     assert_eq!(slowlog[..slow.len()], slow[..]);
     // HELLO's reply shows the client's id, and the slow log's the durations, whose digits
@@ -476,6 +480,7 @@ async fn commandlog_measures_requests_and_replies_as_valkey_server_does() {
         (&["SET", "k", "vvv"], 14),
         (&["BLPOP", "l", "0"], 29),
         (&["BLPOP", "l", "0.01"], 32),
+        (&["WAIT", "1", "10"], 29),
     ];
     for (argv, size) in expected_requests {
         assert_eq!(value_of(request, argv), Some(*size), "request {argv:?}");
@@ -495,6 +500,8 @@ async fn commandlog_measures_requests_and_replies_as_valkey_server_does() {
         (&["PING"], 7),
         (&["BLPOP", "l", "0"], 18),
         (&["BLPOP", "l", "0.01"], 5),
+        (&["WAIT", "0", "0"], 4),
+        (&["WAIT", "1", "10"], 4),
     ];
     for (argv, size) in expected_replies {
         assert_eq!(value_of(reply, argv), Some(*size), "reply {argv:?}");
