@@ -140,7 +140,7 @@ pub(crate) async fn serve(
         effects: Effects::default(),
         prefetching: false,
         lookahead: Lookahead::default(),
-        commandlog: node.config.profile().semantics.commandlog,
+        commandlog: node.config.commandlog(),
     };
     if let Err(e) = conn.run(&mut shutdown).await {
         tracing::debug!(client = id, error = %e, "connection closed");

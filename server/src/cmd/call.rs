@@ -133,10 +133,9 @@ pub(crate) fn call(
             record_slow_call(state, node, client, resolved, argv, end, us);
         }
     }
-    let reply = reply.unwrap_or_else(Frame::from);
     // Valkey's large-request and large-reply logs: one check under Redis's target.
-    if node.config.profile().semantics.commandlog {
-        record_sizes(state, node, client, resolved, argv, &reply);
+    if node.config.commandlog() {
+        record_sizes(state, node, client, resolved, argv, reply.as_ref());
     }
     let prevented = std::mem::take(&mut client.command.prevent_propagation);
     if state.dirty != dirty_before
@@ -151,7 +150,7 @@ pub(crate) fn call(
     if state.tracking.is_active() {
         crate::tracking::after_call(state, node, client, resolved, argv, effects, tracking_top);
     }
-    reply
+    reply.unwrap_or_else(Frame::from)
 }
 
 /// A call that ran for at least `watch-calls-from` µs (the smaller of the two thresholds),
@@ -220,7 +219,7 @@ pub(crate) fn log_unblocked(
     reply: &Frame,
     elapsed_us: Option<u64>,
 ) {
-    if !node.config.profile().semantics.commandlog {
+    if !node.config.commandlog() {
         return;
     }
     let Ok(resolved) = resolve(node.config.compat(), argv) else {
@@ -243,7 +242,7 @@ pub(crate) fn log_unblocked(
                 .push(command, max_len);
         }
     }
-    record_sizes(state, node, client, resolved, argv, reply);
+    record_sizes(state, node, client, resolved, argv, Ok(reply));
 }
 
 /// Valkey's large-request and large-reply logs (its `commandlogPushCurrentCommand`, for the
@@ -263,7 +262,7 @@ fn record_sizes(
     client: &mut ClientState,
     resolved: Resolved,
     argv: &[Bytes],
-    reply: &Frame,
+    reply: Result<&Frame, &CommandError>,
 ) {
     if client.block.is_some() {
         return;
@@ -279,7 +278,10 @@ fn record_sizes(
         && (!skip || client.origin.in_exec)
         && on(LogType::LargeReply).is_some()
     {
-        client.count_reply_bytes(reply);
+        match reply {
+            Ok(frame) => client.count_reply_bytes(frame),
+            Err(e) => client.count_reply_bytes(&Frame::error(e.to_string())),
+        }
     }
     if skip {
         return;

@@ -123,7 +123,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
             // Redis trims the slow log after every command while it is on; Valkey each
             // command log that is on and has a max length.
             StateStep::SlowLog => {
-                let valkey = ctx.node.config.profile().semantics.commandlog;
+                let valkey = ctx.node.config.commandlog();
                 for t in crate::slowlog::LogType::ALL {
                     let max_len = ctx.node.config.commandlog_max_len(t);
                     if ctx.node.config.commandlog_threshold(t) >= 0 && (max_len > 0 || !valkey) {

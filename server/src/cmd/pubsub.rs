@@ -46,7 +46,7 @@ fn confirmation(kind: &'static str, name: Frame, count: usize) -> Frame {
 /// written before the reply) and returns the last as the reply.
 fn reply_many(ctx: &mut Ctx<'_>, mut frames: Vec<Frame>) -> Frame {
     let last = frames.pop().unwrap_or(Frame::Null);
-    let commandlog = ctx.node.config.profile().semantics.commandlog;
+    let commandlog = ctx.node.config.commandlog();
     for frame in frames {
         if commandlog {
             // Written for this command: Valkey's large-reply log counts them into its reply.

@@ -55,7 +55,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     }
     let propagated_before = ctx.effects.propagate.len();
     ctx.client.origin.in_exec = true;
-    if ctx.node.config.profile().semantics.commandlog {
+    if ctx.node.config.commandlog() {
         // Valkey writes the reply's header before the commands run, and counts each
         // command's reply into the transaction's so far (its large-reply log).
         let header = format!("*{}\r\n", multi.queue.len());
@@ -71,7 +71,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
         if let Err(denied) = super::acl::check(&user, resolved, argv) {
             super::acl::log_denial(ctx, resolved, argv, denied, crate::acl::Context::Multi);
             let error = super::acl::exec_noperm_error(denied);
-            if ctx.node.config.profile().semantics.commandlog {
+            if ctx.node.config.commandlog() {
                 ctx.client.count_reply_bytes(&error);
             }
             replies.push(error);

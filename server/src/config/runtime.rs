@@ -108,6 +108,8 @@ pub(crate) struct RuntimeConfig {
     lua_memory_limit: u64,
     /// The server the node reproduces ([`Config::compat`]).
     compat: crate::compat::Compat,
+    /// Its profile's `Semantics::commandlog`, read by every command.
+    commandlog: bool,
 
     requirepass: RwLock<Option<String>>,
     busy_reply_threshold_ms: AtomicU64,
@@ -436,6 +438,7 @@ impl RuntimeConfig {
             tcp_backlog: AtomicU64::new(0),
             lua_memory_limit: config.lua_memory_limit,
             compat: config.compat,
+            commandlog: config.compat.profile().semantics.commandlog,
             requirepass: RwLock::new(None),
             busy_reply_threshold_ms: AtomicU64::new(0),
             maxclients: AtomicU64::new(0),
@@ -587,6 +590,13 @@ impl RuntimeConfig {
     /// The node's compatibility target.
     pub(crate) fn compat(&self) -> crate::compat::Compat {
         self.compat
+    }
+
+    /// Whether the target keeps Valkey's command log (`compat::Semantics::commandlog`): the
+    /// one check every command makes for it.
+    #[inline]
+    pub(crate) fn commandlog(&self) -> bool {
+        self.commandlog
     }
 
     /// What the node's compatibility target decides (versions, `INFO server`'s fields).
