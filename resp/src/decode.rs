@@ -226,6 +226,8 @@ pub struct RequestDecoder {
     /// An emptied argument vector handed back ([`RequestDecoder::recycle`]) for the next
     /// small request, so a pipeline does not allocate one per request.
     spare: Vec<Bytes>,
+    /// The last request decoded was an inline one.
+    inline: bool,
 }
 
 /// Requests up to this size are copied out of the read buffer (Redis's `PROTO_MBULK_BIG_ARG`:
@@ -405,7 +407,11 @@ impl RequestDecoder {
                 if first != b'*' {
                     match self.decode_inline(buf)? {
                         Some(args) if args.is_empty() => continue,
-                        other => return Ok(other),
+                        Some(args) => {
+                            self.inline = true;
+                            return Ok(Some(args));
+                        }
+                        None => return Ok(None),
                     }
                 }
                 let Some(cr) = self.header_line(buf, DecodeError::TooBigMultibulkCount)? else {
@@ -472,6 +478,7 @@ impl RequestDecoder {
                 self.bulk_len = None;
                 self.pending -= 1;
             }
+            self.inline = false;
             return Ok(Some(compact(std::mem::take(&mut self.args))));
         }
     }
@@ -497,6 +504,7 @@ impl RequestDecoder {
             Some(end) => {
                 buf.advance(end);
                 self.scanned = 0;
+                self.inline = false;
                 Some(args)
             }
             None => {
@@ -533,6 +541,19 @@ impl RequestDecoder {
             }
         }
         Some(at)
+    }
+
+    /// The size of `args`, the request [`RequestDecoder::decode`] returned last, as Valkey
+    /// counts a request's bytes (its `net_input_bytes_curr_cmd`): a multibulk request's bytes
+    /// (its canonical form: the decoder accepts no other); for an inline one, its arguments
+    /// with one space between each and CRLF, however it was spaced, quoted or ended.
+    pub fn request_len(&self, args: &[Bytes]) -> usize {
+        let payload: usize = args.iter().map(Bytes::len).sum();
+        if self.inline {
+            return payload + args.len().saturating_sub(1) + 2;
+        }
+        let headers: usize = args.iter().map(|a| decimal_len(a.len()) + 3).sum();
+        decimal_len(args.len()) + 3 + headers + payload + 2 * args.len()
     }
 
     /// Hands back the argument vector of a request that has run: emptied, it holds the
@@ -596,6 +617,11 @@ impl RequestDecoder {
         self.scanned = 0;
         Ok(Some(args))
     }
+}
+
+/// The digits of `n` in decimal.
+fn decimal_len(n: usize) -> usize {
+    itoa::Buffer::new().format(n).len()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -878,6 +904,21 @@ mod tests {
             );
         });
         seen
+    }
+
+    #[test]
+    fn request_len_counts_inline_requests_as_valkey_does() {
+        // valkey-server 8.1.8's large-request log: the arguments, one space between each and
+        // CRLF, whatever the spacing; multibulk requests by their bytes.
+        let mut decoder = RequestDecoder::default();
+        let mut buf = BytesMut::from(
+            &b"SET  a   b\nECHO  x \r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n\r\n\"a b\" c\n"[..],
+        );
+        let mut lens = Vec::new();
+        while let Some(args) = decoder.decode(&mut buf).unwrap() {
+            lens.push(decoder.request_len(&args));
+        }
+        assert_eq!(lens, [9, 8, 20, 6, 7]);
     }
 
     #[test]

@@ -292,6 +292,111 @@ pub fn encode_to_vec(frame: &Frame, version: Version) -> Vec<u8> {
     out.to_vec()
 }
 
+/// How many bytes [`encode`] appends for `frame` under `version`, counted without encoding
+/// it: what a server reports as a reply's size (Valkey's `COMMANDLOG` large-reply log).
+pub fn encoded_len(frame: &Frame, version: Version) -> usize {
+    len_at(frame, version == Version::Resp3, 0)
+}
+
+/// [`encoded_len`] of a frame nested `depth` aggregates deep: recursion for the first
+/// [`RECURSION_DEPTH`] levels, an explicit stack below them (as [`encode`] does).
+fn len_at(frame: &Frame, resp3: bool, depth: usize) -> usize {
+    if depth >= RECURSION_DEPTH && is_aggregate(frame) {
+        return len_deep(frame, resp3);
+    }
+    let own = scalar_or_header_len(frame, resp3);
+    own + match frame {
+        Frame::Array(items) | Frame::Set(items) | Frame::Push(items) => items
+            .iter()
+            .map(|item| len_at(item, resp3, depth + 1))
+            .sum(),
+        Frame::Map(pairs) => pairs
+            .iter()
+            .map(|(k, v)| len_at(k, resp3, depth + 1) + len_at(v, resp3, depth + 1))
+            .sum(),
+        Frame::Attribute { attrs, frame } => {
+            let attrs: usize = if resp3 {
+                attrs
+                    .iter()
+                    .map(|(k, v)| len_at(k, resp3, depth + 1) + len_at(v, resp3, depth + 1))
+                    .sum()
+            } else {
+                0
+            };
+            attrs + len_at(frame, resp3, depth + 1)
+        }
+        _ => 0,
+    }
+}
+
+/// [`len_at`] with an explicit stack, for frames nested deeper than [`RECURSION_DEPTH`].
+fn len_deep(frame: &Frame, resp3: bool) -> usize {
+    let mut total = 0;
+    let mut pending = vec![frame];
+    while let Some(frame) = pending.pop() {
+        total += scalar_or_header_len(frame, resp3);
+        match frame {
+            Frame::Array(items) | Frame::Set(items) | Frame::Push(items) => {
+                pending.extend(items.iter());
+            }
+            Frame::Map(pairs) => pending.extend(pairs.iter().flat_map(|(k, v)| [k, v])),
+            Frame::Attribute { attrs, frame } => {
+                pending.push(frame);
+                if resp3 {
+                    pending.extend(attrs.iter().flat_map(|(k, v)| [k, v]));
+                }
+            }
+            _ => {}
+        }
+    }
+    total
+}
+
+/// The bytes of a scalar frame, or of an aggregate's header alone.
+fn scalar_or_header_len(frame: &Frame, resp3: bool) -> usize {
+    match frame {
+        Frame::Simple(s) | Frame::Error(s) => s.len() + 3,
+        Frame::Integer(i) => header_len(*i),
+        Frame::Bulk(b) => bulk_len(b.len()),
+        Frame::Null | Frame::NullArray if resp3 => 3,
+        Frame::Null | Frame::NullArray => 5,
+        Frame::Array(items) | Frame::Set(items) | Frame::Push(items) => {
+            header_len(items.len() as i64)
+        }
+        Frame::Map(pairs) if resp3 => header_len(pairs.len() as i64),
+        Frame::Map(pairs) => header_len(pairs.len() as i64 * 2),
+        Frame::Double(d) => text_len(format_double(*d).len(), resp3),
+        Frame::HumanDouble(d) => text_len(format_human_double(*d).len(), resp3),
+        Frame::Boolean(_) => 4,
+        Frame::BigNumber(n) => text_len(n.len(), resp3),
+        Frame::Verbatim { format, text } if resp3 => {
+            header_len((text.len() + 4) as i64) + format.len() + 1 + text.len() + 2
+        }
+        Frame::Verbatim { text, .. } => bulk_len(text.len()),
+        Frame::Attribute { attrs, .. } if resp3 => header_len(attrs.len() as i64),
+        Frame::Attribute { .. } => 0,
+    }
+}
+
+/// A type byte, `n` in decimal and CRLF.
+fn header_len(n: i64) -> usize {
+    itoa::Buffer::new().format(n).len() + 3
+}
+
+/// A bulk string of `n` bytes.
+fn bulk_len(n: usize) -> usize {
+    header_len(n as i64) + n + 2
+}
+
+/// A RESP3 one-line frame of `n` bytes, or the bulk string RESP2 gets instead.
+fn text_len(n: usize, resp3: bool) -> usize {
+    if resp3 {
+        n + 3
+    } else {
+        bulk_len(n)
+    }
+}
+
 /// A one-line frame; CR and LF inside are replaced by spaces, as Redis does for error and
 /// status replies, so a reply can never break the framing.
 fn line(out: &mut BytesMut, kind: u8, body: &[u8]) {
@@ -365,6 +470,10 @@ mod tests {
                 encode_to_vec(&f, Version::Resp2),
                 nested_text(depth, "$1\r\nx\r\n")
             );
+            assert_eq!(
+                encoded_len(&f, Version::Resp2),
+                nested_text(depth, "$1\r\nx\r\n").len()
+            );
         }
         // Maps, sets, pushes and attributes below the recursion depth, in both versions.
         let inner = Frame::Attribute {
@@ -381,6 +490,42 @@ mod tests {
             want.extend_from_slice(&shallow);
             want.extend_from_slice(":1\r\n".repeat(RECURSION_DEPTH + 3).as_bytes());
             assert_eq!(deep, want, "{version:?}");
+            let deep = nested(RECURSION_DEPTH + 3, inner.clone());
+            assert_eq!(encoded_len(&deep, version), want.len(), "{version:?}");
+        }
+    }
+
+    #[test]
+    fn encoded_len_counts_every_scalar_as_encode_writes_it() {
+        let frames = [
+            Frame::Integer(i64::MIN),
+            Frame::Integer(-1),
+            Frame::Double(f64::INFINITY),
+            Frame::Double(f64::NEG_INFINITY),
+            Frame::Double(f64::NAN),
+            Frame::Double(-0.5e-300),
+            Frame::HumanDouble(1.5),
+            Frame::HumanDouble(f64::NEG_INFINITY),
+            Frame::Simple(Bytes::from_static(b"a\r\nb")),
+            Frame::Error(Bytes::from_static(b"ERR x")),
+            Frame::Null,
+            Frame::NullArray,
+            Frame::Boolean(false),
+            Frame::Bulk(Bytes::from(vec![b'x'; 12345])),
+            Frame::Map(vec![]),
+            Frame::Attribute {
+                attrs: vec![],
+                frame: Box::new(Frame::Set(vec![])),
+            },
+        ];
+        for frame in &frames {
+            for version in [Version::Resp2, Version::Resp3] {
+                assert_eq!(
+                    encoded_len(frame, version),
+                    encode_to_vec(frame, version).len(),
+                    "{frame:?} {version:?}"
+                );
+            }
         }
     }
 

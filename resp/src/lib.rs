@@ -18,7 +18,8 @@ pub use decode::{
     PROTO_INLINE_MAX_SIZE, PROTO_MAX_BULK_LEN,
 };
 pub use encode::{
-    encode, encode_command, encode_to_vec, encode_with, format_double, format_human_double, Doubles,
+    encode, encode_command, encode_to_vec, encode_with, encoded_len, format_double,
+    format_human_double, Doubles,
 };
 pub use error::DecodeError;
 pub use frame::{Frame, Version};

@@ -5,7 +5,7 @@
 
 use bytes::{Bytes, BytesMut};
 use locksmith_resp::{
-    encode, encode_to_vec, format_double, Frame, FrameDecoder, RequestDecoder, Version,
+    encode, encode_to_vec, encoded_len, format_double, Frame, FrameDecoder, RequestDecoder, Version,
 };
 use proptest::prelude::*;
 
@@ -261,6 +261,13 @@ proptest! {
     }
 
     #[test]
+    fn encoded_len_counts_the_bytes_the_encoder_writes(frame in resp3_frame()) {
+        for version in [Version::Resp2, Version::Resp3] {
+            prop_assert_eq!(encoded_len(&frame, version), encode_to_vec(&frame, version).len());
+        }
+    }
+
+    #[test]
     fn resp3_frames_written_for_resp2_decode_to_their_downgrade(frame in resp3_frame()) {
         let bytes = encode_to_vec(&frame, Version::Resp2);
         let got = decode_frames_chunked(&bytes, &[bytes.len().max(1)]);
@@ -285,6 +292,7 @@ proptest! {
                 got = decoder.decode(&mut buf).unwrap();
             }
             prop_assert_eq!(got.as_ref(), Some(&want));
+            prop_assert_eq!(decoder.request_len(&want), bytes.len());
             prop_assert!(buf.is_empty());
         }
         // The same request pipelined three times, in random chunks.

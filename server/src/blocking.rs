@@ -67,6 +67,8 @@ struct Waiter {
     argv: Vec<Bytes>,
     keys: Vec<Bytes>,
     kind: BlockKind,
+    /// The size of the request that blocked (Valkey's large-request log takes it once served).
+    request_bytes: u64,
     reply: oneshot::Sender<Frame>,
 }
 
@@ -148,6 +150,7 @@ impl Blocked {
                 argv: request.argv.clone().unwrap_or_else(|| argv.to_vec()),
                 keys,
                 kind: request.kind,
+                request_bytes: client.command.request_bytes,
                 reply: tx,
             },
         );
@@ -355,6 +358,7 @@ fn serve_key(state: &mut State, node: &Node, effects: &mut Effects, db: usize, k
         client.db = waiter.db;
         client.resp = waiter.resp;
         client.origin.reprocessing = true;
+        client.command.request_bytes = waiter.request_bytes;
         let argv = waiter.argv.clone();
         let reply = (node.commands.call_argv)(state, node, &mut client, &argv, now, effects);
         if client.block.is_some() {

@@ -480,6 +480,17 @@ pub(crate) struct RunningCommand {
     /// (`None` if it was not timed); the pipeline may start the next command of the same
     /// batch from it instead of reading the clock again.
     pub(crate) end_tick: Option<u64>,
+    /// Under Valkey's command log: the bytes of the request being run as the client sent it
+    /// (Valkey's `net_input_bytes_curr_cmd`), which the commands of its transaction or script
+    /// are logged with too.
+    pub(crate) request_bytes: u64,
+    /// Under Valkey's command log: the bytes written to the client since its last command
+    /// ended (Valkey's `net_output_bytes_curr_cmd`): messages that arrived in between, then
+    /// the command's reply (a transaction's so far).
+    pub(crate) reply_bytes: u64,
+    /// How long the run that blocked the client took, in µs, when it was timed (Valkey logs
+    /// a command that times out with it).
+    pub(crate) blocked_call_us: Option<u64>,
 }
 
 /// A replica's side of its connection to this master.
@@ -520,6 +531,22 @@ impl ClientState {
     /// moves a pending `SKIP` on to the next command, as Redis's `resetClient` does.
     pub(crate) fn take_reply_permission(&mut self) -> bool {
         self.reply.take_permission()
+    }
+
+    /// Under Valkey's command log: counts `frame` among the bytes written to the client for
+    /// its current command ([`RunningCommand::reply_bytes`]), unless `CLIENT REPLY OFF|SKIP`
+    /// drops it (Valkey counts what it writes).
+    pub(crate) fn count_reply_bytes(&mut self, frame: &Frame) {
+        if !(self.reply.off || self.reply.skip) {
+            self.command.reply_bytes += locksmith_resp::encoded_len(frame, self.resp) as u64;
+        }
+    }
+
+    /// [`ClientState::count_reply_bytes`] of `len` bytes written.
+    pub(crate) fn count_reply_len(&mut self, len: usize) {
+        if !(self.reply.off || self.reply.skip) {
+            self.command.reply_bytes += len as u64;
+        }
     }
 
     /// `RESET`: back to a fresh connection's state (db 0, RESP2, no name, replies on,

@@ -318,6 +318,12 @@ pub(crate) struct Semantics {
     /// Redis 7.4; `INFO stats`' `evicted_scripts`); Redis 7.0 keeps every script until
     /// `SCRIPT FLUSH`.
     pub(crate) eval_scripts_evicted: bool,
+    /// Valkey 8.1's command log: besides the slow log, the commands whose request or reply
+    /// reached `commandlog-request-larger-than` / `commandlog-reply-larger-than` bytes are
+    /// logged (`COMMANDLOG`), and a log whose max length is 0 takes no entry and drops none
+    /// (`commandlogPushEntryIfNeeded`); Redis 7.0 keeps the slow log alone, and its
+    /// `slowlog-max-len 0` empties it at the next command.
+    pub(crate) commandlog: bool,
 }
 
 /// Redis 7.0's behaviour.
@@ -333,6 +339,7 @@ const REDIS_7_0_SEMANTICS: Semantics = Semantics {
     script_time_is_cached: false,
     readonly_outside_cluster: false,
     eval_scripts_evicted: false,
+    commandlog: false,
 };
 
 /// Valkey 8.1's: Redis 7.2's behaviour and what Valkey changed since.
@@ -348,6 +355,7 @@ const VALKEY_8_1_SEMANTICS: Semantics = Semantics {
     script_time_is_cached: true,
     readonly_outside_cluster: true,
     eval_scripts_evicted: true,
+    commandlog: true,
 };
 
 /// A constant of the Lua API table.

@@ -141,6 +141,7 @@ pub(crate) async fn serve(
         effects: Effects::default(),
         prefetching: false,
         lookahead: Lookahead::default(),
+        commandlog: node.config.commandlog(),
     };
     if let Err(e) = conn.run(&mut shutdown).await {
         tracing::debug!(client = id, error = %e, "connection closed");
@@ -161,6 +162,9 @@ struct Connection {
     prefetching: bool,
     /// The keys of the next requests, fetched into the caches ahead of their commands.
     lookahead: Lookahead,
+    /// The target keeps Valkey's command log: each request's size and the bytes written
+    /// between commands are counted for its large-request and large-reply logs.
+    commandlog: bool,
 }
 
 /// The socket side of a connection: the socket, its buffers and the out-of-band queue.
@@ -245,8 +249,15 @@ impl Connection {
                 }
                 Some(frame) = self.io.outbox_rx.recv() => {
                     let resp = self.session.client.resp;
+                    let before = self.io.wbuf.len();
                     self.io.push_out_of_band(frame, resp);
                     self.io.drain_outbox(resp);
+                    if self.commandlog {
+                        // Valkey counts what reaches a client between its commands into the
+                        // next one's reply.
+                        let written = self.io.wbuf.len().saturating_sub(before);
+                        self.session.client.command.reply_bytes += written as u64;
+                    }
                     self.io.flush(&self.session).await?;
                     self.io.release_idle_buffers();
                 }
@@ -295,6 +306,10 @@ impl Connection {
             match self.decoder.decode(&mut self.io.rbuf) {
                 Ok(Some(argv)) => {
                     let session = &mut self.session;
+                    if self.commandlog {
+                        session.client.command.request_bytes =
+                            self.decoder.request_len(&argv) as u64;
+                    }
                     // Checked here first: building the wait's future costs more than the check.
                     if session.node.live.pause.maybe_active()
                         && !session
@@ -351,6 +366,9 @@ impl Connection {
                     self.emit(&reply);
                     if self.io.outbox_rx.has_deferred() {
                         self.io.drain_deferred(self.session.client.resp);
+                    }
+                    if self.commandlog {
+                        self.session.client.command.reply_bytes = 0;
                     }
                     if self.session.client.close_after_reply {
                         keep_open = false;

@@ -256,6 +256,8 @@ impl Session {
         let reply = cmd::replication::run_async_command(&self.node, &self.client, argv).await;
         if let Ok(mut state) = self.lock_state().await {
             state.cmdstats.record(resolved, None, reply.is_error());
+            // Not timed: the slow log does not take it (nor, under Redis's target, any log).
+            cmd::log_unblocked(&mut state, &self.node, &mut self.client, argv, &reply, None);
             *guard = Some(state);
         }
         self.client
@@ -501,7 +503,13 @@ impl Session {
                             .handle
                             .commands
                             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        Frame::NullArray
+                        let reply = Frame::NullArray;
+                        let elapsed_us = self.client.command.blocked_call_us.take();
+                        let client = &mut self.client;
+                        cmd::log_unblocked(
+                            &mut state, &self.node, client, argv, &reply, elapsed_us,
+                        );
+                        reply
                     }
                 };
                 *guard = Some(state);

@@ -1,11 +1,14 @@
-//! The slow log (`SLOWLOG`): the latest commands that ran for at least
-//! `slowlog-log-slower-than` microseconds, newest first, at most `slowlog-max-len` of them, as
-//! Redis's `slowlog.c` keeps them: an id, the unix time, the duration, the arguments (at most
-//! [`SLOWLOG_ENTRY_MAX_ARGC`] of them, each cut at [`SLOWLOG_ENTRY_MAX_STRING`] bytes, with
-//! credentials redacted as Redis redacts them), the client's address and name.
+//! The slow log (`SLOWLOG`) and Valkey 8.1's command log (`COMMANDLOG`), as Redis's
+//! `slowlog.c` and Valkey's `commandlog.c` keep them: per log, the latest commands whose value
+//! reached the log's threshold, newest first, at most the log's max length of them, each with an
+//! id, the unix time, the value (the duration in µs, or a size in bytes), the arguments (at
+//! most [`SLOWLOG_ENTRY_MAX_ARGC`] of them, each cut at [`SLOWLOG_ENTRY_MAX_STRING`] bytes,
+//! with credentials redacted as Redis redacts them), the client's address and name. Redis 7.0
+//! keeps only the slow log; Valkey 8.1 also keeps the commands whose request or reply was
+//! large ([`LogType`]), and its `SLOWLOG` shows the slow one.
 //!
-//! Whether a command is logged at all (its duration, `SKIP_SLOWLOG`, a blocked client) is
-//! decided in `cmd::call`, Redis's `call()`.
+//! Whether a command is logged at all (its duration or sizes, `SKIP_SLOWLOG`, a blocked
+//! client) is decided in `cmd::call`, Redis's `call()`.
 
 use crate::config::table;
 use bytes::{BufMut, Bytes, BytesMut};
@@ -20,6 +23,44 @@ pub(crate) const SLOWLOG_ENTRY_MAX_STRING: usize = 128;
 /// What Redis shows instead of a secret argument.
 const REDACTED: &[u8] = b"(redacted)";
 
+/// The logs of Valkey 8.1's `COMMANDLOG`, each with its own entries, ids, threshold and max
+/// length (Valkey's `COMMANDLOG_TYPE_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LogType {
+    /// Commands that ran for at least `commandlog-execution-slower-than` µs (the slow log).
+    Slow,
+    /// Commands whose request took at least `commandlog-request-larger-than` bytes.
+    LargeRequest,
+    /// Commands whose reply took at least `commandlog-reply-larger-than` bytes.
+    LargeReply,
+}
+
+impl LogType {
+    /// Every log, in Valkey's order.
+    pub(crate) const ALL: [LogType; 3] =
+        [LogType::Slow, LogType::LargeRequest, LogType::LargeReply];
+
+    /// The type a `COMMANDLOG` argument names (any case), as Valkey's `commandlogGetTypeOrReply`.
+    pub(crate) fn parse(name: &[u8]) -> Option<LogType> {
+        LogType::ALL
+            .into_iter()
+            .find(|t| name.eq_ignore_ascii_case(t.name().as_bytes()))
+    }
+
+    /// The type's name in `COMMANDLOG` commands.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            LogType::Slow => "slow",
+            LogType::LargeRequest => "large-request",
+            LogType::LargeReply => "large-reply",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// One logged command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Entry {
@@ -27,8 +68,9 @@ pub(crate) struct Entry {
     pub(crate) id: u64,
     /// Unix time in seconds when the command ended.
     pub(crate) time: u64,
-    /// How long the command ran, in microseconds.
-    pub(crate) duration_us: u64,
+    /// What the log measures: how long the command ran in µs (the slow log), or its request's
+    /// or reply's size in bytes.
+    pub(crate) value: u64,
     /// The arguments as logged ([`logged_argv`]).
     pub(crate) argv: Vec<Bytes>,
     /// The client's address (`ip:port`; `?:0` for a script's commands).
@@ -37,7 +79,7 @@ pub(crate) struct Entry {
     pub(crate) name: Bytes,
 }
 
-/// The slow log of a node.
+/// One log: the slow log of a node, or another of Valkey's command logs.
 #[derive(Debug, Default)]
 pub(crate) struct SlowLog {
     /// Newest first.
@@ -46,15 +88,33 @@ pub(crate) struct SlowLog {
     next_id: u64,
 }
 
-/// A command to log: who ran what, when and for how long.
+/// Every log of a node ([`LogType`]); under Redis 7.0 only the slow one fills.
+#[derive(Debug, Default)]
+pub(crate) struct CommandLogs {
+    logs: [SlowLog; 3],
+}
+
+impl CommandLogs {
+    /// The log of type `t`.
+    pub(crate) fn get(&self, t: LogType) -> &SlowLog {
+        &self.logs[t.index()]
+    }
+
+    /// The log of type `t`, to change.
+    pub(crate) fn get_mut(&mut self, t: LogType) -> &mut SlowLog {
+        &mut self.logs[t.index()]
+    }
+}
+
+/// A command to log: who ran what, when, and the value the log measures.
 #[derive(Debug)]
 pub(crate) struct Logged<'a> {
     /// The command line as the client sent it.
     pub(crate) argv: &'a [Bytes],
     /// Unix time in seconds.
     pub(crate) time: u64,
-    /// Duration in microseconds.
-    pub(crate) duration_us: u64,
+    /// Duration in microseconds, or size in bytes.
+    pub(crate) value: u64,
     /// The client's address.
     pub(crate) peer: String,
     /// The client's name.
@@ -63,14 +123,14 @@ pub(crate) struct Logged<'a> {
 
 impl SlowLog {
     /// Logs `command` and drops the oldest entries beyond `max_len` (Redis's
-    /// `slowlogPushEntryIfNeeded` once the duration passed the threshold).
+    /// `slowlogPushEntryIfNeeded` once the value passed the threshold).
     pub(crate) fn push(&mut self, command: Logged<'_>, max_len: usize) {
         let id = self.next_id;
         self.next_id += 1;
         self.entries.push_front(Entry {
             id,
             time: command.time,
-            duration_us: command.duration_us,
+            value: command.value,
             argv: logged_argv(command.argv),
             peer: command.peer,
             name: command.name,
@@ -340,7 +400,7 @@ mod tests {
             let command = Logged {
                 argv: &args,
                 time: 1,
-                duration_us: i,
+                value: i,
                 peer: "127.0.0.1:1".into(),
                 name: Bytes::new(),
             };
@@ -357,7 +417,7 @@ mod tests {
         let command = Logged {
             argv: &args,
             time: 1,
-            duration_us: 0,
+            value: 0,
             peer: String::new(),
             name: Bytes::new(),
         };

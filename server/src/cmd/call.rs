@@ -4,6 +4,7 @@
 use super::*;
 use crate::client::ClientState;
 use crate::node::{Effects, Node, State};
+use crate::slowlog::LogType;
 use bytes::Bytes;
 use locksmith_resp::Frame;
 
@@ -126,6 +127,8 @@ pub(crate) fn call(
             .handle
             .commands
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    } else {
+        client.command.blocked_call_us = elapsed_us;
     }
     // Nothing more unless the slow log or the latency monitor wants this call: one
     // comparison, with the thresholds as they are now (as Redis checks them after the call).
@@ -133,6 +136,10 @@ pub(crate) fn call(
         if us >= node.config.watch_calls_from_us() {
             record_slow_call(state, node, client, resolved, argv, end, us);
         }
+    }
+    // Valkey's large-request and large-reply logs: one check under Redis's target.
+    if node.config.commandlog() {
+        record_sizes(state, node, client, resolved, argv, reply.as_ref());
     }
     let prevented = std::mem::take(&mut client.command.prevent_propagation);
     if state.dirty != dirty_before
@@ -177,29 +184,139 @@ fn record_slow_call(
         state.latency.add(event, now_s, elapsed_us / 1000);
     }
     let slower_than = node.config.slowlog_log_slower_than();
+    let max_len = node.config.slowlog_max_len();
+    let semantics = node.config.profile().semantics;
     if u64::try_from(slower_than).is_ok_and(|t| elapsed_us >= t)
         && client.block.is_none()
         && !resolved.spec.has(flags::SKIP_SLOWLOG)
+        && (max_len > 0 || !semantics.commandlog)
     {
-        let (peer, name) = if client.origin.in_script
-            && !node
-                .config
-                .profile()
-                .semantics
-                .slowlog_script_commands_as_caller
-        {
-            ("?:0".to_string(), Bytes::new())
-        } else {
-            (client.handle.addr_text(), client.handle.name())
-        };
+        let (peer, name) =
+            if client.origin.in_script && !semantics.slowlog_script_commands_as_caller {
+                ("?:0".to_string(), Bytes::new())
+            } else {
+                (client.handle.addr_text(), client.handle.name())
+            };
         let command = crate::slowlog::Logged {
             argv,
             time: now_s,
-            duration_us: elapsed_us,
+            value: elapsed_us,
             peer,
             name,
         };
-        state.slowlog.push(command, node.config.slowlog_max_len());
+        state
+            .commandlog
+            .get_mut(LogType::Slow)
+            .push(command, max_len);
+    }
+}
+
+/// A command that answered `reply` after waiting outside [`call`] (a blocked command that
+/// timed out, `WAIT`), under a target with Valkey's command log: logged then, as Valkey's
+/// `updateStatsOnUnblock` logs it (the slow log with `elapsed_us`, the duration of the run
+/// that blocked, when it was timed; its request and the reply). Redis 7.0 logs none.
+pub(crate) fn log_unblocked(
+    state: &mut State,
+    node: &Node,
+    client: &mut ClientState,
+    argv: &[Bytes],
+    reply: &Frame,
+    elapsed_us: Option<u64>,
+) {
+    if !node.config.commandlog() {
+        return;
+    }
+    let Ok(resolved) = resolve(node.config.compat(), argv) else {
+        return;
+    };
+    let slower_than = u64::try_from(node.config.slowlog_log_slower_than()).ok();
+    let max_len = node.config.slowlog_max_len();
+    if let (Some(us), Some(threshold)) = (elapsed_us, slower_than) {
+        if us >= threshold && max_len > 0 && !resolved.spec.has(flags::SKIP_SLOWLOG) {
+            let command = crate::slowlog::Logged {
+                argv,
+                time: node.clock.now_us() / 1_000_000,
+                value: us,
+                peer: client.handle.addr_text(),
+                name: client.handle.name(),
+            };
+            state
+                .commandlog
+                .get_mut(LogType::Slow)
+                .push(command, max_len);
+        }
+    }
+    record_sizes(state, node, client, resolved, argv, Ok(reply));
+}
+
+/// Valkey's large-request and large-reply logs (its `commandlogPushCurrentCommand`, for the
+/// commands the slow log would take: not a blocked one until it is served, not
+/// `SKIP_COMMANDLOG`'s). The request's size is the bytes the client sent for the command it
+/// is running (a transaction's or script's commands are logged with those of `EXEC` or the
+/// script's call); the reply's, the bytes written to the client since its last command:
+/// messages that arrived in between and this reply (a transaction's commands count the
+/// transaction's reply so far; a script's commands none, as Valkey's Lua client writes to
+/// nobody). Each log that is on (threshold not negative, max length not 0) takes the command
+/// once its value reaches the threshold and is trimmed to its max length, as Valkey's
+/// `commandlogPushEntryIfNeeded`.
+#[cold]
+fn record_sizes(
+    state: &mut State,
+    node: &Node,
+    client: &mut ClientState,
+    resolved: Resolved,
+    argv: &[Bytes],
+    reply: Result<&Frame, &CommandError>,
+) {
+    if client.block.is_some() {
+        return;
+    }
+    let skip = resolved.spec.has(flags::SKIP_SLOWLOG);
+    let on = |t| {
+        let max_len = node.config.commandlog_max_len(t);
+        let threshold = u64::try_from(node.config.commandlog_threshold(t)).ok();
+        threshold.filter(|_| max_len > 0).map(|t| (t, max_len))
+    };
+    // A skipped transaction's commands still add to the transaction's reply.
+    if !client.origin.in_script
+        && (!skip || client.origin.in_exec)
+        && on(LogType::LargeReply).is_some()
+    {
+        match reply {
+            Ok(frame) => client.count_reply_bytes(frame),
+            Err(e) => client.count_reply_bytes(&Frame::error(e.to_string())),
+        }
+    }
+    if skip {
+        return;
+    }
+    let reply_bytes = if client.origin.in_script {
+        0
+    } else {
+        client.command.reply_bytes
+    };
+    let mut now_s = None;
+    for (t, value) in [
+        (LogType::LargeRequest, client.command.request_bytes),
+        (LogType::LargeReply, reply_bytes),
+    ] {
+        let Some((threshold, max_len)) = on(t) else {
+            continue;
+        };
+        let log = state.commandlog.get_mut(t);
+        if value < threshold {
+            log.trim(max_len);
+            continue;
+        }
+        let time = *now_s.get_or_insert_with(|| node.clock.now_us() / 1_000_000);
+        let command = crate::slowlog::Logged {
+            argv,
+            time,
+            value,
+            peer: client.handle.addr_text(),
+            name: client.handle.name(),
+        };
+        log.push(command, max_len);
     }
 }
 

@@ -120,11 +120,15 @@ fn config_set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
                     .acl
                     .set_default_password(password.as_deref().map(str::as_bytes));
             }
-            // Redis trims the slow log after every command while it is on.
+            // Redis trims the slow log after every command while it is on; Valkey each
+            // command log that is on and has a max length.
             StateStep::SlowLog => {
-                if ctx.node.config.slowlog_log_slower_than() >= 0 {
-                    let max_len = ctx.node.config.slowlog_max_len();
-                    ctx.state.slowlog.trim(max_len);
+                let valkey = ctx.node.config.commandlog();
+                for t in crate::slowlog::LogType::ALL {
+                    let max_len = ctx.node.config.commandlog_max_len(t);
+                    if ctx.node.config.commandlog_threshold(t) >= 0 && (max_len > 0 || !valkey) {
+                        ctx.state.commandlog.get_mut(t).trim(max_len);
+                    }
                 }
             }
         }

@@ -68,7 +68,7 @@ use crate::node::CommandHooks;
 use bytes::Bytes;
 use locksmith_resp::Frame;
 
-pub(crate) use call::{call, call_argv};
+pub(crate) use call::{call, call_argv, log_unblocked};
 pub(crate) use ctx::Ctx;
 pub(crate) use spec::{Command, CommandSpec};
 pub(crate) use table::{lookup, resolve, resolve_cached, resolve_name, spec_of, table, NameCache};

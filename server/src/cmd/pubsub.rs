@@ -46,7 +46,12 @@ fn confirmation(kind: &'static str, name: Frame, count: usize) -> Frame {
 /// written before the reply) and returns the last as the reply.
 fn reply_many(ctx: &mut Ctx<'_>, mut frames: Vec<Frame>) -> Frame {
     let last = frames.pop().unwrap_or(Frame::Null);
+    let commandlog = ctx.node.config.commandlog();
     for frame in frames {
+        if commandlog {
+            // Written for this command: Valkey's large-reply log counts them into its reply.
+            ctx.client.count_reply_bytes(&frame);
+        }
         let size = pubsub::frame_size(&frame);
         ctx.client.handle.outbox.send(frame, size);
     }

@@ -55,6 +55,12 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
     }
     let propagated_before = ctx.effects.propagate.len();
     ctx.client.origin.in_exec = true;
+    if ctx.node.config.commandlog() {
+        // Valkey writes the reply's header before the commands run, and counts each
+        // command's reply into the transaction's so far (its large-reply log).
+        let header = format!("*{}\r\n", multi.queue.len());
+        ctx.client.count_reply_len(header.len());
+    }
     let mut replies = Vec::with_capacity(multi.queue.len());
     // Nothing runs between two queued commands: one starts when the last one ended (the
     // first reads the clock: what came before EXEC may have waited, as on a replica's link).
@@ -64,7 +70,11 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
         // Checked again: the rules may have changed since the command was queued.
         if let Err(denied) = super::acl::check(&user, resolved, argv) {
             super::acl::log_denial(ctx, resolved, argv, denied, crate::acl::Context::Multi);
-            replies.push(super::acl::exec_noperm_error(denied));
+            let error = super::acl::exec_noperm_error(denied);
+            if ctx.node.config.commandlog() {
+                ctx.client.count_reply_bytes(&error);
+            }
+            replies.push(error);
             continue;
         }
         ctx.client.command.start_tick = ctx.client.command.end_tick.take();

@@ -7,6 +7,7 @@
 
 use super::table::{self, Param, MAXMEMORY_POLICIES};
 use super::{Config, EnableCommand};
+use crate::slowlog::LogType;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
@@ -80,7 +81,8 @@ pub(crate) struct Binding {
 pub(crate) enum StateStep {
     /// The eviction policy and how keys record accesses (LRU clock or LFU counter).
     Eviction,
-    /// The slow log drops its entries beyond `slowlog-max-len` (when it is enabled).
+    /// The slow log drops its entries beyond `slowlog-max-len` (when it is enabled), and
+    /// Valkey's other command logs theirs beyond their max lengths.
     SlowLog,
     /// `requirepass` is the default user's password (Redis 7's
     /// `ACLUpdateDefaultUserPassword`).
@@ -106,6 +108,8 @@ pub(crate) struct RuntimeConfig {
     lua_memory_limit: u64,
     /// The server the node reproduces ([`Config::compat`]).
     compat: crate::compat::Compat,
+    /// Its profile's `Semantics::commandlog`, read by every command.
+    commandlog: bool,
 
     requirepass: RwLock<Option<String>>,
     busy_reply_threshold_ms: AtomicU64,
@@ -138,6 +142,11 @@ pub(crate) struct RuntimeConfig {
     dbfilename: RwLock<String>,
     slowlog_log_slower_than_us: AtomicI64,
     slowlog_max_len: AtomicU64,
+    /// Valkey's `commandlog-request-larger-than` and `commandlog-reply-larger-than` in bytes
+    /// (negative: that log is off; always off under Redis's target, which lacks them).
+    commandlog_larger_than: [AtomicI64; 2],
+    /// Valkey's `commandlog-large-request-max-len` and `commandlog-large-reply-max-len`.
+    commandlog_max_len: [AtomicU64; 2],
     latency_monitor_threshold_ms: AtomicU64,
     /// Derived from the two above: the duration in µs from which a command interests the slow
     /// log or the latency monitor (`u64::MAX`: neither is on), so the pipeline decides with one
@@ -371,6 +380,30 @@ pub(crate) static BINDINGS: &[Binding] = &[
         then: Some(StateStep::SlowLog),
     },
     Binding {
+        name: "commandlog-request-larger-than",
+        get: |c| c.commandlog_larger_than[0].load(Relaxed).to_string(),
+        set: |c, v| c.commandlog_larger_than[0].store(v.parse().unwrap_or(-1), Relaxed),
+        then: Some(StateStep::SlowLog),
+    },
+    Binding {
+        name: "commandlog-large-request-max-len",
+        get: |c| c.commandlog_max_len[0].load(Relaxed).to_string(),
+        set: |c, v| c.commandlog_max_len[0].store(number(v), Relaxed),
+        then: Some(StateStep::SlowLog),
+    },
+    Binding {
+        name: "commandlog-reply-larger-than",
+        get: |c| c.commandlog_larger_than[1].load(Relaxed).to_string(),
+        set: |c, v| c.commandlog_larger_than[1].store(v.parse().unwrap_or(-1), Relaxed),
+        then: Some(StateStep::SlowLog),
+    },
+    Binding {
+        name: "commandlog-large-reply-max-len",
+        get: |c| c.commandlog_max_len[1].load(Relaxed).to_string(),
+        set: |c, v| c.commandlog_max_len[1].store(number(v), Relaxed),
+        then: Some(StateStep::SlowLog),
+    },
+    Binding {
         name: "latency-monitor-threshold",
         get: |c| c.latency_monitor_threshold_ms.load(Relaxed).to_string(),
         set: |c, v| {
@@ -405,6 +438,7 @@ impl RuntimeConfig {
             tcp_backlog: AtomicU64::new(0),
             lua_memory_limit: config.lua_memory_limit,
             compat: config.compat,
+            commandlog: config.compat.profile().semantics.commandlog,
             requirepass: RwLock::new(None),
             busy_reply_threshold_ms: AtomicU64::new(0),
             maxclients: AtomicU64::new(0),
@@ -436,6 +470,8 @@ impl RuntimeConfig {
             dbfilename: RwLock::new(String::new()),
             slowlog_log_slower_than_us: AtomicI64::new(-1),
             slowlog_max_len: AtomicU64::new(0),
+            commandlog_larger_than: [AtomicI64::new(-1), AtomicI64::new(-1)],
+            commandlog_max_len: [AtomicU64::new(0), AtomicU64::new(0)],
             latency_monitor_threshold_ms: AtomicU64::new(0),
             watch_calls_from_us: AtomicU64::new(u64::MAX),
             tracking_table_max_keys: AtomicU64::new(0),
@@ -554,6 +590,13 @@ impl RuntimeConfig {
     /// The node's compatibility target.
     pub(crate) fn compat(&self) -> crate::compat::Compat {
         self.compat
+    }
+
+    /// Whether the target keeps Valkey's command log (`compat::Semantics::commandlog`): the
+    /// one check every command makes for it.
+    #[inline]
+    pub(crate) fn commandlog(&self) -> bool {
+        self.commandlog
     }
 
     /// What the node's compatibility target decides (versions, `INFO server`'s fields).
@@ -945,6 +988,26 @@ impl RuntimeConfig {
     /// `slowlog-max-len`.
     pub(crate) fn slowlog_max_len(&self) -> usize {
         usize::try_from(self.slowlog_max_len.load(Relaxed)).unwrap_or(usize::MAX)
+    }
+
+    /// The threshold of command log `t` (`slowlog-log-slower-than` in µs for the slow log,
+    /// Valkey's `commandlog-*-larger-than` in bytes for the others); negative: the log is off.
+    pub(crate) fn commandlog_threshold(&self, t: LogType) -> i64 {
+        match t {
+            LogType::Slow => self.slowlog_log_slower_than(),
+            LogType::LargeRequest => self.commandlog_larger_than[0].load(Relaxed),
+            LogType::LargeReply => self.commandlog_larger_than[1].load(Relaxed),
+        }
+    }
+
+    /// The max length of command log `t` (`slowlog-max-len` for the slow log).
+    pub(crate) fn commandlog_max_len(&self, t: LogType) -> usize {
+        let len = match t {
+            LogType::Slow => return self.slowlog_max_len(),
+            LogType::LargeRequest => self.commandlog_max_len[0].load(Relaxed),
+            LogType::LargeReply => self.commandlog_max_len[1].load(Relaxed),
+        };
+        usize::try_from(len).unwrap_or(usize::MAX)
     }
 
     /// `latency-monitor-threshold` in ms (0: the latency monitor is off).

@@ -1473,7 +1473,8 @@ pub(crate) static PARAMS: &[Param] = &[
 /// Parameters Valkey 8.1.8 has and Redis 7.0.15 lacks (its renamed ones aside: see
 /// [`crate::compat::ConfigChanges`]), sorted by name: types, ranges and defaults as
 /// valkey-server 8.1.8 answers `CONFIG GET` and `CONFIG SET` of bad values. They are stored
-/// and reported; `availability-zone` also shows in `HELLO` and `INFO server`.
+/// and reported; `availability-zone` also shows in `HELLO` and `INFO server`, and the
+/// `commandlog-*` ones are the command log's (bound in [`super::runtime::BINDINGS`]).
 pub(crate) static VALKEY_8_1_ADDED: &[Param] = &[
     int("active-defrag-cycle-us", "500", 0, 100_000, 0),
     text("availability-zone", "", 0),

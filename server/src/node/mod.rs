@@ -72,8 +72,9 @@ pub(crate) struct State {
     pub(crate) cmdstats: crate::cmdstats::CommandStats,
     /// `maxmemory`, its policy and the eviction candidates.
     pub(crate) eviction: crate::evict::Eviction,
-    /// Commands slower than `slowlog-log-slower-than` (`SLOWLOG`).
-    pub(crate) slowlog: crate::slowlog::SlowLog,
+    /// Commands slower than `slowlog-log-slower-than` (`SLOWLOG`), and under Valkey's target
+    /// those with large requests or replies (`COMMANDLOG`).
+    pub(crate) commandlog: crate::slowlog::CommandLogs,
     /// Events slower than `latency-monitor-threshold` (`LATENCY`).
     pub(crate) latency: crate::latency::LatencyMonitor,
     /// `MIGRATE`'s connections to other servers.
@@ -172,7 +173,7 @@ impl State {
             functions: Default::default(),
             cmdstats: Default::default(),
             eviction: Default::default(),
-            slowlog: Default::default(),
+            commandlog: Default::default(),
             latency: Default::default(),
             migrate: Default::default(),
             tracking: Default::default(),

@@ -1064,3 +1064,100 @@ async fn config_set_max_listpack_value() {
     let _: i64 = ok(&mut con, &["SADD", "s", "abcd"]).await;
     assert_eq!(encoding(&mut con, "s").await, "hashtable");
 }
+
+/// The argument vectors and values of `COMMANDLOG GET -1 <t>`, newest first.
+async fn commandlog(con: &mut Con, t: &str) -> Vec<(Vec<String>, i64)> {
+    type Raw = (i64, i64, i64, Vec<String>, String, String);
+    let entries: Vec<Raw> = ok(con, &["COMMANDLOG", "GET", "-1", t]).await;
+    entries.into_iter().map(|e| (e.3, e.2)).collect()
+}
+
+#[tokio::test]
+async fn config_commandlog_request_larger_than() {
+    let (_server, mut con) = start_valkey().await;
+    let value = "v".repeat(100);
+    // 1 MiB by default: nothing this test sends.
+    let () = ok(&mut con, &["SET", "k", &value]).await;
+    assert!(commandlog(&mut con, "large-request").await.is_empty());
+    // 40 bytes: the SET (its request's 128 bytes) and not a PING (14 bytes).
+    config_set(&mut con, "commandlog-request-larger-than", "40").await;
+    let () = ok(&mut con, &["SET", "k", &value]).await;
+    let _: String = ok(&mut con, &["PING"]).await;
+    let logged = commandlog(&mut con, "large-request").await;
+    assert_eq!(logged.len(), 2, "{logged:?}");
+    assert_eq!(
+        logged[0],
+        (vec!["SET".into(), "k".into(), value.clone()], 128)
+    );
+    // Negative: off.
+    config_set(&mut con, "commandlog-request-larger-than", "-1").await;
+    let () = ok(&mut con, &["COMMANDLOG", "RESET", "large-request"]).await;
+    let () = ok(&mut con, &["SET", "k", &value]).await;
+    assert!(commandlog(&mut con, "large-request").await.is_empty());
+    assert!(err(
+        &mut con,
+        &["CONFIG", "SET", "commandlog-request-larger-than", "-2"]
+    )
+    .await
+    .contains("argument must be between -1 and 9223372036854775807 inclusive"));
+}
+
+#[tokio::test]
+async fn config_commandlog_large_request_max_len() {
+    let (_server, mut con) = start_valkey().await;
+    config_set(&mut con, "commandlog-request-larger-than", "0").await;
+    config_set(&mut con, "commandlog-large-request-max-len", "3").await;
+    for i in 0..10 {
+        let () = ok(&mut con, &["SET", "k", &i.to_string()]).await;
+    }
+    let len: i64 = ok(&mut con, &["COMMANDLOG", "LEN", "large-request"]).await;
+    assert_eq!(len, 3);
+    // 0: the log takes nothing more and keeps what it has (Valkey's rule).
+    config_set(&mut con, "commandlog-large-request-max-len", "0").await;
+    let () = ok(&mut con, &["SET", "k", "v"]).await;
+    let len: i64 = ok(&mut con, &["COMMANDLOG", "LEN", "large-request"]).await;
+    assert_eq!(len, 3);
+}
+
+#[tokio::test]
+async fn config_commandlog_reply_larger_than() {
+    let (_server, mut con) = start_valkey().await;
+    let value = "v".repeat(200);
+    let () = ok(&mut con, &["SET", "k", &value]).await;
+    // 1 MiB by default: nothing this test reads.
+    let _: String = ok(&mut con, &["GET", "k"]).await;
+    assert!(commandlog(&mut con, "large-reply").await.is_empty());
+    // 100 bytes: the GET (`$200`, the value, CRLF: 208 bytes) and not an OK.
+    config_set(&mut con, "commandlog-reply-larger-than", "100").await;
+    let _: String = ok(&mut con, &["GET", "k"]).await;
+    let () = ok(&mut con, &["SET", "k", &value]).await;
+    let logged = commandlog(&mut con, "large-reply").await;
+    assert_eq!(logged, [(vec!["GET".to_string(), "k".to_string()], 208)]);
+    config_set(&mut con, "commandlog-reply-larger-than", "-1").await;
+    let () = ok(&mut con, &["COMMANDLOG", "RESET", "large-reply"]).await;
+    let _: String = ok(&mut con, &["GET", "k"]).await;
+    assert!(commandlog(&mut con, "large-reply").await.is_empty());
+}
+
+#[tokio::test]
+async fn config_commandlog_large_reply_max_len() {
+    let (_server, mut con) = start_valkey().await;
+    config_set(&mut con, "commandlog-reply-larger-than", "0").await;
+    config_set(&mut con, "commandlog-large-reply-max-len", "2").await;
+    for i in 0..5 {
+        let _: String = ok(&mut con, &["ECHO", &i.to_string()]).await;
+    }
+    assert_eq!(
+        commandlog(&mut con, "large-reply").await,
+        [
+            (vec!["ECHO".to_string(), "4".to_string()], 7),
+            (vec!["ECHO".to_string(), "3".to_string()], 7)
+        ]
+    );
+    assert!(err(
+        &mut con,
+        &["CONFIG", "SET", "commandlog-large-reply-max-len", "-1"]
+    )
+    .await
+    .contains("argument must be between 0 and 9223372036854775807 inclusive"));
+}
