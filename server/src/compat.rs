@@ -85,6 +85,8 @@ pub(crate) struct Profile {
     pub(crate) script_texts: ScriptTexts,
     /// The texts of ACL refusals.
     pub(crate) acl_texts: AclTexts,
+    /// What the slow log and MONITOR redact beyond Redis 7.0's rules.
+    pub(crate) redaction: Redaction,
     /// The containers' `HELP` replies as the reference gives them (`## NAME` lines, then the
     /// reply's lines; [`crate::redis_table::help_of`]).
     pub(crate) help: &'static str,
@@ -138,6 +140,16 @@ pub(crate) struct ExtendedRedis {
     pub(crate) title: &'static str,
     /// The name of `INFO server`'s mode field.
     pub(crate) mode_field: &'static str,
+}
+
+/// What a target's slow log and MONITOR redact beyond Redis 7.0's rules (its
+/// `redactClientCommandArgument` calls).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Redaction {
+    /// `ACL GETUSER`'s user name and `ACL DELUSER`'s user names (Valkey 8).
+    pub(crate) acl_user_names: bool,
+    /// Parameters whose `CONFIG SET` value is redacted besides those Redis 7.0 redacts.
+    pub(crate) sensitive_params: &'static [&'static str],
 }
 
 /// The texts of a target's ACL refusals, as templates: `{user}` stands for the user's name,
@@ -541,6 +553,10 @@ static REDIS_7_0: Profile = Profile {
         ("io_threads_active", ServerField::Fixed("0")),
     ],
     lua_api_names: &["redis"],
+    redaction: Redaction {
+        acl_user_names: false,
+        sensitive_params: &[],
+    },
     help: include_str!("redis_table/help.txt"),
     help_footer: "    Prints this help.",
     acl_texts: AclTexts {
@@ -686,6 +702,10 @@ static VALKEY_8_1: Profile = Profile {
         ("listener0", ServerField::Listener),
     ],
     lua_api_names: &["server", "redis"],
+    redaction: Redaction {
+        acl_user_names: true,
+        sensitive_params: &["tls-key-file-pass", "tls-client-key-file-pass"],
+    },
     help: include_str!("redis_table/valkey-8.1/help.txt"),
     help_footer: "    Print this help.",
     // Valkey's `getAclErrorMessage`: the user named, the key or channel not (but in DRYRUN).

@@ -246,9 +246,13 @@ impl Session {
             && self.node.monitors.active()
         {
             let origin = crate::monitor::Origin::Client(&self.client.handle);
-            self.node
-                .monitors
-                .feed(self.node.clock.now_us(), self.client.db, origin, argv);
+            self.node.monitors.feed(
+                self.node.config.compat(),
+                self.node.clock.now_us(),
+                self.client.db,
+                origin,
+                argv,
+            );
         }
         state.finish_effects(&self.node, effects);
         drop(state);

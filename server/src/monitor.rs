@@ -58,11 +58,18 @@ impl Monitors {
     }
 
     /// Streams one command line to every monitor (`replicationFeedMonitors`).
-    pub(crate) fn feed(&self, now_us: u64, db: usize, origin: Origin<'_>, argv: &[Bytes]) {
+    pub(crate) fn feed(
+        &self,
+        compat: crate::compat::Compat,
+        now_us: u64,
+        db: usize,
+        origin: Origin<'_>,
+        argv: &[Bytes],
+    ) {
         if !self.active() {
             return;
         }
-        let line = format_line(now_us, db, origin, argv);
+        let line = format_line(compat, now_us, db, origin, argv);
         let Ok(mut list) = self.clients.lock() else {
             return;
         };
@@ -79,7 +86,13 @@ impl Monitors {
 }
 
 /// One MONITOR line (without the leading `+` and the CRLF the encoder adds).
-pub(crate) fn format_line(now_us: u64, db: usize, origin: Origin<'_>, argv: &[Bytes]) -> String {
+pub(crate) fn format_line(
+    compat: crate::compat::Compat,
+    now_us: u64,
+    db: usize,
+    origin: Origin<'_>,
+    argv: &[Bytes],
+) -> String {
     let mut line = format!("{}.{:06} ", now_us / 1_000_000, now_us % 1_000_000);
     match origin {
         Origin::Lua => line.push_str(&format!("[{db} lua]")),
@@ -89,7 +102,7 @@ pub(crate) fn format_line(now_us: u64, db: usize, origin: Origin<'_>, argv: &[By
             None => line.push_str(&format!("[{db} {}]", c.addr)),
         },
     }
-    let redacted = crate::slowlog::redacted_args(argv);
+    let redacted = crate::slowlog::redacted_args(argv, compat);
     for (i, arg) in argv.iter().enumerate() {
         line.push(' ');
         if redacted.contains(&i) {
@@ -131,7 +144,13 @@ mod tests {
             Bytes::from_static(b"k\"\n\x01"),
         ];
         assert_eq!(
-            format_line(1_568_357_922_123_701, 0, Origin::Lua, &argv),
+            format_line(
+                crate::compat::Compat::Redis70,
+                1_568_357_922_123_701,
+                0,
+                Origin::Lua,
+                &argv
+            ),
             "1568357922.123701 [0 lua] \"hincrby\" \"k\\\"\\n\\x01\""
         );
     }

@@ -119,6 +119,8 @@ pub(crate) struct Logged<'a> {
     pub(crate) peer: String,
     /// The client's name.
     pub(crate) name: Bytes,
+    /// The node's target (what it redacts).
+    pub(crate) compat: crate::compat::Compat,
 }
 
 impl SlowLog {
@@ -131,7 +133,7 @@ impl SlowLog {
             id,
             time: command.time,
             value: command.value,
-            argv: logged_argv(command.argv),
+            argv: logged_argv(command.argv, command.compat),
             peer: command.peer,
             name: command.name,
         });
@@ -164,9 +166,9 @@ impl SlowLog {
 /// when there are more; each longer than [`SLOWLOG_ENTRY_MAX_STRING`] bytes cut there and
 /// followed by `... (N more bytes)`; secrets as `(redacted)`. Every argument is copied, so an
 /// entry never keeps a large request alive.
-pub(crate) fn logged_argv(argv: &[Bytes]) -> Vec<Bytes> {
+pub(crate) fn logged_argv(argv: &[Bytes], compat: crate::compat::Compat) -> Vec<Bytes> {
     let kept = argv.len().min(SLOWLOG_ENTRY_MAX_ARGC);
-    let redacted = redacted_args(argv);
+    let redacted = redacted_args(argv, compat);
     let mut out = Vec::with_capacity(kept);
     for (i, arg) in argv.iter().take(kept).enumerate() {
         if kept != argv.len() && i == kept - 1 {
@@ -191,7 +193,7 @@ pub(crate) fn logged_argv(argv: &[Bytes]) -> Vec<Bytes> {
 /// MONITOR (its `redactClientCommandArgument` calls): the credentials of `AUTH` (in its valid
 /// forms), of `HELLO ... AUTH user pass` and of `MIGRATE ... AUTH|AUTH2`, `ACL SETUSER`'s
 /// arguments, and the values of sensitive parameters in `CONFIG SET`.
-pub(crate) fn redacted_args(argv: &[Bytes]) -> Vec<usize> {
+pub(crate) fn redacted_args(argv: &[Bytes], compat: crate::compat::Compat) -> Vec<usize> {
     let is = |i: usize, word: &[u8]| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(word));
     if is(0, b"auth") {
         // `authCommand` refuses more than three arguments before redacting anything.
@@ -211,6 +213,16 @@ pub(crate) fn redacted_args(argv: &[Bytes]) -> Vec<usize> {
         // `aclCommand` redacts the user name and every rule (passwords among them).
         return (2..argv.len()).collect();
     }
+    let redaction = &compat.profile().redaction;
+    if redaction.acl_user_names && is(0, b"acl") {
+        // Valkey 8 also hides which users are looked up and deleted.
+        if is(1, b"getuser") && argv.len() == 3 {
+            return vec![2];
+        }
+        if is(1, b"deluser") && argv.len() >= 3 {
+            return (2..argv.len()).collect();
+        }
+    }
     if is(0, b"config") && is(1, b"set") {
         // `configSetCommand` checks the count first, then redacts every sensitive value,
         // whatever else fails.
@@ -222,7 +234,10 @@ pub(crate) fn redacted_args(argv: &[Bytes]) -> Vec<usize> {
             .filter(|&i| {
                 argv.get(i)
                     .and_then(|name| table::find_any(name))
-                    .is_some_and(|p| p.flags & table::SENSITIVE != 0)
+                    .is_some_and(|p| {
+                        p.flags & table::SENSITIVE != 0
+                            || redaction.sensitive_params.contains(&p.name)
+                    })
             })
             .map(|i| i + 1)
             .collect();
@@ -297,7 +312,7 @@ mod tests {
     }
 
     fn logged(args: &[&str]) -> Vec<String> {
-        logged_argv(&argv(args))
+        logged_argv(&argv(args), crate::compat::Compat::Redis70)
             .iter()
             .map(|a| String::from_utf8_lossy(a).into_owned())
             .collect()
@@ -403,6 +418,7 @@ mod tests {
                 value: i,
                 peer: "127.0.0.1:1".into(),
                 name: Bytes::new(),
+                compat: crate::compat::Compat::Redis70,
             };
             log.push(command, 3);
         }
@@ -420,6 +436,7 @@ mod tests {
             value: 0,
             peer: String::new(),
             name: Bytes::new(),
+            compat: crate::compat::Compat::Redis70,
         };
         log.push(command, 3);
         assert_eq!(log.newest(1).next().map(|e| e.id), Some(5));

@@ -110,8 +110,13 @@ pub(crate) fn call(
         } else {
             crate::monitor::Origin::Client(&client.handle)
         };
-        node.monitors
-            .feed(node.clock.now_us(), client.db, origin, argv);
+        node.monitors.feed(
+            node.config.compat(),
+            node.clock.now_us(),
+            client.db,
+            origin,
+            argv,
+        );
     }
     let failed = matches!(reply, Err(_) | Ok(Frame::Error(_)));
     let ended = started.map(|_| node.clock.tick_us());
@@ -203,6 +208,7 @@ fn record_slow_call(
             value: elapsed_us,
             peer,
             name,
+            compat: node.config.compat(),
         };
         state
             .commandlog
@@ -239,6 +245,7 @@ pub(crate) fn log_unblocked(
                 value: us,
                 peer: client.handle.addr_text(),
                 name: client.handle.name(),
+                compat: node.config.compat(),
             };
             state
                 .commandlog
@@ -315,6 +322,7 @@ fn record_sizes(
             value,
             peer: client.handle.addr_text(),
             name: client.handle.name(),
+            compat: node.config.compat(),
         };
         log.push(command, max_len);
     }

@@ -96,7 +96,13 @@ pub(super) fn feed_monitors(ctx: &Ctx<'_>, argv: &[Bytes]) {
         } else {
             Origin::Client(&ctx.client.handle)
         };
-        monitors.feed(ctx.node.clock.now_us(), ctx.client.db, origin, argv);
+        monitors.feed(
+            ctx.node.config.compat(),
+            ctx.node.clock.now_us(),
+            ctx.client.db,
+            origin,
+            argv,
+        );
     }
 }
 
