@@ -84,6 +84,14 @@ pub(crate) fn call(
         || spec.has(flags::ADMIN)
         || (!client.origin.in_script && state.cmdstats.should_time(resolved));
     let started = timed.then(|| given_start.unwrap_or_else(|| node.clock.tick_us()));
+    // CLIENT NO-TOUCH: the command's lookups leave access times alone, but TOUCH's (Redis
+    // 7.2's `lookupKey`).
+    let no_touch = client.modes.no_touch && resolved.top_name() != "touch";
+    if no_touch {
+        if let Some(db) = state.dbs.get_mut(client.db) {
+            db.no_touch = true;
+        }
+    }
     let reply = {
         let mut ctx = Ctx {
             state,
@@ -98,6 +106,11 @@ pub(crate) fn call(
             None => Err(CommandError::unknown_command(argv)),
         }
     };
+    if no_touch {
+        for db in state.dbs.iter_mut() {
+            db.no_touch = false;
+        }
+    }
     // MONITOR sees the command once it ran, in the database it left selected (Redis's
     // `call()`); EVAL and FCALL show themselves before the commands they run, and a blocked
     // command served later is not shown again.

@@ -191,6 +191,9 @@ pub(crate) struct Db {
     access: Access,
     /// State of the cheap generator behind LFU's probabilistic increments.
     lfu_rng: u64,
+    /// Lookups leave access times alone while set: the running command's client asked for
+    /// `CLIENT NO-TOUCH ON` (Redis 7.2; set around one command by `cmd::call`).
+    pub(crate) no_touch: bool,
 }
 
 /// The deadline index: `(deadline, key hash)` entries with lazy deletion, in a sorted run and a
@@ -357,7 +360,7 @@ impl Db {
             return Found::Expired(key.into_bytes());
         }
         let entry = &mut occupied.into_mut().entry;
-        if touch {
+        if touch && !self.no_touch {
             entry.accessed = self.access.touched(entry.accessed, now, &mut self.lfu_rng);
         }
         Found::Live(entry)
@@ -384,9 +387,11 @@ impl Db {
             return Found::Expired(key.into_bytes());
         }
         let slot = occupied.get_mut();
-        slot.entry.accessed = self
-            .access
-            .touched(slot.entry.accessed, now, &mut self.lfu_rng);
+        if !self.no_touch {
+            slot.entry.accessed = self
+                .access
+                .touched(slot.entry.accessed, now, &mut self.lfu_rng);
+        }
         let (result, changed) = change(&mut slot.entry.value);
         if !changed {
             return Found::Live((result, false));
@@ -454,9 +459,11 @@ impl Db {
             TableEntry::Occupied(occupied) => {
                 let slot = occupied.into_mut();
                 if !Self::is_expired(&slot.entry, now) {
-                    slot.entry.accessed =
-                        self.access
-                            .touched(slot.entry.accessed, now, &mut self.lfu_rng);
+                    if !self.no_touch {
+                        slot.entry.accessed =
+                            self.access
+                                .touched(slot.entry.accessed, now, &mut self.lfu_rng);
+                    }
                     return (slot, true, None);
                 }
                 // Reuse the slot for the new value; the old key leaves the deadline index.
@@ -510,6 +517,8 @@ impl Db {
                 if !moved {
                     entry.accessed = if expired {
                         self.access.fresh(now)
+                    } else if self.no_touch {
+                        slot.entry.accessed
                     } else {
                         self.access
                             .touched(slot.entry.accessed, now, &mut self.lfu_rng)

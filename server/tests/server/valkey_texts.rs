@@ -919,3 +919,47 @@ async fn the_slow_log_redacts_as_each_target_does() {
         }
     }
 }
+
+/// `CLIENT NO-TOUCH ON` (Redis 7.2, Valkey 8): the client's reads and writes leave a key's
+/// access time alone (OBJECT IDLETIME keeps counting), TOUCH still touches; as valkey-server.
+#[tokio::test]
+async fn no_touch_clients_leave_access_times_alone() {
+    let ours = locksmith_server::Server::builder()
+        .compat(Compat::Valkey81)
+        .start()
+        .await
+        .unwrap();
+    let mut urls = vec![ours.url()];
+    let reference = support::RealRedis::start_valkey(&[]);
+    urls.extend(reference.as_ref().map(|r| r.url()));
+    for url in urls {
+        let mut con = patient_conn(&url).await;
+        support::run(&mut con, &["SET", "foo", "bar"]).await;
+        support::run(&mut con, &["RPUSH", "list", "a"]).await;
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        support::run(&mut con, &["CLIENT", "NO-TOUCH", "ON"]).await;
+        support::run(&mut con, &["GET", "foo"]).await;
+        support::run(&mut con, &["RPUSH", "list", "b"]).await;
+        let idle = |reply: String| {
+            reply
+                .trim_start_matches("int(")
+                .trim_end_matches(')')
+                .parse::<i64>()
+                .unwrap_or(-1)
+        };
+        let read = idle(support::run(&mut con, &["OBJECT", "IDLETIME", "foo"]).await);
+        let written = idle(support::run(&mut con, &["OBJECT", "IDLETIME", "list"]).await);
+        assert!(
+            read >= 1 && written >= 1,
+            "{url}: idle {read} and {written} after no-touch"
+        );
+        support::run(&mut con, &["TOUCH", "foo"]).await;
+        let touched = idle(support::run(&mut con, &["OBJECT", "IDLETIME", "foo"]).await);
+        assert_eq!(touched, 0, "{url}: TOUCH touches");
+        support::run(&mut con, &["CLIENT", "NO-TOUCH", "OFF"]).await;
+        support::run(&mut con, &["GET", "list"]).await;
+        support::run(&mut con, &["LLEN", "list"]).await;
+        let now_read = idle(support::run(&mut con, &["OBJECT", "IDLETIME", "list"]).await);
+        assert_eq!(now_read, 0, "{url}: a read touches again");
+    }
+}
