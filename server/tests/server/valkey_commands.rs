@@ -7,7 +7,7 @@ use locksmith_testkit::Pair;
 
 /// Runs every line on ours under the Valkey target and on valkey-server, then on ours under
 /// the Redis target and on redis-server, asserting equal replies each time.
-async fn under_both(setup: &[&[&str]], lines: &[&[&str]]) {
+pub(super) async fn under_both(setup: &[&[&str]], lines: &[&[&str]]) {
     for compat in Compat::ALL {
         let mut pair = Pair::start_for(compat).await;
         pair.all_same(setup).await;

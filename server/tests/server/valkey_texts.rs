@@ -2,20 +2,11 @@
 //! behaviour it continues): under `--compat valkey-8.1` each answer compared with
 //! valkey-server 8.1.8, and under the default target with redis-server 7.0.15.
 
+use super::valkey_commands::under_both;
 use locksmith_server::Compat;
 use locksmith_testkit as support;
 use std::time::Duration;
 use support::{patient_conn, Pair};
-
-/// Runs every line on ours under each target and on that target's reference, asserting equal
-/// replies.
-async fn under_both(setup: &[&[&str]], lines: &[&[&str]]) {
-    for compat in Compat::ALL {
-        let mut pair = Pair::start_for(compat).await;
-        pair.all_same(setup).await;
-        pair.all_same(lines).await;
-    }
-}
 
 /// LPOS's rank range, a blocking timeout past the millisecond range, XREAD's unbalanced
 /// streams, READONLY outside cluster mode and CLIENT CAPA.
