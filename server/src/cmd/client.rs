@@ -176,7 +176,7 @@ pub(super) fn client_line(ctx: &Ctx<'_>, handle: &Arc<ClientHandle>, own_cmd: &s
     let valkey = ctx.node.config.profile().client_list_totals;
     let capa = if !valkey {
         String::new()
-    } else if own && ctx.client.modes.redirect || !own && info.redirect_capa {
+    } else if info.redirect_capa {
         " capa=r".to_string()
     } else {
         " capa=".to_string()
@@ -259,47 +259,18 @@ fn verbatim(text: String) -> Frame {
 /// ```
 fn list(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let rest = args.rest();
-    if ctx.documents("client|list", "USER") {
+    let filter = if ctx.documents("client|list", "USER") {
         // Valkey 8's filters, KILL's: every one given must match.
-        let filter = Filter::parse(ctx, rest, false)?;
-        let mut out = String::new();
-        for handle in ctx.node.clients.all() {
-            if filter.matches(ctx, &handle) {
-                out.push_str(&client_line(ctx, &handle, "client|list"));
-                out.push('\n');
-            }
-        }
-        return Ok(verbatim(out));
-    }
-    let mut kind = None;
-    let mut ids: Option<Vec<u64>> = None;
-    match rest {
-        [] => {}
-        [word, name] if word.eq_ignore_ascii_case(b"type") => kind = Some(client_type(ctx, name)?),
-        [word, list @ ..] if word.eq_ignore_ascii_case(b"id") && !list.is_empty() => {
-            let mut parsed = Vec::with_capacity(list.len());
-            for arg in list {
-                // Redis 7.0 takes any integer (an id below 1 matches no client).
-                match locksmith_resp::parse_integer(arg) {
-                    Some(n) if n >= 1 => parsed.push(n as u64),
-                    Some(_) => {}
-                    None => return Err(CommandError::err("Invalid client ID")),
-                }
-            }
-            ids = Some(parsed);
-        }
-        _ => return Err(CommandError::Syntax),
-    }
+        Filter::parse(ctx, rest, false)?
+    } else {
+        Filter::parse_redis_list(ctx, rest)?
+    };
     let mut out = String::new();
     for handle in ctx.node.clients.all() {
-        if kind.is_some_and(|k| type_of(&handle) != k) {
-            continue;
+        if filter.matches(ctx, &handle) {
+            out.push_str(&client_line(ctx, &handle, "client|list"));
+            out.push('\n');
         }
-        if ids.as_ref().is_some_and(|ids| !ids.contains(&handle.id)) {
-            continue;
-        }
-        out.push_str(&client_line(ctx, &handle, "client|list"));
-        out.push('\n');
     }
     Ok(verbatim(out))
 }
@@ -322,94 +293,24 @@ fn info(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> CmdResult {
 /// ```
 fn kill(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     let rest = args.rest();
-    if rest.len() > 1 && ctx.documents("client|list", "USER") {
-        let filter = Filter::parse(ctx, rest, true)?;
-        let mut killed = 0;
-        for handle in ctx.node.clients.all() {
-            if !filter.matches(ctx, &handle) {
-                continue;
-            }
-            if handle.id == ctx.client.id() {
-                // Our own connection closes once this reply is written.
-                ctx.client.close_after_reply = true;
-            }
-            handle.kill();
-            killed += 1;
-        }
-        return Ok(Frame::Integer(killed));
-    }
-    let mut id = None;
-    let mut kind = None;
-    let mut addr: Option<&[u8]> = None;
-    let mut laddr: Option<&[u8]> = None;
-    let mut maxage: Option<u64> = None;
-    let mut user: Option<Arc<crate::acl::User>> = None;
     let old_form = rest.len() == 1;
-    // MAXAGE is Valkey 8.0's (Redis 7.4's): a syntax error where the target lacks it.
-    let takes_maxage = ctx.documents("client|kill", "MAXAGE");
-    // With the old form a client may kill itself.
-    let mut skipme = !old_form;
-    if old_form {
-        addr = rest.first().map(|a| &a[..]);
-    } else {
-        let mut pairs = rest.chunks(2);
-        for pair in &mut pairs {
-            let [opt, value] = pair else {
-                return Err(CommandError::Syntax);
-            };
-            match opt.to_ascii_lowercase().as_slice() {
-                b"id" => match locksmith_resp::parse_integer(value) {
-                    Some(n) if n >= 1 => id = Some(n as u64),
-                    _ => return Err(CommandError::err("client-id should be greater than 0")),
-                },
-                b"type" => kind = Some(client_type(ctx, value)?),
-                b"addr" => addr = Some(value),
-                b"laddr" => laddr = Some(value),
-                b"user" => match ctx.node.acl.user(value) {
-                    Some(found) => user = Some(found),
-                    None => {
-                        return Err(CommandError::err(format!(
-                            "No such user '{}'",
-                            lossy(value, 128)
-                        )))
-                    }
-                },
-                b"skipme" => match value.to_ascii_lowercase().as_slice() {
-                    b"yes" => skipme = true,
-                    b"no" => skipme = false,
-                    _ => return Err(CommandError::Syntax),
-                },
-                b"maxage" if takes_maxage => match locksmith_resp::parse_integer(value) {
-                    Some(n) if n >= 1 => maxage = Some(n as u64),
-                    Some(_) => return Err(CommandError::err("maxage should be greater than 0")),
-                    None => {
-                        return Err(CommandError::err(
-                            "maxage is not an integer or out of range",
-                        ))
-                    }
-                },
-                _ => return Err(CommandError::Syntax),
-            }
+    let filter = if old_form {
+        // With the old form a client may kill itself.
+        Filter {
+            addr: rest.first().cloned(),
+            ..Filter::default()
         }
-    }
+    } else if ctx.documents("client|list", "USER") {
+        Filter::parse(ctx, rest, true)?
+    } else {
+        Filter::parse_redis_kill(ctx, rest)?
+    };
     let mut killed = 0;
     for handle in ctx.node.clients.all() {
-        let own = handle.id == ctx.client.id();
-        if id.is_some_and(|id| handle.id != id)
-            || kind.is_some_and(|k| type_of(&handle) != k)
-            || addr.is_some_and(|a| handle.addr_text().as_bytes() != a)
-            || laddr.is_some_and(|a| handle.laddr_text().as_bytes() != a)
-            || maxage.is_some_and(|m| ctx.now.saturating_sub(handle.created_ms) / 1000 < m)
-            || user.as_ref().is_some_and(|u| {
-                let info = handle.info();
-                let theirs = info.user.as_ref().unwrap_or(ctx.node.acl.default_user());
-                !Arc::ptr_eq(u, theirs)
-            })
-            || (skipme && own)
-        {
+        if !filter.matches(ctx, &handle) {
             continue;
         }
-        if own {
+        if handle.id == ctx.client.id() {
             // Our own connection closes once this reply is written.
             ctx.client.close_after_reply = true;
         }
@@ -427,10 +328,10 @@ fn kill(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
 }
 
-/// Valkey 8's client filters, shared by `CLIENT LIST` and `CLIENT KILL` (its
-/// `parseClientFiltersOrReply`): `ID id [id ...]`, `TYPE type`, `ADDR`, `LADDR`, `USER`,
-/// `SKIPME yes|no` (default yes for KILL, no for LIST) and `MAXAGE seconds`; a later
-/// occurrence of an option replaces an earlier one.
+/// Which clients `CLIENT LIST` shows and `CLIENT KILL` kills: every filter given must match.
+/// Parsed by Redis 7.0's rules or by Valkey 8's `parseClientFiltersOrReply` (`ID id [id
+/// ...]`, `TYPE type`, `ADDR`, `LADDR`, `USER`, `SKIPME yes|no`, default yes for KILL and no
+/// for LIST, `MAXAGE seconds`; a later occurrence of an option replaces an earlier one).
 #[derive(Default)]
 struct Filter {
     ids: Option<Vec<u64>>,
@@ -443,6 +344,57 @@ struct Filter {
 }
 
 impl Filter {
+    /// Redis 7.0's `CLIENT LIST [TYPE type | ID id [id ...]]`: any integer id (one below 1
+    /// matches no client).
+    fn parse_redis_list(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Filter, CommandError> {
+        let mut filter = Filter::default();
+        match args {
+            [] => {}
+            [word, name] if word.eq_ignore_ascii_case(b"type") => {
+                filter.kind = Some(client_type(ctx, name)?)
+            }
+            [word, list @ ..] if word.eq_ignore_ascii_case(b"id") && !list.is_empty() => {
+                let mut ids = Vec::with_capacity(list.len());
+                for arg in list {
+                    match locksmith_resp::parse_integer(arg) {
+                        Some(n) if n >= 1 => ids.push(n as u64),
+                        Some(_) => {}
+                        None => return Err(CommandError::err("Invalid client ID")),
+                    }
+                }
+                filter.ids = Some(ids);
+            }
+            _ => return Err(CommandError::Syntax),
+        }
+        Ok(filter)
+    }
+
+    /// Redis 7.0's `CLIENT KILL <option value> [...]`: one id, the options in pairs, SKIPME
+    /// yes by default; MAXAGE only where the target documents it (a syntax error in Redis
+    /// 7.0).
+    fn parse_redis_kill(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Filter, CommandError> {
+        let mut filter = Filter {
+            skipme: true,
+            ..Filter::default()
+        };
+        let takes_maxage = ctx.documents("client|kill", "MAXAGE");
+        for pair in args.chunks(2) {
+            let [opt, value] = pair else {
+                return Err(CommandError::Syntax);
+            };
+            match opt.to_ascii_lowercase().as_slice() {
+                b"id" => match locksmith_resp::parse_integer(value) {
+                    Some(n) if n >= 1 => filter.ids = Some(vec![n as u64]),
+                    _ => return Err(CommandError::err("client-id should be greater than 0")),
+                },
+                b"maxage" if !takes_maxage => return Err(CommandError::Syntax),
+                _ => filter.option(ctx, opt, value)?,
+            }
+        }
+        Ok(filter)
+    }
+
+    /// Valkey 8's filters (see [`Filter`]).
     fn parse(ctx: &Ctx<'_>, args: &[Bytes], skipme: bool) -> Result<Filter, CommandError> {
         let mut filter = Filter {
             skipme,
@@ -470,38 +422,45 @@ impl Filter {
             let Some(value) = args.get(i + 1) else {
                 return Err(CommandError::Syntax);
             };
-            match option.as_slice() {
-                b"type" => filter.kind = Some(client_type(ctx, value)?),
-                b"addr" => filter.addr = Some(value.clone()),
-                b"laddr" => filter.laddr = Some(value.clone()),
-                b"user" => match ctx.node.acl.user(value) {
-                    Some(found) => filter.user = Some(found),
-                    None => {
-                        return Err(CommandError::err(format!(
-                            "No such user '{}'",
-                            lossy(value, 128)
-                        )))
-                    }
-                },
-                b"skipme" => match value.to_ascii_lowercase().as_slice() {
-                    b"yes" => filter.skipme = true,
-                    b"no" => filter.skipme = false,
-                    _ => return Err(CommandError::Syntax),
-                },
-                b"maxage" => match locksmith_resp::parse_integer(value) {
-                    Some(n) if n >= 1 => filter.maxage = Some(n as u64),
-                    Some(_) => return Err(CommandError::err("maxage should be greater than 0")),
-                    None => {
-                        return Err(CommandError::err(
-                            "maxage is not an integer or out of range",
-                        ))
-                    }
-                },
-                _ => return Err(CommandError::Syntax),
-            }
+            filter.option(ctx, &option, value)?;
             i += 2;
         }
         Ok(filter)
+    }
+
+    /// Takes one `option value` pair other than ID (TYPE, ADDR, LADDR, USER, SKIPME,
+    /// MAXAGE; the errors both servers give), or a syntax error.
+    fn option(&mut self, ctx: &Ctx<'_>, option: &[u8], value: &Bytes) -> Result<(), CommandError> {
+        match option.to_ascii_lowercase().as_slice() {
+            b"type" => self.kind = Some(client_type(ctx, value)?),
+            b"addr" => self.addr = Some(value.clone()),
+            b"laddr" => self.laddr = Some(value.clone()),
+            b"user" => match ctx.node.acl.user(value) {
+                Some(found) => self.user = Some(found),
+                None => {
+                    return Err(CommandError::err(format!(
+                        "No such user '{}'",
+                        lossy(value, 128)
+                    )))
+                }
+            },
+            b"skipme" => match value.to_ascii_lowercase().as_slice() {
+                b"yes" => self.skipme = true,
+                b"no" => self.skipme = false,
+                _ => return Err(CommandError::Syntax),
+            },
+            b"maxage" => match locksmith_resp::parse_integer(value) {
+                Some(n) if n >= 1 => self.maxage = Some(n as u64),
+                Some(_) => return Err(CommandError::err("maxage should be greater than 0")),
+                None => {
+                    return Err(CommandError::err(
+                        "maxage is not an integer or out of range",
+                    ))
+                }
+            },
+            _ => return Err(CommandError::Syntax),
+        }
+        Ok(())
     }
 
     fn matches(&self, ctx: &Ctx<'_>, handle: &ClientHandle) -> bool {
